@@ -1,0 +1,51 @@
+//! Command-line interface: argument definitions and one function per subcommand.
+//!
+//! Each subcommand lives in its own file with an `Args` struct and a `run` function that
+//! returns the process exit code; this module only dispatches.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Find the first change that makes a ComfyUI workflow fail (most often CUDA out of memory).
+/// comfy-bisect shrinks a failing workflow to a minimal variant, re-adds one increment per run on
+/// a running ComfyUI server, and writes an evidence-backed report of the first failing increment.
+#[derive(Debug, Parser)]
+#[command(name = "comfy-bisect", version, about, long_about = None)]
+pub struct Cli {
+    /// ComfyUI server URL (http/https).
+    #[arg(long, global = true, env = "COMFY_BISECT_SERVER", default_value = "http://127.0.0.1:8188")]
+    pub server: String,
+    /// More log output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+}
+
+/// Runs the parsed command line and returns the exit code.
+pub fn main(cli: Cli) -> ExitCode {
+    init_logging(cli.verbose);
+    let code: u8 = match cli.command {};
+    #[allow(unreachable_code)]
+    ExitCode::from(code)
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("COMFY_BISECT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,9 @@
+//! comfy-bisect: find the first increment that makes a ComfyUI workflow fail.
+//!
+//! Data flows top to bottom: `workflow` (graph model, formats, canonical hash) → `catalog`
+//! (what each node class is) → `ladder` (minimal variant and increments) → `comfy` (HTTP/WS
+//! client) → `run` (one submission and its evidence) → `diagnose` (failure classification) →
+//! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
+
+pub mod cli;
+pub mod error;
