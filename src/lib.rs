@@ -7,3 +7,5 @@
 
 pub mod cli;
 pub mod error;
+pub mod nodedefs;
+pub mod workflow;
