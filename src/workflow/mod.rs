@@ -7,6 +7,7 @@
 mod canonical;
 mod graph;
 mod load;
+pub mod ui;
 pub mod validate;
 
 pub use canonical::{canonical_json, sha256_hex};

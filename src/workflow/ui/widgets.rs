@@ -1,0 +1,396 @@
+//! The widget list the frontend builds for a node class from its `/object_info` definition, and
+//! the mapping of saved `widgets_values` onto it (positional arrays, or objects keyed by name).
+
+use crate::nodedefs::{InputDef, InputKind, NodeDef, Section, DYNAMICCOMBO_V3};
+use serde_json::{Map, Value};
+
+/// What a widget slot is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotKind {
+    /// A widget whose value is sent as the input of the same name.
+    Input,
+    /// `control_after_generate` (seed control); never sent.
+    Control,
+    /// An upload button or other UI-only widget; never sent.
+    UiOnly,
+}
+
+/// One widget of a node with the value it holds.
+#[derive(Debug, Clone)]
+pub(crate) struct Widget {
+    /// Widget name (the input name for `SlotKind::Input`, dotted for dynamic-combo children).
+    pub name: String,
+    pub kind: SlotKind,
+    /// Position in the saved `widgets_values` array (or the key in the object form), when the
+    /// value came from the file; `None` when it is the definition's default.
+    pub saved_at: Option<SavedAt>,
+    /// The value.
+    pub value: Value,
+    /// The input type (`INT`, `COMBO`…).
+    pub type_name: String,
+    /// True for STRING widgets with `dynamicPrompts`.
+    pub dynamic_prompts: bool,
+}
+
+/// Where a widget's value is stored in the node object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SavedAt {
+    /// `widgets_values[i]`.
+    Index(usize),
+    /// `widgets_values[key]` (object form).
+    Key(String),
+}
+
+/// The control modes the frontend writes after a seed-like widget.
+pub(crate) const CONTROL_MODES: [&str; 5] =
+    ["fixed", "increment", "decrement", "randomize", "increment-wrap"];
+
+/// Input types that the frontend draws as a widget (besides the basic ones and combos).
+const FRONTEND_WIDGET_TYPES: [&str; 14] = [
+    "COLOR",
+    "CURVE",
+    "BOUNDING_BOX",
+    "BOUNDING_BOXES",
+    "IMAGECOMPARE",
+    "LOAD_3D",
+    "LOAD_3D_ANIMATION",
+    "PAINTER",
+    "CAMERA_ANGLE_VIEW",
+    "MARKDOWN",
+    "WEBCAM",
+    "AUDIO_RECORD",
+    "IMAGEUPLOAD",
+    "HISTOGRAM",
+];
+
+/// Widgets that frontend extensions add to some core classes, after the definition's widgets:
+/// `(class, widget name, sent in the prompt)`.
+const EXTENSION_WIDGETS: [(&str, &str, bool); 2] = [("SaveGLB", "image", true), ("Preview3D", "image", true)];
+
+/// How an input spec makes widgets.
+fn widget_type(input: &InputDef) -> Option<String> {
+    if input.force_input()
+        || input
+            .options
+            .get("defaultInput")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    {
+        return None;
+    }
+    let t = input
+        .options
+        .get("widgetType")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| input.type_name().to_string());
+    match t.as_str() {
+        "INT" | "FLOAT" | "STRING" | "BOOLEAN" | "COMBO" | DYNAMICCOMBO_V3 => Some(t),
+        other if FRONTEND_WIDGET_TYPES.contains(&other) => Some(t),
+        _ => None,
+    }
+}
+
+/// True when a widget of this input gets a `control_after_generate` companion.
+fn has_control(input: &InputDef, wtype: &str) -> bool {
+    match input.options.get("control_after_generate") {
+        Some(Value::Bool(b)) => *b && (wtype == "INT" || wtype == "COMBO"),
+        Some(Value::String(_)) => wtype == "INT" || wtype == "COMBO",
+        Some(_) => false,
+        None => wtype == "INT" && (input.name == "seed" || input.name == "noise_seed"),
+    }
+}
+
+/// True when the input is a widget input of this class (an input the widget list covers).
+pub(crate) fn is_widget_input(def: &NodeDef, name: &str) -> bool {
+    if let Some(input) = def.input(name) {
+        return input.section != Section::Hidden && widget_type(input).is_some();
+    }
+    // Dynamic-combo children `parent.child`.
+    if let Some((parent, child)) = name.split_once('.') {
+        if let Some(p) = def.input(parent) {
+            if p.type_name() == DYNAMICCOMBO_V3 {
+                return option_children(p)
+                    .iter()
+                    .any(|(n, spec)| n == child && widget_type(spec).is_some());
+            }
+        }
+    }
+    false
+}
+
+/// Every child spec any option of a dynamic combo declares.
+fn option_children(input: &InputDef) -> Vec<(String, InputDef)> {
+    let mut out = Vec::new();
+    for option in input
+        .options
+        .get("options")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for (key, section) in [("required", Section::Required), ("optional", Section::Optional)] {
+            if let Some(m) = option
+                .get("inputs")
+                .and_then(|i| i.get(key))
+                .and_then(Value::as_object)
+            {
+                for (n, spec) in m {
+                    out.push((n.clone(), InputDef::from_spec(n, section, spec)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The default value the frontend gives a fresh widget.
+pub(crate) fn default_for(input: &InputDef, wtype: &str) -> Value {
+    if let Some(d) = input.default_value() {
+        return d.clone();
+    }
+    match (&input.kind, wtype) {
+        (InputKind::Combo { options, .. }, _) => options
+            .first()
+            .map(|o| match o {
+                Value::Object(m) => m.get("key").cloned().unwrap_or(Value::Null),
+                other => other.clone(),
+            })
+            .unwrap_or(Value::Null),
+        (_, "INT") | (_, "FLOAT") => {
+            let min = input.min().and_then(|n| n.as_f64()).unwrap_or(0.0);
+            if min > 0.0 {
+                Value::Number(input.min().expect("checked").clone())
+            } else {
+                Value::from(0)
+            }
+        }
+        (_, "BOOLEAN") => Value::Bool(false),
+        (_, "STRING") => Value::String(String::new()),
+        (_, DYNAMICCOMBO_V3) => input
+            .options
+            .get("options")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(|o| o.get("key"))
+            .cloned()
+            .unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+/// Reads saved values one widget at a time.
+struct Cursor<'a> {
+    values: Option<&'a [Value]>,
+    object: Option<&'a Map<String, Value>>,
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn take(&mut self, name: &str) -> Option<(SavedAt, Value)> {
+        if let Some(obj) = self.object {
+            return obj
+                .get(name)
+                .map(|v| (SavedAt::Key(name.to_string()), v.clone()));
+        }
+        let values = self.values?;
+        let i = self.pos;
+        self.pos += 1;
+        values.get(i).map(|v| (SavedAt::Index(i), v.clone()))
+    }
+
+    fn peek(&self) -> Option<&Value> {
+        self.values?.get(self.pos)
+    }
+}
+
+/// Builds the widgets of `def` holding the saved values (`widgets_values` as saved).
+pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
+    let mut cursor = Cursor {
+        values: saved.and_then(Value::as_array).map(Vec::as_slice),
+        object: saved.and_then(Value::as_object),
+        pos: 0,
+    };
+    let mut out = Vec::new();
+    let required: Vec<&InputDef> = def
+        .inputs
+        .iter()
+        .filter(|i| i.section == Section::Required)
+        .collect();
+    let optional: Vec<&InputDef> = def
+        .inputs
+        .iter()
+        .filter(|i| i.section == Section::Optional)
+        .collect();
+    for input in &required {
+        push_input(input, "", &mut cursor, &mut out);
+    }
+    if required.iter().any(|i| {
+        ["image_upload", "video_upload", "animated_image_upload"]
+            .iter()
+            .any(|k| i.options.get(*k).and_then(Value::as_bool) == Some(true))
+    }) {
+        push_ui_only("upload", &mut cursor, &mut out);
+    }
+    if required
+        .iter()
+        .any(|i| i.options.get("audio_upload").and_then(Value::as_bool) == Some(true))
+    {
+        push_ui_only("audioUI", &mut cursor, &mut out);
+        push_ui_only("upload", &mut cursor, &mut out);
+    }
+    for input in &optional {
+        push_input(input, "", &mut cursor, &mut out);
+    }
+    for (class, name, sent) in EXTENSION_WIDGETS {
+        if class == def.name {
+            if let Some((at, value)) = cursor.take(name) {
+                out.push(Widget {
+                    name: name.to_string(),
+                    kind: if sent { SlotKind::Input } else { SlotKind::UiOnly },
+                    saved_at: Some(at),
+                    value,
+                    type_name: "STRING".into(),
+                    dynamic_prompts: false,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
+    let taken = cursor.take(name);
+    out.push(Widget {
+        name: name.to_string(),
+        kind: SlotKind::UiOnly,
+        saved_at: taken.as_ref().map(|t| t.0.clone()),
+        value: taken.map(|t| t.1).unwrap_or(Value::Null),
+        type_name: String::new(),
+        dynamic_prompts: false,
+    });
+}
+
+fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
+    let Some(wtype) = widget_type(input) else {
+        return;
+    };
+    let name = format!("{prefix}{}", input.name);
+    let taken = cursor.take(&name);
+    let value = taken
+        .as_ref()
+        .map(|t| t.1.clone())
+        .unwrap_or_else(|| default_for(input, &wtype));
+    out.push(Widget {
+        name: name.clone(),
+        kind: SlotKind::Input,
+        saved_at: taken.map(|t| t.0),
+        value: value.clone(),
+        type_name: wtype.clone(),
+        dynamic_prompts: input
+            .options
+            .get("dynamicPrompts")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    });
+    if has_control(input, &wtype) {
+        // A save without the companion slot: the next value is not a mode string.
+        let present = match cursor.peek() {
+            Some(Value::String(s)) => CONTROL_MODES.contains(&s.as_str()),
+            Some(_) => false,
+            None => cursor.object.is_some(),
+        };
+        if present {
+            let taken = cursor.take("control_after_generate");
+            out.push(Widget {
+                name: format!("{name}.control_after_generate"),
+                kind: SlotKind::Control,
+                saved_at: taken.as_ref().map(|t| t.0.clone()),
+                value: taken.map(|t| t.1).unwrap_or(Value::Null),
+                type_name: String::new(),
+                dynamic_prompts: false,
+            });
+        }
+    }
+    if wtype == DYNAMICCOMBO_V3 {
+        let Some(selected) = value.as_str() else {
+            return;
+        };
+        let Some(option) = input
+            .options
+            .get("options")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .find(|o| o.get("key").and_then(Value::as_str) == Some(selected))
+            })
+        else {
+            return;
+        };
+        let child_prefix = format!("{name}.");
+        for (key, section) in [("required", Section::Required), ("optional", Section::Optional)] {
+            if let Some(m) = option
+                .get("inputs")
+                .and_then(|i| i.get(key))
+                .and_then(Value::as_object)
+            {
+                for (n, spec) in m {
+                    let child = InputDef::from_spec(n, section, spec);
+                    push_input(&child, &child_prefix, cursor, out);
+                }
+            }
+        }
+    }
+}
+
+/// The sockets a node of this class has in the frontend, in order: every visible input of the
+/// definition (widget inputs own a socket too), with its type; dynamic-combo children follow
+/// their parent for the selected option.
+pub(crate) fn live_inputs(def: &NodeDef, widgets: &[Widget]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for input in def.visible_inputs() {
+        out.push((input.name.clone(), input.type_name().to_string()));
+        if input.type_name() == DYNAMICCOMBO_V3 {
+            let selected = widgets
+                .iter()
+                .find(|w| w.name == input.name)
+                .map(|w| w.value.clone());
+            if let Some(option) = selected.as_ref().and_then(Value::as_str).and_then(|s| {
+                input
+                    .options
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().find(|o| o.get("key").and_then(Value::as_str) == Some(s)))
+            }) {
+                for key in ["required", "optional"] {
+                    if let Some(m) = option
+                        .get("inputs")
+                        .and_then(|i| i.get(key))
+                        .and_then(Value::as_object)
+                    {
+                        for (n, spec) in m {
+                            let child = InputDef::from_spec(n, Section::Optional, spec);
+                            out.push((
+                                format!("{}.{n}", input.name),
+                                child.type_name().to_string(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The value as the frontend serializes it: arrays are wrapped as `{"__value__": [...]}`.
+pub(crate) fn serialize_value(v: Value) -> Value {
+    match v {
+        Value::Array(items) => {
+            let mut m = Map::new();
+            m.insert("__value__".into(), Value::Array(items));
+            Value::Object(m)
+        }
+        other => other,
+    }
+}
