@@ -175,10 +175,16 @@ impl<'a> Conv<'a> {
         }
         let nodes: Vec<UiNode> = self.graph(frame).nodes.clone();
         for node in &nodes {
-            if node.mode == MODE_MUTED || node.mode == MODE_BYPASS || self.is_virtual(node) {
+            let inactive = node.mode == MODE_MUTED || node.mode == MODE_BYPASS;
+            if self.is_virtual(node) || (inactive && !self.is_instance(node)) {
                 continue;
             }
             if self.is_instance(node) {
+                // A muted or bypassed instance at the root contributes nothing; 1.58.1 still
+                // expands muted or bypassed instances nested inside an active one.
+                if inactive && frame == 0 {
+                    continue;
+                }
                 let child = self.make_child(frame, node);
                 self.children.insert((frame, node.index), child);
                 self.expand(child, depth + 1)?;
@@ -472,10 +478,70 @@ impl<'a> Conv<'a> {
                 return Ok(r);
             }
         }
-        Ok(match self.frames[frame].promoted.get(&name) {
-            Some(v) => Resolved::Value(v.clone()),
+        Ok(match self.promoted_value(frame, k, 0) {
+            Some(v) => Resolved::Value(v),
             None => Resolved::Nothing,
         })
+    }
+
+    /// The value of the promoted widget of input `k` of the instance `frame` expands: the
+    /// instance's saved value, else the current value of the inner widget it shows.
+    fn promoted_value(&mut self, frame: usize, k: usize, depth: usize) -> Option<Value> {
+        let def_id = self.frames[frame].def.clone()?;
+        let name = self.doc.defs[&def_id].inputs.get(k)?.name.clone();
+        if let Some(v) = self.frames[frame].promoted.get(&name) {
+            return Some(v.clone());
+        }
+        if depth > 32 {
+            return None;
+        }
+        let def = self.doc.defs[&def_id].clone();
+        for (target, input) in self.boundary_targets(&def, k) {
+            if let Some(inner) = self.doc.defs.get(&target.type_name) {
+                let Some(j) = inner.inputs.iter().position(|i| i.name == input) else {
+                    continue;
+                };
+                if !self.widget_backed(inner, 0)[j] {
+                    continue;
+                }
+                let Some(&child) = self.children.get(&(frame, target.index)) else {
+                    continue;
+                };
+                if let Some(v) = self.promoted_value(child, j, depth + 1) {
+                    return Some(v);
+                }
+            } else if let Some(nd) = self.defs.get(&target.type_name) {
+                if super::widgets::is_widget_input(nd, &input) {
+                    if let Some(v) = self.widget_value(frame, target, &input) {
+                        return Some(v);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The current value of a widget of a node: saved, then PrimitiveNode, then instance value.
+    fn widget_value(&mut self, frame: usize, node: &UiNode, name: &str) -> Option<Value> {
+        let mut value = self
+            .widgets_of(frame, node)
+            .into_iter()
+            .find(|w| w.kind == SlotKind::Input && w.name == name)?
+            .value;
+        let key = scope_key(&self.frames[frame].def);
+        if let Some(v) = self
+            .primitives
+            .get(&(key, node.id.clone(), name.to_string()))
+        {
+            value = v.clone();
+        }
+        if let Some(v) = self.frames[frame]
+            .overrides
+            .get(&(node.saved_id.clone(), name.to_string()))
+        {
+            value = v.clone();
+        }
+        Some(value)
     }
 
     fn resolve_output(
@@ -560,24 +626,13 @@ impl<'a> Conv<'a> {
                 let exec = format!("{}{}", self.frames[frame].prefix, node.id);
                 let title = node.title.clone().unwrap_or_else(|| nd.display_name.clone());
                 let mut api = Node::new(&node.type_name);
-                let key = scope_key(&self.frames[frame].def);
                 for w in self.widgets_of(frame, node) {
                     if w.kind != SlotKind::Input {
                         continue;
                     }
-                    let mut value = w.value.clone();
-                    if let Some(v) = self
-                        .primitives
-                        .get(&(key.clone(), node.id.clone(), w.name.clone()))
-                    {
-                        value = v.clone();
-                    }
-                    if let Some(v) = self.frames[frame]
-                        .overrides
-                        .get(&(node.saved_id.clone(), w.name.clone()))
-                    {
-                        value = v.clone();
-                    }
+                    let mut value = self
+                        .widget_value(frame, node, &w.name)
+                        .unwrap_or_else(|| w.value.clone());
                     if frame == 0 && w.dynamic_prompts {
                         if let Value::String(s) = &value {
                             let (text, choices) = super::dynprompt::process(s);

@@ -46,8 +46,9 @@ pub(crate) const CONTROL_MODES: [&str; 5] =
     ["fixed", "increment", "decrement", "randomize", "increment-wrap"];
 
 /// Input types that the frontend draws as a widget (besides the basic ones and combos).
-const FRONTEND_WIDGET_TYPES: [&str; 14] = [
+const FRONTEND_WIDGET_TYPES: [&str; 15] = [
     "COLOR",
+    "COLORS",
     "CURVE",
     "BOUNDING_BOX",
     "BOUNDING_BOXES",
@@ -66,6 +67,29 @@ const FRONTEND_WIDGET_TYPES: [&str; 14] = [
 /// Widgets that frontend extensions add to some core classes, after the definition's widgets:
 /// `(class, widget name, sent in the prompt)`.
 const EXTENSION_WIDGETS: [(&str, &str, bool); 2] = [("SaveGLB", "image", true), ("Preview3D", "image", true)];
+
+/// Widgets whose sent value is computed by the frontend at queue time from live UI state, not
+/// read from the saved value: the image comparer sends two empty image slots, the 3D viewport
+/// sends the state of a freshly opened viewer (nothing loaded, default camera).
+fn queue_time_value(wtype: &str) -> Option<Value> {
+    match wtype {
+        "IMAGECOMPARE" => Some(serde_json::json!(["", ""])),
+        "LOAD_3D" => Some(serde_json::json!({
+            "image": "", "mask": "", "normal": "",
+            "camera_info": {
+                "position": {"x": 10, "y": 10, "z": 10.000000000000002},
+                "target": {"x": 0, "y": 0, "z": 0},
+                "zoom": 1, "cameraType": "perspective",
+                "quaternion": {"x": -0.2798481423331213, "y": 0.3647051996310008,
+                               "z": 0.11591689595929511, "w": 0.8804762392171493},
+                "fov": 35, "aspect": 1, "near": 0.01, "far": 10000,
+                "frustum": {"left": -5, "right": 5, "top": 5, "bottom": -5}
+            },
+            "recording": "", "model_3d_info": []
+        })),
+        _ => None,
+    }
+}
 
 /// How an input spec makes widgets.
 fn widget_type(input: &InputDef) -> Option<String> {
@@ -242,6 +266,16 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
     for input in &optional {
         push_input(input, "", &mut cursor, &mut out);
     }
+    if def.name == "CustomCombo" {
+        // The frontend's custom-combo extension: an `index` widget, then one text widget per
+        // option (`option1`, `option2`, …; the last one is the empty "add" slot).
+        push_extension("index", &mut cursor, &mut out);
+        let mut n = 1;
+        while cursor.peek().is_some() {
+            push_extension(&format!("option{n}"), &mut cursor, &mut out);
+            n += 1;
+        }
+    }
     for (class, name, sent) in EXTENSION_WIDGETS {
         if class == def.name {
             if let Some((at, value)) = cursor.take(name) {
@@ -257,6 +291,19 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
         }
     }
     out
+}
+
+fn push_extension(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
+    if let Some((at, value)) = cursor.take(name) {
+        out.push(Widget {
+            name: name.to_string(),
+            kind: SlotKind::Input,
+            saved_at: Some(at),
+            value,
+            type_name: String::new(),
+            dynamic_prompts: false,
+        });
+    }
 }
 
 fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
@@ -277,10 +324,13 @@ fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut
     };
     let name = format!("{prefix}{}", input.name);
     let taken = cursor.take(&name);
-    let value = taken
-        .as_ref()
-        .map(|t| t.1.clone())
-        .unwrap_or_else(|| default_for(input, &wtype));
+    let value = match queue_time_value(&wtype) {
+        Some(v) => v,
+        None => taken
+            .as_ref()
+            .map(|t| t.1.clone())
+            .unwrap_or_else(|| default_for(input, &wtype)),
+    };
     out.push(Widget {
         name: name.clone(),
         kind: SlotKind::Input,
