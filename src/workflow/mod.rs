@@ -5,11 +5,13 @@
 //! floats round-trip byte for byte.
 
 mod canonical;
+pub mod edit;
 mod graph;
 mod load;
 pub mod validate;
 
 pub use canonical::{canonical_json, sha256_hex};
+pub use edit::{Change, Edit, EditError};
 pub use load::{detect_format, load_api_file, parse_api, Format, LoadError};
 
 use indexmap::IndexMap;
