@@ -5,12 +5,14 @@
 //! floats round-trip byte for byte.
 
 mod canonical;
+pub mod edit;
 mod graph;
 mod load;
 pub mod ui;
 pub mod validate;
 
 pub use canonical::{canonical_json, sha256_hex};
+pub use edit::{Change, Edit, EditError};
 pub use load::{detect_format, load_api_file, parse_api, Format, LoadError};
 
 use indexmap::IndexMap;
