@@ -4,6 +4,7 @@
 //! returns the process exit code; this module only dispatches.
 
 pub mod common;
+pub mod convert;
 pub mod hash;
 pub mod validate;
 
@@ -38,6 +39,9 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
+    /// Convert a UI workflow (what ComfyUI's "Save" writes) into the API prompt the frontend
+    /// would queue.
+    Convert(convert::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -47,6 +51,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
+        Command::Convert(args) => convert::run(args, &server),
     };
     ExitCode::from(code)
 }
