@@ -56,6 +56,8 @@ struct Conv<'a> {
     primitives: HashMap<(String, String, String), Value>,
     widget_cache: HashMap<(String, usize), Vec<Widget>>,
     warnings: Vec<String>,
+    instances: IndexMap<String, Origin>,
+    instance_slots: HashMap<String, HashMap<String, usize>>,
     unknown: Vec<UnknownNode>,
     group_nodes: Vec<UnknownNode>,
 }
@@ -78,6 +80,8 @@ pub(crate) fn convert(ui: &Value, defs: &NodeDefs) -> Result<Converted, UiError>
         primitives: HashMap::new(),
         widget_cache: HashMap::new(),
         warnings: Vec::new(),
+        instances: IndexMap::new(),
+        instance_slots: HashMap::new(),
         unknown: Vec::new(),
         group_nodes: Vec::new(),
     };
@@ -211,10 +215,22 @@ impl<'a> Conv<'a> {
         let def = &self.doc.defs[&node.type_name];
         let prefix = format!("{}{}:", self.frames[frame].prefix, node.id);
         let mut path = self.frames[frame].path.clone();
-        path.push(format!("{}{}", self.frames[frame].prefix, node.id));
+        let exec = format!("{}{}", self.frames[frame].prefix, node.id);
+        self.instances.insert(
+            exec.clone(),
+            Origin {
+                scope: path.clone(),
+                definition: self.frames[frame].def.clone(),
+                node_id: node.saved_id.clone(),
+                index: node.index,
+                title: node.title.clone().unwrap_or_else(|| def.name.clone()),
+            },
+        );
+        path.push(exec.clone());
         let backed = self.widget_backed(def, 0);
         let mut promoted = HashMap::new();
         let mut overrides = HashMap::new();
+        let mut slots: HashMap<String, usize> = HashMap::new();
         let values: Vec<Value> = node
             .widgets_values
             .as_ref()
@@ -234,7 +250,13 @@ impl<'a> Conv<'a> {
                     };
                     let src = parts.first().and_then(super::parse::id_key);
                     let name = parts.get(1).and_then(Value::as_str);
-                    let (Some(src), Some(name), Some(value)) = (src, name, values.get(i)) else {
+                    let (Some(src), Some(name)) = (src, name) else {
+                        continue;
+                    };
+                    if src == "-1" {
+                        slots.insert(name.to_string(), i);
+                    }
+                    let Some(value) = values.get(i) else {
                         continue;
                     };
                     if src == "-1" {
@@ -257,6 +279,7 @@ impl<'a> Conv<'a> {
                     let skip_controls = values.len() > backed_inputs.len();
                     let mut pos = 0;
                     for &k in &backed_inputs {
+                        slots.insert(def.inputs[k].name.clone(), pos);
                         let Some(v) = values.get(pos) else {
                             break;
                         };
@@ -283,6 +306,7 @@ impl<'a> Conv<'a> {
                 promoted.insert(input.name.clone(), v.clone());
             }
         }
+        self.instance_slots.insert(exec, slots);
         self.frames.push(Frame {
             def: Some(node.type_name.clone()),
             prefix,
@@ -698,7 +722,9 @@ impl<'a> Conv<'a> {
         Ok(Converted {
             workflow,
             provenance,
+            instances: self.instances,
             warnings: self.warnings,
+            instance_slots: self.instance_slots,
         })
     }
 }

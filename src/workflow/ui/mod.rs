@@ -8,6 +8,9 @@ mod convert;
 mod dynprompt;
 mod parse;
 mod widgets;
+mod write;
+
+pub use write::write_variant;
 
 use super::load::parse_json;
 use super::{detect_format, parse_api, Format, LoadError, NodeId, Workflow};
@@ -39,8 +42,13 @@ pub struct Converted {
     pub workflow: Workflow,
     /// API node id → where it is in the UI file.
     pub provenance: IndexMap<NodeId, Origin>,
+    /// Execution id of every expanded subgraph instance (`"20"`, `"20:7"`) → where it is.
+    pub instances: IndexMap<String, Origin>,
     /// Repairs made on a dirty file and other things the user should know.
     pub warnings: Vec<String>,
+    /// Instance execution id → subgraph input name → index in the instance's `widgets_values`
+    /// that holds its promoted value.
+    pub(crate) instance_slots: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
 }
 
 /// A node whose type the server does not know.
@@ -89,7 +97,11 @@ fn describe_unknown(nodes: &[UnknownNode]) -> String {
                 s.push_str(&format!(" (title \"{t}\")"));
             }
             match &n.pack {
-                Some(p) => s.push_str(&format!(" — from node pack {p}")),
+                Some(p) if p.starts_with("comfy-core") => s.push_str(&format!(
+                    " — a core node (saved with ComfyUI {}); update ComfyUI",
+                    p.split_once('@').map(|(_, v)| v).unwrap_or("of a newer version")
+                )),
+                Some(p) => s.push_str(&format!(" — install node pack {p}")),
                 None => s.push_str(" — no node pack recorded in the file"),
             }
             s

@@ -73,7 +73,6 @@ pub(crate) struct IoSlot {
 /// A subgraph definition.
 #[derive(Debug, Clone)]
 pub(crate) struct SubgraphDef {
-    pub id: String,
     pub name: String,
     pub graph: UiGraph,
     pub inputs: Vec<IoSlot>,
@@ -368,7 +367,6 @@ pub(crate) fn parse_doc(ui: &Value) -> UiDoc {
         defs.insert(
             id.clone(),
             SubgraphDef {
-                id,
                 name: str_field(sg, "name"),
                 graph,
                 inputs: io_slots(sg.get("inputs")),

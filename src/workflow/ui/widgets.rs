@@ -26,8 +26,6 @@ pub(crate) struct Widget {
     pub saved_at: Option<SavedAt>,
     /// The value.
     pub value: Value,
-    /// The input type (`INT`, `COMBO`…).
-    pub type_name: String,
     /// True for STRING widgets with `dynamicPrompts`.
     pub dynamic_prompts: bool,
 }
@@ -284,7 +282,6 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
                     kind: if sent { SlotKind::Input } else { SlotKind::UiOnly },
                     saved_at: Some(at),
                     value,
-                    type_name: "STRING".into(),
                     dynamic_prompts: false,
                 });
             }
@@ -300,7 +297,6 @@ fn push_extension(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
             kind: SlotKind::Input,
             saved_at: Some(at),
             value,
-            type_name: String::new(),
             dynamic_prompts: false,
         });
     }
@@ -313,7 +309,6 @@ fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
         kind: SlotKind::UiOnly,
         saved_at: taken.as_ref().map(|t| t.0.clone()),
         value: taken.map(|t| t.1).unwrap_or(Value::Null),
-        type_name: String::new(),
         dynamic_prompts: false,
     });
 }
@@ -336,7 +331,6 @@ fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut
         kind: SlotKind::Input,
         saved_at: taken.map(|t| t.0),
         value: value.clone(),
-        type_name: wtype.clone(),
         dynamic_prompts: input
             .options
             .get("dynamicPrompts")
@@ -357,7 +351,6 @@ fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut
                 kind: SlotKind::Control,
                 saved_at: taken.as_ref().map(|t| t.0.clone()),
                 value: taken.map(|t| t.1).unwrap_or(Value::Null),
-                type_name: String::new(),
                 dynamic_prompts: false,
             });
         }
