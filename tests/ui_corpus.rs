@@ -62,7 +62,10 @@ fn diff(got: &Value, want: &Value) -> Vec<String> {
         let wi = wn["inputs"].as_object().unwrap_or(&empty);
         for (k, wv) in wi {
             match gi.get(k) {
-                None => out.push(format!("node {id} ({}): missing input {k} = {wv}", wn["class_type"])),
+                None => out.push(format!(
+                    "node {id} ({}): missing input {k} = {wv}",
+                    wn["class_type"]
+                )),
                 Some(gv) if !same(gv, wv) => out.push(format!(
                     "node {id} ({}): input {k} = {gv}, want {wv}",
                     wn["class_type"]
@@ -72,7 +75,10 @@ fn diff(got: &Value, want: &Value) -> Vec<String> {
         }
         for (k, gv) in gi {
             if !wi.contains_key(k) {
-                out.push(format!("node {id} ({}): extra input {k} = {gv}", wn["class_type"]));
+                out.push(format!(
+                    "node {id} ({}): extra input {k} = {gv}",
+                    wn["class_type"]
+                ));
             }
         }
     }

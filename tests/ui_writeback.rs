@@ -86,7 +86,10 @@ fn written_back_variants_convert_to_the_api_variant() {
         templates += 1;
         edit_count += edits.len();
         for e in &edits {
-            let kind = serde_json::to_value(e).unwrap()["edit"].as_str().unwrap().to_string();
+            let kind = serde_json::to_value(e).unwrap()["edit"]
+                .as_str()
+                .unwrap()
+                .to_string();
             *kinds.entry(kind).or_insert(0) += 1;
         }
         let mut want = converted.workflow.clone();
@@ -100,7 +103,9 @@ fn written_back_variants_convert_to_the_api_variant() {
         };
         let back = convert(&written, &defs).unwrap();
         if back.workflow.sha256() != want.sha256() {
-            failures.push(format!("{name}: the written UI file converts to another workflow"));
+            failures.push(format!(
+                "{name}: the written UI file converts to another workflow"
+            ));
         }
         if layout(&written) != layout(&ui) {
             failures.push(format!("{name}: the layout changed"));

@@ -82,7 +82,10 @@ pub fn run(args: Args, server: &str) -> u8 {
                     c.provenance
                         .iter()
                         .map(|(id, o)| {
-                            (id.clone(), serde_json::to_value(o).expect("origins serialize"))
+                            (
+                                id.clone(),
+                                serde_json::to_value(o).expect("origins serialize"),
+                            )
                         })
                         .collect(),
                 )

@@ -1,8 +1,8 @@
 //! `comfy-bisect hash WORKFLOW`: the canonical workflow hash and node count.
 
 use super::common::print_error;
-use crate::workflow::load_api_file;
 use crate::error::exit;
+use crate::workflow::load_api_file;
 use std::path::PathBuf;
 
 /// Arguments of `hash`.

@@ -201,8 +201,7 @@ impl<'a> Conv<'a> {
                 title: node.title.clone(),
                 pack: pack_of(&node.properties),
             };
-            if node.type_name.starts_with("workflow>") || node.type_name.starts_with("workflow/")
-            {
+            if node.type_name.starts_with("workflow>") || node.type_name.starts_with("workflow/") {
                 self.group_nodes.push(unknown);
             } else if self.defs.get(&node.type_name).is_none() {
                 self.unknown.push(unknown);
@@ -242,7 +241,11 @@ impl<'a> Conv<'a> {
             .as_ref()
             .and_then(Value::as_object)
             .cloned();
-        match node.properties.get("proxyWidgets").and_then(Value::as_array) {
+        match node
+            .properties
+            .get("proxyWidgets")
+            .and_then(Value::as_array)
+        {
             Some(proxy) => {
                 for (i, entry) in proxy.iter().enumerate() {
                     let Some(parts) = entry.as_array() else {
@@ -299,9 +302,9 @@ impl<'a> Conv<'a> {
         // A PrimitiveNode linked to an instance input sets the promoted widget.
         let key = scope_key(&self.frames[frame].def);
         for input in &def.inputs {
-            if let Some(v) = self
-                .primitives
-                .get(&(key.clone(), node.id.clone(), input.name.clone()))
+            if let Some(v) =
+                self.primitives
+                    .get(&(key.clone(), node.id.clone(), input.name.clone()))
             {
                 promoted.insert(input.name.clone(), v.clone());
             }
@@ -371,10 +374,12 @@ impl<'a> Conv<'a> {
                 .get(&target.type_name)
                 .and_then(|nd| nd.input(name))
                 .is_some_and(|i| {
-                    matches!(i.options.get("control_after_generate"), Some(Value::Bool(true)) | Some(Value::String(_)))
-                        || (i.options.get("control_after_generate").is_none()
-                            && i.type_name() == "INT"
-                            && (i.name == "seed" || i.name == "noise_seed"))
+                    matches!(
+                        i.options.get("control_after_generate"),
+                        Some(Value::Bool(true)) | Some(Value::String(_))
+                    ) || (i.options.get("control_after_generate").is_none()
+                        && i.type_name() == "INT"
+                        && (i.name == "seed" || i.name == "noise_seed"))
                 })
         })
     }
@@ -454,7 +459,10 @@ impl<'a> Conv<'a> {
                 if where_.is_empty() {
                     String::new()
                 } else {
-                    format!(" (inside subgraph instance {})", where_.trim_end_matches(':'))
+                    format!(
+                        " (inside subgraph instance {})",
+                        where_.trim_end_matches(':')
+                    )
                 }
             ));
             return Ok(Resolved::Nothing);
@@ -486,7 +494,10 @@ impl<'a> Conv<'a> {
         let Some((parent, index)) = self.frames[frame].parent else {
             return Ok(Resolved::Nothing);
         };
-        let def_id = self.frames[frame].def.clone().expect("child frames have a definition");
+        let def_id = self.frames[frame]
+            .def
+            .clone()
+            .expect("child frames have a definition");
         let Some(name) = self.doc.defs[&def_id].inputs.get(k).map(|i| i.name.clone()) else {
             return Ok(Resolved::Nothing);
         };
@@ -648,7 +659,10 @@ impl<'a> Conv<'a> {
                     continue;
                 };
                 let exec = format!("{}{}", self.frames[frame].prefix, node.id);
-                let title = node.title.clone().unwrap_or_else(|| nd.display_name.clone());
+                let title = node
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| nd.display_name.clone());
                 let mut api = Node::new(&node.type_name);
                 for w in self.widgets_of(frame, node) {
                     if w.kind != SlotKind::Input {

@@ -48,7 +48,8 @@ pub struct Converted {
     pub warnings: Vec<String>,
     /// Instance execution id → subgraph input name → index in the instance's `widgets_values`
     /// that holds its promoted value.
-    pub(crate) instance_slots: std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
+    pub(crate) instance_slots:
+        std::collections::HashMap<String, std::collections::HashMap<String, usize>>,
 }
 
 /// A node whose type the server does not know.
@@ -99,7 +100,9 @@ fn describe_unknown(nodes: &[UnknownNode]) -> String {
             match &n.pack {
                 Some(p) if p.starts_with("comfy-core") => s.push_str(&format!(
                     " — a core node (saved with ComfyUI {}); update ComfyUI",
-                    p.split_once('@').map(|(_, v)| v).unwrap_or("of a newer version")
+                    p.split_once('@')
+                        .map(|(_, v)| v)
+                        .unwrap_or("of a newer version")
                 )),
                 Some(p) => s.push_str(&format!(" — install node pack {p}")),
                 None => s.push_str(" — no node pack recorded in the file"),

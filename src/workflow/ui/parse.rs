@@ -206,7 +206,14 @@ fn parse_node(index: usize, v: &Value) -> Option<UiNode> {
         title: obj.get("title").and_then(Value::as_str).map(str::to_string),
         inputs,
         outputs,
-        widgets_values: obj.get("widgets_values").cloned(),
+        // Newer frontends also write `widgets_values_named`; it stands in for a missing array.
+        widgets_values: match obj.get("widgets_values") {
+            None | Some(Value::Null) => obj
+                .get("widgets_values_named")
+                .filter(|v| v.is_object())
+                .cloned(),
+            Some(v) => Some(v.clone()),
+        },
         properties: obj
             .get("properties")
             .and_then(Value::as_object)

@@ -40,8 +40,13 @@ pub(crate) enum SavedAt {
 }
 
 /// The control modes the frontend writes after a seed-like widget.
-pub(crate) const CONTROL_MODES: [&str; 5] =
-    ["fixed", "increment", "decrement", "randomize", "increment-wrap"];
+pub(crate) const CONTROL_MODES: [&str; 5] = [
+    "fixed",
+    "increment",
+    "decrement",
+    "randomize",
+    "increment-wrap",
+];
 
 /// Input types that the frontend draws as a widget (besides the basic ones and combos).
 const FRONTEND_WIDGET_TYPES: [&str; 15] = [
@@ -64,7 +69,8 @@ const FRONTEND_WIDGET_TYPES: [&str; 15] = [
 
 /// Widgets that frontend extensions add to some core classes, after the definition's widgets:
 /// `(class, widget name, sent in the prompt)`.
-const EXTENSION_WIDGETS: [(&str, &str, bool); 2] = [("SaveGLB", "image", true), ("Preview3D", "image", true)];
+const EXTENSION_WIDGETS: [(&str, &str, bool); 2] =
+    [("SaveGLB", "image", true), ("Preview3D", "image", true)];
 
 /// Widgets whose sent value is computed by the frontend at queue time from live UI state, not
 /// read from the saved value: the image comparer sends two empty image slots, the 3D viewport
@@ -89,17 +95,18 @@ fn queue_time_value(wtype: &str) -> Option<Value> {
     }
 }
 
-/// How an input spec makes widgets.
-fn widget_type(input: &InputDef) -> Option<String> {
-    if input.force_input()
+/// True for an input that is only a socket (`forceInput`, legacy `defaultInput`).
+fn socket_only(input: &InputDef) -> bool {
+    input.force_input()
         || input
             .options
             .get("defaultInput")
             .and_then(Value::as_bool)
             .unwrap_or(false)
-    {
-        return None;
-    }
+}
+
+/// The widget type an input's spec would make, ignoring `forceInput`.
+fn raw_widget_type(input: &InputDef) -> Option<String> {
     let t = input
         .options
         .get("widgetType")
@@ -111,6 +118,37 @@ fn widget_type(input: &InputDef) -> Option<String> {
         other if FRONTEND_WIDGET_TYPES.contains(&other) => Some(t),
         _ => None,
     }
+}
+
+/// How an input spec makes widgets: `None` for a pure socket.
+fn widget_type(input: &InputDef) -> Option<String> {
+    if socket_only(input) {
+        return None;
+    }
+    raw_widget_type(input)
+}
+
+/// The number of saved values a layout takes, with or without slots for `forceInput` inputs
+/// (older frontends kept a value for them). `None` when the layout depends on values
+/// (dynamic combos).
+fn layout_len(def: &NodeDef, with_forced: bool) -> Option<usize> {
+    let mut n = 0;
+    for input in def.visible_inputs() {
+        let Some(t) = raw_widget_type(input) else {
+            continue;
+        };
+        if t == DYNAMICCOMBO_V3 {
+            return None;
+        }
+        if socket_only(input) && !with_forced {
+            continue;
+        }
+        n += 1;
+        if has_control(input, &t) {
+            n += 1;
+        }
+    }
+    Some(n)
 }
 
 /// True when a widget of this input gets a `control_after_generate` companion.
@@ -151,7 +189,10 @@ fn option_children(input: &InputDef) -> Vec<(String, InputDef)> {
         .into_iter()
         .flatten()
     {
-        for (key, section) in [("required", Section::Required), ("optional", Section::Optional)] {
+        for (key, section) in [
+            ("required", Section::Required),
+            ("optional", Section::Optional),
+        ] {
             if let Some(m) = option
                 .get("inputs")
                 .and_then(|i| i.get(key))
@@ -206,6 +247,8 @@ struct Cursor<'a> {
     values: Option<&'a [Value]>,
     object: Option<&'a Map<String, Value>>,
     pos: usize,
+    /// The array keeps a (stale) slot for each `forceInput` input, as older frontends saved.
+    legacy_forced: bool,
 }
 
 impl Cursor<'_> {
@@ -228,10 +271,16 @@ impl Cursor<'_> {
 
 /// Builds the widgets of `def` holding the saved values (`widgets_values` as saved).
 pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
+    let values = saved.and_then(Value::as_array).map(Vec::as_slice);
+    let legacy_forced = match (values, layout_len(def, false), layout_len(def, true)) {
+        (Some(v), Some(plain), Some(forced)) => forced != plain && v.len() == forced,
+        _ => false,
+    };
     let mut cursor = Cursor {
-        values: saved.and_then(Value::as_array).map(Vec::as_slice),
+        values,
         object: saved.and_then(Value::as_object),
         pos: 0,
+        legacy_forced,
     };
     let mut out = Vec::new();
     let required: Vec<&InputDef> = def
@@ -279,7 +328,11 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
             if let Some((at, value)) = cursor.take(name) {
                 out.push(Widget {
                     name: name.to_string(),
-                    kind: if sent { SlotKind::Input } else { SlotKind::UiOnly },
+                    kind: if sent {
+                        SlotKind::Input
+                    } else {
+                        SlotKind::UiOnly
+                    },
                     saved_at: Some(at),
                     value,
                     dynamic_prompts: false,
@@ -315,6 +368,9 @@ fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
 
 fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
     let Some(wtype) = widget_type(input) else {
+        if cursor.legacy_forced && socket_only(input) && raw_widget_type(input).is_some() {
+            push_ui_only(&format!("{prefix}{}", input.name), cursor, out);
+        }
         return;
     };
     let name = format!("{prefix}{}", input.name);
@@ -371,7 +427,10 @@ fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut
             return;
         };
         let child_prefix = format!("{name}.");
-        for (key, section) in [("required", Section::Required), ("optional", Section::Optional)] {
+        for (key, section) in [
+            ("required", Section::Required),
+            ("optional", Section::Optional),
+        ] {
             if let Some(m) = option
                 .get("inputs")
                 .and_then(|i| i.get(key))
@@ -403,7 +462,10 @@ pub(crate) fn live_inputs(def: &NodeDef, widgets: &[Widget]) -> Vec<(String, Str
                     .options
                     .get("options")
                     .and_then(Value::as_array)
-                    .and_then(|a| a.iter().find(|o| o.get("key").and_then(Value::as_str) == Some(s)))
+                    .and_then(|a| {
+                        a.iter()
+                            .find(|o| o.get("key").and_then(Value::as_str) == Some(s))
+                    })
             }) {
                 for key in ["required", "optional"] {
                     if let Some(m) = option

@@ -129,12 +129,16 @@ fn apply(
             }
             Ok(())
         }
-        (Edit::Bypass { node }, Strategy::Mode(mode)) => set_mode(ui, origin(converted, node)?, mode),
+        (Edit::Bypass { node }, Strategy::Mode(mode)) => {
+            set_mode(ui, origin(converted, node)?, mode)
+        }
         (Edit::Disconnect { node, input }, Strategy::CutLink) => {
             let o = origin(converted, node)?;
             match input_link(ui, o, input)? {
                 Some(link) => cut_link(ui, o.definition.as_deref(), &link),
-                None => Err(format!("input '{input}' of node {node} is not linked in the UI file")),
+                None => Err(format!(
+                    "input '{input}' of node {node} is not linked in the UI file"
+                )),
             }
         }
         (Edit::SetInput { node, input, value }, s) => {
@@ -419,7 +423,9 @@ fn set_source_value(
                     link = outer;
                     continue;
                 }
-                None => return set_instance_slot(ui, converted, &instance_exec, &input_name, value),
+                None => {
+                    return set_instance_slot(ui, converted, &instance_exec, &input_name, value)
+                }
             }
         }
         {
@@ -459,7 +465,9 @@ fn set_instance_slot(
         .get(instance_exec)
         .and_then(|m| m.get(input_name))
         .copied()
-        .ok_or_else(|| format!("instance {instance_exec} shows no value for input '{input_name}'"))?;
+        .ok_or_else(|| {
+            format!("instance {instance_exec} shows no value for input '{input_name}'")
+        })?;
     let node = node_mut(ui, instance)?;
     let len = node
         .get("widgets_values")
