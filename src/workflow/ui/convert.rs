@@ -621,8 +621,7 @@ impl<'a> Conv<'a> {
                 .link_order
                 .iter()
                 .map(|id| &def.graph.links[id])
-                .filter(|l| l.target_id == def.output_node && l.target_slot == slot)
-                .last()
+                .rfind(|l| l.target_id == def.output_node && l.target_slot == slot)
                 .cloned();
             let Some(link) = feeding else {
                 return Ok(Resolved::Nothing);

@@ -132,7 +132,7 @@ pub struct Loaded {
 pub enum LoadAnyError {
     /// Reading or parsing the file failed.
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(Box<LoadError>),
     /// The UI workflow could not be converted.
     #[error("{file}: {source}")]
     Convert {
@@ -141,6 +141,12 @@ pub enum LoadAnyError {
         /// What failed.
         source: UiError,
     },
+}
+
+impl From<LoadError> for LoadAnyError {
+    fn from(e: LoadError) -> Self {
+        LoadAnyError::Load(Box::new(e))
+    }
 }
 
 /// Reads a workflow file in any format (API, POST /prompt body, UI), converting UI files with
