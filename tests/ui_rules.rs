@@ -645,3 +645,45 @@ fn convert_command_writes_the_api_prompt() {
     assert!(output.status.success(), "{text}");
     assert!(text.contains("valid"), "{text}");
 }
+
+#[test]
+fn relink_and_disconnect_are_written_back() {
+    let original = worked_example();
+    let defs = defs();
+    let converted = convert(&original, &defs).unwrap();
+    // Point KSampler's negative at the positive prompt, and disconnect its latent (a required
+    // input: the variant is invalid, but it must still round-trip).
+    let edits = vec![
+        Edit::Relink {
+            node: "3".into(),
+            input: "negative".into(),
+            source: "6".into(),
+            slot: 0,
+        },
+        Edit::Disconnect {
+            node: "3".into(),
+            input: "latent_image".into(),
+        },
+    ];
+    let mut want = converted.workflow.clone();
+    want.apply(&edits, &defs).unwrap();
+    let written = write_variant(&original, &converted, &edits, &defs).unwrap();
+    assert_eq!(
+        convert(&written, &defs).unwrap().workflow.sha256(),
+        want.sha256()
+    );
+    // One link replaced, one removed.
+    assert_eq!(
+        written["links"].as_array().unwrap().len(),
+        original["links"].as_array().unwrap().len() - 1
+    );
+    // A relink across a subgraph boundary has no UI equivalent here.
+    let edits = vec![Edit::Relink {
+        node: "20:1".into(),
+        input: "samples".into(),
+        source: "5".into(),
+        slot: 0,
+    }];
+    let err = write_variant(&original, &converted, &edits, &defs).unwrap_err();
+    assert!(err.to_string().contains("different graphs"), "{err}");
+}

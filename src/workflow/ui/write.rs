@@ -74,6 +74,8 @@ enum Strategy {
     CutLink,
     /// Set the node's mode.
     Mode(i64),
+    /// Replace the input's link by one from another node of the same graph.
+    Relink,
 }
 
 fn strategies(edit: &Edit) -> Vec<Strategy> {
@@ -82,7 +84,7 @@ fn strategies(edit: &Edit) -> Vec<Strategy> {
         Edit::Disconnect { .. } => vec![Strategy::CutLink],
         Edit::Bypass { .. } => vec![Strategy::Mode(MODE_BYPASS)],
         Edit::Remove { .. } => vec![Strategy::Mode(MODE_MUTED)],
-        Edit::Relink { .. } => Vec::new(),
+        Edit::Relink { .. } => vec![Strategy::Relink],
     }
 }
 
@@ -141,6 +143,15 @@ fn apply(
                 )),
             }
         }
+        (
+            Edit::Relink {
+                node,
+                input,
+                source,
+                slot,
+            },
+            Strategy::Relink,
+        ) => relink(ui, converted, node, input, source, *slot),
         (Edit::SetInput { node, input, value }, s) => {
             let o = origin(converted, node)?;
             let value = unwrap_value(value);
@@ -488,4 +499,125 @@ fn set_instance_slot(
         }
     }
     Ok(())
+}
+
+/// Replaces the link into `input` of `node` by one from output `slot` of `source` (both in the
+/// same graph scope).
+fn relink(
+    ui: &mut Value,
+    converted: &Converted,
+    node: &str,
+    input: &str,
+    source: &str,
+    slot: usize,
+) -> Result<(), String> {
+    let target = origin(converted, node)?.clone();
+    let from = origin(converted, source)?.clone();
+    if target.scope != from.scope || target.definition != from.definition {
+        return Err(format!(
+            "node {node} and node {source} are in different graphs (subgraph boundaries)"
+        ));
+    }
+    if let Some(old) = input_link(ui, &target, input)? {
+        cut_link(ui, target.definition.as_deref(), &old)?;
+    }
+    let definition = target.definition.clone();
+    let scope = scope(ui, definition.as_deref()).ok_or("scope not found")?;
+    let counter = if definition.is_some() {
+        scope.pointer("/state/lastLinkId").and_then(Value::as_i64)
+    } else {
+        scope.get("last_link_id").and_then(Value::as_i64)
+    };
+    let object_form = definition.is_some()
+        || scope
+            .get("links")
+            .and_then(Value::as_array)
+            .and_then(|l| l.first())
+            .is_some_and(Value::is_object);
+    let max_id = scope
+        .get("links")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(link_fields)
+                .filter_map(|(id, _, _)| id.parse::<i64>().ok())
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    let id = max_id.max(counter.unwrap_or(0)) + 1;
+    let nodes = scope
+        .get_mut("nodes")
+        .and_then(Value::as_array_mut)
+        .ok_or("the graph has no nodes")?;
+    let source_type = {
+        let src = nodes.get_mut(from.index).ok_or("source node not found")?;
+        let out = src
+            .get_mut("outputs")
+            .and_then(Value::as_array_mut)
+            .and_then(|o| o.get_mut(slot))
+            .ok_or_else(|| format!("node {source} has no output {slot} in the UI file"))?;
+        if !out.get("links").is_some_and(Value::is_array) {
+            out["links"] = Value::Array(Vec::new());
+        }
+        out["links"]
+            .as_array_mut()
+            .expect("just made an array")
+            .push(Value::from(id));
+        out.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("*")
+            .to_string()
+    };
+    let target_slot = {
+        let dst = nodes.get_mut(target.index).ok_or("target node not found")?;
+        if !dst.get("inputs").is_some_and(Value::is_array) {
+            dst["inputs"] = Value::Array(Vec::new());
+        }
+        let inputs = dst["inputs"].as_array_mut().expect("just made an array");
+        match inputs
+            .iter()
+            .position(|i| i.get("name").and_then(Value::as_str) == Some(input))
+        {
+            Some(k) => {
+                inputs[k]["link"] = Value::from(id);
+                k
+            }
+            None => {
+                inputs.push(serde_json::json!({
+                    "name": input, "type": source_type, "widget": {"name": input}, "link": id
+                }));
+                inputs.len() - 1
+            }
+        }
+    };
+    let (origin_id, target_id) = (node_id_value(&from.node_id), node_id_value(&target.node_id));
+    let link = if object_form {
+        serde_json::json!({"id": id, "origin_id": origin_id, "origin_slot": slot,
+            "target_id": target_id, "target_slot": target_slot, "type": source_type})
+    } else {
+        serde_json::json!([id, origin_id, slot, target_id, target_slot, source_type])
+    };
+    if !scope.get("links").is_some_and(Value::is_array) {
+        scope["links"] = Value::Array(Vec::new());
+    }
+    scope["links"]
+        .as_array_mut()
+        .expect("just made an array")
+        .push(link);
+    if definition.is_some() {
+        if scope.get("state").is_some_and(Value::is_object) {
+            scope["state"]["lastLinkId"] = Value::from(id);
+        }
+    } else {
+        scope["last_link_id"] = Value::from(id);
+    }
+    Ok(())
+}
+
+/// A saved node id as JSON (numbers stay numbers).
+fn node_id_value(id: &str) -> Value {
+    id.parse::<i64>()
+        .map(Value::from)
+        .unwrap_or_else(|_| Value::String(id.to_string()))
 }
