@@ -444,10 +444,12 @@ impl<'a> Conv<'a> {
             .unwrap_or_default()
     }
 
-    /// Resolves the link `link_id` of scope `frame` for a consumer socket of type `ty`.
+    /// Resolves the link `link_id` of scope `frame` into node `consumer`, for a socket of type
+    /// `ty`.
     fn resolve_link(
         &mut self,
         frame: usize,
+        consumer: &str,
         link_id: &str,
         ty: &str,
         visited: &mut HashSet<(usize, String, usize)>,
@@ -467,6 +469,14 @@ impl<'a> Conv<'a> {
             ));
             return Ok(Resolved::Nothing);
         };
+        if link.target_id != consumer {
+            // The frontend's link repair on load drops such a link from the input.
+            self.warnings.push(format!(
+                "node {}{consumer} names link {link_id} as an input, but that link goes to node {}; the input is treated as unconnected",
+                self.frames[frame].prefix, link.target_id
+            ));
+            return Ok(Resolved::Nothing);
+        }
         if let Some(def) = self.sub_def(frame) {
             if link.origin_id == def.input_node {
                 return self.resolve_boundary_input(frame, link.origin_slot, ty, visited);
@@ -508,7 +518,7 @@ impl<'a> Conv<'a> {
             .find(|i| i.name == name)
             .and_then(|i| i.link.clone());
         if let Some(link_id) = outer {
-            let r = self.resolve_link(parent, &link_id, ty, visited)?;
+            let r = self.resolve_link(parent, &instance.id, &link_id, ty, visited)?;
             if r != Resolved::Nothing {
                 return Ok(r);
             }
@@ -596,7 +606,7 @@ impl<'a> Conv<'a> {
         if self.is_virtual(origin) {
             if origin.type_name == "Reroute" {
                 if let Some(link) = origin.inputs.get(slot).and_then(|i| i.link.clone()) {
-                    return self.resolve_link(frame, &link, ty, visited);
+                    return self.resolve_link(frame, &origin.id, &link, ty, visited);
                 }
             }
             return Ok(Resolved::Nothing);
@@ -607,7 +617,7 @@ impl<'a> Conv<'a> {
             let chosen = choose_bypass_input(&sockets, slot, &out_ty, ty);
             return match chosen.and_then(|i| sockets[i].2.clone()) {
                 // The bypassed node's (or instance's) own input, in its scope.
-                Some(link) => self.resolve_link(frame, &link, ty, visited),
+                Some(link) => self.resolve_link(frame, &origin.id, &link, ty, visited),
                 None => Ok(Resolved::Nothing),
             };
         }
@@ -690,7 +700,13 @@ impl<'a> Conv<'a> {
                         continue;
                     };
                     let mut visited = HashSet::new();
-                    match self.resolve_link(frame, &link, &input.type_name, &mut visited)? {
+                    match self.resolve_link(
+                        frame,
+                        &node.id,
+                        &link,
+                        &input.type_name,
+                        &mut visited,
+                    )? {
                         Resolved::Nothing => {}
                         Resolved::Link(id, slot) => {
                             api.inputs
@@ -732,6 +748,8 @@ impl<'a> Conv<'a> {
         if workflow.nodes.is_empty() {
             return Err(UiError::Empty);
         }
+        let mut seen = HashSet::new();
+        self.warnings.retain(|w| seen.insert(w.clone()));
         Ok(Converted {
             workflow,
             provenance,
@@ -792,4 +810,55 @@ pub(crate) fn choose_bypass_input(
     sockets
         .iter()
         .position(|(_, t, _)| lg_compatible(t, out_ty) && lg_compatible(t, ty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sockets(types: &[&str]) -> Vec<(String, String, Option<String>)> {
+        types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("in{i}"), t.to_string(), Some(i.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn litegraph_type_compatibility() {
+        assert!(lg_compatible("IMAGE", "image"));
+        assert!(lg_compatible("*", "LATENT"));
+        assert!(lg_compatible("", "LATENT"));
+        assert!(lg_compatible("INT,FLOAT", "FLOAT"));
+        assert!(!lg_compatible("IMAGE", "MASK"));
+    }
+
+    #[test]
+    fn bypass_input_choice() {
+        // Same index when it fits both the output and the consumer.
+        assert_eq!(
+            choose_bypass_input(&sockets(&["MODEL", "CLIP"]), 1, "CLIP", "CLIP"),
+            Some(1)
+        );
+        // Else the first input of exactly the wanted type.
+        assert_eq!(
+            choose_bypass_input(&sockets(&["UPSCALE_MODEL", "IMAGE"]), 0, "IMAGE", "IMAGE"),
+            Some(1)
+        );
+        // Else the first compatible one.
+        assert_eq!(
+            choose_bypass_input(&sockets(&["MASK", "IMAGE,MASK"]), 0, "IMAGE", "IMAGE"),
+            Some(1)
+        );
+        // A wildcard consumer takes the same index, or the first input.
+        assert_eq!(
+            choose_bypass_input(&sockets(&["A", "B"]), 5, "X", "*"),
+            Some(0)
+        );
+        assert_eq!(
+            choose_bypass_input(&sockets(&["MODEL"]), 0, "LATENT", "LATENT"),
+            None
+        );
+        assert_eq!(choose_bypass_input(&[], 0, "LATENT", "LATENT"), None);
+    }
 }

@@ -499,3 +499,73 @@ pub(crate) fn serialize_value(v: Value) -> Value {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodedefs::NodeDefs;
+    use serde_json::json;
+
+    fn defs() -> NodeDefs {
+        NodeDefs::from_value(&json!({
+            "KSampler": {"input": {"required": {"model": ["MODEL"], "seed": ["INT", {"control_after_generate": true}],
+                "steps": ["INT", {"default": 20}], "sampler_name": [["euler"], {}], "denoise": ["FLOAT", {"default": 1.0}]}},
+                "input_order": {"required": ["model", "seed", "steps", "sampler_name", "denoise"]}},
+            "Resize": {"input": {"required": {"image": ["IMAGE"], "resize_type": ["COMFY_DYNAMICCOMBO_V3", {"options": [
+                    {"key": "scale by", "inputs": {"required": {"scale": ["FLOAT", {"default": 1.0}]}}},
+                    {"key": "dimensions", "inputs": {"required": {"width": ["INT", {"default": 512}], "height": ["INT", {"default": 512}]}}}]}],
+                "method": [["area", "bilinear"], {}]}},
+                "input_order": {"required": ["image", "resize_type", "method"]}}
+        }))
+        .unwrap()
+    }
+
+    fn sent(def: &str, values: Value) -> Vec<(String, Value, Option<SavedAt>)> {
+        let defs = defs();
+        map_widgets(defs.get(def).unwrap(), Some(&values))
+            .into_iter()
+            .filter(|w| w.kind == SlotKind::Input)
+            .map(|w| (w.name, w.value, w.saved_at))
+            .collect()
+    }
+
+    #[test]
+    fn control_slot_and_defaults() {
+        let w = sent("KSampler", json!([5, "fixed", 30]));
+        assert_eq!(w[0], ("seed".into(), json!(5), Some(SavedAt::Index(0))));
+        assert_eq!(w[1], ("steps".into(), json!(30), Some(SavedAt::Index(2))));
+        assert_eq!(w[2], ("sampler_name".into(), json!("euler"), None));
+        assert_eq!(w[3].1, json!(1.0));
+    }
+
+    #[test]
+    fn dynamic_combo_children_follow_the_selected_option() {
+        let w = sent("Resize", json!(["dimensions", 640, 480, "bilinear"]));
+        let names: Vec<&str> = w.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "resize_type",
+                "resize_type.width",
+                "resize_type.height",
+                "method"
+            ]
+        );
+        assert_eq!(w[3].1, json!("bilinear"));
+        let w = sent("Resize", json!(["scale by", 2.0, "area"]));
+        assert_eq!(
+            w[1],
+            (
+                "resize_type.scale".into(),
+                json!(2.0),
+                Some(SavedAt::Index(1))
+            )
+        );
+    }
+
+    #[test]
+    fn arrays_are_wrapped() {
+        assert_eq!(serialize_value(json!([1, 2])), json!({"__value__": [1, 2]}));
+        assert_eq!(serialize_value(json!("x")), json!("x"));
+    }
+}
