@@ -299,6 +299,16 @@ impl<'a> Conv<'a> {
                 }
             }
         }
+        // The enclosing instance may show this nested instance's promoted widget
+        // (`proxyWidgets` entry naming this node).
+        for input in &def.inputs {
+            if let Some(v) = self.frames[frame]
+                .overrides
+                .get(&(node.saved_id.clone(), input.name.clone()))
+            {
+                promoted.insert(input.name.clone(), v.clone());
+            }
+        }
         // A PrimitiveNode linked to an instance input sets the promoted widget.
         let key = scope_key(&self.frames[frame].def);
         for input in &def.inputs {
