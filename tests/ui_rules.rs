@@ -475,6 +475,16 @@ fn object_links_stale_links_and_dynamic_prompts() {
         "{:?}",
         c.warnings
     );
+    // A link whose target is another node is dropped from the input, as the frontend's repair does.
+    let mut wrong = doc.clone();
+    wrong["nodes"][2]["inputs"][0]["link"] = json!(1);
+    let c = convert(&wrong, &defs()).unwrap();
+    assert_eq!(c.workflow.to_value()["3"]["inputs"], json!({"text": "b"}));
+    assert!(
+        c.warnings.iter().any(|w| w.contains("goes to node 2")),
+        "{:?}",
+        c.warnings
+    );
     assert!(
         c.warnings.iter().any(|w| w.contains("random")),
         "{:?}",
@@ -617,6 +627,7 @@ fn convert_command_writes_the_api_prompt() {
         serde_json::from_str(include_str!("fixtures/ui_object_info.json")).unwrap();
     std::fs::write(&defs_path, defs_json.to_string()).unwrap();
     let out_path = dir.path().join("api.json");
+    let where_path = dir.path().join("where.json");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
         .args([
             "convert",
@@ -626,9 +637,14 @@ fn convert_command_writes_the_api_prompt() {
             "-o",
             out_path.to_str().unwrap(),
         ])
+        .args(["--provenance", where_path.to_str().unwrap()])
         .status()
         .unwrap();
     assert!(status.success());
+    let origins: Value =
+        serde_json::from_str(&std::fs::read_to_string(&where_path).unwrap()).unwrap();
+    assert_eq!(origins["20:2"]["scope"], json!(["20"]));
+    assert_eq!(origins["6"]["title"], json!("Positive"));
     let api: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     assert_eq!(api["20:2"]["inputs"]["filename_prefix"], json!("fox"));
     // validate takes the UI file directly.
@@ -644,6 +660,22 @@ fn convert_command_writes_the_api_prompt() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("valid"), "{text}");
+    // A UI file with a node type the server does not know: exit 1, the node named.
+    let mut unknown = worked_example();
+    unknown["nodes"][0]["type"] = json!("MysteryLoader");
+    std::fs::write(&ui_path, unknown.to_string()).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args([
+            "convert",
+            ui_path.to_str().unwrap(),
+            "--object-info",
+            defs_path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("node 4 type 'MysteryLoader'"), "{err}");
 }
 
 #[test]
