@@ -7,5 +7,6 @@
 
 pub mod cli;
 pub mod error;
+pub mod hashing;
 pub mod nodedefs;
 pub mod workflow;
