@@ -3,6 +3,8 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns the process exit code; this module only dispatches.
 
+pub mod diagnose;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -25,12 +27,16 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging(cli.verbose);
-    let code: u8 = match cli.command {};
+    let code: u8 = match cli.command {
+        Command::Diagnose(args) => diagnose::run(args),
+    };
     #[allow(unreachable_code)]
     ExitCode::from(code)
 }
