@@ -15,7 +15,12 @@ use std::process::ExitCode;
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
     /// ComfyUI server URL (http/https).
-    #[arg(long, global = true, env = "COMFY_BISECT_SERVER", default_value = "http://127.0.0.1:8188")]
+    #[arg(
+        long,
+        global = true,
+        env = "COMFY_BISECT_SERVER",
+        default_value = "http://127.0.0.1:8188"
+    )]
     pub server: String,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]

@@ -41,16 +41,28 @@ const LOOKALIKES: &[(&str, &str)] = &[
 
 /// Ordered wording rules: the first phrase found decides the kind.
 const WORDING: &[(&str, Kind, &str)] = &[
-    ("mps backend out of memory", Kind::MpsOom, "MPS backend out of memory"),
+    (
+        "mps backend out of memory",
+        Kind::MpsOom,
+        "MPS backend out of memory",
+    ),
     ("xpu out of memory", Kind::XpuOom, "XPU out of memory"),
-    ("xpu error: out of memory", Kind::XpuOom, "XPU error: out of memory"),
+    (
+        "xpu error: out of memory",
+        Kind::XpuOom,
+        "XPU error: out of memory",
+    ),
     (
         "out_of_device_memory",
         Kind::XpuOom,
         "UR/PI out-of-device-memory status (Intel runtime)",
     ),
     ("hip out of memory", Kind::HipOom, "HIP out of memory"),
-    ("hip error: out of memory", Kind::HipOom, "HIP error: out of memory"),
+    (
+        "hip error: out of memory",
+        Kind::HipOom,
+        "HIP error: out of memory",
+    ),
     ("hiperroroutofmemory", Kind::HipOom, "hipErrorOutOfMemory"),
     (
         "not enough gpu video memory",
@@ -58,7 +70,11 @@ const WORDING: &[(&str, Kind, &str)] = &[
         "not enough GPU video memory (torch-directml)",
     ),
     ("cuda out of memory", Kind::CudaOom, "CUDA out of memory"),
-    ("cuda error: out of memory", Kind::CudaOom, "CUDA error: out of memory"),
+    (
+        "cuda error: out of memory",
+        Kind::CudaOom,
+        "CUDA error: out of memory",
+    ),
     (
         "cudaerrormemoryallocation",
         Kind::CudaOom,
@@ -94,7 +110,11 @@ const WORDING: &[(&str, Kind, &str)] = &[
         Kind::HostRam,
         "numpy _ArrayMemoryError (system RAM)",
     ),
-    ("unable to mmap", Kind::HostRam, "unable to mmap (system RAM / address space)"),
+    (
+        "unable to mmap",
+        Kind::HostRam,
+        "unable to mmap (system RAM / address space)",
+    ),
     (
         "cannot allocate memory",
         Kind::HostRam,
@@ -105,7 +125,11 @@ const WORDING: &[(&str, Kind, &str)] = &[
         Kind::HostRam,
         "can't allocate memory (system RAM)",
     ),
-    ("std::bad_alloc", Kind::HostRam, "std::bad_alloc (system RAM)"),
+    (
+        "std::bad_alloc",
+        Kind::HostRam,
+        "std::bad_alloc (system RAM)",
+    ),
 ];
 
 fn memory_error_re() -> &'static Regex {
@@ -202,8 +226,8 @@ fn classify_without_text(
         asynchronous,
     };
     if let Some(line) = signals.death.as_deref() {
-        let memory = line.to_lowercase().contains("oom")
-            || line.to_lowercase().contains("out of memory");
+        let memory =
+            line.to_lowercase().contains("oom") || line.to_lowercase().contains("out of memory");
         let tail = if memory {
             "The kernel's out-of-memory killer is named."
         } else {

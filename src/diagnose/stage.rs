@@ -38,7 +38,12 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
             .rev()
             .find(|p| p.node_id == id || p.node_id.is_empty())
             .cloned();
-    } else if let Some(console) = evidence.progress.iter().rev().find(|p| p.node_id.is_empty()) {
+    } else if let Some(console) = evidence
+        .progress
+        .iter()
+        .rev()
+        .find(|p| p.node_id.is_empty())
+    {
         failing.progress = Some(console.clone());
     } else if failing.node_type.is_none() {
         if let Some(last) = evidence.progress.last() {
@@ -187,7 +192,13 @@ const WEAK_STEP_PATHS: &[&str] = &[
     "controlnet",
 ];
 
-const WEAK_STEP_FUNCS: &[&str] = &["forward", "forward_orig", "_forward", "__call__", "attention"];
+const WEAK_STEP_FUNCS: &[&str] = &[
+    "forward",
+    "forward_orig",
+    "_forward",
+    "__call__",
+    "attention",
+];
 
 const CONDITION_PATHS: &[&str] = &[
     "sd1_clip",
@@ -276,7 +287,9 @@ fn classify_frame(f: &Frame) -> Option<FrameCat> {
     if ENTRY_FUNCS.contains(&func) {
         return Some(FrameCat::SamplerEntry);
     }
-    if path.contains("vae") || path.contains("autoencoder") || path.contains("diffusionmodules/model.py")
+    if path.contains("vae")
+        || path.contains("autoencoder")
+        || path.contains("diffusionmodules/model.py")
     {
         return Some(FrameCat::Vae);
     }
@@ -569,7 +582,11 @@ pub(crate) fn resolve(
         || matches!(&tb, Some((FrameCat::SamplerEntry, _)))
         || (node_cat == NodeCat::Other && failing.node_type.is_none());
     if let Some((p, console)) = prog {
-        let source = if console { "the console progress bar shows" } else { "the last progress reported shows" };
+        let source = if console {
+            "the console progress bar shows"
+        } else {
+            "the last progress reported shows"
+        };
         if sampler_like {
             match p {
                 Prog::Middle(k, n) => {
@@ -612,7 +629,9 @@ pub(crate) fn resolve(
     }
     if node_cat == NodeCat::Sampler || matches!(&tb, Some((FrameCat::SamplerEntry, _))) {
         let stop = match &tb {
-            Some((FrameCat::SamplerEntry, frame)) => format!("the traceback stops at the sampler's entry ({frame})"),
+            Some((FrameCat::SamplerEntry, frame)) => {
+                format!("the traceback stops at the sampler's entry ({frame})")
+            }
             _ => "no traceback tail is shown".to_string(),
         };
         let no_step = matches!(prog, Some((Prog::NotStarted, _)));
@@ -631,12 +650,18 @@ pub(crate) fn resolve(
     }
     if let Some((FrameCat::Vae, frame)) = &tb {
         let _ = frame;
-        notes.push("The traceback is inside a VAE but does not show whether it was encoding or decoding.".into());
+        notes.push(
+            "The traceback is inside a VAE but does not show whether it was encoding or decoding."
+                .into(),
+        );
     }
     let why = match &node {
         Some(n) => format!("The failing node is {n}; neither its class, a traceback tail nor progress places it in a stage."),
-        None if evidence.traceback.is_empty() => {
+        None if evidence.traceback.is_empty() && evidence.exception_message.is_some() => {
             "Only the message is available: no node, no traceback tail and no progress.".to_string()
+        }
+        None if evidence.traceback.is_empty() => {
+            "Nothing shows what the run was doing: no node, no traceback and no progress.".to_string()
         }
         None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
     };
