@@ -36,6 +36,11 @@ pub enum ConsoleTail {
     ModelLoading(String),
     /// `ERROR lora <weight> …` lines: LoRA patches failing during the load.
     LoraPatchErrors(usize),
+    /// ComfyUI's "Ran out of memory when regular VAE decoding, retrying with tiled VAE
+    /// decoding" warning: the failure is in the decode.
+    TiledDecodeRetry,
+    /// The same warning for VAE encoding: the failure is in conditioning.
+    TiledEncodeRetry,
 }
 
 /// Console-only signals that an execution_error does not carry.
@@ -537,7 +542,7 @@ regex!(prompt_done_re, r"(?i)^prompt executed in\b");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
 regex!(
     death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|\bsigkill\b|signal 9\b|reconnecting\.\.\.|0xc0000005|-1073741819)"
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|\bsigkill\b|signal 9\b|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819)"
 );
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
@@ -603,6 +608,7 @@ fn normalise(text: &str) -> Vec<String> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
+    TiledRetry(bool),
     SamplingBar(u64, u64),
     LoadingBar(String),
     Load(String),
@@ -639,6 +645,10 @@ fn line_event(line: &str) -> Option<Event> {
         return Some(e);
     }
     let t = line.trim();
+    let lower = t.to_lowercase();
+    if lower.contains("ran out of memory when regular vae") {
+        return Some(Event::TiledRetry(lower.contains("decod")));
+    }
     if lora_error_re().is_match(t) {
         return Some(Event::LoraError);
     }
@@ -669,11 +679,15 @@ const MESSAGE_WORDS: &[&str] = &[
     "unable to find an engine",
     "cuda error:",
     "hip error:",
+    "failed validation",
+    "failed to validate prompt",
 ];
 
 fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    MESSAGE_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")
+    MESSAGE_WORDS.iter().any(|w| l.contains(w))
+        && !l.contains("warning")
+        && !l.contains("retrying with tiled")
 }
 
 fn is_frame(line: &str) -> bool {
@@ -873,6 +887,8 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
         Some((_, Event::Load(line))) | Some((_, Event::LoadingBar(line))) => {
             Some(ConsoleTail::ModelLoading(line.clone()))
         }
+        Some((_, Event::TiledRetry(true))) => Some(ConsoleTail::TiledDecodeRetry),
+        Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
     };
@@ -918,7 +934,7 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
-            if last.got_prompt && !last.prompt_done && !last.events.is_empty() {
+            if last.got_prompt && !last.prompt_done {
                 let (sampling_bar, tail) = signals_from(&last.events);
                 let mut evidence = Evidence {
                     outcome: Some(RunOutcomeHint::ServerLost),

@@ -205,6 +205,9 @@ const CONDITION_PATHS: &[&str] = &[
     "text_encoders/",
     "clip_model",
     "clip_vision",
+    "/clip/",
+    "modeling_clip",
+    "modeling_qwen",
     "/t5",
     "llama",
 ];
@@ -387,11 +390,17 @@ const POSTPROCESS_WORDS: &[&str] = &[
     "esrgan",
     "saveimage",
     "previewimage",
+    "detailer",
 ];
 
 fn node_category(class_type: &str) -> NodeCat {
     let n = class_type.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
+    // Display names have spaces ("VAE Decode", "Image Resize"); match without separators too.
+    let compact: String = n
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-'))
+        .collect();
+    let has = |words: &[&str]| words.iter().any(|w| n.contains(w) || compact.contains(w));
     if n.contains("load") {
         if has(MODEL_WORDS) {
             return NodeCat::Loader;
@@ -407,7 +416,11 @@ fn node_category(class_type: &str) -> NodeCat {
     if n.contains("decode") {
         return NodeCat::Decode;
     }
-    if n.contains("encode") || n.contains("conditioning") || n.contains("clipvision") {
+    if n.contains("encode")
+        || n.contains("conditioning")
+        || compact.contains("clipvision")
+        || n.contains("ipadapter")
+    {
         return NodeCat::Condition;
     }
     if n.contains("sampler") || n.contains("sample") {
@@ -564,6 +577,22 @@ pub(crate) fn resolve(
                 if asynchronous { vec![Stage::Load, Stage::SampleFirst] } else { vec![Stage::Load] },
                 notes,
                 format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows."),
+            );
+        }
+        Some(ConsoleTail::TiledDecodeRetry) => {
+            return finish(
+                Stage::Decode,
+                vec![Stage::Decode],
+                notes,
+                format!("The console says regular VAE decoding ran out of memory and was retried tiled{in_node}; the failure is in the decode."),
+            );
+        }
+        Some(ConsoleTail::TiledEncodeRetry) => {
+            return finish(
+                Stage::Condition,
+                vec![Stage::Condition],
+                notes,
+                format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
             );
         }
         Some(ConsoleTail::LoraPatchErrors(count)) => {
