@@ -46,7 +46,8 @@ pub struct Numbers {
 }
 
 /// A value followed by its unit; group `n` is the number, `u` the unit.
-const VAL: &str = r"(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<u>tib|gib|mib|kib|tb|gb|mb|kb|bytes|byte|b)\b";
+const VAL: &str =
+    r"(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<u>tib|gib|mib|kib|tb|gb|mb|kb|bytes|byte|b)(?-u:\b)";
 
 /// Values at or above this many GiB are the cudaMallocAsync "no limit" sentinel (2^34 GiB).
 const SENTINEL_GIB: f64 = 1.0e9;
@@ -100,10 +101,10 @@ fn patterns() -> &'static Patterns {
         free: build(&[
             r"of\s+which\s+{V}\s+is\s+free",
             r"free\s*\(according to cuda\)\s*:\s*{V}",
-            r"{V}\s+free\b",
+            r"{V}\s+free(?-u:\b)",
         ]),
         process_in_use: build(&[r"this\s+process\s+has\s+{V}\s+memory\s+in\s+use"]),
-        other_process: build(&[r"\bprocess\s+\d+\s+has\s+{V}\s+memory\s+in\s+use"]).remove(0),
+        other_process: build(&[r"(?-u:\b)process\s+\d+\s+has\s+{V}\s+memory\s+in\s+use"]).remove(0),
         allocated: build(&[
             r"{V}\s+is\s+allocated\s+by\s+pytorch",
             r"{V}\s+already\s+allocated",
@@ -112,7 +113,7 @@ fn patterns() -> &'static Patterns {
         reserved_unallocated: build(&[r"{V}\s+is\s+reserved\s+by\s+pytorch\s+but\s+unallocated"]),
         reserved_total: build(&[
             r"{V}\s+reserved\s+in\s+total\s+by\s+pytorch",
-            r"{V}\s+cached\b",
+            r"{V}\s+cached(?-u:\b)",
         ]),
         device_limit: build(&[r"device\s+limit\s*:\s*{V}"]),
         pytorch_limit: build(&[
@@ -121,7 +122,10 @@ fn patterns() -> &'static Patterns {
         mps_allocated: build(&[r"mps\s+allocated\s*:\s*{V}"]),
         mps_other: build(&[r"other\s+allocations\s*:\s*{V}"]),
         mps_max: build(&[r"max\s+allowed\s*:\s*{V}"]),
-        gpu_index: build(&[r"\bgpu\s+(?P<i>\d+)\b", r"\bdevice\s+(?P<i>\d+)\b"]),
+        gpu_index: build(&[
+            r"(?-u:\b)gpu\s+(?P<i>\d+)(?-u:\b)",
+            r"(?-u:\b)device\s+(?P<i>\d+)(?-u:\b)",
+        ]),
     })
 }
 

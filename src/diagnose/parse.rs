@@ -518,7 +518,7 @@ regex!(
     r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$"
 );
 regex!(traceback_re, r"(?i)^traceback \(most recent call last\):?");
-regex!(thread_re, r"(?i)^exception in thread\b");
+regex!(thread_re, r"(?i)^exception in thread(?-u:\b)");
 regex!(
     final_re,
     r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$"
@@ -529,20 +529,20 @@ regex!(
 );
 regex!(
     load_line_re,
-    r"(?i)^(?:requested to load\b|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)\b|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
+    r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
 );
 regex!(load_done_re, r"(?i)^(?:loaded completely|model loaded)");
-regex!(lora_error_re, r"(?i)^error lora\b");
+regex!(lora_error_re, r"(?i)^error lora(?-u:\b)");
 regex!(
     node_title_re,
     r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$"
 );
-regex!(got_prompt_re, r"(?i)^got prompt\b");
-regex!(prompt_done_re, r"(?i)^prompt executed in\b");
+regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
+regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
 regex!(
     death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|\bsigkill\b|signal 9\b|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819)"
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819)"
 );
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
@@ -617,6 +617,9 @@ enum Event {
 }
 
 fn bar_event(line: &str) -> Option<Event> {
+    if !line.contains('%') || !line.contains('|') {
+        return None;
+    }
     let caps = bar_re().captures_iter(line).last()?;
     let v: u64 = caps["v"].parse().ok()?;
     let m: u64 = caps["m"].parse().ok()?;
@@ -691,7 +694,7 @@ fn is_message_line(line: &str) -> bool {
 }
 
 fn is_frame(line: &str) -> bool {
-    frame_re().is_match(line)
+    line.contains("ile") && frame_re().is_match(line)
 }
 
 fn is_boundary(line: &str) -> bool {
