@@ -41,6 +41,8 @@ pub enum ConsoleTail {
     TiledDecodeRetry,
     /// The same warning for VAE encoding: the failure is in conditioning.
     TiledEncodeRetry,
+    /// A text or vision encoder finished loading right before the failure (holds its name).
+    EncoderLoaded(String),
 }
 
 /// Console-only signals that an execution_error does not carry.
@@ -496,6 +498,10 @@ regex!(
     level_tag_re,
     r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*"
 );
+regex!(
+    colon_logger_re,
+    r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?"
+);
 regex!(split_frame_re, r#"(?i)\s+(?:file\s+"[^"]+",\s*line\s+\d+)"#);
 regex!(
     frame_re,
@@ -555,6 +561,7 @@ fn clean_line(raw: &str) -> String {
         s = short_time_re().replace(&s, "").into_owned();
         s = logger_re().replace(&s, "").into_owned();
         s = level_tag_re().replace(&s, "").into_owned();
+        s = colon_logger_re().replace(&s, "").into_owned();
         if s == before {
             break;
         }
@@ -614,6 +621,27 @@ enum Event {
     Load(String),
     LoadDone,
     LoraError,
+}
+
+/// The model named by `Requested to load X` when it is a text or vision encoder.
+fn encoder_name(line: &str) -> Option<String> {
+    let name = line
+        .strip_prefix("Requested to load ")
+        .or_else(|| line.strip_prefix("requested to load "))?
+        .trim();
+    let l = name.to_lowercase();
+    [
+        "clip",
+        "temodel",
+        "t5",
+        "textencoder",
+        "text_encoder",
+        "llama",
+        "gemma",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+    .then(|| name.to_string())
 }
 
 fn bar_event(line: &str) -> Option<Event> {
@@ -734,6 +762,9 @@ struct SegmentFailure {
     message: Option<String>,
     traceback: Vec<String>,
     death: Option<String>,
+    md_node_id: Option<String>,
+    md_node_type: Option<String>,
+    md_exception_type: Option<String>,
     prompt_done: bool,
     got_prompt: bool,
     events: Vec<(usize, Event)>,
@@ -759,6 +790,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut exc_proc: Option<String> = None;
     let mut err_occ: Option<String> = None;
     let mut bare: Option<String> = None;
+    let mut exc_proc_at: Option<usize> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -768,10 +800,8 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     while i < lines.len() {
         let line = lines[i].as_str();
         let t = line.trim();
-        if f.start.is_none() {
-            if let Some(e) = line_event(t) {
-                f.events.push((i, e));
-            }
+        if let Some(e) = line_event(t) {
+            f.events.push((i, e));
         }
         if got_prompt_re().is_match(t) {
             f.got_prompt = true;
@@ -790,9 +820,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if let Some(c) = md_field_re().captures(t) {
             let v = c["v"].trim().to_string();
             match c["k"].to_lowercase().as_str() {
-                "node id" => f.node_id = Some(v).filter(|s| !s.is_empty()),
-                "node type" => f.node_type = Some(v).filter(|s| !s.is_empty()),
-                "exception type" => f.exception_type = Some(v).filter(|s| !s.is_empty()),
+                "node id" => f.md_node_id = Some(v).filter(|s| !s.is_empty()),
+                "node type" => f.md_node_type = Some(v).filter(|s| !s.is_empty()),
+                "exception type" => f.md_exception_type = Some(v).filter(|s| !s.is_empty()),
                 _ => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
@@ -810,6 +840,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         } else if let Some(c) = exc_proc_re().captures(t) {
             exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
+            exc_proc_at = Some(i);
             mark(&mut f, i);
         } else if let Some(c) = err_occ_re().captures(t) {
             f.node_type = Some(c["node"].trim().to_string());
@@ -859,6 +890,20 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         i += 1;
     }
+    // Console lines count as "before the failure" up to the console's own failure marker (an
+    // error report's Logs section comes after its header fields).
+    if let Some(cutoff) = exc_proc_at.or(f.start) {
+        f.events.retain(|(i, _)| *i < cutoff);
+    }
+    if f.md_node_id.is_some() {
+        f.node_id = f.md_node_id.clone();
+    }
+    if f.md_node_type.is_some() {
+        f.node_type = f.md_node_type.clone();
+    }
+    if f.md_exception_type.is_some() {
+        f.exception_type = f.md_exception_type.clone();
+    }
     if let Some((ty, msg)) = &final_line {
         if f.exception_type.is_none() {
             f.exception_type = Some(ty.clone());
@@ -891,6 +936,10 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
             Some(ConsoleTail::ModelLoading(line.clone()))
         }
         Some((_, Event::TiledRetry(true))) => Some(ConsoleTail::TiledDecodeRetry),
+        Some((_, Event::LoadDone)) => events.iter().rev().find_map(|(_, e)| match e {
+            Event::Load(line) => encoder_name(line).map(ConsoleTail::EncoderLoaded),
+            _ => None,
+        }),
         Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
@@ -970,10 +1019,18 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         return Err(ParseError::Unrecognised);
     };
     let (sampling_bar, tail) = signals_from(&seg.events);
+    // An error report's header names the node even when its Logs section is another segment.
+    let md = |get: fn(&SegmentFailure) -> Option<String>| segments.iter().find_map(|(_, s)| get(s));
     let mut evidence = Evidence {
-        node_id: seg.node_id.clone(),
-        node_type: seg.node_type.clone(),
-        exception_type: seg.exception_type.clone(),
+        node_id: seg.node_id.clone().or_else(|| md(|s| s.md_node_id.clone())),
+        node_type: seg
+            .node_type
+            .clone()
+            .or_else(|| md(|s| s.md_node_type.clone())),
+        exception_type: seg
+            .exception_type
+            .clone()
+            .or_else(|| md(|s| s.md_exception_type.clone())),
         exception_message: seg.message.clone(),
         traceback: seg.traceback.clone(),
         progress: Vec::new(),

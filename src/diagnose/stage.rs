@@ -595,6 +595,14 @@ pub(crate) fn resolve(
                 format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
             );
         }
+        Some(ConsoleTail::EncoderLoaded(model)) if signals.sampling_bar.is_none() => {
+            return finish(
+                Stage::Condition,
+                vec![Stage::Condition],
+                notes,
+                format!("The encoder {model} had just finished loading and no sampling progress follows: the failure is while encoding."),
+            );
+        }
         Some(ConsoleTail::LoraPatchErrors(count)) => {
             return finish(
                 Stage::Load,
@@ -603,7 +611,7 @@ pub(crate) fn resolve(
                 format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded."),
             );
         }
-        None => {}
+        _ => {}
     }
 
     // 3. Progress of the sampler.
