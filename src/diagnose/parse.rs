@@ -883,7 +883,13 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                     .rev()
                     .find(|l| !l.trim().is_empty())
                     .map(|l| l.trim())
-                    .filter(|l| node_title_re().is_match(l))
+                    .filter(|l| {
+                        node_title_re().is_match(l)
+                            && !l.ends_with("Error")
+                            && !l.ends_with("Exception")
+                            && !l.ends_with("Warning")
+                            && *l != "ComfyUI"
+                    })
                     .map(str::to_string);
             }
             mark(&mut f, i);
@@ -986,7 +992,8 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
-            if last.got_prompt && !last.prompt_done {
+            let mid_run = last.got_prompt || !last.events.is_empty();
+            if mid_run && !last.prompt_done {
                 let (sampling_bar, tail) = signals_from(&last.events);
                 let mut evidence = Evidence {
                     outcome: Some(RunOutcomeHint::ServerLost),
