@@ -302,6 +302,28 @@ fn classify_frame(f: &Frame) -> Option<FrameCat> {
     None
 }
 
+/// ComfyUI's own cleanup, where an earlier (asynchronous) GPU error resurfaces.
+const CLEANUP_FUNCS: &[&str] = &[
+    "soft_empty_cache",
+    "unload_all_models",
+    "cleanup_models",
+    "cleanup_models_gc",
+    "empty_cache",
+    "synchronize",
+];
+
+/// The cleanup frame when the deepest ComfyUI frame is ComfyUI's error-handling cleanup: the
+/// traceback then points to the wrong place.
+fn resurfaced_in_cleanup(frames: &[Frame]) -> Option<String> {
+    let deepest = frames.iter().rev().find(|f| {
+        !(f.path.contains("/torch/") && f.path.contains("site-packages")
+            || f.path.contains("/torch/cuda/"))
+    })?;
+    CLEANUP_FUNCS
+        .contains(&deepest.func.as_str())
+        .then(|| deepest.func.clone())
+}
+
 /// The traceback's verdict: the deepest strong frame, refined by weaker frames below it.
 fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
     let classified: Vec<(usize, FrameCat)> = frames
@@ -510,6 +532,14 @@ pub(crate) fn resolve(
         notes.push("The error says it may be reported asynchronously, so the traceback location is unreliable and is not used.".into());
     }
     let frames = parse_frames(&evidence.traceback);
+    if let Some(func) = resurfaced_in_cleanup(&frames) {
+        notes.push(format!("The traceback ends in ComfyUI's own cleanup ({func}), where an earlier GPU error resurfaced: it points to the wrong place, and nothing else shows where the failure happened{in_node}."));
+        return StageVerdict {
+            stage: Stage::Unknown,
+            candidates: vec![Stage::Unknown],
+            evidence: notes.join(" "),
+        };
+    }
     let tb = if asynchronous {
         None
     } else {
@@ -768,6 +798,21 @@ mod tests {
             r#"  File "/c/comfy/ldm/flux/model.py", line 184, in forward"#,
         ]);
         assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Step);
+    }
+
+    #[test]
+    fn error_resurfacing_in_cleanup_is_not_located() {
+        let f = frames(&[
+            r#"  File "/c/execution.py", line 1, in execute"#,
+            r#"  File "/c/comfy/model_management.py", line 2, in soft_empty_cache"#,
+            r#"  File "/v/site-packages/torch/cuda/memory.py", line 3, in empty_cache"#,
+        ]);
+        assert_eq!(
+            resurfaced_in_cleanup(&f).as_deref(),
+            Some("soft_empty_cache")
+        );
+        let f = frames(&[r#"  File "/c/comfy/model_patcher.py", line 1, in partially_load"#]);
+        assert_eq!(resurfaced_in_cleanup(&f), None);
     }
 
     #[test]
