@@ -502,7 +502,10 @@ regex!(
     colon_logger_re,
     r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?"
 );
-regex!(split_frame_re, r#"(?i)\s+(?:file\s+"[^"]+",\s*line\s+\d+)"#);
+regex!(
+    split_re,
+    r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#
+);
 regex!(
     frame_re,
     r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
@@ -583,20 +586,20 @@ fn clean_line(raw: &str) -> String {
 
 /// Splits flattened one-line pastes before each `File "..."` and after the message.
 fn split_flattened(line: &str) -> Vec<String> {
-    let lower = line.to_lowercase();
-    if lower.matches("file \"").count() < 2 {
-        return vec![line.to_string()];
-    }
     let mut parts = Vec::new();
     let mut last = 0;
-    for m in split_frame_re().find_iter(line) {
+    for m in split_re().find_iter(line) {
         if m.start() > last {
             parts.push(line[last..m.start()].trim().to_string());
+            last = m.start();
         }
-        last = m.start();
     }
     parts.push(line[last..].trim().to_string());
-    parts.into_iter().filter(|p| !p.is_empty()).collect()
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() {
+        parts.push(String::new());
+    }
+    parts
 }
 
 fn normalise(text: &str) -> Vec<String> {
