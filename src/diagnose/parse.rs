@@ -546,6 +546,10 @@ regex!(
     node_title_re,
     r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$"
 );
+regex!(
+    node_prefix_re,
+    r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$"
+);
 regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
 regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
@@ -722,6 +726,9 @@ fn is_message_line(line: &str) -> bool {
     MESSAGE_WORDS.iter().any(|w| l.contains(w))
         && !l.contains("warning")
         && !l.contains("retrying with tiled")
+        // recovered attempts ComfyUI prints before trying a cheaper way
+        && !l.contains("trying again")
+        && !l.contains("switched to")
 }
 
 fn is_frame(line: &str) -> bool {
@@ -878,7 +885,17 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             final_line = Some((ty, msg));
             mark(&mut f, i);
         } else if is_message_line(t) && bare.is_none() {
-            bare = Some(join_message(t, continuation(lines, i + 1)));
+            // The frontend's one-line form: `NodeType : message`.
+            let (node, msg) = match node_prefix_re().captures(t) {
+                Some(c) if !c["node"].ends_with("Error") => {
+                    (Some(c["node"].trim().to_string()), c["msg"].to_string())
+                }
+                _ => (None, t.to_string()),
+            };
+            if f.node_type.is_none() {
+                f.node_type = node;
+            }
+            bare = Some(join_message(&msg, continuation(lines, i + 1)));
             if f.node_type.is_none() && f.start.is_none() {
                 // The UI error toast: the node class alone on the line above the message.
                 f.node_type = lines[..i]
@@ -1126,6 +1143,29 @@ mod tests {
         let parts = split_flattened("error occurred when executing x: boom file \"a.py\", line 1, in f g() file \"b.py\", line 2, in h k()");
         assert_eq!(parts.len(), 3);
         assert!(parts[1].starts_with("file \"a.py\""));
+    }
+
+    #[test]
+    fn frontend_one_line_form_names_the_node() {
+        let p = parse_input("KSampler : XPU out of memory. Tried to allocate 128.00 GiB. GPU 0 has a total capacity of 15.56 GiB.").unwrap();
+        assert_eq!(p.evidence.node_type.as_deref(), Some("KSampler"));
+        assert!(p
+            .evidence
+            .exception_message
+            .unwrap()
+            .starts_with("XPU out of memory"));
+    }
+
+    #[test]
+    fn recovered_attempts_are_not_the_failure() {
+        let log = "got prompt\nout of memory error, increasing steps and trying again 4\n 50%|█████     | 10/20 [00:10<00:10]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.signals.sampling_bar, Some((10, 20)));
+        assert!(p
+            .evidence
+            .exception_message
+            .unwrap()
+            .starts_with("CUDA out of memory"));
     }
 
     #[test]
