@@ -550,6 +550,10 @@ regex!(
     node_prefix_re,
     r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$"
 );
+regex!(
+    startup_re,
+    r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)"
+);
 regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
 regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
@@ -775,6 +779,8 @@ struct SegmentFailure {
     md_node_id: Option<String>,
     md_node_type: Option<String>,
     md_exception_type: Option<String>,
+    /// The server's startup output follows the failure: a custom-node import error, not a run.
+    startup: bool,
     prompt_done: bool,
     got_prompt: bool,
     events: Vec<(usize, Event)>,
@@ -815,6 +821,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         if got_prompt_re().is_match(t) {
             f.got_prompt = true;
+        }
+        if f.start.is_some() && startup_re().is_match(t) {
+            f.startup = true;
         }
         if prompt_done_re().is_match(t) {
             f.prompt_done = true;
@@ -997,10 +1006,12 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         .windows(2)
         .map(|w| (w[0], scan_segment(&lines[w[0]..w[1]])))
         .collect();
+    // Startup errors (custom-node imports) are not the run's failure when anything else is.
+    let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
     let chosen = segments
         .iter()
         .enumerate()
-        .filter(|(_, (_, s))| s.has_failure())
+        .filter(|(_, (_, s))| s.has_failure() && !(run_failures && s.startup))
         .max_by_key(|(i, (_, s))| {
             (
                 !s.traceback.is_empty() || s.death.is_some(),
@@ -1009,6 +1020,13 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             )
         })
         .map(|(_, s)| s);
+    let chosen = chosen.filter(|(_, s)| {
+        // A log that starts with startup errors and later stops after `got prompt` died mid-run.
+        let stopped = segments
+            .last()
+            .is_some_and(|(_, l)| l.got_prompt && !l.prompt_done && !l.has_failure());
+        !(s.startup && stopped)
+    });
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
@@ -1166,6 +1184,15 @@ mod tests {
             .exception_message
             .unwrap()
             .starts_with("CUDA out of memory"));
+    }
+
+    #[test]
+    fn startup_import_errors_are_not_the_run() {
+        let log = "Traceback (most recent call last):\n  File \"/c/nodes.py\", line 1, in load_custom_node\n    import x\nModuleNotFoundError: No module named 'x'\nCannot import /c/custom_nodes/x module for custom nodes: No module named 'x'\nImport times for custom nodes:\nStarting server\nTo see the GUI go to: http://127.0.0.1:8188\ngot prompt\nRequested to load Flux\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
+        assert!(p.evidence.exception_message.is_none());
+        assert!(matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(_))));
     }
 
     #[test]
