@@ -347,6 +347,13 @@ fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
             Some((j, _)) if j > i => Some((FrameCat::Step, describe(j))),
             _ => Some((FrameCat::SamplerEntry, describe(i))),
         },
+        Some((i, FrameCat::Step)) => match deepest_weak_step {
+            Some((j, _)) if j > i => Some((
+                FrameCat::Step,
+                format!("{} … down to {}", describe(i), describe(j)),
+            )),
+            _ => Some((FrameCat::Step, describe(i))),
+        },
         Some((i, cat)) => Some((cat, describe(i))),
         None => deepest_weak_step.map(|(j, _)| (FrameCat::Step, describe(j))),
     }
