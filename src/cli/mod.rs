@@ -4,6 +4,7 @@
 //! returns the process exit code; this module only dispatches.
 
 pub mod common;
+pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod validate;
@@ -41,6 +42,8 @@ pub enum Command {
     Hash(hash::Args),
     /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
     HashFiles(hash_files::Args),
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -51,6 +54,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::HashFiles(args) => hash_files::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     ExitCode::from(code)
 }
