@@ -5,7 +5,9 @@
 
 pub mod common;
 pub mod convert;
+pub mod diagnose;
 pub mod hash;
+pub mod hash_files;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +44,10 @@ pub enum Command {
     /// Convert a UI workflow (what ComfyUI's "Save" writes) into the API prompt the frontend
     /// would queue.
     Convert(convert::Args),
+    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
+    HashFiles(hash_files::Args),
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -52,6 +58,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::Convert(args) => convert::run(args, &server),
+        Command::HashFiles(args) => hash_files::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     ExitCode::from(code)
 }
