@@ -176,6 +176,10 @@ fn side_by_side(file: &Path, rounds: usize) {
             vec!["openssl", "dgst", "-sha256", f],
         ),
         ("sha256sum", vec!["sha256sum", f]),
+        (
+            "comfy-bisect hash-files --no-reader-thread",
+            vec![TOOL, "hash-files", "--json", "--no-reader-thread", f],
+        ),
     ];
     let mut wall: Vec<Vec<f64>> = vec![Vec::new(); tools.len()];
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); tools.len()];

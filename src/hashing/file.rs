@@ -9,14 +9,15 @@ use std::sync::mpsc;
 use std::thread;
 
 /// Read size per `read` call; chosen with `cargo bench --bench hashing` (see docs/PERFORMANCE.md).
-pub const DEFAULT_BUFFER_SIZE: usize = 2 << 20;
+pub const DEFAULT_BUFFER_SIZE: usize = 1 << 20;
 
 /// How a file is read while it is hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HashOptions {
     /// Bytes requested per read (at least 1).
     pub buffer_size: usize,
-    /// Read on a second thread while the calling thread hashes the previous buffer.
+    /// Read on a second thread while the calling thread hashes the previous buffer
+    /// ([`crate::hashing::hash_files`] does so only while fewer files than cores are hashed).
     pub reader_thread: bool,
     /// Files hashed at the same time by [`crate::hashing::hash_files`] (0: one per CPU core).
     pub jobs: usize,

@@ -43,11 +43,18 @@ pub fn hash_files(
         }
     }
 
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = match opts.jobs {
-        0 => thread::available_parallelism().map_or(1, |n| n.get()),
+        0 => cores,
         n => n,
     }
     .min(work.len());
+    // A reader thread only pays off on an idle core; when every core hashes a file of its own,
+    // it would only add hand-offs between threads.
+    let opts = &HashOptions {
+        reader_thread: opts.reader_thread && jobs < cores,
+        ..*opts
+    };
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Result<FileHash, HashError>)>> = Mutex::new(Vec::new());
     thread::scope(|scope| {
