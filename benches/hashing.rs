@@ -166,7 +166,7 @@ fn side_by_side(file: &Path, rounds: usize) {
     let size = std::fs::metadata(file).unwrap().len();
     let gb = size as f64 / 1e9;
     let f = file.to_str().unwrap();
-    let tools: [(&str, Vec<&str>); 3] = [
+    let tools: [(&str, Vec<&str>); 4] = [
         (
             "comfy-bisect hash-files",
             vec![TOOL, "hash-files", "--json", "--jobs", "1", f],
