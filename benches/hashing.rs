@@ -135,7 +135,7 @@ fn buffer_sweep(file: &Path) {
         human(size)
     );
     println!("| read size | reader thread | GB/s wall | GB/s per CPU second | user s | sys s |\n|---|---|---|---|---|---|");
-    for kib in [8usize, 32, 64, 128, 256, 512, 1024, 2048, 8192] {
+    for kib in [8usize, 32, 64, 128, 256, 512, 1024, 4096] {
         for reader_thread in [false, true] {
             let opts = HashOptions {
                 buffer_size: kib << 10,
@@ -169,7 +169,7 @@ fn side_by_side(file: &Path, rounds: usize) {
     let tools: [(&str, Vec<&str>); 4] = [
         (
             "comfy-bisect hash-files",
-            vec![TOOL, "hash-files", "--json", "--jobs", "1", f],
+            vec![TOOL, "hash-files", "--json", f],
         ),
         (
             "openssl dgst -sha256",
@@ -177,8 +177,8 @@ fn side_by_side(file: &Path, rounds: usize) {
         ),
         ("sha256sum", vec!["sha256sum", f]),
         (
-            "comfy-bisect hash-files --no-reader-thread",
-            vec![TOOL, "hash-files", "--json", "--no-reader-thread", f],
+            "comfy-bisect hash-files --reader-thread",
+            vec![TOOL, "hash-files", "--json", "--reader-thread", f],
         ),
     ];
     let mut wall: Vec<Vec<f64>> = vec![Vec::new(); tools.len()];

@@ -24,9 +24,9 @@ pub struct Args {
     /// Bytes per read call (benchmark knob; see docs/PERFORMANCE.md).
     #[arg(long, value_name = "BYTES", hide = true)]
     pub read_size: Option<usize>,
-    /// Read and hash on the same thread (benchmark knob; see docs/PERFORMANCE.md).
+    /// Read on a second thread while hashing (benchmark knob; see docs/PERFORMANCE.md).
     #[arg(long, hide = true)]
-    pub no_reader_thread: bool,
+    pub reader_thread: bool,
 }
 
 /// The `--json` document.
@@ -60,7 +60,7 @@ pub fn run(args: Args) -> u8 {
     let opts = HashOptions {
         jobs: args.jobs.unwrap_or(0),
         buffer_size: args.read_size.unwrap_or(defaults.buffer_size),
-        reader_thread: defaults.reader_thread && !args.no_reader_thread,
+        reader_thread: defaults.reader_thread || args.reader_thread,
     };
     let started = Instant::now();
     let results = hash_files(&args.files, cache.as_mut(), &opts);
