@@ -308,7 +308,7 @@ fn cached(parts: &[PathBuf], dir: &Path) {
     println!("| second (cache hit) | {:.4} s | {read2} |", second.wall);
     match (before, after) {
         (Some(b), Some(a)) => println!(
-            "\nIn-process cached `hash_files`: /proc/self/io rchar grew by {} bytes (the cache file itself is {cache_size} bytes; the 4 GiB of model data were not read).",
+            "\nIn-process cached `hash_files` (cache file of {cache_size} bytes loaded before measuring): /proc/self/io rchar grew by {} bytes, which are this benchmark's own reads of /proc/self/io; none of the 4 GiB of data was read.",
             a - b
         ),
         _ => println!("\n/proc/self/io not available; relying on the tool's own count."),
