@@ -6,4 +6,5 @@
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
 pub mod cli;
+pub mod comfy;
 pub mod error;
