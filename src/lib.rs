@@ -8,3 +8,4 @@
 pub mod cli;
 pub mod comfy;
 pub mod error;
+pub mod run;
