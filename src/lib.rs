@@ -8,4 +8,6 @@
 pub mod cli;
 pub mod comfy;
 pub mod error;
+pub mod nodedefs;
 pub mod run;
+pub mod workflow;

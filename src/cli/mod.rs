@@ -3,6 +3,10 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns the process exit code; this module only dispatches.
 
+pub mod common;
+pub mod hash;
+pub mod validate;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -13,7 +17,12 @@ use std::process::ExitCode;
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
     /// ComfyUI server URL (http/https).
-    #[arg(long, global = true, env = "COMFY_BISECT_SERVER", default_value = "http://127.0.0.1:8188")]
+    #[arg(
+        long,
+        global = true,
+        env = "COMFY_BISECT_SERVER",
+        default_value = "http://127.0.0.1:8188"
+    )]
     pub server: String,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -25,13 +34,20 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Check workflows against the server's node definitions before spending GPU time.
+    Validate(validate::Args),
+    /// Print a workflow's canonical sha256 (the workflow hash) and node count.
+    Hash(hash::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> ExitCode {
     init_logging(cli.verbose);
-    let code: u8 = match cli.command {};
-    #[allow(unreachable_code)]
+    let server = cli.server.clone();
+    let code: u8 = match cli.command {
+        Command::Validate(args) => validate::run(args, &server),
+        Command::Hash(args) => hash::run(args),
+    };
     ExitCode::from(code)
 }
 

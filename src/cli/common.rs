@@ -1,0 +1,77 @@
+//! Pieces several subcommands share: where node definitions come from, reading workflows,
+//! printing errors.
+
+use crate::nodedefs::NodeDefs;
+use crate::workflow::Workflow;
+use std::path::{Path, PathBuf};
+
+/// Where the node definitions come from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DefsArgs {
+    /// `/object_info` JSON file(s) instead of asking the server; repeat to add classes
+    /// (e.g. core plus a custom-node pack).
+    #[arg(long = "object-info", value_name = "FILE")]
+    pub object_info: Vec<PathBuf>,
+}
+
+/// Why node definitions could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum DefsSourceError {
+    /// A file was unusable.
+    #[error(transparent)]
+    File(#[from] crate::nodedefs::DefsError),
+    /// The server could not be asked.
+    #[error("cannot get node definitions from {url}: {reason}. Is ComfyUI running there (check --listen/--port), or pass --object-info FILE")]
+    Server {
+        /// The URL asked.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl DefsArgs {
+    /// Loads the definitions from the files, or from `GET {server}/object_info`.
+    pub fn load(&self, server: &str) -> Result<NodeDefs, DefsSourceError> {
+        if !self.object_info.is_empty() {
+            return Ok(NodeDefs::load_files(&self.object_info)?);
+        }
+        fetch_object_info(server)
+    }
+}
+
+/// A plain `GET /object_info` on the server.
+pub fn fetch_object_info(server: &str) -> Result<NodeDefs, DefsSourceError> {
+    let url = format!("{}/object_info", server.trim_end_matches('/'));
+    let err = |reason: String| DefsSourceError::Server {
+        url: url.clone(),
+        reason,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| err(e.to_string()))?;
+    let value: serde_json::Value = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        if !response.status().is_success() {
+            return Err(err(format!("HTTP {}", response.status())));
+        }
+        response.json().await.map_err(|e| err(e.to_string()))
+    })?;
+    NodeDefs::from_value(&value)
+        .ok_or_else(|| err("the answer is not an object of node classes".into()))
+}
+
+/// Reads an API-format workflow file.
+pub fn read_workflow(path: &Path) -> Result<Workflow, crate::workflow::LoadError> {
+    crate::workflow::load_api_file(path)
+}
+
+/// Prints an error for the user on stderr.
+pub fn print_error(error: &dyn std::fmt::Display) {
+    eprintln!("error: {error}");
+}

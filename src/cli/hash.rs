@@ -1,0 +1,42 @@
+//! `comfy-bisect hash WORKFLOW`: the canonical workflow hash and node count.
+
+use super::common::{print_error, read_workflow};
+use crate::error::exit;
+use std::path::PathBuf;
+
+/// Arguments of `hash`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The workflow file (API format, or a POST /prompt body).
+    pub workflow: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the workflow hash.
+pub fn run(args: Args) -> u8 {
+    let workflow = match read_workflow(&args.workflow) {
+        Ok(w) => w,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let sha = workflow.sha256();
+    if args.json {
+        let out = serde_json::json!({
+            "workflow": args.workflow.display().to_string(),
+            "sha256": sha,
+            "nodes": workflow.nodes.len(),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "{sha}  {} nodes  {}",
+            workflow.nodes.len(),
+            args.workflow.display()
+        );
+    }
+    exit::OK
+}

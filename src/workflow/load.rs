@@ -1,0 +1,297 @@
+//! Reading API-format workflow files, with structural errors that name the file, node, class
+//! and input.
+
+use super::{Input, Link, Node, Workflow};
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// Which format a workflow file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{node_id: {class_type, inputs}}`.
+    Api,
+    /// A POST /prompt body `{"prompt": {...}, ...}`.
+    PromptBody,
+    /// What the ComfyUI frontend's "Save" writes: `nodes` and `links`.
+    Ui,
+}
+
+/// A workflow file that cannot be used, with what, where and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{file}: cannot read the workflow: {source}")]
+    Read {
+        /// File name.
+        file: String,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// Not JSON.
+    #[error("{file}: not valid JSON at line {line}, column {column}: {message}")]
+    Syntax {
+        /// File name.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// serde_json's message.
+        message: String,
+    },
+    /// A UI-format file where an API-format one is needed.
+    #[error("{file}: this is a UI-format workflow (it has `nodes` and `links`, as ComfyUI's \"Save\" writes it); {hint}")]
+    UiFormat {
+        /// File name.
+        file: String,
+        /// What to do instead.
+        hint: String,
+    },
+    /// The top level is not an object of nodes.
+    #[error("{file}: {message}")]
+    Shape {
+        /// File name.
+        file: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A node object without `class_type`.
+    #[error("{file}: node '{node}' has no class_type; every node must name its class (the workflow may be corrupted or exported incompletely)")]
+    MissingClassType {
+        /// File name.
+        file: String,
+        /// Node id.
+        node: String,
+    },
+    /// An input that is neither a literal nor a valid link.
+    #[error("{file}: node '{node}' ({class}), input '{input}': {message}")]
+    BadInput {
+        /// File name.
+        file: String,
+        /// Node id.
+        node: String,
+        /// Class of the node.
+        class: String,
+        /// Input name.
+        input: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A link to a node id that is not in the workflow.
+    #[error("{file}: node '{node}' ({class}), input '{input}' links to node '{target}', which is not in the workflow")]
+    MissingLinkTarget {
+        /// File name.
+        file: String,
+        /// Node id.
+        node: String,
+        /// Class of the node.
+        class: String,
+        /// Input name.
+        input: String,
+        /// The missing id.
+        target: String,
+    },
+    /// The links form a cycle.
+    #[error("{file}: the links form a cycle through nodes {}; a workflow must be acyclic", .nodes.join(" → "))]
+    Cycle {
+        /// File name.
+        file: String,
+        /// The nodes on the cycle, in link order.
+        nodes: Vec<String>,
+    },
+}
+
+/// Tells the format of a parsed workflow file.
+pub fn detect_format(value: &Value) -> Format {
+    match value {
+        Value::Object(map) if map.contains_key("nodes") && map.contains_key("links") => Format::Ui,
+        Value::Object(map) if map.get("prompt").is_some_and(Value::is_object) => Format::PromptBody,
+        _ => Format::Api,
+    }
+}
+
+/// Reads an API-format workflow file (also a POST /prompt body).
+pub fn load_api_file(path: &Path) -> Result<Workflow, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    let value = parse_json(&text, &file)?;
+    parse_api(&value, &file)
+}
+
+/// Parses JSON text, reporting syntax errors with line and column.
+pub fn parse_json(text: &str, file: &str) -> Result<Value, LoadError> {
+    serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// Builds a workflow from a parsed API-format document; `file` names it in errors.
+pub fn parse_api(value: &Value, file: &str) -> Result<Workflow, LoadError> {
+    let nodes_value = match detect_format(value) {
+        Format::Ui => {
+            return Err(LoadError::UiFormat {
+                file: file.to_string(),
+                hint: "this command needs the API format: in ComfyUI use \"Export (API)\", or convert it with `comfy-bisect convert`".to_string(),
+            })
+        }
+        Format::PromptBody => &value["prompt"],
+        Format::Api => value,
+    };
+    let Some(map) = nodes_value.as_object() else {
+        return Err(LoadError::Shape {
+            file: file.to_string(),
+            message: "an API-format workflow must be a JSON object of nodes, {\"<id>\": {\"class_type\": …, \"inputs\": {…}}}".to_string(),
+        });
+    };
+    if map.is_empty() {
+        return Err(LoadError::Shape {
+            file: file.to_string(),
+            message: "the workflow has no nodes".to_string(),
+        });
+    }
+    let mut nodes = IndexMap::with_capacity(map.len());
+    for (id, node_value) in map {
+        nodes.insert(id.clone(), parse_node(id, node_value, file)?);
+    }
+    let workflow = Workflow { nodes };
+    check_links(&workflow, file)?;
+    if let Some(cycle) = workflow.find_cycle() {
+        return Err(LoadError::Cycle {
+            file: file.to_string(),
+            nodes: cycle,
+        });
+    }
+    Ok(workflow)
+}
+
+fn parse_node(id: &str, value: &Value, file: &str) -> Result<Node, LoadError> {
+    let Some(obj) = value.as_object() else {
+        return Err(LoadError::Shape {
+            file: file.to_string(),
+            message: format!(
+                "entry '{id}' is not a node object (found {}); API-format files hold only nodes",
+                kind_of(value)
+            ),
+        });
+    };
+    let class_type = match obj.get("class_type") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(LoadError::MissingClassType {
+                file: file.to_string(),
+                node: id.to_string(),
+            })
+        }
+    };
+    let mut inputs = IndexMap::new();
+    match obj.get("inputs") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (name, v) in map {
+                let input = parse_input(v).map_err(|message| LoadError::BadInput {
+                    file: file.to_string(),
+                    node: id.to_string(),
+                    class: class_type.clone(),
+                    input: name.clone(),
+                    message,
+                })?;
+                inputs.insert(name.clone(), input);
+            }
+        }
+        Some(other) => {
+            return Err(LoadError::Shape {
+                file: file.to_string(),
+                message: format!(
+                    "node '{id}' ({class_type}): `inputs` must be an object, found {}",
+                    kind_of(other)
+                ),
+            })
+        }
+    }
+    let mut extra = Map::new();
+    for (k, v) in obj {
+        if !matches!(k.as_str(), "class_type" | "inputs" | "_meta") {
+            extra.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(Node {
+        class_type,
+        inputs,
+        meta: obj.get("_meta").cloned(),
+        extra,
+    })
+}
+
+/// Reads one input value: a 2-element array whose first element is a string is a link.
+fn parse_input(value: &Value) -> Result<Input, String> {
+    let Value::Array(items) = value else {
+        return Ok(Input::Literal(value.clone()));
+    };
+    match items.as_slice() {
+        [Value::String(node), slot] => match slot.as_u64() {
+            Some(slot) => Ok(Input::Link(Link {
+                node: node.clone(),
+                slot: slot as usize,
+            })),
+            None => Err(format!(
+                "link [\"{node}\", {slot}] has an output slot that is not a non-negative integer; a link is [\"<node id>\", <output index ≥ 0>]"
+            )),
+        },
+        _ => Err(format!(
+            "the array {} is neither a link [\"<node id>\", <output index>] nor a wrapped literal; write a literal list as {{\"__value__\": [...]}}",
+            truncate(&value.to_string(), 80)
+        )),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn check_links(workflow: &Workflow, file: &str) -> Result<(), LoadError> {
+    for (id, node) in &workflow.nodes {
+        for (name, input) in &node.inputs {
+            if let Input::Link(link) = input {
+                if !workflow.nodes.contains_key(&link.node) {
+                    return Err(LoadError::MissingLinkTarget {
+                        file: file.to_string(),
+                        node: id.clone(),
+                        class: node.class_type.clone(),
+                        input: name.clone(),
+                        target: link.node.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Workflow {
+    /// Reads an API-format workflow from JSON text.
+    pub fn from_json_str(text: &str, file: &str) -> Result<Workflow, LoadError> {
+        parse_api(&parse_json(text, file)?, file)
+    }
+}

@@ -1,0 +1,170 @@
+//! The workflow graph: API-format prompts (`{node_id: {class_type, inputs, _meta}}`), their
+//! structural checks, graph queries and the canonical form whose sha256 is the workflow hash.
+//!
+//! Numbers are kept exactly as written (serde_json's arbitrary precision), so u64 seeds and
+//! floats round-trip byte for byte.
+
+mod canonical;
+pub mod edit;
+mod graph;
+mod load;
+pub mod validate;
+
+pub use canonical::{canonical_json, sha256_hex};
+pub use edit::{Change, Edit, EditError};
+pub use load::{detect_format, load_api_file, parse_api, Format, LoadError};
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+/// A node id as used in prompts (`"3"`, `"92:57"` for subgraph-flattened ids).
+pub type NodeId = String;
+
+/// An API-format workflow: nodes in file order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Workflow {
+    /// Nodes by id, in the order they were read.
+    pub nodes: IndexMap<NodeId, Node>,
+}
+
+/// One node of an API-format workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// The node class.
+    pub class_type: String,
+    /// Inputs in file order.
+    pub inputs: IndexMap<String, Input>,
+    /// `_meta` (title…): kept for output, excluded from the hash.
+    pub meta: Option<Value>,
+    /// Any other field of the node object, kept and hashed as is.
+    pub extra: Map<String, Value>,
+}
+
+/// The value of one input: a link to another node's output, or a literal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// `[source_id, slot]`.
+    Link(Link),
+    /// Any other JSON value (a literal array stays wrapped as `{"__value__": [...]}`).
+    Literal(Value),
+}
+
+/// A link to output `slot` of node `node`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Link {
+    /// Source node id.
+    pub node: NodeId,
+    /// Source output index.
+    pub slot: usize,
+}
+
+impl Input {
+    /// The link, when this input is linked.
+    pub fn as_link(&self) -> Option<&Link> {
+        match self {
+            Input::Link(l) => Some(l),
+            Input::Literal(_) => None,
+        }
+    }
+
+    /// The literal value, when this input is not linked.
+    pub fn as_literal(&self) -> Option<&Value> {
+        match self {
+            Input::Literal(v) => Some(v),
+            Input::Link(_) => None,
+        }
+    }
+
+    /// The JSON form used in prompts.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Input::Link(l) => Value::Array(vec![
+                Value::String(l.node.clone()),
+                Value::Number(serde_json::Number::from(l.slot as u64)),
+            ]),
+            Input::Literal(v) => v.clone(),
+        }
+    }
+}
+
+impl Node {
+    /// A node with the given class and no inputs.
+    pub fn new(class_type: &str) -> Node {
+        Node {
+            class_type: class_type.to_string(),
+            inputs: IndexMap::new(),
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// `_meta.title`, when present.
+    pub fn title(&self) -> Option<&str> {
+        self.meta.as_ref()?.get("title")?.as_str()
+    }
+
+    /// The JSON object of this node; `with_meta` keeps `_meta`.
+    pub fn to_value(&self, with_meta: bool) -> Value {
+        let mut obj = Map::new();
+        let inputs: Map<String, Value> = self
+            .inputs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_value()))
+            .collect();
+        obj.insert("inputs".into(), Value::Object(inputs));
+        obj.insert("class_type".into(), Value::String(self.class_type.clone()));
+        for (k, v) in &self.extra {
+            obj.insert(k.clone(), v.clone());
+        }
+        if with_meta {
+            if let Some(meta) = &self.meta {
+                obj.insert("_meta".into(), meta.clone());
+            }
+        }
+        Value::Object(obj)
+    }
+}
+
+impl Workflow {
+    /// The API-format JSON object (with `_meta`), as POST /prompt takes it.
+    pub fn to_value(&self) -> Value {
+        Value::Object(
+            self.nodes
+                .iter()
+                .map(|(id, n)| (id.clone(), n.to_value(true)))
+                .collect(),
+        )
+    }
+
+    /// Pretty JSON for writing variant files.
+    pub fn to_pretty_json(&self) -> String {
+        serde_json::to_string_pretty(&self.to_value()).expect("a JSON value always serializes")
+    }
+
+    /// The canonical bytes: keys sorted, no whitespace, numbers as parsed, `_meta` excluded.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let without_meta = Value::Object(
+            self.nodes
+                .iter()
+                .map(|(id, n)| (id.clone(), n.to_value(false)))
+                .collect(),
+        );
+        canonical_json(&without_meta).into_bytes()
+    }
+
+    /// The workflow hash: sha256 (lower hex) of the canonical bytes.
+    pub fn sha256(&self) -> String {
+        sha256_hex(&self.canonical_bytes())
+    }
+
+    /// The component hash of one node: sha256 of its canonical `class_type` + inputs.
+    pub fn node_sha256(&self, id: &str) -> Option<String> {
+        let node = self.nodes.get(id)?;
+        Some(sha256_hex(canonical_json(&node.to_value(false)).as_bytes()))
+    }
+
+    /// A node by id.
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+}
