@@ -4,7 +4,7 @@
 
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
-    prompt_sha256, trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome,
+    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome,
     QueueInfo, RawLog, Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason,
     VramReport, VramSample, WsTextRecord,
 };
@@ -15,6 +15,7 @@ use crate::comfy::protocol::{
     PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
+use crate::workflow::Workflow;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,8 +25,8 @@ use uuid::Uuid;
 /// What to run and the limits of the run.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
-    /// The API-format prompt.
-    pub prompt: Map<String, Value>,
+    /// The API-format workflow to submit.
+    pub workflow: Workflow,
     /// Run id, also sent as `prompt_id`.
     pub run_id: Uuid,
     /// Free models and caches first, and wait until the server is idle.
@@ -50,15 +51,13 @@ pub struct RunRequest {
     pub settle: Duration,
     /// Set to `true` to cancel (Ctrl-C): our prompt alone is interrupted or dequeued.
     pub cancel: Option<watch::Receiver<bool>>,
-    /// Hash to record instead of the built-in prompt hash.
-    pub workflow_sha256: Option<String>,
 }
 
 impl RunRequest {
     /// A request with the default limits and a fresh run id.
-    pub fn new(prompt: Map<String, Value>) -> RunRequest {
+    pub fn new(workflow: Workflow) -> RunRequest {
         RunRequest {
-            prompt,
+            workflow,
             run_id: Uuid::new_v4(),
             cold: true,
             timeout: Duration::from_secs(3600),
@@ -71,7 +70,6 @@ impl RunRequest {
             interrupt_grace: Duration::from_secs(30),
             settle: Duration::from_millis(300),
             cancel: None,
-            workflow_sha256: None,
         }
     }
 }
@@ -216,13 +214,7 @@ impl<'a> Runner<'a> {
         let mut timeline = self.tracker.timeline().to_vec();
         for n in &mut timeline {
             let id = n.display_node.as_deref().unwrap_or(&n.node_id);
-            n.class_type = self
-                .req
-                .prompt
-                .get(id)
-                .and_then(|v| v.get("class_type"))
-                .and_then(Value::as_str)
-                .map(String::from);
+            n.class_type = self.req.workflow.node(id).map(|w| w.class_type.clone());
         }
         self.queue.started_ms = self.tracker.started_ms();
         self.queue.finished_ms = self.tracker.finished_ms();
@@ -231,11 +223,7 @@ impl<'a> Runner<'a> {
         RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
-            workflow_sha256: self
-                .req
-                .workflow_sha256
-                .clone()
-                .unwrap_or_else(|| prompt_sha256(&self.req.prompt)),
+            workflow_sha256: self.req.workflow.sha256(),
             server: self.client.server_url(),
             started_at,
             finished_at: now_rfc3339(),
@@ -468,7 +456,10 @@ impl<'a> Runner<'a> {
         };
         let mut extra_data = Map::new();
         extra_data.insert("preview_method".into(), PREVIEW_METHOD_NONE.into());
-        let prompt = self.req.prompt.clone();
+        let prompt = match self.req.workflow.to_value() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
         let prompt_id = self.prompt_id.clone();
         let body = PromptRequest {
             prompt: &prompt,

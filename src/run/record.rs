@@ -5,7 +5,6 @@ use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, Syst
 use crate::comfy::HttpExchange;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 /// Longest kept text of one `current_inputs` value (tensors print as huge multi-line strings).
 pub const CURRENT_INPUT_LIMIT: usize = 300;
@@ -330,7 +329,7 @@ pub struct RunRecord {
     pub run_id: String,
     /// The prompt id sent to the server (equal to `run_id`).
     pub prompt_id: String,
-    /// sha256 of the submitted prompt (canonical JSON, keys sorted).
+    /// The workflow hash of the submitted prompt (`comfy_bisect::workflow::Workflow::sha256`).
     pub workflow_sha256: String,
     /// Server URL, without credentials.
     pub server: String,
@@ -405,31 +404,6 @@ impl RunRecord {
     }
 }
 
-/// sha256 (hex) of the prompt as canonical JSON: object keys sorted, no whitespace.
-pub fn prompt_sha256(prompt: &Map<String, Value>) -> String {
-    let canonical = canonical_json(&Value::Object(prompt.clone()));
-    hex::encode(Sha256::digest(canonical.as_bytes()))
-}
-
-fn canonical_json(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical_json).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
-    }
-}
-
 /// Trims each `current_inputs` value to [`CURRENT_INPUT_LIMIT`] characters.
 pub fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
     fn trim(v: &mut Value) {
@@ -451,19 +425,6 @@ pub fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hash_ignores_key_order() {
-        let a: Map<String, Value> =
-            serde_json::from_str(r#"{"1": {"class_type": "A", "inputs": {"x": 1, "y": [1, 2]}}}"#).unwrap();
-        let b: Map<String, Value> =
-            serde_json::from_str(r#"{"1": {"inputs": {"y": [1, 2], "x": 1}, "class_type": "A"}}"#).unwrap();
-        assert_eq!(prompt_sha256(&a), prompt_sha256(&b));
-        let c: Map<String, Value> =
-            serde_json::from_str(r#"{"1": {"inputs": {"y": [2, 1], "x": 1}, "class_type": "A"}}"#).unwrap();
-        assert_ne!(prompt_sha256(&a), prompt_sha256(&c));
-        assert_eq!(prompt_sha256(&a).len(), 64);
-    }
 
     #[test]
     fn long_current_inputs_are_trimmed() {
