@@ -10,4 +10,5 @@ pub mod comfy;
 pub mod error;
 pub mod nodedefs;
 pub mod run;
+pub mod sim;
 pub mod workflow;

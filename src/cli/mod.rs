@@ -5,6 +5,7 @@
 
 pub mod common;
 pub mod hash;
+pub mod simulate;
 pub mod submit;
 pub mod validate;
 
@@ -41,6 +42,8 @@ pub enum Command {
     Hash(hash::Args),
     /// Run one workflow on the server and report how it ended (with the evidence).
     Submit(submit::Args),
+    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
+    Simulate(simulate::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -51,6 +54,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::Submit(args) => submit::run(args, &server),
+        Command::Simulate(args) => simulate::run(args),
     };
     ExitCode::from(code)
 }
