@@ -716,11 +716,10 @@ mod tests {
         assert!(traceback(&oom(Stage::Postprocess), &up)
             .concat()
             .contains("nodes_upscale_model.py"));
-        for tb in [traceback(&oom(Stage::Decode), &dec)] {
-            assert!(tb[0].contains("execution.py\", line 496, in execute"));
-            assert!(tb
-                .iter()
-                .all(|f| f.starts_with("  File \"") && f.ends_with('\n')));
-        }
+        let tb = traceback(&oom(Stage::Decode), &dec);
+        assert!(tb[0].contains("execution.py\", line 496, in execute"));
+        assert!(tb
+            .iter()
+            .all(|f| f.starts_with("  File \"") && f.ends_with('\n')));
     }
 }
