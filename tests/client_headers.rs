@@ -7,7 +7,11 @@ use std::net::TcpListener;
 use std::thread;
 
 /// Accepts `n` connections, answers each with `reply`, and returns the request heads.
-fn capture(listener: TcpListener, n: usize, reply: &'static str) -> thread::JoinHandle<Vec<String>> {
+fn capture(
+    listener: TcpListener,
+    n: usize,
+    reply: &'static str,
+) -> thread::JoinHandle<Vec<String>> {
     thread::spawn(move || {
         let mut heads = Vec::new();
         for _ in 0..n {
@@ -45,7 +49,11 @@ async fn headers_go_to_http_and_the_websocket_handshake_without_origin() {
     let stats = client.system_stats().await.unwrap();
     assert!(stats.devices.is_empty(), "lenient about missing fields");
     // The fake server does not speak WebSocket: the handshake fails after sending its head.
-    let err = client.connect_ws("abc").await.err().expect("not a websocket server");
+    let err = client
+        .connect_ws("abc")
+        .await
+        .err()
+        .expect("not a websocket server");
     assert!(err.to_string().contains("/ws"), "{err}");
 
     let heads = server.join().unwrap();
@@ -59,5 +67,8 @@ async fn headers_go_to_http_and_the_websocket_handshake_without_origin() {
         assert!(!lower.contains("\norigin:"), "no Origin header: {head}");
     }
     assert!(ws.to_ascii_lowercase().contains("upgrade: websocket"));
-    assert!(!format!("{client:?}").contains("s3cret"), "Debug never shows header values");
+    assert!(
+        !format!("{client:?}").contains("s3cret"),
+        "Debug never shows header values"
+    );
 }

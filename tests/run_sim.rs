@@ -7,7 +7,7 @@ use comfy_bisect::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
     RunRequest, TimeoutReason,
 };
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, GIB};
+use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
 use comfy_bisect::workflow::Workflow;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -99,7 +99,10 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert!(record.vram.note.contains("can be missed"));
     assert!(record.system_stats_before.is_some() && record.system_stats_after.is_some());
     assert_eq!(record.raw.client_ids.len(), 1);
-    assert!(record.raw.ws_text.iter().any(|f| f.json.as_ref().is_some_and(|j| j["type"] == "execution_success")));
+    assert!(record.raw.ws_text.iter().any(|f| f
+        .json
+        .as_ref()
+        .is_some_and(|j| j["type"] == "execution_success")));
     assert!(record.raw.http.iter().any(|h| h.exchange.path == "/free"));
 
     // What the server received: socket first, our prompt id, previews off, cold start first.
@@ -110,9 +113,16 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert_eq!(posted[0]["extra_data"]["preview_method"], "none");
 
     let log = String::from_utf8(events.into_inner()).unwrap();
-    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.iter().any(|l| l["channel"] == "ws" && l["dir"] == "open"));
-    assert!(lines.iter().any(|l| l["channel"] == "http" && l["exchange"]["path"] == "/prompt"));
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines
+        .iter()
+        .any(|l| l["channel"] == "ws" && l["dir"] == "open"));
+    assert!(lines
+        .iter()
+        .any(|l| l["channel"] == "http" && l["exchange"]["path"] == "/prompt"));
     sim.shutdown().await;
 }
 
@@ -127,13 +137,25 @@ async fn oom_run_fails_with_the_complete_execution_error() {
     assert_eq!(e.exception_type, "torch.OutOfMemoryError");
     assert!(!e.node_id.is_empty() && !e.node_type.is_empty());
     assert!(!e.traceback.is_empty());
-    assert!(e.exception_message.contains("out of memory") || e.exception_message.contains("OutOfMemory"));
+    assert!(
+        e.exception_message.contains("out of memory")
+            || e.exception_message.contains("OutOfMemory")
+    );
     for values in e.current_inputs.values() {
-        for s in values.as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for s in values
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             assert!(s.chars().count() < 400, "current_inputs are trimmed");
         }
     }
-    let failed = record.timeline.iter().find(|n| n.node_id == e.node_id).unwrap();
+    let failed = record
+        .timeline
+        .iter()
+        .find(|n| n.node_id == e.node_id)
+        .unwrap();
     assert_eq!(failed.state, "error");
     sim.shutdown().await;
 }
@@ -171,7 +193,11 @@ async fn accepted_prompt_with_node_errors_is_not_a_pass() {
             assert_eq!(r.http_status, 200);
             assert!(r.partial);
             assert!(r.node_errors.contains_key("20"));
-            assert_eq!(r.partial_run, Some(OutcomeKind::Passed), "the valid branch still ran");
+            assert_eq!(
+                r.partial_run,
+                Some(OutcomeKind::Passed),
+                "the valid branch still ran"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -194,7 +220,12 @@ async fn interrupt_by_someone_else_is_recorded() {
         .await
         .unwrap();
     let record = run.await.unwrap();
-    assert_eq!(record.outcome, OutcomeKind::Interrupted, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::Interrupted,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::Interrupted(i) => {
             assert_eq!(i.by, InterruptedBy::Other);
@@ -254,7 +285,12 @@ async fn stall_timeout_fires_when_no_event_comes() {
 async fn server_crash_mid_run_is_server_lost() {
     let sim = sim(SimConfig::default().with_faults(Faults::default().with_crash_mid_run())).await;
     let record = execute(&client(&sim), request(&sd15(512, 512, 1, 20))).await;
-    assert_eq!(record.outcome, OutcomeKind::ServerLost, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::ServerLost,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::ServerLost(s) => {
             assert!(s.submitted);
@@ -277,7 +313,12 @@ async fn server_restart_mid_run_is_server_lost() {
     wait_until_running(&c, None).await;
     sim.restart().await.unwrap();
     let record = run.await.unwrap();
-    assert_eq!(record.outcome, OutcomeKind::ServerLost, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::ServerLost,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::ServerLost(s) => assert!(s.reason.contains("vanished"), "{}", s.reason),
         other => panic!("{other:?}"),
@@ -293,13 +334,17 @@ async fn dropped_socket_reconnects_with_a_new_client_id() {
     assert!(record.raw.client_ids.len() >= 2, "a new socket was opened");
     assert_ne!(record.raw.client_ids[0], record.raw.client_ids[1]);
     assert!(record.warnings.iter().any(|w| w.contains("reconnected")));
-    assert!(record.history.is_some(), "the outcome was confirmed from history");
+    assert!(
+        record.history.is_some(),
+        "the outcome was confirmed from history"
+    );
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_history_is_retried() {
-    let sim = sim(SimConfig::default().with_faults(Faults::default().with_slow_history_ms(1200))).await;
+    let sim =
+        sim(SimConfig::default().with_faults(Faults::default().with_slow_history_ms(1200))).await;
     let record = execute(&client(&sim), request(&sd15(512, 512, 1, 2))).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     assert!(record.history.is_some());
@@ -307,7 +352,9 @@ async fn slow_history_is_retried() {
         .raw
         .http
         .iter()
-        .filter(|h| h.exchange.path.starts_with("/history/") && h.exchange.response_body == Some(json!({})))
+        .filter(|h| {
+            h.exchange.path.starts_with("/history/") && h.exchange.response_body == Some(json!({}))
+        })
         .map(|h| h.repeats + 1)
         .sum();
     assert!(empty_answers >= 1, "history lagged and was asked again");
@@ -377,10 +424,24 @@ async fn busy_server_waits_for_the_prompt_ahead_and_never_interrupts_it() {
     r.cold = false;
     let record = execute(&c, r).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
-    assert!(record.queue.max_ahead >= 1, "our prompt waited behind the other");
-    assert!(!record.raw.http.iter().any(|h| h.exchange.path == "/interrupt"));
-    let other_history = c.history(&other_id).await.unwrap().expect("the other prompt finished");
+    assert!(
+        record.queue.max_ahead >= 1,
+        "our prompt waited behind the other"
+    );
+    assert!(!record
+        .raw
+        .http
+        .iter()
+        .any(|h| h.exchange.path == "/interrupt"));
+    let other_history = c
+        .history(&other_id)
+        .await
+        .unwrap()
+        .expect("the other prompt finished");
     assert_eq!(other_history.status.status_str, "success");
-    assert_eq!(c.queue().await.unwrap().position(&other_id), QueuePosition::Absent);
+    assert_eq!(
+        c.queue().await.unwrap().position(&other_id),
+        QueuePosition::Absent
+    );
     sim.shutdown().await;
 }

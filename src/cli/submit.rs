@@ -48,7 +48,10 @@ pub fn run(args: Args, server: &str) -> u8 {
     let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
         Ok(h) => h,
         Err(e) => {
-            print_error(&format!("{e} (in --header or {})", crate::comfy::HEADERS_ENV));
+            print_error(&format!(
+                "{e} (in --header or {})",
+                crate::comfy::HEADERS_ENV
+            ));
             return exit::USAGE;
         }
     };
@@ -166,7 +169,10 @@ pub fn summary(record: &RunRecord) -> String {
                 r.http_status, r.error.kind, r.error.message
             );
             for (node, err) in &r.node_errors {
-                let class = err.get("class_type").and_then(|v| v.as_str()).unwrap_or("?");
+                let class = err
+                    .get("class_type")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
                 for e in err
                     .get("errors")
                     .and_then(|v| v.as_array())
@@ -303,7 +309,9 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("10 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("10 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("soon").is_err());
     }

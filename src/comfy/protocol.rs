@@ -193,7 +193,10 @@ impl QueueState {
 
     /// Ids of the running prompts.
     pub fn running_ids(&self) -> Vec<&str> {
-        self.queue_running.iter().filter_map(|i| Self::item_id(i)).collect()
+        self.queue_running
+            .iter()
+            .filter_map(|i| Self::item_id(i))
+            .collect()
     }
 
     /// Ids of the pending prompts in execution order (sorted by number).
@@ -380,8 +383,8 @@ pub enum Terminal {
         /// Epoch milliseconds.
         timestamp: Option<u64>,
     },
-    /// A fatal `execution_error`.
-    Error(ExecutionError),
+    /// A fatal `execution_error` (boxed: it carries the traceback and inputs).
+    Error(Box<ExecutionError>),
     /// `execution_interrupted`.
     Interrupted(ExecutionInterrupted),
 }
@@ -423,7 +426,7 @@ pub fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal> {
         }),
         msg::EXECUTION_ERROR => {
             let err: ExecutionError = serde_json::from_value(data.clone()).ok()?;
-            (!err.is_blocked()).then_some(Terminal::Error(err))
+            (!err.is_blocked()).then(|| Terminal::Error(Box::new(err)))
         }
         msg::EXECUTION_INTERRUPTED => serde_json::from_value(data.clone())
             .ok()
@@ -580,7 +583,8 @@ mod tests {
 
     #[test]
     fn system_stats_fixture_parses_with_cpu_device() {
-        let s: SystemStats = serde_json::from_str(&fixture("GET__system_stats.final.json")).unwrap();
+        let s: SystemStats =
+            serde_json::from_str(&fixture("GET__system_stats.final.json")).unwrap();
         let d = s.primary().unwrap();
         assert_eq!(d.kind, "cpu");
         assert_eq!(d.index, None);

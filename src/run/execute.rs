@@ -4,9 +4,9 @@
 
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
-    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome,
-    QueueInfo, RawLog, Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason,
-    VramReport, VramSample, WsTextRecord,
+    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
+    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    WsTextRecord,
 };
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
@@ -316,7 +316,7 @@ impl<'a> Runner<'a> {
             End::Finished => {
                 let run = match self.tracker.terminal().cloned() {
                     Some(Terminal::Success { .. }) => Outcome::Passed,
-                    Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(e)),
+                    Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(*e)),
                     Some(t @ Terminal::Interrupted(_)) => {
                         let (node_id, node_type, executed) = interrupted(Some(&t));
                         Outcome::Interrupted(Interruption {
@@ -554,7 +554,9 @@ impl<'a> Runner<'a> {
                 }
                 Err(e) => {
                     if self.prompt_is_known().await {
-                        self.warn(format!("POST /prompt failed ({e}), but the prompt is queued"));
+                        self.warn(format!(
+                            "POST /prompt failed ({e}), but the prompt is queued"
+                        ));
                         self.submitted = true;
                         self.queue.submitted_ms = Some(self.ms());
                         return Ok(());
@@ -721,10 +723,8 @@ impl<'a> Runner<'a> {
             }
 
             let quiet = now.duration_since(last_activity) >= poll * 2;
-            let want_poll = self.sock.is_none()
-                || ending.is_some()
-                || running_since.is_none()
-                || quiet;
+            let want_poll =
+                self.sock.is_none() || ending.is_some() || running_since.is_none() || quiet;
             if now >= next_poll && want_poll {
                 next_poll = now + poll;
                 match self.client.queue().await {
@@ -743,47 +743,51 @@ impl<'a> Runner<'a> {
                                     self.obs.on_event(&RunEvent::Queued { ahead });
                                 }
                             }
-                            QueuePosition::Absent => match self.client.history(&self.prompt_id).await {
-                                Ok(Some(entry)) => {
-                                    let t = self.ms();
-                                    if let Some(n) = self.tracker.apply_history(&entry, t) {
-                                        self.warn(n);
+                            QueuePosition::Absent => {
+                                match self.client.history(&self.prompt_id).await {
+                                    Ok(Some(entry)) => {
+                                        let t = self.ms();
+                                        if let Some(n) = self.tracker.apply_history(&entry, t) {
+                                            self.warn(n);
+                                        }
+                                        self.history = Some(entry);
                                     }
-                                    self.history = Some(entry);
-                                }
-                                Ok(None) => {
-                                    vanished += 1;
-                                    if let Some((end, _)) = ending.take() {
-                                        // Removed from the queue by us, or interrupted
-                                        // before it started: nothing more will come.
-                                        self.flush_http();
-                                        return match end {
-                                            End::Timeout(mut info) => {
-                                                info.interrupt_confirmed = true;
-                                                End::Timeout(info)
-                                            }
-                                            other => other,
-                                        };
-                                    }
-                                    if vanished >= 2 {
-                                        self.flush_http();
-                                        return End::Lost(ServerLostInfo {
-                                            reason: "our prompt vanished: it is neither in /queue \
+                                    Ok(None) => {
+                                        vanished += 1;
+                                        if let Some((end, _)) = ending.take() {
+                                            // Removed from the queue by us, or interrupted
+                                            // before it started: nothing more will come.
+                                            self.flush_http();
+                                            return match end {
+                                                End::Timeout(mut info) => {
+                                                    info.interrupt_confirmed = true;
+                                                    End::Timeout(info)
+                                                }
+                                                other => other,
+                                            };
+                                        }
+                                        if vanished >= 2 {
+                                            self.flush_http();
+                                            return End::Lost(ServerLostInfo {
+                                                reason:
+                                                    "our prompt vanished: it is neither in /queue \
                                                      nor in /history (the server restarted or \
                                                      someone deleted it)"
-                                                .into(),
-                                            submitted: true,
-                                            last_node: self.last_node(),
-                                        });
+                                                        .into(),
+                                                submitted: true,
+                                                last_node: self.last_node(),
+                                            });
+                                        }
                                     }
+                                    Err(e) => self.note(&format!("GET /history failed: {e}")),
                                 }
-                                Err(e) => self.note(&format!("GET /history failed: {e}")),
-                            },
+                            }
                         }
                     }
                     Err(e) if e.is_unreachable() => {
                         let since = *unreachable_since.get_or_insert(now);
-                        if self.sock.is_none() && now.duration_since(since) > self.req.reconnect_window
+                        if self.sock.is_none()
+                            && now.duration_since(since) > self.req.reconnect_window
                         {
                             self.flush_http();
                             return End::Lost(ServerLostInfo {

@@ -9,6 +9,6 @@ pub mod sampler;
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver};
 pub use record::{
-    InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError,
-    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
+    ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

@@ -163,9 +163,15 @@ mod tests {
             client_id: None,
             reason: None,
         });
-        w.on_raw(&RawEvent::Note { t_ms: 6, text: "hello" });
+        w.on_raw(&RawEvent::Note {
+            t_ms: 6,
+            text: "hello",
+        });
         let text = String::from_utf8(w.into_inner()).unwrap();
-        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["channel"], "ws");
         assert_eq!(lines[0]["json"]["type"], "status");

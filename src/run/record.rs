@@ -429,8 +429,10 @@ mod tests {
     #[test]
     fn long_current_inputs_are_trimmed() {
         let mut e = ExecutionError::default();
-        e.current_inputs
-            .insert("samples".into(), serde_json::json!(["x".repeat(5000), "short"]));
+        e.current_inputs.insert(
+            "samples".into(),
+            serde_json::json!(["x".repeat(5000), "short"]),
+        );
         let e = trim_current_inputs(e);
         let v = e.current_inputs["samples"][0].as_str().unwrap();
         assert!(v.ends_with("[5000 characters]") && v.len() < 400);
@@ -447,7 +449,8 @@ mod tests {
         })
         .into_parts();
         let stats: SystemStats = serde_json::from_str(
-            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json").unwrap(),
+            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json")
+                .unwrap(),
         )
         .unwrap();
         let record = RunRecord {
@@ -466,7 +469,11 @@ mod tests {
             cached_nodes: vec![],
             timeline: vec![],
             vram: VramReport::from_samples(
-                vec![VramSample { t_ms: 1, used_bytes: 5, reserved_bytes: 7 }],
+                vec![VramSample {
+                    t_ms: 1,
+                    used_bytes: 5,
+                    reserved_bytes: 7,
+                }],
                 500,
                 stats.primary(),
                 0,
@@ -497,7 +504,8 @@ mod tests {
         assert_eq!(v["outcome"], "failed");
         assert_eq!(v["error"]["execution_error"]["node_id"], "3");
         assert_eq!(v["vram"]["peak_used_bytes"], 5);
-        let back: RunRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        let back: RunRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
         assert_eq!(back, record);
         assert_eq!(back.outcome().kind(), OutcomeKind::Failed);
     }
