@@ -108,10 +108,10 @@ impl Family {
     /// Activation bytes per latent token for one sampling pass.
     pub fn activation_per_token(self) -> u64 {
         1024 * match self {
-            Family::Sd15 => 256,
+            Family::Sd15 => 80,
             Family::Sdxl => 160,
             Family::Sd3 => 400,
-            Family::Flux => 640,
+            Family::Flux => 512,
             Family::Qwen => 768,
             Family::Wan14 => 256,
             Family::Wan5 => 160,
@@ -800,7 +800,7 @@ impl Gpu {
             let over = self.allocated() - self.budget();
             let requested = (bytes / 40).max(over + 1);
             self.loaded.retain(|l| l.key != key);
-            plan.oom = Some(self.oom(Stage::Condition, 0, requested));
+            plan.oom = Some(self.oom(Stage::Load, 0, requested));
             return plan;
         }
         match self.try_alloc(work, 2) {

@@ -612,7 +612,8 @@ pub fn traceback(oom: &Oom, ctx: &TraceContext) -> Vec<String> {
     let family = ctx.family.unwrap_or(Family::Other);
     match oom.stage {
         Stage::Load | Stage::SampleFirst | Stage::SampleMiddle if ctx.wrapper => {
-            v.extend(wrapper_sampler_frames(oom.stage, ctx.step_cache));
+            let cache = ctx.step_cache.filter(|_| oom.stage == Stage::SampleMiddle);
+            v.extend(wrapper_sampler_frames(oom.stage, cache));
         }
         Stage::Load | Stage::Condition if !crate::sim::nodes::is_sampler_class(ctx.class_type) => {
             v.extend(encode_frames(ctx.class_type));
