@@ -81,8 +81,11 @@ pub fn run(args: Args, server: &str) -> u8 {
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupting our prompt (Ctrl-C)…");
+                eprintln!("\ninterrupting our prompt (Ctrl-C again to quit at once)…");
                 let _ = cancel_tx.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(exit::INTERRUPTED));
+                }
             }
         });
         let mut request = RunRequest::new(workflow);

@@ -622,7 +622,13 @@ impl<'a> Runner<'a> {
                         Some(since) if now - since > self.req.timeout => {
                             Some((TimeoutReason::Run, self.req.timeout))
                         }
-                        Some(_) if now - last_activity > self.req.stall_timeout => {
+                        // Only the first socket (the one named in client_id) receives our
+                        // prompt's events; after a reconnect silence proves nothing.
+                        Some(_)
+                            if self.sock.is_some()
+                                && self.raw.client_ids.len() == 1
+                                && now - last_activity > self.req.stall_timeout =>
+                        {
                             Some((TimeoutReason::Stall, self.req.stall_timeout))
                         }
                         None if now - pending_since > self.req.queue_timeout => {
@@ -704,8 +710,9 @@ impl<'a> Runner<'a> {
                     Ok(()) => {
                         let n = self.sockets_opened - 1;
                         self.warn(format!(
-                            "WebSocket reconnected with a new clientId (socket {n}); missed events \
-                             are recovered from /queue and /history"
+                            "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
+                             events still go to the old one, so the run is followed through /queue \
+                             and /history (the stall timeout no longer applies)"
                         ));
                         socket_lost_at = None;
                         next_poll = Instant::now();
