@@ -445,3 +445,43 @@ async fn busy_server_waits_for_the_prompt_ahead_and_never_interrupts_it() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_runs_reuse_the_cache_and_cold_runs_start_empty() {
+    let sim = sim(SimConfig::default()).await;
+    let c = client(&sim);
+    let v = sd15(512, 512, 1, 2);
+    let first = execute(&c, request(&v)).await;
+    assert_eq!(first.outcome, OutcomeKind::Passed, "{:?}", first.error);
+    let mut warm = request(&v);
+    warm.cold = false;
+    let warm = execute(&c, warm).await;
+    assert_eq!(warm.outcome, OutcomeKind::Passed);
+    assert!(!warm.cold);
+    assert!(
+        !warm.cached_nodes.is_empty(),
+        "an identical warm run is served from cache"
+    );
+    assert!(!warm.raw.http.iter().any(|h| h.exchange.path == "/free"));
+    let cold = execute(&c, request(&v)).await;
+    assert_eq!(cold.outcome, OutcomeKind::Passed);
+    assert!(cold.cached_nodes.is_empty(), "POST /free dropped the cache");
+    assert!(!cold.warnings.iter().any(|w| w.contains("cold run")));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_header_values_never_reach_the_record_or_the_event_log() {
+    let sim = sim(SimConfig::default()).await;
+    let headers =
+        ExtraHeaders::from_sources(&["X-Proxy-Token: s3cret-value".into()], None).unwrap();
+    let c = Client::new(&sim.base_url(), headers).unwrap();
+    let mut events = NdjsonWriter::new(Vec::new());
+    let record = execute_with(&c, request(&sd15(512, 512, 1, 2)), &mut events).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let log = String::from_utf8(events.into_inner()).unwrap();
+    let json = serde_json::to_string(&record).unwrap();
+    assert!(!log.contains("s3cret-value") && !json.contains("s3cret-value"));
+    assert!(!log.contains("X-Proxy-Token") && !json.contains("X-Proxy-Token"));
+    sim.shutdown().await;
+}
