@@ -931,6 +931,13 @@ mod tests {
     }
 
     #[test]
+    fn easy_use_presets_parse() {
+        assert_eq!(parse_preset("512 x 768"), Some((512, 768)));
+        assert_eq!(parse_preset("1024 x 1024 (square)"), Some((1024, 1024)));
+        assert_eq!(parse_preset("width x height (custom)"), None);
+    }
+
+    #[test]
     fn shipped_definitions_parse() {
         let d = defs();
         assert!(d.map.len() > 300);
