@@ -7,7 +7,9 @@
 
 pub mod cli;
 pub mod comfy;
+pub mod diagnose;
 pub mod error;
+pub mod hashing;
 pub mod nodedefs;
 pub mod run;
 pub mod sim;
