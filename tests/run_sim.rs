@@ -88,7 +88,7 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     let record = execute_with(&client(&sim), request(&v), &mut events).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     assert_common(&record, &v);
-    assert!(record.cold && record.error.is_none());
+    assert!(record.cold && record.error.is_none() && record.diagnosis.is_none());
     let ks = record.timeline.iter().find(|n| n.node_id == "3").unwrap();
     assert_eq!(ks.class_type.as_deref(), Some("KSampler"));
     assert_eq!(ks.progress.map(|p| p.max), Some(4.0));
@@ -157,6 +157,12 @@ async fn oom_run_fails_with_the_complete_execution_error() {
         .find(|n| n.node_id == e.node_id)
         .unwrap();
     assert_eq!(failed.state, "error");
+    let diagnosis = record
+        .diagnosis
+        .as_ref()
+        .expect("a failed run is diagnosed");
+    assert_eq!(diagnosis["kind"], "cuda_oom", "{diagnosis}");
+    assert_eq!(diagnosis["node_id"], e.node_id.as_str());
     sim.shutdown().await;
 }
 

@@ -234,6 +234,22 @@ pub fn summary(record: &RunRecord) -> String {
             record.vram.interval_ms
         ));
     }
+    if let Some(d) = &record.diagnosis {
+        let field = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        out.push_str(&format!(
+            "diagnosis: {} at stage {} (comfy-bisect diagnose explains more)\n",
+            field("kind"),
+            field("stage")
+        ));
+        if let Some(next) = d
+            .get("next_check")
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.first())
+            .and_then(|v| v.as_str())
+        {
+            out.push_str(&format!("next check: {next}\n"));
+        }
+    }
     let ran = record.timeline.iter().filter(|n| !n.cached).count();
     out.push_str(&format!(
         "nodes: {ran} ran, {} cached\n",
