@@ -408,3 +408,25 @@ async fn cached_loaders_still_feed_the_memory_model() {
     assert_eq!(err["data"]["node_type"], "KSampler");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lowvram_turns_a_first_step_oom_into_a_slow_pass() {
+    let mut p = wan_i2v(false);
+    p["6"]["inputs"]["width"] = json!(1280);
+    p["6"]["inputs"]["height"] = json!(720);
+    let f = fail(SimConfig::default(), &p).await;
+    assert_eq!(f.error["node_type"], "KSampler");
+    assert_eq!(f.progress, 0);
+    let sim = sim(SimConfig::default().with_lowvram()).await;
+    let base = sim.base_url();
+    let (_, stats) = get(&base, "/system_stats").await;
+    assert!(stats["system"]["argv"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--lowvram")));
+    let mut ws = Ws::connect(&base, "low").await;
+    let (_, r) = post_prompt(&base, &json!({"prompt": p, "client_id": "low"})).await;
+    let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert!(types(&msgs).contains(&"execution_success".to_string()));
+    sim.shutdown().await;
+}
