@@ -35,7 +35,11 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
     loop {
         tokio::select! {
             res = listener.accept() => {
-                let Ok((stream, _)) = res else { continue };
+                let Ok((stream, _)) = res else {
+                    // Out of file descriptors or similar: back off instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
                 let inst = inst.clone();
                 tokio::spawn(async move {
                     let mut stop = inst.stop_signal();
