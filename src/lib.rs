@@ -6,8 +6,11 @@
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
 pub mod cli;
+pub mod comfy;
 pub mod diagnose;
 pub mod error;
 pub mod hashing;
 pub mod nodedefs;
+pub mod run;
+pub mod sim;
 pub mod workflow;

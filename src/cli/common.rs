@@ -85,6 +85,22 @@ pub fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError>
     Ok(loaded)
 }
 
+/// Reads a workflow file of any format, asking for node definitions only when it is a UI
+/// workflow (API files need none): `defs` is called at most once.
+pub fn read_workflow_with(
+    path: &Path,
+    defs: impl FnOnce() -> Result<NodeDefs, String>,
+) -> Result<Workflow, String> {
+    match crate::workflow::load_api_file(path) {
+        Ok(workflow) => Ok(workflow),
+        Err(crate::workflow::LoadError::UiFormat { .. }) => {
+            let defs = defs()?;
+            read_workflow(path, &defs).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Prints an error for the user on stderr.
 pub fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");

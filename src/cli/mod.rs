@@ -8,6 +8,8 @@ pub mod convert;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod simulate;
+pub mod submit;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +46,10 @@ pub enum Command {
     /// Convert a UI workflow (what ComfyUI's "Save" writes) into the API prompt the frontend
     /// would queue.
     Convert(convert::Args),
+    /// Run one workflow on the server and report how it ended (with the evidence).
+    Submit(submit::Args),
+    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
+    Simulate(simulate::Args),
     /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
     HashFiles(hash_files::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
@@ -58,6 +64,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::Convert(args) => convert::run(args, &server),
+        Command::Submit(args) => submit::run(args, &server),
+        Command::Simulate(args) => simulate::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
     };
