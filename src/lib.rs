@@ -5,7 +5,9 @@
 //! client) → `run` (one submission and its evidence) → `diagnose` (failure classification) →
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
+pub mod catalog;
 pub mod cli;
 pub mod error;
+pub mod ladder;
 pub mod nodedefs;
 pub mod workflow;

@@ -5,6 +5,7 @@
 
 pub mod common;
 pub mod hash;
+pub mod plan;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
+    /// Derive the minimal variant and the increment ladder back to the target.
+    Plan(plan::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -47,6 +50,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
+        Command::Plan(args) => plan::run(args, &server),
     };
     ExitCode::from(code)
 }
