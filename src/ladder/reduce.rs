@@ -729,7 +729,7 @@ fn quantization(ctx: &Ctx, r: &mut Reduction) {
                 k.contains("name") || k.as_str() == "model" || k.as_str() == "text_encoder"
             })
             .filter_map(|(_, i)| i.as_literal().and_then(Value::as_str))
-            .filter(|f| quantized_file_name(f) || (gguf && f.contains('.')))
+            .filter(|f| quantized_file_name(f) || (gguf && f.ends_with(".gguf")))
             .collect();
         if !quantized.is_empty() {
             file_level.push(id.clone());
