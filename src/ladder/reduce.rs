@@ -192,21 +192,19 @@ fn resolution(ctx: &Ctx, r: &mut Reduction) {
     }
     let m = ctx.opts.min_resolution as i64;
     // One factor for the whole graph: the main latent's short side lands at m.
-    let short_sides = |primary_only: bool| -> Vec<i64> {
-        pairs
-            .iter()
-            .filter(|p| !primary_only || p.primary)
-            .filter_map(|p| match p.known {
-                [Some(w), Some(h)] if w > 0 && h > 0 => Some(w.min(h)),
-                _ => None,
-            })
-            .collect()
-    };
-    let mut sides = short_sides(true);
-    if sides.is_empty() {
-        sides = short_sides(false);
-    }
-    let factor = sides.iter().min().map(|s| m as f64 / *s as f64);
+    let known_pair = |p: &Pair| matches!(p.known, [Some(w), Some(h)] if w > 0 && h > 0);
+    let primary_only = pairs.iter().any(|p| p.primary && known_pair(p));
+    // The reference: the known pair with the smallest short side. Its short side lands at m;
+    // sizes that are not known statically take its reduced size (so the aspect follows it).
+    let reference = pairs
+        .iter()
+        .filter(|p| !primary_only || p.primary)
+        .filter_map(|p| match p.known {
+            [Some(w), Some(h)] if w > 0 && h > 0 => Some((w, h)),
+            _ => None,
+        })
+        .min_by_key(|(w, h)| *w.min(h));
+    let factor = reference.map(|(w, h)| m as f64 / w.min(h) as f64);
     let mut requests: Vec<(String, String, i64)> = Vec::new();
     for p in &pairs {
         let mut changed = false;
@@ -231,11 +229,18 @@ fn resolution(ctx: &Ctx, r: &mut Reduction) {
                 }
                 None => {
                     // The size comes from something not known statically (an input image):
-                    // give every consumer the same small square.
+                    // every such consumer gets the reference's reduced size (a square of the
+                    // minimum when nothing is known).
                     if m == 0 {
                         size_floor(min.max(1), step).min(max)
                     } else {
-                        snap_size(m as f64, min, max, step)
+                        let side = match (reference, factor) {
+                            (Some((w, h)), Some(f)) => {
+                                (if k == 0 { w } else { h }) as f64 * f.min(1.0)
+                            }
+                            _ => m as f64,
+                        };
+                        snap_size(side, min, max, step)
                     }
                 }
             };
