@@ -102,12 +102,34 @@ impl<'a> Ctx<'a> {
 
     /// Every node downstream of `id` (not including it).
     pub fn downstream(&self, id: &str) -> IndexSet<&'a str> {
+        self.downstream_until(id, |_| false)
+    }
+
+    /// Nodes downstream of `id`, not expanding past nodes for which `stop` holds.
+    pub fn downstream_until(&self, id: &str, stop: impl Fn(&str) -> bool) -> IndexSet<&'a str> {
         let mut seen: IndexSet<&str> = IndexSet::new();
         let mut stack: Vec<&str> = self
             .consumers_of(id)
             .into_iter()
             .map(|(n, _, _)| n)
             .collect();
+        while let Some(n) = stack.pop() {
+            if seen.insert(n) && !stop(n) {
+                stack.extend(self.consumers_of(n).into_iter().map(|(c, _, _)| c));
+            }
+        }
+        seen
+    }
+
+    /// Nodes downstream of any node with `role` (one pass over the graph).
+    pub fn downstream_of_role(&self, role: Role) -> IndexSet<&'a str> {
+        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut stack: Vec<&str> = Vec::new();
+        for id in self.w.nodes.keys() {
+            if self.is(id, role) {
+                stack.extend(self.consumers_of(id).into_iter().map(|(c, _, _)| c));
+            }
+        }
         while let Some(n) = stack.pop() {
             if seen.insert(n) {
                 stack.extend(self.consumers_of(n).into_iter().map(|(c, _, _)| c));
@@ -116,12 +138,40 @@ impl<'a> Ctx<'a> {
         seen
     }
 
-    /// Whether a node with `role` lies upstream of `id`.
-    pub fn has_upstream(&self, id: &str, role: Role) -> bool {
-        self.w
-            .upstream_closure([id])
-            .iter()
-            .any(|n| n != id && self.is(n, role))
+    /// Nodes upstream of the given inputs of `id`, walking links but not through nodes for
+    /// which `stop` holds (those are included, not expanded).
+    pub fn upstream_until(
+        &self,
+        id: &str,
+        inputs: &[&str],
+        stop: impl Fn(&str) -> bool,
+    ) -> IndexSet<&'a str> {
+        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut stack: Vec<&str> = Vec::new();
+        if let Some(node) = self.w.nodes.get(id) {
+            for (name, input) in &node.inputs {
+                if inputs.contains(&name.as_str()) || inputs.is_empty() {
+                    if let Input::Link(l) = input {
+                        if let Some((k, _)) = self.w.nodes.get_key_value(&l.node) {
+                            stack.push(k.as_str());
+                        }
+                    }
+                }
+            }
+        }
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) || stop(n) {
+                continue;
+            }
+            for input in self.w.nodes[n].inputs.values() {
+                if let Input::Link(l) = input {
+                    if let Some((k, _)) = self.w.nodes.get_key_value(&l.node) {
+                        stack.push(k.as_str());
+                    }
+                }
+            }
+        }
+        seen
     }
 
     /// The declaration of `input` on node `id` (dotted children of V3 inputs included).

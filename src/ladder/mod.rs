@@ -291,11 +291,7 @@ pub fn plan(
         };
         let changes = if index == 0 {
             let mut scratch = target.clone();
-            let mut changes = Vec::new();
-            for e in &edits {
-                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
-            }
-            changes
+            apply_tolerant_changes(&mut scratch, &edits, defs).1
         } else {
             Vec::new()
         };
@@ -312,12 +308,7 @@ pub fn plan(
     // What step k re-adds: reduction k applied to step k, read backwards.
     for k in 1..steps.len() {
         let mut scratch = steps[k].workflow.clone();
-        let mut changes = Vec::new();
-        for e in &accepted[k - 1].1 {
-            if edit_applies(&scratch, e) {
-                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
-            }
-        }
+        let changes = apply_tolerant_changes(&mut scratch, &accepted[k - 1].1, defs).1;
         steps[k].changes = changes.into_iter().map(invert).collect();
     }
     Ok(Plan {
@@ -336,15 +327,13 @@ fn invert(mut c: Change) -> Change {
 }
 
 fn touched_nodes(edits: &[Edit]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: indexmap::IndexSet<String> = indexmap::IndexSet::new();
     for e in edits {
         for n in e.nodes() {
-            if !out.iter().any(|o| o == n) {
-                out.push(n.to_string());
-            }
+            out.insert(n.to_string());
         }
     }
-    out
+    out.into_iter().collect()
 }
 
 fn edit_applies(w: &Workflow, e: &Edit) -> bool {
@@ -360,8 +349,44 @@ fn edit_applies(w: &Workflow, e: &Edit) -> bool {
 /// Applies the edits that still fit (an edit on a node an earlier edit removed is skipped) and
 /// returns the ones that changed something.
 pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) -> Vec<Edit> {
+    apply_tolerant_changes(w, edits, defs).0
+}
+
+/// `apply_tolerant`, also returning what changed.
+fn apply_tolerant_changes(
+    w: &mut Workflow,
+    edits: &[Edit],
+    defs: &NodeDefs,
+) -> (Vec<Edit>, Vec<Change>) {
     let mut applied = Vec::new();
-    for e in edits {
+    let mut all_changes = Vec::new();
+    let mut i = 0;
+    while i < edits.len() {
+        // Consecutive bypasses of distinct existing nodes go in one call (one consumer scan).
+        let mut seen: HashSet<&str> = HashSet::new();
+        let run: Vec<Edit> = edits[i..]
+            .iter()
+            .take_while(|e| matches!(e, Edit::Bypass { .. }))
+            .filter(|e| {
+                let id = e.nodes()[0];
+                w.nodes.contains_key(id) && seen.insert(id)
+            })
+            .cloned()
+            .collect();
+        let consumed = edits[i..]
+            .iter()
+            .take_while(|e| matches!(e, Edit::Bypass { .. }))
+            .count();
+        if consumed >= 2 {
+            if let Ok(changes) = w.apply(&run, defs) {
+                all_changes.extend(changes);
+                applied.extend(run);
+            }
+            i += consumed;
+            continue;
+        }
+        let e = &edits[i];
+        i += 1;
         if !edit_applies(w, e) {
             continue;
         }
@@ -376,11 +401,14 @@ pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) 
             other => other.clone(),
         };
         match w.apply(std::slice::from_ref(&e), defs) {
-            Ok(changes) if !changes.is_empty() => applied.push(e),
+            Ok(changes) if !changes.is_empty() => {
+                all_changes.extend(changes);
+                applied.push(e);
+            }
             _ => {}
         }
     }
-    applied
+    (applied, all_changes)
 }
 
 /// Nodes the target runs that no longer reach an output after the edits: removed.

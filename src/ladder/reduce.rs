@@ -388,16 +388,11 @@ fn steps(ctx: &Ctx, r: &mut Reduction) {
 
 /// Diffusion loaders upstream of `id` through its inputs.
 fn loaders_upstream(ctx: &Ctx, id: &str, inputs: &[&str]) -> Vec<String> {
-    let node = &ctx.w.nodes[id];
-    let starts: Vec<&str> = inputs
-        .iter()
-        .filter_map(|i| node.inputs.get(*i).and_then(Input::as_link))
-        .map(|l| l.node.as_str())
-        .collect();
-    ctx.w
-        .upstream_closure(starts)
+    let stop = |n: &str| ctx.is(n, Role::DiffusionLoader) || ctx.is(n, Role::Sampler);
+    ctx.upstream_until(id, inputs, stop)
         .into_iter()
         .filter(|n| ctx.is(n, Role::DiffusionLoader))
+        .map(str::to_string)
         .collect()
 }
 
@@ -803,8 +798,9 @@ fn cache(ctx: &Ctx, r: &mut Reduction) {
 // postprocess
 
 fn postprocess(ctx: &Ctx, r: &mut Reduction) {
+    let after_sampling = ctx.downstream_of_role(Role::Sampler);
     for id in ctx.with_role(Role::PostProcess) {
-        if !ctx.has_upstream(id, Role::Sampler) {
+        if !after_sampling.contains(id) {
             continue; // before sampling it defines the input, it is not post-processing
         }
         r.edits.push(Edit::Bypass { node: id.into() });
@@ -813,25 +809,25 @@ fn postprocess(ctx: &Ctx, r: &mut Reduction) {
         }
     }
     for u in ctx.with_role(Role::LatentUpscale) {
-        let upstream = ctx.w.upstream_closure([u]);
-        let first = upstream
-            .iter()
-            .filter(|n| n.as_str() != u && ctx.is(n, Role::Sampler))
-            .max_by_key(|n| ctx.topo.get(n.as_str()).copied().unwrap_or(0))
-            .cloned();
+        let is_sampler = |n: &str| ctx.is(n, Role::Sampler);
+        // The first pass: the nearest sampler upstream of the upscale.
+        let first = ctx
+            .upstream_until(u, &[], is_sampler)
+            .into_iter()
+            .filter(|n| is_sampler(n))
+            .max_by_key(|n| ctx.topo.get(*n).copied().unwrap_or(0))
+            .map(str::to_string);
         let Some(first) = first else {
             continue;
         };
+        // Second passes: samplers whose latent comes from the upscale.
         let seconds: Vec<&str> = ctx
-            .downstream(u)
+            .downstream_until(u, is_sampler)
             .into_iter()
-            .filter(|s| ctx.is(s, Role::Sampler))
+            .filter(|s| is_sampler(s))
             .filter(|s| {
-                ctx.w.nodes[*s]
-                    .inputs
-                    .get("latent_image")
-                    .and_then(Input::as_link)
-                    .is_some_and(|l| ctx.w.upstream_closure([l.node.as_str()]).contains(u))
+                ctx.upstream_until(s, &["latent_image"], is_sampler)
+                    .contains(u)
             })
             .collect();
         if seconds.is_empty() {
