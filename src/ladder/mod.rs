@@ -7,6 +7,7 @@
 //! is reported as not separable. Pure graph logic: no network, no files.
 
 mod context;
+mod math;
 mod reduce;
 
 pub use reduce::quantized_file_name;
@@ -311,11 +312,17 @@ pub fn plan(
         let changes = apply_tolerant_changes(&mut scratch, &accepted[k - 1].1, defs).1;
         steps[k].changes = changes.into_iter().map(invert).collect();
     }
+    // Memory savers that stay in the minimal variant (a second expert's patch goes with it).
+    let minimal = &steps[0].workflow;
+    let kept = kept(&ctx)
+        .into_iter()
+        .filter(|k| minimal.nodes.contains_key(&k.node))
+        .collect();
     Ok(Plan {
         target_sha256: target.sha256(),
         steps,
         not_separable,
-        kept: kept(&ctx),
+        kept,
     })
 }
 
@@ -458,13 +465,8 @@ fn kept(ctx: &Ctx) -> Vec<Kept> {
         if !ctx.reach.contains(id) {
             continue;
         }
-        let mut push = |what: String| {
-            out.push(Kept {
-                node: id.clone(),
-                class_type: node.class_type.clone(),
-                what,
-            })
-        };
+        let mut what: Vec<String> = Vec::new();
+        let mut push = |w: String| what.push(w);
         if ctx.is(id, Role::MemorySaver) {
             push("memory saver (block swap / offload / tiled VAE)".into());
         }
@@ -490,6 +492,13 @@ fn kept(ctx: &Ctx) -> Vec<Kept> {
         }
         if let Some(link) = node.inputs.get("block_swap_args").and_then(|i| i.as_link()) {
             push(format!("block swap from node {}", link.node));
+        }
+        if !what.is_empty() {
+            out.push(Kept {
+                node: id.clone(),
+                class_type: node.class_type.clone(),
+                what: what.join("; "),
+            });
         }
     }
     out

@@ -807,6 +807,16 @@ fn postprocess(ctx: &Ctx, r: &mut Reduction) {
         if ctx.is(id, Role::FrameInterpolation) {
             restore_fps(ctx, r, id);
         }
+        // Previews of side outputs (a detailer's mask or crops) that bypass cannot feed go too.
+        let previews: Vec<String> = ctx
+            .consumers_of(id)
+            .into_iter()
+            .filter(|(c, _, slot)| !bypass_feeds(ctx, id, *slot) && ctx.is(c, Role::Output))
+            .map(|(c, _, _)| c.to_string())
+            .collect();
+        if !previews.is_empty() {
+            r.edits.push(Edit::Remove { nodes: previews });
+        }
     }
     for u in ctx.with_role(Role::LatentUpscale) {
         let is_sampler = |n: &str| ctx.is(n, Role::Sampler);
@@ -851,6 +861,21 @@ fn postprocess(ctx: &Ctx, r: &mut Reduction) {
             }
         }
     }
+}
+
+/// Whether bypassing `id` hands output `slot` a linked input of the same type.
+fn bypass_feeds(ctx: &Ctx, id: &str, slot: usize) -> bool {
+    let node = &ctx.w.nodes[id];
+    let Some(def) = ctx.defs.get(&node.class_type) else {
+        return true;
+    };
+    let Some(out) = def.outputs.get(slot) else {
+        return false;
+    };
+    def.visible_inputs().any(|i| {
+        i.type_name() == out.type_name
+            && node.inputs.get(&i.name).is_some_and(|v| v.as_link().is_some())
+    })
 }
 
 /// Frame interpolation multiplied the frame rate downstream; divide it back.
