@@ -62,7 +62,9 @@ fn tokenize(s: &str) -> Option<Vec<Tok>> {
         let ch = c[i];
         if ch.is_whitespace() {
             i += 1;
-        } else if ch.is_ascii_digit() || (ch == '.' && c.get(i + 1).is_some_and(char::is_ascii_digit)) {
+        } else if ch.is_ascii_digit()
+            || (ch == '.' && c.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
             let start = i;
             while i < c.len() && (c[i].is_ascii_digit() || c[i] == '.' || c[i] == '_') {
                 i += 1;
@@ -224,7 +226,11 @@ impl Parser<'_> {
                 } else {
                     x.checked_sub(y)?
                 }),
-                _ => Num::Float(if op == "+" { v.f() + r.f() } else { v.f() - r.f() }),
+                _ => Num::Float(if op == "+" {
+                    v.f() + r.f()
+                } else {
+                    v.f() - r.f()
+                }),
             };
         }
     }
@@ -242,7 +248,9 @@ impl Parser<'_> {
                 ("*", Num::Int(x), Num::Int(y)) => Num::Int(x.checked_mul(y)?),
                 ("*", _, _) => Num::Float(v.f() * r.f()),
                 ("/", _, _) if r.f() != 0.0 => Num::Float(v.f() / r.f()),
-                ("//", Num::Int(x), Num::Int(y)) if y != 0 => Num::Int(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
+                ("//", Num::Int(x), Num::Int(y)) if y != 0 => {
+                    Num::Int(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0))
+                }
                 ("//", _, _) if r.f() != 0.0 => Num::Float((v.f() / r.f()).floor()),
                 ("%", Num::Int(x), Num::Int(y)) if y != 0 => Num::Int(((x % y) + y) % y),
                 ("%", _, _) if r.f() != 0.0 => Num::Float(v.f() - r.f() * (v.f() / r.f()).floor()),
@@ -339,7 +347,11 @@ fn call(name: &str, args: &[Num]) -> Option<Num> {
         "min" | "max" if !args.is_empty() => {
             let mut best = args[0];
             for a in &args[1..] {
-                let better = if name == "min" { a.f() < best.f() } else { a.f() > best.f() };
+                let better = if name == "min" {
+                    a.f() < best.f()
+                } else {
+                    a.f() > best.f()
+                };
                 if better {
                     best = *a;
                 }
@@ -358,7 +370,11 @@ fn call(name: &str, args: &[Num]) -> Option<Num> {
             let v = one()?.f();
             // Python rounds half to even.
             let r = v.round();
-            let r = if (v - v.trunc()).abs() == 0.5 && r % 2.0 != 0.0 { r - v.signum() } else { r };
+            let r = if (v - v.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+                r - v.signum()
+            } else {
+                r
+            };
             Some(Num::Int(r as i64))
         }
         "floor" => Some(Num::Int(one()?.f().floor() as i64)),

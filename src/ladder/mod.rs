@@ -243,74 +243,87 @@ pub fn plan(
         if edits.is_empty() {
             continue;
         }
-        if let Some(problem) = new_error(&variant, defs, &baseline) {
-            not_separable.push(NotSeparable {
-                increment: inc,
-                reason: format!("the reduction would make the graph invalid ({problem}); not done"),
-                nodes: touched_nodes(&edits),
-            });
-            continue;
-        }
         reductions.push((inc, edits));
     }
     // Build the variants from the target down: variant k applies reductions k+1…n.
+    // Each variant also records the changes of its own reduction (on the target), which are
+    // what the step above it re-adds, and all its changes (for step 0).
     let mut accepted: Vec<(Increment, Vec<Edit>)> = Vec::new();
-    let mut variants: Vec<(Workflow, Vec<Edit>, String)> =
-        vec![(target.clone(), Vec::new(), target.sha256())];
+    let mut variants: Vec<Variant> = vec![Variant {
+        sha256: target.sha256(),
+        workflow: target.clone(),
+        edits: Vec::new(),
+        own: Vec::new(),
+        all: Vec::new(),
+    }];
     for (inc, edits) in reductions.into_iter().rev() {
-        let mut all: Vec<Edit> = edits.clone();
-        for (_, e) in &accepted {
-            all.extend(e.iter().cloned());
-        }
         let mut variant = target.clone();
-        let applied = apply_tolerant(&mut variant, &all, defs);
+        let (mut applied, own) = apply_tolerant_changes(&mut variant, &edits, defs);
+        let later: Vec<Edit> = accepted
+            .iter()
+            .flat_map(|(_, e)| e.iter().cloned())
+            .collect();
+        let (mut applied_later, changes_later) = apply_tolerant_changes(&mut variant, &later, defs);
+        applied.append(&mut applied_later);
         let sha = variant.sha256();
-        if sha == variants.last().expect("the target is always there").2 {
+        if sha == variants.last().expect("the target is always there").sha256 {
             continue;
         }
         if let Some(problem) = new_error(&variant, defs, &baseline) {
+            let alone = accepted.is_empty();
             not_separable.push(NotSeparable {
                 increment: inc,
-                reason: format!(
-                    "together with the later reductions it would make the graph invalid ({problem}); not done"
-                ),
+                reason: if alone {
+                    format!("the reduction would make the graph invalid ({problem}); not done")
+                } else {
+                    format!("together with the later reductions it would make the graph invalid ({problem}); not done")
+                },
                 nodes: touched_nodes(&edits),
             });
             continue;
         }
+        let mut all = own.clone();
+        all.extend(changes_later);
         accepted.insert(0, (inc, edits));
-        variants.push((variant, applied, sha));
+        variants.push(Variant {
+            sha256: sha,
+            workflow: variant,
+            edits: applied,
+            own,
+            all,
+        });
     }
     variants.reverse();
     let n = accepted.len();
     let mut steps = Vec::with_capacity(n + 1);
-    for (index, (workflow, edits, sha256)) in variants.into_iter().enumerate() {
+    // Step k re-adds what variant k−1's own reduction changed.
+    let mut readds: Vec<Vec<Change>> = variants
+        .iter_mut()
+        .map(|v| std::mem::take(&mut v.own))
+        .collect();
+    for (index, v) in variants.into_iter().enumerate() {
         let increment = if index == 0 {
             Increment::Minimal
         } else {
             accepted[index - 1].0
         };
         let changes = if index == 0 {
-            let mut scratch = target.clone();
-            apply_tolerant_changes(&mut scratch, &edits, defs).1
+            v.all
         } else {
-            Vec::new()
+            std::mem::take(&mut readds[index - 1])
+                .into_iter()
+                .map(invert)
+                .collect()
         };
         steps.push(Step {
             index,
             increment,
             file: format!("{index:02}-{increment}.json"),
-            sha256,
-            workflow,
-            edits,
+            sha256: v.sha256,
+            workflow: v.workflow,
+            edits: v.edits,
             changes,
         });
-    }
-    // What step k re-adds: reduction k applied to step k, read backwards.
-    for k in 1..steps.len() {
-        let mut scratch = steps[k].workflow.clone();
-        let changes = apply_tolerant_changes(&mut scratch, &accepted[k - 1].1, defs).1;
-        steps[k].changes = changes.into_iter().map(invert).collect();
     }
     // Memory savers that stay in the minimal variant (a second expert's patch goes with it).
     let minimal = &steps[0].workflow;
@@ -324,6 +337,17 @@ pub fn plan(
         not_separable,
         kept,
     })
+}
+
+/// One variant while the ladder is built.
+struct Variant {
+    sha256: String,
+    workflow: Workflow,
+    edits: Vec<Edit>,
+    /// Changes of this variant's own reduction, applied to the target.
+    own: Vec<Change>,
+    /// Every change from the target to this variant.
+    all: Vec<Change>,
 }
 
 fn invert(mut c: Change) -> Change {

@@ -187,13 +187,13 @@ impl Workflow {
                     !removed.contains(&c.node)
                         && self
                             .nodes
-                        .get(&c.node)
-                        .and_then(|n| n.inputs.get(&c.input))
-                        .and_then(Input::as_link)
-                        == Some(&Link {
-                            node: node.clone(),
-                            slot: *slot,
-                        })
+                            .get(&c.node)
+                            .and_then(|n| n.inputs.get(&c.input))
+                            .and_then(Input::as_link)
+                            == Some(&Link {
+                                node: node.clone(),
+                                slot: *slot,
+                            })
                 })
                 .collect();
             for (consumer, link) in self.bypass_consumers(node, defs, consumers) {
@@ -507,7 +507,9 @@ mod tests {
         for order in [["2", "3", "4"], ["4", "3", "2"], ["3", "2", "4"]] {
             let edits: Vec<Edit> = order
                 .iter()
-                .map(|n| Edit::Bypass { node: n.to_string() })
+                .map(|n| Edit::Bypass {
+                    node: n.to_string(),
+                })
                 .collect();
             let mut batch = chain.clone();
             let changes = batch.apply(&edits, &defs()).unwrap();
