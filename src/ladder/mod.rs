@@ -249,8 +249,9 @@ pub fn plan(
     // Each variant also records the changes of its own reduction (on the target), which are
     // what the step above it re-adds, and all its changes (for step 0).
     let mut accepted: Vec<(Increment, Vec<Edit>)> = Vec::new();
+    let target_sha256 = target.sha256();
     let mut variants: Vec<Variant> = vec![Variant {
-        sha256: target.sha256(),
+        sha256: target_sha256.clone(),
         workflow: target.clone(),
         edits: Vec::new(),
         own: Vec::new(),
@@ -332,7 +333,7 @@ pub fn plan(
         .filter(|k| minimal.nodes.contains_key(&k.node))
         .collect();
     Ok(Plan {
-        target_sha256: target.sha256(),
+        target_sha256,
         steps,
         not_separable,
         kept,
