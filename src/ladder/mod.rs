@@ -2,8 +2,8 @@
 //!
 //! Each increment (resolution, frames, batch, models, lora, quantization, cache, postprocess,
 //! steps) has a reduction: a short list of graph edits against the target. Step 0 applies every
-//! reduction; step k applies only reductions k+1…n, each variant derived afresh from the target,
-//! so the last step is the target itself. A reduction that would break the graph is not done and
+//! reduction; step k applies only reductions k+1…n (its recorded edits rebuild it from the
+//! target), so the last step is the target itself. A reduction that would break the graph is not done and
 //! is reported as not separable. Pure graph logic: no network, no files.
 
 mod context;
@@ -246,7 +246,7 @@ pub fn plan(
         reductions.push((inc, edits));
     }
     // Build the variants from the target down: variant k applies reductions k+1…n.
-    // Each variant also records the changes of its own reduction (on the target), which are
+    // Each variant also records the changes of its own reduction (on the variant above), which are
     // what the step above it re-adds, and all its changes (for step 0).
     let mut accepted: Vec<(Increment, Vec<Edit>)> = Vec::new();
     let target_sha256 = target.sha256();
@@ -258,18 +258,17 @@ pub fn plan(
         all: Vec::new(),
     }];
     for (inc, edits) in reductions.into_iter().rev() {
-        let mut variant = target.clone();
-        let (mut applied, own) = apply_tolerant_changes(&mut variant, &edits, defs);
-        let later: Vec<Edit> = accepted
-            .iter()
-            .flat_map(|(_, e)| e.iter().cloned())
-            .collect();
-        let (mut applied_later, changes_later) = apply_tolerant_changes(&mut variant, &later, defs);
-        applied.append(&mut applied_later);
+        // Variant k = variant k+1 (the target with reductions k+1…n) plus reduction k; its
+        // recorded edits, applied to the target in order, rebuild it.
+        let above = variants.last().expect("the target is always there");
+        let mut variant = above.workflow.clone();
+        let (own_applied, own) = apply_tolerant_changes(&mut variant, &edits, defs);
         let sha = variant.sha256();
-        if sha == variants.last().expect("the target is always there").sha256 {
+        if sha == above.sha256 {
             continue;
         }
+        let mut applied = above.edits.clone();
+        applied.extend(own_applied);
         if let Some(problem) = new_error(&variant, defs, &baseline) {
             let alone = accepted.is_empty();
             not_separable.push(NotSeparable {
@@ -283,8 +282,8 @@ pub fn plan(
             });
             continue;
         }
-        let mut all = own.clone();
-        all.extend(changes_later);
+        let mut all = above.all.clone();
+        all.extend(own.iter().cloned());
         accepted.insert(0, (inc, edits));
         variants.push(Variant {
             sha256: sha,
@@ -345,7 +344,7 @@ struct Variant {
     sha256: String,
     workflow: Workflow,
     edits: Vec<Edit>,
-    /// Changes of this variant's own reduction, applied to the target.
+    /// Changes of this variant's own reduction, applied to the variant above it.
     own: Vec<Change>,
     /// Every change from the target to this variant.
     all: Vec<Change>,
