@@ -3,8 +3,8 @@
 //! Each increment (resolution, frames, batch, models, lora, quantization, cache, postprocess,
 //! steps) has a reduction: a short list of graph edits against the target. Step 0 applies every
 //! reduction; step k applies only reductions k+1…n (its recorded edits rebuild it from the
-//! target), so the last step is the target itself. A reduction that would break the graph is not done and
-//! is reported as not separable. Pure graph logic: no network, no files.
+//! target), so the last step is the target itself. A reduction that would break the graph is
+//! not done and is reported as not separable. Pure graph logic: no network, no files.
 
 mod context;
 mod math;
