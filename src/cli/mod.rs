@@ -8,6 +8,7 @@ pub mod convert;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod plan;
 pub mod simulate;
 pub mod submit;
 pub mod validate;
@@ -54,6 +55,8 @@ pub enum Command {
     HashFiles(hash_files::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
     Diagnose(diagnose::Args),
+    /// Derive the minimal variant and the increment ladder back to the target.
+    Plan(plan::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -68,6 +71,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Plan(args) => plan::run(args, &server),
     };
     ExitCode::from(code)
 }
