@@ -32,6 +32,18 @@ pub enum DefsSourceError {
 }
 
 impl DefsArgs {
+    /// Like [`DefsArgs::load`], printing the error and returning the exit code on failure:
+    /// 3 when the server could not be asked, 2 when a file is unusable.
+    pub fn load_or_report(&self, server: &str) -> Result<NodeDefs, u8> {
+        self.load(server).map_err(|e| {
+            print_error(&e);
+            match e {
+                DefsSourceError::Server { .. } => crate::error::exit::UNREACHABLE,
+                DefsSourceError::File(_) => crate::error::exit::USAGE,
+            }
+        })
+    }
+
     /// Loads the definitions from the files, or from `GET {server}/object_info`.
     pub fn load(&self, server: &str) -> Result<NodeDefs, DefsSourceError> {
         if !self.object_info.is_empty() {

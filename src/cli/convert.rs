@@ -24,16 +24,9 @@ pub struct Args {
 /// Converts the workflow; exit 0 on success, 1 when it cannot be converted for this server
 /// (unknown node types…), 2 on input errors, 3 when the server is unreachable.
 pub fn run(args: Args, server: &str) -> u8 {
-    let defs = match args.defs.load(server) {
+    let defs = match args.defs.load_or_report(server) {
         Ok(d) => d,
-        Err(e) => {
-            print_error(&e);
-            return if args.defs.object_info.is_empty() {
-                exit::UNREACHABLE
-            } else {
-                exit::USAGE
-            };
-        }
+        Err(code) => return code,
     };
     let loaded = match load_workflow_file(&args.workflow, &defs) {
         Ok(l) => l,

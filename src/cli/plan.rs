@@ -84,16 +84,9 @@ pub fn run(args: Args, server: &str) -> u8 {
         },
         None => Catalog::builtin(),
     };
-    let defs = match args.defs.load(server) {
+    let defs = match args.defs.load_or_report(server) {
         Ok(d) => d,
-        Err(e) => {
-            print_error(&e);
-            return if args.defs.object_info.is_empty() {
-                exit::UNREACHABLE
-            } else {
-                exit::USAGE
-            };
-        }
+        Err(code) => return code,
     };
     let loaded = match read_loaded(&args.workflow, &defs) {
         Ok(l) => l,

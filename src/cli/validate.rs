@@ -21,16 +21,9 @@ pub struct Args {
 
 /// Validates each workflow; exit 0 when all are valid, 1 when any is invalid, 2 on input errors.
 pub fn run(args: Args, server: &str) -> u8 {
-    let defs = match args.defs.load(server) {
+    let defs = match args.defs.load_or_report(server) {
         Ok(d) => d,
-        Err(e) => {
-            print_error(&e);
-            return if args.defs.object_info.is_empty() {
-                exit::UNREACHABLE
-            } else {
-                exit::USAGE
-            };
-        }
+        Err(code) => return code,
     };
     let mut code = exit::OK;
     let mut results = Vec::new();
