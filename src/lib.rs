@@ -9,3 +9,4 @@ pub mod cli;
 pub mod error;
 pub mod nodedefs;
 pub mod workflow;
+pub mod hashing;

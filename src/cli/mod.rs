@@ -6,6 +6,7 @@
 pub mod common;
 pub mod hash;
 pub mod validate;
+pub mod hash_files;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -38,6 +39,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
+    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
+    HashFiles(hash_files::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -47,6 +50,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
+        Command::HashFiles(args) => hash_files::run(args),
     };
     ExitCode::from(code)
 }

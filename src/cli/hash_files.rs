@@ -1,0 +1,149 @@
+//! `comfy-bisect hash-files FILE... [--cache FILE] [--json]`: size, sha256 and AutoV2 per file.
+
+use crate::error::exit;
+use crate::hashing::{hash_files, FileHash, HashCache, HashOptions};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Print size, full-file sha256 and AutoV2 (first 10 hex, as Civitai and A1111 show) per file.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files to hash (hashed in parallel, one per CPU core).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Hash cache to read and update; unchanged files (same size, mtime and inode) are not read.
+    #[arg(long, value_name = "FILE")]
+    pub cache: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Files hashed at the same time (default: number of CPU cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+struct Output<'a> {
+    files: &'a [FileHash],
+    /// Total bytes read from the hashed files (0 when everything came from the cache).
+    bytes_read: u64,
+}
+
+/// Runs the subcommand; returns the exit code.
+pub fn run(args: Args) -> u8 {
+    for file in &args.files {
+        match std::fs::metadata(file) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => {
+                eprintln!("error: '{}' is not a regular file", file.display());
+                return exit::USAGE;
+            }
+            Err(e) => {
+                eprintln!("error: cannot read '{}': {e}", file.display());
+                return exit::USAGE;
+            }
+        }
+    }
+    let mut cache = args.cache.as_ref().map(HashCache::open);
+    for warning in cache.iter().flat_map(|c| c.warnings()) {
+        eprintln!("warning: {warning}");
+    }
+    let opts = HashOptions {
+        jobs: args.jobs.unwrap_or(0),
+        ..HashOptions::default()
+    };
+    let started = Instant::now();
+    let results = hash_files(&args.files, cache.as_mut(), &opts);
+    let elapsed = started.elapsed();
+    let mut hashes = Vec::with_capacity(results.len());
+    let mut failed = false;
+    for result in results {
+        match result {
+            Ok(hash) => hashes.push(hash),
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+            }
+        }
+    }
+    if let Some(cache) = cache.as_mut() {
+        if let Err(e) = cache.save() {
+            eprintln!("warning: {e:#}");
+        }
+    }
+    let bytes_read: u64 = hashes.iter().map(|h| h.bytes_read).sum();
+    if args.json {
+        let output = Output {
+            files: &hashes,
+            bytes_read,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&output).expect("hashes serialize")
+        );
+    } else {
+        print_table(&hashes);
+        let cached = hashes.iter().filter(|h| h.cached).count();
+        let secs = elapsed.as_secs_f64();
+        eprintln!(
+            "{} file(s), {} read in {:.2} s ({}/s), {} from cache",
+            hashes.len(),
+            human_bytes(bytes_read),
+            secs,
+            human_bytes(if secs > 0.0 {
+                (bytes_read as f64 / secs) as u64
+            } else {
+                0
+            }),
+            cached
+        );
+    }
+    if failed {
+        exit::USAGE
+    } else {
+        exit::OK
+    }
+}
+
+fn print_table(hashes: &[FileHash]) {
+    println!("{:>10}  {:<64}  {:<10}  FILE", "SIZE", "SHA256", "AUTOV2");
+    for h in hashes {
+        println!(
+            "{:>10}  {:<64}  {:<10}  {}",
+            human_bytes(h.size),
+            h.sha256,
+            h.autov2,
+            h.path.display()
+        );
+    }
+}
+
+/// `1536` → `1.5 KiB`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(2 << 30), "2.0 GiB");
+    }
+}

@@ -1,0 +1,144 @@
+//! Finding a referenced model file under the `--models-dir` roots, and nowhere else.
+//!
+//! A root is ComfyUI's `models/` directory. A reference is looked up as
+//! `<root>/<folder>/<file>` for each root (in the order given) and each of its folders (in
+//! ComfyUI's order). Absolute names and `..` are refused, and so is any path whose real location
+//! (after following symlinks) is outside every root. Nothing is ever guessed.
+
+use super::refs::ModelRef;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+/// The result of looking a reference up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// The file exists under a root.
+    Located {
+        /// The real (canonical) path of the file.
+        path: PathBuf,
+        /// The folder it was found in (`loras`, `unet`, …).
+        folder: &'static str,
+    },
+    /// Not hashed; the reason says why and what to do.
+    Unhashed {
+        /// A user-facing explanation.
+        reason: String,
+    },
+}
+
+/// Looks `model` up under `roots` (each a ComfyUI `models/` directory).
+pub fn locate(model: &ModelRef, roots: &[PathBuf]) -> Location {
+    let unhashed = |reason: String| Location::Unhashed { reason };
+    if roots.is_empty() {
+        return unhashed(
+            "no --models-dir given (remote server?); pass --models-dir <ComfyUI>/models to hash model files"
+                .into(),
+        );
+    }
+    let relative = match checked_relative(&model.file) {
+        Ok(relative) => relative,
+        Err(reason) => return unhashed(reason),
+    };
+    let real_roots: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|r| fs::canonicalize(r).ok())
+        .collect();
+    let mut searched = Vec::new();
+    let mut refusals = Vec::new();
+    for root in roots {
+        for &folder in &model.folders {
+            let candidate = root.join(folder).join(&relative);
+            searched.push(candidate.display().to_string());
+            if fs::symlink_metadata(&candidate).is_err() {
+                continue;
+            }
+            let real = match fs::canonicalize(&candidate) {
+                Ok(real) => real,
+                Err(e) => {
+                    refusals.push(format!(
+                        "'{}' exists but cannot be resolved ({e}; a dangling symlink?)",
+                        candidate.display()
+                    ));
+                    continue;
+                }
+            };
+            if !real_roots.iter().any(|r| real.starts_with(r)) {
+                refusals.push(format!(
+                    "refused '{}': it resolves to '{}', outside every --models-dir root (add the root that holds it with --models-dir if you trust it)",
+                    candidate.display(),
+                    real.display()
+                ));
+                continue;
+            }
+            if !real.is_file() {
+                refusals.push(format!("'{}' is not a regular file", candidate.display()));
+                continue;
+            }
+            return Location::Located { path: real, folder };
+        }
+    }
+    if refusals.is_empty() {
+        unhashed(format!(
+            "not found under any --models-dir root (searched: {})",
+            searched.join(", ")
+        ))
+    } else {
+        unhashed(refusals.join("; "))
+    }
+}
+
+/// The file name as a relative path that cannot leave its folder. ComfyUI on Windows writes
+/// `\` between subfolders, so both separators are accepted.
+fn checked_relative(file: &str) -> Result<PathBuf, String> {
+    let normalized = file.replace('\\', "/");
+    let looks_like_drive = normalized.as_bytes().get(1) == Some(&b':');
+    let path = Path::new(&normalized);
+    if path.is_absolute() || looks_like_drive {
+        return Err(format!(
+            "refused '{file}': absolute file names are not looked up (only files under the --models-dir roots are read)"
+        ));
+    }
+    let mut relative = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => relative.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(format!(
+                    "refused '{file}': '..' would leave the model folder (only files under the --models-dir roots are read)"
+                ))
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("refused '{file}': absolute file names are not looked up"))
+            }
+        }
+    }
+    if relative.as_os_str().is_empty() {
+        return Err(format!("refused '{file}': empty file name"));
+    }
+    Ok(relative)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_names_are_checked() {
+        assert_eq!(
+            checked_relative("sd15\\a.safetensors").unwrap(),
+            PathBuf::from("sd15/a.safetensors")
+        );
+        assert_eq!(checked_relative("./a.pt").unwrap(), PathBuf::from("a.pt"));
+        for bad in [
+            "../a.pt",
+            "x/../../a.pt",
+            "/etc/passwd",
+            "C:\\models\\a.pt",
+            "..\\a.pt",
+            ".",
+        ] {
+            assert!(checked_relative(bad).is_err(), "{bad}");
+        }
+    }
+}
