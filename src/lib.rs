@@ -6,6 +6,7 @@
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
 pub mod cli;
+pub mod comfy;
 pub mod error;
 pub mod nodedefs;
 pub mod workflow;
