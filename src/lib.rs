@@ -11,3 +11,4 @@ pub mod error;
 pub mod nodedefs;
 pub mod workflow;
 pub mod hashing;
+pub mod session;

@@ -1,0 +1,13 @@
+//! Bisection sessions: the driver (a small state machine whose state is the journal), the
+//! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
+//! (`--start-at`, `--deadline`) and the progress display.
+
+pub mod index;
+pub mod journal;
+
+pub use index::{IndexEntry, Lookup};
+pub use journal::{
+    FlakyCount, InFlight, Outcome, Phase, RunEntry, RunFile, RunRole, RunStatus, RunSummary,
+    SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason, Strategy,
+    Verdict, WorkflowJob,
+};
