@@ -9,6 +9,7 @@ pub mod cli;
 pub mod comfy;
 pub mod error;
 pub mod nodedefs;
+pub mod run;
 pub mod workflow;
 pub mod hashing;
 pub mod session;

@@ -5,6 +5,7 @@
 
 pub mod common;
 pub mod hash;
+pub mod submit;
 pub mod validate;
 pub mod hash_files;
 
@@ -41,6 +42,8 @@ pub enum Command {
     Hash(hash::Args),
     /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
     HashFiles(hash_files::Args),
+    /// Run one workflow on the server and report how it ended (with the evidence).
+    Submit(submit::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -51,6 +54,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::HashFiles(args) => hash_files::run(args),
+        Command::Submit(args) => submit::run(args, &server),
     };
     ExitCode::from(code)
 }
