@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod comfy;
+pub mod diagnose;
 pub mod error;
 pub mod nodedefs;
 pub mod run;

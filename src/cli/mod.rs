@@ -8,6 +8,7 @@ pub mod hash;
 pub mod submit;
 pub mod validate;
 pub mod hash_files;
+pub mod diagnose;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -44,6 +45,8 @@ pub enum Command {
     HashFiles(hash_files::Args),
     /// Run one workflow on the server and report how it ended (with the evidence).
     Submit(submit::Args),
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -56,6 +59,9 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::HashFiles(args) => hash_files::run(args),
         Command::Submit(args) => submit::run(args, &server),
     };
+        Command::Diagnose(args) => diagnose::run(args),
+    };
+    #[allow(unreachable_code)]
     ExitCode::from(code)
 }
 

@@ -1,0 +1,76 @@
+//! `comfy-bisect diagnose [FILE|-] [--json]`: classify a failure from pasted text.
+
+use crate::diagnose;
+use crate::error::exit;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+
+/// Diagnose a failure from a ComfyUI console log, a traceback, an execution_error JSON or a
+/// /history JSON: failure kind, stage (with the evidence), allocator numbers, what to check
+/// next and the unproven candidates. The root cause is always reported as unknown.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// File to read; `-` or nothing reads standard input.
+    pub file: Option<PathBuf>,
+    /// Print the diagnosis as JSON (stable contract, see docs/diagnose.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the subcommand and returns the exit code (0 diagnosed, 2 unreadable or unrecognised input).
+pub fn run(args: Args) -> u8 {
+    let (source, text) = match read_input(args.file.as_ref()) {
+        Ok(x) => x,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return exit::USAGE;
+        }
+    };
+    let diagnosis = match diagnose::diagnose_text(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot diagnose {source}: {e}");
+            return exit::USAGE;
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&diagnosis) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("error: could not serialize the diagnosis: {e}");
+                return exit::FAILED;
+            }
+        }
+    } else {
+        print!("{}", diagnose::render_text(&diagnosis));
+    }
+    exit::OK
+}
+
+fn read_input(file: Option<&PathBuf>) -> Result<(String, String), String> {
+    match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let bytes = std::fs::read(path)
+                .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+            Ok((
+                format!("'{}'", path.display()),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ))
+        }
+        _ => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                eprintln!("Paste the console log, traceback or JSON, then press Ctrl-D (Ctrl-Z then Enter on Windows).");
+            }
+            let mut bytes = Vec::new();
+            stdin
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            Ok((
+                "standard input".to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ))
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Failure diagnosis: what kind of failure a run had, at which stage, with which allocator
+//! numbers, and what to check next. The root cause is always reported as unknown.
+//!
+//! The module owns the classification rules (`kind`, `stage`), the allocator-number parser and
+//! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs,
+//! tracebacks, execution_error / history / WebSocket JSON), the advice per stage (`advice`) and the
+//! human rendering (`render`). Everything here is pure: no network, no file system.
+
+mod advice;
+mod kind;
+mod numbers;
+mod parse;
+mod render;
+mod stage;
+
+use serde::{Deserialize, Serialize};
+
+pub use numbers::Numbers;
+pub use parse::{parse_input, ConsoleSignals, ParseError, ParsedInput};
+
+/// What a run left behind when it failed: the execution_error fields, the node timeline and the
+/// outcome. Built by the run module from WebSocket frames, or by [`parse_text`] from pasted text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// `node_id` of the execution_error (the node ComfyUI was executing).
+    pub node_id: Option<String>,
+    /// `node_type` (class) of the failing node.
+    pub node_type: Option<String>,
+    /// Exception type as printed, e.g. `torch.OutOfMemoryError`.
+    pub exception_type: Option<String>,
+    /// Exception message as printed (multi-line messages keep their newlines).
+    pub exception_message: Option<String>,
+    /// Traceback lines (`File "..."` lines and the source line after each).
+    pub traceback: Vec<String>,
+    /// The nodes that ran, in order, each with the last progress seen.
+    pub progress: Vec<NodeProgress>,
+    /// How the run ended when it did not end with an execution_error.
+    pub outcome: Option<RunOutcomeHint>,
+}
+
+/// The last progress seen for one node of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeProgress {
+    /// Node id in the API prompt (empty when a pasted log does not say which node printed it).
+    pub node_id: String,
+    /// Node class, when known.
+    pub class_type: Option<String>,
+    /// Last progress value (e.g. steps done).
+    pub value: u64,
+    /// Progress maximum (e.g. total steps).
+    pub max: u64,
+}
+
+/// How a run ended when there was no execution_error to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcomeHint {
+    /// The server process went away (socket and HTTP gone, or restarted).
+    ServerLost,
+    /// The run exceeded its time limit or stalled.
+    Timeout,
+    /// The server refused the prompt (validation failure).
+    Rejected,
+    /// The run was interrupted (not a failure of the workflow).
+    Interrupted,
+}
+
+/// Failure kind, decided by the wording of the error (not by the vendor of the card).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// "CUDA out of memory", "CUDA error: out of memory", cudaMallocAsync "Allocation on device".
+    CudaOom,
+    /// "HIP out of memory" (ROCm).
+    HipOom,
+    /// "MPS backend out of memory" (Apple silicon).
+    MpsOom,
+    /// "XPU out of memory" (Intel).
+    XpuOom,
+    /// torch-directml "not enough GPU video memory".
+    DirectmlOom,
+    /// System RAM exhausted inside the process.
+    HostRam,
+    /// The server died without a Python error.
+    ProcessKilled,
+    /// The run timed out.
+    Timeout,
+    /// The prompt was rejected by the server.
+    Rejected,
+    /// Not a memory failure (including look-alikes) or not a failure at all.
+    Other,
+}
+
+impl Kind {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::CudaOom => "cuda_oom",
+            Kind::HipOom => "hip_oom",
+            Kind::MpsOom => "mps_oom",
+            Kind::XpuOom => "xpu_oom",
+            Kind::DirectmlOom => "directml_oom",
+            Kind::HostRam => "host_ram",
+            Kind::ProcessKilled => "process_killed",
+            Kind::Timeout => "timeout",
+            Kind::Rejected => "rejected",
+            Kind::Other => "other",
+        }
+    }
+
+    /// True for the out-of-memory kinds of a GPU allocator.
+    pub fn is_gpu_oom(self) -> bool {
+        matches!(
+            self,
+            Kind::CudaOom | Kind::HipOom | Kind::MpsOom | Kind::XpuOom | Kind::DirectmlOom
+        )
+    }
+
+    /// True when the failure is about memory (GPU, host RAM, or a killed process).
+    pub fn is_memory(self) -> bool {
+        self.is_gpu_oom() || matches!(self, Kind::HostRam | Kind::ProcessKilled)
+    }
+}
+
+/// Stage of the run where the failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Weights being loaded or moved to a device.
+    Load,
+    /// Text/vision encoders, VAE encode of inputs.
+    Condition,
+    /// A denoising step before any step finished.
+    SampleFirst,
+    /// A denoising step after at least one finished (including live previews).
+    SampleMiddle,
+    /// Final VAE decode.
+    Decode,
+    /// Upscale, interpolation, restoration, video combine.
+    Postprocess,
+    /// The evidence does not say.
+    Unknown,
+}
+
+impl Stage {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Load => "load",
+            Stage::Condition => "condition",
+            Stage::SampleFirst => "sample_first",
+            Stage::SampleMiddle => "sample_middle",
+            Stage::Decode => "decode",
+            Stage::Postprocess => "postprocess",
+            Stage::Unknown => "unknown",
+        }
+    }
+}
+
+/// The root cause, which a diagnosis never claims: it serializes as `"unknown"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootCause {
+    /// Always: the evidence shows where and how, not why.
+    #[default]
+    Unknown,
+}
+
+/// The result of [`diagnose`]. The fields up to `root_cause` are the stable JSON contract of
+/// `comfy-bisect diagnose --json`; the fields after it are additions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// Failure kind.
+    pub kind: Kind,
+    /// Best-supported stage.
+    pub stage: Stage,
+    /// Why that stage, in words.
+    pub stage_evidence: String,
+    /// Failing node class, when known.
+    pub node_type: Option<String>,
+    /// Failing node id, when known.
+    pub node_id: Option<String>,
+    /// Allocator numbers in MiB, as printed.
+    pub numbers: Numbers,
+    /// False when a printed number is invalid or the numbers contradict each other.
+    pub numbers_consistent: bool,
+    /// What to check next, most relevant first.
+    pub next_check: Vec<String>,
+    /// Unproven explanations that fit the stage (never a conclusion).
+    pub candidates: Vec<String>,
+    /// Always `"unknown"`.
+    pub root_cause: RootCause,
+    /// Why this kind, in words.
+    pub kind_evidence: String,
+    /// Every stage the evidence leaves open (`stage` is one of them).
+    pub stage_candidates: Vec<Stage>,
+    /// True when the error says it may be reported asynchronously (the traceback location
+    /// cannot be trusted).
+    pub asynchronous_error_location_unreliable: bool,
+    /// What is wrong with the numbers, when `numbers_consistent` is false.
+    pub inconsistencies: Vec<String>,
+    /// `"not proven"` when a large reserved-but-unallocated gap is visible; never a cause.
+    pub fragmentation: Option<String>,
+    /// The exception type, when known.
+    pub exception_type: Option<String>,
+    /// First line of the exception message, when known.
+    pub message: Option<String>,
+    /// The last progress seen before the failure, when any.
+    pub last_progress: Option<NodeProgress>,
+    /// How the run ended, when it was not an execution_error.
+    pub outcome: Option<RunOutcomeHint>,
+}
+
+/// Diagnoses one failed run from its evidence (pure).
+pub fn diagnose(evidence: &Evidence) -> Diagnosis {
+    diagnose_with_signals(evidence, &ConsoleSignals::default())
+}
+
+/// Diagnoses a parsed paste: the evidence plus what the console log showed around the failure.
+pub fn diagnose_input(input: &ParsedInput) -> Diagnosis {
+    diagnose_with_signals(&input.evidence, &input.signals)
+}
+
+/// Parses pasted text (console log, traceback, execution_error / history / WebSocket JSON).
+pub fn parse_text(text: &str) -> Result<Evidence, ParseError> {
+    parse_input(text).map(|p| p.evidence)
+}
+
+/// Parses pasted text and diagnoses it.
+pub fn diagnose_text(text: &str) -> Result<Diagnosis, ParseError> {
+    parse_input(text).map(|p| diagnose_input(&p))
+}
+
+/// Renders a diagnosis for people (the non-`--json` output of `comfy-bisect diagnose`).
+pub fn render_text(diagnosis: &Diagnosis) -> String {
+    render::render(diagnosis)
+}
+
+fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagnosis {
+    let error_text = error_text(evidence);
+    let kind_verdict = kind::classify(evidence, signals, &error_text);
+    let numbers = if error_text.is_empty() {
+        Numbers::default()
+    } else {
+        numbers::parse(&error_text)
+    };
+    let inconsistencies = numbers::check(&numbers, kind_verdict.kind);
+    let numbers_consistent = inconsistencies.is_empty();
+    let fragmentation = if numbers_consistent && kind_verdict.kind.is_gpu_oom() {
+        numbers::fragmentation_visible(&numbers).then(|| "not proven".to_string())
+    } else {
+        None
+    };
+    let failing = stage::failing_node(evidence);
+    let verdict = stage::resolve(
+        evidence,
+        signals,
+        kind_verdict.kind,
+        kind_verdict.asynchronous,
+        &failing,
+    );
+    let advice = advice::advise(&advice::AdviceInput {
+        kind: kind_verdict.kind,
+        stage: verdict.stage,
+        stage_candidates: &verdict.candidates,
+        numbers: &numbers,
+        numbers_consistent,
+        fragmentation: fragmentation.is_some(),
+        asynchronous: kind_verdict.asynchronous,
+    });
+    let message = evidence
+        .exception_message
+        .as_deref()
+        .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_string);
+    Diagnosis {
+        kind: kind_verdict.kind,
+        stage: verdict.stage,
+        stage_evidence: verdict.evidence,
+        node_type: failing.node_type.clone(),
+        node_id: failing.node_id.clone(),
+        numbers,
+        numbers_consistent,
+        next_check: advice.next_check,
+        candidates: advice.candidates,
+        root_cause: RootCause::Unknown,
+        kind_evidence: kind_verdict.evidence,
+        stage_candidates: verdict.candidates,
+        asynchronous_error_location_unreliable: kind_verdict.asynchronous,
+        inconsistencies,
+        fragmentation,
+        exception_type: evidence.exception_type.clone(),
+        message,
+        last_progress: failing.progress.clone(),
+        outcome: evidence.outcome,
+    }
+}
+
+/// The exception type and message joined, the text the wording rules read.
+fn error_text(evidence: &Evidence) -> String {
+    let mut text = String::new();
+    if let Some(t) = evidence.exception_type.as_deref() {
+        text.push_str(t.trim());
+    }
+    if let Some(m) = evidence.exception_message.as_deref() {
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(m.trim());
+    }
+    text
+}

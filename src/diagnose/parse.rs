@@ -1,0 +1,989 @@
+//! Parsers for what a user pastes: a ComfyUI console log (the `!!! Exception during processing
+//! !!!` block, tracebacks, progress bars, `Requested to load` / `loaded partially` lines), a bare
+//! traceback or message, the UI error dialog and the "ComfyUI Error Report" Markdown, an
+//! execution_error (WebSocket message or its data), a /history response, a /prompt rejection,
+//! or a stream of WebSocket messages (one JSON object per line).
+
+use super::{Evidence, NodeProgress, RunOutcomeHint};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::OnceLock;
+
+/// Why pasted text could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Nothing but whitespace.
+    #[error("the input is empty: expected a ComfyUI console log, a traceback or error message, an execution_error JSON, or a /history JSON")]
+    Empty,
+    /// JSON that holds no failure.
+    #[error("the JSON holds no failure: {0}. Expected an execution_error (the WebSocket message or its data), a /history response whose status.messages contain execution_error or execution_interrupted, or a /prompt rejection")]
+    NoFailureInJson(String),
+    /// A log that shows the prompt finishing.
+    #[error("the log shows no failure: {0}. Paste the part of the console from `got prompt` to the error")]
+    NoFailureInLog(String),
+    /// Text that looks like none of the supported inputs.
+    #[error("no failure found in the input: expected a ComfyUI console log with `!!! Exception during processing !!!`, a Python traceback, an out-of-memory message (e.g. `CUDA out of memory. Tried to allocate …`), an execution_error JSON or a /history JSON")]
+    Unrecognised,
+}
+
+/// What the console showed last before the failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsoleTail {
+    /// Model-management lines (`Requested to load`, `loaded partially`, shard loading…) and no
+    /// sampling progress after them; holds the last such line.
+    ModelLoading(String),
+    /// `ERROR lora <weight> …` lines: LoRA patches failing during the load.
+    LoraPatchErrors(usize),
+}
+
+/// Console-only signals that an execution_error does not carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleSignals {
+    /// The last sampling progress bar (value, max) printed before the failure.
+    pub sampling_bar: Option<(u64, u64)>,
+    /// What the console showed right before the failure, when it says something about the stage.
+    pub tail: Option<ConsoleTail>,
+    /// The line showing that the process died (`Killed`, oom-killer, segfault…).
+    pub death: Option<String>,
+    /// The log stops mid-run without an error or a `Prompt executed` line.
+    pub log_stopped: bool,
+}
+
+/// Parsed input: the evidence plus the console signals.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedInput {
+    /// The evidence, as the run module would have built it.
+    pub evidence: Evidence,
+    /// What only a console log shows.
+    pub signals: ConsoleSignals,
+}
+
+/// Parses pasted text of any supported form.
+pub fn parse_input(text: &str) -> Result<ParsedInput, ParseError> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim();
+    if trimmed.is_empty() {
+        return Err(ParseError::Empty);
+    }
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+            return parse_json(&value);
+        }
+        let values: Vec<Value> = trimmed
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map_while(|l| serde_json::from_str::<Value>(l).ok())
+            .collect();
+        if values.len() > 1 {
+            return parse_ws_stream(&values);
+        }
+    }
+    parse_log(trimmed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON inputs
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Splits traceback entries (one frame per entry, possibly multi-line) into lines without the
+/// caret markers.
+fn traceback_lines(v: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |s: &str| {
+        for line in s.lines() {
+            let t = line.trim_end();
+            if t.trim().is_empty() || t.trim().chars().all(|c| "^~".contains(c)) {
+                continue;
+            }
+            out.push(t.to_string());
+        }
+    };
+    match v {
+        Some(Value::Array(items)) => {
+            for item in items {
+                if let Some(s) = item.as_str() {
+                    push(s);
+                }
+            }
+        }
+        Some(Value::String(s)) => push(s),
+        _ => {}
+    }
+    out
+}
+
+fn evidence_from_error(data: &Value) -> Evidence {
+    Evidence {
+        node_id: str_field(data, "node_id"),
+        node_type: str_field(data, "node_type"),
+        exception_type: str_field(data, "exception_type"),
+        exception_message: str_field(data, "exception_message"),
+        traceback: traceback_lines(data.get("traceback")),
+        progress: Vec::new(),
+        outcome: None,
+    }
+}
+
+fn evidence_from_interrupt(data: &Value) -> Evidence {
+    Evidence {
+        node_id: str_field(data, "node_id"),
+        node_type: str_field(data, "node_type"),
+        outcome: Some(RunOutcomeHint::Interrupted),
+        ..Evidence::default()
+    }
+}
+
+fn from_event(event: &str, data: &Value) -> Option<Evidence> {
+    match event {
+        "execution_error" => Some(evidence_from_error(data)),
+        "execution_interrupted" => Some(evidence_from_interrupt(data)),
+        _ => None,
+    }
+}
+
+fn parse_json(value: &Value) -> Result<ParsedInput, ParseError> {
+    let wrap = |evidence: Evidence| ParsedInput {
+        evidence,
+        signals: ConsoleSignals::default(),
+    };
+    match value {
+        Value::Object(map) => {
+            if let (Some(Value::String(t)), Some(data)) = (map.get("type"), map.get("data")) {
+                return from_event(t, data).map(wrap).ok_or_else(|| {
+                    ParseError::NoFailureInJson(format!("it is a `{t}` message"))
+                });
+            }
+            if map.contains_key("exception_message") || map.contains_key("exception_type") {
+                return Ok(wrap(evidence_from_error(value)));
+            }
+            if map.contains_key("executed") && map.contains_key("node_id") {
+                return Ok(wrap(evidence_from_interrupt(value)));
+            }
+            if map.contains_key("error") && map.contains_key("node_errors") {
+                return Ok(wrap(evidence_from_rejection(value)));
+            }
+            if map.contains_key("status") && map.contains_key("prompt") {
+                return history_entry_failure(value)
+                    .map(|(_, e)| wrap(e))
+                    .ok_or_else(|| {
+                        ParseError::NoFailureInJson("the history entry finished without an error".into())
+                    });
+            }
+            // A /history response: prompt_id -> entry. Take the latest failed prompt.
+            let mut best: Option<(f64, Evidence)> = None;
+            let mut entries = 0;
+            for entry in map.values() {
+                if entry.get("status").is_none() {
+                    continue;
+                }
+                entries += 1;
+                if let Some((number, e)) = history_entry_failure(entry) {
+                    if best.as_ref().is_none_or(|(n, _)| number >= *n) {
+                        best = Some((number, e));
+                    }
+                }
+            }
+            match best {
+                Some((_, e)) => Ok(wrap(e)),
+                None if entries > 0 => Err(ParseError::NoFailureInJson(format!(
+                    "none of the {entries} history entries ended with execution_error or execution_interrupted"
+                ))),
+                None => Err(ParseError::NoFailureInJson(
+                    "it is neither an execution_error nor a /history response".into(),
+                )),
+            }
+        }
+        Value::Array(items) => {
+            // A `[event, data]` pair as in history's status.messages.
+            if let (Some(Value::String(event)), Some(data)) = (items.first(), items.get(1)) {
+                if let Some(e) = from_event(event, data) {
+                    return Ok(wrap(e));
+                }
+            }
+            if items.iter().all(|v| v.is_object()) && !items.is_empty() {
+                return parse_ws_stream(items);
+            }
+            Err(ParseError::NoFailureInJson(
+                "the array holds no execution_error".into(),
+            ))
+        }
+        _ => Err(ParseError::NoFailureInJson("it is a bare JSON value".into())),
+    }
+}
+
+/// The failure of one history entry, with the prompt's queue number for ordering.
+fn history_entry_failure(entry: &Value) -> Option<(f64, Evidence)> {
+    let messages = entry.get("status")?.get("messages")?.as_array()?;
+    let number = entry
+        .get("prompt")
+        .and_then(|p| p.get(0))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let mut found = None;
+    for m in messages {
+        let (Some(event), Some(data)) = (m.get(0).and_then(Value::as_str), m.get(1)) else {
+            continue;
+        };
+        if let Some(e) = from_event(event, data) {
+            found = Some(e);
+        }
+    }
+    let mut evidence = found?;
+    if evidence.node_type.is_none() {
+        if let (Some(id), Some(graph)) = (
+            evidence.node_id.as_deref(),
+            entry.get("prompt").and_then(|p| p.get(2)),
+        ) {
+            evidence.node_type = graph
+                .get(id)
+                .and_then(|n| n.get("class_type"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
+    }
+    Some((number, evidence))
+}
+
+fn evidence_from_rejection(value: &Value) -> Evidence {
+    let error = value.get("error").cloned().unwrap_or(Value::Null);
+    let mut message = str_field(&error, "message").unwrap_or_default();
+    if let Some(details) = str_field(&error, "details").filter(|d| !d.is_empty()) {
+        message.push_str(": ");
+        message.push_str(&details);
+    }
+    let mut node_id = None;
+    let mut node_type = None;
+    if let Some(Value::Object(nodes)) = value.get("node_errors") {
+        if let Some((id, node)) = nodes.iter().next() {
+            node_id = Some(id.clone());
+            node_type = str_field(node, "class_type");
+            if let Some(Value::Array(errors)) = node.get("errors") {
+                for e in errors {
+                    let m = str_field(e, "message").unwrap_or_default();
+                    let d = str_field(e, "details").unwrap_or_default();
+                    message.push_str(&format!("\n{m}: {d}"));
+                }
+            }
+        }
+    }
+    Evidence {
+        node_id,
+        node_type,
+        exception_type: str_field(&error, "type"),
+        exception_message: Some(message),
+        outcome: Some(RunOutcomeHint::Rejected),
+        ..Evidence::default()
+    }
+}
+
+/// The `{"type","data"}` frame inside one NDJSON object (a bare frame, or a capture record with
+/// the frame under `json`).
+fn frame_of(v: &Value) -> Option<(&str, &Value)> {
+    let f = if v.get("type").is_some() && v.get("data").is_some() {
+        v
+    } else {
+        v.get("json")?
+    };
+    Some((f.get("type")?.as_str()?, f.get("data")?))
+}
+
+#[derive(Default)]
+struct PromptRun {
+    order: Vec<String>,
+    progress: std::collections::HashMap<String, (u64, u64)>,
+    failure: Option<Evidence>,
+    finished: bool,
+}
+
+fn as_count(v: Option<&Value>) -> Option<u64> {
+    let f = v?.as_f64()?;
+    (f.is_finite() && f >= 0.0).then(|| f.round() as u64)
+}
+
+/// A stream of WebSocket messages: builds the node timeline of the last failed (or unfinished)
+/// prompt.
+fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
+    let mut runs: Vec<(String, PromptRun)> = Vec::new();
+    let mut class_types: std::collections::HashMap<String, String> = Default::default();
+    let mut pending_graph: Option<&Value> = None;
+    let mut graphs: std::collections::HashMap<String, &Value> = Default::default();
+    let mut current: Option<String> = None;
+    fn run_for<'a>(runs: &'a mut Vec<(String, PromptRun)>, id: &str) -> &'a mut PromptRun {
+        if let Some(i) = runs.iter().position(|(p, _)| p == id) {
+            return &mut runs[i].1;
+        }
+        runs.push((id.to_string(), PromptRun::default()));
+        &mut runs.last_mut().expect("just pushed").1
+    }
+    for v in values {
+        if let Some(body) = v.get("body") {
+            if let Some(graph) = body.get("prompt").filter(|g| g.is_object()) {
+                pending_graph = Some(graph);
+            }
+            if let (Some(id), Some(graph)) = (str_field(body, "prompt_id"), pending_graph) {
+                graphs.insert(id, graph);
+            }
+        }
+        let Some((kind, data)) = frame_of(v) else { continue };
+        let prompt_id = str_field(data, "prompt_id").or_else(|| current.clone());
+        match kind {
+            "execution_start" => {
+                if let Some(id) = &prompt_id {
+                    current = Some(id.clone());
+                    run_for(&mut runs, id);
+                }
+            }
+            "executing" => {
+                let (Some(id), Some(node)) = (prompt_id, str_field(data, "node")) else {
+                    continue;
+                };
+                let run = run_for(&mut runs, &id);
+                if !run.order.contains(&node) {
+                    run.order.push(node.clone());
+                }
+                run.progress.entry(node).or_insert((0, 1));
+            }
+            "progress" => {
+                let (Some(id), Some(node)) = (prompt_id, str_field(data, "node")) else {
+                    continue;
+                };
+                let (Some(value), Some(max)) = (as_count(data.get("value")), as_count(data.get("max")))
+                else {
+                    continue;
+                };
+                let run = run_for(&mut runs, &id);
+                if !run.order.contains(&node) {
+                    run.order.push(node.clone());
+                }
+                run.progress.insert(node, (value, max));
+            }
+            "progress_state" => {
+                let Some(id) = prompt_id else { continue };
+                let Some(Value::Object(nodes)) = data.get("nodes") else { continue };
+                let run = run_for(&mut runs, &id);
+                for (node, state) in nodes {
+                    let (Some(value), Some(max)) =
+                        (as_count(state.get("value")), as_count(state.get("max")))
+                    else {
+                        continue;
+                    };
+                    if !run.order.contains(node) {
+                        run.order.push(node.clone());
+                    }
+                    run.progress.insert(node.clone(), (value, max));
+                }
+            }
+            "execution_error" | "execution_interrupted" => {
+                if let Some(id) = prompt_id {
+                    let run = run_for(&mut runs, &id);
+                    run.failure = from_event(kind, data);
+                    run.finished = true;
+                }
+            }
+            "execution_success" => {
+                if let Some(id) = prompt_id {
+                    run_for(&mut runs, &id).finished = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    for (id, graph) in &graphs {
+        if let Value::Object(nodes) = graph {
+            for (node, def) in nodes {
+                if let Some(ct) = def.get("class_type").and_then(Value::as_str) {
+                    class_types.insert(format!("{id}/{node}"), ct.to_string());
+                }
+            }
+        }
+    }
+    let chosen = runs
+        .iter()
+        .rev()
+        .find(|(_, r)| r.failure.is_some())
+        .or_else(|| runs.iter().rev().find(|(_, r)| !r.finished && !r.order.is_empty()));
+    let Some((prompt_id, run)) = chosen else {
+        return Err(ParseError::NoFailureInJson(if runs.is_empty() {
+            "the lines hold no ComfyUI WebSocket messages".into()
+        } else {
+            "every prompt in the WebSocket messages finished successfully".into()
+        }));
+    };
+    let mut evidence = match &run.failure {
+        Some(e) => e.clone(),
+        None => Evidence {
+            outcome: Some(RunOutcomeHint::ServerLost),
+            ..Evidence::default()
+        },
+    };
+    evidence.progress = run
+        .order
+        .iter()
+        .map(|node| {
+            let (value, max) = run.progress.get(node).copied().unwrap_or((0, 1));
+            let class_type = class_types
+                .get(&format!("{prompt_id}/{node}"))
+                .cloned()
+                .or_else(|| {
+                    (evidence.node_id.as_deref() == Some(node.as_str()))
+                        .then(|| evidence.node_type.clone())
+                        .flatten()
+                });
+            NodeProgress {
+                node_id: node.clone(),
+                class_type,
+                value,
+                max,
+            }
+        })
+        .collect();
+    Ok(ParsedInput {
+        evidence,
+        signals: ConsoleSignals::default(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Console logs and pasted text
+
+macro_rules! regex {
+    ($name:ident, $re:expr) => {
+        fn $name() -> &'static Regex {
+            static RE: OnceLock<Regex> = OnceLock::new();
+            RE.get_or_init(|| Regex::new($re).expect("static regex"))
+        }
+    };
+}
+
+regex!(quote_re, r"^\s*(?:>\s?)+");
+regex!(
+    timestamp_re,
+    r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?"
+);
+regex!(short_time_re, r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*");
+regex!(
+    logger_re,
+    r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+"
+);
+regex!(level_tag_re, r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*");
+regex!(split_frame_re, r#"(?i)\s+(?:file\s+"[^"]+",\s*line\s+\d+)"#);
+regex!(
+    frame_re,
+    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
+);
+regex!(exc_proc_re, r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$");
+regex!(
+    err_occ_re,
+    r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$"
+);
+regex!(md_header_re, r"(?i)^#+\s*(?:comfyui error report|error details)");
+regex!(
+    md_field_re,
+    r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$"
+);
+regex!(traceback_re, r"(?i)^traceback \(most recent call last\):?");
+regex!(thread_re, r"(?i)^exception in thread\b");
+regex!(
+    final_re,
+    r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$"
+);
+regex!(
+    bar_re,
+    r"(?P<desc>[^|\r]*?)\s*(?P<pct>\d{1,3})%\s*\|(?P<bar>[^|\r]*)\|\s*(?P<v>\d+)/(?P<m>\d+)"
+);
+regex!(
+    load_line_re,
+    r"(?i)^(?:requested to load\b|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)\b|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
+);
+regex!(load_done_re, r"(?i)^(?:loaded completely|model loaded)");
+regex!(lora_error_re, r"(?i)^error lora\b");
+regex!(got_prompt_re, r"(?i)^got prompt\b");
+regex!(prompt_done_re, r"(?i)^prompt executed in\b");
+regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
+regex!(
+    death_re,
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|\bsigkill\b|signal 9\b|reconnecting\.\.\.|0xc0000005|-1073741819)"
+);
+
+/// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
+fn clean_line(raw: &str) -> String {
+    let mut s = raw.trim_end().to_string();
+    for _ in 0..3 {
+        let before = s.clone();
+        s = quote_re().replace(&s, "").into_owned();
+        s = timestamp_re().replace(&s, "").into_owned();
+        s = short_time_re().replace(&s, "").into_owned();
+        s = logger_re().replace(&s, "").into_owned();
+        s = level_tag_re().replace(&s, "").into_owned();
+        if s == before {
+            break;
+        }
+    }
+    let t = s.trim_start();
+    let t = t
+        .strip_prefix('\'')
+        .filter(|rest| rest.matches('\'').count() % 2 == 0)
+        .unwrap_or(t);
+    if t.starts_with("File \"") || t.starts_with("file \"") {
+        // keep frames left-aligned; code lines keep their indentation
+        t.to_string()
+    } else if s.starts_with("    ") || s.starts_with('\t') {
+        s
+    } else {
+        t.to_string()
+    }
+}
+
+/// Splits flattened one-line pastes before each `File "..."` and after the message.
+fn split_flattened(line: &str) -> Vec<String> {
+    let lower = line.to_lowercase();
+    if lower.matches("file \"").count() < 2 {
+        return vec![line.to_string()];
+    }
+    let mut parts = Vec::new();
+    let mut last = 0;
+    for m in split_frame_re().find_iter(line) {
+        if m.start() > last {
+            parts.push(line[last..m.start()].trim().to_string());
+        }
+        last = m.start();
+    }
+    parts.push(line[last..].trim().to_string());
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+fn normalise(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.lines() {
+        let trimmed = raw.trim();
+        if trimmed.starts_with("```") {
+            continue;
+        }
+        for part in split_flattened(&clean_line(raw)) {
+            out.push(part);
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    SamplingBar(u64, u64),
+    LoadingBar(String),
+    Load(String),
+    LoadDone,
+    LoraError,
+}
+
+fn bar_event(line: &str) -> Option<Event> {
+    let caps = bar_re().captures_iter(line).last()?;
+    let v: u64 = caps["v"].parse().ok()?;
+    let m: u64 = caps["m"].parse().ok()?;
+    let desc = caps["desc"].trim().trim_end_matches(':').trim().to_lowercase();
+    if !desc.chars().any(char::is_alphabetic) || ["sampl", "denois", "step"].iter().any(|w| desc.contains(w)) {
+        return Some(Event::SamplingBar(v, m));
+    }
+    if ["load", "shard", "fetch", "download", "checkpoint"]
+        .iter()
+        .any(|w| desc.contains(w))
+    {
+        let shown = format!("{} {v}/{m}", caps["desc"].trim());
+        return Some(Event::LoadingBar(shown));
+    }
+    None
+}
+
+fn line_event(line: &str) -> Option<Event> {
+    if let Some(e) = bar_event(line) {
+        return Some(e);
+    }
+    let t = line.trim();
+    if lora_error_re().is_match(t) {
+        return Some(Event::LoraError);
+    }
+    if load_done_re().is_match(t) {
+        return Some(Event::LoadDone);
+    }
+    if load_line_re().is_match(t) {
+        return Some(Event::Load(t.chars().take(160).collect()));
+    }
+    None
+}
+
+/// Words that mark an error message line even without any surrounding structure.
+const MESSAGE_WORDS: &[&str] = &[
+    "out of memory",
+    "allocation on device",
+    "defaultcpuallocator",
+    "could not allocate tensor",
+    "for an array with shape",
+    "unable to mmap",
+    "cannot allocate memory",
+    "can't allocate memory",
+    "not enough gpu video memory",
+    "cublas_status_",
+    "cudnn_status_",
+    "illegal memory access",
+    "internal assert failed",
+    "unable to find an engine",
+    "cuda error:",
+    "hip error:",
+];
+
+fn is_message_line(line: &str) -> bool {
+    let l = line.to_lowercase();
+    MESSAGE_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")
+}
+
+fn is_frame(line: &str) -> bool {
+    frame_re().is_match(line)
+}
+
+fn is_boundary(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || is_frame(t)
+        || traceback_re().is_match(t)
+        || exc_proc_re().is_match(t)
+        || err_occ_re().is_match(t)
+        || md_header_re().is_match(t)
+        || t.starts_with("- **")
+        || t.starts_with("## ")
+        || got_prompt_re().is_match(t)
+        || prompt_done_re().is_match(t)
+        || t.to_lowercase().starts_with("got an oom")
+        || t.to_lowercase().starts_with("this error means you ran out of memory")
+        || t.to_lowercase().starts_with("tips:")
+}
+
+/// Lines after `start` that continue a message (up to a blank line or a structural line).
+fn continuation(lines: &[String], start: usize) -> Vec<String> {
+    lines[start..]
+        .iter()
+        .take_while(|l| !is_boundary(l))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// The failure found in one segment of the log.
+#[derive(Debug, Default)]
+struct SegmentFailure {
+    start: Option<usize>,
+    node_id: Option<String>,
+    node_type: Option<String>,
+    exception_type: Option<String>,
+    message: Option<String>,
+    traceback: Vec<String>,
+    death: Option<String>,
+    prompt_done: bool,
+    got_prompt: bool,
+    events: Vec<(usize, Event)>,
+}
+
+impl SegmentFailure {
+    fn has_failure(&self) -> bool {
+        self.message.is_some() || !self.traceback.is_empty() || self.death.is_some()
+    }
+}
+
+fn join_message(first: &str, rest: Vec<String>) -> String {
+    let mut parts = vec![first.trim().to_string()];
+    parts.extend(rest);
+    parts.retain(|p| !p.is_empty());
+    parts.join("\n")
+}
+
+fn scan_segment(lines: &[String]) -> SegmentFailure {
+    let mut f = SegmentFailure::default();
+    let mut md_message: Option<String> = None;
+    let mut final_line: Option<(String, Option<String>)> = None;
+    let mut exc_proc: Option<String> = None;
+    let mut err_occ: Option<String> = None;
+    let mut bare: Option<String> = None;
+    let mark = |f: &mut SegmentFailure, i: usize| {
+        if f.start.is_none() {
+            f.start = Some(i);
+        }
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].as_str();
+        let t = line.trim();
+        if f.start.is_none() {
+            if let Some(e) = line_event(t) {
+                f.events.push((i, e));
+            }
+        }
+        if got_prompt_re().is_match(t) {
+            f.got_prompt = true;
+        }
+        if prompt_done_re().is_match(t) {
+            f.prompt_done = true;
+        }
+        if f.death.is_none() && (killed_re().is_match(t) || death_re().is_match(t)) {
+            f.death = Some(t.chars().take(160).collect());
+            mark(&mut f, i);
+        }
+        if let Some(c) = md_field_re().captures(t) {
+            let v = c["v"].trim().to_string();
+            match c["k"].to_lowercase().as_str() {
+                "node id" => f.node_id = Some(v).filter(|s| !s.is_empty()),
+                "node type" => f.node_type = Some(v).filter(|s| !s.is_empty()),
+                "exception type" => f.exception_type = Some(v).filter(|s| !s.is_empty()),
+                _ => {
+                    let rest: Vec<String> = lines[i + 1..]
+                        .iter()
+                        .take_while(|l| {
+                            let l = l.trim();
+                            !(l.starts_with('#') || l.starts_with("- **"))
+                        })
+                        .map(|l| l.trim().to_string())
+                        .collect();
+                    md_message = Some(join_message(&v, rest));
+                }
+            }
+            mark(&mut f, i);
+        } else if md_header_re().is_match(t) {
+            mark(&mut f, i);
+        } else if let Some(c) = exc_proc_re().captures(t) {
+            exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
+            mark(&mut f, i);
+        } else if let Some(c) = err_occ_re().captures(t) {
+            f.node_type = Some(c["node"].trim().to_string());
+            let msg = c["msg"].trim().to_string();
+            err_occ = if msg.is_empty() {
+                let start = lines[i + 1..]
+                    .iter()
+                    .position(|l| !l.trim().is_empty())
+                    .map(|p| i + 1 + p);
+                start.map(|s| join_message(&lines[s], continuation(lines, s + 1)))
+            } else {
+                Some(join_message(&msg, continuation(lines, i + 1)))
+            };
+            mark(&mut f, i);
+        } else if traceback_re().is_match(t) || thread_re().is_match(t) {
+            mark(&mut f, i);
+        } else if is_frame(t) {
+            f.traceback.push(t.to_string());
+            if let Some(next) = lines.get(i + 1) {
+                let n = next.trim();
+                if !n.is_empty() && !is_boundary(next) && final_re().captures(n).is_none() {
+                    f.traceback.push(format!("    {n}"));
+                    i += 1;
+                }
+            }
+            mark(&mut f, i);
+        } else if let Some(c) = final_re().captures(t) {
+            let ty = c["type"].to_string();
+            let msg = c.name("msg").map(|m| m.as_str().to_string());
+            let rest = continuation(lines, i + 1);
+            let msg = msg.map(|m| join_message(&m, rest));
+            final_line = Some((ty, msg));
+            mark(&mut f, i);
+        } else if is_message_line(t) && bare.is_none() {
+            bare = Some(join_message(t, continuation(lines, i + 1)));
+            mark(&mut f, i);
+        }
+        i += 1;
+    }
+    if let Some((ty, msg)) = &final_line {
+        if f.exception_type.is_none() {
+            f.exception_type = Some(ty.clone());
+        }
+        if msg.is_none() && ty.ends_with("MemoryError") {
+            final_line = Some((ty.clone(), Some(ty.clone())));
+        }
+    }
+    let final_msg = final_line.and_then(|(_, m)| m);
+    f.message = md_message
+        .or(final_msg)
+        .or(exc_proc)
+        .or(err_occ)
+        .or(bare)
+        .filter(|m| !m.trim().is_empty());
+    f
+}
+
+fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<ConsoleTail>) {
+    let sampling_bar = events.iter().rev().find_map(|(_, e)| match e {
+        Event::SamplingBar(v, m) => Some((*v, *m)),
+        _ => None,
+    });
+    let lora_errors = events.iter().filter(|(_, e)| *e == Event::LoraError).count();
+    let tail = match events.iter().rev().find(|(_, e)| *e != Event::LoraError) {
+        Some((_, Event::Load(line))) | Some((_, Event::LoadingBar(line))) => {
+            Some(ConsoleTail::ModelLoading(line.clone()))
+        }
+        _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
+        _ => None,
+    };
+    // A sampling bar only counts when nothing but loading finished after it.
+    let bar_after_load = match events.iter().rev().find(|(_, e)| {
+        matches!(e, Event::SamplingBar(..) | Event::Load(_) | Event::LoadingBar(_))
+    }) {
+        Some((_, Event::SamplingBar(..))) => sampling_bar,
+        _ => sampling_bar.filter(|(v, m)| v >= m),
+    };
+    (bar_after_load, tail)
+}
+
+fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
+    let lines = normalise(text);
+    // Split into prompt segments at `got prompt`; each holds at most one failure.
+    let mut bounds = vec![0];
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 && got_prompt_re().is_match(l.trim()) {
+            bounds.push(i);
+        }
+    }
+    bounds.push(lines.len());
+    let segments: Vec<(usize, SegmentFailure)> = bounds
+        .windows(2)
+        .map(|w| (w[0], scan_segment(&lines[w[0]..w[1]])))
+        .collect();
+    let chosen = segments
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, s))| s.has_failure())
+        .max_by_key(|(i, (_, s))| {
+            (
+                !s.traceback.is_empty() || s.death.is_some(),
+                s.message.is_some() || s.death.is_some(),
+                *i,
+            )
+        })
+        .map(|(_, s)| s);
+    let Some((_, seg)) = chosen else {
+        // No failure: a log that stops mid-run means the server went away.
+        if let Some((_, last)) = segments.last() {
+            if last.got_prompt && !last.prompt_done && !last.events.is_empty() {
+                let (sampling_bar, tail) = signals_from(&last.events);
+                let mut evidence = Evidence {
+                    outcome: Some(RunOutcomeHint::ServerLost),
+                    ..Evidence::default()
+                };
+                if let Some((v, m)) = sampling_bar {
+                    evidence.progress.push(NodeProgress {
+                        node_id: String::new(),
+                        class_type: None,
+                        value: v,
+                        max: m,
+                    });
+                }
+                return Ok(ParsedInput {
+                    evidence,
+                    signals: ConsoleSignals {
+                        sampling_bar,
+                        tail,
+                        death: None,
+                        log_stopped: true,
+                    },
+                });
+            }
+            if segments.iter().any(|(_, s)| s.prompt_done) {
+                return Err(ParseError::NoFailureInLog(
+                    "it ends with `Prompt executed in …`".into(),
+                ));
+            }
+        }
+        return Err(ParseError::Unrecognised);
+    };
+    let (sampling_bar, tail) = signals_from(&seg.events);
+    let mut evidence = Evidence {
+        node_id: seg.node_id.clone(),
+        node_type: seg.node_type.clone(),
+        exception_type: seg.exception_type.clone(),
+        exception_message: seg.message.clone(),
+        traceback: seg.traceback.clone(),
+        progress: Vec::new(),
+        outcome: None,
+    };
+    if seg.message.is_none() && seg.death.is_some() {
+        evidence.outcome = Some(RunOutcomeHint::ServerLost);
+    }
+    if let Some((v, m)) = sampling_bar {
+        evidence.progress.push(NodeProgress {
+            node_id: String::new(),
+            class_type: None,
+            value: v,
+            max: m,
+        });
+    }
+    Ok(ParsedInput {
+        evidence,
+        signals: ConsoleSignals {
+            sampling_bar,
+            tail,
+            death: if seg.message.is_none() {
+                seg.death.clone()
+            } else {
+                None
+            },
+            log_stopped: false,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_block_with_progress_and_final_line() {
+        let log = "got prompt\nRequested to load BaseModel\nloaded completely 9000 2000 True\n 40%|████      | 8/20 [00:05<00:07,  1.6it/s]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler\n    y()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.signals.sampling_bar, Some((8, 20)));
+        assert_eq!(p.signals.tail, None);
+        assert_eq!(p.evidence.exception_type.as_deref(), Some("torch.OutOfMemoryError"));
+        assert_eq!(p.evidence.traceback.len(), 4);
+        assert!(p.evidence.exception_message.unwrap().starts_with("CUDA out of memory"));
+    }
+
+    #[test]
+    fn killed_after_shard_loading() {
+        let log = "Loading text encoder model (vlm) from: /x\nLoading checkpoint shards:  75%|█████▎  | 3/4 [01:34<00:31, 31.54s/it]Killed";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
+        assert!(p.signals.death.is_some());
+        assert!(matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(_))));
+    }
+
+    #[test]
+    fn prefixes_are_removed() {
+        assert_eq!(
+            clean_line("2024-09-11 11:23:11,827 - root - ERROR - !!! Exception during processing !!! x"),
+            "!!! Exception during processing !!! x"
+        );
+        assert_eq!(clean_line("> [ERROR] Traceback (most recent call last):"), "Traceback (most recent call last):");
+        assert_eq!(clean_line("2025-03-16T16:29:14.056438 - got prompt"), "got prompt");
+    }
+
+    #[test]
+    fn flattened_paste_is_split() {
+        let parts = split_flattened("error occurred when executing x: boom file \"a.py\", line 1, in f g() file \"b.py\", line 2, in h k()");
+        assert_eq!(parts.len(), 3);
+        assert!(parts[1].starts_with("file \"a.py\""));
+    }
+
+    #[test]
+    fn finished_log_is_not_a_failure() {
+        let err = parse_input("got prompt\n100%|██| 20/20 [00:01<00:00]\nPrompt executed in 3.1 seconds").unwrap_err();
+        assert!(matches!(err, ParseError::NoFailureInLog(_)));
+    }
+
+    #[test]
+    fn rejection_body() {
+        let p = parse_input(r#"{"error":{"type":"prompt_outputs_failed_validation","message":"Prompt outputs failed validation","details":"","extra_info":{}},"node_errors":{"4":{"errors":[{"type":"value_not_in_list","message":"Value not in list","details":"ckpt_name: 'x' not in []","extra_info":{}}],"dependent_outputs":["9"],"class_type":"CheckpointLoaderSimple"}}}"#).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::Rejected));
+        assert_eq!(p.evidence.node_type.as_deref(), Some("CheckpointLoaderSimple"));
+    }
+}

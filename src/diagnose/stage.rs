@@ -1,0 +1,724 @@
+//! Stage of the run: read from the traceback (deepest recognisable frame), the console lines
+//! before the failure, the progress seen, and — as a clue, not the answer — the failing node.
+
+use super::parse::ConsoleTail;
+use super::{ConsoleSignals, Evidence, Kind, NodeProgress, RunOutcomeHint, Stage};
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// The failing node as far as the evidence names it, with its last progress.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Failing {
+    pub node_id: Option<String>,
+    pub node_type: Option<String>,
+    pub progress: Option<NodeProgress>,
+    /// True when the node was taken from the timeline (the node running when the server was
+    /// lost or the run timed out), not from an execution_error.
+    pub from_timeline: bool,
+}
+
+/// The stage, every stage left open, and the evidence in words.
+pub(crate) struct StageVerdict {
+    pub stage: Stage,
+    pub candidates: Vec<Stage>,
+    pub evidence: String,
+}
+
+/// Finds the failing node and its progress.
+pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
+    let mut failing = Failing {
+        node_id: evidence.node_id.clone(),
+        node_type: evidence.node_type.clone(),
+        ..Failing::default()
+    };
+    if let Some(id) = failing.node_id.as_deref() {
+        failing.progress = evidence
+            .progress
+            .iter()
+            .rev()
+            .find(|p| p.node_id == id || p.node_id.is_empty())
+            .cloned();
+    } else if let Some(console) = evidence.progress.iter().rev().find(|p| p.node_id.is_empty()) {
+        failing.progress = Some(console.clone());
+    } else if failing.node_type.is_none() {
+        if let Some(last) = evidence.progress.last() {
+            failing.node_id = Some(last.node_id.clone());
+            failing.node_type = last.class_type.clone();
+            failing.progress = Some(last.clone());
+            failing.from_timeline = true;
+        }
+    }
+    if failing.node_type.is_none() {
+        if let Some(p) = &failing.progress {
+            failing.node_type = p.class_type.clone();
+        }
+    }
+    failing
+}
+
+/// What a traceback frame shows the process was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameCat {
+    Load,
+    Preview,
+    Decode,
+    Condition,
+    Postprocess,
+    InputMedia,
+    Step,
+    SamplerEntry,
+    /// Inside a VAE, direction (encode/decode) not visible.
+    Vae,
+    /// Inside a model forward (diffusion model, attention), weak evidence of a step.
+    WeakStep,
+}
+
+impl FrameCat {
+    fn strong(self) -> bool {
+        !matches!(self, FrameCat::Vae | FrameCat::WeakStep)
+    }
+}
+
+struct Frame {
+    path: String,
+    func: String,
+    code: String,
+}
+
+fn frame_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#)
+            .expect("static regex")
+    })
+}
+
+fn parse_frames(traceback: &[String]) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = Vec::new();
+    for line in traceback.iter().flat_map(|l| l.lines()) {
+        if let Some(c) = frame_re().captures(line) {
+            frames.push(Frame {
+                path: c["path"].replace('\\', "/").to_lowercase(),
+                func: c["func"].to_lowercase(),
+                code: c
+                    .name("code")
+                    .map(|m| m.as_str().to_lowercase())
+                    .unwrap_or_default(),
+            });
+        } else if let Some(last) = frames.last_mut() {
+            let t = line.trim();
+            if last.code.is_empty() && !t.is_empty() && !t.chars().all(|c| "^~ ".contains(c)) {
+                last.code = t.to_lowercase();
+            }
+        }
+    }
+    frames
+}
+
+const LOAD_FUNCS: &[&str] = &[
+    "load_models_gpu",
+    "load_model_gpu",
+    "model_load",
+    "partially_load",
+    "patch_model",
+    "patch_weight_to_device",
+    "model_use_more_vram",
+    "prepare_sampling",
+    "load_torch_file",
+    "load_state_dict",
+    "_load_from_state_dict",
+    "from_pretrained",
+    "safe_open",
+    "load_file",
+    "lowvram_load",
+];
+
+const STEP_FUNCS: &[&str] = &[
+    "sampling_function",
+    "calc_cond_batch",
+    "_calc_cond_batch",
+    "calc_cond_uncond_batch",
+    "cfg_function",
+    "predict_noise",
+    "outer_predict_noise",
+    "apply_model",
+    "_apply_model",
+];
+
+const ENTRY_FUNCS: &[&str] = &[
+    "sample",
+    "common_ksampler",
+    "inner_sample",
+    "outer_sample",
+    "sample_custom",
+    "unsampler",
+];
+
+const POSTPROCESS_PATHS: &[&str] = &[
+    "upscale_model",
+    "spandrel",
+    "vfi",
+    "rife",
+    "/film",
+    "gfpgan",
+    "codeformer",
+    "facerestore",
+    "face_restore",
+    "realesrgan",
+    "esrgan",
+    "interpolat",
+    "videohelpersuite",
+];
+
+const STEP_PATHS: &[&str] = &["k_diffusion/", "model_base.py"];
+
+const WEAK_STEP_PATHS: &[&str] = &[
+    "/ldm/",
+    "openaimodel",
+    "attention",
+    "diffusion",
+    "unet",
+    "/flux/",
+    "transformer",
+    "/dit",
+    "/wan/",
+    "hunyuan",
+    "mmdit",
+    "controlnet",
+];
+
+const WEAK_STEP_FUNCS: &[&str] = &["forward", "forward_orig", "_forward", "__call__", "attention"];
+
+const CONDITION_PATHS: &[&str] = &[
+    "sd1_clip",
+    "text_encoders/",
+    "clip_model",
+    "clip_vision",
+    "/t5",
+    "llama",
+];
+
+const MEDIA_WORDS: &[&str] = &["image", "video", "audio", "mask", "frame"];
+
+fn is_generic(path: &str) -> bool {
+    path.ends_with("/execution.py")
+        || path.ends_with("execution.py")
+        || path.ends_with("/server.py")
+        || path.ends_with("/main.py")
+        || path.ends_with("_contextlib.py")
+        || path.contains("<__array_function__")
+        || path.contains("/asyncio/")
+        || path.contains("/threading.py")
+}
+
+fn classify_frame(f: &Frame) -> Option<FrameCat> {
+    let path = f.path.as_str();
+    let func = f.func.as_str();
+    if is_generic(path) {
+        return None;
+    }
+    let torch_internal = path.contains("/torch/") && path.contains("site-packages")
+        || path.contains("/torch/nn/")
+        || path.contains("/torch/_");
+    if torch_internal {
+        if path.ends_with("torch/nn/modules/module.py")
+            && matches!(
+                func,
+                "to" | "_apply" | "cuda" | "load_state_dict" | "_load_from_state_dict" | "to_empty"
+            )
+        {
+            return Some(FrameCat::Load);
+        }
+        return None;
+    }
+    if path.contains("latent_preview") || path.contains("taesd") || func.contains("preview") {
+        return Some(FrameCat::Preview);
+    }
+    if path.contains("safetensors/") || LOAD_FUNCS.contains(&func) {
+        return Some(FrameCat::Load);
+    }
+    if path.ends_with("model_patcher.py") && (func == "load" || func.starts_with("load_")) {
+        return Some(FrameCat::Load);
+    }
+    if func.starts_with("load") {
+        return Some(if MEDIA_WORDS.iter().any(|w| func.contains(w)) {
+            FrameCat::InputMedia
+        } else {
+            FrameCat::Load
+        });
+    }
+    if f.code.contains("model.to(") || f.code.contains("model.cuda(") {
+        return Some(FrameCat::Load);
+    }
+    if POSTPROCESS_PATHS.iter().any(|p| path.contains(p))
+        || matches!(
+            func,
+            "common_upscale" | "upscale" | "upscale_with_model" | "combine_video"
+        )
+    {
+        return Some(FrameCat::Postprocess);
+    }
+    if func.contains("decode") {
+        return Some(FrameCat::Decode);
+    }
+    if func.contains("encode") || CONDITION_PATHS.iter().any(|p| path.contains(p)) {
+        return Some(FrameCat::Condition);
+    }
+    if path.ends_with("samplers.py") || path.ends_with("/sample.py") {
+        if STEP_FUNCS.contains(&func) || func == "__call__" {
+            return Some(FrameCat::Step);
+        }
+        return Some(FrameCat::SamplerEntry);
+    }
+    if STEP_FUNCS.contains(&func) || STEP_PATHS.iter().any(|p| path.contains(p)) {
+        return Some(FrameCat::Step);
+    }
+    if ENTRY_FUNCS.contains(&func) {
+        return Some(FrameCat::SamplerEntry);
+    }
+    if path.contains("vae") || path.contains("autoencoder") || path.contains("diffusionmodules/model.py")
+    {
+        return Some(FrameCat::Vae);
+    }
+    if WEAK_STEP_PATHS.iter().any(|p| path.contains(p)) || WEAK_STEP_FUNCS.contains(&func) {
+        return Some(FrameCat::WeakStep);
+    }
+    None
+}
+
+/// The traceback's verdict: the deepest strong frame, refined by weaker frames below it.
+fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
+    let classified: Vec<(usize, FrameCat)> = frames
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| classify_frame(f).map(|c| (i, c)))
+        .collect();
+    let describe = |i: usize| {
+        let f = &frames[i];
+        let file = f.path.rsplit('/').next().unwrap_or(&f.path);
+        format!("{} ({file})", f.func)
+    };
+    let deepest_strong = classified.iter().rev().find(|(_, c)| c.strong()).copied();
+    let deepest_weak_step = classified
+        .iter()
+        .rev()
+        .find(|(_, c)| *c == FrameCat::WeakStep)
+        .copied();
+    match deepest_strong {
+        Some((i, FrameCat::SamplerEntry)) => match deepest_weak_step {
+            Some((j, _)) if j > i => Some((FrameCat::Step, describe(j))),
+            _ => Some((FrameCat::SamplerEntry, describe(i))),
+        },
+        Some((i, cat)) => Some((cat, describe(i))),
+        None => deepest_weak_step.map(|(j, _)| (FrameCat::Step, describe(j))),
+    }
+}
+
+/// What the failing node's class says it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeCat {
+    Loader,
+    InputMedia,
+    Condition,
+    Sampler,
+    Decode,
+    Postprocess,
+    Other,
+}
+
+const MODEL_WORDS: &[&str] = &[
+    "checkpoint",
+    "ckpt",
+    "model",
+    "lora",
+    "unet",
+    "clip",
+    "vae",
+    "controlnet",
+    "gguf",
+    "diffusion",
+    "encoder",
+    "t5",
+    "llm",
+    "ipadapter",
+    "dit",
+    "weights",
+    "style",
+];
+
+const POSTPROCESS_WORDS: &[&str] = &[
+    "upscale",
+    "vfi",
+    "rife",
+    "film",
+    "interpolat",
+    "facerestore",
+    "face_restore",
+    "restore",
+    "gfpgan",
+    "codeformer",
+    "reactor",
+    "videocombine",
+    "video_combine",
+    "savevideo",
+    "createvideo",
+    "saveanimated",
+    "imagescale",
+    "image_scale",
+    "imageresize",
+    "image_resize",
+    "resizeimage",
+    "sharpen",
+    "colormatch",
+    "supir",
+    "esrgan",
+    "saveimage",
+    "previewimage",
+];
+
+fn node_category(class_type: &str) -> NodeCat {
+    let n = class_type.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
+    if n.contains("load") {
+        if has(MODEL_WORDS) {
+            return NodeCat::Loader;
+        }
+        if has(MEDIA_WORDS) || n.contains("path") {
+            return NodeCat::InputMedia;
+        }
+        return NodeCat::Loader;
+    }
+    if has(POSTPROCESS_WORDS) && !n.contains("latent") {
+        return NodeCat::Postprocess;
+    }
+    if n.contains("decode") {
+        return NodeCat::Decode;
+    }
+    if n.contains("encode") || n.contains("conditioning") || n.contains("clipvision") {
+        return NodeCat::Condition;
+    }
+    if n.contains("sampler") || n.contains("sample") {
+        return NodeCat::Sampler;
+    }
+    NodeCat::Other
+}
+
+/// Sampling progress as seen before the failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prog {
+    /// No step progress seen (the node had started, nothing more).
+    NotStarted,
+    /// The sampling loop had started (a 0/N bar) and no step finished.
+    Started0(u64),
+    /// k of N steps finished.
+    Middle(u64, u64),
+    /// All N steps finished.
+    Done(u64),
+}
+
+fn prog_from(value: u64, max: u64, console: bool) -> Prog {
+    if value == 0 {
+        if console || max > 1 {
+            Prog::Started0(max)
+        } else {
+            Prog::NotStarted
+        }
+    } else if value < max {
+        Prog::Middle(value, max)
+    } else {
+        Prog::Done(max)
+    }
+}
+
+fn describe_node(f: &Failing) -> Option<String> {
+    match (f.node_id.as_deref(), f.node_type.as_deref()) {
+        (Some(id), Some(t)) if !id.is_empty() => Some(format!("node {id} ({t})")),
+        (_, Some(t)) => Some(t.to_string()),
+        (Some(id), None) if !id.is_empty() => Some(format!("node {id}")),
+        _ => None,
+    }
+}
+
+/// Decides the stage. Traceback first (unless the error is asynchronous), then the console
+/// lines before the failure, then progress, then the node class.
+pub(crate) fn resolve(
+    evidence: &Evidence,
+    signals: &ConsoleSignals,
+    kind: Kind,
+    asynchronous: bool,
+    failing: &Failing,
+) -> StageVerdict {
+    let node = describe_node(failing);
+    let in_node = node
+        .as_deref()
+        .map(|n| format!(" in {n}"))
+        .unwrap_or_default();
+    let progress_text = failing
+        .progress
+        .as_ref()
+        .filter(|p| p.max > 0)
+        .map(|p| format!(" at progress {}/{}", p.value, p.max))
+        .unwrap_or_default();
+    if matches!(kind, Kind::Other | Kind::Rejected) {
+        let why = match (kind, evidence.outcome) {
+            (Kind::Rejected, _) => "The prompt never ran, so no stage applies.".to_string(),
+            (_, Some(RunOutcomeHint::Interrupted)) => format!(
+                "The run was interrupted{in_node}{progress_text}; an interrupt is not a failure, so no failure stage applies."
+            ),
+            _ => format!(
+                "Not a memory failure, so no memory stage applies (it happened{}{}).",
+                if in_node.is_empty() { " at an unnamed place".to_string() } else { in_node.clone() },
+                progress_text
+            ),
+        };
+        return single(Stage::Unknown, why);
+    }
+
+    let mut notes: Vec<String> = Vec::new();
+    if failing.from_timeline {
+        if let Some(n) = &node {
+            notes.push(format!("The last node running was {n}."));
+        }
+    }
+    if asynchronous {
+        notes.push("The error says it may be reported asynchronously, so the traceback location is unreliable and is not used.".into());
+    }
+    let frames = parse_frames(&evidence.traceback);
+    let tb = if asynchronous {
+        None
+    } else {
+        classify_traceback(&frames)
+    };
+    let node_cat = failing
+        .node_type
+        .as_deref()
+        .map(node_category)
+        .unwrap_or(NodeCat::Other);
+    let latent_node = failing
+        .node_type
+        .as_deref()
+        .is_some_and(|t| t.to_lowercase().contains("latent"));
+
+    // Progress: a console bar first (it proves the sampling loop had started), else the timeline.
+    let prog = match signals.sampling_bar {
+        Some((v, m)) => Some((prog_from(v, m, true), true)),
+        None => failing
+            .progress
+            .as_ref()
+            .filter(|p| p.max > 0)
+            .map(|p| (prog_from(p.value, p.max, false), false)),
+    };
+
+    let finish = |stage: Stage, candidates: Vec<Stage>, mut notes: Vec<String>, why: String| {
+        notes.push(why);
+        StageVerdict {
+            stage,
+            candidates,
+            evidence: notes.join(" "),
+        }
+    };
+
+    // 1. The traceback.
+    if let Some((cat, frame)) = &tb {
+        let verdict = match cat {
+            FrameCat::Load => Some((Stage::Load, format!("The traceback goes through {frame}: weights were being loaded, patched or moved to a device{in_node}."))),
+            FrameCat::Preview => Some((Stage::SampleMiddle, format!("The traceback ends in the live preview ({frame}){in_node}: a preview is drawn only after a step has finished, and it is not the final VAE decode."))),
+            FrameCat::Decode => Some((Stage::Decode, format!("The traceback goes through the VAE decode ({frame}){in_node}."))),
+            FrameCat::Condition => Some((Stage::Condition, format!("The traceback goes through an encoder ({frame}){in_node}."))),
+            FrameCat::Postprocess if !latent_node => Some((Stage::Postprocess, format!("The traceback goes through post-processing of finished images ({frame}){in_node}."))),
+            FrameCat::InputMedia => Some((Stage::Unknown, format!("The traceback ends while reading an input file ({frame}){in_node}; loading an input image or video is not a model load, and no stage fits."))),
+            _ => None,
+        };
+        if let Some((stage, why)) = verdict {
+            return finish(stage, vec![stage], notes, why);
+        }
+        if *cat == FrameCat::Step {
+            let base = format!("The traceback ends inside a denoising step ({frame}){in_node}");
+            return match prog {
+                Some((Prog::Middle(k, n), _)) => finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], notes, format!("{base}, and progress shows {k}/{n} steps done.")),
+                Some((Prog::Started0(n), _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{base}, and progress shows 0/{n}: no step had finished.")),
+                Some((Prog::NotStarted, _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{base}, and no step progress had been reported for the node: no step had finished.")),
+                _ => finish(Stage::SampleFirst, vec![Stage::SampleFirst, Stage::SampleMiddle], notes, format!("{base}; no progress is shown, so the first step cannot be told apart from a later one.")),
+            };
+        }
+    }
+
+    // 2. What the console showed right before the failure.
+    match &signals.tail {
+        Some(ConsoleTail::ModelLoading(line)) => {
+            return finish(
+                Stage::Load,
+                if asynchronous { vec![Stage::Load, Stage::SampleFirst] } else { vec![Stage::Load] },
+                notes,
+                format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows."),
+            );
+        }
+        Some(ConsoleTail::LoraPatchErrors(count)) => {
+            return finish(
+                Stage::Load,
+                vec![Stage::Load],
+                notes,
+                format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded."),
+            );
+        }
+        None => {}
+    }
+
+    // 3. Progress of the sampler.
+    let sampler_like = node_cat == NodeCat::Sampler
+        || matches!(&tb, Some((FrameCat::SamplerEntry, _)))
+        || (node_cat == NodeCat::Other && failing.node_type.is_none());
+    if let Some((p, console)) = prog {
+        let source = if console { "the console progress bar shows" } else { "the last progress reported shows" };
+        if sampler_like {
+            match p {
+                Prog::Middle(k, n) => {
+                    return finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], notes, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."));
+                }
+                Prog::Started0(n) => {
+                    return finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)));
+                }
+                Prog::Done(n) => {
+                    if node_cat == NodeCat::Sampler {
+                        return finish(Stage::Decode, vec![Stage::Decode], notes, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)));
+                    }
+                    if failing.node_type.is_none() {
+                        return finish(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], notes, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)));
+                    }
+                }
+                Prog::NotStarted => {}
+            }
+        }
+    }
+
+    // 4. The node class, a clue.
+    let from_node = |stage: Stage, what: &str| {
+        let n = node.clone().unwrap_or_default();
+        (stage, format!("The failing node is {n}, {what}."))
+    };
+    let verdict = match node_cat {
+        NodeCat::Loader => Some(from_node(Stage::Load, "a model loader")),
+        NodeCat::Condition => Some(from_node(Stage::Condition, "an encoder (text, vision or VAE encode of inputs)")),
+        NodeCat::Decode => Some(from_node(Stage::Decode, "a VAE decode")),
+        NodeCat::Postprocess => Some(from_node(Stage::Postprocess, "which works on finished images or video (upscale, interpolation, restoration, resize or video combine)")),
+        NodeCat::InputMedia => Some(from_node(Stage::Unknown, "which reads an input image or video file; that is not a model load, and none of the stages fits")),
+        _ => None,
+    };
+    if let Some((stage, mut why)) = verdict {
+        if let Some((FrameCat::SamplerEntry | FrameCat::Vae, frame)) = &tb {
+            why.push_str(&format!(" The traceback stops at {frame}."));
+        }
+        return finish(stage, vec![stage], notes, why);
+    }
+    if node_cat == NodeCat::Sampler || matches!(&tb, Some((FrameCat::SamplerEntry, _))) {
+        let stop = match &tb {
+            Some((FrameCat::SamplerEntry, frame)) => format!("the traceback stops at the sampler's entry ({frame})"),
+            _ => "no traceback tail is shown".to_string(),
+        };
+        let no_step = matches!(prog, Some((Prog::NotStarted, _)));
+        let candidates = if no_step || asynchronous {
+            vec![Stage::Load, Stage::SampleFirst]
+        } else {
+            vec![Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
+        };
+        let who = node.clone().unwrap_or_else(|| "a sampler".into());
+        return finish(
+            Stage::SampleFirst,
+            candidates,
+            notes,
+            format!("The failure is in {who}, but {stop} and no step progress is visible, so loading weights inside the sampler cannot be told apart from a denoising step; the first step is the earliest step that fits."),
+        );
+    }
+    if let Some((FrameCat::Vae, frame)) = &tb {
+        let _ = frame;
+        notes.push("The traceback is inside a VAE but does not show whether it was encoding or decoding.".into());
+    }
+    let why = match &node {
+        Some(n) => format!("The failing node is {n}; neither its class, a traceback tail nor progress places it in a stage."),
+        None if evidence.traceback.is_empty() => {
+            "Only the message is available: no node, no traceback tail and no progress.".to_string()
+        }
+        None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
+    };
+    finish(Stage::Unknown, vec![Stage::Unknown], notes, why)
+}
+
+fn single(stage: Stage, why: String) -> StageVerdict {
+    StageVerdict {
+        stage,
+        candidates: vec![stage],
+        evidence: why,
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(lines: &[&str]) -> Vec<Frame> {
+        parse_frames(&lines.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn load_inside_sampler_is_load() {
+        let f = frames(&[
+            r#"  File "/c/nodes.py", line 1, in sample"#,
+            r#"  File "/c/comfy/model_management.py", line 444, in model_load"#,
+            r#"  File "/c/comfy/model_patcher.py", line 555, in patch_weight_to_device"#,
+            r#"  File "/c/comfy/model_management.py", line 999, in cast_to_device"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
+    }
+
+    #[test]
+    fn preview_inside_sampler_is_preview() {
+        let f = frames(&[
+            r#"  File "/c/comfy/k_diffusion/sampling.py", line 1, in sample_euler"#,
+            r#"  File "/c/latent_preview.py", line 2, in callback"#,
+            r#"  File "/c/comfy/taesd/taesd.py", line 3, in decode"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Preview);
+    }
+
+    #[test]
+    fn vae_attention_stays_decode() {
+        let f = frames(&[
+            r#"  File "/c/nodes.py", line 1, in decode"#,
+            r#"  File "/c/comfy/ldm/models/autoencoder.py", line 211, in decode"#,
+            r#"  File "/c/comfy/ldm/modules/diffusionmodules/model.py", line 255, in normal_attention"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Decode);
+    }
+
+    #[test]
+    fn model_forward_below_sampler_entry_is_a_step() {
+        let f = frames(&[
+            r#"  File "/c/nodes.py", line 1467, in sample"#,
+            r#"  File "/v/site-packages/torch/nn/modules/module.py", line 1747, in _call_impl"#,
+            r#"  File "/c/comfy/ldm/flux/model.py", line 184, in forward"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Step);
+    }
+
+    #[test]
+    fn node_classes() {
+        assert_eq!(node_category("VHS_LoadVideoPath"), NodeCat::InputMedia);
+        assert_eq!(node_category("NunchakuQwenImageDiTLoader"), NodeCat::Loader);
+        assert_eq!(node_category("UpscaleModelLoader"), NodeCat::Loader);
+        assert_eq!(node_category("RIFE VFI"), NodeCat::Postprocess);
+        assert_eq!(node_category("vhs_videocombine"), NodeCat::Postprocess);
+        assert_eq!(node_category("VAEDecodeTiled"), NodeCat::Decode);
+        assert_eq!(node_category("CLIPTextEncode"), NodeCat::Condition);
+        assert_eq!(node_category("BNK_Unsampler"), NodeCat::Sampler);
+        assert_eq!(node_category("SamplerCustomAdvanced"), NodeCat::Sampler);
+        assert_eq!(node_category("LatentUpscaleBy"), NodeCat::Other);
+    }
+}
