@@ -52,12 +52,11 @@ pub fn hash_files(
     let done: Mutex<Vec<(usize, Result<FileHash, HashError>)>> = Mutex::new(Vec::new());
     thread::scope(|scope| {
         for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let Some((i, _)) = work.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                let result = hash_file_with(&paths[*i], opts);
-                done.lock().expect("no worker panics").push((*i, result));
+            scope.spawn(|| {
+                while let Some((i, _)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = hash_file_with(&paths[*i], opts);
+                    done.lock().expect("no worker panics").push((*i, result));
+                }
             });
         }
     });
