@@ -174,6 +174,9 @@ pub struct WorkflowJob {
     pub target_sha256: String,
     /// The ladder: step 0 = minimal variant, last step = the target.
     pub steps: Vec<StepInfo>,
+    /// Control variants (`--controls`): minimal + one increment alone, one per step ≥ 1.
+    #[serde(default)]
+    pub controls: Vec<ControlVariant>,
     /// Reductions that could not be done safely (ladder's `not_separable`, as JSON).
     #[serde(default)]
     pub not_separable: Vec<Value>,
@@ -204,6 +207,19 @@ pub struct StepInfo {
     /// `{"node","class_type","action","input","from","to"}`).
     #[serde(default)]
     pub changes: Vec<Value>,
+}
+
+/// A control variant: the minimal variant plus the increment of `step` alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlVariant {
+    /// The step whose increment is added alone.
+    pub step: usize,
+    /// That increment.
+    pub increment: String,
+    /// The variant file, relative to the session folder (`workflows/<name>/control-NN-<increment>.json`).
+    pub file: String,
+    /// Canonical sha256 of the variant.
+    pub sha256: String,
 }
 
 /// What the driver is doing for one workflow.
@@ -280,9 +296,9 @@ pub struct RunEntry {
     /// Summary numbers of the run (when done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<RunSummary>,
-    /// The diagnosis of a failed run: the `diagnose --json` object.
+    /// The diagnosis of a failed run (the `diagnose --json` object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<Value>,
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
 }
 
 impl RunEntry {
@@ -555,8 +571,8 @@ pub struct RunFile {
     #[serde(default)]
     pub node_hashes: serde_json::Map<String, Value>,
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
-    /// execution_error or rejection, warnings); its shape is documented with `submit --json`.
-    pub record: Value,
+    /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
+    pub record: crate::run::RunRecord,
 }
 
 /// Paths of one session folder.
@@ -760,6 +776,7 @@ mod tests {
                 source: "wf.json".into(),
                 target_sha256: "ab".into(),
                 steps: vec![],
+                controls: vec![],
                 not_separable: vec![],
                 kept: vec![],
                 phase: Phase::Search,
