@@ -289,7 +289,14 @@ mod tests {
     };
 
     fn job(n: usize) -> WorkflowJob {
-        let names = ["minimal", "resolution", "frames", "lora", "cache", "postprocess"];
+        let names = [
+            "minimal",
+            "resolution",
+            "frames",
+            "lora",
+            "cache",
+            "postprocess",
+        ];
         WorkflowJob {
             name: "wf".into(),
             source: "wf.json".into(),
@@ -471,12 +478,21 @@ mod tests {
         match v {
             Verdict::Flaky { counts } => {
                 assert_eq!(counts.len(), 2);
-                assert_eq!((counts[0].step, counts[0].passed, counts[0].failed), (1, 3, 0));
-                assert_eq!((counts[1].step, counts[1].passed, counts[1].failed), (2, 1, 2));
+                assert_eq!(
+                    (counts[0].step, counts[0].passed, counts[0].failed),
+                    (1, 3, 0)
+                );
+                assert_eq!(
+                    (counts[1].step, counts[1].passed, counts[1].failed),
+                    (2, 1, 2)
+                );
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(made.iter().filter(|(_, r)| *r == RunRole::Repeat).count(), 4);
+        assert_eq!(
+            made.iter().filter(|(_, r)| *r == RunRole::Repeat).count(),
+            4
+        );
         // Consistent repeats keep the first-failure verdict.
         let (v, _) = simulate(3, &opts, |s, _, _| s < 2);
         assert!(matches!(v, Verdict::FirstFailure { step: 2, .. }), "{v:?}");

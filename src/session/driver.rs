@@ -8,8 +8,8 @@ use super::decide::{decide, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, write_json_atomic, InFlight, JournalError, Outcome,
-    Phase, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths,
-    SessionState, StopReason, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    Phase, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState,
+    StopReason, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
     SESSION_SCHEMA_VERSION,
 };
 use crate::hashing::{ComponentHash, HashCache};
@@ -230,11 +230,16 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             until: text.clone(),
         };
         self.save()?;
-        self.hooks
-            .note(&format!("waiting until {text} before the first run (--start-at)"));
+        self.hooks.note(&format!(
+            "waiting until {text} before the first run (--start-at)"
+        ));
         loop {
             if self.stop.load(Ordering::SeqCst) {
-                self.stop_session(None, StopReason::Interrupted, "interrupted while waiting for --start-at".into())?;
+                self.stop_session(
+                    None,
+                    StopReason::Interrupted,
+                    "interrupted while waiting for --start-at".into(),
+                )?;
                 return Ok(false);
             }
             let now = self.clock.now();
@@ -247,7 +252,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// Marks the session stopped (and the current workflow incomplete).
-    fn stop_session(&mut self, workflow: Option<usize>, reason: StopReason, detail: String) -> DriveResult {
+    fn stop_session(
+        &mut self,
+        workflow: Option<usize>,
+        reason: StopReason,
+        detail: String,
+    ) -> DriveResult {
         if let Some(w) = workflow {
             let job = &mut self.session.workflows[w];
             job.verdict = Some(Verdict::Incomplete {
@@ -263,7 +273,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Checks what stops the session between runs; true when it may go on.
     fn may_continue(&mut self, w: usize) -> Result<bool, JournalError> {
         if self.stop.load(Ordering::SeqCst) {
-            self.stop_session(Some(w), StopReason::Interrupted, "interrupted (Ctrl-C); `comfy-bisect resume` continues".into())?;
+            self.stop_session(
+                Some(w),
+                StopReason::Interrupted,
+                "interrupted (Ctrl-C); `comfy-bisect resume` continues".into(),
+            )?;
             return Ok(false);
         }
         if let Some(deadline) = self.deadline() {
@@ -355,14 +369,21 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             if self.backend.alive() {
                 return true;
             }
-            if self.stop.load(Ordering::SeqCst) || (self.clock.now() - start).unsigned_abs() >= limit {
+            if self.stop.load(Ordering::SeqCst)
+                || (self.clock.now() - start).unsigned_abs() >= limit
+            {
                 return false;
             }
             self.clock.sleep(Duration::from_secs(1));
         }
     }
 
-    fn variant(&self, w: usize, step: usize, role: RunRole) -> Result<(Workflow, String), JournalError> {
+    fn variant(
+        &self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+    ) -> Result<(Workflow, String), JournalError> {
         let job = &self.session.workflows[w];
         let (file, increment) = if role == RunRole::Control {
             let c = job
@@ -379,10 +400,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             (s.file.clone(), s.increment.clone())
         };
         let path = self.paths.dir.join(&file);
-        let workflow = crate::workflow::load_api_file(&path).map_err(|e| JournalError::Invalid {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let workflow =
+            crate::workflow::load_api_file(&path).map_err(|e| JournalError::Invalid {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
         Ok((workflow, increment))
     }
 
@@ -427,7 +449,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let label = format!(
             "{} · step {step} {increment}{}",
             self.session.workflows[w].name,
-            if role == RunRole::Control { " (control)" } else { "" }
+            if role == RunRole::Control {
+                " (control)"
+            } else {
+                ""
+            }
         );
         let spec = RunSpec {
             run_id: &run_id,
@@ -440,7 +466,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         match self.backend.run(&spec) {
             Attempt::NotSubmitted(reason) => {
                 self.hooks.note(&format!("not submitted: {reason}"));
-                self.session.workflows[w].runs.retain(|r| r.run_id != run_id);
+                self.session.workflows[w]
+                    .runs
+                    .retain(|r| r.run_id != run_id);
                 self.session.in_flight = None;
                 let _ = std::fs::remove_dir_all(&run_dir);
                 self.save()?;
@@ -579,9 +607,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             return Ok(true);
         };
         let w = flight.workflow;
-        let Some(i) = self.session.workflows.get(w).and_then(|job| {
-            job.runs.iter().position(|r| r.run_id == flight.run_id)
-        }) else {
+        let Some(i) = self
+            .session
+            .workflows
+            .get(w)
+            .and_then(|job| job.runs.iter().position(|r| r.run_id == flight.run_id))
+        else {
             self.session.in_flight = None;
             self.save()?;
             return Ok(true);
@@ -622,7 +653,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     return Ok(true);
                 }
                 Recovery::Unreachable(reason) => {
-                    self.hooks.note(&format!("cannot ask the server about the run in flight: {reason}"));
+                    self.hooks.note(&format!(
+                        "cannot ask the server about the run in flight: {reason}"
+                    ));
                     if !self.ensure_server(w)? {
                         return Ok(false);
                     }
@@ -665,3 +698,7 @@ pub fn describe_run(entry: &RunEntry) -> String {
         stage
     )
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

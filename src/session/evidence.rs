@@ -63,8 +63,16 @@ pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagno
         .map(|t| NodeProgress {
             node_id: t.node_id.clone(),
             class_type: t.class_type.clone().or_else(|| class_of(&t.node_id)),
-            value: t.progress.as_ref().map(|p| p.value.max(0.0) as u64).unwrap_or(0),
-            max: t.progress.as_ref().map(|p| p.max.max(0.0) as u64).unwrap_or(0),
+            value: t
+                .progress
+                .as_ref()
+                .map(|p| p.value.max(0.0) as u64)
+                .unwrap_or(0),
+            max: t
+                .progress
+                .as_ref()
+                .map(|p| p.max.max(0.0) as u64)
+                .unwrap_or(0),
         })
         .collect();
     let mut evidence = Evidence {
@@ -188,7 +196,13 @@ pub fn record_from_history(
 }
 
 /// A server-lost record for a run whose server vanished with it.
-pub fn server_lost_record(run_id: &str, workflow: &Workflow, server: &str, cold: bool, reason: &str) -> RunRecord {
+pub fn server_lost_record(
+    run_id: &str,
+    workflow: &Workflow,
+    server: &str,
+    cold: bool,
+    reason: &str,
+) -> RunRecord {
     bare_record(
         run_id,
         workflow,

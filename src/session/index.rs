@@ -66,7 +66,8 @@ pub fn append(runs_dir: &Path, entry: &IndexEntry) -> Result<(), JournalError> {
         .append(true)
         .open(&path)
         .map_err(io("cannot open"))?;
-    file.write_all(line.as_bytes()).map_err(io("cannot append to"))?;
+    file.write_all(line.as_bytes())
+        .map_err(io("cannot append to"))?;
     file.sync_data().map_err(io("cannot fsync"))?;
     Ok(())
 }

@@ -606,6 +606,11 @@ impl SessionPaths {
 
 /// The run folder name: `NN-<increment>-<run-id>` (NN = step, two digits).
 pub fn run_dir_name(step: usize, increment: &str, run_id: &str) -> String {
+    format!("{}-{run_id}", step_stem(step, increment))
+}
+
+/// `NN-<increment>` with the increment made safe for a file name.
+pub fn step_stem(step: usize, increment: &str) -> String {
     let safe: String = increment
         .chars()
         .map(|c| {
@@ -616,7 +621,7 @@ pub fn run_dir_name(step: usize, increment: &str, run_id: &str) -> String {
             }
         })
         .collect();
-    format!("{step:02}-{safe}-{run_id}")
+    format!("{step:02}-{safe}")
 }
 
 /// Why a journal file could not be read or written.
@@ -663,7 +668,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
         let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-        file.write_all(bytes).map_err(io_err("cannot write", &tmp))?;
+        file.write_all(bytes)
+            .map_err(io_err("cannot write", &tmp))?;
         file.sync_all().map_err(io_err("cannot fsync", &tmp))?;
     }
     fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod evidence;
 pub mod index;
 pub mod journal;
+pub mod setup;
 
 pub use decide::{decide, Decision};
 pub use driver::{Attempt, Backend, Clock, Driver, Hooks, NoHooks, Recovery, RunSpec, SystemClock};
