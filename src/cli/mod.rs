@@ -4,11 +4,11 @@
 //! returns the process exit code; this module only dispatches.
 
 pub mod common;
+pub mod diagnose;
 pub mod hash;
+pub mod hash_files;
 pub mod submit;
 pub mod validate;
-pub mod hash_files;
-pub mod diagnose;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -58,10 +58,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Submit(args) => submit::run(args, &server),
-    };
         Command::Diagnose(args) => diagnose::run(args),
     };
-    #[allow(unreachable_code)]
     ExitCode::from(code)
 }
 
