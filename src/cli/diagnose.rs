@@ -2,7 +2,7 @@
 
 use crate::diagnose;
 use crate::error::exit;
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 /// Diagnose a failure from a ComfyUI console log, a traceback, an execution_error JSON or a
@@ -33,17 +33,19 @@ pub fn run(args: Args) -> u8 {
             return exit::USAGE;
         }
     };
-    if args.json {
+    let output = if args.json {
         match serde_json::to_string_pretty(&diagnosis) {
-            Ok(json) => println!("{json}"),
+            Ok(json) => json + "\n",
             Err(e) => {
                 eprintln!("error: could not serialize the diagnosis: {e}");
                 return exit::FAILED;
             }
         }
     } else {
-        print!("{}", diagnose::render_text(&diagnosis));
-    }
+        diagnose::render_text(&diagnosis)
+    };
+    // A closed pipe (e.g. `| head`) is not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(output.as_bytes());
     exit::OK
 }
 

@@ -87,11 +87,17 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
             if input.asynchronous {
                 next_check.push("Rerun with CUDA_LAUNCH_BLOCKING=1 (slower) so the error is raised where it happens.".into());
             }
-            return Advice { next_check, candidates };
+            return Advice {
+                next_check,
+                candidates,
+            };
         }
         Kind::Rejected => {
             next_check.push("Fix what the server's validation reported (node_errors: missing models, values outside their range or list, broken links), then submit again.".into());
-            return Advice { next_check, candidates };
+            return Advice {
+                next_check,
+                candidates,
+            };
         }
         Kind::Timeout => {
             next_check.push("Check whether the server was still making progress or was stuck: if it was only slow, raise --timeout; a run that slows to a crawl is often swapping (system RAM full).".into());
@@ -105,8 +111,10 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
         }
         Kind::HostRam => {
             next_check.push("Check system RAM and swap/pagefile during the run (free -h, Task Manager): what else holds RAM, and whether the server's RAM grows from run to run.".into());
-            candidates.push("system RAM and swap are too small for what this step holds in RAM".into());
-            candidates.push("memory kept from earlier runs (cached outputs, models held in RAM)".into());
+            candidates
+                .push("system RAM and swap are too small for what this step holds in RAM".into());
+            candidates
+                .push("memory kept from earlier runs (cached outputs, models held in RAM)".into());
             if let Some(req) = input.numbers.requested_mib.filter(|r| *r > 1024.0 * 1024.0) {
                 next_check.push(format!("The single request is {} (over 1 TiB, more than a machine's RAM): check the tensor shape that produced it (dimensions, frame count, batch).", mib(req)));
             }
@@ -120,11 +128,21 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
     next_check.push(stage_check(input.stage).to_string());
     for &other in input.stage_candidates {
         if other != input.stage && other != Stage::Unknown {
-            next_check.push(format!("If it was {}: {}", other.as_str(), stage_check(other)));
+            next_check.push(format!(
+                "If it was {}: {}",
+                other.as_str(),
+                stage_check(other)
+            ));
         }
     }
     let mut stages = vec![input.stage];
-    stages.extend(input.stage_candidates.iter().copied().filter(|s| *s != input.stage));
+    stages.extend(
+        input
+            .stage_candidates
+            .iter()
+            .copied()
+            .filter(|s| *s != input.stage),
+    );
     for s in stages {
         for c in stage_candidates(s) {
             if !candidates.iter().any(|x| x == c) {
@@ -137,15 +155,24 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
         next_check.push("Rerun with CUDA_LAUNCH_BLOCKING=1 (slower) so the error is raised where it happens; until then the failing location is not reliable.".into());
     }
     if !input.kind.is_gpu_oom() {
-        return Advice { next_check, candidates };
+        return Advice {
+            next_check,
+            candidates,
+        };
     }
     let n = input.numbers;
     if !input.numbers_consistent {
         next_check.push("Some printed numbers contradict each other (see the inconsistencies); they are kept as printed and not used to reason.".into());
-        return Advice { next_check, candidates };
+        return Advice {
+            next_check,
+            candidates,
+        };
     }
     if let Some(other) = n.other_processes_mib.filter(|o| *o > 0.0) {
-        next_check.push(format!("Other processes hold {} on this device: check them with nvidia-smi / rocm-smi.", mib(other)));
+        next_check.push(format!(
+            "Other processes hold {} on this device: check them with nvidia-smi / rocm-smi.",
+            mib(other)
+        ));
     }
     let capacity = n.total_mib.or(n.device_limit_mib).or(n.mps_max_allowed_mib);
     if let (Some(req), Some(cap)) = (n.requested_mib, capacity) {
@@ -155,22 +182,35 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
     }
     if input.fragmentation {
         if let Some(gap) = n.reserved_gap_mib() {
-            candidates.push(format!("fragmentation: not proven ({} reserved by PyTorch but unallocated)", mib(gap)));
+            candidates.push(format!(
+                "fragmentation: not proven ({} reserved by PyTorch but unallocated)",
+                mib(gap)
+            ));
             next_check.push("A large reserved-but-unallocated gap is visible: setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm) is a test of the fragmentation idea, not a fix.".into());
         }
     }
     if let (Some(total), Some(free), Some(alloc)) = (n.total_mib, n.free_mib, n.allocated_mib) {
-        let unaccounted = total - free - alloc - n.reserved_unallocated_mib.unwrap_or(0.0);
+        let reserved = n
+            .reserved_total_mib
+            .unwrap_or(0.0)
+            .max(alloc + n.reserved_unallocated_mib.unwrap_or(0.0));
+        let unaccounted = total - free - reserved;
         if unaccounted > total * 0.1 {
             candidates.push(format!("{} of the device is in use but not by this process's PyTorch allocator (other processes, the CUDA context, other libraries)", mib(unaccounted)));
         }
     }
-    if let (Some(limit), Some(alloc), Some(req), Some(free)) =
-        (n.device_limit_mib, n.allocated_mib, n.requested_mib, n.free_mib)
-    {
+    if let (Some(limit), Some(alloc), Some(req), Some(free)) = (
+        n.device_limit_mib,
+        n.allocated_mib,
+        n.requested_mib,
+        n.free_mib,
+    ) {
         if alloc + req < limit && free <= 0.0 {
             candidates.push(format!("the device reports nothing free although allocated + request ({}) is below the device limit ({}): memory is held outside this allocator", mib(alloc + req), mib(limit)));
         }
     }
-    Advice { next_check, candidates }
+    Advice {
+        next_check,
+        candidates,
+    }
 }

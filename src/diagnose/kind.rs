@@ -41,16 +41,28 @@ const LOOKALIKES: &[(&str, &str)] = &[
 
 /// Ordered wording rules: the first phrase found decides the kind.
 const WORDING: &[(&str, Kind, &str)] = &[
-    ("mps backend out of memory", Kind::MpsOom, "MPS backend out of memory"),
+    (
+        "mps backend out of memory",
+        Kind::MpsOom,
+        "MPS backend out of memory",
+    ),
     ("xpu out of memory", Kind::XpuOom, "XPU out of memory"),
-    ("xpu error: out of memory", Kind::XpuOom, "XPU error: out of memory"),
+    (
+        "xpu error: out of memory",
+        Kind::XpuOom,
+        "XPU error: out of memory",
+    ),
     (
         "out_of_device_memory",
         Kind::XpuOom,
         "UR/PI out-of-device-memory status (Intel runtime)",
     ),
     ("hip out of memory", Kind::HipOom, "HIP out of memory"),
-    ("hip error: out of memory", Kind::HipOom, "HIP error: out of memory"),
+    (
+        "hip error: out of memory",
+        Kind::HipOom,
+        "HIP error: out of memory",
+    ),
     ("hiperroroutofmemory", Kind::HipOom, "hipErrorOutOfMemory"),
     (
         "not enough gpu video memory",
@@ -58,7 +70,11 @@ const WORDING: &[(&str, Kind, &str)] = &[
         "not enough GPU video memory (torch-directml)",
     ),
     ("cuda out of memory", Kind::CudaOom, "CUDA out of memory"),
-    ("cuda error: out of memory", Kind::CudaOom, "CUDA error: out of memory"),
+    (
+        "cuda error: out of memory",
+        Kind::CudaOom,
+        "CUDA error: out of memory",
+    ),
     (
         "cudaerrormemoryallocation",
         Kind::CudaOom,
@@ -94,7 +110,11 @@ const WORDING: &[(&str, Kind, &str)] = &[
         Kind::HostRam,
         "numpy _ArrayMemoryError (system RAM)",
     ),
-    ("unable to mmap", Kind::HostRam, "unable to mmap (system RAM / address space)"),
+    (
+        "unable to mmap",
+        Kind::HostRam,
+        "unable to mmap (system RAM / address space)",
+    ),
     (
         "cannot allocate memory",
         Kind::HostRam,
@@ -105,17 +125,23 @@ const WORDING: &[(&str, Kind, &str)] = &[
         Kind::HostRam,
         "can't allocate memory (system RAM)",
     ),
-    ("std::bad_alloc", Kind::HostRam, "std::bad_alloc (system RAM)"),
+    (
+        "std::bad_alloc",
+        Kind::HostRam,
+        "std::bad_alloc (system RAM)",
+    ),
 ];
 
 fn memory_error_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\bmemoryerror\b").expect("static regex"))
+    RE.get_or_init(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"))
 }
 
 fn torch_oom_type_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\b(torch\.)?(cuda\.)?outofmemoryerror\b").expect("static regex"))
+    RE.get_or_init(|| {
+        Regex::new(r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)").expect("static regex")
+    })
 }
 
 /// Decides the kind from the error wording, or from the outcome when there is no error text.
@@ -202,8 +228,8 @@ fn classify_without_text(
         asynchronous,
     };
     if let Some(line) = signals.death.as_deref() {
-        let memory = line.to_lowercase().contains("oom")
-            || line.to_lowercase().contains("out of memory");
+        let memory =
+            line.to_lowercase().contains("oom") || line.to_lowercase().contains("out of memory");
         let tail = if memory {
             "The kernel's out-of-memory killer is named."
         } else {
@@ -232,5 +258,75 @@ fn classify_without_text(
             "No error message and no sign of a dead server: nothing identifies a memory failure."
                 .into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind_of(exception_type: Option<&str>, message: &str) -> (Kind, bool) {
+        let evidence = Evidence {
+            exception_type: exception_type.map(str::to_string),
+            exception_message: Some(message.to_string()),
+            ..Evidence::default()
+        };
+        let text = format!("{}: {message}", exception_type.unwrap_or(""));
+        let v = classify(&evidence, &ConsoleSignals::default(), &text);
+        (v.kind, v.asynchronous)
+    }
+
+    #[test]
+    fn wording_decides_not_vendor() {
+        let cases: &[(Option<&str>, &str, Kind)] = &[
+            (Some("torch.OutOfMemoryError"), "CUDA out of memory. Tried to allocate 2.00 GiB.", Kind::CudaOom),
+            (None, "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA`", Kind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "Allocation on device ", Kind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "HIP out of memory. Tried to allocate 26.00 MiB.", Kind::HipOom),
+            (Some("RuntimeError"), "MPS backend out of memory (MPS allocated: 1 GB, other allocations: 1 MB, max allowed: 2 GB).", Kind::MpsOom),
+            (Some("RuntimeError"), "XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.56 GiB total capacity)", Kind::XpuOom),
+            (None, "Could not allocate tensor with 58982400 bytes. There is not enough GPU video memory available!", Kind::DirectmlOom),
+            (Some("RuntimeError"), "[enforce fail at alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough memory: you tried to allocate 5242880 bytes.", Kind::HostRam),
+            (Some("numpy.core._exceptions._ArrayMemoryError"), "Unable to allocate 10.0 GiB for an array with shape (2433, 720, 512, 3) and data type float32", Kind::HostRam),
+            (Some("MemoryError"), "", Kind::HostRam),
+            (Some("RuntimeError"), "unable to mmap 4294967296 bytes from file <x>: Cannot allocate memory (12)", Kind::HostRam),
+            (Some("RuntimeError"), "CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasSgemm(...)`", Kind::Other),
+            (Some("RuntimeError"), "HIP error: an illegal memory access was encountered", Kind::Other),
+            (Some("RuntimeError"), "cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", Kind::Other),
+            (Some("RuntimeError"), "GET was unable to find an engine to execute this computation", Kind::Other),
+            (Some("RuntimeError"), "!handle.expired() INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":1234, please report a bug to PyTorch. out of memory", Kind::Other),
+            (Some("RuntimeError"), "expected scalar type Half but found Float", Kind::Other),
+        ];
+        for (ty, msg, want) in cases {
+            assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");
+        }
+    }
+
+    #[test]
+    fn asynchronous_boilerplate_is_flagged_but_not_a_kind() {
+        let async_msg = "CUDA error: operation not supported\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.";
+        assert_eq!(
+            kind_of(Some("RuntimeError"), async_msg),
+            (Kind::Other, true)
+        );
+        let async_oom = async_msg.replace("operation not supported", "out of memory");
+        assert_eq!(kind_of(None, &async_oom), (Kind::CudaOom, true));
+    }
+
+    #[test]
+    fn outcomes_without_text() {
+        let signals = ConsoleSignals::default();
+        for (outcome, want) in [
+            (RunOutcomeHint::ServerLost, Kind::ProcessKilled),
+            (RunOutcomeHint::Timeout, Kind::Timeout),
+            (RunOutcomeHint::Rejected, Kind::Rejected),
+            (RunOutcomeHint::Interrupted, Kind::Other),
+        ] {
+            let e = Evidence {
+                outcome: Some(outcome),
+                ..Evidence::default()
+            };
+            assert_eq!(classify(&e, &signals, "").kind, want);
+        }
     }
 }

@@ -310,3 +310,101 @@ fn error_text(evidence: &Evidence) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: &str, class: &str, value: u64, max: u64) -> NodeProgress {
+        NodeProgress {
+            node_id: id.into(),
+            class_type: Some(class.into()),
+            value,
+            max,
+        }
+    }
+
+    #[test]
+    fn server_lost_mid_sampling_uses_the_running_node() {
+        let evidence = Evidence {
+            progress: vec![
+                node("4", "CheckpointLoaderSimple", 1, 1),
+                node("6", "CLIPTextEncode", 1, 1),
+                node("3", "KSampler", 5, 20),
+            ],
+            outcome: Some(RunOutcomeHint::ServerLost),
+            ..Evidence::default()
+        };
+        let d = diagnose(&evidence);
+        assert_eq!(d.kind, Kind::ProcessKilled);
+        assert_eq!(d.stage, Stage::SampleMiddle);
+        assert_eq!(d.node_id.as_deref(), Some("3"));
+        assert_eq!(d.node_type.as_deref(), Some("KSampler"));
+        assert!(d.stage_evidence.contains("5/20"), "{}", d.stage_evidence);
+    }
+
+    #[test]
+    fn sampler_at_full_progress_fails_in_its_built_in_decode() {
+        let evidence = Evidence {
+            node_id: Some("12".into()),
+            node_type: Some("WanVideoSampler".into()),
+            exception_type: Some("torch.OutOfMemoryError".into()),
+            exception_message: Some("CUDA out of memory. Tried to allocate 3.00 GiB.".into()),
+            progress: vec![node("12", "WanVideoSampler", 30, 30)],
+            ..Evidence::default()
+        };
+        assert_eq!(diagnose(&evidence).stage, Stage::Decode);
+    }
+
+    #[test]
+    fn contract_field_names_are_stable() {
+        let d = diagnose(&Evidence {
+            exception_message: Some("CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 10.00 MiB is free. Of the allocated memory 4.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by PyTorch but unallocated.".into()),
+            ..Evidence::default()
+        });
+        let v = serde_json::to_value(&d).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            &keys[..10],
+            [
+                "kind",
+                "stage",
+                "stage_evidence",
+                "node_type",
+                "node_id",
+                "numbers",
+                "numbers_consistent",
+                "next_check",
+                "candidates",
+                "root_cause"
+            ]
+        );
+        let numbers: Vec<&str> = v["numbers"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            &numbers[..8],
+            [
+                "requested_mib",
+                "gpu_index",
+                "total_mib",
+                "free_mib",
+                "process_in_use_mib",
+                "allocated_mib",
+                "reserved_unallocated_mib",
+                "device_limit_mib"
+            ]
+        );
+        assert_eq!(v["root_cause"], "unknown");
+        assert_eq!(v["fragmentation"], "not proven");
+        assert!(d
+            .candidates
+            .iter()
+            .any(|c| c.starts_with("fragmentation: not proven")));
+        let back: Diagnosis = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+    }
+}

@@ -46,7 +46,8 @@ pub struct Numbers {
 }
 
 /// A value followed by its unit; group `n` is the number, `u` the unit.
-const VAL: &str = r"(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<u>tib|gib|mib|kib|tb|gb|mb|kb|bytes|byte|b)\b";
+const VAL: &str =
+    r"(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<u>tib|gib|mib|kib|tb|gb|mb|kb|bytes|byte|b)(?-u:\b)";
 
 /// Values at or above this many GiB are the cudaMallocAsync "no limit" sentinel (2^34 GiB).
 const SENTINEL_GIB: f64 = 1.0e9;
@@ -93,28 +94,38 @@ fn patterns() -> &'static Patterns {
             r"unable to allocate\s+{V}\s+for an array",
             r"unable to mmap\s+{V}",
         ]),
-        total: build(&[r"total\s+capac(?:i)?ty\s+of\s+{V}", r"{V}\s+total\s+capacity"]),
+        total: build(&[
+            r"total\s+capac(?:i)?ty\s+of\s+{V}",
+            r"{V}\s+total\s+capacity",
+        ]),
         free: build(&[
             r"of\s+which\s+{V}\s+is\s+free",
             r"free\s*\(according to cuda\)\s*:\s*{V}",
-            r"{V}\s+free\b",
+            r"{V}\s+free(?-u:\b)",
         ]),
         process_in_use: build(&[r"this\s+process\s+has\s+{V}\s+memory\s+in\s+use"]),
-        other_process: build(&[r"\bprocess\s+\d+\s+has\s+{V}\s+memory\s+in\s+use"])
-            .remove(0),
+        other_process: build(&[r"(?-u:\b)process\s+\d+\s+has\s+{V}\s+memory\s+in\s+use"]).remove(0),
         allocated: build(&[
             r"{V}\s+is\s+allocated\s+by\s+pytorch",
             r"{V}\s+already\s+allocated",
             r"currently\s+allocated\s*:\s*{V}",
         ]),
         reserved_unallocated: build(&[r"{V}\s+is\s+reserved\s+by\s+pytorch\s+but\s+unallocated"]),
-        reserved_total: build(&[r"{V}\s+reserved\s+in\s+total\s+by\s+pytorch", r"{V}\s+cached\b"]),
+        reserved_total: build(&[
+            r"{V}\s+reserved\s+in\s+total\s+by\s+pytorch",
+            r"{V}\s+cached(?-u:\b)",
+        ]),
         device_limit: build(&[r"device\s+limit\s*:\s*{V}"]),
-        pytorch_limit: build(&[r"pytorch\s+limit\s*\(set by user-supplied memory fraction\)\s*:\s*{V}"]),
+        pytorch_limit: build(&[
+            r"pytorch\s+limit\s*\(set by user-supplied memory fraction\)\s*:\s*{V}",
+        ]),
         mps_allocated: build(&[r"mps\s+allocated\s*:\s*{V}"]),
         mps_other: build(&[r"other\s+allocations\s*:\s*{V}"]),
         mps_max: build(&[r"max\s+allowed\s*:\s*{V}"]),
-        gpu_index: build(&[r"\bgpu\s+(?P<i>\d+)\b", r"\bdevice\s+(?P<i>\d+)\b"]),
+        gpu_index: build(&[
+            r"(?-u:\b)gpu\s+(?P<i>\d+)(?-u:\b)",
+            r"(?-u:\b)device\s+(?P<i>\d+)(?-u:\b)",
+        ]),
     })
 }
 
@@ -266,7 +277,11 @@ pub(crate) fn check(n: &Numbers, kind: Kind) -> Vec<String> {
     if let (Some(free), Some(total)) = (n.free_mib, n.total_mib) {
         ordered(
             free <= total + slack(total),
-            format!("free ({}) is larger than the total capacity ({})", mib(free), mib(total)),
+            format!(
+                "free ({}) is larger than the total capacity ({})",
+                mib(free),
+                mib(total)
+            ),
         );
     }
     if let (Some(a), Some(total)) = (n.allocated_mib, n.total_mib) {
@@ -463,10 +478,16 @@ mod tests {
     fn ordering_problems_are_flagged() {
         let n = parse("Currently allocated : 11.99 GiB\nRequested : 63.00 MiB\nDevice limit : 6.00 GiB\nFree (according to CUDA): 0 bytes");
         let problems = check(&n, Kind::CudaOom);
-        assert!(problems.iter().any(|p| p.contains("device limit")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("device limit")),
+            "{problems:?}"
+        );
         let n = parse("HIP out of memory. Tried to allocate 432.00 MiB. GPU 0 has a total capacity of 15.92 GiB of which 7.12 GiB is free.");
         let problems = check(&n, Kind::HipOom);
-        assert!(problems.iter().any(|p| p.contains("should have fit")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("should have fit")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -36,6 +36,11 @@ pub enum ConsoleTail {
     ModelLoading(String),
     /// `ERROR lora <weight> …` lines: LoRA patches failing during the load.
     LoraPatchErrors(usize),
+    /// ComfyUI's "Ran out of memory when regular VAE decoding, retrying with tiled VAE
+    /// decoding" warning: the failure is in the decode.
+    TiledDecodeRetry,
+    /// The same warning for VAE encoding: the failure is in conditioning.
+    TiledEncodeRetry,
 }
 
 /// Console-only signals that an execution_error does not carry.
@@ -158,9 +163,9 @@ fn parse_json(value: &Value) -> Result<ParsedInput, ParseError> {
     match value {
         Value::Object(map) => {
             if let (Some(Value::String(t)), Some(data)) = (map.get("type"), map.get("data")) {
-                return from_event(t, data).map(wrap).ok_or_else(|| {
-                    ParseError::NoFailureInJson(format!("it is a `{t}` message"))
-                });
+                return from_event(t, data)
+                    .map(wrap)
+                    .ok_or_else(|| ParseError::NoFailureInJson(format!("it is a `{t}` message")));
             }
             if map.contains_key("exception_message") || map.contains_key("exception_type") {
                 return Ok(wrap(evidence_from_error(value)));
@@ -175,7 +180,9 @@ fn parse_json(value: &Value) -> Result<ParsedInput, ParseError> {
                 return history_entry_failure(value)
                     .map(|(_, e)| wrap(e))
                     .ok_or_else(|| {
-                        ParseError::NoFailureInJson("the history entry finished without an error".into())
+                        ParseError::NoFailureInJson(
+                            "the history entry finished without an error".into(),
+                        )
                     });
             }
             // A /history response: prompt_id -> entry. Take the latest failed prompt.
@@ -216,7 +223,9 @@ fn parse_json(value: &Value) -> Result<ParsedInput, ParseError> {
                 "the array holds no execution_error".into(),
             ))
         }
-        _ => Err(ParseError::NoFailureInJson("it is a bare JSON value".into())),
+        _ => Err(ParseError::NoFailureInJson(
+            "it is a bare JSON value".into(),
+        )),
     }
 }
 
@@ -333,7 +342,9 @@ fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
                 graphs.insert(id, graph);
             }
         }
-        let Some((kind, data)) = frame_of(v) else { continue };
+        let Some((kind, data)) = frame_of(v) else {
+            continue;
+        };
         let prompt_id = str_field(data, "prompt_id").or_else(|| current.clone());
         match kind {
             "execution_start" => {
@@ -356,7 +367,8 @@ fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
                 let (Some(id), Some(node)) = (prompt_id, str_field(data, "node")) else {
                     continue;
                 };
-                let (Some(value), Some(max)) = (as_count(data.get("value")), as_count(data.get("max")))
+                let (Some(value), Some(max)) =
+                    (as_count(data.get("value")), as_count(data.get("max")))
                 else {
                     continue;
                 };
@@ -368,7 +380,9 @@ fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
             }
             "progress_state" => {
                 let Some(id) = prompt_id else { continue };
-                let Some(Value::Object(nodes)) = data.get("nodes") else { continue };
+                let Some(Value::Object(nodes)) = data.get("nodes") else {
+                    continue;
+                };
                 let run = run_for(&mut runs, &id);
                 for (node, state) in nodes {
                     let (Some(value), Some(max)) =
@@ -410,7 +424,11 @@ fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
         .iter()
         .rev()
         .find(|(_, r)| r.failure.is_some())
-        .or_else(|| runs.iter().rev().find(|(_, r)| !r.finished && !r.order.is_empty()));
+        .or_else(|| {
+            runs.iter()
+                .rev()
+                .find(|(_, r)| !r.finished && !r.order.is_empty())
+        });
     let Some((prompt_id, run)) = chosen else {
         return Err(ParseError::NoFailureInJson(if runs.is_empty() {
             "the lines hold no ComfyUI WebSocket messages".into()
@@ -474,24 +492,33 @@ regex!(
     logger_re,
     r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+"
 );
-regex!(level_tag_re, r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*");
+regex!(
+    level_tag_re,
+    r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*"
+);
 regex!(split_frame_re, r#"(?i)\s+(?:file\s+"[^"]+",\s*line\s+\d+)"#);
 regex!(
     frame_re,
     r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
 );
-regex!(exc_proc_re, r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$");
+regex!(
+    exc_proc_re,
+    r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
+);
 regex!(
     err_occ_re,
     r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$"
 );
-regex!(md_header_re, r"(?i)^#+\s*(?:comfyui error report|error details)");
+regex!(
+    md_header_re,
+    r"(?i)^#+\s*(?:comfyui error report|error details)"
+);
 regex!(
     md_field_re,
     r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$"
 );
 regex!(traceback_re, r"(?i)^traceback \(most recent call last\):?");
-regex!(thread_re, r"(?i)^exception in thread\b");
+regex!(thread_re, r"(?i)^exception in thread(?-u:\b)");
 regex!(
     final_re,
     r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$"
@@ -502,16 +529,20 @@ regex!(
 );
 regex!(
     load_line_re,
-    r"(?i)^(?:requested to load\b|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)\b|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
+    r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
 );
 regex!(load_done_re, r"(?i)^(?:loaded completely|model loaded)");
-regex!(lora_error_re, r"(?i)^error lora\b");
-regex!(got_prompt_re, r"(?i)^got prompt\b");
-regex!(prompt_done_re, r"(?i)^prompt executed in\b");
+regex!(lora_error_re, r"(?i)^error lora(?-u:\b)");
+regex!(
+    node_title_re,
+    r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$"
+);
+regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
+regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
 regex!(
     death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|\bsigkill\b|signal 9\b|reconnecting\.\.\.|0xc0000005|-1073741819)"
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819)"
 );
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
@@ -577,6 +608,7 @@ fn normalise(text: &str) -> Vec<String> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
+    TiledRetry(bool),
     SamplingBar(u64, u64),
     LoadingBar(String),
     Load(String),
@@ -585,11 +617,20 @@ enum Event {
 }
 
 fn bar_event(line: &str) -> Option<Event> {
+    if !line.contains('%') || !line.contains('|') {
+        return None;
+    }
     let caps = bar_re().captures_iter(line).last()?;
     let v: u64 = caps["v"].parse().ok()?;
     let m: u64 = caps["m"].parse().ok()?;
-    let desc = caps["desc"].trim().trim_end_matches(':').trim().to_lowercase();
-    if !desc.chars().any(char::is_alphabetic) || ["sampl", "denois", "step"].iter().any(|w| desc.contains(w)) {
+    let desc = caps["desc"]
+        .trim()
+        .trim_end_matches(':')
+        .trim()
+        .to_lowercase();
+    if !desc.chars().any(char::is_alphabetic)
+        || ["sampl", "denois", "step"].iter().any(|w| desc.contains(w))
+    {
         return Some(Event::SamplingBar(v, m));
     }
     if ["load", "shard", "fetch", "download", "checkpoint"]
@@ -607,6 +648,10 @@ fn line_event(line: &str) -> Option<Event> {
         return Some(e);
     }
     let t = line.trim();
+    let lower = t.to_lowercase();
+    if lower.contains("ran out of memory when regular vae") {
+        return Some(Event::TiledRetry(lower.contains("decod")));
+    }
     if lora_error_re().is_match(t) {
         return Some(Event::LoraError);
     }
@@ -637,15 +682,19 @@ const MESSAGE_WORDS: &[&str] = &[
     "unable to find an engine",
     "cuda error:",
     "hip error:",
+    "failed validation",
+    "failed to validate prompt",
 ];
 
 fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    MESSAGE_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")
+    MESSAGE_WORDS.iter().any(|w| l.contains(w))
+        && !l.contains("warning")
+        && !l.contains("retrying with tiled")
 }
 
 fn is_frame(line: &str) -> bool {
-    frame_re().is_match(line)
+    line.contains("ile") && frame_re().is_match(line)
 }
 
 fn is_boundary(line: &str) -> bool {
@@ -661,7 +710,8 @@ fn is_boundary(line: &str) -> bool {
         || got_prompt_re().is_match(t)
         || prompt_done_re().is_match(t)
         || t.to_lowercase().starts_with("got an oom")
-        || t.to_lowercase().starts_with("this error means you ran out of memory")
+        || t.to_lowercase()
+            .starts_with("this error means you ran out of memory")
         || t.to_lowercase().starts_with("tips:")
 }
 
@@ -729,9 +779,13 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if prompt_done_re().is_match(t) {
             f.prompt_done = true;
         }
-        if f.death.is_none() && (killed_re().is_match(t) || death_re().is_match(t)) {
-            f.death = Some(t.chars().take(160).collect());
+        if killed_re().is_match(t) || death_re().is_match(t) {
+            if f.death.is_none() {
+                f.death = Some(t.chars().take(160).collect());
+            }
             mark(&mut f, i);
+            i += 1;
+            continue;
         }
         if let Some(c) = md_field_re().captures(t) {
             let v = c["v"].trim().to_string();
@@ -791,6 +845,16 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         } else if is_message_line(t) && bare.is_none() {
             bare = Some(join_message(t, continuation(lines, i + 1)));
+            if f.node_type.is_none() && f.start.is_none() {
+                // The UI error toast: the node class alone on the line above the message.
+                f.node_type = lines[..i]
+                    .iter()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(|l| l.trim())
+                    .filter(|l| node_title_re().is_match(l))
+                    .map(str::to_string);
+            }
             mark(&mut f, i);
         }
         i += 1;
@@ -818,17 +882,25 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
         Event::SamplingBar(v, m) => Some((*v, *m)),
         _ => None,
     });
-    let lora_errors = events.iter().filter(|(_, e)| *e == Event::LoraError).count();
+    let lora_errors = events
+        .iter()
+        .filter(|(_, e)| *e == Event::LoraError)
+        .count();
     let tail = match events.iter().rev().find(|(_, e)| *e != Event::LoraError) {
         Some((_, Event::Load(line))) | Some((_, Event::LoadingBar(line))) => {
             Some(ConsoleTail::ModelLoading(line.clone()))
         }
+        Some((_, Event::TiledRetry(true))) => Some(ConsoleTail::TiledDecodeRetry),
+        Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
     };
     // A sampling bar only counts when nothing but loading finished after it.
     let bar_after_load = match events.iter().rev().find(|(_, e)| {
-        matches!(e, Event::SamplingBar(..) | Event::Load(_) | Event::LoadingBar(_))
+        matches!(
+            e,
+            Event::SamplingBar(..) | Event::Load(_) | Event::LoadingBar(_)
+        )
     }) {
         Some((_, Event::SamplingBar(..))) => sampling_bar,
         _ => sampling_bar.filter(|(v, m)| v >= m),
@@ -865,7 +937,7 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
-            if last.got_prompt && !last.prompt_done && !last.events.is_empty() {
+            if last.got_prompt && !last.prompt_done {
                 let (sampling_bar, tail) = signals_from(&last.events);
                 let mut evidence = Evidence {
                     outcome: Some(RunOutcomeHint::ServerLost),
@@ -943,9 +1015,16 @@ mod tests {
         let p = parse_input(log).unwrap();
         assert_eq!(p.signals.sampling_bar, Some((8, 20)));
         assert_eq!(p.signals.tail, None);
-        assert_eq!(p.evidence.exception_type.as_deref(), Some("torch.OutOfMemoryError"));
+        assert_eq!(
+            p.evidence.exception_type.as_deref(),
+            Some("torch.OutOfMemoryError")
+        );
         assert_eq!(p.evidence.traceback.len(), 4);
-        assert!(p.evidence.exception_message.unwrap().starts_with("CUDA out of memory"));
+        assert!(p
+            .evidence
+            .exception_message
+            .unwrap()
+            .starts_with("CUDA out of memory"));
     }
 
     #[test]
@@ -960,11 +1039,19 @@ mod tests {
     #[test]
     fn prefixes_are_removed() {
         assert_eq!(
-            clean_line("2024-09-11 11:23:11,827 - root - ERROR - !!! Exception during processing !!! x"),
+            clean_line(
+                "2024-09-11 11:23:11,827 - root - ERROR - !!! Exception during processing !!! x"
+            ),
             "!!! Exception during processing !!! x"
         );
-        assert_eq!(clean_line("> [ERROR] Traceback (most recent call last):"), "Traceback (most recent call last):");
-        assert_eq!(clean_line("2025-03-16T16:29:14.056438 - got prompt"), "got prompt");
+        assert_eq!(
+            clean_line("> [ERROR] Traceback (most recent call last):"),
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(
+            clean_line("2025-03-16T16:29:14.056438 - got prompt"),
+            "got prompt"
+        );
     }
 
     #[test]
@@ -976,7 +1063,9 @@ mod tests {
 
     #[test]
     fn finished_log_is_not_a_failure() {
-        let err = parse_input("got prompt\n100%|██| 20/20 [00:01<00:00]\nPrompt executed in 3.1 seconds").unwrap_err();
+        let err =
+            parse_input("got prompt\n100%|██| 20/20 [00:01<00:00]\nPrompt executed in 3.1 seconds")
+                .unwrap_err();
         assert!(matches!(err, ParseError::NoFailureInLog(_)));
     }
 
@@ -984,6 +1073,9 @@ mod tests {
     fn rejection_body() {
         let p = parse_input(r#"{"error":{"type":"prompt_outputs_failed_validation","message":"Prompt outputs failed validation","details":"","extra_info":{}},"node_errors":{"4":{"errors":[{"type":"value_not_in_list","message":"Value not in list","details":"ckpt_name: 'x' not in []","extra_info":{}}],"dependent_outputs":["9"],"class_type":"CheckpointLoaderSimple"}}}"#).unwrap();
         assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::Rejected));
-        assert_eq!(p.evidence.node_type.as_deref(), Some("CheckpointLoaderSimple"));
+        assert_eq!(
+            p.evidence.node_type.as_deref(),
+            Some("CheckpointLoaderSimple")
+        );
     }
 }

@@ -23,7 +23,11 @@ pub(crate) fn render(d: &Diagnosis) -> String {
     let _ = write!(out, "stage:       {}", d.stage.as_str());
     if d.stage_candidates.len() > 1 {
         let open: Vec<&str> = d.stage_candidates.iter().map(|s| s.as_str()).collect();
-        let _ = write!(out, " (not certain; the evidence fits: {})", open.join(", "));
+        let _ = write!(
+            out,
+            " (not certain; the evidence fits: {})",
+            open.join(", ")
+        );
     }
     out.push('\n');
     let _ = writeln!(out, "  why:       {}", d.stage_evidence);

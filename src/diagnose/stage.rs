@@ -38,7 +38,12 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
             .rev()
             .find(|p| p.node_id == id || p.node_id.is_empty())
             .cloned();
-    } else if let Some(console) = evidence.progress.iter().rev().find(|p| p.node_id.is_empty()) {
+    } else if let Some(console) = evidence
+        .progress
+        .iter()
+        .rev()
+        .find(|p| p.node_id.is_empty())
+    {
         failing.progress = Some(console.clone());
     } else if failing.node_type.is_none() {
         if let Some(last) = evidence.progress.last() {
@@ -187,13 +192,22 @@ const WEAK_STEP_PATHS: &[&str] = &[
     "controlnet",
 ];
 
-const WEAK_STEP_FUNCS: &[&str] = &["forward", "forward_orig", "_forward", "__call__", "attention"];
+const WEAK_STEP_FUNCS: &[&str] = &[
+    "forward",
+    "forward_orig",
+    "_forward",
+    "__call__",
+    "attention",
+];
 
 const CONDITION_PATHS: &[&str] = &[
     "sd1_clip",
     "text_encoders/",
     "clip_model",
     "clip_vision",
+    "/clip/",
+    "modeling_clip",
+    "modeling_qwen",
     "/t5",
     "llama",
 ];
@@ -276,7 +290,9 @@ fn classify_frame(f: &Frame) -> Option<FrameCat> {
     if ENTRY_FUNCS.contains(&func) {
         return Some(FrameCat::SamplerEntry);
     }
-    if path.contains("vae") || path.contains("autoencoder") || path.contains("diffusionmodules/model.py")
+    if path.contains("vae")
+        || path.contains("autoencoder")
+        || path.contains("diffusionmodules/model.py")
     {
         return Some(FrameCat::Vae);
     }
@@ -374,11 +390,17 @@ const POSTPROCESS_WORDS: &[&str] = &[
     "esrgan",
     "saveimage",
     "previewimage",
+    "detailer",
 ];
 
 fn node_category(class_type: &str) -> NodeCat {
     let n = class_type.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
+    // Display names have spaces ("VAE Decode", "Image Resize"); match without separators too.
+    let compact: String = n
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-'))
+        .collect();
+    let has = |words: &[&str]| words.iter().any(|w| n.contains(w) || compact.contains(w));
     if n.contains("load") {
         if has(MODEL_WORDS) {
             return NodeCat::Loader;
@@ -394,7 +416,11 @@ fn node_category(class_type: &str) -> NodeCat {
     if n.contains("decode") {
         return NodeCat::Decode;
     }
-    if n.contains("encode") || n.contains("conditioning") || n.contains("clipvision") {
+    if n.contains("encode")
+        || n.contains("conditioning")
+        || compact.contains("clipvision")
+        || n.contains("ipadapter")
+    {
         return NodeCat::Condition;
     }
     if n.contains("sampler") || n.contains("sample") {
@@ -553,6 +579,22 @@ pub(crate) fn resolve(
                 format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows."),
             );
         }
+        Some(ConsoleTail::TiledDecodeRetry) => {
+            return finish(
+                Stage::Decode,
+                vec![Stage::Decode],
+                notes,
+                format!("The console says regular VAE decoding ran out of memory and was retried tiled{in_node}; the failure is in the decode."),
+            );
+        }
+        Some(ConsoleTail::TiledEncodeRetry) => {
+            return finish(
+                Stage::Condition,
+                vec![Stage::Condition],
+                notes,
+                format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
+            );
+        }
         Some(ConsoleTail::LoraPatchErrors(count)) => {
             return finish(
                 Stage::Load,
@@ -569,7 +611,11 @@ pub(crate) fn resolve(
         || matches!(&tb, Some((FrameCat::SamplerEntry, _)))
         || (node_cat == NodeCat::Other && failing.node_type.is_none());
     if let Some((p, console)) = prog {
-        let source = if console { "the console progress bar shows" } else { "the last progress reported shows" };
+        let source = if console {
+            "the console progress bar shows"
+        } else {
+            "the last progress reported shows"
+        };
         if sampler_like {
             match p {
                 Prog::Middle(k, n) => {
@@ -612,7 +658,9 @@ pub(crate) fn resolve(
     }
     if node_cat == NodeCat::Sampler || matches!(&tb, Some((FrameCat::SamplerEntry, _))) {
         let stop = match &tb {
-            Some((FrameCat::SamplerEntry, frame)) => format!("the traceback stops at the sampler's entry ({frame})"),
+            Some((FrameCat::SamplerEntry, frame)) => {
+                format!("the traceback stops at the sampler's entry ({frame})")
+            }
             _ => "no traceback tail is shown".to_string(),
         };
         let no_step = matches!(prog, Some((Prog::NotStarted, _)));
@@ -631,12 +679,18 @@ pub(crate) fn resolve(
     }
     if let Some((FrameCat::Vae, frame)) = &tb {
         let _ = frame;
-        notes.push("The traceback is inside a VAE but does not show whether it was encoding or decoding.".into());
+        notes.push(
+            "The traceback is inside a VAE but does not show whether it was encoding or decoding."
+                .into(),
+        );
     }
     let why = match &node {
         Some(n) => format!("The failing node is {n}; neither its class, a traceback tail nor progress places it in a stage."),
-        None if evidence.traceback.is_empty() => {
+        None if evidence.traceback.is_empty() && evidence.exception_message.is_some() => {
             "Only the message is available: no node, no traceback tail and no progress.".to_string()
+        }
+        None if evidence.traceback.is_empty() => {
+            "Nothing shows what the run was doing: no node, no traceback and no progress.".to_string()
         }
         None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
     };

@@ -1,0 +1,160 @@
+//! `comfy-bisect diagnose` as a user runs it: on a file, on standard input, with `--json`, and
+//! the exit-2 cases for empty, unrecognisable and unreadable input.
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
+const HISTORY_OOM: &str = "../shared/fixtures/comfyui/history_execution_error_oom_core.json";
+
+const CONSOLE_LOG: &str = "got prompt
+Requested to load SDXL
+loaded completely 9000 4897 True
+ 35%|███▌      | 7/20 [00:10<00:19,  1.47s/it]
+!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 300.00 MiB is free. Of the allocated memory 6.50 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.
+Traceback (most recent call last):
+  File \"/c/execution.py\", line 1, in execute
+    run()
+  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler
+    step()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 300.00 MiB is free. Of the allocated memory 6.50 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.
+
+Prompt executed in 15.32 seconds
+";
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run comfy-bisect");
+    {
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn human_output_on_a_history_file() {
+    let o = run(&["diagnose", HISTORY_OOM], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let kind_at = out.find("kind:        host_ram").expect(&out);
+    let stage_at = out.find("stage:       postprocess").expect(&out);
+    let next_at = out.find("next check:").expect(&out);
+    let cand_at = out.find("unproven candidates:").expect(&out);
+    assert!(
+        kind_at < stage_at && stage_at < next_at && next_at < cand_at,
+        "{out}"
+    );
+    assert!(out.contains("node:        2 (ImageScale)"), "{out}");
+    assert!(
+        out.contains("requested_mib              12288.00 MiB"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("root cause:  unknown"), "{out}");
+}
+
+#[test]
+fn json_contract_on_stdin() {
+    let o = run(&["diagnose", "-", "--json"], Some(CONSOLE_LOG));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    for key in [
+        "kind",
+        "stage",
+        "stage_evidence",
+        "node_type",
+        "node_id",
+        "numbers",
+        "numbers_consistent",
+        "next_check",
+        "candidates",
+        "root_cause",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    for key in [
+        "requested_mib",
+        "gpu_index",
+        "total_mib",
+        "free_mib",
+        "process_in_use_mib",
+        "allocated_mib",
+        "reserved_unallocated_mib",
+        "device_limit_mib",
+    ] {
+        assert!(v["numbers"].get(key).is_some(), "missing numbers.{key}");
+    }
+    assert_eq!(v["kind"], "cuda_oom");
+    assert_eq!(v["stage"], "sample_middle");
+    assert_eq!(v["numbers"]["requested_mib"], 1024.0);
+    assert_eq!(v["numbers"]["gpu_index"], 0);
+    assert_eq!(v["numbers"]["total_mib"], 8192.0);
+    assert_eq!(v["numbers"]["free_mib"], 300.0);
+    assert_eq!(v["numbers"]["allocated_mib"], 6656.0);
+    assert_eq!(v["numbers"]["reserved_unallocated_mib"], 100.0);
+    assert_eq!(v["numbers"]["process_in_use_mib"], Value::Null);
+    assert_eq!(v["numbers_consistent"], true);
+    assert_eq!(v["root_cause"], "unknown");
+    assert!(v["stage_evidence"].as_str().unwrap().contains("7/20"));
+    assert!(!v["next_check"].as_array().unwrap().is_empty());
+    assert!(!v["candidates"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn stdin_without_a_file_argument() {
+    let o = run(&["diagnose"], Some("RuntimeError: MPS backend out of memory (MPS allocated: 5.56 GB, other allocations: 1.10 GB, max allowed: 6.80 GB). Tried to allocate 768.00 MB on private pool."));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("kind:        mps_oom"));
+}
+
+#[test]
+fn empty_input_exits_2_and_says_what_it_expected() {
+    let o = run(&["diagnose", "-"], Some("  \n\n"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("empty"), "{err}");
+    assert!(
+        err.contains("console log") && err.contains("execution_error"),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn unrecognisable_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "my workflow is slow, any idea?\nthanks\n").unwrap();
+    let o = run(&["diagnose", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("notes.txt"), "{err}");
+    assert!(err.contains("expected"), "{err}");
+}
+
+#[test]
+fn unreadable_file_exits_2_with_its_name() {
+    let o = run(&["diagnose", "/nonexistent/comfy.log"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/comfy.log"),
+        "{}",
+        stderr(&o)
+    );
+}
