@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod submit;
+pub mod plan;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,8 @@ pub enum Command {
     Submit(submit::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
     Diagnose(diagnose::Args),
+    /// Derive the minimal variant and the increment ladder back to the target.
+    Plan(plan::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -59,6 +62,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::HashFiles(args) => hash_files::run(args),
         Command::Submit(args) => submit::run(args, &server),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Plan(args) => plan::run(args, &server),
     };
     ExitCode::from(code)
 }
