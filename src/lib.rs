@@ -13,6 +13,7 @@ pub mod error;
 pub mod ladder;
 pub mod nodedefs;
 pub mod run;
+pub mod sim;
 pub mod workflow;
 pub mod hashing;
 pub mod session;

@@ -7,6 +7,7 @@ pub mod common;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod simulate;
 pub mod submit;
 pub mod plan;
 pub mod validate;
@@ -50,6 +51,8 @@ pub enum Command {
     Diagnose(diagnose::Args),
     /// Derive the minimal variant and the increment ladder back to the target.
     Plan(plan::Args),
+    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
+    Simulate(simulate::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -63,6 +66,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Submit(args) => submit::run(args, &server),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(args, &server),
+        Command::Simulate(args) => simulate::run(args),
     };
     ExitCode::from(code)
 }
