@@ -7,6 +7,11 @@ pub mod driver;
 pub mod evidence;
 pub mod index;
 pub mod journal;
+pub mod live;
+pub mod lock;
+pub mod prepare;
+pub mod progress;
+pub mod schedule;
 pub mod setup;
 
 pub use decide::{decide, Decision};
