@@ -17,3 +17,4 @@ pub mod sim;
 pub mod workflow;
 pub mod hashing;
 pub mod session;
+pub mod report;

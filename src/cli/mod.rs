@@ -10,6 +10,7 @@ pub mod hash_files;
 pub mod simulate;
 pub mod submit;
 pub mod plan;
+pub mod report;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +54,8 @@ pub enum Command {
     Plan(plan::Args),
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
+    /// Print a session's report (Markdown or JSON), redacted unless --no-redact.
+    Report(report::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -67,6 +70,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
+        Command::Report(args) => report::run(args),
     };
     ExitCode::from(code)
 }
