@@ -3,13 +3,18 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns the process exit code; this module only dispatches.
 
+pub mod bisect;
 pub mod common;
+pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod simulate;
 pub mod submit;
 pub mod plan;
+pub mod resume;
+pub mod runs;
+pub mod show;
 pub mod report;
 pub mod validate;
 
@@ -54,6 +59,16 @@ pub enum Command {
     Plan(plan::Args),
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
+    /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
+    Bisect(bisect::Args),
+    /// Continue a session after a crash, kill, Ctrl-C, deadline or lost server.
+    Resume(resume::Args),
+    /// Print one run (a unique prefix of its run id is enough).
+    Show(show::Args),
+    /// List the sessions in the runs folder with their verdicts.
+    Runs(runs::Args),
+    /// Bisect the example workflows on the built-in simulator (no GPU or ComfyUI needed).
+    Demo(demo::Args),
     /// Print a session's report (Markdown or JSON), redacted unless --no-redact.
     Report(report::Args),
 }
@@ -70,6 +85,11 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
+        Command::Bisect(args) => bisect::run(args, &server),
+        Command::Resume(args) => resume::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Report(args) => report::run(args),
     };
     ExitCode::from(code)
