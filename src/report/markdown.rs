@@ -473,11 +473,18 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             DASH.to_string()
         }
     } else {
-        r.changes
-            .iter()
-            .map(|c| text(c))
-            .collect::<Vec<_>>()
-            .join("<br>")
+        const SHOWN: usize = 4;
+        let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
+        if r.changes.len() > SHOWN {
+            lines.push(format!(
+                "… and {} more (report.json lists all)",
+                r.changes.len() - SHOWN
+            ));
+        }
+        if r.step == 0 {
+            lines.insert(0, "reduced from the full workflow:".to_string());
+        }
+        lines.join("<br>")
     };
     let peak = match (r.peak_vram_mib, r.vram_samples) {
         (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
