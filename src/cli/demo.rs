@@ -31,21 +31,24 @@ pub fn cases() -> Vec<DemoCase> {
             name: "sd15_txt2img_lora_upscale",
             json: include_str!("../../workflows/sd15_txt2img_lora_upscale.json"),
             vram_bytes: DEMO_SD15_VRAM_MIB * MIB,
-            card: "a small laptop GPU",
+            card: "a 12 GB card",
         },
         DemoCase {
             name: "wan22_t2v_experts_lora_cache_rife",
             json: include_str!("../../workflows/wan22_t2v_experts_lora_cache_rife.json"),
             vram_bytes: DEMO_WAN_VRAM_MIB * MIB,
-            card: "a 16 GB card",
+            card: "a 56 GB card",
         },
     ]
 }
 
 /// Simulated VRAM for the SD1.5 example (MiB).
-pub const DEMO_SD15_VRAM_MIB: u64 = 4096;
+pub const DEMO_SD15_VRAM_MIB: u64 = 12288;
 /// Simulated VRAM for the Wan 2.2 example (MiB).
-pub const DEMO_WAN_VRAM_MIB: u64 = 16384;
+pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
+
+/// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
+type Group = (u64, String, Vec<(String, String, Workflow)>);
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -78,7 +81,7 @@ pub fn run(args: Args) -> u8 {
         options: args.ladder.plan_options(),
         controls: args.session.controls,
     };
-    let mut groups: Vec<(u64, String, Vec<(String, String, Workflow)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     if args.workflows.is_empty() {
         for case in cases() {
             let workflow = match Workflow::from_json_str(case.json, case.name) {
