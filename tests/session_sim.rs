@@ -455,3 +455,63 @@ fn unreachable_server_exits_3_with_the_url() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&url));
 }
+
+#[test]
+fn controls_run_each_later_increment_alone() {
+    let (_t, dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_FRAMES, &["--controls"]);
+    let frames = step_of(&wan(), "frames");
+    let job = &s.workflows[0];
+    let controls: Vec<usize> = job
+        .runs
+        .iter()
+        .filter(|r| r.role == RunRole::Control)
+        .map(|r| r.step)
+        .collect();
+    let expected: Vec<usize> = (frames + 1..job.steps.len()).collect();
+    assert_eq!(controls, expected, "{out}");
+    assert!(matches!(job.verdict, Some(Verdict::FirstFailure { step, .. }) if step == frames));
+    for c in &job.controls {
+        assert!(dir.join(&c.file).is_file());
+    }
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn component_hashes_of_model_files_under_models_dir() {
+    let tmp_models = tempfile::tempdir().unwrap();
+    let ckpt = sd15()["4"]["inputs"]["ckpt_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir_all(tmp_models.path().join("checkpoints")).unwrap();
+    std::fs::write(tmp_models.path().join("checkpoints").join(&ckpt), b"abc").unwrap();
+    let models = tmp_models.path().to_str().unwrap().to_string();
+    let (_t, dir, s, out) = run_scenario(&sd15(), SD15_FITS, &["--models-dir", &models]);
+    // The target run references every loader (LoRA and upscale model too).
+    let run = s.workflows[0]
+        .runs
+        .iter()
+        .find(|r| r.role == RunRole::Target)
+        .unwrap();
+    let file: RunFile = read_json(&dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+    let c = file
+        .component_hashes
+        .iter()
+        .find(|c| c.file == ckpt)
+        .unwrap_or_else(|| panic!("{:?}\n{out}", file.component_hashes));
+    // sha256("abc")
+    assert_eq!(
+        c.sha256.as_deref(),
+        Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    );
+    assert_eq!(c.autov2.as_deref(), Some("ba7816bf8f"));
+    // The LoRA is not under the roots: recorded as unhashed with the reason, never guessed.
+    assert!(file
+        .component_hashes
+        .iter()
+        .any(|c| c.sha256.is_none() && c.reason.is_some()));
+    assert!(file.node_hashes.len() >= file.component_hashes.len());
+    let idx = index::read_all(dir.parent().unwrap()).unwrap();
+    let line = idx.iter().find(|e| e.run_id == run.run_id).unwrap();
+    assert_eq!(line.component_hashes, file.component_hashes);
+}
