@@ -158,6 +158,18 @@ pub fn build(data: &SessionData) -> Report {
     let mut seen = HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
+            if entry
+                .summary
+                .as_ref()
+                .is_some_and(|x| x.recovered_from_history)
+            {
+                warnings.push(format!(
+                    "run {} (step {} {}) was recovered from the server's history after the tool stopped: its outcome is known, but it has no node timeline or VRAM series",
+                    short(&entry.run_id),
+                    entry.step,
+                    entry.increment
+                ));
+            }
             let Some(file) = data.runs.get(&entry.run_id) else {
                 continue;
             };

@@ -48,7 +48,7 @@ pub fn code(s: &str) -> String {
 /// Free text in which `backtick` spans are code: the spans become code spans, the rest is
 /// escaped like [`text`]. With an odd number of backticks everything is escaped text.
 pub fn text_with_code(s: &str) -> String {
-    if s.matches('`').count() % 2 != 0 {
+    if !s.matches('`').count().is_multiple_of(2) {
         return text(s);
     }
     s.split('`')
