@@ -218,3 +218,19 @@ fn inconclusive_names_the_run() {
         &run[..8]
     )), "{doc}");
 }
+
+#[test]
+fn runs_recovered_from_history_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("could-not-reproduce");
+    let summary = f.session.workflows[0].runs[1].summary.as_mut().unwrap();
+    summary.recovered_from_history = true;
+    summary.vram_peak_mib = None;
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "recovered");
+    assert!(
+        doc.contains("was recovered from the server's history after the tool stopped"),
+        "{doc}"
+    );
+}
