@@ -29,7 +29,10 @@ fn write_workflow(dir: &tempfile::TempDir, name: &str, v: &Value) -> std::path::
     path
 }
 
-async fn wait_for_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+async fn wait_for_exit(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -45,12 +48,21 @@ async fn wait_for_exit(child: &mut std::process::Child, limit: Duration) -> std:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_prints_the_outcome_and_exits_0_on_a_pass() {
-    let sim = start(SimConfig::default(), "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let sim = start(SimConfig::default(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     // Also accepted: a POST /prompt body.
     let wf = write_workflow(&dir, "body.json", &json!({"prompt": sd15(3)}));
     let mut child = Command::new(BIN)
-        .args(["submit", wf.to_str().unwrap(), "--server", &sim.base_url(), "--sample-ms", "50"])
+        .args([
+            "submit",
+            wf.to_str().unwrap(),
+            "--server",
+            &sim.base_url(),
+            "--sample-ms",
+            "50",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -58,7 +70,12 @@ async fn submit_prints_the_outcome_and_exits_0_on_a_pass() {
     let status = wait_for_exit(&mut child, Duration::from_secs(60)).await;
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("outcome: passed"), "{stdout}");
     assert!(stdout.contains("peak memory"), "{stdout}");
     sim.shutdown().await;
@@ -66,7 +83,12 @@ async fn submit_prints_the_outcome_and_exits_0_on_a_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_json_on_oom_exits_1_with_the_execution_error() {
-    let sim = start(SimConfig::default().with_vram_gib(2), "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let sim = start(
+        SimConfig::default().with_vram_gib(2),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut v = sd15(3);
     v["5"]["inputs"] = json!({"width": 2048, "height": 2048, "batch_size": 8});
@@ -82,11 +104,19 @@ async fn submit_json_on_oom_exits_1_with_the_execution_error() {
     })
     .await
     .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let record: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(record["outcome"], "failed");
     assert_eq!(record["run_id"], record["prompt_id"]);
-    assert_eq!(record["error"]["execution_error"]["exception_type"], "torch.OutOfMemoryError");
+    assert_eq!(
+        record["error"]["execution_error"]["exception_type"],
+        "torch.OutOfMemoryError"
+    );
     assert!(record["workflow_sha256"].as_str().unwrap().len() == 64);
     assert!(record.get("diagnosis").is_some());
     assert!(record["vram"]["interval_ms"] == 500);
@@ -95,14 +125,23 @@ async fn submit_json_on_oom_exits_1_with_the_execution_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_interrupts_only_our_prompt_records_the_run_and_exits_130() {
-    let sim = start(SimConfig::default().with_time_scale(0.5), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let sim = start(
+        SimConfig::default().with_time_scale(0.5),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let client = Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let wf = write_workflow(&dir, "slow.json", &sd15(5000));
     let mut child = Command::new(BIN)
-        .args(["submit", wf.to_str().unwrap(), "--server", &sim.base_url(), "--json"])
+        .args([
+            "submit",
+            wf.to_str().unwrap(),
+            "--server",
+            &sim.base_url(),
+            "--json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -135,7 +174,12 @@ async fn ctrl_c_interrupts_only_our_prompt_records_the_run_and_exits_130() {
     assert!(kill.success());
     let status = wait_for_exit(&mut child, Duration::from_secs(30)).await;
     let out = child.wait_with_output().unwrap();
-    assert_eq!(status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let record: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(record["prompt_id"], ours.as_str());
     assert_eq!(record["outcome"], "interrupted");
@@ -151,7 +195,11 @@ async fn ctrl_c_interrupts_only_our_prompt_records_the_run_and_exits_130() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(other.status.status_str, "success");
-    let ours_history = client.history(&ours).await.unwrap().expect("ours is in history");
+    let ours_history = client
+        .history(&ours)
+        .await
+        .unwrap()
+        .expect("ours is in history");
     assert!(ours_history
         .status
         .messages
@@ -165,19 +213,32 @@ fn unreachable_server_exits_3_and_says_what_to_check() {
     let dir = tempfile::tempdir().unwrap();
     let wf = write_workflow(&dir, "wf.json", &sd15(2));
     let out = Command::new(BIN)
-        .args(["submit", wf.to_str().unwrap(), "--server", "http://127.0.0.1:1"])
+        .args([
+            "submit",
+            wf.to_str().unwrap(),
+            "--server",
+            "http://127.0.0.1:1",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("http://127.0.0.1:1"), "{stderr}");
-    assert!(stderr.contains("--listen") && stderr.contains("--header"), "{stderr}");
+    assert!(
+        stderr.contains("--listen") && stderr.contains("--header"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn unreadable_workflow_and_bad_arguments_exit_2() {
     let out = Command::new(BIN)
-        .args(["submit", "/nonexistent/wf.json", "--server", "http://127.0.0.1:1"])
+        .args([
+            "submit",
+            "/nonexistent/wf.json",
+            "--server",
+            "http://127.0.0.1:1",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

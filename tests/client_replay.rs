@@ -17,7 +17,9 @@ struct Transcript {
 fn load(name: &str) -> Transcript {
     let path = format!("{DIR}/{name}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
-    let mut lines = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
     let header = lines.next().unwrap()["header"].clone();
     Transcript {
         header,
@@ -95,7 +97,11 @@ fn finished(tr: &Transcript, prompt_id: &str, expected: TerminalKind) -> EventTr
     if let Some(h) = tr.history(prompt_id) {
         let before = t.terminal().cloned();
         assert_eq!(t.apply_history(&h, 999_999), None, "history disagrees");
-        assert_eq!(t.terminal().cloned(), before, "history changed the terminal");
+        assert_eq!(
+            t.terminal().cloned(),
+            before,
+            "history changed the terminal"
+        );
     }
     t
 }
@@ -104,11 +110,16 @@ fn check(name: &str) {
     let tr = load(name);
     let p = tr.prompts();
     match name {
-        "ws_core_success.ndjson" | "ws_api_prefix.ndjson" | "ws_connect_without_clientId.ndjson" => {
+        "ws_core_success.ndjson"
+        | "ws_api_prefix.ndjson"
+        | "ws_connect_without_clientId.ndjson" => {
             assert_eq!(p.len(), 1);
             let t = finished(&tr, &p[0], TerminalKind::Success);
             assert!(t.cached().is_empty());
-            assert_eq!(ran(&t).into_iter().collect::<BTreeSet<_>>(), BTreeSet::from(["1", "2", "3", "4"]));
+            assert_eq!(
+                ran(&t).into_iter().collect::<BTreeSet<_>>(),
+                BTreeSet::from(["1", "2", "3", "4"])
+            );
             let outputs = t.timeline().iter().filter(|n| n.output.is_some()).count();
             assert_eq!(outputs, 2, "SaveImage and PreviewImage report outputs");
             assert_eq!(t.sid(), tr.header["client_id"].as_str());
@@ -121,7 +132,10 @@ fn check(name: &str) {
             assert!(ran(&full).is_empty(), "a full cache hit runs nothing");
             assert!(full.timeline().iter().all(|n| n.started_ms.is_none()));
             let out3 = full.timeline().iter().find(|n| n.node_id == "3").unwrap();
-            assert!(out3.output.is_some(), "cached output nodes still report (old) outputs");
+            assert!(
+                out3.output.is_some(),
+                "cached output nodes still report (old) outputs"
+            );
             let partial = finished(&tr, &p[1], TerminalKind::Success);
             assert_eq!(partial.cached(), ["1", "4"]);
             assert_eq!(ran(&partial), ["2", "3"]);
@@ -131,7 +145,10 @@ fn check(name: &str) {
             for (i, id) in p.iter().enumerate() {
                 let t = finished(&tr, id, TerminalKind::Error);
                 let e = error_of(&t);
-                assert_eq!((e.node_id.as_str(), e.node_type.as_str()), ("2", "ImageScale"));
+                assert_eq!(
+                    (e.node_id.as_str(), e.node_type.as_str()),
+                    ("2", "ImageScale")
+                );
                 assert_eq!(e.exception_type, "RuntimeError");
                 assert!(e.exception_message.contains("DefaultCPUAllocator"));
                 let failed = t.timeline().iter().find(|n| n.node_id == "2").unwrap();
@@ -145,24 +162,40 @@ fn check(name: &str) {
         "ws_execution_error_runtime_core.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Error);
             let e = error_of(&t);
-            assert_eq!((e.node_id.as_str(), e.node_type.as_str()), ("2", "LatentUpscaleBy"));
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("2", "LatentUpscaleBy")
+            );
             assert!(e.exception_message.starts_with("Input and output sizes"));
             assert!(!e.traceback.is_empty());
             assert_eq!(e.executed, ["1"]);
         }
-        "ws_sd15_execution_error_oom_1024px.ndjson" | "ws_sd15_execution_error_oom_2048px.ndjson" => {
+        "ws_sd15_execution_error_oom_1024px.ndjson"
+        | "ws_sd15_execution_error_oom_2048px.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Error);
             let e = error_of(&t);
-            assert_eq!((e.node_id.as_str(), e.node_type.as_str()), ("3", "KSampler"));
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("3", "KSampler")
+            );
             assert!(e.exception_message.contains("4294967296"));
-            assert!(e.traceback.iter().any(|f| f.contains("sub_quadratic_attention")));
+            assert!(e
+                .traceback
+                .iter()
+                .any(|f| f.contains("sub_quadratic_attention")));
         }
         "ws_sd15_execution_error_oom_vaedecode_2048px.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Error);
             let e = error_of(&t);
-            assert_eq!((e.node_id.as_str(), e.node_type.as_str()), ("8", "VAEDecode"));
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("8", "VAEDecode")
+            );
             let decode = t.timeline().iter().find(|n| n.node_id == "8").unwrap();
-            assert!(decode.duration_ms().unwrap() > 5000, "the decode ran ~6 s before failing");
+            assert!(
+                decode.duration_ms().unwrap() > 5000,
+                "the decode ran ~6 s before failing"
+            );
         }
         "ws_interrupt_model_free.ndjson" => {
             assert_eq!(p.len(), 3);
@@ -170,7 +203,10 @@ fn check(name: &str) {
                 let t = finished(&tr, id, TerminalKind::Interrupted);
                 match t.terminal() {
                     Some(Terminal::Interrupted(i)) => {
-                        assert_eq!((i.node_id.as_str(), i.node_type.as_str()), ("4", "ImageScale"));
+                        assert_eq!(
+                            (i.node_id.as_str(), i.node_type.as_str()),
+                            ("4", "ImageScale")
+                        );
                     }
                     other => panic!("{other:?}"),
                 }
@@ -178,7 +214,11 @@ fn check(name: &str) {
                 assert_eq!(n4.state, "interrupted");
             }
             let deleted = tr.replay(&p[1]);
-            assert_eq!(deleted.counts().ours, 0, "a deleted pending prompt gets no messages");
+            assert_eq!(
+                deleted.counts().ours,
+                0,
+                "a deleted pending prompt gets no messages"
+            );
             assert!(deleted.started_ms().is_none() && !deleted.is_finished());
             assert!(tr.history(&p[1]).is_none());
         }
@@ -191,10 +231,17 @@ fn check(name: &str) {
         }
         "ws_prompt_without_client_id.ndjson" => {
             let mut t = tr.replay(&p[0]);
-            assert!(!t.is_finished() && t.terminal().is_none(), "no per-prompt events without client_id");
+            assert!(
+                !t.is_finished() && t.terminal().is_none(),
+                "no per-prompt events without client_id"
+            );
             let from_broadcasts: BTreeSet<&str> =
                 t.timeline().iter().map(|n| n.node_id.as_str()).collect();
-            assert_eq!(from_broadcasts, BTreeSet::from(["1", "2", "3", "4"]), "progress_state is broadcast");
+            assert_eq!(
+                from_broadcasts,
+                BTreeSet::from(["1", "2", "3", "4"]),
+                "progress_state is broadcast"
+            );
             let h = tr.history(&p[0]).expect("captured history");
             assert_eq!(t.apply_history(&h, 1313), None);
             assert_eq!(kind(&t), Some(TerminalKind::Success));
@@ -203,28 +250,48 @@ fn check(name: &str) {
         "ws_reconnect_during_execution.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Success);
             let ids: Vec<&str> = t.timeline().iter().map(|n| n.node_id.as_str()).collect();
-            assert_eq!(ids, ["1", "2", "3", "4", "5", "6", "7"], "the greeting repeats node 3 once");
+            assert_eq!(
+                ids,
+                ["1", "2", "3", "4", "5", "6", "7"],
+                "the greeting repeats node 3 once"
+            );
         }
         "ws_queue_ordering_front.ndjson" => {
             assert_eq!(p.len(), 4);
-            let ts: Vec<EventTracker> =
-                p.iter().map(|id| finished(&tr, id, TerminalKind::Success)).collect();
+            let ts: Vec<EventTracker> = p
+                .iter()
+                .map(|id| finished(&tr, id, TerminalKind::Success))
+                .collect();
             let start = |i: usize| ts[i].server_start_timestamp().unwrap();
-            assert!(start(0) < start(3) && start(3) < start(1) && start(1) < start(2), "front:true runs first");
+            assert!(
+                start(0) < start(3) && start(3) < start(1) && start(1) < start(2),
+                "front:true runs first"
+            );
             for t in &ts {
-                assert!(t.counts().others > 0, "the other prompts' frames were ignored");
+                assert!(
+                    t.counts().others > 0,
+                    "the other prompts' frames were ignored"
+                );
             }
         }
         "ws_binary_images_legacy.ndjson" | "ws_feature_flags_and_binary_images.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Success);
             assert_eq!(t.counts().binary, 2);
             let n2 = t.timeline().iter().find(|n| n.node_id == "2").unwrap();
-            assert_eq!(n2.progress.map(|p| p.max), Some(2.0), "SaveImageWebsocket reports one step per image");
+            assert_eq!(
+                n2.progress.map(|p| p.max),
+                Some(2.0),
+                "SaveImageWebsocket reports one step per image"
+            );
         }
         "ws_feature_flags_not_first.ndjson" => {
             assert!(p.is_empty());
             let t = tr.replay("00000000-0000-4000-8000-000000000000");
-            assert_eq!(t.counts().text, 1, "only the greeting; no feature_flags reply");
+            assert_eq!(
+                t.counts().text,
+                1,
+                "only the greeting; no feature_flags reply"
+            );
             assert_eq!(t.sid(), tr.header["client_id"].as_str());
             assert!(t.started_ms().is_none());
         }
@@ -249,15 +316,26 @@ fn check(name: &str) {
                 .iter()
                 .map(|id| {
                     let t = finished(&tr, id, TerminalKind::Success);
-                    t.timeline().iter().find(|n| n.node_id == "3").unwrap().duration_ms().unwrap()
+                    t.timeline()
+                        .iter()
+                        .find(|n| n.node_id == "3")
+                        .unwrap()
+                        .duration_ms()
+                        .unwrap()
                 })
                 .collect();
-            assert!(ks.windows(2).all(|w| w[0] < w[1]), "KSampler time grows with resolution: {ks:?}");
+            assert!(
+                ks.windows(2).all(|w| w[0] < w[1]),
+                "KSampler time grows with resolution: {ks:?}"
+            );
         }
         "ws_sd15_txt2img_64px_first_run.ndjson" => {
             let t = finished(&tr, &p[0], TerminalKind::Success);
             let load = t.timeline().iter().find(|n| n.node_id == "4").unwrap();
-            assert!(load.duration_ms().unwrap() > 5000, "checkpoint load took ~5.6 s");
+            assert!(
+                load.duration_ms().unwrap() > 5000,
+                "checkpoint load took ~5.6 s"
+            );
             assert_eq!(t.timeline().first().unwrap().node_id, "4");
         }
         other => panic!("no expectation written for fixture {other}; add one to this test"),
@@ -274,6 +352,8 @@ fn every_ws_fixture_replays_to_its_known_outcome() {
     names.sort();
     assert_eq!(names.len(), 22, "fixture set changed: {names:?}");
     for name in &names {
+        // Shown with the panic message when a fixture's expectation fails.
+        eprintln!("replaying {name}");
         check(name);
     }
 }

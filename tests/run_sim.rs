@@ -7,7 +7,7 @@ use comfy_bisect::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
     RunRequest, TimeoutReason,
 };
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, GIB};
+use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
 use comfy_bisect::workflow::Workflow;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -88,7 +88,7 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     let record = execute_with(&client(&sim), request(&v), &mut events).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     assert_common(&record, &v);
-    assert!(record.cold && record.error.is_none());
+    assert!(record.cold && record.error.is_none() && record.diagnosis.is_none());
     let ks = record.timeline.iter().find(|n| n.node_id == "3").unwrap();
     assert_eq!(ks.class_type.as_deref(), Some("KSampler"));
     assert_eq!(ks.progress.map(|p| p.max), Some(4.0));
@@ -99,7 +99,10 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert!(record.vram.note.contains("can be missed"));
     assert!(record.system_stats_before.is_some() && record.system_stats_after.is_some());
     assert_eq!(record.raw.client_ids.len(), 1);
-    assert!(record.raw.ws_text.iter().any(|f| f.json.as_ref().is_some_and(|j| j["type"] == "execution_success")));
+    assert!(record.raw.ws_text.iter().any(|f| f
+        .json
+        .as_ref()
+        .is_some_and(|j| j["type"] == "execution_success")));
     assert!(record.raw.http.iter().any(|h| h.exchange.path == "/free"));
 
     // What the server received: socket first, our prompt id, previews off, cold start first.
@@ -110,9 +113,16 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert_eq!(posted[0]["extra_data"]["preview_method"], "none");
 
     let log = String::from_utf8(events.into_inner()).unwrap();
-    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.iter().any(|l| l["channel"] == "ws" && l["dir"] == "open"));
-    assert!(lines.iter().any(|l| l["channel"] == "http" && l["exchange"]["path"] == "/prompt"));
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines
+        .iter()
+        .any(|l| l["channel"] == "ws" && l["dir"] == "open"));
+    assert!(lines
+        .iter()
+        .any(|l| l["channel"] == "http" && l["exchange"]["path"] == "/prompt"));
     sim.shutdown().await;
 }
 
@@ -127,14 +137,32 @@ async fn oom_run_fails_with_the_complete_execution_error() {
     assert_eq!(e.exception_type, "torch.OutOfMemoryError");
     assert!(!e.node_id.is_empty() && !e.node_type.is_empty());
     assert!(!e.traceback.is_empty());
-    assert!(e.exception_message.contains("out of memory") || e.exception_message.contains("OutOfMemory"));
+    assert!(
+        e.exception_message.contains("out of memory")
+            || e.exception_message.contains("OutOfMemory")
+    );
     for values in e.current_inputs.values() {
-        for s in values.as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for s in values
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             assert!(s.chars().count() < 400, "current_inputs are trimmed");
         }
     }
-    let failed = record.timeline.iter().find(|n| n.node_id == e.node_id).unwrap();
+    let failed = record
+        .timeline
+        .iter()
+        .find(|n| n.node_id == e.node_id)
+        .unwrap();
     assert_eq!(failed.state, "error");
+    let diagnosis = record
+        .diagnosis
+        .as_ref()
+        .expect("a failed run is diagnosed");
+    assert_eq!(diagnosis["kind"], "cuda_oom", "{diagnosis}");
+    assert_eq!(diagnosis["node_id"], e.node_id.as_str());
     sim.shutdown().await;
 }
 
@@ -171,7 +199,11 @@ async fn accepted_prompt_with_node_errors_is_not_a_pass() {
             assert_eq!(r.http_status, 200);
             assert!(r.partial);
             assert!(r.node_errors.contains_key("20"));
-            assert_eq!(r.partial_run, Some(OutcomeKind::Passed), "the valid branch still ran");
+            assert_eq!(
+                r.partial_run,
+                Some(OutcomeKind::Passed),
+                "the valid branch still ran"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -194,7 +226,12 @@ async fn interrupt_by_someone_else_is_recorded() {
         .await
         .unwrap();
     let record = run.await.unwrap();
-    assert_eq!(record.outcome, OutcomeKind::Interrupted, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::Interrupted,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::Interrupted(i) => {
             assert_eq!(i.by, InterruptedBy::Other);
@@ -254,7 +291,12 @@ async fn stall_timeout_fires_when_no_event_comes() {
 async fn server_crash_mid_run_is_server_lost() {
     let sim = sim(SimConfig::default().with_faults(Faults::default().with_crash_mid_run())).await;
     let record = execute(&client(&sim), request(&sd15(512, 512, 1, 20))).await;
-    assert_eq!(record.outcome, OutcomeKind::ServerLost, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::ServerLost,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::ServerLost(s) => {
             assert!(s.submitted);
@@ -277,7 +319,12 @@ async fn server_restart_mid_run_is_server_lost() {
     wait_until_running(&c, None).await;
     sim.restart().await.unwrap();
     let record = run.await.unwrap();
-    assert_eq!(record.outcome, OutcomeKind::ServerLost, "{:?}", record.error);
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::ServerLost,
+        "{:?}",
+        record.error
+    );
     match record.outcome() {
         Outcome::ServerLost(s) => assert!(s.reason.contains("vanished"), "{}", s.reason),
         other => panic!("{other:?}"),
@@ -293,13 +340,17 @@ async fn dropped_socket_reconnects_with_a_new_client_id() {
     assert!(record.raw.client_ids.len() >= 2, "a new socket was opened");
     assert_ne!(record.raw.client_ids[0], record.raw.client_ids[1]);
     assert!(record.warnings.iter().any(|w| w.contains("reconnected")));
-    assert!(record.history.is_some(), "the outcome was confirmed from history");
+    assert!(
+        record.history.is_some(),
+        "the outcome was confirmed from history"
+    );
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_history_is_retried() {
-    let sim = sim(SimConfig::default().with_faults(Faults::default().with_slow_history_ms(1200))).await;
+    let sim =
+        sim(SimConfig::default().with_faults(Faults::default().with_slow_history_ms(1200))).await;
     let record = execute(&client(&sim), request(&sd15(512, 512, 1, 2))).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     assert!(record.history.is_some());
@@ -307,7 +358,9 @@ async fn slow_history_is_retried() {
         .raw
         .http
         .iter()
-        .filter(|h| h.exchange.path.starts_with("/history/") && h.exchange.response_body == Some(json!({})))
+        .filter(|h| {
+            h.exchange.path.starts_with("/history/") && h.exchange.response_body == Some(json!({}))
+        })
         .map(|h| h.repeats + 1)
         .sum();
     assert!(empty_answers >= 1, "history lagged and was asked again");
@@ -361,9 +414,78 @@ async fn busy_server_waits_for_the_prompt_ahead_and_never_interrupts_it() {
     let sim = sim(SimConfig::default().with_time_scale(0.05)).await;
     let c = client(&sim);
     // Another client's prompt, running first.
+    let other_id = occupy(&sim, &c, 300).await;
+
+    let mut r = request(&sd15(512, 512, 1, 2));
+    r.cold = false;
+    let record = execute(&c, r).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    assert!(
+        record.queue.max_ahead >= 1,
+        "our prompt waited behind the other"
+    );
+    assert!(!record
+        .raw
+        .http
+        .iter()
+        .any(|h| h.exchange.path == "/interrupt"));
+    let other_history = c
+        .history(&other_id)
+        .await
+        .unwrap()
+        .expect("the other prompt finished");
+    assert_eq!(other_history.status.status_str, "success");
+    assert_eq!(
+        c.queue().await.unwrap().position(&other_id),
+        QueuePosition::Absent
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_runs_reuse_the_cache_and_cold_runs_start_empty() {
+    let sim = sim(SimConfig::default()).await;
+    let c = client(&sim);
+    let v = sd15(512, 512, 1, 2);
+    let first = execute(&c, request(&v)).await;
+    assert_eq!(first.outcome, OutcomeKind::Passed, "{:?}", first.error);
+    let mut warm = request(&v);
+    warm.cold = false;
+    let warm = execute(&c, warm).await;
+    assert_eq!(warm.outcome, OutcomeKind::Passed);
+    assert!(!warm.cold);
+    assert!(
+        !warm.cached_nodes.is_empty(),
+        "an identical warm run is served from cache"
+    );
+    assert!(!warm.raw.http.iter().any(|h| h.exchange.path == "/free"));
+    let cold = execute(&c, request(&v)).await;
+    assert_eq!(cold.outcome, OutcomeKind::Passed);
+    assert!(cold.cached_nodes.is_empty(), "POST /free dropped the cache");
+    assert!(!cold.warnings.iter().any(|w| w.contains("cold run")));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_header_values_never_reach_the_record_or_the_event_log() {
+    let sim = sim(SimConfig::default()).await;
+    let headers =
+        ExtraHeaders::from_sources(&["X-Proxy-Token: s3cret-value".into()], None).unwrap();
+    let c = Client::new(&sim.base_url(), headers).unwrap();
+    let mut events = NdjsonWriter::new(Vec::new());
+    let record = execute_with(&c, request(&sd15(512, 512, 1, 2)), &mut events).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let log = String::from_utf8(events.into_inner()).unwrap();
+    let json = serde_json::to_string(&record).unwrap();
+    assert!(!log.contains("s3cret-value") && !json.contains("s3cret-value"));
+    assert!(!log.contains("X-Proxy-Token") && !json.contains("X-Proxy-Token"));
+    sim.shutdown().await;
+}
+
+/// Queues another client's slow prompt and waits until it runs; returns its id.
+async fn occupy(sim: &SimHandle, c: &Client, steps: u64) -> String {
     let other_id = uuid::Uuid::new_v4().to_string();
-    let other = sd15(512, 512, 1, 300);
-    let body = json!({"prompt": other, "client_id": "someone-else", "prompt_id": other_id});
+    let body = json!({"prompt": sd15(512, 512, 1, steps), "client_id": "someone-else", "prompt_id": other_id});
     let answer = reqwest::Client::new()
         .post(format!("{}/prompt", sim.base_url()))
         .json(&body)
@@ -371,16 +493,85 @@ async fn busy_server_waits_for_the_prompt_ahead_and_never_interrupts_it() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
-    wait_until_running(&c, Some(&other_id)).await;
+    wait_until_running(c, Some(&other_id)).await;
+    other_id
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_timeout_removes_our_pending_prompt_and_leaves_the_running_one_alone() {
+    let sim = sim(slow_config()).await;
+    let c = client(&sim);
+    let other_id = occupy(&sim, &c, 5000).await;
     let mut r = request(&sd15(512, 512, 1, 2));
     r.cold = false;
+    r.queue_timeout = Duration::from_millis(400);
     let record = execute(&c, r).await;
+    assert_eq!(record.outcome, OutcomeKind::Timeout, "{:?}", record.error);
+    match record.outcome() {
+        Outcome::Timeout(t) => {
+            assert_eq!(t.reason, TimeoutReason::Queue);
+            assert!(t.interrupt_confirmed, "our prompt left the queue");
+        }
+        other => panic!("{other:?}"),
+    }
+    let q = c.queue().await.unwrap();
+    assert_eq!(
+        q.position(&other_id),
+        QueuePosition::Running,
+        "the other prompt still runs"
+    );
+    assert_eq!(q.position(&record.prompt_id), QueuePosition::Absent);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_while_queued_removes_our_prompt_only() {
+    let sim = sim(slow_config()).await;
+    let c = client(&sim);
+    let other_id = occupy(&sim, &c, 5000).await;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut r = request(&sd15(512, 512, 1, 2));
+    r.cold = false;
+    r.cancel = Some(rx);
+    let run = tokio::spawn({
+        let c = c.clone();
+        async move { execute(&c, r).await }
+    });
+    // Cancel once our prompt waits in the queue.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.queue().await.unwrap().queue_pending.is_empty() {
+        assert!(Instant::now() < deadline, "our prompt was never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tx.send(true).unwrap();
+    let record = run.await.unwrap();
+    match record.outcome() {
+        Outcome::Interrupted(i) => {
+            assert_eq!(i.by, InterruptedBy::User);
+            assert!(i.removed_from_queue);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!record
+        .raw
+        .http
+        .iter()
+        .any(|h| h.exchange.path == "/interrupt"));
+    assert_eq!(
+        c.queue().await.unwrap().position(&other_id),
+        QueuePosition::Running
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_socket_with_lagging_history_is_not_mistaken_for_a_lost_server() {
+    let faults = Faults::default()
+        .with_drop_socket()
+        .with_slow_history_ms(800);
+    let sim = sim(SimConfig::default().with_faults(faults)).await;
+    let record = execute(&client(&sim), request(&sd15(512, 512, 1, 20))).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
-    assert!(record.queue.max_ahead >= 1, "our prompt waited behind the other");
-    assert!(!record.raw.http.iter().any(|h| h.exchange.path == "/interrupt"));
-    let other_history = c.history(&other_id).await.unwrap().expect("the other prompt finished");
-    assert_eq!(other_history.status.status_str, "success");
-    assert_eq!(c.queue().await.unwrap().position(&other_id), QueuePosition::Absent);
+    assert!(record.raw.client_ids.len() >= 2);
     sim.shutdown().await;
 }

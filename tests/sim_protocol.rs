@@ -194,6 +194,10 @@ async fn routes_answer_with_and_without_the_api_prefix() {
             .starts_with("cuda:0 Simulated GPU : "));
         assert_eq!(dev["vram_total"], json!(12u64 << 30));
         assert_eq!(stats["system"]["comfyui_version"], "0.3.64");
+        assert!(!stats["system"]["argv"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--lowvram")));
         let (_, features) = get(&base, &format!("{prefix}/features")).await;
         let captured: Value = serde_json::from_str(
             &std::fs::read_to_string(format!("{FIXTURES}/GET__features.final.json")).unwrap(),
@@ -263,5 +267,69 @@ async fn routes_answer_with_and_without_the_api_prefix() {
     let first = ws.next().await.unwrap().unwrap();
     let v: Value = serde_json::from_str(first.to_text().unwrap()).unwrap();
     assert_eq!(v["data"]["sid"], "abc");
+    // Without clientId the server picks uuid4().hex.
+    let url = format!("{}/ws", base.replace("http://", "ws://"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let first = ws.next().await.unwrap().unwrap();
+    let v: Value = serde_json::from_str(first.to_text().unwrap()).unwrap();
+    let sid = v["data"]["sid"].as_str().unwrap();
+    assert_eq!(sid.len(), 32);
+    assert!(sid
+        .chars()
+        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_options_behave_as_captured() {
+    let sim = sim(SimConfig::default()).await;
+    let base = sim.base_url();
+    let mut ws = Ws::connect(&base, "opts").await;
+    let prompt = |color: u64| {
+        json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": color}},
+            "3": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "opts"}}
+        })
+    };
+    // A client-chosen id is used verbatim; reusing it replaces the history entry.
+    for color in [1, 2] {
+        let (_, r) = post_prompt(
+            &base,
+            &json!({"prompt": prompt(color), "client_id": "opts", "prompt_id": "fixture-custom-prompt-id-0001"}),
+        )
+        .await;
+        assert_eq!(r["prompt_id"], "fixture-custom-prompt-id-0001");
+        ws.until_done("fixture-custom-prompt-id-0001").await;
+    }
+    let entry = history_entry(&base, "fixture-custom-prompt-id-0001").await;
+    assert_eq!(entry["prompt"][2]["1"]["inputs"]["color"], 2);
+    // A number id is stringified.
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": prompt(3), "client_id": "opts", "prompt_id": 12345}),
+    )
+    .await;
+    assert_eq!(r["prompt_id"], "12345");
+    assert_eq!(r["number"], 2);
+    ws.until_done("12345").await;
+    // An explicit number is echoed as a float and does not advance the counter; extra_data is kept.
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": prompt(4), "client_id": "opts", "number": 7, "extra_data": {"extra_pnginfo": {"workflow": {"id": "w"}}}}),
+    )
+    .await;
+    assert_eq!(r["number"].to_string(), "7.0");
+    let pid = r["prompt_id"].as_str().unwrap().to_string();
+    ws.until_done(&pid).await;
+    let entry = history_entry(&base, &pid).await;
+    assert_eq!(entry["prompt"][3]["extra_pnginfo"]["workflow"]["id"], "w");
+    assert_eq!(entry["prompt"][3]["client_id"], "opts");
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": prompt(5), "client_id": "opts", "front": true}),
+    )
+    .await;
+    assert_eq!(r["number"], -3);
+    ws.until_done(r["prompt_id"].as_str().unwrap()).await;
     sim.shutdown().await;
 }

@@ -3,7 +3,7 @@
 //! the sessions and reports under the runs folder and prints where.
 
 use super::bisect::{runtime, start_session, LadderArgs, SessionArgs};
-use super::common::{print_error, read_workflow};
+use super::common::{print_error, read_workflow_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
@@ -49,6 +49,15 @@ pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
 
 /// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
 type Group = (u64, String, Vec<(String, String, Workflow)>);
+
+/// The simulator's node definitions (for converting UI workflows given to `demo`).
+fn sim_defs() -> Result<crate::nodedefs::NodeDefs, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(include_str!("../sim/object_info.sim.json"))
+            .map_err(|e| format!("the simulator's node definitions: {e}"))?;
+    crate::nodedefs::NodeDefs::from_value(&value)
+        .ok_or_else(|| "the simulator's node definitions are not an object of classes".to_string())
+}
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -112,7 +121,8 @@ pub fn run(args: Args) -> u8 {
         let mut targets = Vec::new();
         let mut names = Vec::new();
         for path in &args.workflows {
-            let workflow = match read_workflow(path) {
+            // UI workflows are converted with the simulator's node definitions.
+            let workflow = match read_workflow_with(path, sim_defs) {
                 Ok(w) => w,
                 Err(e) => {
                     print_error(&e);

@@ -1,11 +1,12 @@
 //! `comfy-bisect submit WORKFLOW`: run one workflow on the server and print the outcome (or the
 //! whole run record with `--json`).
 
-use super::common::{print_error, read_workflow};
+use super::common::{print_error, read_workflow_with};
 use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
 use crate::error::exit;
 use crate::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
+    TimeoutReason,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,17 +39,13 @@ pub struct Args {
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
 pub fn run(args: Args, server: &str) -> u8 {
-    let workflow = match read_workflow(&args.workflow) {
-        Ok(w) => w,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
     let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
         Ok(h) => h,
         Err(e) => {
-            print_error(&format!("{e} (in --header or {})", crate::comfy::HEADERS_ENV));
+            print_error(&format!(
+                "{e} (in --header or {})",
+                crate::comfy::HEADERS_ENV
+            ));
             return exit::USAGE;
         }
     };
@@ -70,6 +67,19 @@ pub fn run(args: Args, server: &str) -> u8 {
             return exit::USAGE;
         }
     };
+    let workflow = match read_workflow_with(&args.workflow, || {
+        let info = runtime
+            .block_on(client.object_info(None))
+            .map_err(|e| unreachable_message(&client, &e))?;
+        crate::nodedefs::NodeDefs::from_value(&info)
+            .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
+    }) {
+        Ok(w) => w,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
     runtime.block_on(async {
         if let Err(e) = client.system_stats().await {
             print_error(&unreachable_message(&client, &e));
@@ -78,8 +88,11 @@ pub fn run(args: Args, server: &str) -> u8 {
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupting our prompt (Ctrl-C)…");
+                eprintln!("\ninterrupting our prompt (Ctrl-C again to quit at once)…");
                 let _ = cancel_tx.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(exit::INTERRUPTED));
+                }
             }
         });
         let mut request = RunRequest::new(workflow);
@@ -93,11 +106,11 @@ pub fn run(args: Args, server: &str) -> u8 {
         progress.finish();
         if args.json {
             match serde_json::to_string_pretty(&record) {
-                Ok(text) => println!("{text}"),
+                Ok(text) => write_stdout(&format!("{text}\n")),
                 Err(e) => print_error(&format!("cannot print the run record: {e}")),
             }
         } else {
-            print!("{}", summary(&record));
+            write_stdout(&summary(&record));
         }
         let code = exit_code(&record);
         if code == exit::UNREACHABLE {
@@ -109,6 +122,13 @@ pub fn run(args: Args, server: &str) -> u8 {
         }
         code
     })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
 /// The exit code for a finished run.
@@ -166,7 +186,10 @@ pub fn summary(record: &RunRecord) -> String {
                 r.http_status, r.error.kind, r.error.message
             );
             for (node, err) in &r.node_errors {
-                let class = err.get("class_type").and_then(|v| v.as_str()).unwrap_or("?");
+                let class = err
+                    .get("class_type")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
                 for e in err
                     .get("errors")
                     .and_then(|v| v.as_array())
@@ -193,8 +216,12 @@ pub fn summary(record: &RunRecord) -> String {
             }
         ),
         Outcome::Timeout(t) => format!(
-            ": {:?} limit of {:.0} s{}; our prompt was interrupted",
-            t.reason,
+            ": {} limit of {:.1} s reached{}; our prompt was interrupted",
+            match t.reason {
+                TimeoutReason::Run => "run",
+                TimeoutReason::Stall => "stall (no event)",
+                TimeoutReason::Queue => "queue wait",
+            },
             t.limit_ms as f64 / 1000.0,
             t.last_node
                 .as_deref()
@@ -212,6 +239,22 @@ pub fn summary(record: &RunRecord) -> String {
             record.vram.samples.len(),
             record.vram.interval_ms
         ));
+    }
+    if let Some(d) = &record.diagnosis {
+        let field = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        out.push_str(&format!(
+            "diagnosis: {} at stage {} (comfy-bisect diagnose explains more)\n",
+            field("kind"),
+            field("stage")
+        ));
+        if let Some(next) = d
+            .get("next_check")
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.first())
+            .and_then(|v| v.as_str())
+        {
+            out.push_str(&format!("next check: {next}\n"));
+        }
     }
     let ran = record.timeline.iter().filter(|n| !n.cached).count();
     out.push_str(&format!(
@@ -303,7 +346,9 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("10 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("10 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("soon").is_err());
     }

@@ -313,7 +313,10 @@ impl Client {
         }
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, route: &str) -> Result<T, ClientError> {
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+    ) -> Result<T, ClientError> {
         let (status, text) = self.send("GET", route, None).await?;
         if !(200..300).contains(&status) {
             return Err(ClientError::Status {
@@ -488,7 +491,9 @@ fn parse_server_url(
 
 fn redact_url_credentials(url: &str) -> String {
     match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://<credentials>@{}", &url[..s], &url[at + 1..]),
+        (Some(s), Some(at)) if at > s => {
+            format!("{}://<credentials>@{}", &url[..s], &url[at + 1..])
+        }
         _ => url.to_string(),
     }
 }
@@ -560,7 +565,10 @@ mod tests {
         let c = Client::new("https://user:p%40ss@host:1/", ExtraHeaders::new()).unwrap();
         assert_eq!(c.server_url(), "https://host:1");
         assert_eq!(c.headers.names(), vec!["Authorization"]);
-        assert_eq!(c.headers.pairs()[0].1, format!("Basic {}", base64(b"user:p@ss")));
+        assert_eq!(
+            c.headers.pairs()[0].1,
+            format!("Basic {}", base64(b"user:p@ss"))
+        );
         assert!(!format!("{c:?}").contains("p@ss"));
     }
 

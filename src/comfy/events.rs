@@ -600,14 +600,23 @@ mod tests {
     #[test]
     fn follows_only_its_prompt() {
         let mut t = EventTracker::new("ours");
-        t.feed_text(&frame("execution_start", serde_json::json!({"prompt_id": "other"})), 1);
         t.feed_text(
-            &frame("executing", serde_json::json!({"node": null, "prompt_id": "other"})),
+            &frame("execution_start", serde_json::json!({"prompt_id": "other"})),
+            1,
+        );
+        t.feed_text(
+            &frame(
+                "executing",
+                serde_json::json!({"node": null, "prompt_id": "other"}),
+            ),
             2,
         );
         assert!(!t.is_finished());
         assert_eq!(t.counts().others, 2);
-        let ev = t.feed_text(&frame("execution_start", serde_json::json!({"prompt_id": "ours"})), 3);
+        let ev = t.feed_text(
+            &frame("execution_start", serde_json::json!({"prompt_id": "ours"})),
+            3,
+        );
         assert_eq!(ev, vec![TrackerEvent::Started]);
     }
 
@@ -622,7 +631,10 @@ mod tests {
     #[test]
     fn blocked_error_does_not_end_the_prompt() {
         let mut t = EventTracker::new("p");
-        t.feed_text(&frame("execution_start", serde_json::json!({"prompt_id": "p"})), 1);
+        t.feed_text(
+            &frame("execution_start", serde_json::json!({"prompt_id": "p"})),
+            1,
+        );
         let ev = t.feed_text(
             &frame(
                 "execution_error",
@@ -633,8 +645,14 @@ mod tests {
         );
         assert!(matches!(ev[0], TrackerEvent::Blocked { .. }));
         assert!(t.terminal().is_none());
-        t.feed_text(&frame("execution_success", serde_json::json!({"prompt_id": "p"})), 3);
-        assert_eq!(t.terminal().map(Terminal::kind), Some(TerminalKind::Success));
+        t.feed_text(
+            &frame("execution_success", serde_json::json!({"prompt_id": "p"})),
+            3,
+        );
+        assert_eq!(
+            t.terminal().map(Terminal::kind),
+            Some(TerminalKind::Success)
+        );
     }
 
     #[test]
@@ -642,12 +660,24 @@ mod tests {
         let mut t = EventTracker::new("p");
         for (ms, node) in [(10, "1"), (30, "2")] {
             t.feed_text(
-                &frame("executing", serde_json::json!({"node": node, "display_node": node, "prompt_id": "p"})),
+                &frame(
+                    "executing",
+                    serde_json::json!({"node": node, "display_node": node, "prompt_id": "p"}),
+                ),
                 ms,
             );
         }
-        t.feed_text(&frame("execution_success", serde_json::json!({"prompt_id": "p"})), 70);
-        t.feed_text(&frame("executing", serde_json::json!({"node": null, "prompt_id": "p"})), 71);
+        t.feed_text(
+            &frame("execution_success", serde_json::json!({"prompt_id": "p"})),
+            70,
+        );
+        t.feed_text(
+            &frame(
+                "executing",
+                serde_json::json!({"node": null, "prompt_id": "p"}),
+            ),
+            71,
+        );
         let tl = t.timeline();
         assert_eq!(tl[0].duration_ms(), Some(20));
         assert_eq!(tl[1].duration_ms(), Some(40));

@@ -177,7 +177,10 @@ mod tests {
             Some("Authorization: Bearer abc; Cookie: a=1; b=2\nX-Token: t"),
         )
         .unwrap();
-        assert_eq!(h.names(), vec!["Authorization", "Cookie", "X-Token", "X-Extra"]);
+        assert_eq!(
+            h.names(),
+            vec!["Authorization", "Cookie", "X-Token", "X-Extra"]
+        );
         assert_eq!(h.pairs()[1].1, "a=1; b=2");
         assert_eq!(h.pairs()[0].1, "Bearer abc");
     }

@@ -79,10 +79,8 @@ pub const PREVIEW_METHOD_NONE: &str = "none";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemStats {
     /// Host information.
-    #[serde(default)]
     pub system: SystemInfo,
     /// Devices, primary first.
-    #[serde(default)]
     pub devices: Vec<Device>,
 }
 
@@ -160,10 +158,8 @@ impl Device {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueState {
     /// The running item(s).
-    #[serde(default)]
     pub queue_running: Vec<Vec<Value>>,
     /// Pending items in heap order.
-    #[serde(default)]
     pub queue_pending: Vec<Vec<Value>>,
 }
 
@@ -193,7 +189,10 @@ impl QueueState {
 
     /// Ids of the running prompts.
     pub fn running_ids(&self) -> Vec<&str> {
-        self.queue_running.iter().filter_map(|i| Self::item_id(i)).collect()
+        self.queue_running
+            .iter()
+            .filter_map(|i| Self::item_id(i))
+            .collect()
     }
 
     /// Ids of the pending prompts in execution order (sorted by number).
@@ -236,17 +235,16 @@ pub struct PromptRequest<'a> {
     pub extra_data: Map<String, Value>,
 }
 
-/// 200 answer of `POST /prompt`. A non-empty `node_errors` means some outputs were dropped.
+/// 200 answer of `POST /prompt` (`prompt_id` and `node_errors` are required). A non-empty
+/// `node_errors` means some outputs were dropped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptResponse {
     /// The prompt id the server uses.
-    #[serde(default)]
     pub prompt_id: String,
     /// Queue number (an integer, or a float when the client chose it).
     #[serde(default)]
     pub number: Value,
     /// Errors of output branches that were dropped.
-    #[serde(default)]
     pub node_errors: Map<String, Value>,
 }
 
@@ -255,7 +253,6 @@ pub struct PromptResponse {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptRejection {
     /// The top-level error.
-    #[serde(default)]
     pub error: PromptErrorInfo,
     /// Per-node errors (node id → `{errors, dependent_outputs, class_type}`).
     #[serde(default)]
@@ -351,7 +348,6 @@ pub struct HistoryEntry {
     #[serde(default)]
     pub outputs: Map<String, Value>,
     /// Final status and the recorded messages.
-    #[serde(default)]
     pub status: HistoryStatus,
     /// Node id → `{node_id, display_node, parent_node, real_node_id}`.
     #[serde(default)]
@@ -380,8 +376,8 @@ pub enum Terminal {
         /// Epoch milliseconds.
         timestamp: Option<u64>,
     },
-    /// A fatal `execution_error`.
-    Error(ExecutionError),
+    /// A fatal `execution_error` (boxed: it carries the traceback and inputs).
+    Error(Box<ExecutionError>),
     /// `execution_interrupted`.
     Interrupted(ExecutionInterrupted),
 }
@@ -423,7 +419,7 @@ pub fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal> {
         }),
         msg::EXECUTION_ERROR => {
             let err: ExecutionError = serde_json::from_value(data.clone()).ok()?;
-            (!err.is_blocked()).then_some(Terminal::Error(err))
+            (!err.is_blocked()).then(|| Terminal::Error(Box::new(err)))
         }
         msg::EXECUTION_INTERRUPTED => serde_json::from_value(data.clone())
             .ok()
@@ -580,7 +576,8 @@ mod tests {
 
     #[test]
     fn system_stats_fixture_parses_with_cpu_device() {
-        let s: SystemStats = serde_json::from_str(&fixture("GET__system_stats.final.json")).unwrap();
+        let s: SystemStats =
+            serde_json::from_str(&fixture("GET__system_stats.final.json")).unwrap();
         let d = s.primary().unwrap();
         assert_eq!(d.kind, "cpu");
         assert_eq!(d.index, None);
@@ -658,6 +655,26 @@ mod tests {
             }
         }
         assert!(seen_400 >= 10);
+    }
+
+    #[test]
+    fn strict_about_promised_fields_lenient_about_extra_ones() {
+        assert!(serde_json::from_str::<PromptResponse>(r#"{"number": 1}"#).is_err());
+        let r: PromptResponse = serde_json::from_str(
+            r#"{"prompt_id": "p", "number": 7.0, "node_errors": {}, "added_later": true}"#,
+        )
+        .unwrap();
+        assert_eq!(r.prompt_id, "p");
+        assert!(serde_json::from_str::<QueueState>(r#"{"queue_running": []}"#).is_err());
+        let s: SystemStats = serde_json::from_str(
+            r#"{"system": {"os": "linux", "deploy_environment": "x"},
+                "devices": [{"name": "cuda:0", "type": "cuda", "index": 0, "vram_total": 10,
+                             "vram_free": 4, "torch_vram_total": 3, "torch_vram_free": 1,
+                             "new_field": [1]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(s.primary().unwrap().used(), 6);
+        assert_eq!(s.system.extra["deploy_environment"], "x");
     }
 
     #[test]

@@ -60,7 +60,12 @@ impl WsConnection {
         let connect = tokio_tungstenite::connect_async(request);
         let (stream, _response) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
-            .map_err(|_| err(format!("no handshake within {}s", CONNECT_TIMEOUT.as_secs())))?
+            .map_err(|_| {
+                err(format!(
+                    "no handshake within {}s",
+                    CONNECT_TIMEOUT.as_secs()
+                ))
+            })?
             .map_err(|e| err(e.to_string()))?;
         Ok(WsConnection {
             stream,

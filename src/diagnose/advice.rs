@@ -11,6 +11,7 @@ pub(crate) struct AdviceInput<'a> {
     pub numbers_consistent: bool,
     pub fragmentation: bool,
     pub asynchronous: bool,
+    pub interrupted: bool,
 }
 
 pub(crate) struct Advice {
@@ -82,6 +83,13 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
     let mut next_check: Vec<String> = Vec::new();
     let mut candidates: Vec<String> = Vec::new();
     match input.kind {
+        Kind::Other if input.interrupted => {
+            next_check.push("The run was interrupted, not failed: rerun it without interrupting to see whether it fails.".into());
+            return Advice {
+                next_check,
+                candidates,
+            };
+        }
         Kind::Other => {
             next_check.push("This is not an out-of-memory failure: look up the exception message itself; lowering memory use is not expected to help.".into());
             if input.asynchronous {

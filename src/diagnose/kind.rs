@@ -130,6 +130,19 @@ const WORDING: &[(&str, Kind, &str)] = &[
         Kind::HostRam,
         "std::bad_alloc (system RAM)",
     ),
+    (
+        "paging file is too small",
+        Kind::HostRam,
+        "the Windows paging file is too small (system commit memory)",
+    ),
+];
+
+/// Fallback: "out of memory" with a backend named elsewhere in the message.
+const BACKEND_WORDS: &[(&str, Kind)] = &[
+    ("mps", Kind::MpsOom),
+    ("xpu", Kind::XpuOom),
+    ("hip", Kind::HipOom),
+    ("cuda", Kind::CudaOom),
 ];
 
 fn memory_error_re() -> &'static Regex {
@@ -195,6 +208,21 @@ pub(crate) fn classify(
     for (needle, kind, label) in WORDING {
         if lower.contains(needle) {
             return verdict(*kind, format!("The message says \"{label}\"."));
+        }
+    }
+    if lower.contains("out of memory") {
+        for (word, kind) in BACKEND_WORDS {
+            let named =
+                Regex::new(&format!(r"(?-u:\b){word}(?-u:\b)")).is_ok_and(|re| re.is_match(&lower));
+            if named {
+                return verdict(
+                    *kind,
+                    format!(
+                        "The message says \"out of memory\" and names {}.",
+                        word.to_uppercase()
+                    ),
+                );
+            }
         }
     }
     if memory_error_re().is_match(&lower) {
@@ -296,6 +324,8 @@ mod tests {
             (Some("RuntimeError"), "GET was unable to find an engine to execute this computation", Kind::Other),
             (Some("RuntimeError"), "!handle.expired() INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":1234, please report a bug to PyTorch. out of memory", Kind::Other),
             (Some("RuntimeError"), "expected scalar type Half but found Float", Kind::Other),
+            (Some("RuntimeError"), "CUDA driver error: out of memory", Kind::CudaOom),
+            (Some("OSError"), "[WinError 1455] The paging file is too small for this operation to complete", Kind::HostRam),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");

@@ -267,6 +267,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
         numbers_consistent,
         fragmentation: fragmentation.is_some(),
         asynchronous: kind_verdict.asynchronous,
+        interrupted: evidence.outcome == Some(RunOutcomeHint::Interrupted),
     });
     let message = evidence
         .exception_message

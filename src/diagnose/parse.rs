@@ -41,6 +41,8 @@ pub enum ConsoleTail {
     TiledDecodeRetry,
     /// The same warning for VAE encoding: the failure is in conditioning.
     TiledEncodeRetry,
+    /// A text or vision encoder finished loading right before the failure (holds its name).
+    EncoderLoaded(String),
 }
 
 /// Console-only signals that an execution_error does not carry.
@@ -496,7 +498,14 @@ regex!(
     level_tag_re,
     r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*"
 );
-regex!(split_frame_re, r#"(?i)\s+(?:file\s+"[^"]+",\s*line\s+\d+)"#);
+regex!(
+    colon_logger_re,
+    r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?"
+);
+regex!(
+    split_re,
+    r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#
+);
 regex!(
     frame_re,
     r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
@@ -537,6 +546,14 @@ regex!(
     node_title_re,
     r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$"
 );
+regex!(
+    node_prefix_re,
+    r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$"
+);
+regex!(
+    startup_re,
+    r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)"
+);
 regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
 regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
@@ -555,6 +572,7 @@ fn clean_line(raw: &str) -> String {
         s = short_time_re().replace(&s, "").into_owned();
         s = logger_re().replace(&s, "").into_owned();
         s = level_tag_re().replace(&s, "").into_owned();
+        s = colon_logger_re().replace(&s, "").into_owned();
         if s == before {
             break;
         }
@@ -576,20 +594,20 @@ fn clean_line(raw: &str) -> String {
 
 /// Splits flattened one-line pastes before each `File "..."` and after the message.
 fn split_flattened(line: &str) -> Vec<String> {
-    let lower = line.to_lowercase();
-    if lower.matches("file \"").count() < 2 {
-        return vec![line.to_string()];
-    }
     let mut parts = Vec::new();
     let mut last = 0;
-    for m in split_frame_re().find_iter(line) {
+    for m in split_re().find_iter(line) {
         if m.start() > last {
             parts.push(line[last..m.start()].trim().to_string());
+            last = m.start();
         }
-        last = m.start();
     }
     parts.push(line[last..].trim().to_string());
-    parts.into_iter().filter(|p| !p.is_empty()).collect()
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() {
+        parts.push(String::new());
+    }
+    parts
 }
 
 fn normalise(text: &str) -> Vec<String> {
@@ -614,6 +632,27 @@ enum Event {
     Load(String),
     LoadDone,
     LoraError,
+}
+
+/// The model named by `Requested to load X` when it is a text or vision encoder.
+fn encoder_name(line: &str) -> Option<String> {
+    let name = line
+        .strip_prefix("Requested to load ")
+        .or_else(|| line.strip_prefix("requested to load "))?
+        .trim();
+    let l = name.to_lowercase();
+    [
+        "clip",
+        "temodel",
+        "t5",
+        "textencoder",
+        "text_encoder",
+        "llama",
+        "gemma",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+    .then(|| name.to_string())
 }
 
 fn bar_event(line: &str) -> Option<Event> {
@@ -691,6 +730,9 @@ fn is_message_line(line: &str) -> bool {
     MESSAGE_WORDS.iter().any(|w| l.contains(w))
         && !l.contains("warning")
         && !l.contains("retrying with tiled")
+        // recovered attempts ComfyUI prints before trying a cheaper way
+        && !l.contains("trying again")
+        && !l.contains("switched to")
 }
 
 fn is_frame(line: &str) -> bool {
@@ -734,6 +776,11 @@ struct SegmentFailure {
     message: Option<String>,
     traceback: Vec<String>,
     death: Option<String>,
+    md_node_id: Option<String>,
+    md_node_type: Option<String>,
+    md_exception_type: Option<String>,
+    /// The server's startup output follows the failure: a custom-node import error, not a run.
+    startup: bool,
     prompt_done: bool,
     got_prompt: bool,
     events: Vec<(usize, Event)>,
@@ -759,6 +806,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut exc_proc: Option<String> = None;
     let mut err_occ: Option<String> = None;
     let mut bare: Option<String> = None;
+    let mut exc_proc_at: Option<usize> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -768,13 +816,14 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     while i < lines.len() {
         let line = lines[i].as_str();
         let t = line.trim();
-        if f.start.is_none() {
-            if let Some(e) = line_event(t) {
-                f.events.push((i, e));
-            }
+        if let Some(e) = line_event(t) {
+            f.events.push((i, e));
         }
         if got_prompt_re().is_match(t) {
             f.got_prompt = true;
+        }
+        if f.start.is_some() && startup_re().is_match(t) {
+            f.startup = true;
         }
         if prompt_done_re().is_match(t) {
             f.prompt_done = true;
@@ -790,9 +839,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if let Some(c) = md_field_re().captures(t) {
             let v = c["v"].trim().to_string();
             match c["k"].to_lowercase().as_str() {
-                "node id" => f.node_id = Some(v).filter(|s| !s.is_empty()),
-                "node type" => f.node_type = Some(v).filter(|s| !s.is_empty()),
-                "exception type" => f.exception_type = Some(v).filter(|s| !s.is_empty()),
+                "node id" => f.md_node_id = Some(v).filter(|s| !s.is_empty()),
+                "node type" => f.md_node_type = Some(v).filter(|s| !s.is_empty()),
+                "exception type" => f.md_exception_type = Some(v).filter(|s| !s.is_empty()),
                 _ => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
@@ -810,6 +859,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         } else if let Some(c) = exc_proc_re().captures(t) {
             exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
+            exc_proc_at = Some(i);
             mark(&mut f, i);
         } else if let Some(c) = err_occ_re().captures(t) {
             f.node_type = Some(c["node"].trim().to_string());
@@ -844,7 +894,17 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             final_line = Some((ty, msg));
             mark(&mut f, i);
         } else if is_message_line(t) && bare.is_none() {
-            bare = Some(join_message(t, continuation(lines, i + 1)));
+            // The frontend's one-line form: `NodeType : message`.
+            let (node, msg) = match node_prefix_re().captures(t) {
+                Some(c) if !c["node"].ends_with("Error") => {
+                    (Some(c["node"].trim().to_string()), c["msg"].to_string())
+                }
+                _ => (None, t.to_string()),
+            };
+            if f.node_type.is_none() {
+                f.node_type = node;
+            }
+            bare = Some(join_message(&msg, continuation(lines, i + 1)));
             if f.node_type.is_none() && f.start.is_none() {
                 // The UI error toast: the node class alone on the line above the message.
                 f.node_type = lines[..i]
@@ -852,12 +912,32 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                     .rev()
                     .find(|l| !l.trim().is_empty())
                     .map(|l| l.trim())
-                    .filter(|l| node_title_re().is_match(l))
+                    .filter(|l| {
+                        node_title_re().is_match(l)
+                            && !l.ends_with("Error")
+                            && !l.ends_with("Exception")
+                            && !l.ends_with("Warning")
+                            && *l != "ComfyUI"
+                    })
                     .map(str::to_string);
             }
             mark(&mut f, i);
         }
         i += 1;
+    }
+    // Console lines count as "before the failure" up to the console's own failure marker (an
+    // error report's Logs section comes after its header fields).
+    if let Some(cutoff) = exc_proc_at.or(f.start) {
+        f.events.retain(|(i, _)| *i < cutoff);
+    }
+    if f.md_node_id.is_some() {
+        f.node_id = f.md_node_id.clone();
+    }
+    if f.md_node_type.is_some() {
+        f.node_type = f.md_node_type.clone();
+    }
+    if f.md_exception_type.is_some() {
+        f.exception_type = f.md_exception_type.clone();
     }
     if let Some((ty, msg)) = &final_line {
         if f.exception_type.is_none() {
@@ -891,6 +971,10 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
             Some(ConsoleTail::ModelLoading(line.clone()))
         }
         Some((_, Event::TiledRetry(true))) => Some(ConsoleTail::TiledDecodeRetry),
+        Some((_, Event::LoadDone)) => events.iter().rev().find_map(|(_, e)| match e {
+            Event::Load(line) => encoder_name(line).map(ConsoleTail::EncoderLoaded),
+            _ => None,
+        }),
         Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
@@ -922,10 +1006,12 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         .windows(2)
         .map(|w| (w[0], scan_segment(&lines[w[0]..w[1]])))
         .collect();
+    // Startup errors (custom-node imports) are not the run's failure when anything else is.
+    let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
     let chosen = segments
         .iter()
         .enumerate()
-        .filter(|(_, (_, s))| s.has_failure())
+        .filter(|(_, (_, s))| s.has_failure() && !(run_failures && s.startup))
         .max_by_key(|(i, (_, s))| {
             (
                 !s.traceback.is_empty() || s.death.is_some(),
@@ -934,10 +1020,18 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             )
         })
         .map(|(_, s)| s);
+    let chosen = chosen.filter(|(_, s)| {
+        // A log that starts with startup errors and later stops after `got prompt` died mid-run.
+        let stopped = segments
+            .last()
+            .is_some_and(|(_, l)| l.got_prompt && !l.prompt_done && !l.has_failure());
+        !(s.startup && stopped)
+    });
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
-            if last.got_prompt && !last.prompt_done {
+            let mid_run = last.got_prompt || !last.events.is_empty();
+            if mid_run && !last.prompt_done {
                 let (sampling_bar, tail) = signals_from(&last.events);
                 let mut evidence = Evidence {
                     outcome: Some(RunOutcomeHint::ServerLost),
@@ -970,10 +1064,18 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         return Err(ParseError::Unrecognised);
     };
     let (sampling_bar, tail) = signals_from(&seg.events);
+    // An error report's header names the node even when its Logs section is another segment.
+    let md = |get: fn(&SegmentFailure) -> Option<String>| segments.iter().find_map(|(_, s)| get(s));
     let mut evidence = Evidence {
-        node_id: seg.node_id.clone(),
-        node_type: seg.node_type.clone(),
-        exception_type: seg.exception_type.clone(),
+        node_id: seg.node_id.clone().or_else(|| md(|s| s.md_node_id.clone())),
+        node_type: seg
+            .node_type
+            .clone()
+            .or_else(|| md(|s| s.md_node_type.clone())),
+        exception_type: seg
+            .exception_type
+            .clone()
+            .or_else(|| md(|s| s.md_exception_type.clone())),
         exception_message: seg.message.clone(),
         traceback: seg.traceback.clone(),
         progress: Vec::new(),
@@ -1059,6 +1161,38 @@ mod tests {
         let parts = split_flattened("error occurred when executing x: boom file \"a.py\", line 1, in f g() file \"b.py\", line 2, in h k()");
         assert_eq!(parts.len(), 3);
         assert!(parts[1].starts_with("file \"a.py\""));
+    }
+
+    #[test]
+    fn frontend_one_line_form_names_the_node() {
+        let p = parse_input("KSampler : XPU out of memory. Tried to allocate 128.00 GiB. GPU 0 has a total capacity of 15.56 GiB.").unwrap();
+        assert_eq!(p.evidence.node_type.as_deref(), Some("KSampler"));
+        assert!(p
+            .evidence
+            .exception_message
+            .unwrap()
+            .starts_with("XPU out of memory"));
+    }
+
+    #[test]
+    fn recovered_attempts_are_not_the_failure() {
+        let log = "got prompt\nout of memory error, increasing steps and trying again 4\n 50%|█████     | 10/20 [00:10<00:10]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.signals.sampling_bar, Some((10, 20)));
+        assert!(p
+            .evidence
+            .exception_message
+            .unwrap()
+            .starts_with("CUDA out of memory"));
+    }
+
+    #[test]
+    fn startup_import_errors_are_not_the_run() {
+        let log = "Traceback (most recent call last):\n  File \"/c/nodes.py\", line 1, in load_custom_node\n    import x\nModuleNotFoundError: No module named 'x'\nCannot import /c/custom_nodes/x module for custom nodes: No module named 'x'\nImport times for custom nodes:\nStarting server\nTo see the GUI go to: http://127.0.0.1:8188\ngot prompt\nRequested to load Flux\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
+        assert!(p.evidence.exception_message.is_none());
+        assert!(matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(_))));
     }
 
     #[test]

@@ -302,6 +302,28 @@ fn classify_frame(f: &Frame) -> Option<FrameCat> {
     None
 }
 
+/// ComfyUI's own cleanup, where an earlier (asynchronous) GPU error resurfaces.
+const CLEANUP_FUNCS: &[&str] = &[
+    "soft_empty_cache",
+    "unload_all_models",
+    "cleanup_models",
+    "cleanup_models_gc",
+    "empty_cache",
+    "synchronize",
+];
+
+/// The cleanup frame when the deepest ComfyUI frame is ComfyUI's error-handling cleanup: the
+/// traceback then points to the wrong place.
+fn resurfaced_in_cleanup(frames: &[Frame]) -> Option<String> {
+    let deepest = frames.iter().rev().find(|f| {
+        !(f.path.contains("/torch/") && f.path.contains("site-packages")
+            || f.path.contains("/torch/cuda/"))
+    })?;
+    CLEANUP_FUNCS
+        .contains(&deepest.func.as_str())
+        .then(|| deepest.func.clone())
+}
+
 /// The traceback's verdict: the deepest strong frame, refined by weaker frames below it.
 fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
     let classified: Vec<(usize, FrameCat)> = frames
@@ -324,6 +346,13 @@ fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
         Some((i, FrameCat::SamplerEntry)) => match deepest_weak_step {
             Some((j, _)) if j > i => Some((FrameCat::Step, describe(j))),
             _ => Some((FrameCat::SamplerEntry, describe(i))),
+        },
+        Some((i, FrameCat::Step)) => match deepest_weak_step {
+            Some((j, _)) if j > i => Some((
+                FrameCat::Step,
+                format!("{} … down to {}", describe(i), describe(j)),
+            )),
+            _ => Some((FrameCat::Step, describe(i))),
         },
         Some((i, cat)) => Some((cat, describe(i))),
         None => deepest_weak_step.map(|(j, _)| (FrameCat::Step, describe(j))),
@@ -510,6 +539,14 @@ pub(crate) fn resolve(
         notes.push("The error says it may be reported asynchronously, so the traceback location is unreliable and is not used.".into());
     }
     let frames = parse_frames(&evidence.traceback);
+    if let Some(func) = resurfaced_in_cleanup(&frames) {
+        notes.push(format!("The traceback ends in ComfyUI's own cleanup ({func}), where an earlier GPU error resurfaced: it points to the wrong place, and nothing else shows where the failure happened{in_node}."));
+        return StageVerdict {
+            stage: Stage::Unknown,
+            candidates: vec![Stage::Unknown],
+            evidence: notes.join(" "),
+        };
+    }
     let tb = if asynchronous {
         None
     } else {
@@ -595,6 +632,14 @@ pub(crate) fn resolve(
                 format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
             );
         }
+        Some(ConsoleTail::EncoderLoaded(model)) if signals.sampling_bar.is_none() => {
+            return finish(
+                Stage::Condition,
+                vec![Stage::Condition],
+                notes,
+                format!("The encoder {model} had just finished loading and no sampling progress follows: the failure is while encoding."),
+            );
+        }
         Some(ConsoleTail::LoraPatchErrors(count)) => {
             return finish(
                 Stage::Load,
@@ -603,7 +648,7 @@ pub(crate) fn resolve(
                 format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded."),
             );
         }
-        None => {}
+        _ => {}
     }
 
     // 3. Progress of the sampler.
@@ -760,6 +805,21 @@ mod tests {
             r#"  File "/c/comfy/ldm/flux/model.py", line 184, in forward"#,
         ]);
         assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Step);
+    }
+
+    #[test]
+    fn error_resurfacing_in_cleanup_is_not_located() {
+        let f = frames(&[
+            r#"  File "/c/execution.py", line 1, in execute"#,
+            r#"  File "/c/comfy/model_management.py", line 2, in soft_empty_cache"#,
+            r#"  File "/v/site-packages/torch/cuda/memory.py", line 3, in empty_cache"#,
+        ]);
+        assert_eq!(
+            resurfaced_in_cleanup(&f).as_deref(),
+            Some("soft_empty_cache")
+        );
+        let f = frames(&[r#"  File "/c/comfy/model_patcher.py", line 1, in partially_load"#]);
+        assert_eq!(resurfaced_in_cleanup(&f), None);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
-    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome,
-    QueueInfo, RawLog, Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason,
-    VramReport, VramSample, WsTextRecord,
+    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
+    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    WsTextRecord,
 };
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
@@ -220,7 +220,7 @@ impl<'a> Runner<'a> {
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
         let (outcome, error) = outcome.into_parts();
-        RunRecord {
+        let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
             workflow_sha256: self.req.workflow.sha256(),
@@ -241,7 +241,9 @@ impl<'a> Runner<'a> {
             history: self.history,
             warnings: self.warnings,
             raw: self.raw,
-        }
+        };
+        record.attach_diagnosis();
+        record
     }
 
     async fn drive(&mut self) -> Outcome {
@@ -316,7 +318,7 @@ impl<'a> Runner<'a> {
             End::Finished => {
                 let run = match self.tracker.terminal().cloned() {
                     Some(Terminal::Success { .. }) => Outcome::Passed,
-                    Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(e)),
+                    Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(*e)),
                     Some(t @ Terminal::Interrupted(_)) => {
                         let (node_id, node_type, executed) = interrupted(Some(&t));
                         Outcome::Interrupted(Interruption {
@@ -554,7 +556,9 @@ impl<'a> Runner<'a> {
                 }
                 Err(e) => {
                     if self.prompt_is_known().await {
-                        self.warn(format!("POST /prompt failed ({e}), but the prompt is queued"));
+                        self.warn(format!(
+                            "POST /prompt failed ({e}), but the prompt is queued"
+                        ));
                         self.submitted = true;
                         self.queue.submitted_ms = Some(self.ms());
                         return Ok(());
@@ -597,7 +601,9 @@ impl<'a> Runner<'a> {
         let mut next_reconnect = Instant::now();
         let mut reconnect_delay = Duration::from_millis(200);
         let mut polling_only_warned = false;
-        let mut vanished = 0u32;
+        // History can lag the queue (it does on some servers and in the simulator's slow-history
+        // fault), so a prompt counts as vanished only after it stayed missing for a while.
+        let mut vanished: Option<(u32, Instant)> = None;
         let mut ending: Option<(End, Instant)> = None;
         let mut last_ahead: Option<usize> = None;
         loop {
@@ -620,7 +626,13 @@ impl<'a> Runner<'a> {
                         Some(since) if now - since > self.req.timeout => {
                             Some((TimeoutReason::Run, self.req.timeout))
                         }
-                        Some(_) if now - last_activity > self.req.stall_timeout => {
+                        // Only the first socket (the one named in client_id) receives our
+                        // prompt's events; after a reconnect silence proves nothing.
+                        Some(_)
+                            if self.sock.is_some()
+                                && self.raw.client_ids.len() == 1
+                                && now - last_activity > self.req.stall_timeout =>
+                        {
                             Some((TimeoutReason::Stall, self.req.stall_timeout))
                         }
                         None if now - pending_since > self.req.queue_timeout => {
@@ -702,8 +714,9 @@ impl<'a> Runner<'a> {
                     Ok(()) => {
                         let n = self.sockets_opened - 1;
                         self.warn(format!(
-                            "WebSocket reconnected with a new clientId (socket {n}); missed events \
-                             are recovered from /queue and /history"
+                            "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
+                             events still go to the old one, so the run is followed through /queue \
+                             and /history (the stall timeout no longer applies)"
                         ));
                         socket_lost_at = None;
                         next_poll = Instant::now();
@@ -721,69 +734,77 @@ impl<'a> Runner<'a> {
             }
 
             let quiet = now.duration_since(last_activity) >= poll * 2;
-            let want_poll = self.sock.is_none()
-                || ending.is_some()
-                || running_since.is_none()
-                || quiet;
-            if now >= next_poll && want_poll {
+            let want_poll =
+                self.sock.is_none() || ending.is_some() || running_since.is_none() || quiet;
+            if now >= next_poll && !want_poll {
+                next_poll = now + poll;
+            } else if now >= next_poll {
                 next_poll = now + poll;
                 match self.client.queue().await {
                     Ok(q) => {
                         unreachable_since = None;
                         match q.position(&self.prompt_id) {
                             QueuePosition::Running => {
-                                vanished = 0;
+                                vanished = None;
                                 running_since.get_or_insert(now);
                             }
                             QueuePosition::Pending { ahead } => {
-                                vanished = 0;
+                                vanished = None;
+                                // Waiting behind others is not stalling.
+                                last_activity = now;
                                 self.queue.max_ahead = self.queue.max_ahead.max(ahead);
                                 if last_ahead != Some(ahead) {
                                     last_ahead = Some(ahead);
                                     self.obs.on_event(&RunEvent::Queued { ahead });
                                 }
                             }
-                            QueuePosition::Absent => match self.client.history(&self.prompt_id).await {
-                                Ok(Some(entry)) => {
-                                    let t = self.ms();
-                                    if let Some(n) = self.tracker.apply_history(&entry, t) {
-                                        self.warn(n);
+                            QueuePosition::Absent => {
+                                match self.client.history(&self.prompt_id).await {
+                                    Ok(Some(entry)) => {
+                                        let t = self.ms();
+                                        if let Some(n) = self.tracker.apply_history(&entry, t) {
+                                            self.warn(n);
+                                        }
+                                        self.history = Some(entry);
                                     }
-                                    self.history = Some(entry);
-                                }
-                                Ok(None) => {
-                                    vanished += 1;
-                                    if let Some((end, _)) = ending.take() {
-                                        // Removed from the queue by us, or interrupted
-                                        // before it started: nothing more will come.
-                                        self.flush_http();
-                                        return match end {
-                                            End::Timeout(mut info) => {
-                                                info.interrupt_confirmed = true;
-                                                End::Timeout(info)
-                                            }
-                                            other => other,
-                                        };
-                                    }
-                                    if vanished >= 2 {
-                                        self.flush_http();
-                                        return End::Lost(ServerLostInfo {
-                                            reason: "our prompt vanished: it is neither in /queue \
+                                    Ok(None) => {
+                                        let (count, since) = vanished.get_or_insert((0, now));
+                                        *count += 1;
+                                        let (count, missing_for) = (*count, now - *since);
+                                        if let Some((end, _)) = ending.take() {
+                                            // Removed from the queue by us, or interrupted
+                                            // before it started: nothing more will come.
+                                            self.flush_http();
+                                            return match end {
+                                                End::Timeout(mut info) => {
+                                                    info.interrupt_confirmed = true;
+                                                    End::Timeout(info)
+                                                }
+                                                other => other,
+                                            };
+                                        }
+                                        if count >= 2 && missing_for >= self.req.reconnect_window {
+                                            self.flush_http();
+                                            return End::Lost(ServerLostInfo {
+                                                reason:
+                                                    "our prompt vanished: it is neither in /queue \
                                                      nor in /history (the server restarted or \
                                                      someone deleted it)"
-                                                .into(),
-                                            submitted: true,
-                                            last_node: self.last_node(),
-                                        });
+                                                        .into(),
+                                                submitted: true,
+                                                last_node: self.last_node(),
+                                            });
+                                        }
                                     }
+                                    Err(e) => self.note(&format!("GET /history failed: {e}")),
                                 }
-                                Err(e) => self.note(&format!("GET /history failed: {e}")),
-                            },
+                            }
                         }
                     }
                     Err(e) if e.is_unreachable() => {
                         let since = *unreachable_since.get_or_insert(now);
-                        if self.sock.is_none() && now.duration_since(since) > self.req.reconnect_window
+                        if self.sock.is_none()
+                            && now.duration_since(since) > self.req.reconnect_window
                         {
                             self.flush_http();
                             return End::Lost(ServerLostInfo {

@@ -402,6 +402,47 @@ impl RunRecord {
             _ => None,
         }
     }
+
+    /// What the diagnosis module reads: the execution_error fields, the nodes that ran with
+    /// their last progress, and how the run ended when there was no execution_error.
+    pub fn evidence(&self) -> crate::diagnose::Evidence {
+        use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
+        let e = self.execution_error();
+        Evidence {
+            node_id: e.map(|e| e.node_id.clone()),
+            node_type: e.map(|e| e.node_type.clone()),
+            exception_type: e.map(|e| e.exception_type.clone()),
+            exception_message: e.map(|e| e.exception_message.clone()),
+            traceback: e.map(|e| e.traceback.clone()).unwrap_or_default(),
+            progress: self
+                .timeline
+                .iter()
+                .filter(|n| !n.cached)
+                .map(|n| NodeProgress {
+                    node_id: n.node_id.clone(),
+                    class_type: n.class_type.clone(),
+                    value: n.progress.map(|p| p.value.max(0.0) as u64).unwrap_or(0),
+                    max: n.progress.map(|p| p.max.max(0.0) as u64).unwrap_or(0),
+                })
+                .collect(),
+            outcome: match self.outcome {
+                OutcomeKind::Passed | OutcomeKind::Failed => None,
+                OutcomeKind::Rejected => Some(RunOutcomeHint::Rejected),
+                OutcomeKind::Interrupted => Some(RunOutcomeHint::Interrupted),
+                OutcomeKind::Timeout => Some(RunOutcomeHint::Timeout),
+                OutcomeKind::ServerLost => Some(RunOutcomeHint::ServerLost),
+            },
+        }
+    }
+
+    /// Fills `diagnosis` for a run that did not pass (a passed run keeps `null`).
+    pub fn attach_diagnosis(&mut self) {
+        if self.outcome == OutcomeKind::Passed {
+            return;
+        }
+        let diagnosis = crate::diagnose::diagnose(&self.evidence());
+        self.diagnosis = serde_json::to_value(diagnosis).ok();
+    }
 }
 
 /// Trims each `current_inputs` value to [`CURRENT_INPUT_LIMIT`] characters.
@@ -429,8 +470,10 @@ mod tests {
     #[test]
     fn long_current_inputs_are_trimmed() {
         let mut e = ExecutionError::default();
-        e.current_inputs
-            .insert("samples".into(), serde_json::json!(["x".repeat(5000), "short"]));
+        e.current_inputs.insert(
+            "samples".into(),
+            serde_json::json!(["x".repeat(5000), "short"]),
+        );
         let e = trim_current_inputs(e);
         let v = e.current_inputs["samples"][0].as_str().unwrap();
         assert!(v.ends_with("[5000 characters]") && v.len() < 400);
@@ -447,7 +490,8 @@ mod tests {
         })
         .into_parts();
         let stats: SystemStats = serde_json::from_str(
-            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json").unwrap(),
+            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json")
+                .unwrap(),
         )
         .unwrap();
         let record = RunRecord {
@@ -466,7 +510,11 @@ mod tests {
             cached_nodes: vec![],
             timeline: vec![],
             vram: VramReport::from_samples(
-                vec![VramSample { t_ms: 1, used_bytes: 5, reserved_bytes: 7 }],
+                vec![VramSample {
+                    t_ms: 1,
+                    used_bytes: 5,
+                    reserved_bytes: 7,
+                }],
                 500,
                 stats.primary(),
                 0,
@@ -497,7 +545,8 @@ mod tests {
         assert_eq!(v["outcome"], "failed");
         assert_eq!(v["error"]["execution_error"]["node_id"], "3");
         assert_eq!(v["vram"]["peak_used_bytes"], 5);
-        let back: RunRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        let back: RunRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
         assert_eq!(back, record);
         assert_eq!(back.outcome().kind(), OutcomeKind::Failed);
     }

@@ -177,7 +177,7 @@ pub fn record_from_history(
 ) -> Option<RunRecord> {
     let outcome = match entry.terminal()? {
         Terminal::Success { .. } => RunOutcome::Passed,
-        Terminal::Error(e) => RunOutcome::Failed(crate::run::record::trim_current_inputs(e)),
+        Terminal::Error(e) => RunOutcome::Failed(crate::run::record::trim_current_inputs(*e)),
         Terminal::Interrupted(i) => RunOutcome::Interrupted(Interruption {
             by: InterruptedBy::Other,
             node_id: Some(i.node_id.clone()),

@@ -297,6 +297,13 @@ impl Inputs<'_> {
     }
 }
 
+/// `"512 x 768"` → (512, 768); `"width x height (custom)"` → None.
+fn parse_preset(s: &str) -> Option<(u64, u64)> {
+    let (w, h) = s.split_once(" x ")?;
+    let h = h.split_whitespace().next()?;
+    Some((w.trim().parse().ok()?, h.parse().ok()?))
+}
+
 fn is_model_file(s: &str) -> bool {
     let l = s.to_ascii_lowercase();
     [
@@ -450,8 +457,13 @@ pub fn evaluate(inp: &Inputs) -> Eval {
                 kind: VaeKind::for_family(m.family),
             },
         );
-        let w = inp.int(&["empty_latent_width", "width"], 0);
-        let h = inp.int(&["empty_latent_height", "height"], 0);
+        let mut w = inp.int(&["empty_latent_width", "width"], 0);
+        let mut h = inp.int(&["empty_latent_height", "height"], 0);
+        // Easy-Use presets ("512 x 768") win over the stale custom size widgets.
+        if let Some((pw, ph)) = inp.str("resolution").and_then(parse_preset) {
+            w = pw;
+            h = ph;
+        }
         if w > 0 && h > 0 {
             special.insert(
                 "LATENT",
@@ -464,8 +476,12 @@ pub fn evaluate(inp: &Inputs) -> Eval {
             );
         }
     } else if is("text_encoder_loaders") {
-        let bytes: u64 = files.iter().map(|f| text_encoder_bytes(f)).sum();
+        let mut bytes: u64 = files.iter().map(|f| text_encoder_bytes(f)).sum();
         let full = class == "LoadWanVideoT5TextEncoder";
+        let q = inp.str("quantization").unwrap_or("");
+        if q.contains("fp8") && files.iter().all(|f| quant_factor(f) >= 1.0) {
+            bytes /= 2;
+        }
         work = Work::Cpu {
             seconds: load_seconds(bytes),
         };
@@ -912,6 +928,13 @@ mod tests {
             lits: &lits,
             links: &links,
         })
+    }
+
+    #[test]
+    fn easy_use_presets_parse() {
+        assert_eq!(parse_preset("512 x 768"), Some((512, 768)));
+        assert_eq!(parse_preset("1024 x 1024 (square)"), Some((1024, 1024)));
+        assert_eq!(parse_preset("width x height (custom)"), None);
     }
 
     #[test]

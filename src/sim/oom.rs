@@ -612,7 +612,8 @@ pub fn traceback(oom: &Oom, ctx: &TraceContext) -> Vec<String> {
     let family = ctx.family.unwrap_or(Family::Other);
     match oom.stage {
         Stage::Load | Stage::SampleFirst | Stage::SampleMiddle if ctx.wrapper => {
-            v.extend(wrapper_sampler_frames(oom.stage, ctx.step_cache));
+            let cache = ctx.step_cache.filter(|_| oom.stage == Stage::SampleMiddle);
+            v.extend(wrapper_sampler_frames(oom.stage, cache));
         }
         Stage::Load | Stage::Condition if !crate::sim::nodes::is_sampler_class(ctx.class_type) => {
             v.extend(encode_frames(ctx.class_type));
@@ -716,11 +717,10 @@ mod tests {
         assert!(traceback(&oom(Stage::Postprocess), &up)
             .concat()
             .contains("nodes_upscale_model.py"));
-        for tb in [traceback(&oom(Stage::Decode), &dec)] {
-            assert!(tb[0].contains("execution.py\", line 496, in execute"));
-            assert!(tb
-                .iter()
-                .all(|f| f.starts_with("  File \"") && f.ends_with('\n')));
-        }
+        let tb = traceback(&oom(Stage::Decode), &dec);
+        assert!(tb[0].contains("execution.py\", line 496, in execute"));
+        assert!(tb
+            .iter()
+            .all(|f| f.starts_with("  File \"") && f.ends_with('\n')));
     }
 }

@@ -35,7 +35,11 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
     loop {
         tokio::select! {
             res = listener.accept() => {
-                let Ok((stream, _)) = res else { continue };
+                let Ok((stream, _)) = res else {
+                    // Out of file descriptors or similar: back off instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
                 let inst = inst.clone();
                 tokio::spawn(async move {
                     let mut stop = inst.stop_signal();
@@ -53,7 +57,19 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
 async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream);
-    let req = match http::read_request(&mut reader).await {
+    let head = async {
+        let (mut req, len) = http::read_head(&mut reader).await?;
+        if len > 0 && http::expects_continue(&req) {
+            use tokio::io::AsyncWriteExt;
+            reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await?;
+        }
+        http::read_body(&mut reader, &mut req, len).await?;
+        Ok::<_, ReadError>(req)
+    };
+    let req = match head.await {
         Ok(r) => r,
         Err(ReadError::Bad(why)) => {
             let _ = http::write_response(reader.get_mut(), &Response::text(400, why)).await;
@@ -417,6 +433,17 @@ fn system_stats(inst: &Instance) -> Value {
     let st = inst.lock();
     let gpu = &st.gpu;
     let port = inst.shared.addr.port().to_string();
+    let mut argv = vec![
+        "main.py".to_string(),
+        "--listen".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port,
+        "--disable-auto-launch".into(),
+    ];
+    if cfg.lowvram {
+        argv.push("--lowvram".into());
+    }
     let resident = gpu.resident();
     let ram_free = cfg
         .ram_bytes
@@ -434,7 +461,7 @@ fn system_stats(inst: &Instance) -> Value {
             "python_version": "3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]",
             "pytorch_version": "2.15.0+cu132",
             "embedded_python": false,
-            "argv": ["main.py", "--listen", "127.0.0.1", "--port", port, "--disable-auto-launch"]
+            "argv": argv
         },
         "devices": [{
             "name": format!("cuda:0 Simulated GPU : {}", cfg.allocator.backend_name()),

@@ -7,6 +7,7 @@
 //! stored prompt (`12.7` → `12` for an INT, `123` → `"123"` for a STRING).
 
 use super::nodes::Defs;
+use crate::nodedefs::types_compatible;
 use serde_json::{json, Map, Value};
 
 /// Outcome of validating one prompt.
@@ -130,15 +131,6 @@ fn input_info(spec: &Value) -> Value {
         }
         _ => json!([spec, {}]),
     }
-}
-
-fn types_match(received: &str, wanted: &str) -> bool {
-    if received == wanted || received == "*" || wanted == "*" {
-        return true;
-    }
-    let r: Vec<&str> = received.split(',').map(str::trim).collect();
-    let w: Vec<&str> = wanted.split(',').map(str::trim).collect();
-    r.iter().any(|x| w.contains(x))
 }
 
 enum Coerced {
@@ -307,10 +299,7 @@ impl<'a> Validator<'a> {
                     });
                 };
                 let lenient = class.starts_with("VHS_");
-                if !lenient
-                    && !types_match(&received, &ty)
-                    && !(ty == "COMBO" && received == "COMBO")
-                {
+                if !lenient && !types_compatible(&received, &ty) {
                     errors.push(json!({
                         "type": "return_type_mismatch",
                         "message": "Return type mismatch between linked nodes",
