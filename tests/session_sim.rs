@@ -41,7 +41,7 @@ fn steps_of(workflow: &Value) -> usize {
 // it. The simulator is deterministic; a table of pass/fail per step and VRAM size is in
 // docs/sessions.md ("Testing against the simulator").
 /// SD1.5 (batch 1): minimal passes, the full resolution runs out while sampling.
-const SD15_FAILS_AT_RESOLUTION: u64 = 4096;
+const SD15_FAILS_AT_RESOLUTION: u64 = 1792;
 /// SD1.5 (batch 1): the whole target fits.
 const SD15_FITS: u64 = 16384;
 /// SD1.5: less than the checkpoint's weights.

@@ -31,7 +31,7 @@ pub fn cases() -> Vec<DemoCase> {
             name: "sd15_txt2img_lora_upscale",
             json: include_str!("../../workflows/sd15_txt2img_lora_upscale.json"),
             vram_bytes: DEMO_SD15_VRAM_MIB * MIB,
-            card: "a 12 GB card",
+            card: "a 6 GB card",
         },
         DemoCase {
             name: "wan22_t2v_experts_lora_cache_rife",
@@ -43,7 +43,7 @@ pub fn cases() -> Vec<DemoCase> {
 }
 
 /// Simulated VRAM for the SD1.5 example (MiB).
-pub const DEMO_SD15_VRAM_MIB: u64 = 12288;
+pub const DEMO_SD15_VRAM_MIB: u64 = 6144;
 /// Simulated VRAM for the Wan 2.2 example (MiB).
 pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
 
