@@ -5,8 +5,8 @@
 
 pub mod bisect;
 pub mod common;
-pub mod demo;
 pub mod convert;
+pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
