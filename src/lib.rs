@@ -13,6 +13,8 @@ pub mod error;
 pub mod hashing;
 pub mod ladder;
 pub mod nodedefs;
+pub mod report;
 pub mod run;
+pub mod session;
 pub mod sim;
 pub mod workflow;

@@ -3,12 +3,18 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns the process exit code; this module only dispatches.
 
+pub mod bisect;
 pub mod common;
 pub mod convert;
+pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod plan;
+pub mod report;
+pub mod resume;
+pub mod runs;
+pub mod show;
 pub mod simulate;
 pub mod submit;
 pub mod validate;
@@ -51,6 +57,18 @@ pub enum Command {
     Submit(submit::Args),
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
+    /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
+    Bisect(bisect::Args),
+    /// Continue a session after a crash, kill, Ctrl-C, deadline or lost server.
+    Resume(resume::Args),
+    /// Print one run (a unique prefix of its run id is enough).
+    Show(show::Args),
+    /// List the sessions in the runs folder with their verdicts.
+    Runs(runs::Args),
+    /// Bisect the example workflows on the built-in simulator (no GPU or ComfyUI needed).
+    Demo(demo::Args),
+    /// Print a session's report (Markdown or JSON), redacted unless --no-redact.
+    Report(report::Args),
     /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
     HashFiles(hash_files::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
@@ -69,6 +87,12 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Convert(args) => convert::run(args, &server),
         Command::Submit(args) => submit::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
+        Command::Bisect(args) => bisect::run(args, &server),
+        Command::Resume(args) => resume::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Report(args) => report::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(args, &server),
