@@ -7,7 +7,10 @@
 
 pub mod cli;
 pub mod diagnose;
+pub mod comfy;
 pub mod error;
 pub mod hashing;
 pub mod nodedefs;
+pub mod run;
+pub mod sim;
 pub mod workflow;

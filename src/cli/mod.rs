@@ -7,6 +7,8 @@ pub mod common;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod simulate;
+pub mod submit;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +46,10 @@ pub enum Command {
     HashFiles(hash_files::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
     Diagnose(diagnose::Args),
+    /// Run one workflow on the server and report how it ended (with the evidence).
+    Submit(submit::Args),
+    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
+    Simulate(simulate::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -55,6 +61,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Submit(args) => submit::run(args, &server),
+        Command::Simulate(args) => simulate::run(args),
     };
     ExitCode::from(code)
 }

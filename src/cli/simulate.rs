@@ -1,0 +1,116 @@
+//! `comfy-bisect simulate`: run the in-tree ComfyUI simulator until Ctrl-C.
+
+use super::common::print_error;
+use crate::error::exit;
+use crate::sim::{parse_size, run_blocking, Allocator, Faults, SimConfig};
+use std::net::{IpAddr, SocketAddr};
+
+/// Arguments of `simulate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Port to listen on (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8188)]
+    pub port: u16,
+    /// Address to bind (loopback by default).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: IpAddr,
+    /// Simulated GPU memory (e.g. 24GiB, 12GB, 8192MiB).
+    #[arg(long, default_value = "24GiB")]
+    pub vram: String,
+    /// Simulated system RAM reported by /system_stats.
+    #[arg(long, default_value = "64GiB")]
+    pub ram: String,
+    /// Comma-separated faults: crash-mid-run, drop-socket, slow-history[=MS], prompt-500,
+    /// garbage-frames.
+    #[arg(long, default_value = "")]
+    pub faults: String,
+    /// Real seconds per simulated second (1 = real time; 0 = as fast as possible).
+    #[arg(long, default_value_t = 0.05)]
+    pub time_scale: f64,
+    /// PyTorch allocator backend to imitate: native or cudaMallocAsync (changes the OOM wording).
+    #[arg(long, default_value = "native")]
+    pub allocator: String,
+}
+
+/// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
+pub fn run(args: Args) -> u8 {
+    let config = match config_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let bind = SocketAddr::new(args.listen, args.port);
+    match run_blocking(config, bind) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            print_error(&format!(
+                "cannot run the simulator on {bind}: {e} (is the port already in use? try --port 0)"
+            ));
+            exit::USAGE
+        }
+    }
+}
+
+fn config_from(args: &Args) -> Result<SimConfig, String> {
+    let vram = parse_size(&args.vram).map_err(|e| format!("--vram: {e}"))?;
+    let ram = parse_size(&args.ram).map_err(|e| format!("--ram: {e}"))?;
+    if vram < crate::sim::GIB {
+        return Err(format!(
+            "--vram {}: at least 1GiB is needed for the CUDA context and a model",
+            args.vram
+        ));
+    }
+    let faults = Faults::parse(&args.faults)?;
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        return Err(format!(
+            "--time-scale {}: must be a number >= 0",
+            args.time_scale
+        ));
+    }
+    let allocator = Allocator::parse(&args.allocator).ok_or_else(|| {
+        format!(
+            "--allocator {}: use native or cudaMallocAsync",
+            args.allocator
+        )
+    })?;
+    Ok(SimConfig {
+        vram_bytes: vram,
+        ram_bytes: ram,
+        faults,
+        time_scale: args.time_scale,
+        allocator,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(vram: &str, faults: &str) -> Args {
+        Args {
+            port: 0,
+            listen: "127.0.0.1".parse().unwrap(),
+            vram: vram.into(),
+            ram: "64GiB".into(),
+            faults: faults.into(),
+            time_scale: 0.0,
+            allocator: "cudaMallocAsync".into(),
+        }
+    }
+
+    #[test]
+    fn arguments_become_a_config() {
+        let c = config_from(&args("12GB", "drop-socket")).unwrap();
+        assert_eq!(c.vram_bytes, 12 * crate::sim::GIB);
+        assert!(c.faults.drop_socket);
+        assert_eq!(c.allocator, Allocator::CudaMallocAsync);
+        assert!(config_from(&args("512MiB", ""))
+            .unwrap_err()
+            .contains("at least 1GiB"));
+        assert!(config_from(&args("24GiB", "meteor"))
+            .unwrap_err()
+            .contains("unknown fault"));
+    }
+}

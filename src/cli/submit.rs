@@ -1,0 +1,321 @@
+//! `comfy-bisect submit WORKFLOW`: run one workflow on the server and print the outcome (or the
+//! whole run record with `--json`).
+
+use super::common::{print_error, read_workflow};
+use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
+use crate::error::exit;
+use crate::run::{
+    execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
+};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `submit`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Workflow file (API format, or a POST /prompt body `{"prompt": {...}}`).
+    pub workflow: PathBuf,
+    /// Longest run, counted from when the server starts executing it (e.g. 90s, 10m, 1h).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Interrupt the run when the server sends no event for it this long.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub stall_timeout: Duration,
+    /// Skip the cold start (POST /free and wait for idle): models and cache stay warm.
+    #[arg(long)]
+    pub warm: bool,
+    /// Sample /system_stats every N milliseconds for the VRAM series.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..))]
+    pub sample_ms: u64,
+    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
+    /// COMFY_BISECT_HEADERS, newline- or ';'-separated). Never written anywhere.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Print the run record as JSON instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
+pub fn run(args: Args, server: &str) -> u8 {
+    let workflow = match read_workflow(&args.workflow) {
+        Ok(w) => w,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
+        Ok(h) => h,
+        Err(e) => {
+            print_error(&format!(
+                "{e} (in --header or {})",
+                crate::comfy::HEADERS_ENV
+            ));
+            return exit::USAGE;
+        }
+    };
+    let client = match Client::new(server, headers) {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            print_error(&format!("cannot start the async runtime: {e}"));
+            return exit::USAGE;
+        }
+    };
+    runtime.block_on(async {
+        if let Err(e) = client.system_stats().await {
+            print_error(&unreachable_message(&client, &e));
+            return exit::UNREACHABLE;
+        }
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupting our prompt (Ctrl-C again to quit at once)…");
+                let _ = cancel_tx.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(exit::INTERRUPTED));
+                }
+            }
+        });
+        let mut request = RunRequest::new(workflow);
+        request.cold = !args.warm;
+        request.timeout = args.timeout;
+        request.stall_timeout = args.stall_timeout;
+        request.sample_interval = Duration::from_millis(args.sample_ms);
+        request.cancel = Some(cancel_rx);
+        let mut progress = Progress::new();
+        let record = execute_with(&client, request, &mut progress).await;
+        progress.finish();
+        if args.json {
+            match serde_json::to_string_pretty(&record) {
+                Ok(text) => println!("{text}"),
+                Err(e) => print_error(&format!("cannot print the run record: {e}")),
+            }
+        } else {
+            print!("{}", summary(&record));
+        }
+        let code = exit_code(&record);
+        if code == exit::UNREACHABLE {
+            eprintln!(
+                "error: lost contact with ComfyUI at {}. Check that the server is still running \
+                 (it may have crashed or been OOM-killed) and reachable.",
+                record.server
+            );
+        }
+        code
+    })
+}
+
+/// The exit code for a finished run.
+pub fn exit_code(record: &RunRecord) -> u8 {
+    match record.outcome() {
+        Outcome::Passed => exit::OK,
+        Outcome::Interrupted(i) if i.by == InterruptedBy::User => exit::INTERRUPTED,
+        Outcome::ServerLost(_) => exit::UNREACHABLE,
+        _ => exit::FAILED,
+    }
+}
+
+fn unreachable_message(client: &Client, e: &ClientError) -> String {
+    let url = client.server_url();
+    match e.status() {
+        Some(401) | Some(403) | Some(407) => format!(
+            "{e}\nThe server (or a reverse proxy in front of it) refused the request. If it needs \
+             authentication, pass the header with --header 'Name: value' or set {}.",
+            crate::comfy::HEADERS_ENV
+        ),
+        Some(_) => format!(
+            "{e}\nIs {url} a ComfyUI server? Check the URL, including any path prefix of a reverse proxy."
+        ),
+        None => format!(
+            "{e}\nIs ComfyUI running? Check that it listens on that address (--listen / --port), \
+             use --server URL or COMFY_BISECT_SERVER to point at it, and if a reverse proxy needs \
+             an auth header, pass it with --header 'Name: value' or {}.",
+            crate::comfy::HEADERS_ENV
+        ),
+    }
+}
+
+/// A human summary of a run record.
+pub fn summary(record: &RunRecord) -> String {
+    let mut out = String::new();
+    let cold = if record.cold { "cold" } else { "warm" };
+    out.push_str(&format!(
+        "run {} on {} ({cold}, {:.1} s)\n",
+        record.run_id,
+        record.server,
+        record.duration_ms as f64 / 1000.0
+    ));
+    let detail = match record.outcome() {
+        Outcome::Passed => String::new(),
+        Outcome::Failed(e) => format!(
+            ": {} (node {}) raised {}: {}",
+            e.node_type,
+            e.node_id,
+            e.exception_type,
+            e.exception_message.lines().next().unwrap_or("").trim()
+        ),
+        Outcome::Rejected(r) => {
+            let mut s = format!(
+                ": HTTP {} {}: {}",
+                r.http_status, r.error.kind, r.error.message
+            );
+            for (node, err) in &r.node_errors {
+                let class = err
+                    .get("class_type")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
+                for e in err
+                    .get("errors")
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    let msg = e.get("message").and_then(|v| v.as_str()).unwrap_or("");
+                    let details = e.get("details").and_then(|v| v.as_str()).unwrap_or("");
+                    s.push_str(&format!("\n  node {node} ({class}): {msg} {details}"));
+                }
+            }
+            s
+        }
+        Outcome::Interrupted(i) => format!(
+            " by {}{}",
+            match i.by {
+                InterruptedBy::User => "you (Ctrl-C)",
+                InterruptedBy::Other => "someone else",
+            },
+            match (&i.node_type, &i.node_id) {
+                (Some(t), Some(n)) => format!(" in {t} (node {n})"),
+                _ if i.removed_from_queue => " while still queued (removed from the queue)".into(),
+                _ => String::new(),
+            }
+        ),
+        Outcome::Timeout(t) => format!(
+            ": {:?} limit of {:.0} s{}; our prompt was interrupted",
+            t.reason,
+            t.limit_ms as f64 / 1000.0,
+            t.last_node
+                .as_deref()
+                .map(|n| format!(" (last node {n})"))
+                .unwrap_or_default()
+        ),
+        Outcome::ServerLost(s) => format!(": {}", s.reason),
+    };
+    out.push_str(&format!("outcome: {}{detail}\n", record.outcome));
+    if let Some(peak) = record.vram.peak_used_bytes {
+        out.push_str(&format!(
+            "peak memory: {} used, {} reserved by torch ({} samples, every {} ms; shorter spikes are missed)\n",
+            gib(peak),
+            gib(record.vram.peak_reserved_bytes.unwrap_or(0)),
+            record.vram.samples.len(),
+            record.vram.interval_ms
+        ));
+    }
+    let ran = record.timeline.iter().filter(|n| !n.cached).count();
+    out.push_str(&format!(
+        "nodes: {ran} ran, {} cached\n",
+        record.cached_nodes.len()
+    ));
+    for w in &record.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// Parses `90s`, `10m`, `1h`, `500ms` or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 90s, 10m or 1h"))?;
+    let seconds = match unit.trim() {
+        "" | "s" | "sec" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use ms, s, m or h"
+            ))
+        }
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("{text:?} must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// A one-line progress display on stderr (hidden when stderr is not a terminal).
+struct Progress {
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl RunObserver for Progress {
+    fn on_event(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::Phase(p) => self.bar.set_message(p.clone()),
+            RunEvent::Queued { ahead } => self
+                .bar
+                .set_message(format!("waiting: {ahead} prompt(s) ahead of ours")),
+            RunEvent::Tracker(TrackerEvent::NodeStarted { node }) => {
+                self.bar.set_message(format!("node {node}"))
+            }
+            RunEvent::Tracker(TrackerEvent::Progress { node, value, max }) => self
+                .bar
+                .set_message(format!("node {node}: step {value}/{max}")),
+            RunEvent::Warning(w) => self.bar.println(format!("warning: {w}")),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_common_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("10 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,595 @@
+//! The HTTP side of the client: one method per ComfyUI route, typed answers, clear errors, and
+//! an optional recorder that sees every exchange (without headers) for the run record.
+
+use super::headers::ExtraHeaders;
+use super::protocol::{
+    routes, HistoryEntry, PromptRejection, PromptRequest, PromptResponse, QueueState, SystemStats,
+};
+use super::ws::WsConnection;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default timeout of one HTTP request.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest response text kept in a recorded exchange.
+const RECORDED_TEXT_LIMIT: usize = 4000;
+
+/// What went wrong talking to the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server URL is not usable.
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Connection refused, DNS failure, TLS failure, timeout, reset: no HTTP answer.
+    #[error("cannot reach ComfyUI at {url} ({detail})")]
+    Unreachable {
+        /// The URL tried (without credentials).
+        url: String,
+        /// The transport error.
+        detail: String,
+    },
+    /// An HTTP answer with an unexpected status.
+    #[error("{method} {url} answered HTTP {status}: {body}")]
+    Status {
+        /// Request method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+    },
+    /// A 2xx answer whose body is not the promised shape.
+    #[error("{method} {url} answered something that is not the expected JSON: {detail}")]
+    Decode {
+        /// Request method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// The parse error.
+        detail: String,
+    },
+    /// The WebSocket could not be opened.
+    #[error("cannot open the WebSocket {url} ({detail})")]
+    WebSocket {
+        /// The ws URL (without credentials or client id).
+        url: String,
+        /// The error.
+        detail: String,
+    },
+}
+
+impl ClientError {
+    /// True when no server answered at all (connection-level failure).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Unreachable { .. } | ClientError::WebSocket { .. }
+        )
+    }
+
+    /// HTTP status of a [`ClientError::Status`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// One HTTP request and its answer, as recorded for the run (never with headers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpExchange {
+    /// `GET`/`POST`.
+    pub method: String,
+    /// Route and query (relative to the server URL).
+    pub path: String,
+    /// JSON body sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<Value>,
+    /// HTTP status (absent when the request failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// JSON body received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<Value>,
+    /// Non-JSON body received (trimmed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_text: Option<String>,
+    /// Transport error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Round-trip time.
+    pub elapsed_ms: u64,
+}
+
+/// Receives every recorded exchange.
+pub type Recorder = Arc<dyn Fn(HttpExchange) + Send + Sync>;
+
+/// Answer of `POST /prompt`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Submitted {
+    /// 200; check `node_errors` (non-empty = partially rejected, the rest still runs).
+    Accepted(PromptResponse),
+    /// 400 with ComfyUI's validation error shape.
+    Rejected(PromptRejection),
+    /// Any other status (500 on a body the server could not handle …).
+    ServerError {
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+    },
+}
+
+/// Client for one ComfyUI server (HTTP + WebSocket). Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    base: reqwest::Url,
+    http: reqwest::Client,
+    headers: ExtraHeaders,
+    recorder: Option<Recorder>,
+    request_timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.server_url())
+            .field("headers", &self.headers)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client for `server` (`http(s)://host:port[/prefix]`; a bare `host:port` means http).
+    /// Credentials in the URL are sent as a Basic `Authorization` header and dropped from it.
+    pub fn new(server: &str, headers: ExtraHeaders) -> Result<Client, ClientError> {
+        let (base, headers) = parse_server_url(server, headers)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ClientError::InvalidUrl {
+                url: server.to_string(),
+                reason: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Client {
+            base,
+            http,
+            headers,
+            recorder: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        })
+    }
+
+    /// A copy of this client that reports every exchange to `recorder`.
+    pub fn recording(&self, recorder: Recorder) -> Client {
+        Client {
+            recorder: Some(recorder),
+            ..self.clone()
+        }
+    }
+
+    /// A copy of this client with another per-request timeout.
+    pub fn with_request_timeout(&self, timeout: Duration) -> Client {
+        Client {
+            request_timeout: timeout,
+            ..self.clone()
+        }
+    }
+
+    /// The server URL without credentials (safe to print and store).
+    pub fn server_url(&self) -> String {
+        self.base.as_str().trim_end_matches('/').to_string()
+    }
+
+    /// The WebSocket URL for a session id (`ws`/`wss` derived from `http`/`https`).
+    pub fn ws_url(&self, client_id: &str) -> String {
+        let mut url = self.base.clone();
+        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
+        // Changing between "special" schemes http→ws / https→wss is always allowed.
+        let _ = url.set_scheme(scheme);
+        let path = join_path(&url, routes::WS);
+        url.set_path(&path);
+        url.query_pairs_mut()
+            .clear()
+            .append_pair(routes::WS_CLIENT_ID_PARAM, client_id);
+        url.to_string()
+    }
+
+    /// Opens the WebSocket with session id `client_id` (extra headers included, no Origin).
+    pub async fn connect_ws(&self, client_id: &str) -> Result<WsConnection, ClientError> {
+        WsConnection::connect(&self.ws_url(client_id), client_id, &self.headers).await
+    }
+
+    /// `GET /system_stats`.
+    pub async fn system_stats(&self) -> Result<SystemStats, ClientError> {
+        self.get_json(routes::SYSTEM_STATS).await
+    }
+
+    /// `GET /object_info` (all classes) or `GET /object_info/{class}` (`{}` if unknown).
+    pub async fn object_info(&self, class: Option<&str>) -> Result<Value, ClientError> {
+        match class {
+            Some(c) => {
+                self.get_json(&format!("{}/{}", routes::OBJECT_INFO, encode_segment(c)))
+                    .await
+            }
+            None => self.get_json(routes::OBJECT_INFO).await,
+        }
+    }
+
+    /// `GET /models/{folder}` (an HTTP 404 error for an unknown folder).
+    pub async fn models(&self, folder: &str) -> Result<Vec<String>, ClientError> {
+        self.get_json(&format!("{}/{}", routes::MODELS, encode_segment(folder)))
+            .await
+    }
+
+    /// `GET /queue`.
+    pub async fn queue(&self) -> Result<QueueState, ClientError> {
+        self.get_json(routes::QUEUE).await
+    }
+
+    /// `GET /history/{id}`: `None` when unknown **or not finished yet** (the server cannot tell).
+    pub async fn history(&self, prompt_id: &str) -> Result<Option<HistoryEntry>, ClientError> {
+        let route = format!("{}/{}", routes::HISTORY, encode_segment(prompt_id));
+        let mut all: serde_json::Map<String, Value> = self.get_json(&route).await?;
+        match all.remove(prompt_id) {
+            Some(v) => serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| self.decode_error("GET", &route, e)),
+            None => Ok(None),
+        }
+    }
+
+    /// `GET /features`.
+    pub async fn features(&self) -> Result<Value, ClientError> {
+        self.get_json(routes::FEATURES).await
+    }
+
+    /// `POST /prompt`.
+    pub async fn submit(&self, request: &PromptRequest<'_>) -> Result<Submitted, ClientError> {
+        let body = serde_json::to_value(request).map_err(|e| ClientError::Decode {
+            method: "POST".into(),
+            url: self.url_for(routes::PROMPT).to_string(),
+            detail: format!("cannot encode the prompt: {e}"),
+        })?;
+        let (status, text) = self.send("POST", routes::PROMPT, Some(body)).await?;
+        match status {
+            200 => serde_json::from_str(&text)
+                .map(Submitted::Accepted)
+                .map_err(|e| self.decode_error("POST", routes::PROMPT, e)),
+            400 => Ok(match serde_json::from_str::<PromptRejection>(&text) {
+                Ok(r) => Submitted::Rejected(r),
+                Err(_) => Submitted::ServerError {
+                    status,
+                    body: trim_text(&text),
+                },
+            }),
+            _ => Ok(Submitted::ServerError {
+                status,
+                body: trim_text(&text),
+            }),
+        }
+    }
+
+    /// `POST /free {"unload_models", "free_memory"}` (the worker acts when idle).
+    pub async fn free(&self, unload_models: bool, free_memory: bool) -> Result<(), ClientError> {
+        let body = json!({"unload_models": unload_models, "free_memory": free_memory});
+        self.post_ok(routes::FREE, body).await
+    }
+
+    /// `POST /interrupt {"prompt_id"}`: interrupts `prompt_id` only if it is the running prompt.
+    pub async fn interrupt(&self, prompt_id: &str) -> Result<(), ClientError> {
+        self.post_ok(routes::INTERRUPT, json!({ "prompt_id": prompt_id }))
+            .await
+    }
+
+    /// `POST /queue {"delete": [...]}`: removes pending prompts (not the running one).
+    pub async fn delete_from_queue(&self, prompt_ids: &[&str]) -> Result<(), ClientError> {
+        self.post_ok(routes::QUEUE, json!({ "delete": prompt_ids }))
+            .await
+    }
+
+    async fn post_ok(&self, route: &str, body: Value) -> Result<(), ClientError> {
+        let (status, text) = self.send("POST", route, Some(body)).await?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(ClientError::Status {
+                method: "POST".into(),
+                url: self.url_for(route).to_string(),
+                status,
+                body: trim_text(&text),
+            })
+        }
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+    ) -> Result<T, ClientError> {
+        let (status, text) = self.send("GET", route, None).await?;
+        if !(200..300).contains(&status) {
+            return Err(ClientError::Status {
+                method: "GET".into(),
+                url: self.url_for(route).to_string(),
+                status,
+                body: trim_text(&text),
+            });
+        }
+        serde_json::from_str(&text).map_err(|e| self.decode_error("GET", route, e))
+    }
+
+    fn decode_error(&self, method: &str, route: &str, e: impl std::fmt::Display) -> ClientError {
+        ClientError::Decode {
+            method: method.into(),
+            url: self.url_for(route).to_string(),
+            detail: e.to_string(),
+        }
+    }
+
+    fn url_for(&self, route: &str) -> reqwest::Url {
+        let mut url = self.base.clone();
+        let path = join_path(&url, route);
+        url.set_path(&path);
+        url
+    }
+
+    /// Sends one request and returns (status, body text); records the exchange.
+    async fn send(
+        &self,
+        method: &str,
+        route: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, String), ClientError> {
+        let url = self.url_for(route);
+        let started = Instant::now();
+        let mut req = match method {
+            "POST" => self.http.post(url.clone()),
+            _ => self.http.get(url.clone()),
+        }
+        .headers(self.headers.to_header_map())
+        .timeout(self.request_timeout);
+        if let Some(b) = &body {
+            req = req.json(b);
+        }
+        let result = async {
+            let resp = req.send().await?;
+            let status = resp.status().as_u16();
+            let text = resp.text().await?;
+            Ok::<_, reqwest::Error>((status, text))
+        }
+        .await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let mut exchange = HttpExchange {
+            method: method.to_string(),
+            path: route.to_string(),
+            request_body: body,
+            status: None,
+            response_body: None,
+            response_text: None,
+            error: None,
+            elapsed_ms,
+        };
+        let out = match result {
+            Ok((status, text)) => {
+                exchange.status = Some(status);
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(v) if !text.is_empty() => exchange.response_body = Some(v),
+                    _ if text.is_empty() => {}
+                    _ => exchange.response_text = Some(trim_text(&text)),
+                }
+                Ok((status, text))
+            }
+            Err(e) => {
+                let detail = describe_reqwest_error(&e);
+                exchange.error = Some(detail.clone());
+                Err(ClientError::Unreachable {
+                    url: url.to_string(),
+                    detail,
+                })
+            }
+        };
+        if let Some(rec) = &self.recorder {
+            rec(exchange);
+        }
+        out
+    }
+}
+
+fn describe_reqwest_error(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
+    let mut detail = kind.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail = format!("{detail}: {s}");
+        source = s.source();
+    }
+    detail
+}
+
+fn trim_text(text: &str) -> String {
+    if text.len() <= RECORDED_TEXT_LIMIT {
+        return text.to_string();
+    }
+    let mut end = RECORDED_TEXT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+fn join_path(base: &reqwest::Url, route: &str) -> String {
+    format!("{}{}", base.path().trim_end_matches('/'), route)
+}
+
+fn encode_segment(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Parses and normalizes the server URL; moves URL credentials into a Basic auth header.
+fn parse_server_url(
+    server: &str,
+    mut headers: ExtraHeaders,
+) -> Result<(reqwest::Url, ExtraHeaders), ClientError> {
+    let invalid = |reason: &str| ClientError::InvalidUrl {
+        url: redact_url_credentials(server),
+        reason: reason.to_string(),
+    };
+    let text = server.trim();
+    let with_scheme = if text.contains("://") {
+        text.to_string()
+    } else {
+        format!("http://{text}")
+    };
+    let mut url = reqwest::Url::parse(&with_scheme).map_err(|e| invalid(&e.to_string()))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(invalid("the scheme must be http or https"));
+    }
+    if url.host_str().is_none() {
+        return Err(invalid("no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        let user = percent_decode(url.username());
+        let pass = url.password().map(percent_decode).unwrap_or_default();
+        headers
+            .push(
+                "Authorization",
+                &format!("Basic {}", base64(format!("{user}:{pass}").as_bytes())),
+            )
+            .map_err(|e| invalid(&e.to_string()))?;
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+    }
+    url.set_query(None);
+    url.set_fragment(None);
+    Ok((url, headers))
+}
+
+fn redact_url_credentials(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            format!("{}://<credentials>@{}", &url[..s], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn base64(data: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ws_url_follows_the_http_scheme_and_prefix() {
+        let c = Client::new("http://127.0.0.1:8188", ExtraHeaders::new()).unwrap();
+        assert_eq!(c.ws_url("abc"), "ws://127.0.0.1:8188/ws?clientId=abc");
+        let c = Client::new("https://example.org/comfy/", ExtraHeaders::new()).unwrap();
+        assert_eq!(c.ws_url("abc"), "wss://example.org/comfy/ws?clientId=abc");
+        assert_eq!(c.server_url(), "https://example.org/comfy");
+        assert_eq!(
+            c.url_for(routes::SYSTEM_STATS).as_str(),
+            "https://example.org/comfy/system_stats"
+        );
+    }
+
+    #[test]
+    fn bare_host_port_means_http() {
+        let c = Client::new("localhost:8188", ExtraHeaders::new()).unwrap();
+        assert_eq!(c.server_url(), "http://localhost:8188");
+    }
+
+    #[test]
+    fn url_credentials_become_a_header_and_leave_the_url() {
+        let c = Client::new("https://user:p%40ss@host:1/", ExtraHeaders::new()).unwrap();
+        assert_eq!(c.server_url(), "https://host:1");
+        assert_eq!(c.headers.names(), vec!["Authorization"]);
+        assert_eq!(
+            c.headers.pairs()[0].1,
+            format!("Basic {}", base64(b"user:p@ss"))
+        );
+        assert!(!format!("{c:?}").contains("p@ss"));
+    }
+
+    #[test]
+    fn other_schemes_are_rejected() {
+        let err = Client::new("ftp://host", ExtraHeaders::new()).unwrap_err();
+        assert!(err.to_string().contains("http or https"), "{err}");
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn long_bodies_are_trimmed_for_the_record() {
+        let t = trim_text(&"x".repeat(10_000));
+        assert!(t.len() < 4100 && t.ends_with("(10000 bytes)"));
+    }
+}

@@ -1,0 +1,1030 @@
+//! One run: optional cold start, socket first, submit, follow our prompt, reconcile with
+//! history, sample VRAM, and turn all of it into a [`RunRecord`]. Every loop here is bounded in
+//! time (run, stall, queue, reconnect and grace limits).
+
+use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
+use super::record::{
+    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
+    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    WsTextRecord,
+};
+use super::sampler::Sampler;
+use crate::comfy::events::{EventTracker, TrackerEvent};
+use crate::comfy::protocol::{
+    HistoryEntry, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats, Terminal,
+    PREVIEW_METHOD_NONE,
+};
+use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
+use crate::workflow::Workflow;
+use serde_json::{Map, Value};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// What to run and the limits of the run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The API-format workflow to submit.
+    pub workflow: Workflow,
+    /// Run id, also sent as `prompt_id`.
+    pub run_id: Uuid,
+    /// Free models and caches first, and wait until the server is idle.
+    pub cold: bool,
+    /// Longest run, counted from the start of execution (queue wait excluded).
+    pub timeout: Duration,
+    /// Longest time without any event for our running prompt.
+    pub stall_timeout: Duration,
+    /// Longest wait behind other prompts (also bounds the cold-start idle wait).
+    pub queue_timeout: Duration,
+    /// `/system_stats` sampling interval.
+    pub sample_interval: Duration,
+    /// How often `/queue` (and `/history`) are checked when the socket is quiet.
+    pub poll_interval: Duration,
+    /// How long a lost socket may be retried before the server counts as lost.
+    pub reconnect_window: Duration,
+    /// `/history/{id}` attempts after the prompt finished (with backoff).
+    pub history_attempts: u32,
+    /// How long to wait for the server to confirm an interrupt we sent.
+    pub interrupt_grace: Duration,
+    /// Pause after the server became idle on a cold start (the worker frees memory then).
+    pub settle: Duration,
+    /// Set to `true` to cancel (Ctrl-C): our prompt alone is interrupted or dequeued.
+    pub cancel: Option<watch::Receiver<bool>>,
+}
+
+impl RunRequest {
+    /// A request with the default limits and a fresh run id.
+    pub fn new(workflow: Workflow) -> RunRequest {
+        RunRequest {
+            workflow,
+            run_id: Uuid::new_v4(),
+            cold: true,
+            timeout: Duration::from_secs(3600),
+            stall_timeout: Duration::from_secs(600),
+            queue_timeout: Duration::from_secs(3600),
+            sample_interval: Duration::from_millis(500),
+            poll_interval: Duration::from_secs(1),
+            reconnect_window: Duration::from_secs(15),
+            history_attempts: 8,
+            interrupt_grace: Duration::from_secs(30),
+            settle: Duration::from_millis(300),
+            cancel: None,
+        }
+    }
+}
+
+/// Runs one prompt and returns its record. Never fails: problems become the outcome.
+pub async fn execute(client: &Client, request: RunRequest) -> RunRecord {
+    execute_with(client, request, &mut NoObserver).await
+}
+
+/// Like [`execute`], reporting progress and raw events to `observer` as they happen.
+pub async fn execute_with(
+    client: &Client,
+    request: RunRequest,
+    observer: &mut dyn RunObserver,
+) -> RunRecord {
+    Runner::new(client, request, observer).go().await
+}
+
+type PendingHttp = Arc<Mutex<Vec<(u64, HttpExchange)>>>;
+
+/// How the follow loop ended.
+enum End {
+    Finished,
+    Cancelled { removed: bool },
+    Timeout(TimeoutInfo),
+    Lost(ServerLostInfo),
+}
+
+enum Wake {
+    Frame(WsFrame),
+    Tick,
+    Cancel,
+}
+
+struct Runner<'a> {
+    client: Client,
+    plain: Client,
+    req: RunRequest,
+    obs: &'a mut dyn RunObserver,
+    t0: Instant,
+    prompt_id: String,
+    tracker: EventTracker,
+    pending_http: PendingHttp,
+    raw: RawLog,
+    warnings: Vec<String>,
+    queue: QueueInfo,
+    sock: Option<WsConnection>,
+    sockets_opened: u32,
+    history: Option<HistoryEntry>,
+    stats_before: Option<SystemStats>,
+    stats_after: Option<SystemStats>,
+    sampler: Option<Sampler>,
+    partial: Option<Rejection>,
+    submitted: bool,
+}
+
+impl<'a> Runner<'a> {
+    fn new(client: &Client, req: RunRequest, obs: &'a mut dyn RunObserver) -> Runner<'a> {
+        let t0 = Instant::now();
+        let pending_http: PendingHttp = Arc::new(Mutex::new(Vec::new()));
+        let sink = pending_http.clone();
+        let recording = client.recording(Arc::new(move |ex: HttpExchange| {
+            let t = t0.elapsed().as_millis() as u64;
+            if let Ok(mut v) = sink.lock() {
+                v.push((t, ex));
+            }
+        }));
+        let prompt_id = req.run_id.to_string();
+        Runner {
+            client: recording,
+            plain: client.clone(),
+            tracker: EventTracker::new(&prompt_id),
+            prompt_id,
+            req,
+            obs,
+            t0,
+            pending_http,
+            raw: RawLog::default(),
+            warnings: Vec::new(),
+            queue: QueueInfo::default(),
+            sock: None,
+            sockets_opened: 0,
+            history: None,
+            stats_before: None,
+            stats_after: None,
+            sampler: None,
+            partial: None,
+            submitted: false,
+        }
+    }
+
+    fn ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+
+    async fn go(mut self) -> RunRecord {
+        let started_at = now_rfc3339();
+        let outcome = self.drive().await;
+        if !matches!(outcome, Outcome::ServerLost(_)) {
+            match self.client.system_stats().await {
+                Ok(s) => self.stats_after = Some(s),
+                Err(e) => self.warn(format!("GET /system_stats after the run failed: {e}")),
+            }
+        }
+        let (mut samples, failed) = match self.sampler.take() {
+            Some(s) => s.stop().await,
+            None => (Vec::new(), 0),
+        };
+        if let Some(sock) = self.sock.take() {
+            sock.close().await;
+        }
+        self.flush_http();
+        for (stats, t_ms) in [(&self.stats_before, 0), (&self.stats_after, self.ms())] {
+            if let Some(d) = stats.as_ref().and_then(SystemStats::primary) {
+                samples.push(VramSample {
+                    t_ms,
+                    used_bytes: d.used(),
+                    reserved_bytes: d.torch_vram_total,
+                });
+            }
+        }
+        samples.sort_by_key(|s| s.t_ms);
+        let device = self
+            .stats_before
+            .as_ref()
+            .or(self.stats_after.as_ref())
+            .and_then(SystemStats::primary)
+            .cloned();
+        let vram = VramReport::from_samples(
+            samples,
+            self.req.sample_interval.as_millis() as u64,
+            device.as_ref(),
+            failed,
+        );
+        if self.req.cold && !self.tracker.cached().is_empty() {
+            let nodes = self.tracker.cached().join(", ");
+            self.warn(format!(
+                "cold run, but the server served nodes [{nodes}] from its cache: POST /free did not \
+                 clear the output cache (custom cache mode, or another client re-filled it)"
+            ));
+        }
+        let mut timeline = self.tracker.timeline().to_vec();
+        for n in &mut timeline {
+            let id = n.display_node.as_deref().unwrap_or(&n.node_id);
+            n.class_type = self.req.workflow.node(id).map(|w| w.class_type.clone());
+        }
+        self.queue.started_ms = self.tracker.started_ms();
+        self.queue.finished_ms = self.tracker.finished_ms();
+        self.raw.frames = self.tracker.counts().clone();
+        let (outcome, error) = outcome.into_parts();
+        RunRecord {
+            run_id: self.req.run_id.to_string(),
+            prompt_id: self.prompt_id.clone(),
+            workflow_sha256: self.req.workflow.sha256(),
+            server: self.client.server_url(),
+            started_at,
+            finished_at: now_rfc3339(),
+            duration_ms: self.ms(),
+            cold: self.req.cold,
+            outcome,
+            error,
+            diagnosis: None,
+            queue: self.queue,
+            cached_nodes: self.tracker.cached().to_vec(),
+            timeline,
+            vram,
+            system_stats_before: self.stats_before,
+            system_stats_after: self.stats_after,
+            history: self.history,
+            warnings: self.warnings,
+            raw: self.raw,
+        }
+    }
+
+    async fn drive(&mut self) -> Outcome {
+        match self.client.system_stats().await {
+            Ok(s) => self.stats_before = Some(s),
+            Err(e) if e.is_unreachable() => return self.lost(e.to_string()),
+            Err(e) => self.warn(format!("GET /system_stats before the run failed: {e}")),
+        }
+        if self.req.cold {
+            self.phase("cold start: POST /free {unload_models, free_memory}");
+            if let Err(e) = self.client.free(true, true).await {
+                if e.is_unreachable() {
+                    return self.lost(e.to_string());
+                }
+                self.warn(format!("POST /free failed, the run may not be cold: {e}"));
+            }
+            if let Some(outcome) = self.wait_idle().await {
+                return outcome;
+            }
+            tokio::time::sleep(self.req.settle).await;
+        }
+        if let Err(e) = self.open_socket().await {
+            if self.client.queue().await.is_err() {
+                return self.lost(e.to_string());
+            }
+            self.warn(format!(
+                "{e}; following the prompt by polling /queue and /history instead"
+            ));
+        }
+        self.sampler = Some(Sampler::start(
+            &self.plain,
+            self.req.sample_interval,
+            self.t0,
+        ));
+        if let Err(outcome) = self.submit().await {
+            return outcome;
+        }
+        let end = self.follow().await;
+        if self.tracker.is_finished() || self.tracker.terminal().is_some() {
+            self.reconcile_history().await;
+        }
+        self.decide(end)
+    }
+
+    fn decide(&mut self, end: End) -> Outcome {
+        let interrupted = |t: Option<&Terminal>| match t {
+            Some(Terminal::Interrupted(i)) => (
+                Some(i.node_id.clone()),
+                Some(i.node_type.clone()),
+                i.executed.clone(),
+            ),
+            _ => (None, None, Vec::new()),
+        };
+        match end {
+            End::Cancelled { removed } => {
+                let (node_id, node_type, executed) = interrupted(self.tracker.terminal());
+                Outcome::Interrupted(Interruption {
+                    by: InterruptedBy::User,
+                    node_id,
+                    node_type,
+                    executed,
+                    removed_from_queue: removed,
+                })
+            }
+            End::Timeout(mut info) => {
+                if matches!(self.tracker.terminal(), Some(Terminal::Interrupted(_))) {
+                    info.interrupt_confirmed = true;
+                }
+                Outcome::Timeout(info)
+            }
+            End::Lost(info) => Outcome::ServerLost(info),
+            End::Finished => {
+                let run = match self.tracker.terminal().cloned() {
+                    Some(Terminal::Success { .. }) => Outcome::Passed,
+                    Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(*e)),
+                    Some(t @ Terminal::Interrupted(_)) => {
+                        let (node_id, node_type, executed) = interrupted(Some(&t));
+                        Outcome::Interrupted(Interruption {
+                            by: InterruptedBy::Other,
+                            node_id,
+                            node_type,
+                            executed,
+                            removed_from_queue: false,
+                        })
+                    }
+                    None => Outcome::ServerLost(ServerLostInfo {
+                        reason: "the server ended the prompt without a success, error or \
+                                 interrupt event, and /history has no entry for it"
+                            .into(),
+                        submitted: true,
+                        last_node: self.last_node(),
+                    }),
+                };
+                match self.partial.take() {
+                    Some(mut rejection) => {
+                        rejection.partial_run = Some(run.kind());
+                        Outcome::Rejected(rejection)
+                    }
+                    None => run,
+                }
+            }
+        }
+    }
+
+    fn lost(&mut self, reason: String) -> Outcome {
+        Outcome::ServerLost(ServerLostInfo {
+            reason,
+            submitted: self.submitted,
+            last_node: self.last_node(),
+        })
+    }
+
+    fn last_node(&self) -> Option<String> {
+        self.tracker
+            .current_node()
+            .or_else(|| self.tracker.timeline().iter().rev().find(|n| !n.cached))
+            .map(|n| n.node_id.clone())
+    }
+
+    /// Polls `/queue` until nothing runs or waits (other clients' work is never touched).
+    async fn wait_idle(&mut self) -> Option<Outcome> {
+        self.phase("waiting until the server is idle");
+        let deadline = Instant::now() + self.req.queue_timeout;
+        let mut unreachable_since: Option<Instant> = None;
+        loop {
+            match self.client.queue().await {
+                Ok(q) if q.is_idle() => return None,
+                Ok(q) => {
+                    unreachable_since = None;
+                    let ahead = q.queue_running.len() + q.queue_pending.len();
+                    self.queue.max_ahead = self.queue.max_ahead.max(ahead);
+                    self.obs.on_event(&RunEvent::Queued { ahead });
+                }
+                Err(e) if e.is_unreachable() => {
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > self.req.reconnect_window {
+                        return Some(self.lost(e.to_string()));
+                    }
+                }
+                Err(e) => self.warn(format!("GET /queue failed: {e}")),
+            }
+            self.flush_http();
+            if self.is_cancelled() {
+                return Some(Outcome::Interrupted(Interruption {
+                    by: InterruptedBy::User,
+                    node_id: None,
+                    node_type: None,
+                    executed: Vec::new(),
+                    removed_from_queue: false,
+                }));
+            }
+            if Instant::now() >= deadline {
+                self.warn(format!(
+                    "the server was still busy after {}s; submitting anyway, so the run may not be cold",
+                    self.req.queue_timeout.as_secs()
+                ));
+                return None;
+            }
+            tokio::time::sleep(self.req.poll_interval.min(Duration::from_millis(250))).await;
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.req.cancel.as_ref().is_some_and(|c| *c.borrow())
+    }
+
+    /// Opens a socket with a fresh session id and waits for the server's greeting.
+    async fn open_socket(&mut self) -> Result<(), ClientError> {
+        let client_id = Uuid::new_v4().to_string();
+        let mut sock = self.client.connect_ws(&client_id).await?;
+        let socket = self.sockets_opened;
+        self.sockets_opened += 1;
+        self.raw.client_ids.push(client_id.clone());
+        let t_ms = self.ms();
+        self.obs.on_raw(&RawEvent::Ws {
+            t_ms,
+            socket,
+            dir: "open",
+            kind: None,
+            json: None,
+            raw: None,
+            size: None,
+            event_type: None,
+            client_id: Some(&client_id),
+            reason: None,
+        });
+        // The greeting (`status` with our sid) shows the server registered the session.
+        match tokio::time::timeout(Duration::from_secs(5), sock.next_frame()).await {
+            Ok(WsFrame::Closed(reason)) => {
+                return Err(ClientError::WebSocket {
+                    url: format!("{}/ws", self.client.server_url()),
+                    detail: format!("closed right after the handshake: {reason}"),
+                })
+            }
+            Ok(frame) => {
+                self.sock = Some(sock);
+                self.handle_frame(frame);
+            }
+            Err(_) => {
+                self.sock = Some(sock);
+                self.warn("the server sent no greeting on the new WebSocket within 5 s".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// `POST /prompt`, retrying a 5xx after checking the prompt did not get queued anyway.
+    async fn submit(&mut self) -> Result<(), Outcome> {
+        let client_id = match &self.sock {
+            Some(s) => s.client_id().to_string(),
+            None => Uuid::new_v4().to_string(),
+        };
+        let mut extra_data = Map::new();
+        extra_data.insert("preview_method".into(), PREVIEW_METHOD_NONE.into());
+        let prompt = match self.req.workflow.to_value() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let prompt_id = self.prompt_id.clone();
+        let body = PromptRequest {
+            prompt: &prompt,
+            client_id: &client_id,
+            prompt_id: &prompt_id,
+            extra_data,
+        };
+        self.phase("submitting");
+        const ATTEMPTS: u32 = 3;
+        for attempt in 1..=ATTEMPTS {
+            let answer = self.client.submit(&body).await;
+            self.flush_http();
+            match answer {
+                Ok(Submitted::Accepted(r)) => {
+                    self.submitted = true;
+                    self.queue.submitted_ms = Some(self.ms());
+                    self.queue.number = r.number.clone();
+                    if !r.prompt_id.is_empty() && r.prompt_id != self.prompt_id {
+                        self.warn(format!(
+                            "the server renamed the prompt to {} (it ignores client prompt ids)",
+                            r.prompt_id
+                        ));
+                        self.prompt_id = r.prompt_id.clone();
+                        self.tracker = EventTracker::new(&self.prompt_id);
+                    }
+                    if !r.node_errors.is_empty() {
+                        let mut nodes: Vec<&String> = r.node_errors.keys().collect();
+                        nodes.sort();
+                        let nodes: Vec<&str> = nodes.into_iter().map(String::as_str).collect();
+                        self.warn(format!(
+                            "the server accepted the prompt but dropped output branches with errors \
+                             in nodes [{}]; the rest runs, but this is not a pass",
+                            nodes.join(", ")
+                        ));
+                        self.partial = Some(Rejection {
+                            http_status: 200,
+                            error: PromptErrorInfo {
+                                kind: "node_errors_in_accepted_prompt".into(),
+                                message: format!(
+                                    "Prompt accepted with node_errors in nodes [{}]; only the valid outputs ran",
+                                    nodes.join(", ")
+                                ),
+                                details: String::new(),
+                                extra_info: Value::Object(Map::new()),
+                            },
+                            node_errors: r.node_errors,
+                            partial: true,
+                            partial_run: None,
+                        });
+                    }
+                    self.phase("submitted");
+                    return Ok(());
+                }
+                Ok(Submitted::Rejected(r)) => {
+                    return Err(Outcome::Rejected(Rejection {
+                        http_status: 400,
+                        error: r.error,
+                        node_errors: r.node_errors,
+                        partial: false,
+                        partial_run: None,
+                    }))
+                }
+                Ok(Submitted::ServerError { status, body: text }) => {
+                    if self.prompt_is_known().await {
+                        self.warn(format!(
+                            "POST /prompt answered HTTP {status}, but the prompt is queued; following it"
+                        ));
+                        self.submitted = true;
+                        self.queue.submitted_ms = Some(self.ms());
+                        return Ok(());
+                    }
+                    if attempt == ATTEMPTS {
+                        return Err(Outcome::Rejected(Rejection {
+                            http_status: status,
+                            error: PromptErrorInfo {
+                                kind: format!("http_{status}"),
+                                message: format!(
+                                    "POST /prompt answered HTTP {status} {ATTEMPTS} times: {}",
+                                    text.trim()
+                                ),
+                                details: String::new(),
+                                extra_info: Value::Object(Map::new()),
+                            },
+                            node_errors: Map::new(),
+                            partial: false,
+                            partial_run: None,
+                        }));
+                    }
+                    self.warn(format!(
+                        "POST /prompt answered HTTP {status} (attempt {attempt} of {ATTEMPTS}); retrying"
+                    ));
+                }
+                Err(e) => {
+                    if self.prompt_is_known().await {
+                        self.warn(format!(
+                            "POST /prompt failed ({e}), but the prompt is queued"
+                        ));
+                        self.submitted = true;
+                        self.queue.submitted_ms = Some(self.ms());
+                        return Ok(());
+                    }
+                    if e.is_unreachable() || attempt == ATTEMPTS {
+                        return Err(self.lost(e.to_string()));
+                    }
+                    self.warn(format!("POST /prompt failed: {e}; retrying"));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500) * 2u32.pow(attempt - 1)).await;
+        }
+        Err(self.lost("POST /prompt kept failing".into()))
+    }
+
+    /// True when our prompt id is in the queue or in history.
+    async fn prompt_is_known(&mut self) -> bool {
+        let known = match self.client.queue().await {
+            Ok(q) if q.position(&self.prompt_id) != QueuePosition::Absent => true,
+            _ => matches!(self.client.history(&self.prompt_id).await, Ok(Some(_))),
+        };
+        self.flush_http();
+        known
+    }
+
+    async fn follow(&mut self) -> End {
+        let mut cancel = self.req.cancel.take();
+        if cancel.as_ref().is_some_and(|c| *c.borrow()) {
+            // Ctrl-C came before the prompt was even submitted.
+            let removed = self.stop_our_prompt().await;
+            return End::Cancelled { removed };
+        }
+        let poll = self.req.poll_interval;
+        let mut next_poll = Instant::now();
+        let mut last_activity = Instant::now();
+        let mut running_since: Option<Instant> = None;
+        let pending_since = Instant::now();
+        let mut unreachable_since: Option<Instant> = None;
+        let mut socket_lost_at: Option<Instant> = None;
+        let mut next_reconnect = Instant::now();
+        let mut reconnect_delay = Duration::from_millis(200);
+        let mut polling_only_warned = false;
+        let mut vanished = 0u32;
+        let mut ending: Option<(End, Instant)> = None;
+        let mut last_ahead: Option<usize> = None;
+        loop {
+            if self.tracker.is_finished() {
+                return ending.map(|(e, _)| e).unwrap_or(End::Finished);
+            }
+            let now = Instant::now();
+            if self.tracker.started_ms().is_some() {
+                running_since.get_or_insert(now);
+            }
+            match &ending {
+                Some((_, deadline)) if now >= *deadline => {
+                    let (end, _) = ending.take().expect("checked");
+                    self.note("the server did not confirm the interrupt in time");
+                    return end;
+                }
+                Some(_) => {}
+                None => {
+                    let limit = match running_since {
+                        Some(since) if now - since > self.req.timeout => {
+                            Some((TimeoutReason::Run, self.req.timeout))
+                        }
+                        // Only the first socket (the one named in client_id) receives our
+                        // prompt's events; after a reconnect silence proves nothing.
+                        Some(_)
+                            if self.sock.is_some()
+                                && self.raw.client_ids.len() == 1
+                                && now - last_activity > self.req.stall_timeout =>
+                        {
+                            Some((TimeoutReason::Stall, self.req.stall_timeout))
+                        }
+                        None if now - pending_since > self.req.queue_timeout => {
+                            Some((TimeoutReason::Queue, self.req.queue_timeout))
+                        }
+                        _ => None,
+                    };
+                    if let Some((reason, limit)) = limit {
+                        self.warn(format!(
+                            "{} timeout after {}s: interrupting our prompt",
+                            match reason {
+                                TimeoutReason::Run => "run",
+                                TimeoutReason::Stall => "stall (no event)",
+                                TimeoutReason::Queue => "queue",
+                            },
+                            limit.as_secs_f64()
+                        ));
+                        let removed = self.stop_our_prompt().await;
+                        let info = TimeoutInfo {
+                            reason,
+                            limit_ms: limit.as_millis() as u64,
+                            last_node: self.last_node(),
+                            interrupt_sent: true,
+                            interrupt_confirmed: removed,
+                        };
+                        ending = Some((End::Timeout(info), now + self.req.interrupt_grace));
+                        next_poll = now;
+                    }
+                }
+            }
+
+            let wake_at = if self.sock.is_none() {
+                next_poll.min(next_reconnect)
+            } else {
+                next_poll
+            };
+            let wake = {
+                let sock = self.sock.as_mut();
+                tokio::select! {
+                    f = next_frame(sock) => Wake::Frame(f),
+                    _ = tokio::time::sleep_until(wake_at.into()) => Wake::Tick,
+                    _ = cancelled(&mut cancel) => Wake::Cancel,
+                }
+            };
+            match wake {
+                Wake::Frame(frame) => {
+                    let ours = self.tracker.counts().ours;
+                    let closed = matches!(frame, WsFrame::Closed(_));
+                    self.handle_frame(frame);
+                    if self.tracker.counts().ours > ours {
+                        last_activity = Instant::now();
+                    }
+                    if closed {
+                        self.sock = None;
+                        socket_lost_at = Some(Instant::now());
+                        next_reconnect = Instant::now();
+                        reconnect_delay = Duration::from_millis(200);
+                        next_poll = Instant::now();
+                    }
+                }
+                Wake::Cancel => {
+                    cancel = None;
+                    if ending.is_none() {
+                        self.warn("cancelled by the user: interrupting our prompt only".into());
+                        let removed = self.stop_our_prompt().await;
+                        ending = Some((
+                            End::Cancelled { removed },
+                            Instant::now() + self.req.interrupt_grace.min(Duration::from_secs(10)),
+                        ));
+                        next_poll = Instant::now();
+                    }
+                }
+                Wake::Tick => {}
+            }
+
+            let now = Instant::now();
+            if self.sock.is_none() && now >= next_reconnect {
+                match self.open_socket().await {
+                    Ok(()) => {
+                        let n = self.sockets_opened - 1;
+                        self.warn(format!(
+                            "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
+                             events still go to the old one, so the run is followed through /queue \
+                             and /history (the stall timeout no longer applies)"
+                        ));
+                        socket_lost_at = None;
+                        next_poll = Instant::now();
+                    }
+                    Err(e) => {
+                        next_reconnect = Instant::now() + reconnect_delay;
+                        reconnect_delay = (reconnect_delay * 2).min(Duration::from_secs(2));
+                        let down_for = socket_lost_at.map(|t| t.elapsed()).unwrap_or_default();
+                        if down_for > self.req.reconnect_window && !polling_only_warned {
+                            polling_only_warned = true;
+                            self.note(&format!("WebSocket still unavailable: {e}"));
+                        }
+                    }
+                }
+            }
+
+            let quiet = now.duration_since(last_activity) >= poll * 2;
+            let want_poll =
+                self.sock.is_none() || ending.is_some() || running_since.is_none() || quiet;
+            if now >= next_poll && want_poll {
+                next_poll = now + poll;
+                match self.client.queue().await {
+                    Ok(q) => {
+                        unreachable_since = None;
+                        match q.position(&self.prompt_id) {
+                            QueuePosition::Running => {
+                                vanished = 0;
+                                running_since.get_or_insert(now);
+                            }
+                            QueuePosition::Pending { ahead } => {
+                                vanished = 0;
+                                self.queue.max_ahead = self.queue.max_ahead.max(ahead);
+                                if last_ahead != Some(ahead) {
+                                    last_ahead = Some(ahead);
+                                    self.obs.on_event(&RunEvent::Queued { ahead });
+                                }
+                            }
+                            QueuePosition::Absent => {
+                                match self.client.history(&self.prompt_id).await {
+                                    Ok(Some(entry)) => {
+                                        let t = self.ms();
+                                        if let Some(n) = self.tracker.apply_history(&entry, t) {
+                                            self.warn(n);
+                                        }
+                                        self.history = Some(entry);
+                                    }
+                                    Ok(None) => {
+                                        vanished += 1;
+                                        if let Some((end, _)) = ending.take() {
+                                            // Removed from the queue by us, or interrupted
+                                            // before it started: nothing more will come.
+                                            self.flush_http();
+                                            return match end {
+                                                End::Timeout(mut info) => {
+                                                    info.interrupt_confirmed = true;
+                                                    End::Timeout(info)
+                                                }
+                                                other => other,
+                                            };
+                                        }
+                                        if vanished >= 2 {
+                                            self.flush_http();
+                                            return End::Lost(ServerLostInfo {
+                                                reason:
+                                                    "our prompt vanished: it is neither in /queue \
+                                                     nor in /history (the server restarted or \
+                                                     someone deleted it)"
+                                                        .into(),
+                                                submitted: true,
+                                                last_node: self.last_node(),
+                                            });
+                                        }
+                                    }
+                                    Err(e) => self.note(&format!("GET /history failed: {e}")),
+                                }
+                            }
+                        }
+                    }
+                    Err(e) if e.is_unreachable() => {
+                        let since = *unreachable_since.get_or_insert(now);
+                        if self.sock.is_none()
+                            && now.duration_since(since) > self.req.reconnect_window
+                        {
+                            self.flush_http();
+                            return End::Lost(ServerLostInfo {
+                                reason: format!(
+                                    "the WebSocket closed and HTTP has been unreachable for {}s: {e}",
+                                    now.duration_since(since).as_secs()
+                                ),
+                                submitted: true,
+                                last_node: self.last_node(),
+                            });
+                        }
+                    }
+                    Err(e) => self.note(&format!("GET /queue failed: {e}")),
+                }
+                self.flush_http();
+            }
+        }
+    }
+
+    /// Removes our prompt from the queue if it waits, and interrupts it if it runs. Both calls
+    /// name our prompt id, so other clients' prompts are never touched. Returns true when the
+    /// prompt was still pending and got removed.
+    async fn stop_our_prompt(&mut self) -> bool {
+        let mut removed = false;
+        if !self.submitted {
+            return false;
+        }
+        if let Ok(q) = self.client.queue().await {
+            if let QueuePosition::Pending { .. } = q.position(&self.prompt_id) {
+                let id = self.prompt_id.clone();
+                if self.client.delete_from_queue(&[&id]).await.is_ok() {
+                    removed = matches!(
+                        self.client.queue().await.map(|q| q.position(&id)),
+                        Ok(QueuePosition::Absent)
+                    );
+                }
+            }
+        }
+        if !removed {
+            let id = self.prompt_id.clone();
+            if let Err(e) = self.client.interrupt(&id).await {
+                self.warn(format!("POST /interrupt for our prompt failed: {e}"));
+            }
+        }
+        self.note(if removed {
+            "removed our pending prompt from the queue"
+        } else {
+            "sent POST /interrupt {prompt_id} for our prompt"
+        });
+        self.flush_http();
+        removed
+    }
+
+    /// Fetches `/history/{id}` with backoff (it can lag the socket) and merges it.
+    async fn reconcile_history(&mut self) {
+        if self.history.is_some() {
+            return;
+        }
+        self.phase("reconciling with /history");
+        let mut delay = Duration::from_millis(100);
+        for attempt in 1..=self.req.history_attempts {
+            let answer = self.client.history(&self.prompt_id).await;
+            self.flush_http();
+            match answer {
+                Ok(Some(entry)) => {
+                    let t = self.ms();
+                    if let Some(n) = self.tracker.apply_history(&entry, t) {
+                        self.warn(n);
+                    }
+                    self.history = Some(entry);
+                    return;
+                }
+                Ok(None) => {}
+                Err(e) if e.is_unreachable() => {
+                    self.warn(format!("/history unreachable after the run: {e}"));
+                    return;
+                }
+                Err(e) => self.note(&format!("GET /history attempt {attempt} failed: {e}")),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+        self.warn(format!(
+            "/history has no entry for {} after {} attempts; the outcome comes from the socket alone",
+            self.prompt_id, self.req.history_attempts
+        ));
+    }
+
+    fn handle_frame(&mut self, frame: WsFrame) {
+        let t_ms = self.ms();
+        let socket = self.sockets_opened.saturating_sub(1);
+        match frame {
+            WsFrame::Text(text) => {
+                let json: Option<Value> = serde_json::from_str(&text).ok();
+                self.obs.on_raw(&RawEvent::Ws {
+                    t_ms,
+                    socket,
+                    dir: "in",
+                    kind: Some("text"),
+                    json: json.as_ref(),
+                    raw: json.is_none().then_some(text.as_str()),
+                    size: None,
+                    event_type: None,
+                    client_id: None,
+                    reason: None,
+                });
+                let events = self.tracker.feed_text(&text, t_ms);
+                self.raw.ws_text.push(WsTextRecord {
+                    t_ms,
+                    socket,
+                    raw: json.is_none().then_some(text),
+                    json,
+                });
+                for ev in events {
+                    if let TrackerEvent::Blocked { node, message } = &ev {
+                        self.warnings.push(format!(
+                            "node {node} blocked execution (non-fatal): {}",
+                            message.trim()
+                        ));
+                    }
+                    self.obs.on_event(&RunEvent::Tracker(ev));
+                }
+            }
+            WsFrame::Binary { len, event_type } => {
+                self.obs.on_raw(&RawEvent::Ws {
+                    t_ms,
+                    socket,
+                    dir: "in",
+                    kind: Some("binary"),
+                    json: None,
+                    raw: None,
+                    size: Some(len),
+                    event_type,
+                    client_id: None,
+                    reason: None,
+                });
+                self.tracker.feed_binary(len);
+            }
+            WsFrame::Closed(reason) => {
+                self.obs.on_raw(&RawEvent::Ws {
+                    t_ms,
+                    socket,
+                    dir: "closed",
+                    kind: None,
+                    json: None,
+                    raw: None,
+                    size: None,
+                    event_type: None,
+                    client_id: None,
+                    reason: Some(&reason),
+                });
+                self.warn(format!(
+                    "WebSocket closed during the run ({reason}); reconnecting with a new clientId"
+                ));
+            }
+        }
+    }
+
+    fn flush_http(&mut self) {
+        let drained: Vec<(u64, HttpExchange)> = match self.pending_http.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(_) => return,
+        };
+        for (t_ms, exchange) in drained {
+            self.obs.on_raw(&RawEvent::Http {
+                t_ms,
+                exchange: &exchange,
+            });
+            if let Some(last) = self.raw.http.last_mut() {
+                let a = &last.exchange;
+                if a.method == exchange.method
+                    && a.path == exchange.path
+                    && a.request_body == exchange.request_body
+                    && a.status == exchange.status
+                    && a.response_body == exchange.response_body
+                    && a.response_text == exchange.response_text
+                    && a.error == exchange.error
+                {
+                    last.repeats += 1;
+                    continue;
+                }
+            }
+            self.raw.http.push(HttpRecord {
+                t_ms,
+                repeats: 0,
+                exchange,
+            });
+        }
+    }
+
+    fn phase(&mut self, text: &str) {
+        self.obs.on_event(&RunEvent::Phase(text.to_string()));
+        self.note(text);
+    }
+
+    fn note(&mut self, text: &str) {
+        let t_ms = self.ms();
+        self.obs.on_raw(&RawEvent::Note { t_ms, text });
+    }
+
+    fn warn(&mut self, text: String) {
+        self.note(&text);
+        self.obs.on_event(&RunEvent::Warning(text.clone()));
+        self.warnings.push(text);
+    }
+}
+
+async fn next_frame(sock: Option<&mut WsConnection>) -> WsFrame {
+    match sock {
+        Some(s) => s.next_frame().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn cancelled(rx: &mut Option<watch::Receiver<bool>>) {
+    match rx {
+        Some(r) => loop {
+            if *r.borrow_and_update() {
+                return;
+            }
+            if r.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        },
+        None => std::future::pending().await,
+    }
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

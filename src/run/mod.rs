@@ -1,0 +1,14 @@
+//! One submission and its evidence: cold start, socket, submit, follow, reconcile with history,
+//! VRAM sampling, and the [`RunRecord`] (`run.json`) that holds the outcome and the raw events.
+
+pub mod execute;
+pub mod observer;
+pub mod record;
+pub mod sampler;
+
+pub use execute::{execute, execute_with, RunRequest};
+pub use observer::{Both, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver};
+pub use record::{
+    InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
+    ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+};

@@ -1,0 +1,512 @@
+//! The run record (`run.json`): what was submitted, what happened, and the raw evidence.
+
+use crate::comfy::events::{FrameCounts, NodeTiming};
+use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, SystemStats};
+use crate::comfy::HttpExchange;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Longest kept text of one `current_inputs` value (tensors print as huge multi-line strings).
+pub const CURRENT_INPUT_LIMIT: usize = 300;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The prompt ran to `execution_success`.
+    Passed,
+    /// A node raised (`execution_error`).
+    Failed,
+    /// The server refused the prompt (400, or a 200 with non-empty `node_errors`, or 5xx).
+    Rejected,
+    /// The prompt was interrupted (by us on Ctrl-C, or by someone else).
+    Interrupted,
+    /// The run or stall timeout passed; our prompt was interrupted.
+    Timeout,
+    /// The server went away or restarted; our prompt vanished.
+    ServerLost,
+}
+
+impl OutcomeKind {
+    /// The name used in JSON and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Passed => "passed",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Rejected => "rejected",
+            OutcomeKind::Interrupted => "interrupted",
+            OutcomeKind::Timeout => "timeout",
+            OutcomeKind::ServerLost => "server_lost",
+        }
+    }
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The outcome with the data that explains it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Ran to success.
+    Passed,
+    /// The complete `execution_error` (current_inputs trimmed).
+    Failed(ExecutionError),
+    /// The server's refusal.
+    Rejected(Rejection),
+    /// Who interrupted and where.
+    Interrupted(Interruption),
+    /// Which limit passed.
+    Timeout(TimeoutInfo),
+    /// Why the server counts as lost.
+    ServerLost(ServerLostInfo),
+}
+
+impl Outcome {
+    /// The outcome name.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Passed => OutcomeKind::Passed,
+            Outcome::Failed(_) => OutcomeKind::Failed,
+            Outcome::Rejected(_) => OutcomeKind::Rejected,
+            Outcome::Interrupted(_) => OutcomeKind::Interrupted,
+            Outcome::Timeout(_) => OutcomeKind::Timeout,
+            Outcome::ServerLost(_) => OutcomeKind::ServerLost,
+        }
+    }
+
+    /// Splits into the record's `outcome` and `error` fields.
+    pub fn into_parts(self) -> (OutcomeKind, Option<RunError>) {
+        let kind = self.kind();
+        let error = match self {
+            Outcome::Passed => None,
+            Outcome::Failed(e) => Some(RunError::ExecutionError(e)),
+            Outcome::Rejected(r) => Some(RunError::Rejection(r)),
+            Outcome::Interrupted(i) => Some(RunError::Interrupted(i)),
+            Outcome::Timeout(t) => Some(RunError::Timeout(t)),
+            Outcome::ServerLost(s) => Some(RunError::ServerLost(s)),
+        };
+        (kind, error)
+    }
+}
+
+/// The `error` field of a run record: one key naming what it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunError {
+    /// `{"execution_error": {node_id, node_type, exception_type, exception_message, traceback, current_inputs, executed, …}}`.
+    ExecutionError(ExecutionError),
+    /// `{"rejection": {http_status, error, node_errors, …}}`.
+    Rejection(Rejection),
+    /// `{"interrupted": {by, node_id, …}}`.
+    Interrupted(Interruption),
+    /// `{"timeout": {reason, limit_ms, …}}`.
+    Timeout(TimeoutInfo),
+    /// `{"server_lost": {reason, submitted, …}}`.
+    ServerLost(ServerLostInfo),
+}
+
+/// The server refused (part of) the prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// 400 (validation), 200 (partial: some outputs dropped) or a 5xx.
+    pub http_status: u16,
+    /// The top-level error (for a partial 200: a summary made by us).
+    pub error: PromptErrorInfo,
+    /// Per-node errors as the server sent them.
+    #[serde(default)]
+    pub node_errors: Map<String, Value>,
+    /// True for a 200 with node_errors: the valid outputs were queued and ran.
+    #[serde(default)]
+    pub partial: bool,
+    /// How the queued remainder of a partial prompt ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_run: Option<OutcomeKind>,
+}
+
+/// Who interrupted the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptedBy {
+    /// We did, because the user pressed Ctrl-C.
+    User,
+    /// Someone else (another client, the web UI).
+    Other,
+}
+
+/// Details of an interrupted run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    /// Who interrupted.
+    pub by: InterruptedBy,
+    /// Node that was running (from `execution_interrupted`), if the prompt had started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// Its class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_type: Option<String>,
+    /// Nodes that finished before.
+    #[serde(default)]
+    pub executed: Vec<String>,
+    /// True when the prompt was still waiting and was removed from the queue instead.
+    #[serde(default)]
+    pub removed_from_queue: bool,
+}
+
+/// Which limit a timed-out run hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutReason {
+    /// The run took longer than `--timeout` (counted from its start, not the queue wait).
+    Run,
+    /// No event for our prompt for `--stall-timeout` while it was running.
+    Stall,
+    /// It waited in the queue behind other prompts for too long.
+    Queue,
+}
+
+/// Details of a timeout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeoutInfo {
+    /// Which limit.
+    pub reason: TimeoutReason,
+    /// The limit.
+    pub limit_ms: u64,
+    /// The node running when it hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node: Option<String>,
+    /// A targeted `POST /interrupt {prompt_id}` (or a queue delete) was sent.
+    pub interrupt_sent: bool,
+    /// The server confirmed with `execution_interrupted` (or the prompt left the queue).
+    pub interrupt_confirmed: bool,
+}
+
+/// Why the server counts as lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerLostInfo {
+    /// What was observed.
+    pub reason: String,
+    /// Whether the prompt had been accepted before the server went away.
+    pub submitted: bool,
+    /// The node running when contact was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node: Option<String>,
+}
+
+/// Queue timing of the run (ms since the run started).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    /// `POST /prompt` answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_ms: Option<u64>,
+    /// Our prompt started executing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// The server finished it (`executing {node: null}` or history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<u64>,
+    /// Most prompts seen ahead of ours (other clients' work we waited for).
+    #[serde(default)]
+    pub max_ahead: usize,
+    /// Queue number the server gave.
+    #[serde(default)]
+    pub number: Value,
+}
+
+/// One `/system_stats` sample of the primary device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VramSample {
+    /// ms since the run started.
+    pub t_ms: u64,
+    /// `vram_total − vram_free`.
+    pub used_bytes: u64,
+    /// `torch_vram_total` (reserved by torch's allocator).
+    pub reserved_bytes: u64,
+}
+
+/// Device memory over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VramReport {
+    /// Primary device name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// `vram_total` of the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_bytes: Option<u64>,
+    /// Highest `used_bytes` sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_used_bytes: Option<u64>,
+    /// Highest `reserved_bytes` sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_reserved_bytes: Option<u64>,
+    /// Sampling interval.
+    pub interval_ms: u64,
+    /// Samples that failed (server busy or gone).
+    #[serde(default)]
+    pub failed_samples: u32,
+    /// The series.
+    #[serde(default)]
+    pub samples: Vec<VramSample>,
+    /// What the numbers can and cannot tell.
+    #[serde(default)]
+    pub note: String,
+}
+
+impl VramReport {
+    /// A report over `samples` taken every `interval_ms` from `device`.
+    pub fn from_samples(
+        samples: Vec<VramSample>,
+        interval_ms: u64,
+        device: Option<&crate::comfy::Device>,
+        failed_samples: u32,
+    ) -> VramReport {
+        VramReport {
+            device: device.map(|d| d.name.clone()),
+            total_bytes: device.map(|d| d.vram_total),
+            peak_used_bytes: samples.iter().map(|s| s.used_bytes).max(),
+            peak_reserved_bytes: samples.iter().map(|s| s.reserved_bytes).max(),
+            interval_ms,
+            failed_samples,
+            note: format!(
+                "sampled GET /system_stats every {interval_ms} ms: allocations that live shorter \
+                 than that (a spike right before an OOM) can be missed, so the true peak may be higher"
+            ),
+            samples,
+        }
+    }
+}
+
+/// One received WebSocket text frame, kept verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WsTextRecord {
+    /// ms since the run started.
+    pub t_ms: u64,
+    /// Which socket (0, then 1 after the first reconnect …).
+    pub socket: u32,
+    /// The frame parsed as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
+    /// The frame text when it was not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
+
+/// One HTTP exchange of the run (identical consecutive answers are folded into `repeats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpRecord {
+    /// ms since the run started.
+    pub t_ms: u64,
+    /// How many more identical exchanges followed (polling).
+    #[serde(default)]
+    pub repeats: u32,
+    /// The exchange.
+    pub exchange: HttpExchange,
+}
+
+/// Everything raw that the run saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawLog {
+    /// Session ids used, one per socket.
+    #[serde(default)]
+    pub client_ids: Vec<String>,
+    /// Frame counters (binary frames are counted, not stored).
+    #[serde(default)]
+    pub frames: FrameCounts,
+    /// Text frames in arrival order.
+    #[serde(default)]
+    pub ws_text: Vec<WsTextRecord>,
+    /// HTTP exchanges (no headers, so no credentials).
+    #[serde(default)]
+    pub http: Vec<HttpRecord>,
+}
+
+/// Everything about one submission (`run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Our run id (a UUID v4).
+    pub run_id: String,
+    /// The prompt id sent to the server (equal to `run_id`).
+    pub prompt_id: String,
+    /// The workflow hash of the submitted prompt (`comfy_bisect::workflow::Workflow::sha256`).
+    pub workflow_sha256: String,
+    /// Server URL, without credentials.
+    pub server: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// RFC 3339 end time.
+    pub finished_at: String,
+    /// Wall time of the whole run.
+    pub duration_ms: u64,
+    /// Models and caches were freed before the run.
+    pub cold: bool,
+    /// `passed`, `failed`, `rejected`, `interrupted`, `timeout` or `server_lost`.
+    pub outcome: OutcomeKind,
+    /// The execution_error, rejection, … that explains a non-passing outcome.
+    #[serde(default)]
+    pub error: Option<RunError>,
+    /// Filled in by the diagnosis module.
+    #[serde(default)]
+    pub diagnosis: Option<Value>,
+    /// Queue timing.
+    #[serde(default)]
+    pub queue: QueueInfo,
+    /// Nodes served from cache.
+    #[serde(default)]
+    pub cached_nodes: Vec<String>,
+    /// Per-node timeline.
+    #[serde(default)]
+    pub timeline: Vec<NodeTiming>,
+    /// Device memory.
+    #[serde(default)]
+    pub vram: VramReport,
+    /// `/system_stats` before the run.
+    #[serde(default)]
+    pub system_stats_before: Option<SystemStats>,
+    /// `/system_stats` after the run.
+    #[serde(default)]
+    pub system_stats_after: Option<SystemStats>,
+    /// The server's history entry (the truth about the outcome).
+    #[serde(default)]
+    pub history: Option<HistoryEntry>,
+    /// Things the reader should know (cached nodes on a cold run, reconnects …).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Raw evidence.
+    #[serde(default)]
+    pub raw: RawLog,
+}
+
+impl RunRecord {
+    /// The outcome with its data.
+    pub fn outcome(&self) -> Outcome {
+        match (&self.outcome, &self.error) {
+            (OutcomeKind::Failed, Some(RunError::ExecutionError(e))) => Outcome::Failed(e.clone()),
+            (OutcomeKind::Rejected, Some(RunError::Rejection(r))) => Outcome::Rejected(r.clone()),
+            (OutcomeKind::Interrupted, Some(RunError::Interrupted(i))) => {
+                Outcome::Interrupted(i.clone())
+            }
+            (OutcomeKind::Timeout, Some(RunError::Timeout(t))) => Outcome::Timeout(t.clone()),
+            (OutcomeKind::ServerLost, Some(RunError::ServerLost(s))) => {
+                Outcome::ServerLost(s.clone())
+            }
+            _ => Outcome::Passed,
+        }
+    }
+
+    /// The execution error of a failed run.
+    pub fn execution_error(&self) -> Option<&ExecutionError> {
+        match &self.error {
+            Some(RunError::ExecutionError(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Trims each `current_inputs` value to [`CURRENT_INPUT_LIMIT`] characters.
+pub fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
+    fn trim(v: &mut Value) {
+        match v {
+            Value::String(s) if s.chars().count() > CURRENT_INPUT_LIMIT => {
+                let total = s.chars().count();
+                let head: String = s.chars().take(CURRENT_INPUT_LIMIT).collect();
+                *s = format!("{head}… [{total} characters]");
+            }
+            Value::Array(a) => a.iter_mut().for_each(trim),
+            Value::Object(m) => m.values_mut().for_each(trim),
+            _ => {}
+        }
+    }
+    e.current_inputs.values_mut().for_each(trim);
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_current_inputs_are_trimmed() {
+        let mut e = ExecutionError::default();
+        e.current_inputs.insert(
+            "samples".into(),
+            serde_json::json!(["x".repeat(5000), "short"]),
+        );
+        let e = trim_current_inputs(e);
+        let v = e.current_inputs["samples"][0].as_str().unwrap();
+        assert!(v.ends_with("[5000 characters]") && v.len() < 400);
+        assert_eq!(e.current_inputs["samples"][1], "short");
+    }
+
+    #[test]
+    fn record_json_has_outcome_name_and_error_key() {
+        let (outcome, error) = Outcome::Failed(ExecutionError {
+            node_id: "3".into(),
+            exception_type: "torch.OutOfMemoryError".into(),
+            timestamp: Some(1795956723160),
+            ..Default::default()
+        })
+        .into_parts();
+        let stats: SystemStats = serde_json::from_str(
+            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json")
+                .unwrap(),
+        )
+        .unwrap();
+        let record = RunRecord {
+            run_id: "r".into(),
+            prompt_id: "r".into(),
+            workflow_sha256: "h".into(),
+            server: "http://127.0.0.1:8188".into(),
+            started_at: "2026-11-29T14:00:00Z".into(),
+            finished_at: "2026-11-29T14:00:01Z".into(),
+            duration_ms: 1000,
+            cold: true,
+            outcome,
+            error,
+            diagnosis: None,
+            queue: QueueInfo::default(),
+            cached_nodes: vec![],
+            timeline: vec![],
+            vram: VramReport::from_samples(
+                vec![VramSample {
+                    t_ms: 1,
+                    used_bytes: 5,
+                    reserved_bytes: 7,
+                }],
+                500,
+                stats.primary(),
+                0,
+            ),
+            system_stats_before: Some(stats.clone()),
+            system_stats_after: None,
+            history: None,
+            warnings: vec![],
+            raw: RawLog {
+                http: vec![HttpRecord {
+                    t_ms: 3,
+                    repeats: 2,
+                    exchange: HttpExchange {
+                        method: "GET".into(),
+                        path: "/queue".into(),
+                        request_body: None,
+                        status: Some(200),
+                        response_body: Some(serde_json::json!({"queue_running": [[1, "r"]]})),
+                        response_text: None,
+                        error: None,
+                        elapsed_ms: 4,
+                    },
+                }],
+                ..RawLog::default()
+            },
+        };
+        let v = serde_json::to_value(&record).unwrap();
+        assert_eq!(v["outcome"], "failed");
+        assert_eq!(v["error"]["execution_error"]["node_id"], "3");
+        assert_eq!(v["vram"]["peak_used_bytes"], 5);
+        let back: RunRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        assert_eq!(back.outcome().kind(), OutcomeKind::Failed);
+    }
+}

@@ -1,0 +1,795 @@
+//! The worker: takes prompts off the queue and plays them out with ComfyUI's message order,
+//! the node-output cache, the memory model and the fault switches.
+
+use super::memory::Plan;
+use super::nodes::{defs, evaluate, Eval, Inputs, Val};
+use super::oom::{self, TraceContext};
+use super::state::{now_ms, CacheEntry, Instance, Out, QueueItem};
+use super::Faults;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) async fn worker(inst: Arc<Instance>) {
+    loop {
+        let next = {
+            let mut st = inst.lock();
+            st.apply_free_flags();
+            st.take_next()
+        };
+        match next {
+            Some(item) => {
+                if !run_prompt(&inst, item).await {
+                    return; // crashed
+                }
+                let mut st = inst.lock();
+                st.apply_free_flags();
+            }
+            None => inst.wake.notified().await,
+        }
+    }
+}
+
+/// Cache key per node: class, literal inputs (sorted) and the ancestors' keys by slot. The
+/// node id is not part of it.
+pub(crate) fn cache_keys(prompt: &Map<String, Value>) -> HashMap<String, String> {
+    fn key(
+        id: &str,
+        prompt: &Map<String, Value>,
+        memo: &mut HashMap<String, String>,
+        stack: &mut HashSet<String>,
+    ) -> String {
+        if let Some(k) = memo.get(id) {
+            return k.clone();
+        }
+        let Some(node) = prompt.get(id) else {
+            return "missing".into();
+        };
+        if !stack.insert(id.to_string()) {
+            return "cycle".into();
+        }
+        let mut parts = vec![node["class_type"].as_str().unwrap_or("").to_string()];
+        if let Some(inputs) = node["inputs"].as_object() {
+            let mut names: Vec<&String> = inputs.keys().collect();
+            names.sort();
+            for name in names {
+                let v = &inputs[name];
+                match v.as_array() {
+                    Some(a) if a.len() == 2 => {
+                        let src = super::validate::py_str(&a[0]);
+                        let k = key(&src, prompt, memo, stack);
+                        parts.push(format!("{name}=>{k}#{}", a[1]));
+                    }
+                    _ => parts.push(format!("{name}={v}")),
+                }
+            }
+        }
+        stack.remove(id);
+        let k = hex::encode(Sha256::digest(parts.join("|").as_bytes()));
+        memo.insert(id.to_string(), k.clone());
+        k
+    }
+    let mut memo = HashMap::new();
+    let mut stack = HashSet::new();
+    for id in prompt.keys() {
+        key(id, prompt, &mut memo, &mut stack);
+    }
+    memo
+}
+
+/// ComfyUI's execution list: topological staging with its UX-friendly pick order.
+struct ExecList {
+    pending: Vec<String>,
+    block_count: HashMap<String, usize>,
+    blocking: HashMap<String, Vec<String>>,
+}
+
+fn links_of(node: &Value) -> Vec<String> {
+    node["inputs"]
+        .as_object()
+        .map(|m| {
+            m.values()
+                .filter_map(|v| v.as_array().filter(|a| a.len() == 2))
+                .map(|a| super::validate::py_str(&a[0]))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ExecList {
+    fn new(prompt: &Map<String, Value>, outputs: &[String], cached: &HashSet<String>) -> Self {
+        let mut l = ExecList {
+            pending: Vec::new(),
+            block_count: HashMap::new(),
+            blocking: HashMap::new(),
+        };
+        for o in outputs {
+            let mut stack = vec![o.clone()];
+            let mut links = Vec::new();
+            while let Some(id) = stack.pop() {
+                if l.pending.contains(&id) || !prompt.contains_key(&id) {
+                    continue;
+                }
+                l.pending.push(id.clone());
+                l.block_count.entry(id.clone()).or_insert(0);
+                l.blocking.entry(id.clone()).or_default();
+                for src in links_of(&prompt[&id]) {
+                    if !cached.contains(&src) {
+                        stack.push(src.clone());
+                        links.push((src, id.clone()));
+                    }
+                }
+            }
+            for (from, to) in links {
+                let b = l.blocking.entry(from).or_default();
+                if !b.contains(&to) {
+                    b.push(to.clone());
+                    *l.block_count.entry(to).or_insert(0) += 1;
+                }
+            }
+        }
+        l
+    }
+
+    fn next(&self, prompt: &Map<String, Value>) -> Option<String> {
+        let d = defs();
+        let is_out = |id: &str| d.is_output(prompt[id]["class_type"].as_str().unwrap_or(""));
+        let avail: Vec<&String> = self
+            .pending
+            .iter()
+            .filter(|id| self.block_count.get(*id).copied().unwrap_or(0) == 0)
+            .collect();
+        if avail.is_empty() {
+            return None;
+        }
+        if let Some(id) = avail.iter().find(|id| is_out(id)) {
+            return Some((*id).clone());
+        }
+        let blocks = |id: &str| self.blocking.get(id).cloned().unwrap_or_default();
+        if let Some(id) = avail.iter().find(|id| blocks(id).iter().any(|b| is_out(b))) {
+            return Some((*id).clone());
+        }
+        if let Some(id) = avail.iter().find(|id| {
+            blocks(id)
+                .iter()
+                .any(|b| blocks(b).iter().any(|c| is_out(c)))
+        }) {
+            return Some((*id).clone());
+        }
+        Some(avail[0].clone())
+    }
+
+    fn complete(&mut self, id: &str) {
+        self.pending.retain(|p| p != id);
+        for to in self.blocking.get(id).cloned().unwrap_or_default() {
+            if let Some(c) = self.block_count.get_mut(&to) {
+                *c = c.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// One prompt being played.
+struct Run<'a> {
+    inst: &'a Arc<Instance>,
+    item: QueueItem,
+    cid: Option<String>,
+    faults: Faults,
+    /// progress_state snapshot: node → entry, in first-seen order.
+    ps: Vec<(String, Value)>,
+    messages: Vec<Value>,
+    executed: Vec<String>,
+    mid_run_fired: bool,
+    exec_count: usize,
+    expected_exec: usize,
+}
+
+enum NodeEnd {
+    Done,
+    Interrupted,
+    Failed,
+    Crashed,
+}
+
+impl Run<'_> {
+    fn pid(&self) -> &str {
+        &self.item.prompt_id
+    }
+
+    /// Submitter-only message (dropped without a client_id).
+    fn to_submitter(&self, t: &str, data: Value) {
+        if let Some(cid) = &self.cid {
+            self.inst
+                .lock()
+                .send_to(cid, &json!({"type": t, "data": data}));
+        }
+    }
+
+    /// To the submitter, broadcast when the prompt has no client_id.
+    fn to_submitter_or_all(&self, t: &str, data: Value) {
+        let msg = json!({"type": t, "data": data});
+        let st = self.inst.lock();
+        match &self.cid {
+            Some(cid) => st.send_to(cid, &msg),
+            None => st.broadcast(&msg),
+        }
+    }
+
+    fn progress_state(&mut self, node: &str, value: Value, max: Value, state: &str) {
+        let entry = json!({
+            "value": value, "max": max, "state": state, "node_id": node,
+            "prompt_id": self.item.prompt_id, "display_node_id": node,
+            "parent_node_id": null, "real_node_id": node
+        });
+        match self.ps.iter_mut().find(|(k, _)| k == node) {
+            Some(slot) => slot.1 = entry,
+            None => self.ps.push((node.to_string(), entry)),
+        }
+        let nodes: Map<String, Value> = self.ps.iter().cloned().collect();
+        let data = json!({"prompt_id": self.item.prompt_id, "nodes": nodes});
+        self.to_submitter_or_all("progress_state", data);
+    }
+
+    fn garbage(&self) {
+        if !self.faults.garbage_frames {
+            return;
+        }
+        let st = self.inst.lock();
+        let sid = self.cid.as_deref();
+        st.send_raw(sid, Out::Text("\u{1}garbage frame: not JSON {".into()));
+        st.send_raw(sid, Out::Binary(vec![0, 0, 0, 99, 0xde, 0xad, 0xbe, 0xef]));
+    }
+
+    /// Crash / socket-drop faults fire once per run, at the first progress frame or halfway
+    /// through the executed nodes, whichever comes first.
+    fn mid_run(&mut self) -> bool {
+        if self.mid_run_fired {
+            return true;
+        }
+        self.mid_run_fired = true;
+        let faults = self.inst.shared.faults();
+        if faults.crash_mid_run {
+            self.inst.shared.crash_fired();
+            self.inst.stop();
+            return false;
+        }
+        if faults.drop_socket {
+            if let Some(cid) = &self.cid {
+                let mut st = self.inst.lock();
+                if let Some(c) = st.clients.remove(cid) {
+                    let _ = c.tx.send(Out::Drop);
+                }
+            }
+        }
+        true
+    }
+
+    async fn sleep(&self, sim_seconds: f64) {
+        let scale = self.inst.shared.config.time_scale;
+        let real = sim_seconds * scale;
+        if real <= 0.0 {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_secs_f64(real.min(3600.0))).await;
+        }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.inst.lock().interrupt
+    }
+}
+
+/// Plays one prompt. Returns false when the server crashed during it.
+async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
+    let prompt: Map<String, Value> = item.prompt.as_object().cloned().unwrap_or_default();
+    let cid = item.client_id();
+    {
+        let mut st = inst.lock();
+        st.interrupt = false;
+        st.running = Some(item.clone());
+        st.broadcast_status();
+    }
+    let mut run = Run {
+        inst,
+        cid,
+        faults: inst.shared.faults(),
+        item,
+        ps: Vec::new(),
+        messages: Vec::new(),
+        executed: Vec::new(),
+        mid_run_fired: false,
+        exec_count: 0,
+        expected_exec: 0,
+    };
+    let pid = run.pid().to_string();
+    let start = json!({"prompt_id": pid, "timestamp": now_ms()});
+    run.to_submitter("execution_start", start.clone());
+    run.messages.push(json!(["execution_start", start]));
+    run.garbage();
+
+    // Classic cache: keep only keys of this prompt, then see what is cached.
+    let keys = cache_keys(&prompt);
+    let cached: Vec<String> = {
+        let mut st = inst.lock();
+        let live: HashSet<&String> = keys.values().collect();
+        st.cache.retain(|k, _| live.contains(k));
+        prompt
+            .keys()
+            .filter(|id| st.cache.contains_key(&keys[*id]))
+            .cloned()
+            .collect()
+    };
+    let cached_msg = json!({"nodes": cached, "prompt_id": pid, "timestamp": now_ms()});
+    run.to_submitter("execution_cached", cached_msg.clone());
+    run.messages.push(json!(["execution_cached", cached_msg]));
+
+    let cached_set: HashSet<String> = cached.iter().cloned().collect();
+    let mut list = ExecList::new(&prompt, &run.item.outputs, &cached_set);
+    run.expected_exec = list
+        .pending
+        .iter()
+        .filter(|id| !cached_set.contains(*id))
+        .count();
+    let mut values: HashMap<String, Vec<Val>> = HashMap::new();
+    let mut ui_order: Vec<String> = Vec::new();
+    let mut end = NodeEnd::Done;
+    while let Some(id) = list.next(&prompt) {
+        let key = keys[&id].clone();
+        let hit = inst.lock().cache.get(&key).cloned();
+        if let Some(entry) = hit {
+            // A cached node staged for execution (an output node): replay its UI output.
+            if run.cid.is_some() {
+                run.to_submitter(
+                    "executed",
+                    json!({"node": id, "display_node": id, "output": entry.ui, "prompt_id": pid}),
+                );
+            }
+            run.progress_state(&id, json!(1), json!(1), "finished");
+            values.insert(id.clone(), entry.outputs.clone());
+            if entry.ui.is_some() {
+                ui_order.push(id.clone());
+            }
+            list.complete(&id);
+            continue;
+        }
+        match run_node(&mut run, &prompt, &id, &key, &mut values).await {
+            NodeEnd::Done => {
+                if inst.lock().cache.get(&key).is_some_and(|e| e.ui.is_some()) {
+                    ui_order.push(id.clone());
+                }
+                list.complete(&id);
+            }
+            other => {
+                end = other;
+                break;
+            }
+        }
+    }
+
+    let (status_str, completed, outputs, meta) = match end {
+        NodeEnd::Crashed => return false,
+        NodeEnd::Done => {
+            let data = json!({"prompt_id": pid, "timestamp": now_ms()});
+            run.to_submitter("execution_success", data.clone());
+            run.messages.push(json!(["execution_success", data]));
+            // History lists every node of this prompt with a cached UI output.
+            let st = inst.lock();
+            let mut outputs = Map::new();
+            let mut meta = Map::new();
+            let mut ids: Vec<String> = ui_order.clone();
+            for id in prompt.keys() {
+                if !ids.contains(id) {
+                    ids.push(id.clone());
+                }
+            }
+            for id in ids {
+                if let Some(ui) = st.cache.get(&keys[&id]).and_then(|e| e.ui.clone()) {
+                    outputs.insert(id.clone(), ui);
+                    meta.insert(
+                        id.clone(),
+                        json!({"node_id": id, "display_node": id, "parent_node": null, "real_node_id": id}),
+                    );
+                }
+            }
+            ("success", true, outputs, meta)
+        }
+        NodeEnd::Interrupted | NodeEnd::Failed => ("error", false, Map::new(), Map::new()),
+    };
+    let entry = json!({
+        "prompt": run.item.to_json(),
+        "outputs": outputs,
+        "status": {"status_str": status_str, "completed": completed, "messages": run.messages},
+        "meta": meta,
+    });
+    let slow = run.inst.shared.faults().slow_history_ms;
+    {
+        let mut st = inst.lock();
+        st.running = None;
+        st.executing = None;
+        st.gpu.empty_cache();
+        if slow == 0 {
+            st.insert_history(pid.clone(), entry);
+        } else {
+            let inst2 = inst.clone();
+            let pid2 = pid.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(slow)).await;
+                inst2.lock().insert_history(pid2, entry);
+            });
+        }
+        st.broadcast_status();
+    }
+    run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
+    true
+}
+
+fn current_inputs(node: &Value, values: &HashMap<String, Vec<Val>>) -> Value {
+    let mut out = Map::new();
+    if let Some(inputs) = node["inputs"].as_object() {
+        for (name, v) in inputs {
+            let formatted = match v.as_array().filter(|a| a.len() == 2) {
+                Some(a) => {
+                    let src = super::validate::py_str(&a[0]);
+                    let slot = a[1].as_u64().unwrap_or(0) as usize;
+                    let salt = src.bytes().fold(slot as u64, |h, b| h * 31 + b as u64);
+                    let val = values
+                        .get(&src)
+                        .and_then(|o| o.get(slot))
+                        .cloned()
+                        .unwrap_or(Val::Other);
+                    Value::String(val.python_repr(salt))
+                }
+                None => v.clone(),
+            };
+            out.insert(name.clone(), json!([formatted]));
+        }
+    }
+    Value::Object(out)
+}
+
+async fn run_node(
+    run: &mut Run<'_>,
+    prompt: &Map<String, Value>,
+    id: &str,
+    key: &str,
+    values: &mut HashMap<String, Vec<Val>>,
+) -> NodeEnd {
+    let inst = run.inst;
+    let pid = run.pid().to_string();
+    let node = &prompt[id];
+    let class = node["class_type"].as_str().unwrap_or("").to_string();
+    run.progress_state(id, json!(0.0), json!(1.0), "running");
+    inst.lock().executing = Some((run.cid.clone(), id.to_string()));
+    run.to_submitter(
+        "executing",
+        json!({"node": id, "display_node": id, "prompt_id": pid}),
+    );
+    run.garbage();
+    run.exec_count += 1;
+    if run.exec_count >= (run.expected_exec / 2).max(1) && !run.mid_run() {
+        return NodeEnd::Crashed;
+    }
+    if run.interrupted() {
+        return interrupted(run, id, &class);
+    }
+
+    // Inputs: literals and the values of linked nodes (executed now or cached).
+    let mut lits = Map::new();
+    let mut links = HashMap::new();
+    if let Some(inputs) = node["inputs"].as_object() {
+        for (name, v) in inputs {
+            match v.as_array().filter(|a| a.len() == 2) {
+                Some(a) => {
+                    let src = super::validate::py_str(&a[0]);
+                    let slot = a[1].as_u64().unwrap_or(0) as usize;
+                    if let Some(val) = values.get(&src).and_then(|o| o.get(slot)) {
+                        links.insert(name.clone(), val.clone());
+                    }
+                }
+                None => {
+                    lits.insert(name.clone(), v.clone());
+                }
+            }
+        }
+    }
+    let Eval { outputs, work, ctx } = evaluate(&Inputs {
+        class: &class,
+        lits: &lits,
+        links: &links,
+    });
+    let plan: Plan = inst.lock().gpu.plan(&work);
+    for note in &plan.notes {
+        tracing::info!(node = id, "{note}");
+    }
+
+    run.sleep(plan.setup_seconds).await;
+    let steps = plan.steps;
+    let stride = steps.div_ceil(1000).max(1);
+    let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
+    let ws_images = class == "SaveImageWebsocket";
+    if steps > 0 {
+        for k in 1..=steps {
+            if fail_at == Some(k - 1) {
+                break;
+            }
+            run.sleep(plan.step_seconds).await;
+            if run.interrupted() {
+                return interrupted(run, id, &class);
+            }
+            if k % stride == 0 || k == steps {
+                run.progress_state(id, json!(k), json!(steps), "running");
+                run.to_submitter_or_all(
+                    "progress",
+                    json!({"value": k, "max": steps, "prompt_id": pid, "node": id}),
+                );
+                if !run.mid_run() {
+                    return NodeEnd::Crashed;
+                }
+            }
+        }
+    }
+    if let Some(oom) = &plan.oom {
+        inst.lock().gpu.unload_all();
+        let trace_ctx = TraceContext {
+            class_type: &class,
+            family: ctx.family,
+            sampler_name: &ctx.sampler_name,
+            step_cache: ctx.step_cache.as_deref(),
+            video: ctx.video,
+            wrapper: ctx.wrapper,
+        };
+        let mut executed = run.executed.clone();
+        executed.reverse();
+        let current_outputs: Vec<&String> = prompt.keys().collect();
+        let data = json!({
+            "prompt_id": pid,
+            "node_id": id,
+            "node_type": class,
+            "executed": executed,
+            "exception_message": oom::exception_message(oom, inst.shared.config.allocator),
+            "exception_type": oom::OOM_EXCEPTION_TYPE,
+            "traceback": oom::traceback(oom, &trace_ctx),
+            "current_inputs": current_inputs(node, values),
+            "current_outputs": current_outputs,
+            "timestamp": now_ms(),
+        });
+        tracing::info!(node = id, stage = oom.stage.as_str(), "simulated OOM");
+        run.to_submitter("execution_error", data.clone());
+        run.messages.push(json!(["execution_error", data]));
+        return NodeEnd::Failed;
+    }
+
+    // Output nodes: UI output and websocket images.
+    let ui = output_ui(run, &class, &lits, ctx.images.max(1));
+    if ws_images {
+        send_ws_images(run, id, ctx.images.max(1));
+    }
+    inst.lock().gpu.finish_node();
+    if let Some(ui) = &ui {
+        run.to_submitter(
+            "executed",
+            json!({"node": id, "display_node": id, "output": ui, "prompt_id": pid}),
+        );
+    }
+    if steps > 0 {
+        run.progress_state(id, json!(steps), json!(steps), "finished");
+    } else if ws_images {
+        let n = ctx.images.max(1);
+        run.progress_state(id, json!(n), json!(n), "finished");
+    } else {
+        run.progress_state(id, json!(1.0), json!(1.0), "finished");
+    }
+    run.executed.push(id.to_string());
+    values.insert(id.to_string(), outputs.clone());
+    inst.lock()
+        .cache
+        .insert(key.to_string(), CacheEntry { outputs, ui });
+    NodeEnd::Done
+}
+
+fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
+    let mut executed = run.executed.clone();
+    executed.reverse();
+    let data = json!({
+        "prompt_id": run.pid(), "node_id": id, "node_type": class,
+        "executed": executed, "timestamp": now_ms()
+    });
+    run.to_submitter_or_all("execution_interrupted", data.clone());
+    run.messages.push(json!(["execution_interrupted", data]));
+    NodeEnd::Interrupted
+}
+
+/// A 1×1 PNG for websocket image frames.
+const TINY_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53,
+    0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08, 0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
+    0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e,
+    0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+fn send_ws_images(run: &mut Run<'_>, id: &str, n: u64) {
+    let pid = run.pid().to_string();
+    let meta = run
+        .cid
+        .as_ref()
+        .map(|cid| {
+            run.inst
+                .lock()
+                .clients
+                .get(cid)
+                .is_some_and(|c| c.preview_metadata)
+        })
+        .unwrap_or(false);
+    for i in 0..n {
+        run.progress_state(id, json!(i), json!(n), "running");
+        let frame = if meta {
+            let m = json!({"node_id": id, "prompt_id": pid, "display_node_id": id,
+                "parent_node_id": null, "real_node_id": id, "image_type": "image/png"})
+            .to_string();
+            let mut b = vec![0, 0, 0, 4];
+            b.extend((m.len() as u32).to_be_bytes());
+            b.extend(m.as_bytes());
+            b.extend(TINY_PNG);
+            b
+        } else {
+            let mut b = vec![0, 0, 0, 1, 0, 0, 0, 2];
+            b.extend(TINY_PNG);
+            b
+        };
+        let sid = run.cid.clone();
+        if meta {
+            run.inst
+                .lock()
+                .send_raw(sid.as_deref(), Out::Binary(frame.clone()));
+        }
+        run.to_submitter_or_all(
+            "progress",
+            json!({"value": i, "max": n, "prompt_id": pid, "node": id}),
+        );
+        if !meta {
+            run.inst.lock().send_raw(sid.as_deref(), Out::Binary(frame));
+        }
+    }
+}
+
+fn file_entry(filename: String, subfolder: &str, kind: &str) -> Value {
+    json!({"filename": filename, "subfolder": subfolder, "type": kind})
+}
+
+fn output_ui(
+    run: &mut Run<'_>,
+    class: &str,
+    lits: &Map<String, Value>,
+    images: u64,
+) -> Option<Value> {
+    let prefix_raw = lits
+        .get("filename_prefix")
+        .map(super::validate::py_str)
+        .unwrap_or_else(|| "ComfyUI".to_string());
+    let (subfolder, prefix) = match prefix_raw.rsplit_once('/') {
+        Some((d, f)) => (d.to_string(), f.to_string()),
+        None => (String::new(), prefix_raw.clone()),
+    };
+    let mut st = run.inst.lock();
+    let saved = |st: &mut super::state::State, ext: &str, n: u64| -> Vec<Value> {
+        (0..n)
+            .map(|_| {
+                let c = st.next_counter(&prefix_raw);
+                file_entry(format!("{prefix}_{c:05}_.{ext}"), &subfolder, "output")
+            })
+            .collect()
+    };
+    Some(match class {
+        "SaveImage" | "Image Save" | "easy imageSave" | "SaveImageKJ" => {
+            json!({"images": saved(&mut st, "png", images)})
+        }
+        "PreviewImage" | "MaskPreview" | "easy preview" | "Image Comparer (rgthree)" => {
+            let tp = st.temp_prefix.clone();
+            let files: Vec<Value> = (0..images)
+                .map(|_| {
+                    let c = st.next_counter(&tp);
+                    file_entry(format!("{tp}_{c:05}_.png"), "", "temp")
+                })
+                .collect();
+            json!({"images": files})
+        }
+        "SaveAnimatedWEBP" => json!({"images": saved(&mut st, "webp", 1), "animated": [true]}),
+        "SaveAnimatedPNG" => json!({"images": saved(&mut st, "png", 1), "animated": [true]}),
+        "SaveVideo" => json!({"images": saved(&mut st, "mp4", 1), "animated": [true]}),
+        "SaveWEBM" => json!({"images": saved(&mut st, "webm", 1), "animated": [true]}),
+        "SaveLatent" => json!({"latents": saved(&mut st, "latent", 1)}),
+        "VHS_VideoCombine" => {
+            let c = st.next_counter(&prefix_raw);
+            let save = lits
+                .get("save_output")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            let format = lits
+                .get("format")
+                .and_then(Value::as_str)
+                .unwrap_or("video/h264-mp4");
+            let ext = if format.contains("webm") {
+                "webm"
+            } else if format.contains("gif") {
+                "gif"
+            } else {
+                "mp4"
+            };
+            let kind = if save { "output" } else { "temp" };
+            let name = format!("{prefix}_{c:05}.{ext}");
+            let fullpath = if subfolder.is_empty() {
+                format!("{}/{kind}/{name}", oom::ROOT)
+            } else {
+                format!("{}/{kind}/{subfolder}/{name}", oom::ROOT)
+            };
+            json!({"gifs": [{
+                "filename": name, "subfolder": subfolder, "type": kind, "format": format,
+                "frame_rate": lits.get("frame_rate").cloned().unwrap_or(json!(8.0)),
+                "workflow": format!("{prefix}_{c:05}.png"), "fullpath": fullpath
+            }]})
+        }
+        "PreviewAny" => json!({"text": ["None"]}),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn cache_keys_ignore_ids_and_meta() {
+        let a = prompt(json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64}, "_meta": {"title": "a"}},
+            "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "x"}}
+        }));
+        let b = prompt(json!({
+            "7": {"class_type": "EmptyImage", "inputs": {"height": 64, "width": 64}},
+            "9": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "x"}}
+        }));
+        let (ka, kb) = (cache_keys(&a), cache_keys(&b));
+        assert_eq!(ka["1"], kb["7"]);
+        assert_eq!(ka["2"], kb["9"]);
+        let c = prompt(json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 65, "height": 64}},
+            "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "x"}}
+        }));
+        let kc = cache_keys(&c);
+        assert_ne!(ka["1"], kc["1"]);
+        assert_ne!(ka["2"], kc["2"], "a changed ancestor changes the key");
+    }
+
+    #[test]
+    fn execution_order_matches_the_captured_runs() {
+        // ws_core_success: 1 → 4 (PreviewImage) → 2 → 3.
+        let p = prompt(json!({
+            "1": {"class_type": "EmptyImage", "inputs": {}},
+            "2": {"class_type": "ImageScale", "inputs": {"image": ["1", 0]}},
+            "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0]}},
+            "4": {"class_type": "PreviewImage", "inputs": {"images": ["1", 0]}}
+        }));
+        let mut l = ExecList::new(&p, &["3".into(), "4".into()], &HashSet::new());
+        let mut order = Vec::new();
+        while let Some(id) = l.next(&p) {
+            l.complete(&id);
+            order.push(id);
+        }
+        assert_eq!(order, ["1", "4", "2", "3"]);
+        // Partially cached (ws_core_cached second run): 4 (cached output) → 2 → 3.
+        let cached: HashSet<String> = ["1".to_string(), "4".to_string()].into();
+        let mut l = ExecList::new(&p, &["3".into(), "4".into()], &cached);
+        let mut order = Vec::new();
+        while let Some(id) = l.next(&p) {
+            l.complete(&id);
+            order.push(id);
+        }
+        assert_eq!(order, ["4", "2", "3"]);
+    }
+}

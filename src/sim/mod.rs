@@ -1,0 +1,355 @@
+//! A ComfyUI-compatible server for tests, CI and machines without a GPU.
+//!
+//! The simulator owns: the HTTP routes and WebSocket protocol of ComfyUI 0.3.64 as captured in
+//! `shared/fixtures/comfyui` (every route also under `/api`), prompt validation with the
+//! server's 400/200 shapes, a queue with history and a node-output cache between prompts, and
+//! a deterministic GPU memory model ([`memory`]) that makes workflows fail with
+//! `torch.OutOfMemoryError` at a realistic stage ([`oom`]). Fault switches ([`Faults`]) make it
+//! crash, drop sockets, delay history, answer 500 or send garbage frames.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use comfy_bisect::sim::{start, Faults, SimConfig};
+//! let sim = start(SimConfig::default().with_vram_gib(12), "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("ComfyUI simulator on {}", sim.base_url());
+//! sim.set_faults(Faults::default().with_drop_socket());
+//! sim.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod exec;
+mod http;
+pub mod memory;
+pub mod nodes;
+pub mod oom;
+mod server;
+mod state;
+pub mod validate;
+
+pub use memory::{Stage, GIB, MIB};
+pub use oom::Allocator;
+
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// Fault switches. All off by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// The next prompt that starts executing kills the server mid-run: the listener and every
+    /// connection close, queue and history are gone (one-shot; [`SimHandle::restart`] brings a
+    /// fresh server back on the same port).
+    pub crash_mid_run: bool,
+    /// Every prompt closes its submitter's WebSocket mid-run (no close frame); the run goes on.
+    pub drop_socket: bool,
+    /// History entries appear this many real milliseconds after `executing {node: null}`.
+    pub slow_history_ms: u64,
+    /// `POST /prompt` answers 500 without queuing anything.
+    pub prompt_500: bool,
+    /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
+    pub garbage_frames: bool,
+}
+
+impl Faults {
+    pub fn with_crash_mid_run(mut self) -> Self {
+        self.crash_mid_run = true;
+        self
+    }
+    pub fn with_drop_socket(mut self) -> Self {
+        self.drop_socket = true;
+        self
+    }
+    pub fn with_slow_history_ms(mut self, ms: u64) -> Self {
+        self.slow_history_ms = ms;
+        self
+    }
+    pub fn with_prompt_500(mut self) -> Self {
+        self.prompt_500 = true;
+        self
+    }
+    pub fn with_garbage_frames(mut self) -> Self {
+        self.garbage_frames = true;
+        self
+    }
+
+    /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
+    /// garbage-frames` (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
+    pub fn parse(list: &str) -> Result<Faults, String> {
+        let mut f = Faults::default();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, arg) = match item.split_once('=') {
+                Some((n, a)) => (n.trim(), Some(a.trim())),
+                None => (item, None),
+            };
+            match (name, arg) {
+                ("none", None) => {}
+                ("crash-mid-run", None) => f.crash_mid_run = true,
+                ("drop-socket", None) => f.drop_socket = true,
+                ("prompt-500", None) => f.prompt_500 = true,
+                ("garbage-frames", None) => f.garbage_frames = true,
+                ("slow-history", None) => f.slow_history_ms = 2000,
+                ("slow-history", Some(ms)) => {
+                    f.slow_history_ms = ms.trim_end_matches("ms").parse().map_err(|_| {
+                        format!("--faults: slow-history={ms} is not a number of milliseconds")
+                    })?
+                }
+                _ => {
+                    return Err(format!(
+                        "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
+                         slow-history[=MS], prompt-500, garbage-frames"
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// Simulator settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// Total device memory.
+    pub vram_bytes: u64,
+    /// System RAM reported by `/system_stats`.
+    pub ram_bytes: u64,
+    pub faults: Faults,
+    /// Real seconds per simulated second (0.001 by default, so a 20-step sampler takes
+    /// milliseconds). 0 runs as fast as possible.
+    pub time_scale: f64,
+    /// Allocator backend: decides the OOM wording and the device name.
+    pub allocator: Allocator,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            vram_bytes: 24 * GIB,
+            ram_bytes: 64 * GIB,
+            faults: Faults::default(),
+            time_scale: 0.001,
+            allocator: Allocator::Native,
+        }
+    }
+}
+
+impl SimConfig {
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
+    }
+    pub fn with_vram_gib(mut self, gib: u64) -> Self {
+        self.vram_bytes = gib * GIB;
+        self
+    }
+    pub fn with_vram_bytes(mut self, bytes: u64) -> Self {
+        self.vram_bytes = bytes;
+        self
+    }
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = scale;
+        self
+    }
+    pub fn with_allocator(mut self, allocator: Allocator) -> Self {
+        self.allocator = allocator;
+        self
+    }
+}
+
+/// Parses a byte size such as `24GiB`, `12 GB`, `8192MiB` (binary units; `GB` is read as GiB,
+/// the way GPU memory is usually quoted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 24GiB, 12GB, 8192MiB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => MIB as f64,
+        "g" | "gb" | "gib" => GIB as f64,
+        "t" | "tb" | "tib" => (GIB * 1024) as f64,
+        _ => {
+            return Err(format!(
+                "'{s}': unknown unit '{unit}' (use B, KiB, MiB, GiB or TiB)"
+            ))
+        }
+    };
+    Ok((n * mult) as u64)
+}
+
+pub(crate) struct Shared {
+    addr: SocketAddr,
+    config: SimConfig,
+    faults: Mutex<Faults>,
+    submitted: Mutex<Vec<Value>>,
+    current: Mutex<Option<Arc<state::Instance>>>,
+}
+
+impl Shared {
+    pub(crate) fn faults(&self) -> Faults {
+        self.faults.lock().expect("faults lock").clone()
+    }
+
+    /// Clears the one-shot crash switch (it fired).
+    pub(crate) fn crash_fired(&self) {
+        self.faults.lock().expect("faults lock").crash_mid_run = false;
+    }
+
+    pub(crate) fn record_submission(&self, body: Value) {
+        self.submitted.lock().expect("submitted lock").push(body);
+    }
+}
+
+/// A running simulator.
+pub struct SimHandle {
+    shared: Arc<Shared>,
+}
+
+/// Starts a simulator bound to `bind` (port 0 picks a free port).
+pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHandle> {
+    let listener = server::bind(bind)?;
+    let addr = listener.local_addr()?;
+    let shared = Arc::new(Shared {
+        addr,
+        faults: Mutex::new(config.faults.clone()),
+        config,
+        submitted: Mutex::new(Vec::new()),
+        current: Mutex::new(None),
+    });
+    let inst = state::Instance::launch(shared.clone(), listener);
+    *shared.current.lock().expect("current lock") = Some(inst);
+    Ok(SimHandle { shared })
+}
+
+impl SimHandle {
+    /// `http://127.0.0.1:PORT` (the address the server listens on).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// Replaces the fault switches (takes effect for the next event).
+    pub fn set_faults(&self, faults: Faults) {
+        *self.shared.faults.lock().expect("faults lock") = faults;
+    }
+
+    /// Every JSON body received on `POST /prompt`, in arrival order (across restarts).
+    pub fn submitted_prompts(&self) -> Vec<Value> {
+        self.shared
+            .submitted
+            .lock()
+            .expect("submitted lock")
+            .clone()
+    }
+
+    /// True while the server answers (false after a crash until [`SimHandle::restart`]).
+    pub fn is_up(&self) -> bool {
+        self.shared
+            .current
+            .lock()
+            .expect("current lock")
+            .as_ref()
+            .is_some_and(|i| !i.is_stopped())
+    }
+
+    /// Kills the server as a crash would: listener and connections close, state is lost.
+    pub fn crash(&self) {
+        if let Some(inst) = self.shared.current.lock().expect("current lock").take() {
+            inst.stop();
+        }
+    }
+
+    /// Brings a fresh server (empty queue, history and cache, nothing loaded) back on the
+    /// same port, stopping the old one if it still runs.
+    pub async fn restart(&self) -> std::io::Result<()> {
+        self.crash();
+        // The old listener closes asynchronously; retry briefly until the port is free.
+        let mut last = None;
+        for _ in 0..50 {
+            match server::bind(self.shared.addr) {
+                Ok(listener) => {
+                    let inst = state::Instance::launch(self.shared.clone(), listener);
+                    *self.shared.current.lock().expect("current lock") = Some(inst);
+                    return Ok(());
+                }
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("could not rebind")))
+    }
+
+    /// Bytes the simulated GPU has allocated right now (for tests and logs).
+    pub fn vram_allocated(&self) -> u64 {
+        self.shared
+            .current
+            .lock()
+            .expect("current lock")
+            .as_ref()
+            .map(|i| i.vram_allocated())
+            .unwrap_or(0)
+    }
+
+    /// Stops the server and waits for its tasks.
+    pub async fn shutdown(self) {
+        let inst = self.shared.current.lock().expect("current lock").take();
+        if let Some(inst) = inst {
+            inst.stop();
+            inst.join().await;
+        }
+    }
+}
+
+/// Runs a simulator until Ctrl-C (for `comfy-bisect simulate`). Prints the URL on stderr.
+pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let sim = start(config.clone(), bind).await?;
+        eprintln!(
+            "ComfyUI simulator listening on {} ({} VRAM, faults: {:?}); Ctrl-C to stop",
+            sim.base_url(),
+            oom::format_size(config.vram_bytes),
+            config.faults
+        );
+        tokio::signal::ctrl_c().await?;
+        sim.shutdown().await;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_lists_parse() {
+        assert_eq!(Faults::parse("").unwrap(), Faults::default());
+        let f =
+            Faults::parse("crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames")
+                .unwrap();
+        assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
+        assert_eq!(f.slow_history_ms, 150);
+        assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        let err = Faults::parse("explode").unwrap_err();
+        assert!(err.contains("unknown fault 'explode'"));
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("24GiB").unwrap(), 24 * GIB);
+        assert_eq!(parse_size("12 GB").unwrap(), 12 * GIB);
+        assert_eq!(parse_size("8192MiB").unwrap(), 8 * GIB);
+        assert_eq!(parse_size("1.5GiB").unwrap(), GIB + GIB / 2);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("3 parsecs").is_err());
+    }
+}

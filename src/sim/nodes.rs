@@ -1,0 +1,1072 @@
+//! What the simulator knows about node classes: the shipped definitions (`object_info`), the
+//! role tags, and how each node transforms the values flowing through the graph (models,
+//! latents, images…) into [`Work`] for the memory model.
+
+use super::memory::{
+    checkpoint_clip_bytes, lora_file_bytes, quant_factor, text_encoder_bytes, upscale_model,
+    Family, ImageVal, LatentVal, ModelVal, VaeKind, Work, GIB, MIB,
+};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+const OBJECT_INFO: &str = include_str!("object_info.sim.json");
+const ROLES: &str = include_str!("roles.sim.json");
+
+/// The node definitions the simulator serves and validates against.
+pub struct Defs {
+    pub map: Map<String, Value>,
+    roles: HashMap<String, Vec<String>>,
+}
+
+/// The shipped definitions, parsed once.
+pub fn defs() -> &'static Defs {
+    static DEFS: OnceLock<Defs> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        let map: Map<String, Value> =
+            serde_json::from_str(OBJECT_INFO).expect("shipped object_info.sim.json is valid JSON");
+        let roles_map: Map<String, Value> =
+            serde_json::from_str(ROLES).expect("shipped roles.sim.json is valid JSON");
+        let roles = roles_map
+            .into_iter()
+            .map(|(k, v)| {
+                let tags = v
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|t| t.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (k, tags)
+            })
+            .collect();
+        Defs { map, roles }
+    })
+}
+
+impl Defs {
+    pub fn get(&self, class: &str) -> Option<&Value> {
+        self.map.get(class)
+    }
+
+    /// `OUTPUT_NODE` of the class.
+    pub fn is_output(&self, class: &str) -> bool {
+        self.get(class)
+            .and_then(|d| d.get("output_node"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    pub fn output_types(&self, class: &str) -> Vec<String> {
+        self.get(class)
+            .and_then(|d| d.get("output"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|t| match t {
+                        Value::String(s) => s.clone(),
+                        // A combo output (list of values) is typed COMBO.
+                        _ => "COMBO".to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn has_role(&self, class: &str, role: &str) -> bool {
+        self.roles
+            .get(class)
+            .is_some_and(|r| r.iter().any(|t| t == role))
+    }
+
+    /// The declared spec of an input: (section, spec) where section is required/optional/hidden.
+    pub fn input_spec(&self, class: &str, name: &str) -> Option<(&'static str, &Value)> {
+        let input = self.get(class)?.get("input")?;
+        for sec in ["required", "optional", "hidden"] {
+            if let Some(spec) = input.get(sec).and_then(|s| s.get(name)) {
+                return Some((sec, spec));
+            }
+        }
+        None
+    }
+
+    /// The declared type of an input (`COMBO` for list-valued specs).
+    pub fn input_type(&self, class: &str, name: &str) -> Option<String> {
+        let (_, spec) = self.input_spec(class, name)?;
+        Some(match spec.get(0) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(_)) => "COMBO".to_string(),
+            _ => "*".to_string(),
+        })
+    }
+}
+
+/// True for classes that sample (their failures have sampler tracebacks).
+pub fn is_sampler_class(class: &str) -> bool {
+    defs().has_role(class, "samplers") || class.contains("KSampler") || class.contains("Sampler")
+}
+
+/// A value flowing along a link.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Model(ModelVal),
+    Clip { key: String, bytes: u64, full: bool },
+    Vae { key: String, kind: VaeKind },
+    Latent(LatentVal),
+    Image(ImageVal),
+    Upscale { key: String, bytes: u64, scale: u64 },
+    Loras(Vec<(String, u64)>),
+    BlockSwap(f64),
+    CacheArgs(String),
+    Guider { model: ModelVal, cfg: f64 },
+    Sigmas(u32),
+    Cond,
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Other,
+}
+
+impl Val {
+    /// The Python `str()` ComfyUI puts into `current_inputs` for a linked value.
+    pub fn python_repr(&self, salt: u64) -> String {
+        let addr = 0x7f3a_0000_0000u64 + (salt.wrapping_mul(0x9e37_79b9) & 0xffff_fff0);
+        match self {
+            Val::Model(_) => format!("<comfy.model_patcher.ModelPatcher object at {addr:#x}>"),
+            Val::Clip { .. } => format!("<comfy.sd.CLIP object at {addr:#x}>"),
+            Val::Vae { .. } => format!("<comfy.sd.VAE object at {addr:#x}>"),
+            Val::Guider { .. } => format!("<comfy.samplers.CFGGuider object at {addr:#x}>"),
+            Val::Upscale { .. } => format!(
+                "<spandrel.__helpers.model_descriptor.ImageModelDescriptor object at {addr:#x}>"
+            ),
+            Val::Latent(l) => format!(
+                "{{'samples': tensor([[[[0., 0., 0.,  ..., 0., 0., 0.],\n          ...,\n          [0., 0., 0.,  ..., 0., 0., 0.]]]])}}  # shape [{}, C, {}, {}, {}]",
+                l.batch,
+                l.frames,
+                l.height / 8,
+                l.width / 8
+            ),
+            Val::Image(i) => format!(
+                "tensor([[[[0.5020, 0.5020, 0.5020],\n          ...,\n          [0.5020, 0.5020, 0.5020]]]])  # shape [{}, {}, {}, 3]",
+                i.count, i.height, i.width
+            ),
+            Val::Cond => "[[tensor([[[ 0.1520, -0.2073, -1.0340,  ...,  0.6015,  0.7293,  1.0143]]]), {'pooled_output': tensor([[-0.6910,  0.2511, ...]])}]]".to_string(),
+            Val::Int(i) => i.to_string(),
+            Val::Float(f) => format!("{f:?}"),
+            Val::Str(s) => s.clone(),
+            Val::Sigmas(n) => format!("tensor([14.6146, ..., 0.0000])  # {} sigmas", n + 1),
+            Val::Loras(_) | Val::BlockSwap(_) | Val::CacheArgs(_) => format!("{{...}}  # at {addr:#x}"),
+            Val::Other => format!("<object object at {addr:#x}>"),
+        }
+    }
+
+    fn matches_type(&self, ty: &str) -> bool {
+        matches!(
+            (self, ty),
+            (Val::Model(_), "MODEL" | "WANVIDEOMODEL")
+                | (Val::Clip { .. }, "CLIP" | "WANTEXTENCODER")
+                | (Val::Vae { .. }, "VAE" | "WANVAE")
+                | (Val::Latent(_), "LATENT" | "WANVIDIMAGE_EMBEDS")
+                | (Val::Image(_), "IMAGE")
+                | (Val::Upscale { .. }, "UPSCALE_MODEL")
+                | (Val::Guider { .. }, "GUIDER")
+                | (Val::Sigmas(_), "SIGMAS")
+                | (Val::Cond, "CONDITIONING" | "WANVIDEOTEXTEMBEDS")
+                | (Val::Int(_), "INT")
+                | (Val::Float(_), "FLOAT")
+                | (Val::Loras(_), "WANVIDLORA" | "LORA_STACK")
+        )
+    }
+}
+
+/// What the executor needs to know to tell the failure story of a node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeContext {
+    pub family: Option<Family>,
+    pub sampler_name: String,
+    pub step_cache: Option<String>,
+    pub video: bool,
+    pub wrapper: bool,
+    /// Images the node produces (for output file names and websocket image frames).
+    pub images: u64,
+}
+
+/// The result of evaluating one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eval {
+    pub outputs: Vec<Val>,
+    pub work: Work,
+    pub ctx: NodeContext,
+}
+
+/// Inputs of one node: literal widget values and linked values.
+pub struct Inputs<'a> {
+    pub class: &'a str,
+    pub lits: &'a Map<String, Value>,
+    pub links: &'a HashMap<String, Val>,
+}
+
+impl Inputs<'_> {
+    fn num(&self, name: &str) -> Option<f64> {
+        if let Some(v) = self.lits.get(name) {
+            return match v {
+                Value::Number(n) => n.as_f64(),
+                Value::String(s) => s.trim().parse().ok(),
+                Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+                _ => None,
+            };
+        }
+        match self.links.get(name) {
+            Some(Val::Int(i)) => Some(*i as f64),
+            Some(Val::Float(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    fn int(&self, names: &[&str], default: u64) -> u64 {
+        names
+            .iter()
+            .find_map(|n| self.num(n))
+            .map(|v| v.max(0.0) as u64)
+            .unwrap_or(default)
+    }
+
+    fn float(&self, names: &[&str], default: f64) -> f64 {
+        names.iter().find_map(|n| self.num(n)).unwrap_or(default)
+    }
+
+    fn str(&self, name: &str) -> Option<&str> {
+        self.lits.get(name).and_then(Value::as_str)
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        match self.lits.get(name) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => s == "true" || s == "enable" || s == "enabled",
+            _ => false,
+        }
+    }
+
+    /// Model-file names among the literal inputs, in input order.
+    fn files(&self) -> Vec<String> {
+        self.lits
+            .values()
+            .filter_map(Value::as_str)
+            .filter(|s| is_model_file(s))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn linked<T>(&self, f: impl Fn(&Val) -> Option<T>) -> Option<T> {
+        self.links.values().find_map(f)
+    }
+
+    fn model(&self) -> Option<ModelVal> {
+        self.linked(|v| match v {
+            Val::Model(m) => Some(m.clone()),
+            Val::Guider { model, .. } => Some(model.clone()),
+            _ => None,
+        })
+    }
+
+    fn latent(&self) -> Option<LatentVal> {
+        self.linked(|v| match v {
+            Val::Latent(l) => Some(*l),
+            _ => None,
+        })
+    }
+
+    fn image(&self) -> Option<ImageVal> {
+        for key in ["image", "images", "frames", "pixels", "upscaled_image"] {
+            if let Some(Val::Image(i)) = self.links.get(key) {
+                return Some(*i);
+            }
+        }
+        self.linked(|v| match v {
+            Val::Image(i) => Some(*i),
+            _ => None,
+        })
+    }
+
+    fn vae(&self) -> Option<(String, VaeKind)> {
+        self.linked(|v| match v {
+            Val::Vae { key, kind } => Some((key.clone(), *kind)),
+            _ => None,
+        })
+    }
+}
+
+/// `"512 x 768"` → (512, 768); `"width x height (custom)"` → None.
+fn parse_preset(s: &str) -> Option<(u64, u64)> {
+    let (w, h) = s.split_once(" x ")?;
+    let h = h.split_whitespace().next()?;
+    Some((w.trim().parse().ok()?, h.parse().ok()?))
+}
+
+fn is_model_file(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    [
+        ".safetensors",
+        ".gguf",
+        ".ckpt",
+        ".pt",
+        ".pth",
+        ".sft",
+        ".bin",
+    ]
+    .iter()
+    .any(|e| l.ends_with(e))
+}
+
+const DISK_BYTES_PER_SECOND: f64 = 2.0 * GIB as f64;
+
+fn load_seconds(bytes: u64) -> f64 {
+    0.05 + bytes as f64 / DISK_BYTES_PER_SECOND
+}
+
+/// Applies weight-dtype widgets (`weight_dtype`, `quantization`) to an unquantised file.
+fn apply_dtype_widget(m: &mut ModelVal, inp: &Inputs) {
+    let widget = inp
+        .str("weight_dtype")
+        .or_else(|| inp.str("quantization"))
+        .unwrap_or("");
+    if (widget.contains("fp8") || widget.contains("e4m3") || widget.contains("e5m2"))
+        && quant_factor(&m.name) >= 1.0
+    {
+        m.bytes /= 2;
+    }
+}
+
+fn lora_rows(inp: &Inputs, family: Family) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    // rgthree Power Lora Loader rows.
+    for (k, v) in inp.lits {
+        if k.starts_with("lora_") && v.is_object() {
+            let on = v.get("on").and_then(Value::as_bool).unwrap_or(false);
+            let strength = v.get("strength").and_then(Value::as_f64).unwrap_or(1.0);
+            if let Some(name) = v.get("lora").and_then(Value::as_str) {
+                if on && strength != 0.0 && name != "None" {
+                    out.push((name.to_string(), lora_file_bytes(name, family)));
+                }
+            }
+        }
+    }
+    // Stacks (rgthree Lora Loader Stack, Easy-Use loraStack).
+    let limit = inp.int(&["num_loras"], 99);
+    let mut idx = 0;
+    for (k, v) in inp.lits {
+        let Some(name) = v.as_str() else { continue };
+        let digits = k
+            .strip_prefix("lora_")
+            .is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit()));
+        let is_row =
+            k != "lora_name" && ((k.starts_with("lora_") && k.ends_with("_name")) || digits);
+        if is_row && name != "None" && is_model_file(name) {
+            idx += 1;
+            if idx <= limit {
+                out.push((name.to_string(), lora_file_bytes(name, family)));
+            }
+        }
+    }
+    out
+}
+
+fn scale_image(img: ImageVal, inp: &Inputs) -> ImageVal {
+    let mut w = inp.int(&["width"], 0);
+    let mut h = inp.int(&["height"], 0);
+    if let Some(s) = inp.num("scale_by") {
+        w = (img.width as f64 * s) as u64;
+        h = (img.height as f64 * s) as u64;
+    } else if let Some(mp) = inp.num("megapixels") {
+        let s = (mp * 1_048_576.0 / (img.width * img.height).max(1) as f64).sqrt();
+        w = (img.width as f64 * s) as u64;
+        h = (img.height as f64 * s) as u64;
+    } else if let Some(longest) = inp.num("largest_size").or_else(|| inp.num("longer_edge")) {
+        let s = longest / img.width.max(img.height).max(1) as f64;
+        w = (img.width as f64 * s) as u64;
+        h = (img.height as f64 * s) as u64;
+    }
+    if w == 0 && h == 0 {
+        return img;
+    }
+    if w == 0 {
+        w = img.width * h / img.height.max(1);
+    }
+    if h == 0 {
+        h = img.height * w / img.width.max(1);
+    }
+    ImageVal {
+        width: w.max(1),
+        height: h.max(1),
+        count: img.count,
+    }
+}
+
+/// Evaluates one node: its output values and the work it asks of the GPU.
+pub fn evaluate(inp: &Inputs) -> Eval {
+    let class = inp.class;
+    let d = defs();
+    let out_types = d.output_types(class);
+    let mut ctx = NodeContext::default();
+    let mut work = Work::Cpu { seconds: 0.01 };
+    // Per output slot, a specific value when the class is modelled.
+    let mut special: HashMap<&str, Val> = HashMap::new();
+
+    let files = inp.files();
+    let is = |role: &str| d.has_role(class, role);
+
+    if is("diffusion_loaders") {
+        let name = files.first().cloned().unwrap_or_else(|| class.to_string());
+        let wrapper = class == "WanVideoModelLoader";
+        let mut m = ModelVal::from_file(&name, !wrapper);
+        apply_dtype_widget(&mut m, inp);
+        if let Some(Val::Loras(l)) = inp.links.values().find(|v| matches!(v, Val::Loras(_))) {
+            m.loras.extend(l.iter().cloned());
+        }
+        if let Some(Val::BlockSwap(f)) = inp.links.values().find(|v| matches!(v, Val::BlockSwap(_)))
+        {
+            m.offload = *f;
+        }
+        // All-in-one loaders with LoRA widgets.
+        if let Some(l) = inp.str("lora_name") {
+            if l != "None" && is_model_file(l) {
+                m.loras.push((l.to_string(), lora_file_bytes(l, m.family)));
+            }
+        }
+        let clip_bytes = checkpoint_clip_bytes(m.family);
+        let key = name.clone();
+        work = Work::Cpu {
+            seconds: load_seconds(m.bytes + clip_bytes),
+        };
+        ctx.family = Some(m.family);
+        special.insert("MODEL", Val::Model(m.clone()));
+        special.insert("WANVIDEOMODEL", Val::Model(m.clone()));
+        special.insert(
+            "CLIP",
+            Val::Clip {
+                key: format!("{key}:clip"),
+                bytes: clip_bytes,
+                full: false,
+            },
+        );
+        special.insert(
+            "VAE",
+            Val::Vae {
+                key: format!("{key}:vae"),
+                kind: VaeKind::for_family(m.family),
+            },
+        );
+        let mut w = inp.int(&["empty_latent_width", "width"], 0);
+        let mut h = inp.int(&["empty_latent_height", "height"], 0);
+        // Easy-Use presets ("512 x 768") win over the stale custom size widgets.
+        if let Some((pw, ph)) = inp.str("resolution").and_then(parse_preset) {
+            w = pw;
+            h = ph;
+        }
+        if w > 0 && h > 0 {
+            special.insert(
+                "LATENT",
+                Val::Latent(LatentVal {
+                    width: w,
+                    height: h,
+                    frames: 1,
+                    batch: inp.int(&["batch_size"], 1),
+                }),
+            );
+        }
+    } else if is("text_encoder_loaders") {
+        let mut bytes: u64 = files.iter().map(|f| text_encoder_bytes(f)).sum();
+        let full = class == "LoadWanVideoT5TextEncoder";
+        let q = inp.str("quantization").unwrap_or("");
+        if q.contains("fp8") && files.iter().all(|f| quant_factor(f) >= 1.0) {
+            bytes /= 2;
+        }
+        work = Work::Cpu {
+            seconds: load_seconds(bytes),
+        };
+        let clip = Val::Clip {
+            key: files.join("+"),
+            bytes,
+            full,
+        };
+        special.insert("CLIP", clip.clone());
+        special.insert("WANTEXTENCODER", clip);
+    } else if is("vae_loaders") {
+        let name = files
+            .first()
+            .cloned()
+            .or_else(|| inp.str("vae_name").map(str::to_string))
+            .unwrap_or_default();
+        let kind = VaeKind::from_name(&name);
+        work = Work::Cpu {
+            seconds: load_seconds(kind.weights()),
+        };
+        let v = Val::Vae { key: name, kind };
+        special.insert("VAE", v.clone());
+        special.insert("WANVAE", v);
+    } else if class == "UpscaleModelLoader" {
+        let name = files.first().cloned().unwrap_or_default();
+        let (bytes, scale) = upscale_model(&name);
+        special.insert(
+            "UPSCALE_MODEL",
+            Val::Upscale {
+                key: name,
+                bytes,
+                scale,
+            },
+        );
+    } else if class == "WanVideoBlockSwap" {
+        let blocks = inp.int(&["blocks_to_swap"], 20) as f64;
+        special.insert("BLOCKSWAPARGS", Val::BlockSwap((blocks / 40.0).min(1.0)));
+    } else if matches!(
+        class,
+        "WanVideoTeaCache" | "WanVideoMagCache" | "WanVideoEasyCache"
+    ) {
+        special.insert("CACHEARGS", Val::CacheArgs(class.to_string()));
+    } else if is("lora") {
+        let model = inp.model();
+        let family = model.as_ref().map(|m| m.family).unwrap_or(Family::Other);
+        let mut rows = lora_rows(inp, family);
+        if let Some(name) = inp.str("lora_name").or_else(|| inp.str("lora")) {
+            let strength = inp.float(&["strength_model", "strength"], 1.0);
+            if name != "None" && strength != 0.0 && is_model_file(name) {
+                rows.push((name.to_string(), lora_file_bytes(name, family)));
+            }
+        }
+        let mut prev: Vec<(String, u64)> = inp
+            .links
+            .values()
+            .find_map(|v| match v {
+                Val::Loras(l) => Some(l.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        if let Some(mut m) = model {
+            m.loras.extend(rows.iter().cloned());
+            special.insert("MODEL", Val::Model(m));
+        }
+        prev.extend(rows);
+        special.insert("WANVIDLORA", Val::Loras(prev.clone()));
+        special.insert("LORA_STACK", Val::Loras(prev));
+    } else if is("cache_step") {
+        if let Some(mut m) = inp.model() {
+            m.step_cache = Some(class.to_string());
+            special.insert("MODEL", Val::Model(m));
+        }
+    } else if is("guiders") {
+        if let Some(model) = inp.model() {
+            let cfg = inp.float(&["cfg"], 1.0);
+            special.insert("GUIDER", Val::Guider { model, cfg });
+        }
+    } else if is("schedulers") {
+        let steps = inp.int(&["steps"], 20) as u32;
+        special.insert("SIGMAS", Val::Sigmas(steps));
+    } else if is("samplers") {
+        let (w, e) = evaluate_sampler(inp, &mut ctx);
+        work = w;
+        if let Some(e) = e {
+            special.insert(
+                if out_types.iter().any(|t| t == "IMAGE") {
+                    "IMAGE"
+                } else {
+                    "LATENT"
+                },
+                e,
+            );
+        }
+    } else if is("vae_decode") {
+        if let (Some(l), Some((key, kind))) = (inp.latent(), inp.vae()) {
+            let video = kind != VaeKind::Image || l.frames > 1;
+            ctx.video = video;
+            let tiled = if class == "VAEDecodeTiled" {
+                Some((
+                    inp.int(&["tile_size"], 512),
+                    inp.int(&["temporal_size"], 64),
+                ))
+            } else if class == "WanVideoDecode" && inp.flag("enable_vae_tiling") {
+                Some((inp.int(&["tile_x"], 272), 64))
+            } else {
+                None
+            };
+            work = Work::Decode {
+                key,
+                vae: kind,
+                width: l.width,
+                height: l.height,
+                frames: l.frames,
+                batch: l.batch,
+                tiled,
+                fallback: class == "VAEDecode",
+                encode: false,
+            };
+            let img = ImageVal {
+                width: l.width,
+                height: l.height,
+                count: l.frames.max(1) * l.batch.max(1),
+            };
+            special.insert("IMAGE", Val::Image(img));
+        }
+    } else if is("vae_encode") {
+        if let (Some(img), Some((key, kind))) = (inp.image(), inp.vae()) {
+            work = Work::Decode {
+                key,
+                vae: kind,
+                width: img.width,
+                height: img.height,
+                frames: 1,
+                batch: img.count,
+                tiled: class
+                    .contains("Tiled")
+                    .then(|| (inp.int(&["tile_size"], 512), 64)),
+                fallback: class == "VAEEncode",
+                encode: true,
+            };
+            special.insert(
+                "LATENT",
+                Val::Latent(LatentVal {
+                    width: img.width,
+                    height: img.height,
+                    frames: 1,
+                    batch: img.count,
+                }),
+            );
+        }
+    } else if class == "ImageUpscaleWithModel" || class == "ImageUpscaleWithModelBatched" {
+        let up = inp.linked(|v| match v {
+            Val::Upscale { key, bytes, scale } => Some((key.clone(), *bytes, *scale)),
+            _ => None,
+        });
+        if let (Some((key, bytes, scale)), Some(image)) = (up, inp.image()) {
+            work = Work::Upscale {
+                key,
+                bytes,
+                scale,
+                image,
+                per_batch: (class == "ImageUpscaleWithModelBatched")
+                    .then(|| inp.int(&["per_batch"], 16)),
+            };
+            special.insert(
+                "IMAGE",
+                Val::Image(ImageVal {
+                    width: image.width * scale,
+                    height: image.height * scale,
+                    count: image.count,
+                }),
+            );
+        }
+    } else if is("frame_interp") {
+        if let Some(image) = inp.image() {
+            let multiplier = inp.int(&["multiplier"], 2).max(1);
+            work = Work::Interpolate {
+                key: class.to_string(),
+                film: class.starts_with("FILM"),
+                image,
+                multiplier,
+                clear_after: inp.int(&["clear_cache_after_n_frames"], 10),
+            };
+            special.insert(
+                "IMAGE",
+                Val::Image(ImageVal {
+                    count: image.count.saturating_sub(1) * multiplier + 1,
+                    ..image
+                }),
+            );
+        }
+    } else if inp.links.values().any(|v| matches!(v, Val::Clip { .. }))
+        && out_types
+            .iter()
+            .any(|t| t == "CONDITIONING" || t == "WANVIDEOTEXTEMBEDS")
+    {
+        if let Some(Val::Clip { key, bytes, full }) =
+            inp.links.values().find(|v| matches!(v, Val::Clip { .. }))
+        {
+            work = Work::Encode {
+                key: key.clone(),
+                bytes: *bytes,
+                full: *full,
+            };
+        }
+    } else if class == "EmptyImage" {
+        special.insert(
+            "IMAGE",
+            Val::Image(ImageVal {
+                width: inp.int(&["width"], 512),
+                height: inp.int(&["height"], 512),
+                count: inp.int(&["batch_size"], 1),
+            }),
+        );
+    } else if class == "LoadImage" {
+        special.insert(
+            "IMAGE",
+            Val::Image(ImageVal {
+                width: 1024,
+                height: 1024,
+                count: 1,
+            }),
+        );
+    } else if class == "VHS_LoadVideo" {
+        let cap = inp.int(&["frame_load_cap"], 0);
+        let w = inp.int(&["custom_width"], 0);
+        let h = inp.int(&["custom_height"], 0);
+        let count = if cap == 0 { 81 } else { cap };
+        special.insert(
+            "IMAGE",
+            Val::Image(ImageVal {
+                width: if w == 0 { 832 } else { w },
+                height: if h == 0 { 480 } else { h },
+                count,
+            }),
+        );
+        special.insert("INT", Val::Int(count as i64));
+    } else if is("image_rescale") || is("size_helpers") {
+        if let Some(img) = inp.image() {
+            let out = scale_image(img, inp);
+            work = Work::Cpu {
+                seconds: 0.01 + (out.width * out.height * out.count) as f64 * 2.0e-8,
+            };
+            special.insert("IMAGE", Val::Image(out));
+            if class == "GetImageSizeAndCount" {
+                // Outputs: image, width, height, count.
+                return Eval {
+                    outputs: vec![
+                        Val::Image(img),
+                        Val::Int(img.width as i64),
+                        Val::Int(img.height as i64),
+                        Val::Int(img.count as i64),
+                    ],
+                    work,
+                    ctx,
+                };
+            }
+        }
+    } else if class == "LatentUpscale" || class == "LatentUpscaleBy" {
+        if let Some(l) = inp.latent() {
+            let s = inp.num("scale_by");
+            let (w, h) = match s {
+                Some(s) => ((l.width as f64 * s) as u64, (l.height as f64 * s) as u64),
+                None => (inp.int(&["width"], l.width), inp.int(&["height"], l.height)),
+            };
+            special.insert(
+                "LATENT",
+                Val::Latent(LatentVal {
+                    width: w,
+                    height: h,
+                    ..l
+                }),
+            );
+        }
+    } else if class == "INTConstant" || class == "PrimitiveInt" {
+        special.insert("INT", Val::Int(inp.int(&["value"], 0) as i64));
+    } else if class == "PrimitiveFloat" {
+        special.insert("FLOAT", Val::Float(inp.float(&["value"], 0.0)));
+    }
+
+    // Size sources: any node that makes a latent from width/height widgets.
+    if (is("size_sources") || out_types.iter().any(|t| t == "LATENT"))
+        && !special.contains_key("LATENT")
+        && (inp.num("width").is_some() && inp.num("height").is_some())
+    {
+        let frames = inp.int(&["length", "num_frames", "video_frames", "frames"], 1);
+        let l = LatentVal {
+            width: inp.int(&["width"], 512),
+            height: inp.int(&["height"], 512),
+            frames,
+            batch: inp.int(&["batch_size"], 1),
+        };
+        special.insert("LATENT", Val::Latent(l));
+        special.insert("WANVIDIMAGE_EMBEDS", Val::Latent(l));
+    }
+
+    if d.is_output(class) {
+        ctx.images = inp.image().map(|i| i.count).unwrap_or(0);
+    }
+
+    let outputs = out_types
+        .iter()
+        .map(|t| {
+            if let Some(v) = special.get(t.as_str()) {
+                return v.clone();
+            }
+            if t == "*" {
+                return inp.links.values().next().cloned().unwrap_or(Val::Other);
+            }
+            if t == "CONDITIONING" {
+                return Val::Cond;
+            }
+            // Pass-through: the first linked input of the same type.
+            inp.links
+                .values()
+                .find(|v| v.matches_type(t))
+                .cloned()
+                .unwrap_or(Val::Other)
+        })
+        .collect();
+    Eval { outputs, work, ctx }
+}
+
+fn evaluate_sampler(inp: &Inputs, ctx: &mut NodeContext) -> (Work, Option<Val>) {
+    let class = inp.class;
+    let Some(mut model) = inp.model() else {
+        return (Work::Cpu { seconds: 0.01 }, None);
+    };
+    if let Some(Val::CacheArgs(c)) = inp.links.values().find(|v| matches!(v, Val::CacheArgs(_))) {
+        model.step_cache = Some(c.clone());
+    }
+    let cfg = inp
+        .num("cfg")
+        .or_else(|| {
+            inp.links.values().find_map(|v| match v {
+                Val::Guider { cfg, .. } => Some(*cfg),
+                _ => None,
+            })
+        })
+        .unwrap_or(1.0);
+    let mut steps = inp
+        .num("steps")
+        .map(|s| s.max(1.0) as u32)
+        .or_else(|| {
+            inp.links.values().find_map(|v| match v {
+                Val::Sigmas(n) => Some(*n),
+                _ => None,
+            })
+        })
+        .unwrap_or(20);
+    if let (Some(start), Some(end)) = (inp.num("start_at_step"), inp.num("end_at_step")) {
+        let end = (end as u32).min(steps);
+        steps = end.saturating_sub(start as u32).max(1);
+    }
+    ctx.family = Some(model.family);
+    ctx.sampler_name = inp
+        .str("sampler_name")
+        .or_else(|| inp.str("scheduler"))
+        .unwrap_or("euler")
+        .to_string();
+    if class == "WanVideoSampler" {
+        ctx.sampler_name = "unipc".into();
+        ctx.wrapper = true;
+    }
+    ctx.step_cache = model.step_cache.clone();
+    let passes = if cfg > 1.0 && !model.family.is_video() {
+        2
+    } else {
+        1
+    };
+    // Tiled samplers (Ultimate SD Upscale, FaceDetailer) sample tile by tile.
+    if let Some(img) = inp.image() {
+        let (out, tile) = if class.starts_with("UltimateSDUpscale") {
+            let s = inp.float(&["upscale_by"], 2.0);
+            let out = ImageVal {
+                width: (img.width as f64 * s) as u64,
+                height: (img.height as f64 * s) as u64,
+                count: img.count,
+            };
+            (
+                out,
+                (
+                    inp.int(&["tile_width"], 512),
+                    inp.int(&["tile_height"], 512),
+                ),
+            )
+        } else {
+            let g = inp.int(&["guide_size"], 512);
+            (img, (g, g))
+        };
+        let tiles = (out.width.div_ceil(tile.0.max(1)) * out.height.div_ceil(tile.1.max(1))).max(1)
+            * out.count.max(1);
+        let latent = LatentVal {
+            width: tile.0,
+            height: tile.1,
+            frames: 1,
+            batch: 1,
+        };
+        let work = Work::Sample {
+            model,
+            latent,
+            steps: steps.saturating_mul(tiles.min(10_000) as u32),
+            passes,
+            tiles: 1,
+            tile: Some(tile),
+        };
+        return (work, Some(Val::Image(out)));
+    }
+    let Some(latent) = inp.latent() else {
+        return (Work::Cpu { seconds: 0.01 }, None);
+    };
+    ctx.video = latent.frames > 1;
+    let work = Work::Sample {
+        model,
+        latent,
+        steps,
+        passes,
+        tiles: 1,
+        tile: None,
+    };
+    (work, Some(Val::Latent(latent)))
+}
+
+/// Memory of a loaded model other than the diffusion model (for `/system_stats` numbers).
+pub fn describe_bytes(bytes: u64) -> String {
+    if bytes >= GIB {
+        format!("{:.2} GB", bytes as f64 / 1e9)
+    } else {
+        format!("{:.1} MB", bytes as f64 / MIB as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn eval(class: &str, lits: Value, links: Vec<(&str, Val)>) -> Eval {
+        let lits = lits.as_object().unwrap().clone();
+        let links: HashMap<String, Val> =
+            links.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        evaluate(&Inputs {
+            class,
+            lits: &lits,
+            links: &links,
+        })
+    }
+
+    #[test]
+    fn easy_use_presets_parse() {
+        assert_eq!(parse_preset("512 x 768"), Some((512, 768)));
+        assert_eq!(parse_preset("1024 x 1024 (square)"), Some((1024, 1024)));
+        assert_eq!(parse_preset("width x height (custom)"), None);
+    }
+
+    #[test]
+    fn shipped_definitions_parse() {
+        let d = defs();
+        assert!(d.map.len() > 300);
+        assert!(d.is_output("SaveImage"));
+        assert!(!d.is_output("KSampler"));
+        assert_eq!(
+            d.output_types("CheckpointLoaderSimple"),
+            ["MODEL", "CLIP", "VAE"]
+        );
+        assert!(d.has_role("KSampler", "samplers"));
+        assert_eq!(d.input_type("KSampler", "sampler_name").unwrap(), "COMBO");
+    }
+
+    #[test]
+    fn checkpoint_to_sampler_to_decode() {
+        let ck = eval(
+            "CheckpointLoaderSimple",
+            json!({"ckpt_name": "sd_xl_base_1.0.safetensors"}),
+            vec![],
+        );
+        let Val::Model(m) = &ck.outputs[0] else {
+            panic!()
+        };
+        assert_eq!(m.family, Family::Sdxl);
+        let lat = eval(
+            "EmptyLatentImage",
+            json!({"width": 1024, "height": 768, "batch_size": 2}),
+            vec![],
+        );
+        assert_eq!(
+            lat.outputs[0],
+            Val::Latent(LatentVal {
+                width: 1024,
+                height: 768,
+                frames: 1,
+                batch: 2
+            })
+        );
+        let ks = eval(
+            "KSampler",
+            json!({"steps": 25, "cfg": 7.0, "sampler_name": "euler", "scheduler": "normal", "seed": 1, "denoise": 1.0}),
+            vec![
+                ("model", ck.outputs[0].clone()),
+                ("latent_image", lat.outputs[0].clone()),
+                ("positive", Val::Cond),
+                ("negative", Val::Cond),
+            ],
+        );
+        let Work::Sample { steps, passes, .. } = &ks.work else {
+            panic!("{:?}", ks.work)
+        };
+        assert_eq!((*steps, *passes), (25, 2));
+        let dec = eval(
+            "VAEDecode",
+            json!({}),
+            vec![
+                ("samples", ks.outputs[0].clone()),
+                ("vae", ck.outputs[2].clone()),
+            ],
+        );
+        assert!(matches!(dec.work, Work::Decode { fallback: true, .. }));
+        assert_eq!(
+            dec.outputs[0],
+            Val::Image(ImageVal {
+                width: 1024,
+                height: 768,
+                count: 2
+            })
+        );
+    }
+
+    #[test]
+    fn lora_cache_and_wan_video_sizes() {
+        let unet = eval(
+            "UNETLoader",
+            json!({"unet_name": "wan2.2_i2v_low_noise_14B_fp16.safetensors", "weight_dtype": "fp8_e4m3fn"}),
+            vec![],
+        );
+        let Val::Model(m) = &unet.outputs[0] else {
+            panic!()
+        };
+        assert!(m.bytes < 14 * GIB);
+        let lora = eval(
+            "LoraLoaderModelOnly",
+            json!({"lora_name": "wan/wan_smooth_motion_v2.safetensors", "strength_model": 1.0}),
+            vec![("model", unet.outputs[0].clone())],
+        );
+        let Val::Model(m) = &lora.outputs[0] else {
+            panic!()
+        };
+        assert_eq!(m.loras.len(), 1);
+        let cache = eval(
+            "TeaCache",
+            json!({"model_type": "wan2.1_i2v_480p_14B", "rel_l1_thresh": 0.2}),
+            vec![("model", lora.outputs[0].clone())],
+        );
+        let Val::Model(m) = &cache.outputs[0] else {
+            panic!()
+        };
+        assert_eq!(m.step_cache.as_deref(), Some("TeaCache"));
+        let i2v = eval(
+            "WanImageToVideo",
+            json!({"width": 832, "height": 480, "length": 81, "batch_size": 1}),
+            vec![("positive", Val::Cond), ("negative", Val::Cond)],
+        );
+        assert_eq!(
+            i2v.outputs[2],
+            Val::Latent(LatentVal {
+                width: 832,
+                height: 480,
+                frames: 81,
+                batch: 1
+            })
+        );
+        let rife = eval(
+            "RIFE VFI",
+            json!({"multiplier": 2, "clear_cache_after_n_frames": 10}),
+            vec![(
+                "frames",
+                Val::Image(ImageVal {
+                    width: 832,
+                    height: 480,
+                    count: 81,
+                }),
+            )],
+        );
+        assert!(matches!(
+            rife.outputs[0],
+            Val::Image(ImageVal { count: 161, .. })
+        ));
+    }
+}

@@ -1,0 +1,558 @@
+//! Listener, routes and WebSocket sessions.
+
+use super::http::{self, ReadError, Request, Response};
+use super::nodes::defs;
+use super::state::{Instance, Out, QueueItem};
+use super::validate::{self, py_str, Verdict};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use tokio::io::BufReader;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio_tungstenite::tungstenite::protocol::{Message, Role};
+use tokio_tungstenite::WebSocketStream;
+
+/// Binds with SO_REUSEADDR so a restart can take the same port right away.
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// Resolves when the instance is stopped (crash or shutdown).
+pub(crate) async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
+    let mut stop = inst.stop_signal();
+    loop {
+        tokio::select! {
+            res = listener.accept() => {
+                let Ok((stream, _)) = res else { continue };
+                let inst = inst.clone();
+                tokio::spawn(async move {
+                    let mut stop = inst.stop_signal();
+                    tokio::select! {
+                        _ = handle_connection(inst.clone(), stream) => {}
+                        _ = stopped(&mut stop) => {}
+                    }
+                });
+            }
+            _ = stopped(&mut stop) => return,
+        }
+    }
+}
+
+async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let mut reader = BufReader::new(stream);
+    let req = match http::read_request(&mut reader).await {
+        Ok(r) => r,
+        Err(ReadError::Bad(why)) => {
+            let _ = http::write_response(reader.get_mut(), &Response::text(400, why)).await;
+            return;
+        }
+        Err(ReadError::TooLarge) => {
+            let _ = http::write_response(
+                reader.get_mut(),
+                &Response::text(413, "413: Request Entity Too Large"),
+            )
+            .await;
+            return;
+        }
+        Err(_) => return,
+    };
+    let path = strip_api(&req.path);
+    if path == "/ws" && req.method == "GET" {
+        if !req.is_websocket() {
+            let _ = http::write_response(
+                reader.get_mut(),
+                &Response::text(
+                    400,
+                    "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only to \"WebSocket\".",
+                ),
+            )
+            .await;
+            return;
+        }
+        if http::write_upgrade(reader.get_mut(), &req).await.is_err() {
+            return;
+        }
+        let sid = req
+            .query
+            .get("clientId")
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+        let ws = WebSocketStream::from_raw_socket(reader, Role::Server, None).await;
+        websocket_session(inst, ws, sid).await;
+        return;
+    }
+    let resp = route(&inst, &req, path);
+    let _ = http::write_response(reader.get_mut(), &resp).await;
+}
+
+fn strip_api(path: &str) -> &str {
+    match path.strip_prefix("/api") {
+        Some(rest) if rest.starts_with('/') && !rest.starts_with("/internal") => rest,
+        _ => path,
+    }
+}
+
+async fn websocket_session(
+    inst: Arc<Instance>,
+    mut ws: WebSocketStream<BufReader<TcpStream>>,
+    sid: String,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Out>();
+    let conn = {
+        let mut st = inst.lock();
+        st.next_conn += 1;
+        let conn = st.next_conn;
+        st.clients.insert(
+            sid.clone(),
+            super::state::Client {
+                conn,
+                tx: tx.clone(),
+                preview_metadata: false,
+            },
+        );
+        let _ = tx.send(Out::Text(st.status_message(Some(&sid)).to_string()));
+        if let Some((Some(cid), node)) = &st.executing {
+            if cid == &sid {
+                let _ = tx.send(Out::Text(
+                    json!({"type": "executing", "data": {"node": node}}).to_string(),
+                ));
+            }
+        }
+        conn
+    };
+    let mut first_frame = true;
+    let mut stop = inst.stop_signal();
+    loop {
+        tokio::select! {
+            out = rx.recv() => {
+                let res = match out {
+                    Some(Out::Text(t)) => ws.send(Message::Text(t)).await,
+                    Some(Out::Binary(b)) => ws.send(Message::Binary(b)).await,
+                    Some(Out::Drop) | None => break,
+                };
+                if res.is_err() {
+                    break;
+                }
+            }
+            msg = ws.next() => {
+                match msg {
+                    Some(Ok(Message::Text(t))) => {
+                        if std::mem::take(&mut first_frame) {
+                            negotiate(&inst, &sid, conn, &t);
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => first_frame = false,
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                    Some(Ok(_)) => {}
+                }
+            }
+            _ = stopped(&mut stop) => break,
+        }
+    }
+    // ComfyUI removes the sid when a socket closes, even if a newer socket took it over.
+    inst.lock().clients.remove(&sid);
+}
+
+fn server_features() -> Value {
+    json!({"supports_preview_metadata": true, "max_upload_size": 104857600})
+}
+
+/// Only the first text frame is inspected for `feature_flags`.
+fn negotiate(inst: &Instance, sid: &str, conn: u64, text: &str) {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    if v.get("type").and_then(Value::as_str) != Some("feature_flags") {
+        return;
+    }
+    let wants_meta = v["data"]["supports_preview_metadata"].as_bool() == Some(true);
+    let mut st = inst.lock();
+    if let Some(c) = st.clients.get_mut(sid).filter(|c| c.conn == conn) {
+        c.preview_metadata = wants_meta;
+        let _ = c.tx.send(Out::Text(
+            json!({"type": "feature_flags", "data": server_features()}).to_string(),
+        ));
+    }
+}
+
+fn object_info_body() -> &'static [u8] {
+    static BODY: OnceLock<Vec<u8>> = OnceLock::new();
+    BODY.get_or_init(|| serde_json::to_vec(&defs().map).expect("object_info serializes"))
+}
+
+fn combo_files(class: &str, input: &str) -> Vec<Value> {
+    let Some((_, spec)) = defs().input_spec(class, input) else {
+        return Vec::new();
+    };
+    let list = match spec.get(0) {
+        Some(Value::Array(a)) => a.clone(),
+        _ => spec
+            .get(1)
+            .and_then(|o| o.get("options"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    list.into_iter()
+        .filter(|v| v.as_str().is_some_and(|s| s.contains('.')))
+        .collect()
+}
+
+const MODEL_FOLDERS: &[&str] = &[
+    "checkpoints",
+    "configs",
+    "loras",
+    "vae",
+    "text_encoders",
+    "diffusion_models",
+    "clip_vision",
+    "style_models",
+    "embeddings",
+    "diffusers",
+    "vae_approx",
+    "controlnet",
+    "gligen",
+    "upscale_models",
+    "custom_nodes",
+    "hypernetworks",
+    "photomaker",
+    "classifiers",
+    "model_patches",
+    "audio_encoders",
+    "unet_gguf",
+    "clip_gguf",
+];
+
+fn model_folder(folder: &str) -> Option<Vec<Value>> {
+    let src: &[(&str, &str)] = match folder {
+        "checkpoints" => &[("CheckpointLoaderSimple", "ckpt_name")],
+        "configs" => &[("CheckpointLoader", "config_name")],
+        "loras" => &[("LoraLoader", "lora_name")],
+        "vae" => &[("VAELoader", "vae_name")],
+        "text_encoders" => &[("CLIPLoader", "clip_name")],
+        "diffusion_models" => &[("UNETLoader", "unet_name")],
+        "clip_vision" => &[("CLIPVisionLoader", "clip_name")],
+        "upscale_models" => &[("UpscaleModelLoader", "model_name")],
+        "unet_gguf" => &[("UnetLoaderGGUF", "unet_name")],
+        "clip_gguf" => &[("CLIPLoaderGGUF", "clip_name")],
+        f if MODEL_FOLDERS.contains(&f) => &[],
+        _ => return None,
+    };
+    Some(src.iter().flat_map(|(c, i)| combo_files(c, i)).collect())
+}
+
+fn parse_body(req: &Request) -> Option<Value> {
+    if req.body.is_empty() {
+        return None;
+    }
+    serde_json::from_slice(&req.body).ok()
+}
+
+fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
+    let get = req.method == "GET";
+    let post = req.method == "POST";
+    match path {
+        "/system_stats" if get => Response::json(200, &system_stats(inst)),
+        "/features" if get => Response::json(200, &server_features()),
+        "/embeddings" | "/extensions" if get => Response::json(200, &json!([])),
+        "/object_info" if get => Response {
+            status: 200,
+            content_type: Some("application/json; charset=utf-8"),
+            body: object_info_body().to_vec(),
+        },
+        "/models" if get => Response::json(200, &json!(MODEL_FOLDERS)),
+        "/queue" if get => {
+            let st = inst.lock();
+            let running: Vec<Value> = st.running.iter().map(QueueItem::to_json).collect();
+            let pending: Vec<Value> = st.pending.iter().map(QueueItem::to_json).collect();
+            Response::json(
+                200,
+                &json!({"queue_running": running, "queue_pending": pending}),
+            )
+        }
+        "/queue" if post => {
+            let Some(body) = parse_body(req) else {
+                return Response::internal_error();
+            };
+            let mut st = inst.lock();
+            if body.get("clear").and_then(Value::as_bool) == Some(true) {
+                st.pending.clear();
+                st.broadcast_status();
+            }
+            if let Some(ids) = body.get("delete").and_then(Value::as_array) {
+                for id in ids {
+                    let id = py_str(id);
+                    let before = st.pending.len();
+                    st.pending.retain(|p| p.prompt_id != id);
+                    if st.pending.len() != before {
+                        st.broadcast_status();
+                    }
+                }
+            }
+            Response::empty_ok()
+        }
+        "/prompt" if get => {
+            let st = inst.lock();
+            Response::json(
+                200,
+                &json!({"exec_info": {"queue_remaining": st.queue_remaining()}}),
+            )
+        }
+        "/prompt" if post => post_prompt(inst, req),
+        "/history" if get => Response::json(200, &history(inst, req)),
+        "/history" if post => {
+            let Some(body) = parse_body(req) else {
+                return Response::internal_error();
+            };
+            let mut st = inst.lock();
+            if body.get("clear").and_then(Value::as_bool) == Some(true) {
+                st.history.clear();
+            }
+            if let Some(ids) = body.get("delete").and_then(Value::as_array) {
+                let ids: Vec<String> = ids.iter().map(py_str).collect();
+                st.history.retain(|(k, _)| !ids.contains(k));
+            }
+            Response::empty_ok()
+        }
+        "/interrupt" if post => {
+            let target = parse_body(req).and_then(|b| b.get("prompt_id").map(py_str));
+            let mut st = inst.lock();
+            match target {
+                Some(id) => {
+                    if st.running.as_ref().is_some_and(|r| r.prompt_id == id) {
+                        st.interrupt = true;
+                    }
+                }
+                None => st.interrupt = true,
+            }
+            Response::empty_ok()
+        }
+        "/free" if post => {
+            let Some(body) = parse_body(req) else {
+                return Response::internal_error();
+            };
+            let free = body.get("free_memory").and_then(Value::as_bool) == Some(true);
+            let unload = body.get("unload_models").and_then(Value::as_bool) == Some(true);
+            if free || unload {
+                let mut st = inst.lock();
+                let (u0, f0) = st.free_flags.unwrap_or((false, false));
+                st.free_flags = Some((u0 || unload, f0 || free));
+                drop(st);
+                inst.wake.notify_one();
+            }
+            Response::empty_ok()
+        }
+        _ => {
+            if let Some(class) = path.strip_prefix("/object_info/") {
+                if !get {
+                    return Response::text(405, "405: Method Not Allowed");
+                }
+                return Response::json(
+                    200,
+                    &match defs().get(class) {
+                        Some(info) => json!({ class: info }),
+                        None => json!({}),
+                    },
+                );
+            }
+            if let Some(folder) = path.strip_prefix("/models/") {
+                return match model_folder(folder) {
+                    Some(list) if get => Response::json(200, &Value::Array(list)),
+                    Some(_) => Response::text(405, "405: Method Not Allowed"),
+                    None => Response::not_found_empty(),
+                };
+            }
+            if let Some(id) = path.strip_prefix("/history/") {
+                if !get {
+                    return Response::text(405, "405: Method Not Allowed");
+                }
+                let st = inst.lock();
+                return Response::json(
+                    200,
+                    &match st.history.iter().find(|(k, _)| k == id) {
+                        Some((k, v)) => json!({ k: v }),
+                        None => json!({}),
+                    },
+                );
+            }
+            let known = [
+                "/system_stats",
+                "/features",
+                "/object_info",
+                "/models",
+                "/queue",
+                "/prompt",
+                "/history",
+                "/interrupt",
+                "/free",
+                "/embeddings",
+                "/extensions",
+                "/ws",
+            ];
+            if known.contains(&path) {
+                Response::text(405, "405: Method Not Allowed")
+            } else {
+                Response::not_found()
+            }
+        }
+    }
+}
+
+fn system_stats(inst: &Instance) -> Value {
+    let cfg = &inst.shared.config;
+    let st = inst.lock();
+    let gpu = &st.gpu;
+    let port = inst.shared.addr.port().to_string();
+    let resident = gpu.resident();
+    let ram_free = cfg
+        .ram_bytes
+        .saturating_sub(3 * super::GIB)
+        .saturating_sub(resident / 4);
+    json!({
+        "system": {
+            "os": "posix",
+            "ram_total": cfg.ram_bytes,
+            "ram_free": ram_free,
+            "comfyui_version": "0.3.64",
+            "required_frontend_version": "1.27.10",
+            "installed_templates_version": "0.1.95",
+            "required_templates_version": "0.1.95",
+            "python_version": "3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]",
+            "pytorch_version": "2.15.0+cu132",
+            "embedded_python": false,
+            "argv": ["main.py", "--listen", "127.0.0.1", "--port", port, "--disable-auto-launch"]
+        },
+        "devices": [{
+            "name": format!("cuda:0 Simulated GPU : {}", cfg.allocator.backend_name()),
+            "type": "cuda",
+            "index": 0,
+            "vram_total": cfg.vram_bytes,
+            "vram_free": gpu.free(),
+            "torch_vram_total": gpu.reserved(),
+            "torch_vram_free": gpu.reserved() - gpu.allocated()
+        }]
+    })
+}
+
+fn history(inst: &Instance, req: &Request) -> Value {
+    let st = inst.lock();
+    let len = st.history.len();
+    let max_items = req
+        .query
+        .get("max_items")
+        .and_then(|v| v.parse::<usize>().ok());
+    let offset = req.query.get("offset").and_then(|v| v.parse::<i64>().ok());
+    let (start, count) = match (max_items, offset) {
+        (Some(n), None) | (Some(n), Some(-1)) => (len.saturating_sub(n), n),
+        (Some(n), Some(o)) => (o.max(0) as usize, n),
+        (None, Some(o)) => (o.max(0) as usize, len),
+        (None, None) => (0, len),
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in st.history.iter().skip(start).take(count) {
+        out.insert(k.clone(), v.clone());
+    }
+    Value::Object(out)
+}
+
+fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(v) => v,
+        Err(_) => return Response::internal_error(),
+    };
+    inst.shared.record_submission(body.clone());
+    if inst.shared.faults().prompt_500 {
+        return Response::internal_error();
+    }
+    let Some(obj) = body.as_object() else {
+        return Response::internal_error();
+    };
+    // The number is taken before validation: a rejected prompt uses one up too.
+    let number: Value = {
+        let mut st = inst.lock();
+        match obj.get("number") {
+            Some(n) => match n
+                .as_f64()
+                .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
+            {
+                Some(f) => json!(f),
+                None => return Response::internal_error(),
+            },
+            None => {
+                let mut n = st.number;
+                if obj.get("front").and_then(Value::as_bool) == Some(true) {
+                    n = -n;
+                }
+                st.number += 1;
+                json!(n)
+            }
+        }
+    };
+    let Some(prompt) = obj.get("prompt") else {
+        return Response::json(
+            400,
+            &json!({"error": {"type": "no_prompt", "message": "No prompt provided", "details": "No prompt provided", "extra_info": {}}, "node_errors": {}}),
+        );
+    };
+    let Some(prompt) = prompt.as_object() else {
+        return Response::internal_error();
+    };
+    let targets: Option<Vec<String>> = obj
+        .get("partial_execution_targets")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(py_str).collect());
+    let verdict = validate::validate(prompt, targets.as_deref(), defs());
+    let (prompt, outputs, node_errors) = match verdict {
+        Verdict::Reject(body) => return Response::json(400, &body),
+        Verdict::Accept {
+            prompt,
+            outputs,
+            node_errors,
+        } => (prompt, outputs, node_errors),
+    };
+    let prompt_id = match obj.get("prompt_id") {
+        Some(Value::Null) | None => uuid::Uuid::new_v4().to_string(),
+        Some(v) => py_str(v),
+    };
+    let mut extra_data = obj
+        .get("extra_data")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if let Some(cid) = obj.get("client_id") {
+        extra_data["client_id"] = cid.clone();
+    }
+    let sort = number.as_f64().unwrap_or(0.0);
+    let item = QueueItem {
+        number: number.clone(),
+        sort,
+        prompt_id: prompt_id.clone(),
+        prompt: Value::Object(prompt),
+        extra_data,
+        outputs,
+    };
+    {
+        let mut st = inst.lock();
+        st.pending.push(item);
+        st.broadcast_status();
+    }
+    inst.wake.notify_one();
+    Response::json(
+        200,
+        &json!({"prompt_id": prompt_id, "number": number, "node_errors": node_errors}),
+    )
+}

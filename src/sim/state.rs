@@ -1,0 +1,280 @@
+//! One server instance's state: queue, history, connected sockets, node-output cache and the
+//! simulated GPU. A crash drops the instance; a restart makes a new one.
+
+use super::memory::Gpu;
+use super::nodes::Val;
+use super::Shared;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+
+/// A frame for one socket.
+#[derive(Debug, Clone)]
+pub(crate) enum Out {
+    Text(String),
+    Binary(Vec<u8>),
+    /// Close the TCP connection without a close frame (socket-drop fault).
+    Drop,
+}
+
+pub(crate) struct Client {
+    pub conn: u64,
+    pub tx: mpsc::UnboundedSender<Out>,
+    pub preview_metadata: bool,
+}
+
+/// One queued prompt: `[number, prompt_id, prompt, extra_data, outputs_to_execute]`.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueItem {
+    pub number: Value,
+    pub sort: f64,
+    pub prompt_id: String,
+    pub prompt: Value,
+    pub extra_data: Value,
+    pub outputs: Vec<String>,
+}
+
+impl QueueItem {
+    pub fn to_json(&self) -> Value {
+        json!([
+            self.number,
+            self.prompt_id,
+            self.prompt,
+            self.extra_data,
+            self.outputs
+        ])
+    }
+
+    pub fn client_id(&self) -> Option<String> {
+        self.extra_data
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+}
+
+/// A cached node result.
+#[derive(Debug, Clone)]
+pub(crate) struct CacheEntry {
+    pub outputs: Vec<Val>,
+    /// The node's UI output (`executed.output`), if it had one.
+    pub ui: Option<Value>,
+}
+
+pub(crate) struct State {
+    pub number: i64,
+    pub pending: Vec<QueueItem>,
+    pub running: Option<QueueItem>,
+    pub history: Vec<(String, Value)>,
+    pub clients: HashMap<String, Client>,
+    pub next_conn: u64,
+    pub cache: HashMap<String, CacheEntry>,
+    pub gpu: Gpu,
+    pub interrupt: bool,
+    /// Pending `/free` flags: (unload_models, free_memory).
+    pub free_flags: Option<(bool, bool)>,
+    /// (client_id, node) of the node executing now, for reconnect greetings.
+    pub executing: Option<(Option<String>, String)>,
+    pub temp_prefix: String,
+    pub save_counters: HashMap<String, u64>,
+    pub resets: u64,
+}
+
+/// `GET /queue`'s `queue_remaining`.
+impl State {
+    pub fn queue_remaining(&self) -> usize {
+        self.pending.len() + usize::from(self.running.is_some())
+    }
+
+    pub fn status_message(&self, sid: Option<&str>) -> Value {
+        let mut data =
+            json!({"status": {"exec_info": {"queue_remaining": self.queue_remaining()}}});
+        if let Some(sid) = sid {
+            data["sid"] = json!(sid);
+        }
+        json!({"type": "status", "data": data})
+    }
+
+    /// Sends a JSON message to one socket (dropped silently if it is not connected).
+    pub fn send_to(&self, sid: &str, msg: &Value) {
+        if let Some(c) = self.clients.get(sid) {
+            let _ = c.tx.send(Out::Text(msg.to_string()));
+        }
+    }
+
+    pub fn send_raw(&self, sid: Option<&str>, out: Out) {
+        match sid {
+            Some(sid) => {
+                if let Some(c) = self.clients.get(sid) {
+                    let _ = c.tx.send(out);
+                }
+            }
+            None => {
+                for c in self.clients.values() {
+                    let _ = c.tx.send(out.clone());
+                }
+            }
+        }
+    }
+
+    pub fn broadcast(&self, msg: &Value) {
+        let text = msg.to_string();
+        for c in self.clients.values() {
+            let _ = c.tx.send(Out::Text(text.clone()));
+        }
+    }
+
+    pub fn broadcast_status(&self) {
+        self.broadcast(&self.status_message(None));
+    }
+
+    /// The five-letter random part of PreviewImage's temp file names.
+    pub fn new_temp_prefix(&mut self) {
+        self.resets += 1;
+        let mut x = self.resets.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
+        let mut s = String::from("ComfyUI_temp_");
+        for _ in 0..5 {
+            x ^= x >> 33;
+            x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+            s.push((b'a' + (x % 26) as u8) as char);
+        }
+        self.temp_prefix = s;
+    }
+
+    pub fn next_counter(&mut self, prefix: &str) -> u64 {
+        let c = self.save_counters.entry(prefix.to_string()).or_insert(0);
+        *c += 1;
+        *c
+    }
+
+    /// Applies pending `/free` flags (the worker does this when idle or between prompts).
+    pub fn apply_free_flags(&mut self) {
+        if let Some((unload, free)) = self.free_flags.take() {
+            if unload || free {
+                self.gpu.unload_all();
+            }
+            if free {
+                self.cache.clear();
+                self.new_temp_prefix();
+            }
+        }
+    }
+
+    /// Pops the next prompt by (number, prompt_id).
+    pub fn take_next(&mut self) -> Option<QueueItem> {
+        let idx = self
+            .pending
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| {
+                a.sort
+                    .partial_cmp(&b.sort)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.prompt_id.cmp(&b.prompt_id))
+            })
+            .map(|(i, _)| i)?;
+        Some(self.pending.remove(idx))
+    }
+
+    pub fn insert_history(&mut self, id: String, entry: Value) {
+        self.history.retain(|(k, _)| k != &id);
+        self.history.push((id, entry));
+        if self.history.len() > 10_000 {
+            self.history.remove(0);
+        }
+    }
+}
+
+/// Milliseconds since the epoch (ComfyUI's `timestamp`).
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub(crate) struct Instance {
+    pub shared: Arc<Shared>,
+    state: Mutex<State>,
+    pub wake: Notify,
+    stop_tx: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Instance {
+    pub fn launch(shared: Arc<Shared>, listener: tokio::net::TcpListener) -> Arc<Instance> {
+        let (stop_tx, _) = watch::channel(false);
+        let mut st = State {
+            number: 0,
+            pending: Vec::new(),
+            running: None,
+            history: Vec::new(),
+            clients: HashMap::new(),
+            next_conn: 0,
+            cache: HashMap::new(),
+            gpu: Gpu::new(shared.config.vram_bytes),
+            interrupt: false,
+            free_flags: None,
+            executing: None,
+            temp_prefix: String::new(),
+            save_counters: HashMap::new(),
+            resets: 0,
+        };
+        st.new_temp_prefix();
+        let inst = Arc::new(Instance {
+            shared,
+            state: Mutex::new(st),
+            wake: Notify::new(),
+            stop_tx,
+            tasks: Mutex::new(Vec::new()),
+        });
+        let accept = tokio::spawn(super::server::accept_loop(inst.clone(), listener));
+        let worker = tokio::spawn(super::exec::worker(inst.clone()));
+        inst.tasks
+            .lock()
+            .expect("tasks lock")
+            .extend([accept, worker]);
+        inst
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("simulator state lock")
+    }
+
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop_tx.subscribe()
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        *self.stop_tx.borrow()
+    }
+
+    /// Stops everything: listener, connections, worker.
+    pub fn stop(&self) {
+        let _ = self.stop_tx.send(true);
+        let tasks = std::mem::take(&mut *self.tasks.lock().expect("tasks lock"));
+        for t in &tasks {
+            t.abort();
+        }
+        *self.tasks.lock().expect("tasks lock") = tasks;
+        let mut st = self.lock();
+        for c in st.clients.values() {
+            let _ = c.tx.send(Out::Drop);
+        }
+        st.clients.clear();
+    }
+
+    pub async fn join(&self) {
+        let tasks = std::mem::take(&mut *self.tasks.lock().expect("tasks lock"));
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
+    pub fn vram_allocated(&self) -> u64 {
+        self.lock().gpu.allocated()
+    }
+}

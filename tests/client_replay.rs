@@ -1,0 +1,357 @@
+//! Replays every real ComfyUI WebSocket capture (`shared/fixtures/comfyui/ws_*.ndjson`) through
+//! the event tracker and checks the outcome it derives for each submitted prompt, and that the
+//! captured `/history/{id}` answers agree with it.
+
+use comfy_bisect::comfy::protocol::HistoryEntry;
+use comfy_bisect::comfy::{EventTracker, Terminal, TerminalKind};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+const DIR: &str = "../shared/fixtures/comfyui";
+
+struct Transcript {
+    header: Value,
+    events: Vec<Value>,
+}
+
+fn load(name: &str) -> Transcript {
+    let path = format!("{DIR}/{name}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let header = lines.next().unwrap()["header"].clone();
+    Transcript {
+        header,
+        events: lines.collect(),
+    }
+}
+
+impl Transcript {
+    /// Prompt ids returned by successful `POST /prompt` answers, in submission order.
+    fn prompts(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e["channel"] == "http" && e["dir"] == "response" && e["status"] == 200)
+            .filter(|e| e["path"].as_str().is_some_and(|p| p.ends_with("/prompt")))
+            .filter(|e| e["method"] == "POST" || e["method"].is_null())
+            .filter_map(|e| e["body"]["prompt_id"].as_str().map(String::from))
+            .collect()
+    }
+
+    /// Feeds every received frame to a tracker for `prompt_id`.
+    fn replay(&self, prompt_id: &str) -> EventTracker {
+        let mut t = EventTracker::new(prompt_id);
+        for e in &self.events {
+            if e["channel"] != "ws" || e["dir"] != "in" {
+                continue;
+            }
+            let at_ms = (e["t"].as_f64().unwrap() * 1000.0) as u64;
+            match e["kind"].as_str() {
+                Some("text") => {
+                    t.feed_text(&e["json"].to_string(), at_ms);
+                }
+                Some("binary") => t.feed_binary(e["size"].as_u64().unwrap() as usize),
+                other => panic!("unknown frame kind {other:?}"),
+            }
+        }
+        t
+    }
+
+    /// The last captured non-empty `GET /history/{prompt_id}` answer.
+    fn history(&self, prompt_id: &str) -> Option<HistoryEntry> {
+        self.events
+            .iter()
+            .filter(|e| e["channel"] == "http" && e["dir"] == "response")
+            .filter(|e| e["path"].as_str().is_some_and(|p| p.ends_with(prompt_id)))
+            .filter_map(|e| e["body"].get(prompt_id).cloned())
+            .map(|v| serde_json::from_value(v).unwrap())
+            .next_back()
+    }
+}
+
+fn kind(t: &EventTracker) -> Option<TerminalKind> {
+    t.terminal().map(Terminal::kind)
+}
+
+fn error_of(t: &EventTracker) -> &comfy_bisect::comfy::ExecutionError {
+    match t.terminal() {
+        Some(Terminal::Error(e)) => e,
+        other => panic!("expected an execution_error, got {other:?}"),
+    }
+}
+
+fn ran(t: &EventTracker) -> Vec<&str> {
+    t.timeline()
+        .iter()
+        .filter(|n| !n.cached)
+        .map(|n| n.node_id.as_str())
+        .collect()
+}
+
+/// Replays one prompt, checks it finished and that history agrees; returns the tracker.
+fn finished(tr: &Transcript, prompt_id: &str, expected: TerminalKind) -> EventTracker {
+    let mut t = tr.replay(prompt_id);
+    assert!(t.is_finished(), "{prompt_id}: no executing(node=null)");
+    assert_eq!(kind(&t), Some(expected), "{prompt_id}");
+    if let Some(h) = tr.history(prompt_id) {
+        let before = t.terminal().cloned();
+        assert_eq!(t.apply_history(&h, 999_999), None, "history disagrees");
+        assert_eq!(
+            t.terminal().cloned(),
+            before,
+            "history changed the terminal"
+        );
+    }
+    t
+}
+
+fn check(name: &str) {
+    let tr = load(name);
+    let p = tr.prompts();
+    match name {
+        "ws_core_success.ndjson"
+        | "ws_api_prefix.ndjson"
+        | "ws_connect_without_clientId.ndjson" => {
+            assert_eq!(p.len(), 1);
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            assert!(t.cached().is_empty());
+            assert_eq!(
+                ran(&t).into_iter().collect::<BTreeSet<_>>(),
+                BTreeSet::from(["1", "2", "3", "4"])
+            );
+            let outputs = t.timeline().iter().filter(|n| n.output.is_some()).count();
+            assert_eq!(outputs, 2, "SaveImage and PreviewImage report outputs");
+            assert_eq!(t.sid(), tr.header["client_id"].as_str());
+            assert!(t.timeline().iter().all(|n| n.state == "finished"));
+        }
+        "ws_core_cached.ndjson" => {
+            assert_eq!(p.len(), 2);
+            let full = finished(&tr, &p[0], TerminalKind::Success);
+            assert_eq!(full.cached(), ["1", "2", "3", "4"]);
+            assert!(ran(&full).is_empty(), "a full cache hit runs nothing");
+            assert!(full.timeline().iter().all(|n| n.started_ms.is_none()));
+            let out3 = full.timeline().iter().find(|n| n.node_id == "3").unwrap();
+            assert!(
+                out3.output.is_some(),
+                "cached output nodes still report (old) outputs"
+            );
+            let partial = finished(&tr, &p[1], TerminalKind::Success);
+            assert_eq!(partial.cached(), ["1", "4"]);
+            assert_eq!(ran(&partial), ["2", "3"]);
+        }
+        "ws_execution_error_oom_core.ndjson" => {
+            assert_eq!(p.len(), 2);
+            for (i, id) in p.iter().enumerate() {
+                let t = finished(&tr, id, TerminalKind::Error);
+                let e = error_of(&t);
+                assert_eq!(
+                    (e.node_id.as_str(), e.node_type.as_str()),
+                    ("2", "ImageScale")
+                );
+                assert_eq!(e.exception_type, "RuntimeError");
+                assert!(e.exception_message.contains("DefaultCPUAllocator"));
+                let failed = t.timeline().iter().find(|n| n.node_id == "2").unwrap();
+                assert_eq!(failed.state, "error");
+                if i == 1 {
+                    assert_eq!(t.cached(), ["1"]);
+                    assert!(e.executed.is_empty(), "cached nodes are not in `executed`");
+                }
+            }
+        }
+        "ws_execution_error_runtime_core.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Error);
+            let e = error_of(&t);
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("2", "LatentUpscaleBy")
+            );
+            assert!(e.exception_message.starts_with("Input and output sizes"));
+            assert!(!e.traceback.is_empty());
+            assert_eq!(e.executed, ["1"]);
+        }
+        "ws_sd15_execution_error_oom_1024px.ndjson"
+        | "ws_sd15_execution_error_oom_2048px.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Error);
+            let e = error_of(&t);
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("3", "KSampler")
+            );
+            assert!(e.exception_message.contains("4294967296"));
+            assert!(e
+                .traceback
+                .iter()
+                .any(|f| f.contains("sub_quadratic_attention")));
+        }
+        "ws_sd15_execution_error_oom_vaedecode_2048px.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Error);
+            let e = error_of(&t);
+            assert_eq!(
+                (e.node_id.as_str(), e.node_type.as_str()),
+                ("8", "VAEDecode")
+            );
+            let decode = t.timeline().iter().find(|n| n.node_id == "8").unwrap();
+            assert!(
+                decode.duration_ms().unwrap() > 5000,
+                "the decode ran ~6 s before failing"
+            );
+        }
+        "ws_interrupt_model_free.ndjson" => {
+            assert_eq!(p.len(), 3);
+            for id in [&p[0], &p[2]] {
+                let t = finished(&tr, id, TerminalKind::Interrupted);
+                match t.terminal() {
+                    Some(Terminal::Interrupted(i)) => {
+                        assert_eq!(
+                            (i.node_id.as_str(), i.node_type.as_str()),
+                            ("4", "ImageScale")
+                        );
+                    }
+                    other => panic!("{other:?}"),
+                }
+                let n4 = t.timeline().iter().find(|n| n.node_id == "4").unwrap();
+                assert_eq!(n4.state, "interrupted");
+            }
+            let deleted = tr.replay(&p[1]);
+            assert_eq!(
+                deleted.counts().ours,
+                0,
+                "a deleted pending prompt gets no messages"
+            );
+            assert!(deleted.started_ms().is_none() && !deleted.is_finished());
+            assert!(tr.history(&p[1]).is_none());
+        }
+        "ws_sd15_interrupt_during_ksampler.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Interrupted);
+            let ks = t.timeline().iter().find(|n| n.node_id == "3").unwrap();
+            assert_eq!(ks.state, "interrupted");
+            let pr = ks.progress.unwrap();
+            assert_eq!((pr.value, pr.max), (3.0, 30.0));
+        }
+        "ws_prompt_without_client_id.ndjson" => {
+            let mut t = tr.replay(&p[0]);
+            assert!(
+                !t.is_finished() && t.terminal().is_none(),
+                "no per-prompt events without client_id"
+            );
+            let from_broadcasts: BTreeSet<&str> =
+                t.timeline().iter().map(|n| n.node_id.as_str()).collect();
+            assert_eq!(
+                from_broadcasts,
+                BTreeSet::from(["1", "2", "3", "4"]),
+                "progress_state is broadcast"
+            );
+            let h = tr.history(&p[0]).expect("captured history");
+            assert_eq!(t.apply_history(&h, 1313), None);
+            assert_eq!(kind(&t), Some(TerminalKind::Success));
+            assert!(t.is_finished());
+        }
+        "ws_reconnect_during_execution.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            let ids: Vec<&str> = t.timeline().iter().map(|n| n.node_id.as_str()).collect();
+            assert_eq!(
+                ids,
+                ["1", "2", "3", "4", "5", "6", "7"],
+                "the greeting repeats node 3 once"
+            );
+        }
+        "ws_queue_ordering_front.ndjson" => {
+            assert_eq!(p.len(), 4);
+            let ts: Vec<EventTracker> = p
+                .iter()
+                .map(|id| finished(&tr, id, TerminalKind::Success))
+                .collect();
+            let start = |i: usize| ts[i].server_start_timestamp().unwrap();
+            assert!(
+                start(0) < start(3) && start(3) < start(1) && start(1) < start(2),
+                "front:true runs first"
+            );
+            for t in &ts {
+                assert!(
+                    t.counts().others > 0,
+                    "the other prompts' frames were ignored"
+                );
+            }
+        }
+        "ws_binary_images_legacy.ndjson" | "ws_feature_flags_and_binary_images.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            assert_eq!(t.counts().binary, 2);
+            let n2 = t.timeline().iter().find(|n| n.node_id == "2").unwrap();
+            assert_eq!(
+                n2.progress.map(|p| p.max),
+                Some(2.0),
+                "SaveImageWebsocket reports one step per image"
+            );
+        }
+        "ws_feature_flags_not_first.ndjson" => {
+            assert!(p.is_empty());
+            let t = tr.replay("00000000-0000-4000-8000-000000000000");
+            assert_eq!(
+                t.counts().text,
+                1,
+                "only the greeting; no feature_flags reply"
+            );
+            assert_eq!(t.sid(), tr.header["client_id"].as_str());
+            assert!(t.started_ms().is_none());
+        }
+        "ws_sd15_previews_legacy_jpeg.ndjson" | "ws_sd15_previews_with_metadata.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            assert_eq!(t.counts().binary, 4, "one preview per step");
+            assert!(t.counts().binary_bytes > 200_000);
+            let ks = t.timeline().iter().find(|n| n.node_id == "3").unwrap();
+            assert_eq!(ks.progress.map(|p| (p.value, p.max)), Some((4.0, 4.0)));
+        }
+        "ws_sd15_lora_upscale.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            assert_eq!(t.cached(), ["4"]);
+            let up = t.timeline().iter().find(|n| n.node_id == "12").unwrap();
+            assert_eq!(up.progress.map(|p| (p.value, p.max)), Some((1.0, 1.0)));
+            let outputs = t.timeline().iter().filter(|n| n.output.is_some()).count();
+            assert_eq!(outputs, 2);
+        }
+        "ws_sd15_resolution_sweep.ndjson" => {
+            assert_eq!(p.len(), 4);
+            let ks: Vec<u64> = p
+                .iter()
+                .map(|id| {
+                    let t = finished(&tr, id, TerminalKind::Success);
+                    t.timeline()
+                        .iter()
+                        .find(|n| n.node_id == "3")
+                        .unwrap()
+                        .duration_ms()
+                        .unwrap()
+                })
+                .collect();
+            assert!(
+                ks.windows(2).all(|w| w[0] < w[1]),
+                "KSampler time grows with resolution: {ks:?}"
+            );
+        }
+        "ws_sd15_txt2img_64px_first_run.ndjson" => {
+            let t = finished(&tr, &p[0], TerminalKind::Success);
+            let load = t.timeline().iter().find(|n| n.node_id == "4").unwrap();
+            assert!(
+                load.duration_ms().unwrap() > 5000,
+                "checkpoint load took ~5.6 s"
+            );
+            assert_eq!(t.timeline().first().unwrap().node_id, "4");
+        }
+        other => panic!("no expectation written for fixture {other}; add one to this test"),
+    }
+}
+
+#[test]
+fn every_ws_fixture_replays_to_its_known_outcome() {
+    let mut names: Vec<String> = std::fs::read_dir(DIR)
+        .unwrap_or_else(|e| panic!("read {DIR}: {e}"))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ws_") && n.ends_with(".ndjson"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 22, "fixture set changed: {names:?}");
+    for name in &names {
+        check(name);
+    }
+}
