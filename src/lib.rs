@@ -6,8 +6,8 @@
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
 pub mod cli;
-pub mod diagnose;
 pub mod comfy;
+pub mod diagnose;
 pub mod error;
 pub mod hashing;
 pub mod nodedefs;

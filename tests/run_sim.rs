@@ -88,7 +88,7 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     let record = execute_with(&client(&sim), request(&v), &mut events).await;
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     assert_common(&record, &v);
-    assert!(record.cold && record.error.is_none());
+    assert!(record.cold && record.error.is_none() && record.diagnosis.is_none());
     let ks = record.timeline.iter().find(|n| n.node_id == "3").unwrap();
     assert_eq!(ks.class_type.as_deref(), Some("KSampler"));
     assert_eq!(ks.progress.map(|p| p.max), Some(4.0));
@@ -157,6 +157,12 @@ async fn oom_run_fails_with_the_complete_execution_error() {
         .find(|n| n.node_id == e.node_id)
         .unwrap();
     assert_eq!(failed.state, "error");
+    let diagnosis = record
+        .diagnosis
+        .as_ref()
+        .expect("a failed run is diagnosed");
+    assert_eq!(diagnosis["kind"], "cuda_oom", "{diagnosis}");
+    assert_eq!(diagnosis["node_id"], e.node_id.as_str());
     sim.shutdown().await;
 }
 
@@ -408,17 +414,7 @@ async fn busy_server_waits_for_the_prompt_ahead_and_never_interrupts_it() {
     let sim = sim(SimConfig::default().with_time_scale(0.05)).await;
     let c = client(&sim);
     // Another client's prompt, running first.
-    let other_id = uuid::Uuid::new_v4().to_string();
-    let other = sd15(512, 512, 1, 300);
-    let body = json!({"prompt": other, "client_id": "someone-else", "prompt_id": other_id});
-    let answer = reqwest::Client::new()
-        .post(format!("{}/prompt", sim.base_url()))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    wait_until_running(&c, Some(&other_id)).await;
+    let other_id = occupy(&sim, &c, 300).await;
 
     let mut r = request(&sd15(512, 512, 1, 2));
     r.cold = false;
@@ -483,5 +479,87 @@ async fn proxy_header_values_never_reach_the_record_or_the_event_log() {
     let json = serde_json::to_string(&record).unwrap();
     assert!(!log.contains("s3cret-value") && !json.contains("s3cret-value"));
     assert!(!log.contains("X-Proxy-Token") && !json.contains("X-Proxy-Token"));
+    sim.shutdown().await;
+}
+
+/// Queues another client's slow prompt and waits until it runs; returns its id.
+async fn occupy(sim: &SimHandle, c: &Client, steps: u64) -> String {
+    let other_id = uuid::Uuid::new_v4().to_string();
+    let body = json!({"prompt": sd15(512, 512, 1, steps), "client_id": "someone-else", "prompt_id": other_id});
+    let answer = reqwest::Client::new()
+        .post(format!("{}/prompt", sim.base_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    wait_until_running(c, Some(&other_id)).await;
+    other_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_timeout_removes_our_pending_prompt_and_leaves_the_running_one_alone() {
+    let sim = sim(slow_config()).await;
+    let c = client(&sim);
+    let other_id = occupy(&sim, &c, 5000).await;
+    let mut r = request(&sd15(512, 512, 1, 2));
+    r.cold = false;
+    r.queue_timeout = Duration::from_millis(400);
+    let record = execute(&c, r).await;
+    assert_eq!(record.outcome, OutcomeKind::Timeout, "{:?}", record.error);
+    match record.outcome() {
+        Outcome::Timeout(t) => {
+            assert_eq!(t.reason, TimeoutReason::Queue);
+            assert!(t.interrupt_confirmed, "our prompt left the queue");
+        }
+        other => panic!("{other:?}"),
+    }
+    let q = c.queue().await.unwrap();
+    assert_eq!(
+        q.position(&other_id),
+        QueuePosition::Running,
+        "the other prompt still runs"
+    );
+    assert_eq!(q.position(&record.prompt_id), QueuePosition::Absent);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_while_queued_removes_our_prompt_only() {
+    let sim = sim(slow_config()).await;
+    let c = client(&sim);
+    let other_id = occupy(&sim, &c, 5000).await;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut r = request(&sd15(512, 512, 1, 2));
+    r.cold = false;
+    r.cancel = Some(rx);
+    let run = tokio::spawn({
+        let c = c.clone();
+        async move { execute(&c, r).await }
+    });
+    // Cancel once our prompt waits in the queue.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.queue().await.unwrap().queue_pending.is_empty() {
+        assert!(Instant::now() < deadline, "our prompt was never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tx.send(true).unwrap();
+    let record = run.await.unwrap();
+    match record.outcome() {
+        Outcome::Interrupted(i) => {
+            assert_eq!(i.by, InterruptedBy::User);
+            assert!(i.removed_from_queue);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!record
+        .raw
+        .http
+        .iter()
+        .any(|h| h.exchange.path == "/interrupt"));
+    assert_eq!(
+        c.queue().await.unwrap().position(&other_id),
+        QueuePosition::Running
+    );
     sim.shutdown().await;
 }

@@ -384,3 +384,45 @@ async fn reconnecting_with_the_same_id_gets_the_executing_node() {
     assert!(types(&msgs).contains(&"execution_success".to_string()));
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampler_previews_follow_the_prompt_and_the_negotiation() {
+    let sim = sim(SimConfig::default()).await;
+    let base = sim.base_url();
+    // Different step counts: an identical prompt would be a cache hit (no sampling, no previews).
+    let body = |client: &str, steps: u64| json!({"prompt": slow(steps), "client_id": client, "extra_data": {"preview_method": "latent2rgb"}});
+    // Legacy socket: type 1, format 1 (JPEG), one per step.
+    let mut legacy = Ws::connect(&base, "pv1").await;
+    let (_, r) = post_prompt(&base, &body("pv1", 4)).await;
+    legacy.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert_eq!(legacy.binary.len(), 4);
+    assert!(legacy
+        .binary
+        .iter()
+        .all(|b| b[..8] == [0, 0, 0, 1, 0, 0, 0, 1] && b[8..10] == [0xff, 0xd8]));
+    // Negotiated socket: type 4 with image/jpeg metadata.
+    let mut meta = Ws::connect(&base, "pv2").await;
+    meta.send_text(r#"{"type":"feature_flags","data":{"supports_preview_metadata":true}}"#)
+        .await;
+    assert_eq!(meta.next_json().await.unwrap()["type"], "feature_flags");
+    let (_, r) = post_prompt(&base, &body("pv2", 5)).await;
+    meta.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert_eq!(meta.binary.len(), 5);
+    for b in &meta.binary {
+        assert_eq!(&b[..4], &[0, 0, 0, 4]);
+        let len = u32::from_be_bytes([b[4], b[5], b[6], b[7]]) as usize;
+        let m: Value = serde_json::from_slice(&b[8..8 + len]).unwrap();
+        assert_eq!(m["image_type"], "image/jpeg");
+        assert_eq!(m["node_id"], "3");
+    }
+    // preview_method "none" (the client's default): no binary frames.
+    let mut none = Ws::connect(&base, "pv3").await;
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": slow(6), "client_id": "pv3", "extra_data": {"preview_method": "none"}}),
+    )
+    .await;
+    none.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert!(none.binary.is_empty());
+    sim.shutdown().await;
+}

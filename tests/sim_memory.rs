@@ -375,3 +375,36 @@ async fn the_custom_node_workflows_validate_and_run() {
     assert_eq!(ran, 6);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_loaders_still_feed_the_memory_model() {
+    // Warm server: the loader and text encoders are cached from the first run, yet the bigger
+    // second run must still load the model inside the sampler and run out of memory.
+    let sim = sim(SimConfig::default().with_vram_gib(8)).await;
+    let base = sim.base_url();
+    let mut ws = Ws::connect(&base, "warm").await;
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": sd15(512, 512, 1, 4), "client_id": "warm"}),
+    )
+    .await;
+    let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert!(types(&msgs).contains(&"execution_success".to_string()));
+    let (_, r) = post_prompt(
+        &base,
+        &json!({"prompt": sd15(2048, 2048, 1, 4), "client_id": "warm"}),
+    )
+    .await;
+    let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+    let cached = &msgs
+        .iter()
+        .find(|m| m["type"] == "execution_cached")
+        .unwrap()["data"]["nodes"];
+    assert_eq!(*cached, json!(["4", "6", "7"]));
+    let err = msgs
+        .iter()
+        .find(|m| m["type"] == "execution_error")
+        .expect("OOM expected");
+    assert_eq!(err["data"]["node_type"], "KSampler");
+    sim.shutdown().await;
+}

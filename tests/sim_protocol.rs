@@ -263,6 +263,16 @@ async fn routes_answer_with_and_without_the_api_prefix() {
     let first = ws.next().await.unwrap().unwrap();
     let v: Value = serde_json::from_str(first.to_text().unwrap()).unwrap();
     assert_eq!(v["data"]["sid"], "abc");
+    // Without clientId the server picks uuid4().hex.
+    let url = format!("{}/ws", base.replace("http://", "ws://"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let first = ws.next().await.unwrap().unwrap();
+    let v: Value = serde_json::from_str(first.to_text().unwrap()).unwrap();
+    let sid = v["data"]["sid"].as_str().unwrap();
+    assert_eq!(sid.len(), 32);
+    assert!(sid
+        .chars()
+        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     sim.shutdown().await;
 }
 

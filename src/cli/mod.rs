@@ -42,14 +42,14 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
-    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
-    HashFiles(hash_files::Args),
-    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
-    Diagnose(diagnose::Args),
     /// Run one workflow on the server and report how it ended (with the evidence).
     Submit(submit::Args),
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
+    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
+    HashFiles(hash_files::Args),
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -59,10 +59,10 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
-        Command::HashFiles(args) => hash_files::run(args),
-        Command::Diagnose(args) => diagnose::run(args),
         Command::Submit(args) => submit::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
+        Command::HashFiles(args) => hash_files::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     ExitCode::from(code)
 }

@@ -6,6 +6,7 @@ use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
 use crate::error::exit;
 use crate::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
+    TimeoutReason,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -99,11 +100,11 @@ pub fn run(args: Args, server: &str) -> u8 {
         progress.finish();
         if args.json {
             match serde_json::to_string_pretty(&record) {
-                Ok(text) => println!("{text}"),
+                Ok(text) => write_stdout(&format!("{text}\n")),
                 Err(e) => print_error(&format!("cannot print the run record: {e}")),
             }
         } else {
-            print!("{}", summary(&record));
+            write_stdout(&summary(&record));
         }
         let code = exit_code(&record);
         if code == exit::UNREACHABLE {
@@ -115,6 +116,13 @@ pub fn run(args: Args, server: &str) -> u8 {
         }
         code
     })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
 /// The exit code for a finished run.
@@ -202,8 +210,12 @@ pub fn summary(record: &RunRecord) -> String {
             }
         ),
         Outcome::Timeout(t) => format!(
-            ": {:?} limit of {:.0} s{}; our prompt was interrupted",
-            t.reason,
+            ": {} limit of {:.1} s reached{}; our prompt was interrupted",
+            match t.reason {
+                TimeoutReason::Run => "run",
+                TimeoutReason::Stall => "stall (no event)",
+                TimeoutReason::Queue => "queue wait",
+            },
             t.limit_ms as f64 / 1000.0,
             t.last_node
                 .as_deref()
@@ -221,6 +233,22 @@ pub fn summary(record: &RunRecord) -> String {
             record.vram.samples.len(),
             record.vram.interval_ms
         ));
+    }
+    if let Some(d) = &record.diagnosis {
+        let field = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        out.push_str(&format!(
+            "diagnosis: {} at stage {} (comfy-bisect diagnose explains more)\n",
+            field("kind"),
+            field("stage")
+        ));
+        if let Some(next) = d
+            .get("next_check")
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.first())
+            .and_then(|v| v.as_str())
+        {
+            out.push_str(&format!("next check: {next}\n"));
+        }
     }
     let ran = record.timeline.iter().filter(|n| !n.cached).count();
     out.push_str(&format!(

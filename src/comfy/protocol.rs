@@ -79,10 +79,8 @@ pub const PREVIEW_METHOD_NONE: &str = "none";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemStats {
     /// Host information.
-    #[serde(default)]
     pub system: SystemInfo,
     /// Devices, primary first.
-    #[serde(default)]
     pub devices: Vec<Device>,
 }
 
@@ -160,10 +158,8 @@ impl Device {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueState {
     /// The running item(s).
-    #[serde(default)]
     pub queue_running: Vec<Vec<Value>>,
     /// Pending items in heap order.
-    #[serde(default)]
     pub queue_pending: Vec<Vec<Value>>,
 }
 
@@ -239,17 +235,16 @@ pub struct PromptRequest<'a> {
     pub extra_data: Map<String, Value>,
 }
 
-/// 200 answer of `POST /prompt`. A non-empty `node_errors` means some outputs were dropped.
+/// 200 answer of `POST /prompt` (`prompt_id` and `node_errors` are required). A non-empty
+/// `node_errors` means some outputs were dropped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptResponse {
     /// The prompt id the server uses.
-    #[serde(default)]
     pub prompt_id: String,
     /// Queue number (an integer, or a float when the client chose it).
     #[serde(default)]
     pub number: Value,
     /// Errors of output branches that were dropped.
-    #[serde(default)]
     pub node_errors: Map<String, Value>,
 }
 
@@ -258,7 +253,6 @@ pub struct PromptResponse {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptRejection {
     /// The top-level error.
-    #[serde(default)]
     pub error: PromptErrorInfo,
     /// Per-node errors (node id → `{errors, dependent_outputs, class_type}`).
     #[serde(default)]
@@ -354,7 +348,6 @@ pub struct HistoryEntry {
     #[serde(default)]
     pub outputs: Map<String, Value>,
     /// Final status and the recorded messages.
-    #[serde(default)]
     pub status: HistoryStatus,
     /// Node id → `{node_id, display_node, parent_node, real_node_id}`.
     #[serde(default)]
@@ -662,6 +655,26 @@ mod tests {
             }
         }
         assert!(seen_400 >= 10);
+    }
+
+    #[test]
+    fn strict_about_promised_fields_lenient_about_extra_ones() {
+        assert!(serde_json::from_str::<PromptResponse>(r#"{"number": 1}"#).is_err());
+        let r: PromptResponse = serde_json::from_str(
+            r#"{"prompt_id": "p", "number": 7.0, "node_errors": {}, "added_later": true}"#,
+        )
+        .unwrap();
+        assert_eq!(r.prompt_id, "p");
+        assert!(serde_json::from_str::<QueueState>(r#"{"queue_running": []}"#).is_err());
+        let s: SystemStats = serde_json::from_str(
+            r#"{"system": {"os": "linux", "deploy_environment": "x"},
+                "devices": [{"name": "cuda:0", "type": "cuda", "index": 0, "vram_total": 10,
+                             "vram_free": 4, "torch_vram_total": 3, "torch_vram_free": 1,
+                             "new_field": [1]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(s.primary().unwrap().used(), 6);
+        assert_eq!(s.system.extra["deploy_environment"], "x");
     }
 
     #[test]

@@ -220,7 +220,7 @@ impl<'a> Runner<'a> {
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
         let (outcome, error) = outcome.into_parts();
-        RunRecord {
+        let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
             workflow_sha256: self.req.workflow.sha256(),
@@ -241,7 +241,9 @@ impl<'a> Runner<'a> {
             history: self.history,
             warnings: self.warnings,
             raw: self.raw,
-        }
+        };
+        record.attach_diagnosis();
+        record
     }
 
     async fn drive(&mut self) -> Outcome {

@@ -7,7 +7,9 @@ pub mod record;
 pub mod sampler;
 
 pub use execute::{execute, execute_with, RunRequest};
-pub use observer::{Both, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver};
+pub use observer::{
+    Both, ChannelObserver, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver,
+};
 pub use record::{
     InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
     ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,

@@ -1,7 +1,7 @@
 //! The worker: takes prompts off the queue and plays them out with ComfyUI's message order,
 //! the node-output cache, the memory model and the fault switches.
 
-use super::memory::Plan;
+use super::memory::{Plan, Work};
 use super::nodes::{defs, evaluate, Eval, Inputs, Val};
 use super::oom::{self, TraceContext};
 use super::state::{now_ms, CacheEntry, Instance, Out, QueueItem};
@@ -276,6 +276,17 @@ impl Run<'_> {
         }
     }
 
+    /// Whether the submitter negotiated `supports_preview_metadata`.
+    fn client_wants_metadata(&self) -> bool {
+        self.cid.as_ref().is_some_and(|cid| {
+            self.inst
+                .lock()
+                .clients
+                .get(cid)
+                .is_some_and(|c| c.preview_metadata)
+        })
+    }
+
     fn interrupted(&self) -> bool {
         self.inst.lock().interrupt
     }
@@ -332,7 +343,18 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         .iter()
         .filter(|id| !cached_set.contains(*id))
         .count();
-    let mut values: HashMap<String, Vec<Val>> = HashMap::new();
+    // Cached ancestors are not executed, but their values feed the nodes that are.
+    let mut values: HashMap<String, Vec<Val>> = {
+        let st = inst.lock();
+        cached
+            .iter()
+            .filter_map(|id| {
+                st.cache
+                    .get(&keys[id])
+                    .map(|e| (id.clone(), e.outputs.clone()))
+            })
+            .collect()
+    };
     let mut ui_order: Vec<String> = Vec::new();
     let mut end = NodeEnd::Done;
     while let Some(id) = list.next(&prompt) {
@@ -509,6 +531,13 @@ async fn run_node(
     let stride = steps.div_ceil(1000).max(1);
     let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
     let ws_images = class == "SaveImageWebsocket";
+    let previews = matches!(
+        run.item
+            .extra_data
+            .get("preview_method")
+            .and_then(Value::as_str),
+        Some("auto" | "latent2rgb" | "taesd")
+    );
     if steps > 0 {
         for k in 1..=steps {
             if fail_at == Some(k - 1) {
@@ -520,10 +549,18 @@ async fn run_node(
             }
             if k % stride == 0 || k == steps {
                 run.progress_state(id, json!(k), json!(steps), "running");
+                let preview = previews && matches!(work, Work::Sample { .. });
+                let meta = preview && run.client_wants_metadata();
+                if meta {
+                    send_preview(run, id, true);
+                }
                 run.to_submitter_or_all(
                     "progress",
                     json!({"value": k, "max": steps, "prompt_id": pid, "node": id}),
                 );
+                if preview && !meta {
+                    send_preview(run, id, false);
+                }
                 if !run.mid_run() {
                     return NodeEnd::Crashed;
                 }
@@ -610,19 +647,37 @@ const TINY_PNG: &[u8] = &[
     0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
+/// A minimal JPEG (SOI, APP0 "JFIF", EOI) standing in for a sampler preview.
+const TINY_JPEG: &[u8] = &[
+    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0x00, 0x01, 0x01, 0x00, 0x00, 0x01,
+    0x00, 0x01, 0x00, 0x00, 0xff, 0xd9,
+];
+
+/// A sampler preview frame: type 4 with metadata (sent before `progress`) or legacy type 1
+/// with format 1 = JPEG (sent after it), as in the `ws_sd15_previews_*` captures.
+fn send_preview(run: &Run<'_>, id: &str, meta: bool) {
+    let frame = if meta {
+        let m = json!({"node_id": id, "prompt_id": run.pid(), "display_node_id": id,
+            "parent_node_id": null, "real_node_id": id, "image_type": "image/jpeg"})
+        .to_string();
+        let mut b = vec![0, 0, 0, 4];
+        b.extend((m.len() as u32).to_be_bytes());
+        b.extend(m.as_bytes());
+        b.extend(TINY_JPEG);
+        b
+    } else {
+        let mut b = vec![0, 0, 0, 1, 0, 0, 0, 1];
+        b.extend(TINY_JPEG);
+        b
+    };
+    run.inst
+        .lock()
+        .send_raw(run.cid.as_deref(), Out::Binary(frame));
+}
+
 fn send_ws_images(run: &mut Run<'_>, id: &str, n: u64) {
     let pid = run.pid().to_string();
-    let meta = run
-        .cid
-        .as_ref()
-        .map(|cid| {
-            run.inst
-                .lock()
-                .clients
-                .get(cid)
-                .is_some_and(|c| c.preview_metadata)
-        })
-        .unwrap_or(false);
+    let meta = run.client_wants_metadata();
     for i in 0..n {
         run.progress_state(id, json!(i), json!(n), "running");
         let frame = if meta {

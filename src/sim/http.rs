@@ -161,11 +161,40 @@ impl From<std::io::Error> for ReadError {
     }
 }
 
-/// Reads one request head and body. Leaves any further bytes in `reader` (they belong to the
-/// WebSocket after an upgrade).
+/// Reads one request head and body (the server reads them separately to answer
+/// `Expect: 100-continue` in between).
+#[cfg(test)]
 pub async fn read_request<S: AsyncRead + Unpin>(
     reader: &mut BufReader<S>,
 ) -> Result<Request, ReadError> {
+    let (mut req, len) = read_head(reader).await?;
+    read_body(reader, &mut req, len).await?;
+    Ok(req)
+}
+
+/// True when the client waits for `100 Continue` before sending the body (curl does for
+/// bodies over 1 KiB).
+pub fn expects_continue(req: &Request) -> bool {
+    req.header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+}
+
+/// Reads the body announced by `Content-Length` into `req`.
+pub async fn read_body<S: AsyncRead + Unpin>(
+    reader: &mut BufReader<S>,
+    req: &mut Request,
+    len: usize,
+) -> Result<(), ReadError> {
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).await?;
+    req.body = body;
+    Ok(())
+}
+
+/// Reads the request line and headers; returns the request (empty body) and the body length.
+pub async fn read_head<S: AsyncRead + Unpin>(
+    reader: &mut BufReader<S>,
+) -> Result<(Request, usize), ReadError> {
     let mut head_len = 0usize;
     let mut line = String::new();
     let n = reader.read_line(&mut line).await?;
@@ -217,15 +246,16 @@ pub async fn read_request<S: AsyncRead + Unpin>(
     if len > MAX_BODY {
         return Err(ReadError::TooLarge);
     }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).await?;
-    Ok(Request {
-        method,
-        path,
-        query,
-        headers,
-        body,
-    })
+    Ok((
+        Request {
+            method,
+            path,
+            query,
+            headers,
+            body: Vec::new(),
+        },
+        len,
+    ))
 }
 
 /// Writes a response and flushes it.

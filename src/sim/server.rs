@@ -53,7 +53,19 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
 async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream);
-    let req = match http::read_request(&mut reader).await {
+    let head = async {
+        let (mut req, len) = http::read_head(&mut reader).await?;
+        if len > 0 && http::expects_continue(&req) {
+            use tokio::io::AsyncWriteExt;
+            reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await?;
+        }
+        http::read_body(&mut reader, &mut req, len).await?;
+        Ok::<_, ReadError>(req)
+    };
+    let req = match head.await {
         Ok(r) => r,
         Err(ReadError::Bad(why)) => {
             let _ = http::write_response(reader.get_mut(), &Response::text(400, why)).await;
