@@ -5,12 +5,16 @@
 //! client) → `run` (one submission and its evidence) → `diagnose` (failure classification) →
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
+pub mod catalog;
 pub mod cli;
 pub mod comfy;
 pub mod diagnose;
 pub mod error;
-pub mod hashing;
+pub mod ladder;
 pub mod nodedefs;
 pub mod run;
 pub mod sim;
 pub mod workflow;
+pub mod hashing;
+pub mod session;
+pub mod report;

@@ -3,12 +3,19 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns the process exit code; this module only dispatches.
 
+pub mod bisect;
 pub mod common;
+pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod simulate;
 pub mod submit;
+pub mod plan;
+pub mod resume;
+pub mod runs;
+pub mod show;
+pub mod report;
 pub mod validate;
 
 use clap::{Parser, Subcommand};
@@ -42,14 +49,28 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
-    /// Run one workflow on the server and report how it ended (with the evidence).
-    Submit(submit::Args),
-    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
-    Simulate(simulate::Args),
     /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
     HashFiles(hash_files::Args),
+    /// Run one workflow on the server and report how it ended (with the evidence).
+    Submit(submit::Args),
     /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
     Diagnose(diagnose::Args),
+    /// Derive the minimal variant and the increment ladder back to the target.
+    Plan(plan::Args),
+    /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
+    Simulate(simulate::Args),
+    /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
+    Bisect(bisect::Args),
+    /// Continue a session after a crash, kill, Ctrl-C, deadline or lost server.
+    Resume(resume::Args),
+    /// Print one run (a unique prefix of its run id is enough).
+    Show(show::Args),
+    /// List the sessions in the runs folder with their verdicts.
+    Runs(runs::Args),
+    /// Bisect the example workflows on the built-in simulator (no GPU or ComfyUI needed).
+    Demo(demo::Args),
+    /// Print a session's report (Markdown or JSON), redacted unless --no-redact.
+    Report(report::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -59,10 +80,17 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
-        Command::Submit(args) => submit::run(args, &server),
-        Command::Simulate(args) => simulate::run(args),
         Command::HashFiles(args) => hash_files::run(args),
+        Command::Submit(args) => submit::run(args, &server),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Plan(args) => plan::run(args, &server),
+        Command::Simulate(args) => simulate::run(args),
+        Command::Bisect(args) => bisect::run(args, &server),
+        Command::Resume(args) => resume::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Report(args) => report::run(args),
     };
     ExitCode::from(code)
 }

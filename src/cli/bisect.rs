@@ -1,0 +1,514 @@
+//! `comfy-bisect bisect WORKFLOW...`: preflight, then bisect each workflow's ladder on the server,
+//! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
+//! driving a session with the live backend, the hooks (progress + report), the summary.
+
+use super::common::{print_error, read_workflow};
+use crate::catalog::Catalog;
+use crate::comfy::{Client, ExtraHeaders};
+use crate::error::exit;
+use crate::ladder::{Increment, PlanOptions};
+use crate::nodedefs::NodeDefs;
+use crate::session::driver::{Driver, Hooks, SystemClock};
+use crate::session::journal::{
+    RunEntry, SessionFile, SessionOptions, SessionPaths, SessionState, StopReason, Strategy,
+};
+use crate::session::live::LiveBackend;
+use crate::session::lock::SessionLock;
+use crate::session::prepare::{prepare, LadderConfig, Prepared};
+use crate::session::progress::ProgressView;
+use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
+use crate::session::setup::{create_session, unique_name, PreparedWorkflow};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `bisect`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Failing workflow(s), API format; several run one after another.
+    #[arg(required = true)]
+    pub workflows: Vec<PathBuf>,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub ladder: LadderArgs,
+}
+
+/// Options shared by `bisect` and `demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SessionArgs {
+    /// Where sessions are written.
+    #[arg(long, default_value = "runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+    /// linear: one increment per run until the first failure; binary: bisection (assumes
+    /// failures are monotone along the ladder).
+    #[arg(long, value_enum, default_value = "linear")]
+    pub strategy: Strategy,
+    /// Re-run the first failing and last passing steps N more times; disagreement = flaky.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub repeat: u32,
+    /// After the first failure, also run minimal + each later increment alone.
+    #[arg(long)]
+    pub controls: bool,
+    /// Do not run the target first: it is known to fail.
+    #[arg(long)]
+    pub assume_fails: bool,
+    /// Longest run (e.g. 30m, 1h30m).
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Free models and memory before every run (the default).
+    #[arg(long, overrides_with = "warm")]
+    pub cold: bool,
+    /// Keep models loaded between runs.
+    #[arg(long, overrides_with = "cold")]
+    pub warm: bool,
+    /// How long to wait for a server that went away.
+    #[arg(long, default_value = "10m", value_name = "D", value_parser = parse_duration)]
+    pub wait_server: Duration,
+    /// Shell command that restarts ComfyUI (run after a crash; before every run with --restart-each).
+    #[arg(long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
+    /// Run --restart-cmd before every run.
+    #[arg(long, requires = "restart_cmd")]
+    pub restart_each: bool,
+    /// Wait until this time before the first run: HH:MM (local) or RFC 3339.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Stop cleanly between runs at this time: HH:MM (local) or RFC 3339.
+    #[arg(long, value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// ComfyUI models/ root for component hashes (repeatable).
+    #[arg(long = "models-dir", value_name = "DIR")]
+    pub models_dirs: Vec<PathBuf>,
+    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
+    /// COMFY_BISECT_HEADERS). Never written anywhere.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// No progress line and no per-run lines (the summary is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// How the ladder is planned (the options of `plan`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LadderArgs {
+    /// Short side of the minimal resolution in pixels (0 = each node's declared minimum).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub min_resolution: u32,
+    /// Least frame count of the minimal variant.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub min_frames: u32,
+    /// Also cap sampling steps at N in the minimal variant.
+    #[arg(long, value_name = "N")]
+    pub min_steps: Option<u32>,
+    /// Ladder order, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub order: Vec<Increment>,
+    /// Keep these increments at the target value in every variant.
+    #[arg(long, value_delimiter = ',', value_name = "INCREMENT")]
+    pub keep: Vec<Increment>,
+    /// TOML file declaring roles of custom node classes.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+}
+
+impl LadderArgs {
+    /// The planning options.
+    pub fn plan_options(&self) -> PlanOptions {
+        let mut order = self.order.clone();
+        for inc in Increment::LADDER {
+            if !order.contains(&inc) {
+                order.push(inc);
+            }
+        }
+        PlanOptions {
+            min_resolution: self.min_resolution,
+            min_frames: self.min_frames,
+            min_steps: self.min_steps,
+            order,
+            keep: self.keep.clone(),
+        }
+    }
+
+    /// The arguments as given, for the session record.
+    pub fn as_args(&self) -> Vec<String> {
+        let mut out = vec![
+            format!("--min-resolution={}", self.min_resolution),
+            format!("--min-frames={}", self.min_frames),
+        ];
+        if let Some(s) = self.min_steps {
+            out.push(format!("--min-steps={s}"));
+        }
+        if !self.order.is_empty() {
+            let names: Vec<&str> = self.order.iter().map(|i| i.name()).collect();
+            out.push(format!("--order={}", names.join(",")));
+        }
+        if !self.keep.is_empty() {
+            let names: Vec<&str> = self.keep.iter().map(|i| i.name()).collect();
+            out.push(format!("--keep={}", names.join(",")));
+        }
+        out
+    }
+}
+
+impl SessionArgs {
+    /// The session options (times resolved to RFC 3339).
+    pub fn options(&self, ladder: &LadderArgs) -> Result<SessionOptions, String> {
+        let now = time::OffsetDateTime::now_utc();
+        let (offset, warning) = local_offset();
+        let needs_local = |t: &Option<String>| t.as_deref().is_some_and(|t| t.len() <= 5);
+        if needs_local(&self.start_at) || needs_local(&self.deadline) {
+            if let Some(w) = warning {
+                eprintln!("warning: {w}");
+            }
+        }
+        let when = |t: &Option<String>, flag: &str| -> Result<Option<String>, String> {
+            t.as_deref()
+                .map(|t| {
+                    parse_when(t, now, offset)
+                        .map(rfc3339)
+                        .map_err(|e| format!("{flag}: {e}"))
+                })
+                .transpose()
+        };
+        let start_at = when(&self.start_at, "--start-at")?;
+        let deadline = when(&self.deadline, "--deadline")?;
+        if let (Some(s), Some(d)) = (&start_at, &deadline) {
+            if d <= s {
+                return Err(format!(
+                    "--deadline {d} is not after --start-at {s}; nothing could run"
+                ));
+            }
+        }
+        Ok(SessionOptions {
+            strategy: self.strategy,
+            repeat: self.repeat,
+            controls: self.controls,
+            assume_fails: self.assume_fails,
+            timeout_s: self.timeout.map(|d| d.as_secs().max(1)),
+            cold: !self.warm,
+            wait_server_s: self.wait_server.as_secs(),
+            restart_cmd: self.restart_cmd.clone(),
+            restart_each: self.restart_each,
+            deadline,
+            start_at,
+            models_dirs: self.models_dirs.clone(),
+            plan_args: ladder.as_args(),
+        })
+    }
+}
+
+/// The hooks of a command-line session: the progress line and the report after every change.
+pub struct SessionHooks {
+    /// The progress line.
+    pub progress: ProgressView,
+}
+
+impl Hooks for SessionHooks {
+    fn run_started(&mut self, session: &SessionFile, workflow: usize, entry: &RunEntry) {
+        self.progress.run_started(session, workflow, entry);
+    }
+    fn run_finished(&mut self, session: &SessionFile, workflow: usize, entry: &RunEntry) {
+        self.progress.run_finished(session, workflow, entry);
+    }
+    fn journal_updated(&mut self, paths: &SessionPaths, _session: &SessionFile) {
+        write_reports(&paths.dir, &self.progress);
+    }
+    fn note(&mut self, text: &str) {
+        self.progress.note(text);
+    }
+}
+
+/// The report call site: `report.md` and `report.json` in the session folder (redacted).
+pub fn write_reports(session_dir: &Path, progress: &ProgressView) {
+    if let Err(e) = crate::report::write_session_reports(session_dir, true) {
+        progress.println(&format!("warning: could not write the report: {e:#}"));
+    }
+}
+
+/// A runtime for the session commands (the driver is synchronous and blocks on it).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// Checks the server answers and fetches its node definitions (preflight, before GPU time).
+pub fn server_preflight(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+) -> Result<(NodeDefs, serde_json::Value), String> {
+    let url = client.server_url();
+    let (stats, info) = rt.block_on(async {
+        let stats = client.system_stats().await;
+        let info = client.object_info(None).await;
+        (stats, info)
+    });
+    let stats = stats.map_err(|e| {
+        format!("cannot reach ComfyUI at {url}: {e}. Is it running (check --listen/--port), and is --server right?")
+    })?;
+    let info =
+        info.map_err(|e| format!("cannot get node definitions from {url}/object_info: {e}"))?;
+    let defs = NodeDefs::from_value(&info)
+        .ok_or_else(|| format!("{url}/object_info did not answer an object of node classes"))?;
+    Ok((defs, serde_json::to_value(stats).unwrap_or_default()))
+}
+
+/// Plans and validates `targets` (name, source, workflow); prints the problems of those that fail.
+pub fn prepare_all(
+    targets: Vec<(String, String, crate::workflow::Workflow)>,
+    defs: &NodeDefs,
+    config: &LadderConfig,
+) -> (
+    Vec<PreparedWorkflow>,
+    Vec<(String, crate::session::prepare::Problems)>,
+) {
+    let mut ready = Vec::new();
+    let mut failed = Vec::new();
+    for (name, source, target) in targets {
+        match prepare(&name, &source, target, defs, config) {
+            Prepared::Ready(w) => ready.push(*w),
+            Prepared::Problems { workflow, problems } => {
+                failed.push((workflow.name.clone(), problems));
+                ready.push(*workflow);
+            }
+        }
+    }
+    (ready, failed)
+}
+
+/// Drives a session to its end (or its stop) on the live server; returns the exit code.
+pub fn drive_session(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    paths: SessionPaths,
+    session: SessionFile,
+    quiet: bool,
+) -> u8 {
+    let _lock = match SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id) {
+        Ok(l) => l,
+        Err(e) => {
+            print_error(&e);
+            return exit::FAILED;
+        }
+    };
+    let progress = ProgressView::new(quiet);
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let backend =
+        LiveBackend::new(rt.handle().clone(), client, cancel_rx).with_progress(progress.clone());
+    let mut hooks = SessionHooks {
+        progress: progress.clone(),
+    };
+    let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);
+    let stop = driver.stop_flag();
+    let ctrl_c = rt.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cancel_tx.send(true);
+        }
+    });
+    let result = driver.drive();
+    ctrl_c.abort();
+    progress.finish();
+    write_reports(&paths.dir, &progress);
+    if let Err(e) = result {
+        print_error(&e);
+        return exit::FAILED;
+    }
+    let session = driver.session.clone();
+    print_summary(&paths, &session);
+    exit_code(&session)
+}
+
+/// The exit code of a session: 0 every workflow has a verdict, 130 interrupted, 3 server lost,
+/// 1 otherwise (preflight problems, deadline, errors).
+pub fn exit_code(session: &SessionFile) -> u8 {
+    match &session.state {
+        SessionState::Done => exit::OK,
+        SessionState::Stopped { reason, .. } => match reason {
+            StopReason::Interrupted => exit::INTERRUPTED,
+            StopReason::ServerLost => exit::UNREACHABLE,
+            StopReason::Deadline | StopReason::Preflight | StopReason::Error => exit::FAILED,
+        },
+        _ => exit::FAILED,
+    }
+}
+
+/// Prints each workflow's verdict and where the session and report are.
+pub fn print_summary(paths: &SessionPaths, session: &SessionFile) {
+    println!("session {}", session.session_id);
+    for job in &session.workflows {
+        let verdict = job
+            .verdict
+            .as_ref()
+            .map(|v| v.headline())
+            .unwrap_or_else(|| "not started".into());
+        println!("  {}: {verdict}", job.name);
+    }
+    if let SessionState::Stopped { detail, .. } = &session.state {
+        println!("  stopped: {detail}");
+    }
+    println!("  journal: {}", paths.session_file().display());
+    let report = paths.dir.join("report.md");
+    if report.exists() {
+        println!("  report:  {}", report.display());
+    }
+}
+
+/// Runs `bisect`.
+pub fn run(args: Args, server: &str) -> u8 {
+    let options = match args.session.options(&args.ladder) {
+        Ok(o) => o,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let catalog = match &args.ladder.catalog {
+        Some(path) => match Catalog::load_file(path) {
+            Ok(user) => Catalog::builtin().with_user(user),
+            Err(e) => {
+                print_error(&e);
+                return exit::USAGE;
+            }
+        },
+        None => Catalog::builtin(),
+    };
+    let mut targets = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for path in &args.workflows {
+        let workflow = match read_workflow(path) {
+            Ok(w) => w,
+            Err(e) => {
+                print_error(&e);
+                return exit::USAGE;
+            }
+        };
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = unique_name(&stem, &names);
+        names.push(name.clone());
+        targets.push((name, path.display().to_string(), workflow));
+    }
+    let config = LadderConfig {
+        catalog,
+        options: args.ladder.plan_options(),
+        controls: args.session.controls,
+    };
+    let headers = match ExtraHeaders::from_args_and_env(&args.session.headers) {
+        Ok(h) => h,
+        Err(e) => {
+            print_error(&format!(
+                "{e} (in --header or {})",
+                crate::comfy::HEADERS_ENV
+            ));
+            return exit::USAGE;
+        }
+    };
+    let client = match Client::new(server, headers) {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            print_error(&format!("cannot start the async runtime: {e}"));
+            return exit::FAILED;
+        }
+    };
+    start_session(
+        &rt,
+        client,
+        &args.session.runs_dir,
+        options,
+        targets,
+        &config,
+        args.session.quiet,
+    )
+}
+
+/// Preflight, session creation and the drive; shared by `bisect` and `demo`.
+pub fn start_session(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    runs_dir: &Path,
+    options: SessionOptions,
+    targets: Vec<(String, String, crate::workflow::Workflow)>,
+    config: &LadderConfig,
+    quiet: bool,
+) -> u8 {
+    let (defs, environment) = match server_preflight(rt, &client) {
+        Ok(x) => x,
+        Err(e) => {
+            print_error(&e);
+            return exit::UNREACHABLE;
+        }
+    };
+    let (prepared, failed) = prepare_all(targets, &defs, config);
+    let verdicts: Vec<Option<crate::session::Verdict>> = prepared
+        .iter()
+        .map(|w| {
+            failed
+                .iter()
+                .find(|(n, _)| *n == w.name)
+                .and_then(|(_, p)| p.verdict())
+        })
+        .collect();
+    let (paths, mut session) =
+        match create_session(runs_dir, &client.server_url(), options, prepared) {
+            Ok(x) => x,
+            Err(e) => {
+                print_error(&e);
+                return exit::FAILED;
+            }
+        };
+    session.environment = Some(environment);
+    for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
+        if verdict.is_some() {
+            job.phase = crate::session::Phase::Done;
+            job.verdict = verdict;
+        }
+    }
+    if !failed.is_empty() {
+        for (name, problems) in &failed {
+            eprint!("{}", problems.render(name));
+        }
+        session.state = SessionState::Stopped {
+            reason: StopReason::Preflight,
+            detail: format!(
+                "preflight found problems in {} workflow(s); install what is listed, then `comfy-bisect resume {}` runs the others",
+                failed.len(),
+                session.session_id
+            ),
+        };
+        if let Err(e) = session.save(&paths) {
+            print_error(&e);
+        }
+        write_reports(&paths.dir, &ProgressView::new(true));
+        print_summary(&paths, &session);
+        return exit::FAILED;
+    }
+    if let Err(e) = session.save(&paths) {
+        print_error(&e);
+        return exit::FAILED;
+    }
+    if !quiet {
+        let steps: Vec<String> = session
+            .workflows
+            .iter()
+            .map(|w| format!("{} ({} steps)", w.name, w.steps.len()))
+            .collect();
+        eprintln!(
+            "session {} in {}: {}",
+            session.session_id,
+            paths.dir.display(),
+            steps.join(", ")
+        );
+    }
+    drive_session(rt, client, paths, session, quiet)
+}

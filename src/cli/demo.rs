@@ -1,0 +1,188 @@
+//! `comfy-bisect demo`: the README's first command. Starts the embedded ComfyUI simulator on a
+//! free loopback port, bisects the example workflows on it (no GPU, no ComfyUI needed), writes
+//! the sessions and reports under the runs folder and prints where.
+
+use super::bisect::{runtime, start_session, LadderArgs, SessionArgs};
+use super::common::{print_error, read_workflow};
+use crate::catalog::Catalog;
+use crate::comfy::{Client, ExtraHeaders};
+use crate::error::exit;
+use crate::session::prepare::LadderConfig;
+use crate::sim::{start, SimConfig, MIB};
+use crate::workflow::Workflow;
+use std::path::PathBuf;
+
+/// An example workflow and the simulated card it runs on.
+pub struct DemoCase {
+    /// Session workflow name.
+    pub name: &'static str,
+    /// The API-format JSON (the file in `workflows/`).
+    pub json: &'static str,
+    /// Simulated VRAM, chosen so the example fails part-way up its ladder.
+    pub vram_bytes: u64,
+    /// What the card stands for, in words.
+    pub card: &'static str,
+}
+
+/// The examples of `workflows/`, built into the binary so `demo` works from any folder.
+pub fn cases() -> Vec<DemoCase> {
+    vec![
+        DemoCase {
+            name: "sd15_txt2img_lora_upscale",
+            json: include_str!("../../workflows/sd15_txt2img_lora_upscale.json"),
+            vram_bytes: DEMO_SD15_VRAM_MIB * MIB,
+            card: "a small laptop GPU",
+        },
+        DemoCase {
+            name: "wan22_t2v_experts_lora_cache_rife",
+            json: include_str!("../../workflows/wan22_t2v_experts_lora_cache_rife.json"),
+            vram_bytes: DEMO_WAN_VRAM_MIB * MIB,
+            card: "a 16 GB card",
+        },
+    ]
+}
+
+/// Simulated VRAM for the SD1.5 example (MiB).
+pub const DEMO_SD15_VRAM_MIB: u64 = 4096;
+/// Simulated VRAM for the Wan 2.2 example (MiB).
+pub const DEMO_WAN_VRAM_MIB: u64 = 16384;
+
+/// Arguments of `demo`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Bisect these workflows instead of the built-in examples (on one simulated card, --vram).
+    pub workflows: Vec<PathBuf>,
+    /// Simulated VRAM for your own workflows (e.g. 12GiB).
+    #[arg(long, default_value = "12GiB")]
+    pub vram: String,
+    /// Real seconds per simulated second (0 = as fast as possible).
+    #[arg(long, default_value_t = 0.002)]
+    pub time_scale: f64,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub ladder: LadderArgs,
+}
+
+/// Runs `demo`.
+pub fn run(args: Args) -> u8 {
+    let options = match args.session.options(&args.ladder) {
+        Ok(o) => o,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let config = LadderConfig {
+        catalog: Catalog::builtin(),
+        options: args.ladder.plan_options(),
+        controls: args.session.controls,
+    };
+    let mut groups: Vec<(u64, String, Vec<(String, String, Workflow)>)> = Vec::new();
+    if args.workflows.is_empty() {
+        for case in cases() {
+            let workflow = match Workflow::from_json_str(case.json, case.name) {
+                Ok(w) => w,
+                Err(e) => {
+                    print_error(&e);
+                    return exit::FAILED;
+                }
+            };
+            groups.push((
+                case.vram_bytes,
+                case.card.to_string(),
+                vec![(
+                    case.name.to_string(),
+                    format!("workflows/{}.json (built in)", case.name),
+                    workflow,
+                )],
+            ));
+        }
+    } else {
+        let vram = match crate::sim::parse_size(&args.vram) {
+            Ok(v) => v,
+            Err(e) => {
+                print_error(&format!("--vram: {e}"));
+                return exit::USAGE;
+            }
+        };
+        let mut targets = Vec::new();
+        let mut names = Vec::new();
+        for path in &args.workflows {
+            let workflow = match read_workflow(path) {
+                Ok(w) => w,
+                Err(e) => {
+                    print_error(&e);
+                    return exit::USAGE;
+                }
+            };
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = crate::session::setup::unique_name(&stem, &names);
+            names.push(name.clone());
+            targets.push((name, path.display().to_string(), workflow));
+        }
+        groups.push((vram, args.vram.clone(), targets));
+    }
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            print_error(&format!("cannot start the async runtime: {e}"));
+            return exit::FAILED;
+        }
+    };
+    let mut worst = exit::OK;
+    for (vram, card, targets) in groups {
+        let sim_config = SimConfig::default()
+            .with_vram_bytes(vram)
+            .with_time_scale(args.time_scale);
+        let sim = match rt.block_on(start(
+            sim_config,
+            "127.0.0.1:0".parse().expect("loopback address"),
+        )) {
+            Ok(s) => s,
+            Err(e) => {
+                print_error(&format!(
+                    "cannot start the simulator on a loopback port: {e}"
+                ));
+                return exit::FAILED;
+            }
+        };
+        eprintln!(
+            "demo: ComfyUI simulator on {} with {} MiB of VRAM ({card})",
+            sim.base_url(),
+            vram / MIB
+        );
+        let client = match Client::new(&sim.base_url(), ExtraHeaders::new()) {
+            Ok(c) => c,
+            Err(e) => {
+                print_error(&e);
+                return exit::FAILED;
+            }
+        };
+        let code = start_session(
+            &rt,
+            client,
+            &args.session.runs_dir,
+            options.clone(),
+            targets,
+            &config,
+            args.session.quiet,
+        );
+        rt.block_on(sim.shutdown());
+        if code == exit::INTERRUPTED {
+            return code;
+        }
+        if code != exit::OK {
+            worst = code;
+        }
+    }
+    println!(
+        "demo: sessions and reports are under {} (`comfy-bisect runs --runs-dir {}` lists them)",
+        args.session.runs_dir.display(),
+        args.session.runs_dir.display()
+    );
+    worst
+}

@@ -1,0 +1,174 @@
+//! `comfy-bisect show RUN_ID`: one run (a unique prefix of its id is enough), found through
+//! `runs/index.jsonl`.
+
+use super::common::print_error;
+use crate::error::exit;
+use crate::session::index::{self, IndexEntry, Lookup};
+use crate::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
+use crate::session::SessionFile;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `show`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Run id or a unique prefix of it (as printed in the ladder table).
+    pub run_id: String,
+    /// Where sessions are written.
+    #[arg(long, default_value = "runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+    /// Print run.json instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Index entries, plus runs of sessions whose index lines are missing (a copied runs folder).
+fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
+    let mut entries = index::read_all(runs_dir).unwrap_or_default();
+    let Ok(dirs) = std::fs::read_dir(runs_dir) else {
+        return entries;
+    };
+    for dir in dirs.filter_map(Result::ok) {
+        let Ok(session) = read_json::<SessionFile>(&dir.path().join(SESSION_FILE)) else {
+            continue;
+        };
+        for job in &session.workflows {
+            for run in &job.runs {
+                if entries.iter().any(|e| e.run_id == run.run_id) {
+                    continue;
+                }
+                entries.push(IndexEntry {
+                    run_id: run.run_id.clone(),
+                    session_id: session.session_id.clone(),
+                    workflow: job.name.clone(),
+                    step: run.step,
+                    increment: run.increment.clone(),
+                    role: run.role,
+                    workflow_sha256: run.workflow_sha256.clone(),
+                    component_hashes: vec![],
+                    outcome: run
+                        .outcome
+                        .as_ref()
+                        .map(|o| o.name().to_string())
+                        .unwrap_or_else(|| "in_flight".into()),
+                    dir: format!("{}/{}", session.session_id, run.dir),
+                    finished_at: run.finished_at.clone().unwrap_or_default(),
+                });
+            }
+        }
+    }
+    entries
+}
+
+/// Runs `show`.
+pub fn run(args: Args) -> u8 {
+    let entries = all_entries(&args.runs_dir);
+    let entry = match index::lookup(&entries, &args.run_id) {
+        Lookup::Found(e) => e,
+        Lookup::NotFound => {
+            print_error(&format!(
+                "no run id starts with '{}' in {} (`comfy-bisect runs` lists sessions)",
+                args.run_id,
+                args.runs_dir.display()
+            ));
+            return exit::USAGE;
+        }
+        Lookup::Ambiguous(ids) => {
+            print_error(&format!(
+                "'{}' matches {} runs: {}; give more of the id",
+                args.run_id,
+                ids.len(),
+                ids.join(", ")
+            ));
+            return exit::USAGE;
+        }
+    };
+    let run_dir = args.runs_dir.join(&entry.dir);
+    let record_path = run_dir.join(RUN_RECORD_FILE);
+    if args.json {
+        return match std::fs::read_to_string(&record_path) {
+            Ok(text) => {
+                print!("{text}");
+                exit::OK
+            }
+            Err(e) => {
+                print_error(&format!(
+                    "cannot read {}: {e} (the run may still be in flight)",
+                    record_path.display()
+                ));
+                exit::USAGE
+            }
+        };
+    }
+    println!("run {}", entry.run_id);
+    println!(
+        "  session:   {}  workflow {}",
+        entry.session_id, entry.workflow
+    );
+    println!(
+        "  step:      {} {} ({})",
+        entry.step,
+        entry.increment,
+        serde_json::to_value(entry.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    );
+    println!("  outcome:   {}", entry.outcome);
+    println!("  workflow:  sha256 {}", entry.workflow_sha256);
+    println!("  folder:    {}", run_dir.display());
+    match read_json::<RunFile>(&record_path) {
+        Ok(file) => print_record(&file),
+        Err(e) => println!("  (no run.json: {e})"),
+    }
+    exit::OK
+}
+
+fn print_record(file: &RunFile) {
+    let r = &file.record;
+    println!(
+        "  timing:    {} → {} ({} ms){}",
+        r.started_at,
+        r.finished_at,
+        r.duration_ms,
+        if r.cold { ", cold" } else { ", warm" }
+    );
+    if let Some(peak) = r.vram.peak_used_bytes {
+        println!(
+            "  VRAM peak: {:.0} MiB (sampled every {} ms{})",
+            peak as f64 / 1048576.0,
+            r.vram.interval_ms,
+            r.vram
+                .total_bytes
+                .map(|t| format!(", card {:.0} MiB", t as f64 / 1048576.0))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(e) = r.execution_error() {
+        println!(
+            "  error:     node {} {}: {}: {}",
+            e.node_id,
+            e.node_type,
+            e.exception_type,
+            e.exception_message.lines().next().unwrap_or_default()
+        );
+    }
+    if let Some(d) = &file.entry.diagnosis {
+        println!("  diagnosis:");
+        for line in crate::diagnose::render_text(d).lines() {
+            println!("    {line}");
+        }
+    }
+    for w in &r.warnings {
+        println!("  warning:   {w}");
+    }
+    if !file.component_hashes.is_empty() {
+        println!("  components:");
+        for c in &file.component_hashes {
+            match (&c.autov2, &c.reason) {
+                (Some(a), _) => println!("    {}/{}  AutoV2 {a}", c.folder, c.file),
+                (None, Some(reason)) => println!("    {}/{}  unhashed: {reason}", c.folder, c.file),
+                (None, None) => println!("    {}/{}", c.folder, c.file),
+            }
+        }
+    }
+}

@@ -1,0 +1,587 @@
+//! The minimal variant and the increment ladder back to the target.
+//!
+//! Each increment (resolution, frames, batch, models, lora, quantization, cache, postprocess,
+//! steps) has a reduction: a short list of graph edits against the target. Step 0 applies every
+//! reduction; step k applies only reductions k+1…n, each variant derived afresh from the target,
+//! so the last step is the target itself. A reduction that would break the graph is not done and
+//! is reported as not separable. Pure graph logic: no network, no files.
+
+mod context;
+mod reduce;
+
+pub use reduce::quantized_file_name;
+
+use crate::catalog::{Catalog, Role};
+use crate::nodedefs::NodeDefs;
+use crate::workflow::validate::validate;
+use crate::workflow::{Change, Edit, Workflow};
+use context::Ctx;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::fmt;
+
+/// One rung of the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Increment {
+    /// Step 0: every reduction applied.
+    Minimal,
+    /// Width/height back to the target's.
+    Resolution,
+    /// Frame counts back to the target's.
+    Frames,
+    /// Batch sizes back to the target's.
+    Batch,
+    /// The second diffusion model (expert, refiner) back.
+    Models,
+    /// LoRAs back.
+    Lora,
+    /// Widget-level quantization (weight_dtype fp8…) back.
+    Quantization,
+    /// Step caches and torch.compile back.
+    Cache,
+    /// Post-processing (upscale, interpolation, detailers, second pass) back.
+    Postprocess,
+    /// Steps back (only with `--min-steps`).
+    Steps,
+}
+
+impl Increment {
+    /// The default ladder order.
+    pub const LADDER: [Increment; 9] = [
+        Increment::Resolution,
+        Increment::Frames,
+        Increment::Batch,
+        Increment::Models,
+        Increment::Lora,
+        Increment::Quantization,
+        Increment::Cache,
+        Increment::Postprocess,
+        Increment::Steps,
+    ];
+
+    /// The snake_case name used on the command line, in file names and in plan.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Increment::Minimal => "minimal",
+            Increment::Resolution => "resolution",
+            Increment::Frames => "frames",
+            Increment::Batch => "batch",
+            Increment::Models => "models",
+            Increment::Lora => "lora",
+            Increment::Quantization => "quantization",
+            Increment::Cache => "cache",
+            Increment::Postprocess => "postprocess",
+            Increment::Steps => "steps",
+        }
+    }
+}
+
+impl fmt::Display for Increment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Increment {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Increment, String> {
+        let s = s.trim().to_ascii_lowercase();
+        Increment::LADDER
+            .into_iter()
+            .find(|i| i.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown increment '{s}'; use one of: {}",
+                    Increment::LADDER.map(Increment::name).join(", ")
+                )
+            })
+    }
+}
+
+/// How to build the ladder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanOptions {
+    /// Short side of the minimal resolution; 0 = each node's declared minimum.
+    pub min_resolution: u32,
+    /// Least frame count of the minimal variant (then the node's grid).
+    pub min_frames: u32,
+    /// Cap steps at this in the minimal variant (the `steps` increment); `None` = off.
+    pub min_steps: Option<u32>,
+    /// Increments in ladder order; unlisted ones follow in the default order.
+    pub order: Vec<Increment>,
+    /// Increments kept at the target value in every variant.
+    pub keep: Vec<Increment>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> PlanOptions {
+        PlanOptions {
+            min_resolution: 256,
+            min_frames: 2,
+            min_steps: None,
+            order: Increment::LADDER.to_vec(),
+            keep: Vec::new(),
+        }
+    }
+}
+
+impl PlanOptions {
+    /// The effective order: `order` first, then the rest of the default ladder, without
+    /// kept increments (and without `steps` unless `min_steps` is set).
+    pub fn ladder(&self) -> Vec<Increment> {
+        let mut out: Vec<Increment> = Vec::new();
+        for inc in self.order.iter().chain(Increment::LADDER.iter()) {
+            if *inc == Increment::Minimal || out.contains(inc) || self.keep.contains(inc) {
+                continue;
+            }
+            if *inc == Increment::Steps && self.min_steps.is_none() {
+                continue;
+            }
+            out.push(*inc);
+        }
+        out
+    }
+}
+
+/// One variant of the ladder.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// 0 for the minimal variant; the last index is the target.
+    pub index: usize,
+    /// What this step re-adds (`minimal` for step 0).
+    pub increment: Increment,
+    /// File name under `--out`, e.g. `00-minimal.json`.
+    pub file: String,
+    /// Canonical hash of the variant.
+    pub sha256: String,
+    /// The variant itself.
+    pub workflow: Workflow,
+    /// The edits that derive this variant from the target.
+    pub edits: Vec<Edit>,
+    /// For step 0: what the minimal variant changes in the target (from = target value).
+    /// For later steps: what this step re-adds relative to the previous one (from = value in
+    /// the previous step, to = value here; `bypass`/`remove` = node that is back).
+    pub changes: Vec<Change>,
+}
+
+/// A reduction that could not be done safely.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotSeparable {
+    /// The increment concerned.
+    pub increment: Increment,
+    /// Why.
+    pub reason: String,
+    /// The nodes concerned.
+    pub nodes: Vec<String>,
+}
+
+/// A memory-saving setting kept in every variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    /// Node id.
+    pub node: String,
+    /// Its class.
+    pub class_type: String,
+    /// What is kept.
+    pub what: String,
+}
+
+/// The ladder from the minimal variant to the target.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Canonical hash of the target (equals the last step's hash).
+    pub target_sha256: String,
+    /// Step 0 (minimal) … last (the target).
+    pub steps: Vec<Step>,
+    /// Reductions not done, with the reason.
+    pub not_separable: Vec<NotSeparable>,
+    /// Memory savers kept as in the target in every variant.
+    pub kept: Vec<Kept>,
+}
+
+/// Why no plan could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The target has no node at all.
+    #[error("the workflow has no nodes; nothing to plan")]
+    Empty,
+}
+
+/// Builds the ladder for `target`.
+pub fn plan(
+    target: &Workflow,
+    defs: &NodeDefs,
+    catalog: &Catalog,
+    options: &PlanOptions,
+) -> Result<Plan, PlanError> {
+    if target.nodes.is_empty() {
+        return Err(PlanError::Empty);
+    }
+    let ctx = Ctx::new(target, defs, catalog, options);
+    let baseline = error_keys(target, defs);
+    let mut not_separable = Vec::new();
+    // Each reduction on its own: it must change something and keep the graph valid.
+    let mut reductions = Vec::new();
+    for inc in options.ladder() {
+        let mut r = reduce::reduce(&ctx, inc);
+        not_separable.append(&mut r.notes);
+        if r.edits.is_empty() {
+            continue;
+        }
+        let mut variant = target.clone();
+        let applied = apply_tolerant(&mut variant, &r.edits, defs);
+        let mut pruned = prune(&ctx, &variant);
+        if !pruned.is_empty() {
+            apply_tolerant(&mut variant, &pruned, defs);
+        }
+        let mut edits = applied;
+        edits.append(&mut pruned);
+        if edits.is_empty() {
+            continue;
+        }
+        if let Some(problem) = new_error(&variant, defs, &baseline) {
+            not_separable.push(NotSeparable {
+                increment: inc,
+                reason: format!("the reduction would make the graph invalid ({problem}); not done"),
+                nodes: touched_nodes(&edits),
+            });
+            continue;
+        }
+        reductions.push((inc, edits));
+    }
+    // Build the variants from the target down: variant k applies reductions k+1…n.
+    let mut accepted: Vec<(Increment, Vec<Edit>)> = Vec::new();
+    let mut variants: Vec<(Workflow, Vec<Edit>, String)> =
+        vec![(target.clone(), Vec::new(), target.sha256())];
+    for (inc, edits) in reductions.into_iter().rev() {
+        let mut all: Vec<Edit> = edits.clone();
+        for (_, e) in &accepted {
+            all.extend(e.iter().cloned());
+        }
+        let mut variant = target.clone();
+        let applied = apply_tolerant(&mut variant, &all, defs);
+        let sha = variant.sha256();
+        if sha == variants.last().expect("the target is always there").2 {
+            continue;
+        }
+        if let Some(problem) = new_error(&variant, defs, &baseline) {
+            not_separable.push(NotSeparable {
+                increment: inc,
+                reason: format!(
+                    "together with the later reductions it would make the graph invalid ({problem}); not done"
+                ),
+                nodes: touched_nodes(&edits),
+            });
+            continue;
+        }
+        accepted.insert(0, (inc, edits));
+        variants.push((variant, applied, sha));
+    }
+    variants.reverse();
+    let n = accepted.len();
+    let mut steps = Vec::with_capacity(n + 1);
+    for (index, (workflow, edits, sha256)) in variants.into_iter().enumerate() {
+        let increment = if index == 0 {
+            Increment::Minimal
+        } else {
+            accepted[index - 1].0
+        };
+        let changes = if index == 0 {
+            let mut scratch = target.clone();
+            let mut changes = Vec::new();
+            for e in &edits {
+                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
+            }
+            changes
+        } else {
+            Vec::new()
+        };
+        steps.push(Step {
+            index,
+            increment,
+            file: format!("{index:02}-{increment}.json"),
+            sha256,
+            workflow,
+            edits,
+            changes,
+        });
+    }
+    // What step k re-adds: reduction k applied to step k, read backwards.
+    for k in 1..steps.len() {
+        let mut scratch = steps[k].workflow.clone();
+        let mut changes = Vec::new();
+        for e in &accepted[k - 1].1 {
+            if edit_applies(&scratch, e) {
+                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
+            }
+        }
+        steps[k].changes = changes.into_iter().map(invert).collect();
+    }
+    Ok(Plan {
+        target_sha256: target.sha256(),
+        steps,
+        not_separable,
+        kept: kept(&ctx),
+    })
+}
+
+fn invert(mut c: Change) -> Change {
+    if c.action == "set" {
+        std::mem::swap(&mut c.from, &mut c.to);
+    }
+    c
+}
+
+fn touched_nodes(edits: &[Edit]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in edits {
+        for n in e.nodes() {
+            if !out.iter().any(|o| o == n) {
+                out.push(n.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn edit_applies(w: &Workflow, e: &Edit) -> bool {
+    match e {
+        Edit::Remove { nodes } => nodes.iter().any(|n| w.nodes.contains_key(n)),
+        Edit::Relink { node, source, .. } => {
+            w.nodes.contains_key(node) && w.nodes.contains_key(source)
+        }
+        other => other.nodes().iter().all(|n| w.nodes.contains_key(*n)),
+    }
+}
+
+/// Applies the edits that still fit (an edit on a node an earlier edit removed is skipped) and
+/// returns the ones that changed something.
+pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) -> Vec<Edit> {
+    let mut applied = Vec::new();
+    for e in edits {
+        if !edit_applies(w, e) {
+            continue;
+        }
+        let e = match e {
+            Edit::Remove { nodes } => Edit::Remove {
+                nodes: nodes
+                    .iter()
+                    .filter(|n| w.nodes.contains_key(*n))
+                    .cloned()
+                    .collect(),
+            },
+            other => other.clone(),
+        };
+        match w.apply(std::slice::from_ref(&e), defs) {
+            Ok(changes) if !changes.is_empty() => applied.push(e),
+            _ => {}
+        }
+    }
+    applied
+}
+
+/// Nodes the target runs that no longer reach an output after the edits: removed.
+fn prune(ctx: &Ctx, variant: &Workflow) -> Vec<Edit> {
+    let reach = variant.reachable_from_outputs(ctx.defs);
+    let gone: Vec<String> = ctx
+        .reach
+        .iter()
+        .filter(|id| variant.nodes.contains_key(*id) && !reach.contains(*id))
+        .cloned()
+        .collect();
+    if gone.is_empty() {
+        Vec::new()
+    } else {
+        vec![Edit::Remove { nodes: gone }]
+    }
+}
+
+type ErrorKey = (String, Option<String>, Option<String>);
+
+fn error_keys(w: &Workflow, defs: &NodeDefs) -> HashSet<ErrorKey> {
+    validate(w, defs)
+        .graph_errors()
+        .map(|p| (format!("{:?}", p.kind), p.node.clone(), p.input.clone()))
+        .collect()
+}
+
+/// The first validation problem of `w` that the target does not have (missing files aside).
+fn new_error(w: &Workflow, defs: &NodeDefs, baseline: &HashSet<ErrorKey>) -> Option<String> {
+    validate(w, defs)
+        .graph_errors()
+        .find(|p| !baseline.contains(&(format!("{:?}", p.kind), p.node.clone(), p.input.clone())))
+        .map(|p| {
+            let place = match (&p.node, &p.input) {
+                (Some(n), Some(i)) => format!("node {n} input '{i}': "),
+                (Some(n), None) => format!("node {n}: "),
+                _ => String::new(),
+            };
+            format!("{place}{}", p.message)
+        })
+}
+
+/// Memory savers in the target: kept as they are in every variant.
+fn kept(ctx: &Ctx) -> Vec<Kept> {
+    let mut out = Vec::new();
+    for (id, node) in &ctx.w.nodes {
+        if !ctx.reach.contains(id) {
+            continue;
+        }
+        let mut push = |what: String| {
+            out.push(Kept {
+                node: id.clone(),
+                class_type: node.class_type.clone(),
+                what,
+            })
+        };
+        if ctx.is(id, Role::MemorySaver) {
+            push("memory saver (block swap / offload / tiled VAE)".into());
+        }
+        if ctx.is(id, Role::Attention) {
+            push("attention backend patch".into());
+        }
+        for (name, input) in &node.inputs {
+            let Some(v) = input.as_literal() else {
+                continue;
+            };
+            let s = v.as_str().unwrap_or("");
+            let kept_setting = match name.as_str() {
+                "attention_mode" | "attention_override" => {
+                    !matches!(s, "sdpa" | "none" | "default" | "")
+                }
+                "sage_attention" => !matches!(s, "disabled" | "false" | "") && v != &json!(false),
+                "enable_vae_tiling" | "tiled_decode" | "tiled_encode" => v == &json!(true),
+                _ => false,
+            };
+            if kept_setting {
+                push(format!("{name} = {}", display_value(v)));
+            }
+        }
+        if let Some(link) = node.inputs.get("block_swap_args").and_then(|i| i.as_link()) {
+            push(format!("block swap from node {}", link.node));
+        }
+    }
+    out
+}
+
+fn display_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Step {
+    /// One human line: what this step changes, e.g. `45 EmptyHunyuanLatentVideo 256×144 → 1280×720`.
+    pub fn describe(&self) -> String {
+        if self.changes.is_empty() {
+            return if self.index == 0 {
+                "the target itself (nothing to reduce)".into()
+            } else {
+                "no visible change".into()
+            };
+        }
+        let mut parts: Vec<String> = Vec::new();
+        let mut used = vec![false; self.changes.len()];
+        for (i, c) in self.changes.iter().enumerate() {
+            if used[i] {
+                continue;
+            }
+            used[i] = true;
+            match c.action.as_str() {
+                "set" => {
+                    let input = c.input.clone().unwrap_or_default();
+                    // Width and height of one node read as one size.
+                    if input.contains("width") {
+                        let h = input.replace("width", "height");
+                        if let Some(j) = self.changes.iter().position(|d| {
+                            d.node == c.node && d.action == "set" && d.input.as_deref() == Some(&h)
+                        }) {
+                            used[j] = true;
+                            let d = &self.changes[j];
+                            parts.push(format!(
+                                "{} {} {}×{} → {}×{}",
+                                c.node,
+                                c.class_type,
+                                short(&c.from),
+                                short(&d.from),
+                                short(&c.to),
+                                short(&d.to)
+                            ));
+                            continue;
+                        }
+                    }
+                    parts.push(format!(
+                        "{} {}.{} {} → {}",
+                        c.node,
+                        c.class_type,
+                        input,
+                        short(&c.from),
+                        short(&c.to)
+                    ));
+                }
+                "bypass" => parts.push(format!(
+                    "{} {} {}",
+                    if self.index == 0 { "bypass" } else { "re-add" },
+                    c.node,
+                    c.class_type
+                )),
+                _ => match &c.input {
+                    Some(input) => parts.push(format!(
+                        "{} {}.{} {}",
+                        c.node,
+                        c.class_type,
+                        input,
+                        if self.index == 0 {
+                            "disconnected"
+                        } else {
+                            "reconnected"
+                        }
+                    )),
+                    None => parts.push(format!(
+                        "{} {} {}",
+                        if self.index == 0 { "remove" } else { "re-add" },
+                        c.node,
+                        c.class_type
+                    )),
+                },
+            }
+        }
+        parts.join("; ")
+    }
+}
+
+fn short(v: &Option<Value>) -> String {
+    match v {
+        None => "∅".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) if a.len() == 2 => {
+            format!("[{}:{}]", display_value(&a[0]), display_value(&a[1]))
+        }
+        Some(Value::Object(o)) if o.contains_key("on") => {
+            format!("on={}", o.get("on").map(display_value).unwrap_or_default())
+        }
+        Some(other) => other.to_string(),
+    }
+}
+
+impl Plan {
+    /// The plan.json document (the stable contract; see docs/ladder.md).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "target_sha256": self.target_sha256,
+            "steps": self.steps.iter().map(|s| json!({
+                "index": s.index,
+                "increment": s.increment,
+                "file": s.file,
+                "sha256": s.sha256,
+                "changes": s.changes,
+            })).collect::<Vec<_>>(),
+            "not_separable": self.not_separable,
+            "kept": self.kept,
+        })
+    }
+}

@@ -1,0 +1,1181 @@
+//! Builds a [`Report`] from a session folder: `session.json` (the session module's journal
+//! types), each run's `run.json`, and the variant files next to them. Reading is separate from
+//! building ([`load`] touches the file system, [`build`] is pure), so tests build reports from
+//! journals made in memory.
+
+use super::environment::environment;
+use super::model::{
+    AttachedRun, Attachments, Candidate, Component, ControlRow, Evidence, LadderRow, NextSteps,
+    NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings, Verdict, VerdictKind,
+    VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
+};
+use crate::comfy::{ExecutionError, SystemStats};
+use crate::diagnose;
+use crate::session::journal::{
+    Outcome, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState,
+    StopReason, Verdict as SessionVerdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+};
+use anyhow::Context;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// A session folder as read from disk.
+#[derive(Debug, Clone)]
+pub struct SessionData {
+    /// `session.json`.
+    pub session: SessionFile,
+    /// `run.json` of every run that has one, by run id.
+    pub runs: HashMap<String, RunFile>,
+    /// The session folder as given (paths in the report are shown relative to it as given).
+    pub session_dir: PathBuf,
+    /// UI-format companions found on disk (`workflow.ui.json` in a run folder, or the step's
+    /// `NN-<increment>.ui.json`), by run id.
+    pub ui_workflows: HashMap<String, PathBuf>,
+    /// Input format of each workflow's source file (`api` or `ui`), when it could be read.
+    pub source_formats: Vec<Option<String>>,
+    /// Problems met while reading (unreadable run records), for the report's warnings.
+    pub load_warnings: Vec<String>,
+}
+
+/// Reads `session.json` and every `run.json` of the session folder.
+pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
+    let runs_dir = session_dir.parent().unwrap_or_else(|| Path::new("."));
+    let session_id = session_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let paths = SessionPaths::new(runs_dir, &session_id);
+    let session = SessionFile::load(&paths).with_context(|| {
+        format!(
+            "cannot read the session journal {}: is {} a session folder (runs/<session-id>)?",
+            paths.session_file().display(),
+            session_dir.display()
+        )
+    })?;
+    let mut runs = HashMap::new();
+    let mut ui_workflows = HashMap::new();
+    let mut load_warnings = Vec::new();
+    let mut source_formats = Vec::new();
+    for job in &session.workflows {
+        source_formats.push(detect_format(Path::new(&job.source)));
+        for entry in &job.runs {
+            let dir = session_dir.join(&entry.dir);
+            let record = dir.join(RUN_RECORD_FILE);
+            if record.exists() {
+                match crate::session::journal::read_json::<RunFile>(&record) {
+                    Ok(file) => {
+                        runs.insert(entry.run_id.clone(), file);
+                    }
+                    Err(e) => load_warnings.push(format!("run record not used: {e}")),
+                }
+            }
+            let mut candidates = vec![dir.join("workflow.ui.json")];
+            if let Some(step) = job.steps.iter().find(|s| s.index == entry.step) {
+                let file = session_dir.join(&step.file);
+                if let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) {
+                    candidates.push(PathBuf::from(format!("{stem}.ui.json")));
+                }
+            }
+            if let Some(ui) = candidates.into_iter().find(|p| p.is_file()) {
+                ui_workflows.insert(entry.run_id.clone(), ui);
+            }
+        }
+    }
+    Ok(SessionData {
+        session,
+        runs,
+        session_dir: session_dir.to_path_buf(),
+        ui_workflows,
+        source_formats,
+        load_warnings,
+    })
+}
+
+/// `ui` for a UI-format workflow file (`nodes` array and `links`), `api` for a prompt.
+fn detect_format(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let is_ui = value.get("nodes").is_some_and(Value::is_array) && value.get("links").is_some();
+    Some(if is_ui { "ui" } else { "api" }.to_string())
+}
+
+fn display(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn short(run_id: &str) -> String {
+    run_id.chars().take(8).collect()
+}
+
+fn is_main(role: RunRole) -> bool {
+    matches!(role, RunRole::Minimal | RunRole::Target | RunRole::Search)
+}
+
+/// Builds the report (not redacted; see [`super::redact`]).
+pub fn build(data: &SessionData) -> Report {
+    let s = &data.session;
+    let env_stats: Option<SystemStats> = s
+        .environment
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .or_else(|| {
+            data.runs
+                .values()
+                .find_map(|r| r.record.system_stats_before.clone())
+        });
+    let all_runs: Vec<&RunEntry> = s.workflows.iter().flat_map(|w| w.runs.iter()).collect();
+    let colds: Vec<bool> = all_runs
+        .iter()
+        .filter_map(|r| r.summary.as_ref().map(|s| s.cold))
+        .collect();
+    let runs_kind = if colds.is_empty() {
+        if s.options.cold {
+            "cold"
+        } else {
+            "warm"
+        }
+    } else if colds.iter().all(|c| *c) {
+        "cold"
+    } else if colds.iter().all(|c| !*c) {
+        "warm"
+    } else {
+        "mixed"
+    };
+    let environment = env_stats.as_ref().map(|st| environment(st, runs_kind));
+    let (state, stopped_because) = match &s.state {
+        SessionState::Preflight => ("preflight".to_string(), None),
+        SessionState::Waiting { until } => (format!("waiting until {until}"), None),
+        SessionState::Running { .. } => ("running".to_string(), None),
+        SessionState::Done => ("done".to_string(), None),
+        SessionState::Stopped { reason, detail } => (
+            "stopped".to_string(),
+            Some(format!("{}: {detail}", stop_reason(*reason))),
+        ),
+    };
+    let mut warnings = data.load_warnings.clone();
+    warnings.extend(drift_warnings(data, env_stats.as_ref()));
+    let mut seen = HashSet::new();
+    for job in &s.workflows {
+        for entry in &job.runs {
+            let Some(file) = data.runs.get(&entry.run_id) else {
+                continue;
+            };
+            {
+                for w in &file.record.warnings {
+                    let line = format!(
+                        "run {} (step {} {}): {w}",
+                        short(&entry.run_id),
+                        entry.step,
+                        entry.increment
+                    );
+                    if seen.insert(line.clone()) {
+                        warnings.push(line);
+                    }
+                }
+            }
+        }
+    }
+    let workflows = s
+        .workflows
+        .iter()
+        .enumerate()
+        .map(|(i, job)| workflow_report(data, i, job))
+        .collect();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        generator: format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
+        session_id: s.session_id.clone(),
+        state,
+        stopped_because,
+        redacted: false,
+        settings: Settings {
+            server: Some(s.server.clone()),
+            strategy: Some(
+                serde_json::to_value(s.options.strategy)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+            ),
+            repeat: s.options.repeat,
+            controls: s.options.controls,
+            cold: s.options.cold,
+            timeout_s: s.options.timeout_s,
+            deadline: s.options.deadline.clone(),
+            started_at: Some(s.created_at.clone()),
+            updated_at: Some(s.updated_at.clone()),
+            runs_dir: data.session_dir.parent().map(display),
+        },
+        environment,
+        workflows,
+        warnings,
+    }
+}
+
+fn stop_reason(r: StopReason) -> &'static str {
+    match r {
+        StopReason::Deadline => "deadline reached",
+        StopReason::Interrupted => "interrupted",
+        StopReason::ServerLost => "server lost",
+        StopReason::Preflight => "preflight failed",
+        StopReason::Error => "error",
+    }
+}
+
+/// Warnings when the server's versions, launch arguments or device changed between runs.
+fn drift_warnings(data: &SessionData, reference: Option<&SystemStats>) -> Vec<String> {
+    let Some(reference) = reference else {
+        return Vec::new();
+    };
+    let fingerprint = |st: &SystemStats| {
+        vec![
+            ("ComfyUI version", st.system.comfyui_version.clone()),
+            ("PyTorch version", st.system.pytorch_version.clone()),
+            ("launch arguments", st.system.argv.join(" ")),
+            (
+                "device",
+                st.primary().map(|d| d.name.clone()).unwrap_or_default(),
+            ),
+        ]
+    };
+    let mut last = fingerprint(reference);
+    let mut out = Vec::new();
+    for job in &data.session.workflows {
+        for entry in &job.runs {
+            let Some(stats) = data
+                .runs
+                .get(&entry.run_id)
+                .and_then(|f| f.record.system_stats_before.as_ref())
+            else {
+                continue;
+            };
+            let now = fingerprint(stats);
+            for ((what, before), (_, after)) in last.iter().zip(&now) {
+                if before != after {
+                    out.push(format!(
+                        "the server's {what} changed during the session ({before} → {after}) before run {} (step {} {}): runs before and after are not comparable",
+                        short(&entry.run_id),
+                        entry.step,
+                        entry.increment
+                    ));
+                }
+            }
+            last = now;
+        }
+    }
+    out
+}
+
+/// Formats one ladder change (`{"node","class_type","action","input","from","to"}`), joining a
+/// width and height change of the same node into one resolution change.
+pub fn describe_changes(changes: &[Value]) -> Vec<String> {
+    let get = |c: &Value, k: &str| c.get(k).cloned();
+    let str_of = |c: &Value, k: &str| {
+        c.get(k)
+            .and_then(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .or_else(|| Some(v.to_string()))
+            })
+            .unwrap_or_default()
+    };
+    let mut used = vec![false; changes.len()];
+    let mut out = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        if used[i] {
+            continue;
+        }
+        let input = str_of(c, "input");
+        let node = str_of(c, "node");
+        let class = str_of(c, "class_type");
+        let action = str_of(c, "action");
+        if action == "set" && input == "width" {
+            if let Some(j) = changes.iter().enumerate().position(|(j, d)| {
+                j != i
+                    && !used[j]
+                    && str_of(d, "node") == node
+                    && str_of(d, "input") == "height"
+                    && str_of(d, "action") == "set"
+            }) {
+                used[i] = true;
+                used[j] = true;
+                let h = &changes[j];
+                out.push(format!(
+                    "resolution {}×{} → {}×{} ({class} #{node})",
+                    value_text(get(c, "from")),
+                    value_text(get(h, "from")),
+                    value_text(get(c, "to")),
+                    value_text(get(h, "to")),
+                ));
+                continue;
+            }
+        }
+        used[i] = true;
+        let target = format!("{class} #{node}");
+        out.push(match (action.as_str(), input.is_empty()) {
+            ("set", false) => format!(
+                "{input} {} → {} ({target})",
+                value_text(get(c, "from")),
+                value_text(get(c, "to"))
+            ),
+            (_, false) => format!(
+                "{action} {input} of {target}: {} → {}",
+                value_text(get(c, "from")),
+                value_text(get(c, "to"))
+            ),
+            (_, true) => format!("{action} {target}"),
+        });
+    }
+    out
+}
+
+fn value_text(v: Option<Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "none".into(),
+        Some(Value::String(s)) => s,
+        Some(Value::Array(a)) if a.len() == 2 && a[0].is_string() && a[1].is_u64() => {
+            format!("output {} of #{}", a[1], a[0].as_str().unwrap_or_default())
+        }
+        Some(other) => other.to_string(),
+    }
+}
+
+/// What the diagnosis of a run says, read from the `diagnose --json` object (or computed from
+/// the run record when the run has none).
+#[derive(Debug, Clone, Default)]
+struct Diag {
+    kind: Option<String>,
+    stage: Option<String>,
+    stage_evidence: Option<String>,
+    numbers: Numbers,
+    numbers_consistent: Option<bool>,
+    inconsistencies: Vec<String>,
+    next_check: Vec<String>,
+    candidates: Vec<String>,
+    fragmentation: Option<String>,
+    async_unreliable: bool,
+    last_progress: Option<ProgressSeen>,
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn diag_from_value(v: &Value) -> Diag {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let last_progress = v.get("last_progress").and_then(|p| {
+        Some(ProgressSeen {
+            node: NodeRef {
+                id: p.get("node_id")?.as_str()?.to_string(),
+                class_type: p
+                    .get("class_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string(),
+            },
+            value: p.get("value")?.as_u64()?,
+            max: p.get("max")?.as_u64()?,
+        })
+    });
+    Diag {
+        kind: s("kind"),
+        stage: s("stage"),
+        stage_evidence: s("stage_evidence"),
+        numbers: v
+            .get("numbers")
+            .and_then(|n| serde_json::from_value(n.clone()).ok())
+            .unwrap_or_default(),
+        numbers_consistent: v.get("numbers_consistent").and_then(Value::as_bool),
+        inconsistencies: strings(v.get("inconsistencies")),
+        next_check: strings(v.get("next_check")),
+        candidates: strings(v.get("candidates")),
+        fragmentation: s("fragmentation"),
+        async_unreliable: v
+            .get("asynchronous_error_location_unreliable")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        last_progress,
+    }
+}
+
+fn execution_error(file: Option<&RunFile>) -> Option<ExecutionError> {
+    file?.record.execution_error().cloned()
+}
+
+/// The run's node timeline as JSON objects (`node_id`, `class_type`, `progress {value,max}`).
+fn timeline(file: Option<&RunFile>) -> Vec<Value> {
+    file.map(|f| {
+        f.record
+            .timeline
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The diagnosis of a failing run: the recorded one, else one computed from the record.
+fn diagnosis(entry: &RunEntry, file: Option<&RunFile>) -> Option<Diag> {
+    let recorded = entry
+        .diagnosis
+        .as_ref()
+        .and_then(|d| serde_json::to_value(d).ok())
+        .or_else(|| file.and_then(|f| f.record.diagnosis.clone()))
+        .filter(|v| v.is_object());
+    if let Some(v) = recorded {
+        return Some(diag_from_value(&v));
+    }
+    let outcome = entry.outcome.as_ref()?;
+    if !outcome.is_failure() {
+        return None;
+    }
+    let mut evidence = diagnose::Evidence::default();
+    match outcome {
+        Outcome::Failed {
+            node_id,
+            node_type,
+            exception_type,
+            exception_message,
+        } => {
+            let full = execution_error(file);
+            evidence.node_id = Some(node_id.clone());
+            evidence.node_type = Some(node_type.clone());
+            evidence.exception_type = Some(exception_type.clone());
+            evidence.exception_message = Some(
+                full.as_ref()
+                    .map(|e| e.exception_message.clone())
+                    .unwrap_or_else(|| exception_message.clone()),
+            );
+            evidence.traceback = full.map(|e| e.traceback).unwrap_or_default();
+        }
+        Outcome::Timeout { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::Timeout),
+        Outcome::ServerLost { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::ServerLost),
+        _ => return None,
+    }
+    evidence.progress = timeline(file)
+        .iter()
+        .filter_map(|t| {
+            let p = t.get("progress")?;
+            Some(diagnose::NodeProgress {
+                node_id: t.get("node_id")?.as_str()?.to_string(),
+                class_type: t
+                    .get("class_type")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                value: p.get("value")?.as_f64()? as u64,
+                max: p.get("max")?.as_f64()? as u64,
+            })
+        })
+        .collect();
+    let d = diagnose::diagnose(&evidence);
+    serde_json::to_value(&d).ok().map(|v| diag_from_value(&v))
+}
+
+/// The last progress any node of the run reported, from the timeline.
+fn last_progress_from_timeline(file: Option<&RunFile>) -> Option<ProgressSeen> {
+    timeline(file).iter().rev().find_map(|t| {
+        let p = t.get("progress")?;
+        Some(ProgressSeen {
+            node: NodeRef {
+                id: t.get("node_id")?.as_str()?.to_string(),
+                class_type: t
+                    .get("class_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string(),
+            },
+            value: p.get("value")?.as_f64()? as u64,
+            max: p.get("max")?.as_f64()? as u64,
+        })
+    })
+}
+
+fn fallback_kind(entry: &RunEntry) -> Option<String> {
+    match entry.outcome.as_ref()? {
+        Outcome::Timeout { .. } => Some("timeout".into()),
+        Outcome::ServerLost { .. } => Some("process_killed".into()),
+        Outcome::Rejected { .. } => Some("rejected".into()),
+        _ => None,
+    }
+}
+
+fn outcome_name(entry: &RunEntry) -> String {
+    match (&entry.status, &entry.outcome) {
+        (RunStatus::InFlight, _) => "running".into(),
+        (_, Some(o)) => o.name().into(),
+        (_, None) => "unknown".into(),
+    }
+}
+
+fn failing_node(entry: &RunEntry) -> Option<NodeRef> {
+    match entry.outcome.as_ref()? {
+        Outcome::Failed {
+            node_id, node_type, ..
+        } => Some(NodeRef {
+            id: node_id.clone(),
+            class_type: node_type.clone(),
+        }),
+        _ => None,
+    }
+}
+
+fn run_dir(data: &SessionData, entry: &RunEntry) -> PathBuf {
+    data.session_dir.join(&entry.dir)
+}
+
+fn vram_samples(file: Option<&RunFile>) -> Option<usize> {
+    file.map(|f| f.record.vram.samples.len())
+}
+
+fn row_for(
+    data: &SessionData,
+    step: usize,
+    increment: &str,
+    changes: Vec<String>,
+    entry: Option<&RunEntry>,
+) -> LadderRow {
+    let Some(entry) = entry else {
+        return LadderRow {
+            step,
+            increment: increment.to_string(),
+            increment_kind: None,
+            changes,
+            run_id: None,
+            outcome: "not_run".into(),
+            failure_kind: None,
+            stage: None,
+            failing_node: None,
+            peak_vram_mib: None,
+            vram_samples: None,
+            duration_s: None,
+            cold: None,
+            run_dir: None,
+        };
+    };
+    let file = data.runs.get(&entry.run_id);
+    let diag = if entry.failed() {
+        diagnosis(entry, file)
+    } else {
+        None
+    };
+    let summary = entry.summary.as_ref();
+    LadderRow {
+        step,
+        increment: increment.to_string(),
+        increment_kind: None,
+        changes,
+        run_id: Some(entry.run_id.clone()),
+        outcome: outcome_name(entry),
+        failure_kind: diag
+            .as_ref()
+            .and_then(|d| d.kind.clone())
+            .or_else(|| fallback_kind(entry)),
+        stage: diag
+            .as_ref()
+            .and_then(|d| d.stage.clone())
+            .or_else(|| summary.and_then(|s| s.stage.clone())),
+        failing_node: failing_node(entry),
+        peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
+        vram_samples: vram_samples(file),
+        duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
+        cold: summary.map(|s| s.cold),
+        run_dir: Some(display(&run_dir(data, entry))),
+    }
+}
+
+fn workflow_report(data: &SessionData, index: usize, job: &WorkflowJob) -> WorkflowReport {
+    let steps_total = if job.steps.is_empty() {
+        job.runs.iter().map(|r| r.step).max().unwrap_or(0)
+    } else {
+        job.steps.len() - 1
+    };
+    let main_run = |step: usize| {
+        job.runs
+            .iter()
+            .find(|r| r.step == step && is_main(r.role) && r.status == RunStatus::Done)
+            .or_else(|| job.runs.iter().find(|r| r.step == step && is_main(r.role)))
+    };
+    let increment_of = |step: usize| {
+        job.steps
+            .iter()
+            .find(|s| s.index == step)
+            .map(|s| s.increment.clone())
+            .or_else(|| {
+                job.runs
+                    .iter()
+                    .find(|r| r.step == step)
+                    .map(|r| r.increment.clone())
+            })
+            .unwrap_or_else(|| format!("step {step}"))
+    };
+    let ladder: Vec<LadderRow> = if job.steps.is_empty() {
+        let mut steps: Vec<usize> = job
+            .runs
+            .iter()
+            .filter(|r| is_main(r.role))
+            .map(|r| r.step)
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        steps
+            .into_iter()
+            .map(|k| row_for(data, k, &increment_of(k), Vec::new(), main_run(k)))
+            .collect()
+    } else {
+        job.steps
+            .iter()
+            .map(|st| {
+                row_for(
+                    data,
+                    st.index,
+                    &st.increment,
+                    describe_changes(&st.changes),
+                    main_run(st.index),
+                )
+            })
+            .collect()
+    };
+    let verdict = verdict(data, job, steps_total, &ladder, &increment_of);
+    let failing_run: Option<&RunEntry> = match &job.verdict {
+        Some(SessionVerdict::FirstFailure { run_id, .. })
+        | Some(SessionVerdict::MinimalFails { run_id, .. }) => {
+            job.runs.iter().find(|r| &r.run_id == run_id)
+        }
+        Some(SessionVerdict::Flaky { counts }) => counts
+            .iter()
+            .map(|c| c.step)
+            .max()
+            .and_then(|k| job.runs.iter().find(|r| r.step == k && r.failed())),
+        Some(SessionVerdict::Incomplete { .. }) | None => job
+            .runs
+            .iter()
+            .filter(|r| is_main(r.role) && r.failed())
+            .min_by_key(|r| r.step),
+        _ => None,
+    };
+    let passing_run: Option<&RunEntry> = match &job.verdict {
+        Some(SessionVerdict::FirstFailure {
+            last_pass_run_id, ..
+        }) => job.runs.iter().find(|r| &r.run_id == last_pass_run_id),
+        _ => {
+            let limit = failing_run.map(|r| r.step).unwrap_or(usize::MAX);
+            job.runs
+                .iter()
+                .filter(|r| is_main(r.role) && r.passed() && r.step < limit)
+                .max_by_key(|r| r.step)
+        }
+    };
+    let first_failure = failing_run.map(|e| evidence(data, e));
+    let next_steps = failing_run.and_then(|e| {
+        let d = diagnosis(e, data.runs.get(&e.run_id))?;
+        let mut candidates: Vec<Candidate> = d
+            .candidates
+            .iter()
+            .map(|c| Candidate {
+                text: c.clone(),
+                status: "unproven".into(),
+            })
+            .collect();
+        if let Some(f) = &d.fragmentation {
+            candidates.push(Candidate {
+                text: format!(
+                    "allocator fragmentation: a large reserved-but-unallocated gap is visible (fragmentation: {f})"
+                ),
+                status: "unproven".into(),
+            });
+        }
+        Some(NextSteps {
+            stage: d.stage.unwrap_or_else(|| "unknown".into()),
+            next_check: d.next_check,
+            candidates,
+            root_cause: "unknown".into(),
+        })
+    });
+    let repeats = repeat_rows(job, &verdict);
+    let controls = job
+        .runs
+        .iter()
+        .filter(|r| r.role == RunRole::Control)
+        .map(|r| {
+            let d = if r.failed() {
+                diagnosis(r, data.runs.get(&r.run_id))
+            } else {
+                None
+            };
+            ControlRow {
+                step: r.step,
+                increment: r.increment.clone(),
+                run_id: Some(r.run_id.clone()),
+                outcome: outcome_name(r),
+                stage: d
+                    .and_then(|d| d.stage)
+                    .or_else(|| r.summary.as_ref().and_then(|s| s.stage.clone())),
+                failing_node: failing_node(r),
+                peak_vram_mib: r.summary.as_ref().and_then(|s| s.vram_peak_mib),
+            }
+        })
+        .collect();
+    let component_source = failing_run
+        .and_then(|r| data.runs.get(&r.run_id))
+        .or_else(|| {
+            job.runs
+                .iter()
+                .rev()
+                .filter_map(|r| data.runs.get(&r.run_id))
+                .find(|f| !f.component_hashes.is_empty())
+        });
+    let components = component_source
+        .map(|f| {
+            f.component_hashes
+                .iter()
+                .map(|c| Component {
+                    file: c.file.clone(),
+                    folder: c.folder.clone(),
+                    node: NodeRef {
+                        id: c.node_id.clone(),
+                        class_type: c.class_type.clone(),
+                    },
+                    input: c.input.clone(),
+                    status: serde_json::to_value(c.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    size_bytes: c.size,
+                    sha256: c.sha256.clone(),
+                    autov2: c.autov2.clone(),
+                    reason: c.reason.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let attach = |e: &RunEntry| attached(data, e);
+    let attachments = Attachments {
+        session_dir: display(&data.session_dir),
+        minimal_passing: passing_run.map(attach),
+        first_failing: failing_run.map(attach),
+        runs: job.runs.iter().map(attach).collect(),
+    };
+    let sample_ms = job
+        .runs
+        .iter()
+        .find_map(|r| r.summary.as_ref().and_then(|s| s.vram_sample_ms));
+    let total_mib = job
+        .runs
+        .iter()
+        .find_map(|r| r.summary.as_ref().and_then(|s| s.vram_total_mib));
+    let note = match sample_ms {
+        Some(ms) => format!(
+            "Peak VRAM is the highest device memory in use (total − free, all processes) seen by sampling GET /system_stats every {ms} ms during the run; allocations that live shorter than that, such as the spike right before an OOM, can be missed, so the true peak may be higher."
+        ),
+        None => "Peak VRAM is sampled from GET /system_stats during each run (total − free, all processes); short spikes between samples can be missed.".to_string(),
+    };
+    let preflight = match &job.verdict {
+        Some(SessionVerdict::PreflightFailed {
+            unknown_nodes,
+            missing_models,
+            other,
+        }) => Some(Preflight {
+            unknown_nodes: unknown_nodes.clone(),
+            missing_models: missing_models.iter().map(describe_missing_model).collect(),
+            other: other.clone(),
+        }),
+        _ => None,
+    };
+    WorkflowReport {
+        name: job.name.clone(),
+        workflow: WorkflowInfo {
+            path: Some(job.source.clone()),
+            format: data.source_formats.get(index).cloned().flatten(),
+            sha256: (!job.target_sha256.is_empty()).then(|| job.target_sha256.clone()),
+        },
+        verdict,
+        ladder,
+        vram: VramInfo {
+            sample_interval_ms: sample_ms,
+            total_mib,
+            note,
+        },
+        first_failure,
+        next_steps,
+        repeats,
+        controls,
+        preflight,
+        components,
+        attachments,
+    }
+}
+
+fn describe_missing_model(v: &Value) -> String {
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let file = match s("folder").as_str() {
+        "" => s("file"),
+        folder => format!("{folder}/{}", s("file")),
+    };
+    let mut out = file;
+    let node = s("node");
+    if !node.is_empty() {
+        let class = s("class_type");
+        let input = s("input");
+        out.push_str(&format!(" (node #{node}"));
+        if !class.is_empty() {
+            out.push_str(&format!(" {class}"));
+        }
+        if !input.is_empty() {
+            out.push_str(&format!(", input {input}"));
+        }
+        out.push(')');
+    }
+    out
+}
+
+fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
+    let s = &data.session;
+    let workflow = display(&run_dir(data, e).join(RUN_WORKFLOW_FILE));
+    let mut reproduce = format!(
+        "comfy-bisect submit {} --server {}",
+        shell_word(&workflow),
+        s.server
+    );
+    let cold = e.summary.as_ref().map(|x| x.cold).unwrap_or(s.options.cold);
+    if !cold {
+        reproduce.push_str(" --warm");
+    }
+    if let Some(t) = s.options.timeout_s {
+        reproduce.push_str(&format!(" --timeout {t}s"));
+    }
+    AttachedRun {
+        step: e.step,
+        increment: e.increment.clone(),
+        purpose: match e.role {
+            RunRole::Minimal | RunRole::Target | RunRole::Search => "ladder",
+            RunRole::Repeat => "repeat",
+            RunRole::Control => "control",
+        }
+        .into(),
+        run_id: e.run_id.clone(),
+        outcome: outcome_name(e),
+        run_dir: display(&run_dir(data, e)),
+        workflow,
+        ui_workflow: data.ui_workflows.get(&e.run_id).map(|p| display(p)),
+        shareable_workflow: None,
+        reproduce,
+    }
+}
+
+/// Quotes a path for a POSIX shell when it needs it.
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-:+=@%,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
+    let file = data.runs.get(&e.run_id);
+    let d = diagnosis(e, file).unwrap_or_default();
+    let full = execution_error(file);
+    let (exception_type, exception_message, detail) = match &e.outcome {
+        Some(Outcome::Failed {
+            exception_type,
+            exception_message,
+            ..
+        }) => (
+            Some(exception_type.clone()),
+            Some(
+                full.as_ref()
+                    .map(|f| f.exception_message.clone())
+                    .unwrap_or_else(|| exception_message.clone()),
+            ),
+            None,
+        ),
+        Some(Outcome::Timeout { detail }) => (None, None, Some(format!("timed out: {detail}"))),
+        Some(Outcome::ServerLost { detail }) => (
+            None,
+            None,
+            Some(format!("the server went away during the run: {detail}")),
+        ),
+        Some(Outcome::Rejected { message }) => (
+            None,
+            None,
+            Some(format!("rejected by the server: {message}")),
+        ),
+        _ => (None, None, None),
+    };
+    let mut stage_evidence = d.stage_evidence.clone();
+    if d.async_unreliable {
+        let note = "the error says it may be reported asynchronously, so the failing location is unreliable";
+        stage_evidence = Some(match stage_evidence {
+            Some(s) => format!("{s}; {note}"),
+            None => note.to_string(),
+        });
+    }
+    let current_inputs: Map<String, Value> = full
+        .as_ref()
+        .map(|f| f.current_inputs.clone())
+        .unwrap_or_default();
+    Evidence {
+        step: e.step,
+        increment: e.increment.clone(),
+        run_id: Some(e.run_id.clone()),
+        outcome: outcome_name(e),
+        node: failing_node(e),
+        exception_type,
+        exception_message,
+        failure_kind: d.kind.clone().or_else(|| fallback_kind(e)),
+        stage: d.stage.clone(),
+        stage_evidence,
+        numbers_consistent: (!d.numbers.is_empty())
+            .then_some(d.numbers_consistent)
+            .flatten(),
+        numbers: d.numbers,
+        numbers_notes: d.inconsistencies,
+        last_progress: d
+            .last_progress
+            .or_else(|| last_progress_from_timeline(file)),
+        traceback: full.map(|f| f.traceback).unwrap_or_default(),
+        current_inputs,
+        detail,
+    }
+}
+
+fn repeat_rows(job: &WorkflowJob, verdict: &Verdict) -> Vec<RepeatRow> {
+    let mut steps: BTreeMap<usize, Vec<&RunEntry>> = BTreeMap::new();
+    for r in job.runs.iter().filter(|r| r.role == RunRole::Repeat) {
+        steps.entry(r.step).or_default();
+    }
+    if steps.is_empty() {
+        return Vec::new();
+    }
+    for r in &job.runs {
+        if (r.role == RunRole::Repeat || is_main(r.role)) && r.status == RunStatus::Done {
+            if let Some(list) = steps.get_mut(&r.step) {
+                list.push(r);
+            }
+        }
+    }
+    let top = steps.keys().max().copied();
+    steps
+        .into_iter()
+        .map(|(step, runs)| {
+            let failing_step = match verdict.kind {
+                VerdictKind::FirstFailure | VerdictKind::MinimalFails => verdict.step,
+                _ => top,
+            };
+            RepeatRow {
+                step,
+                increment: runs
+                    .first()
+                    .map(|r| r.increment.clone())
+                    .unwrap_or_default(),
+                role: if Some(step) == failing_step {
+                    "first_failing".into()
+                } else {
+                    "last_passing".into()
+                },
+                passed: runs.iter().filter(|r| r.passed()).count(),
+                failed: runs.iter().filter(|r| r.failed()).count(),
+                other: runs.iter().filter(|r| !r.passed() && !r.failed()).count(),
+                run_ids: runs.iter().map(|r| r.run_id.clone()).collect(),
+            }
+        })
+        .collect()
+}
+
+fn progress_text(job: &WorkflowJob, steps_total: usize) -> String {
+    let done = job
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Done)
+        .count();
+    let mut parts = vec![format!(
+        "{done} run{} recorded on a {steps_total}-step ladder",
+        if done == 1 { "" } else { "s" }
+    )];
+    if let Some(p) = job
+        .runs
+        .iter()
+        .filter(|r| is_main(r.role) && r.passed())
+        .max_by_key(|r| r.step)
+    {
+        parts.push(format!(
+            "highest passing step so far: {} ({})",
+            p.step, p.increment
+        ));
+    }
+    if let Some(f) = job
+        .runs
+        .iter()
+        .filter(|r| is_main(r.role) && r.failed())
+        .min_by_key(|r| r.step)
+    {
+        parts.push(format!(
+            "lowest failing step so far: {} ({})",
+            f.step, f.increment
+        ));
+    }
+    if let Some(r) = job.runs.iter().find(|r| r.status == RunStatus::InFlight) {
+        parts.push(format!("step {} ({}) is running", r.step, r.increment));
+    }
+    parts.join("; ")
+}
+
+fn verdict(
+    data: &SessionData,
+    job: &WorkflowJob,
+    steps_total: usize,
+    ladder: &[LadderRow],
+    increment_of: &dyn Fn(usize) -> String,
+) -> Verdict {
+    let row = |k: usize| ladder.iter().find(|r| r.step == k);
+    let mut v = Verdict {
+        kind: VerdictKind::InProgress,
+        summary: String::new(),
+        step: None,
+        steps: steps_total,
+        increment: None,
+        failure_kind: None,
+        stage: None,
+        reason: None,
+        root_cause: "unknown".into(),
+    };
+    match &job.verdict {
+        Some(SessionVerdict::FirstFailure {
+            step,
+            increment,
+            stage,
+            ..
+        }) => {
+            v.kind = VerdictKind::FirstFailure;
+            v.step = Some(*step);
+            v.increment = Some(increment.clone());
+            v.failure_kind = row(*step).and_then(|r| r.failure_kind.clone());
+            v.stage = stage
+                .clone()
+                .or_else(|| row(*step).and_then(|r| r.stage.clone()));
+        }
+        Some(SessionVerdict::MinimalFails { stage, .. }) => {
+            v.kind = VerdictKind::MinimalFails;
+            v.step = Some(0);
+            v.increment = Some(increment_of(0));
+            v.failure_kind = row(0).and_then(|r| r.failure_kind.clone());
+            v.stage = stage
+                .clone()
+                .or_else(|| row(0).and_then(|r| r.stage.clone()));
+        }
+        Some(SessionVerdict::CouldNotReproduce { .. }) => {
+            v.kind = VerdictKind::CouldNotReproduce;
+            v.step = Some(steps_total);
+            v.increment = Some(increment_of(steps_total));
+        }
+        Some(SessionVerdict::Flaky { counts }) => {
+            v.kind = VerdictKind::Flaky;
+            let mut sorted = counts.clone();
+            sorted.sort_by_key(|c| std::cmp::Reverse(c.step));
+            if let Some(top) = sorted.first() {
+                v.step = Some(top.step);
+                v.increment = Some(top.increment.clone());
+            }
+            v.reason = Some(
+                sorted
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "step {} ({}) passed {} and failed {} of {} runs",
+                            c.step,
+                            c.increment,
+                            c.passed,
+                            c.failed,
+                            c.passed + c.failed
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
+        Some(SessionVerdict::PreflightFailed {
+            unknown_nodes,
+            missing_models,
+            other,
+        }) => {
+            v.kind = VerdictKind::PreflightFailed;
+            let mut parts = Vec::new();
+            if !unknown_nodes.is_empty() {
+                parts.push(format!(
+                    "{} unknown node class{} ({})",
+                    unknown_nodes.len(),
+                    if unknown_nodes.len() == 1 { "" } else { "es" },
+                    unknown_nodes.join(", ")
+                ));
+            }
+            if !missing_models.is_empty() {
+                parts.push(format!(
+                    "{} missing model file{}",
+                    missing_models.len(),
+                    if missing_models.len() == 1 { "" } else { "s" }
+                ));
+            }
+            parts.extend(other.iter().cloned());
+            v.reason = Some(if parts.is_empty() {
+                "the server or the workflow did not pass the checks".into()
+            } else {
+                parts.join("; ")
+            });
+        }
+        Some(SessionVerdict::Inconclusive { run_id, detail }) => {
+            v.kind = VerdictKind::Inconclusive;
+            if let Some(r) = job.runs.iter().find(|r| &r.run_id == run_id) {
+                v.step = Some(r.step);
+                v.increment = Some(r.increment.clone());
+            }
+            v.reason = Some(format!("run {} {detail}", short(run_id)));
+        }
+        Some(SessionVerdict::Incomplete { reason, detail }) => {
+            v.kind = VerdictKind::Incomplete;
+            v.reason = Some(format!(
+                "{} ({detail}); {}",
+                stop_reason(*reason),
+                progress_text(job, steps_total)
+            ));
+        }
+        None => {
+            let stopped = match &data.session.state {
+                SessionState::Stopped { reason, detail } => Some((*reason, detail.clone())),
+                _ => None,
+            };
+            match stopped {
+                Some((reason, detail)) => {
+                    v.kind = VerdictKind::Incomplete;
+                    v.reason = Some(format!(
+                        "{} ({detail}); {}",
+                        stop_reason(reason),
+                        progress_text(job, steps_total)
+                    ));
+                }
+                None => {
+                    v.reason = Some(if job.runs.is_empty() {
+                        "not started yet".to_string()
+                    } else {
+                        progress_text(job, steps_total)
+                    });
+                }
+            }
+        }
+    }
+    v.summary = v.sentence(&|s: &str| s.to_string());
+    v
+}

@@ -1,0 +1,695 @@
+//! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
+
+use super::chart::{bar_chart, Bar};
+use super::md::{self, code, details, fence, text, Table};
+use super::model::{
+    kind_phrase, AttachedRun, Environment, Evidence, LadderRow, NodeRef, Report, VerdictKind,
+    WorkflowReport,
+};
+use super::ReportFormat;
+
+/// The Markdown format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Markdown;
+
+impl ReportFormat for Markdown {
+    fn name(&self) -> &'static str {
+        "md"
+    }
+
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        Ok(render(report))
+    }
+}
+
+const DASH: &str = "—";
+
+/// Renders the whole report.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let single = report.workflows.len() == 1;
+    out.push_str("# comfy-bisect report\n\n");
+    if report.workflows.is_empty() {
+        out.push_str("No workflow has been run in this session yet.\n\n");
+    }
+    for w in &report.workflows {
+        let sentence = w.verdict.sentence(&|s: &str| md::bold(s));
+        if single {
+            out.push_str(&format!("**Verdict:** {sentence}\n\n"));
+        } else {
+            out.push_str(&format!("- {}: {sentence}\n", code(&w.name)));
+        }
+    }
+    if !single && !report.workflows.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&meta_line(report));
+    out.push_str("\n\n");
+    if let Some(env) = &report.environment {
+        out.push_str(&environment(env, 2));
+    }
+    for w in &report.workflows {
+        let level = if single {
+            2
+        } else {
+            out.push_str(&format!("## Workflow {}\n\n", code(&w.name)));
+            out.push_str(&format!(
+                "**Verdict:** {}\n\n",
+                w.verdict.sentence(&|s: &str| md::bold(s))
+            ));
+            3
+        };
+        out.push_str(&workflow(w, level, report));
+    }
+    if !report.warnings.is_empty() {
+        out.push_str("## Warnings\n\n");
+        for warning in &report.warnings {
+            out.push_str(&format!("- {}\n", text(warning)));
+        }
+        out.push('\n');
+    }
+    out.push_str(&footer(report));
+    out
+}
+
+fn heading(level: usize, title: &str) -> String {
+    format!("{} {title}\n\n", "#".repeat(level))
+}
+
+fn meta_line(r: &Report) -> String {
+    let mut parts = vec![format!("Session {}", code(&r.session_id))];
+    let state = match (r.state.as_str(), &r.stopped_because) {
+        ("stopped", Some(why)) => format!("stopped ({})", text(why)),
+        (s, _) => text(s),
+    };
+    parts.push(state);
+    if let Some(s) = &r.settings.strategy {
+        parts.push(format!("strategy {}", text(s)));
+    }
+    if r.settings.repeat > 0 {
+        parts.push(format!("repeat {}", r.settings.repeat));
+    }
+    if r.settings.controls {
+        parts.push("controls on".into());
+    }
+    if let Some(server) = &r.settings.server {
+        parts.push(format!("server {}", code(server)));
+    }
+    if let Some(t) = &r.settings.started_at {
+        parts.push(format!("started {}", text(t)));
+    }
+    if let Some(t) = &r.settings.updated_at {
+        parts.push(format!("updated {}", text(t)));
+    }
+    parts.join(" · ")
+}
+
+fn footer(r: &Report) -> String {
+    let redaction = if r.redacted {
+        "Home folders, user and host names, IP addresses and secret-looking inputs are replaced by \
+         placeholders (`comfy-bisect report SESSION --no-redact` keeps them); model file names are kept."
+    } else {
+        "Not redacted: paths, host names and inputs appear as recorded."
+    };
+    format!(
+        "---\n\n<sub>Written by {} (report schema {}). {redaction}</sub>\n",
+        text(&r.generator),
+        r.schema_version
+    )
+}
+
+fn mib(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} MiB")
+    } else {
+        format!("{v:.1} MiB")
+    }
+}
+
+fn duration(s: f64) -> String {
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        let total = s.round() as u64;
+        format!("{}m {:02}s", total / 60, total % 60)
+    }
+}
+
+fn node(n: &NodeRef) -> String {
+    format!("{} #{}", text(&n.class_type), text(&n.id))
+}
+
+fn short(run_id: &str) -> String {
+    run_id.chars().take(8).collect()
+}
+
+fn environment(env: &Environment, level: usize) -> String {
+    let mut out = heading(level, "Environment");
+    let mut t = Table::new(&["Item", "Value"]);
+    let mut row = |k: &str, v: String| t.row(vec![text(k), v]);
+    let opt = |v: &Option<String>| v.as_deref().map(text).unwrap_or_else(|| DASH.into());
+    row("ComfyUI", opt(&env.comfyui_version));
+    row(
+        "Frontend",
+        env.frontend_version
+            .as_deref()
+            .map(|v| format!("{} (required by the server)", text(v)))
+            .unwrap_or_else(|| DASH.into()),
+    );
+    row("PyTorch", opt(&env.pytorch_version));
+    let python = match (&env.python_version, env.embedded_python) {
+        (Some(v), Some(true)) => format!("{} (embedded, portable build)", text(v)),
+        (Some(v), _) => text(v),
+        (None, _) => DASH.into(),
+    };
+    row("Python", python);
+    row("OS", opt(&env.os));
+    match &env.gpu {
+        Some(gpu) => {
+            let mut details = vec![text(&gpu.kind)];
+            if let Some(i) = gpu.index {
+                details.push(format!("index {i}"));
+            }
+            if let Some(a) = &gpu.allocator {
+                details.push(format!("allocator {}", text(a)));
+            }
+            row(
+                "GPU",
+                format!("{} ({})", text(&gpu.name), details.join(", ")),
+            );
+            row(
+                "VRAM",
+                gpu.vram_total_mib.map(mib).unwrap_or_else(|| DASH.into()),
+            );
+        }
+        None => {
+            row("GPU", DASH.into());
+            row("VRAM", DASH.into());
+        }
+    }
+    row(
+        "RAM",
+        env.ram_total_mib.map(mib).unwrap_or_else(|| DASH.into()),
+    );
+    row(
+        "Launch arguments",
+        if env.argv.is_empty() {
+            DASH.into()
+        } else {
+            code(&env.argv.join(" "))
+        },
+    );
+    let flags = if env.memory_flags.is_empty() {
+        "none (ComfyUI's defaults)".to_string()
+    } else {
+        env.memory_flags
+            .iter()
+            .map(|f| {
+                let flag = match &f.value {
+                    Some(v) => format!("{} {v}", f.flag),
+                    None => f.flag.clone(),
+                };
+                format!("{}: {}", code(&flag), text(&f.effect))
+            })
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    row("Memory-relevant flags", flags);
+    let runs = match env.runs.as_str() {
+        "cold" => "cold: models and memory freed before every run".to_string(),
+        "warm" => "warm: models and cached outputs of earlier runs may still be loaded".to_string(),
+        "mixed" => "mixed: some runs cold, some warm".to_string(),
+        other => text(other),
+    };
+    row("Runs", runs);
+    out.push_str(&t.render());
+    out.push('\n');
+    out
+}
+
+fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
+    let mut out = String::new();
+    if let Some(path) = &w.workflow.path {
+        let mut line = format!("Workflow {}", code(path));
+        if let Some(f) = &w.workflow.format {
+            line.push_str(&format!(" ({} format)", text(&f.to_uppercase())));
+        }
+        if let Some(sha) = &w.workflow.sha256 {
+            line.push_str(&format!(", canonical sha256 {}", code(sha)));
+        }
+        out.push_str(&line);
+        out.push_str(".\n\n");
+    }
+    if let Some(p) = &w.preflight {
+        out.push_str(&heading(level, "Preflight"));
+        for n in &p.unknown_nodes {
+            out.push_str(&format!(
+                "- Unknown node class {} (install its custom node pack)\n",
+                code(n)
+            ));
+        }
+        for m in &p.missing_models {
+            out.push_str(&format!("- Missing model file: {}\n", text(m)));
+        }
+        for o in &p.other {
+            out.push_str(&format!("- {}\n", text(o)));
+        }
+        out.push('\n');
+    }
+    if !w.ladder.is_empty() {
+        out.push_str(&ladder(w, level));
+    }
+    if let Some(e) = &w.first_failure {
+        let decided = matches!(
+            w.verdict.kind,
+            VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
+        );
+        out.push_str(&evidence(e, level, decided));
+    }
+    if let Some(n) = &w.next_steps {
+        out.push_str(&heading(level, "What to check next"));
+        out.push_str(&format!(
+            "For a failure in the {} stage:\n\n",
+            code(&n.stage)
+        ));
+        for c in &n.next_check {
+            out.push_str(&format!("- {}\n", text(c)));
+        }
+        if !n.candidates.is_empty() {
+            out.push_str(
+                "\nPossible explanations. Each is **unproven**: the evidence above fits it, but does not show that it, or anything else, is the cause.\n\n",
+            );
+            for c in &n.candidates {
+                out.push_str(&format!("- {} — *{}*\n", text(&c.text), text(&c.status)));
+            }
+        }
+        out.push_str(&format!("\nRoot cause: {}.\n\n", text(&n.root_cause)));
+    }
+    if !w.repeats.is_empty() {
+        out.push_str(&heading(level, "Repeats (flakiness check)"));
+        let mut t = Table::new(&[
+            "Step",
+            "Increment",
+            "Role",
+            "Passed",
+            "Failed",
+            "Other",
+            "Runs",
+        ])
+        .right(0)
+        .right(3)
+        .right(4)
+        .right(5);
+        for r in &w.repeats {
+            t.row(vec![
+                r.step.to_string(),
+                text(&r.increment),
+                text(&r.role.replace('_', " ")),
+                r.passed.to_string(),
+                r.failed.to_string(),
+                r.other.to_string(),
+                r.run_ids
+                    .iter()
+                    .map(|id| code(&short(id)))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    if !w.controls.is_empty() {
+        out.push_str(&heading(level, "Controls (minimal + one increment alone)"));
+        let mut t = Table::new(&[
+            "Step",
+            "Increment alone",
+            "Run",
+            "Outcome",
+            "Stage",
+            "Failing node",
+            "Peak VRAM",
+        ])
+        .right(0)
+        .right(6);
+        for c in &w.controls {
+            t.row(vec![
+                c.step.to_string(),
+                text(&c.increment),
+                c.run_id
+                    .as_deref()
+                    .map(|r| code(&short(r)))
+                    .unwrap_or_else(|| DASH.into()),
+                text(&c.outcome),
+                c.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+                c.failing_node
+                    .as_ref()
+                    .map(node)
+                    .unwrap_or_else(|| DASH.into()),
+                c.peak_vram_mib.map(mib).unwrap_or_else(|| DASH.into()),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    out.push_str(&heading(level, "Component hashes"));
+    if w.components.is_empty() {
+        out.push_str(
+            "No model files referenced by the recorded runs (or no run recorded yet).\n\n",
+        );
+    } else {
+        let mut t = Table::new(&["File", "Folder", "Loader", "Size", "sha256", "AutoV2"]).right(3);
+        for c in &w.components {
+            let (sha, autov2) = match (&c.sha256, &c.autov2) {
+                (Some(s), Some(a)) => (code(s), code(a)),
+                _ => (
+                    format!(
+                        "unhashed: {}",
+                        text(c.reason.as_deref().unwrap_or("no reason recorded"))
+                    ),
+                    DASH.to_string(),
+                ),
+            };
+            t.row(vec![
+                code(&c.file),
+                text(&c.folder),
+                format!("{} ({})", node(&c.node), code(&c.input)),
+                c.size_bytes.map(size).unwrap_or_else(|| DASH.into()),
+                sha,
+                autov2,
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push_str("\nsha256 is over the whole file; AutoV2 is its first 10 hex digits (what Civitai and A1111 show).\n\n");
+    }
+    out.push_str(&attachments(w, level, report));
+    out
+}
+
+fn size(bytes: u64) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MIB: f64 = 1024.0 * 1024.0;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.2} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b / MIB)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+fn ladder(w: &WorkflowReport, level: usize) -> String {
+    let mut out = heading(level, "Ladder");
+    let mut t = Table::new(&[
+        "Step",
+        "Increment",
+        "What changed",
+        "Run",
+        "Outcome",
+        "Stage",
+        "Failing node",
+        "Peak VRAM",
+        "Duration",
+    ])
+    .right(0)
+    .right(7)
+    .right(8);
+    for r in &w.ladder {
+        t.row(ladder_cells(r, w));
+    }
+    out.push_str(&t.render());
+    out.push('\n');
+    out.push_str(&text(&w.vram.note));
+    out.push_str("\n\n");
+    let bars: Vec<Bar> = w
+        .ladder
+        .iter()
+        .map(|r| Bar {
+            label: format!("{} {}", r.step, r.increment),
+            value: r.peak_vram_mib,
+        })
+        .collect();
+    let title = match w.vram.sample_interval_ms {
+        Some(ms) => format!("Peak VRAM per step (MiB, sampled every {ms} ms)"),
+        None => "Peak VRAM per step (MiB)".to_string(),
+    };
+    if let Some(chart) = bar_chart(&title, "MiB", &bars, w.vram.total_mib) {
+        out.push_str(&chart);
+        let mut caption = String::from("Bars: peak VRAM of each step's run");
+        if let Some(total) = w.vram.total_mib {
+            caption.push_str(&format!("; line: the card's total ({})", mib(total)));
+        }
+        if w.ladder.iter().any(|r| r.peak_vram_mib.is_none()) {
+            caption.push_str("; steps without a sample are drawn as 0");
+        }
+        out.push_str(&format!("\n{caption}.\n\n"));
+    }
+    out
+}
+
+fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
+    let is_verdict_step = w.verdict.step == Some(r.step)
+        && matches!(
+            w.verdict.kind,
+            VerdictKind::FirstFailure | VerdictKind::MinimalFails
+        );
+    let outcome = match &r.failure_kind {
+        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
+        None => r.outcome.replace('_', " "),
+    };
+    let outcome = if is_verdict_step {
+        md::bold(&outcome)
+    } else {
+        text(&outcome)
+    };
+    let changes = if r.changes.is_empty() {
+        if r.step == 0 {
+            "minimal variant".to_string()
+        } else {
+            DASH.to_string()
+        }
+    } else {
+        r.changes
+            .iter()
+            .map(|c| text(c))
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    let peak = match (r.peak_vram_mib, r.vram_samples) {
+        (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
+        (Some(p), None) => mib(p),
+        _ => DASH.into(),
+    };
+    let increment = match (&r.increment_kind, r.step) {
+        (Some(k), s) if s > 0 && k != &r.increment => {
+            format!("{} ({})", text(&r.increment), text(k))
+        }
+        _ => text(&r.increment),
+    };
+    vec![
+        r.step.to_string(),
+        increment,
+        changes,
+        r.run_id
+            .as_deref()
+            .map(|id| code(&short(id)))
+            .unwrap_or_else(|| DASH.into()),
+        outcome,
+        r.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+        r.failing_node
+            .as_ref()
+            .map(node)
+            .unwrap_or_else(|| DASH.into()),
+        peak,
+        r.duration_s.map(duration).unwrap_or_else(|| DASH.into()),
+    ]
+}
+
+fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
+    let title = if !decided {
+        format!(
+            "Lowest failing step so far (step {}, {}; no verdict yet)",
+            e.step,
+            text(&e.increment)
+        )
+    } else if e.step == 0 {
+        "Failing minimal run".to_string()
+    } else {
+        format!(
+            "First failing run (step {}, {})",
+            e.step,
+            text(&e.increment)
+        )
+    };
+    let mut out = heading(level, &title);
+    let mut lines = Vec::new();
+    if let Some(id) = &e.run_id {
+        lines.push(format!(
+            "- Run: {} — outcome {}",
+            code(id),
+            text(&e.outcome)
+        ));
+    }
+    if let Some(n) = &e.node {
+        lines.push(format!("- Failing node: {}", node(n)));
+    }
+    if let Some(k) = &e.failure_kind {
+        lines.push(format!("- Kind: {} ({})", code(k), text(&kind_phrase(k))));
+    }
+    if let Some(s) = &e.stage {
+        let mut line = format!("- Stage: {}", code(s));
+        if let Some(ev) = &e.stage_evidence {
+            line.push_str(&format!(" — {}", text(ev)));
+        }
+        lines.push(line);
+    }
+    match &e.last_progress {
+        Some(p) => lines.push(format!(
+            "- Last progress seen: {} at {}/{}",
+            node(&p.node),
+            p.value,
+            p.max
+        )),
+        None => lines.push(
+            "- Last progress seen: none (no node reported progress before the failure)".into(),
+        ),
+    }
+    if let Some(d) = &e.detail {
+        lines.push(format!("- What happened: {}", text(d)));
+    }
+    out.push_str(&lines.join("\n"));
+    out.push_str("\n\n");
+    if let Some(t) = &e.exception_type {
+        out.push_str(&format!("Exception {}:\n\n", code(t)));
+    }
+    if let Some(m) = &e.exception_message {
+        out.push_str(&fence("text", m.trim_end()));
+        out.push('\n');
+    }
+    if !e.numbers.is_empty() {
+        let mut t = Table::new(&["Allocator number", "MiB"]).right(1);
+        for (label, v) in e.numbers.rows() {
+            t.row(vec![text(label), format!("{v:.2}")]);
+        }
+        if let Some(i) = e.numbers.gpu_index {
+            t.row(vec!["GPU index".into(), i.to_string()]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+        let verdict = match e.numbers_consistent {
+            Some(true) => {
+                "consistent (finite, non-negative and in the expected order).".to_string()
+            }
+            Some(false) => "**inconsistent**: kept as printed, not used to reason.".to_string(),
+            None => "not checked.".to_string(),
+        };
+        out.push_str(&format!("Numbers {verdict}\n\n"));
+        for note in &e.numbers_notes {
+            out.push_str(&format!("- {}\n", text(note)));
+        }
+        if !e.numbers_notes.is_empty() {
+            out.push('\n');
+        }
+    }
+    if !e.traceback.is_empty() {
+        let body = e
+            .traceback
+            .iter()
+            .map(|l| l.trim_end_matches('\n'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push_str(&details("Traceback", &fence("text", &body)));
+        out.push('\n');
+    }
+    if !e.current_inputs.is_empty() {
+        let json = serde_json::to_string_pretty(&e.current_inputs).unwrap_or_default();
+        out.push_str(&details(
+            "Failing node's inputs (as ComfyUI printed them, trimmed)",
+            &fence("json", &json),
+        ));
+        out.push('\n');
+    }
+    out
+}
+
+fn attachment_line(label: &str, a: &AttachedRun) -> String {
+    let mut line = format!(
+        "- {label} (step {}, {}, run {}): {}",
+        a.step,
+        text(&a.increment),
+        code(&short(&a.run_id)),
+        code(&a.workflow)
+    );
+    if let Some(ui) = &a.ui_workflow {
+        line.push_str(&format!("; UI format: {}", code(ui)));
+    }
+    if let Some(s) = &a.shareable_workflow {
+        line.push_str(&format!(
+            "; shareable copy (secrets and home paths replaced): {}",
+            code(s)
+        ));
+    }
+    line.push('\n');
+    line
+}
+
+fn attachments(w: &WorkflowReport, level: usize, report: &Report) -> String {
+    let a = &w.attachments;
+    let mut out = heading(level, "Attachments");
+    if let Some(p) = &a.minimal_passing {
+        out.push_str(&attachment_line("Last passing workflow", p));
+    }
+    if let Some(f) = &a.first_failing {
+        let label = if matches!(
+            w.verdict.kind,
+            VerdictKind::Incomplete | VerdictKind::InProgress
+        ) {
+            "Lowest failing workflow so far"
+        } else {
+            "First failing workflow"
+        };
+        out.push_str(&attachment_line(label, f));
+    }
+    out.push_str(&format!("- Session folder: {}\n", code(&a.session_dir)));
+    if matches!(
+        w.verdict.kind,
+        VerdictKind::Incomplete | VerdictKind::InProgress
+    ) {
+        let when = if report.state == "running" {
+            "if the tool is no longer running (killed or crashed), continue with"
+        } else {
+            "continue with"
+        };
+        out.push_str(&format!(
+            "- No verdict yet; {when} {}\n",
+            code(&format!("comfy-bisect resume {}", report.session_id))
+        ));
+    }
+    out.push('\n');
+    if !a.runs.is_empty() {
+        out.push_str("Reproduce each run with comfy-bisect");
+        if report.redacted {
+            out.push_str(" (put your server's address where the placeholders are)");
+        }
+        out.push_str(":\n\n");
+        let mut body = String::new();
+        for r in &a.runs {
+            body.push_str(&format!(
+                "# step {} {} ({}) — {}, run {}\n{}\n",
+                r.step,
+                r.increment,
+                r.purpose,
+                r.outcome,
+                short(&r.run_id),
+                r.reproduce
+            ));
+        }
+        out.push_str(&fence("sh", body.trim_end()));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,641 @@
+//! The report's content: one serializable value that every format renders. `report.json` is this
+//! value as JSON (see docs/report.md for the schema); the Markdown renders the same fields.
+//!
+//! Field names and meanings are a stable contract: new fields may be added (optional ones are
+//! omitted when absent), existing ones are never renamed or retyped without bumping
+//! [`SCHEMA_VERSION`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Version of the report.json schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a report says about one bisection session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Schema version of this document ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The tool and version that wrote it, e.g. `comfy-bisect 0.1.0`.
+    pub generator: String,
+    /// The session id (the folder name under the runs directory).
+    pub session_id: String,
+    /// Where the session is: `preflight`, `waiting`, `running`, `done` or `stopped`.
+    pub state: String,
+    /// Why the session stopped early, in words (state `stopped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
+    /// Whether home directories, user and host names, IP addresses and secrets were replaced.
+    pub redacted: bool,
+    /// How the session was run.
+    pub settings: Settings,
+    /// The server's versions, hardware and launch arguments (absent before preflight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Environment>,
+    /// One entry per workflow of the session, in the order they were run.
+    pub workflows: Vec<WorkflowReport>,
+    /// Things the reader should know (environment changed mid-session, warm cache hits, …).
+    pub warnings: Vec<String>,
+}
+
+/// The report of one workflow of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowReport {
+    /// The workflow's short name in the session.
+    pub name: String,
+    /// The input file and its hash.
+    pub workflow: WorkflowInfo,
+    /// The one-line verdict and its structured parts.
+    pub verdict: Verdict,
+    /// One row per ladder step, step 0 (minimal) first; steps the search skipped say `not_run`.
+    pub ladder: Vec<LadderRow>,
+    /// How peak VRAM was measured.
+    pub vram: VramInfo,
+    /// Evidence for the first failing run (or the failing minimal run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<Evidence>,
+    /// What to check next and the unproven explanations, for the failure's stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_steps: Option<NextSteps>,
+    /// Repeated runs of the first failing and last passing steps (`--repeat`).
+    pub repeats: Vec<RepeatRow>,
+    /// Control runs: minimal plus one later increment alone (`--controls`).
+    pub controls: Vec<ControlRow>,
+    /// What preflight found missing (verdict `preflight_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Preflight>,
+    /// Model files the failing (or last) run's workflow references, with their hashes.
+    pub components: Vec<Component>,
+    /// Files to attach and the commands that reproduce each run.
+    pub attachments: Attachments,
+}
+
+/// What preflight found before any run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preflight {
+    /// Node classes the server does not know (install the custom nodes).
+    pub unknown_nodes: Vec<String>,
+    /// Model files the server does not have, in words (`folder/file (Class #id input)`).
+    pub missing_models: Vec<String>,
+    /// Other problems, in words.
+    pub other: Vec<String>,
+}
+
+/// The verdict kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The minimal variant passed and adding one increment made it fail.
+    FirstFailure,
+    /// The minimal variant already fails.
+    MinimalFails,
+    /// The full workflow passed: the failure did not reproduce.
+    CouldNotReproduce,
+    /// Repeated runs of the boundary steps disagreed.
+    Flaky,
+    /// The session stopped before a verdict (deadline, interrupted, server lost).
+    Incomplete,
+    /// A run was rejected or interrupted, which says nothing about the variant.
+    Inconclusive,
+    /// Preflight stopped the workflow before any run (unknown nodes, missing models).
+    PreflightFailed,
+    /// No verdict yet: the session is still running (the report is rewritten after every run)
+    /// or has not reached this workflow.
+    InProgress,
+}
+
+/// The one-line verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Which verdict.
+    pub kind: VerdictKind,
+    /// The verdict as one sentence of plain text.
+    pub summary: String,
+    /// The step the verdict is about (first failing step, or the failing minimal step 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// Number of increments in the ladder (the full workflow is step `steps`).
+    pub steps: usize,
+    /// The increment added at `step`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increment: Option<String>,
+    /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_kind: Option<String>,
+    /// The stage (`load`, `sample_first`, …) of the failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Why the session is incomplete, or the flaky counts, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Always `unknown`: a bisection locates a failure, it does not prove its cause.
+    pub root_cause: String,
+}
+
+/// The bisected workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowInfo {
+    /// The input file as given on the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `api` or `ui` (the input format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Canonical sha256 of the full (target) workflow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// How the session was run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// The ComfyUI server URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// `linear` or `binary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// `--repeat N` (0 when not used).
+    pub repeat: u32,
+    /// Whether `--controls` was given.
+    pub controls: bool,
+    /// Whether cold runs were asked for (models and memory freed before each run).
+    pub cold: bool,
+    /// `--timeout` per run, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// `--deadline` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// When the session started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// When the last run ended (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// The runs directory the session lives in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_dir: Option<String>,
+}
+
+/// The server's environment, from `/system_stats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// ComfyUI version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comfyui_version: Option<String>,
+    /// The frontend version the server requires (`required_frontend_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend_version: Option<String>,
+    /// PyTorch version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytorch_version: Option<String>,
+    /// Python version (the number only; `python_version_full` has the build string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_version: Option<String>,
+    /// Python's full `sys.version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_version_full: Option<String>,
+    /// Whether ComfyUI runs on the portable build's embedded Python.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedded_python: Option<bool>,
+    /// Operating system as the server reports it (`posix`, `nt`, `linux`, `win32`, `darwin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// The device ComfyUI runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
+    /// Host RAM in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_total_mib: Option<f64>,
+    /// The server's launch arguments.
+    pub argv: Vec<String>,
+    /// The launch arguments that change memory behaviour, with what they do.
+    pub memory_flags: Vec<MemoryFlag>,
+    /// `cold` (models unloaded before every run), `warm`, `mixed` or `unknown`.
+    pub runs: String,
+}
+
+/// The device ComfyUI runs on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// Device name as ComfyUI prints it, without the allocator suffix.
+    pub name: String,
+    /// Device type (`cuda`, `cpu`, `mps`, `xpu`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Device index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<i64>,
+    /// PyTorch allocator backend from the device name (`cudaMallocAsync`, `native`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
+    /// Total device memory in MiB (system RAM on `--cpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_total_mib: Option<f64>,
+}
+
+/// One memory-relevant launch argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryFlag {
+    /// The flag as given, e.g. `--reserve-vram`.
+    pub flag: String,
+    /// Its value, when it takes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// What it changes about memory use, in words.
+    pub effect: String,
+}
+
+/// A node of the workflow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRef {
+    /// Node id in the submitted prompt.
+    pub id: String,
+    /// Its class_type.
+    pub class_type: String,
+}
+
+/// One ladder step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LadderRow {
+    /// 0 = the minimal variant; the last step is the full workflow.
+    pub step: usize,
+    /// The increment's label (`minimal` for step 0).
+    pub increment: String,
+    /// The increment's kind (`resolution`, `frames`, `lora`, `cache`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increment_kind: Option<String>,
+    /// What changed against the previous step, e.g. `resolution 256×144 → 1280×720`.
+    pub changes: Vec<String>,
+    /// The run's id (a UUID, also the prompt_id); absent when the step was not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// `passed`, `failed`, `rejected`, `interrupted`, `timeout`, `server_lost`, `running` or
+    /// `not_run`.
+    pub outcome: String,
+    /// Failure kind for a failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_kind: Option<String>,
+    /// Stage for a failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The node that raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_node: Option<NodeRef>,
+    /// Highest sampled VRAM use in MiB (total − free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_vram_mib: Option<f64>,
+    /// How many VRAM samples were taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_samples: Option<usize>,
+    /// Wall time from submission to the terminal event, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Whether models were unloaded before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<bool>,
+    /// The run's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
+}
+
+/// How peak VRAM was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VramInfo {
+    /// The `/system_stats` sampling interval in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_interval_ms: Option<u64>,
+    /// The device's total memory in MiB (the chart's reference line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_mib: Option<f64>,
+    /// What the numbers mean and miss, in words.
+    pub note: String,
+}
+
+/// The allocator numbers a failure message printed, in MiB (the diagnosis contract's names).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Numbers {
+    /// Size of the allocation that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_mib: Option<f64>,
+    /// The device index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_index: Option<i64>,
+    /// The device's total capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_mib: Option<f64>,
+    /// Free device memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_mib: Option<f64>,
+    /// Memory in use by the process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_in_use_mib: Option<f64>,
+    /// Allocated by PyTorch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_mib: Option<f64>,
+    /// Reserved by PyTorch but unallocated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_unallocated_mib: Option<f64>,
+    /// cudaMallocAsync device limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_limit_mib: Option<f64>,
+}
+
+impl Numbers {
+    /// Whether no number was printed.
+    pub fn is_empty(&self) -> bool {
+        self == &Numbers::default()
+    }
+
+    /// (label, MiB) pairs of the printed numbers, in message order (the GPU index excluded).
+    pub fn rows(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("requested", self.requested_mib),
+            ("total capacity", self.total_mib),
+            ("free", self.free_mib),
+            ("in use by the process", self.process_in_use_mib),
+            ("allocated by PyTorch", self.allocated_mib),
+            (
+                "reserved by PyTorch but unallocated",
+                self.reserved_unallocated_mib,
+            ),
+            ("device limit", self.device_limit_mib),
+        ]
+        .into_iter()
+        .filter_map(|(label, v)| v.map(|v| (label, v)))
+        .collect()
+    }
+}
+
+/// Progress a node reported before the failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressSeen {
+    /// The node.
+    pub node: NodeRef,
+    /// Last progress value.
+    pub value: u64,
+    /// Progress maximum.
+    pub max: u64,
+}
+
+/// Evidence for one failing run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The step.
+    pub step: usize,
+    /// The increment added at that step.
+    pub increment: String,
+    /// The run's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The run's outcome (`failed`, `server_lost`, `timeout`, `rejected`, …).
+    pub outcome: String,
+    /// The node that raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeRef>,
+    /// Module-qualified exception class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception_type: Option<String>,
+    /// The exception message as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception_message: Option<String>,
+    /// Failure kind (diagnosis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_kind: Option<String>,
+    /// Stage (diagnosis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The evidence the stage rests on, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_evidence: Option<String>,
+    /// Numbers parsed from the message.
+    pub numbers: Numbers,
+    /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
+    /// as printed and not used to reason. Absent when nothing was printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numbers_consistent: Option<bool>,
+    /// What is wrong with the numbers, when they are inconsistent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numbers_notes: Vec<String>,
+    /// The last progress any node reported before the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_progress: Option<ProgressSeen>,
+    /// The traceback frames as ComfyUI sent them.
+    pub traceback: Vec<String>,
+    /// The failing node's inputs as ComfyUI sent them (trimmed; secrets redacted).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub current_inputs: Map<String, Value>,
+    /// What happened when there is no exception (server lost, timeout, rejection), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What to check next for the failure's stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NextSteps {
+    /// The stage these apply to.
+    pub stage: String,
+    /// Checks to run next.
+    pub next_check: Vec<String>,
+    /// Possible explanations; none is proven by the evidence.
+    pub candidates: Vec<Candidate>,
+    /// Always `unknown`.
+    pub root_cause: String,
+}
+
+/// One possible explanation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// The explanation.
+    pub text: String,
+    /// Always `unproven`.
+    pub status: String,
+}
+
+/// Repeated runs of one step (`--repeat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatRow {
+    /// The step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// `first_failing` or `last_passing` (the role the step had in the ladder).
+    pub role: String,
+    /// Runs that passed (the ladder run included).
+    pub passed: usize,
+    /// Runs that failed.
+    pub failed: usize,
+    /// Runs that ended otherwise (timeout, server lost, …).
+    pub other: usize,
+    /// The runs' ids, in order.
+    pub run_ids: Vec<String>,
+}
+
+/// One control run: the minimal variant plus a single later increment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRow {
+    /// The increment's step in the ladder.
+    pub step: usize,
+    /// The increment added alone to the minimal variant.
+    pub increment: String,
+    /// The run's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The run's outcome.
+    pub outcome: String,
+    /// Stage, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The node that raised, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_node: Option<NodeRef>,
+    /// Peak sampled VRAM in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_vram_mib: Option<f64>,
+}
+
+/// One model file a loader references.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    /// File name as the workflow gives it (never redacted: it identifies the component).
+    pub file: String,
+    /// ComfyUI model folder.
+    pub folder: String,
+    /// The loader node.
+    pub node: NodeRef,
+    /// The loader input naming the file.
+    pub input: String,
+    /// `hashed` or `unhashed`.
+    pub status: String,
+    /// Size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Full-file sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// First 10 hex digits of the sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autov2: Option<String>,
+    /// Why it was not hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Files to attach to an issue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attachments {
+    /// The session folder.
+    pub session_dir: String,
+    /// The last passing run below the first failure (the minimal passing workflow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimal_passing: Option<AttachedRun>,
+    /// The first failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failing: Option<AttachedRun>,
+    /// Every run of the session with the command that reproduces it.
+    pub runs: Vec<AttachedRun>,
+}
+
+/// One run's files and how to reproduce it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttachedRun {
+    /// The step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// `ladder`, `repeat` or `control`.
+    pub purpose: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its outcome.
+    pub outcome: String,
+    /// The run's folder.
+    pub run_dir: String,
+    /// The API-format workflow exactly as submitted.
+    pub workflow: String,
+    /// The same variant in UI format, when the input was a UI workflow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui_workflow: Option<String>,
+    /// A copy of `workflow` with secrets and home paths replaced, written next to the report
+    /// when redaction changed anything (attach this one instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shareable_workflow: Option<String>,
+    /// The comfy-bisect command that submits this workflow again.
+    pub reproduce: String,
+}
+
+/// The failure kind in words (`cuda_oom` → "CUDA out of memory").
+pub fn kind_phrase(kind: &str) -> String {
+    match kind {
+        "cuda_oom" => "CUDA out of memory".into(),
+        "hip_oom" => "HIP (ROCm) out of memory".into(),
+        "mps_oom" => "MPS (Apple) out of memory".into(),
+        "xpu_oom" => "XPU (Intel) out of memory".into(),
+        "directml_oom" => "DirectML out of memory".into(),
+        "host_ram" => "host RAM exhausted".into(),
+        "process_killed" => "the server process died".into(),
+        "timeout" => "timed out".into(),
+        "rejected" => "rejected by the server".into(),
+        "other" => "an error that is not a memory failure".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// The stage in words, with its name (`load` → "while loading weights (load stage)").
+pub fn stage_phrase(stage: &str) -> String {
+    let words = match stage {
+        "load" => "while loading weights",
+        "condition" => "while encoding the conditioning",
+        "sample_first" => "in the first sampling step",
+        "sample_middle" => "during sampling, after the first step",
+        "decode" => "during the VAE decode",
+        "postprocess" => "during post-processing",
+        _ => return "(stage unknown)".into(),
+    };
+    format!("{words} ({stage} stage)")
+}
+
+impl Verdict {
+    /// The verdict as one sentence; `emph` formats the increment name (bold in Markdown,
+    /// unchanged in JSON).
+    pub fn sentence(&self, emph: &dyn Fn(&str) -> String) -> String {
+        let steps = self.steps;
+        let what = || {
+            let kind = self
+                .failure_kind
+                .as_deref()
+                .map(kind_phrase)
+                .unwrap_or_else(|| "failed".into());
+            let stage = stage_phrase(self.stage.as_deref().unwrap_or("unknown"));
+            format!("{kind} {stage}")
+        };
+        let reason = self.reason.clone().unwrap_or_default();
+        match self.kind {
+            VerdictKind::FirstFailure => format!(
+                "First failure when adding {} (step {} of {steps}): {}. Root cause: unknown.",
+                emph(self.increment.as_deref().unwrap_or("?")),
+                self.step.unwrap_or_default(),
+                what()
+            ),
+            VerdictKind::MinimalFails => format!(
+                "The minimal variant already fails (step 0 of {steps}): {}. Nothing to bisect. Root cause: unknown.",
+                what()
+            ),
+            VerdictKind::CouldNotReproduce => format!(
+                "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here."
+            ),
+            VerdictKind::Flaky => format!(
+                "Flaky: {reason}. The same workflow both passed and failed, so no increment is blamed. Root cause: unknown."
+            ),
+            VerdictKind::Inconclusive => format!(
+                "Inconclusive: {reason}. A rejected or interrupted run says nothing about the variant."
+            ),
+            VerdictKind::PreflightFailed => {
+                format!("Preflight failed: {reason}. Nothing was run.")
+            }
+            VerdictKind::Incomplete => format!("Incomplete: {reason}."),
+            VerdictKind::InProgress => format!("In progress: {reason}."),
+        }
+    }
+}

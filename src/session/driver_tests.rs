@@ -1,0 +1,574 @@
+//! The driver against a fake backend and a fake clock: journal, index, stops and resume.
+
+use super::*;
+use crate::run::Outcome as RunOutcome;
+use crate::session::evidence::{bare_record, server_lost_record};
+use crate::session::journal::{SessionOptions, StopReason};
+use crate::session::setup::{create_session, PreparedStep, PreparedWorkflow};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Time that moves only when slept or when a fake run takes time.
+#[derive(Clone)]
+struct FakeClock(Rc<Cell<OffsetDateTime>>);
+
+impl FakeClock {
+    fn new() -> FakeClock {
+        FakeClock(Rc::new(Cell::new(
+            OffsetDateTime::parse(
+                "2026-11-29T22:00:00Z",
+                &time::format_description::well_known::Rfc3339,
+            )
+            .unwrap(),
+        )))
+    }
+    fn advance(&self, d: Duration) {
+        self.0.set(self.0.get() + d);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> OffsetDateTime {
+        self.0.get()
+    }
+    fn sleep(&self, d: Duration) {
+        self.advance(d);
+    }
+}
+
+/// What the fake server does with a variant (by the size the fake workflow asks for).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Act {
+    Pass,
+    Oom,
+    /// The server dies with the run.
+    Crash,
+}
+
+struct FakeBackend {
+    clock: FakeClock,
+    /// Steps with size ≥ this fail.
+    budget: i64,
+    /// Sizes that crash the server instead of failing.
+    crash_at: Option<i64>,
+    run_time: Duration,
+    alive: Rc<Cell<bool>>,
+    restart_revives: bool,
+    restarts: Rc<Cell<u32>>,
+    /// Sizes submitted, in order.
+    calls: Rc<RefCell<Vec<i64>>>,
+    /// What the server's history knows: run id → passed?
+    history: HashMap<String, bool>,
+}
+
+impl FakeBackend {
+    fn new(clock: &FakeClock, budget: i64) -> FakeBackend {
+        FakeBackend {
+            clock: clock.clone(),
+            budget,
+            crash_at: None,
+            run_time: Duration::from_secs(600),
+            alive: Rc::new(Cell::new(true)),
+            restart_revives: false,
+            restarts: Rc::new(Cell::new(0)),
+            calls: Rc::new(RefCell::new(Vec::new())),
+            history: HashMap::new(),
+        }
+    }
+    fn act(&self, size: i64) -> Act {
+        if Some(size) == self.crash_at {
+            Act::Crash
+        } else if size >= self.budget {
+            Act::Oom
+        } else {
+            Act::Pass
+        }
+    }
+}
+
+fn size_of(workflow: &Workflow) -> i64 {
+    workflow.nodes["1"].inputs["size"]
+        .as_literal()
+        .and_then(|v| v.as_i64())
+        .unwrap()
+}
+
+fn oom() -> RunOutcome {
+    RunOutcome::Failed(crate::comfy::ExecutionError {
+        node_id: "1".into(),
+        node_type: "KSampler".into(),
+        exception_type: "torch.OutOfMemoryError".into(),
+        exception_message: "Allocation on device \n".into(),
+        traceback: vec![],
+        ..Default::default()
+    })
+}
+
+impl Backend for FakeBackend {
+    fn run(&mut self, spec: &RunSpec<'_>) -> Attempt {
+        if !self.alive.get() {
+            return Attempt::NotSubmitted("connection refused".into());
+        }
+        let size = size_of(spec.workflow);
+        self.calls.borrow_mut().push(size);
+        std::fs::write(spec.events_file, "{\"channel\":\"note\"}\n").unwrap();
+        self.clock.advance(self.run_time);
+        let record = match self.act(size) {
+            Act::Pass => bare_record(
+                spec.run_id,
+                spec.workflow,
+                "fake",
+                spec.cold,
+                RunOutcome::Passed,
+            ),
+            Act::Oom => bare_record(spec.run_id, spec.workflow, "fake", spec.cold, oom()),
+            Act::Crash => {
+                self.alive.set(false);
+                server_lost_record(
+                    spec.run_id,
+                    spec.workflow,
+                    "fake",
+                    spec.cold,
+                    "socket and HTTP gone",
+                )
+            }
+        };
+        Attempt::Done(Box::new(record))
+    }
+    fn recover(&mut self, run_id: &str, workflow: &Workflow, _events: &Path) -> Recovery {
+        if !self.alive.get() {
+            return Recovery::Unreachable("connection refused".into());
+        }
+        let message = match self.history.get(run_id) {
+            Some(true) => (
+                "execution_success".to_string(),
+                serde_json::json!({"prompt_id": run_id, "timestamp": 1}),
+            ),
+            Some(false) => (
+                "execution_error".to_string(),
+                serde_json::json!({
+                "prompt_id": run_id, "node_id": "1", "node_type": "KSampler",
+                "exception_type": "torch.OutOfMemoryError", "exception_message": "Allocation on device \n",
+                "traceback": [], "current_inputs": {}, "current_outputs": {}, "executed": [], "timestamp": 1}),
+            ),
+            None => return Recovery::Unknown,
+        };
+        let entry = crate::comfy::HistoryEntry {
+            status: crate::comfy::protocol::HistoryStatus {
+                status_str: if message.0 == "execution_success" {
+                    "success".into()
+                } else {
+                    "error".into()
+                },
+                completed: message.0 == "execution_success",
+                messages: vec![message],
+            },
+            ..Default::default()
+        };
+        let record =
+            crate::session::evidence::record_from_history(run_id, workflow, "fake", true, &entry)
+                .unwrap();
+        Recovery::Finished(Box::new(record))
+    }
+    fn alive(&mut self) -> bool {
+        self.alive.get()
+    }
+    fn restart(&mut self, _command: &str) -> Result<(), String> {
+        self.restarts.set(self.restarts.get() + 1);
+        if self.restart_revives {
+            self.alive.set(true);
+        }
+        Ok(())
+    }
+}
+
+fn variant(size: i64) -> Workflow {
+    Workflow::from_json_str(
+        &format!(r#"{{"1": {{"class_type": "Fake", "inputs": {{"size": {size}}}}}}}"#),
+        "fake.json",
+    )
+    .unwrap()
+}
+
+/// A ladder whose step k has size k (step 0 = minimal, `n` = target).
+fn prepared(name: &str, n: i64) -> PreparedWorkflow {
+    let names = [
+        "minimal",
+        "resolution",
+        "frames",
+        "lora",
+        "cache",
+        "postprocess",
+    ];
+    PreparedWorkflow {
+        name: name.into(),
+        source: format!("{name}.json"),
+        target: variant(n),
+        steps: (0..=n)
+            .map(|k| PreparedStep {
+                increment: names[k as usize].into(),
+                workflow: variant(k),
+                changes: vec![],
+            })
+            .collect(),
+        controls: vec![],
+        not_separable: vec![],
+        kept: vec![],
+        plan_json: None,
+    }
+}
+
+fn new_session(
+    dir: &Path,
+    options: SessionOptions,
+    workflows: Vec<PreparedWorkflow>,
+) -> (SessionPaths, SessionFile) {
+    create_session(dir, "http://127.0.0.1:1", options, workflows).unwrap()
+}
+
+fn drive(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> SessionFile {
+    let session = SessionFile::load(paths).unwrap();
+    let mut hooks = NoHooks;
+    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut hooks);
+    driver.drive().unwrap();
+    SessionFile::load(paths).unwrap()
+}
+
+#[test]
+fn linear_session_journals_every_run_and_indexes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 5), prepared("b", 3)],
+    );
+    let backend = FakeBackend::new(&clock, 3);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(s.state, SessionState::Done);
+    assert!(s.in_flight.is_none());
+    assert_eq!(*calls.borrow(), vec![0, 5, 1, 2, 3, 0, 3, 1, 2]);
+    let v = s.workflows[0].verdict.clone().unwrap();
+    assert_eq!(
+        v.headline(),
+        "first failure at increment lora (step 3)".to_string()
+            + &match &v {
+                Verdict::FirstFailure {
+                    stage: Some(st), ..
+                } => format!(", stage {st}"),
+                _ => String::new(),
+            }
+    );
+    assert!(matches!(
+        s.workflows[1].verdict,
+        Some(Verdict::FirstFailure { step: 3, .. })
+    ));
+    let index = index::read_all(dir.path()).unwrap();
+    assert_eq!(index.len(), 9);
+    for job in &s.workflows {
+        for run in &job.runs {
+            assert_eq!(run.status, RunStatus::Done);
+            let run_dir = paths.run_dir(run);
+            let submitted =
+                crate::workflow::load_api_file(&run_dir.join(RUN_WORKFLOW_FILE)).unwrap();
+            assert_eq!(submitted.sha256(), run.workflow_sha256);
+            let file: RunFile = read_json(&run_dir.join(RUN_RECORD_FILE)).unwrap();
+            assert_eq!(file.entry, *run);
+            assert!(run_dir.join(RUN_EVENTS_FILE).exists());
+            let line = index.iter().find(|e| e.run_id == run.run_id).unwrap();
+            assert_eq!(line.workflow_sha256, run.workflow_sha256);
+            assert_eq!(line.outcome, run.outcome.as_ref().unwrap().name());
+            assert!(dir.path().join(&line.dir).join(RUN_RECORD_FILE).exists());
+        }
+    }
+    // Failed runs carry a diagnosis.
+    let failed = s.workflows[0].runs.iter().find(|r| r.failed()).unwrap();
+    assert_eq!(failed.diagnosis.as_ref().unwrap().kind.as_str(), "cuda_oom");
+}
+
+#[test]
+fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let deadline = clock.now() + Duration::from_secs(25 * 60);
+    let options = SessionOptions {
+        deadline: Some(
+            deadline
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap(),
+        ),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 5)]);
+    let backend = FakeBackend::new(&clock, 4);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    // 10-minute runs: 0 and 5 and 1 start before the deadline, then it stops.
+    assert_eq!(*calls.borrow(), vec![0, 5, 1]);
+    assert!(matches!(
+        s.state,
+        SessionState::Stopped {
+            reason: StopReason::Deadline,
+            ..
+        }
+    ));
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::Incomplete {
+            reason: StopReason::Deadline,
+            ..
+        })
+    ));
+    assert!(!s.is_finished());
+
+    // resume without a deadline
+    let mut s2 = s.clone();
+    s2.options.deadline = None;
+    s2.save(&paths).unwrap();
+    let backend = FakeBackend::new(&clock, 4);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![2, 3, 4]);
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { step: 4, .. })
+    ));
+    assert_eq!(index::read_all(dir.path()).unwrap().len(), 6);
+}
+
+/// Puts a run in flight as a killed tool leaves it.
+fn leave_in_flight(paths: &SessionPaths, step: usize) -> String {
+    let mut s = SessionFile::load(paths).unwrap();
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let dir = run_dir_name(step, &s.workflows[0].steps[step].increment, &run_id);
+    std::fs::create_dir_all(paths.dir.join(&dir)).unwrap();
+    let increment = s.workflows[0].steps[step].increment.clone();
+    s.workflows[0].runs.push(RunEntry {
+        run_id: run_id.clone(),
+        step,
+        increment,
+        role: RunRole::Minimal,
+        dir,
+        workflow_sha256: variant(step as i64).sha256(),
+        status: RunStatus::InFlight,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        outcome: None,
+        summary: None,
+        diagnosis: None,
+    });
+    s.in_flight = Some(InFlight {
+        workflow: 0,
+        run_id: run_id.clone(),
+    });
+    s.save(paths).unwrap();
+    run_id
+}
+
+#[test]
+fn in_flight_run_is_taken_from_the_server_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 2)],
+    );
+    let run_id = leave_in_flight(&paths, 0);
+    let mut backend = FakeBackend::new(&clock, 2);
+    backend.history.insert(run_id.clone(), true);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![2, 1], "step 0 must not be re-run");
+    let recovered = &s.workflows[0].runs[0];
+    assert_eq!(recovered.run_id, run_id);
+    assert!(recovered.passed());
+    assert!(recovered.summary.as_ref().unwrap().recovered_from_history);
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { step: 2, .. })
+    ));
+}
+
+#[test]
+fn in_flight_run_unknown_to_the_server_is_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 2)],
+    );
+    let run_id = leave_in_flight(&paths, 0);
+    let backend = FakeBackend::new(&clock, 2);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![0, 2, 1]);
+    assert!(s.find_run(&run_id).is_none());
+    assert!(!paths.dir.join(run_dir_name(0, "minimal", &run_id)).exists());
+}
+
+#[test]
+fn a_variant_that_kills_the_server_stops_the_session_and_is_not_resubmitted_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 30,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
+    let mut backend = FakeBackend::new(&clock, 3);
+    backend.crash_at = Some(2);
+    let alive = backend.alive.clone();
+    let s = drive(&paths, backend, &clock);
+    assert!(matches!(
+        s.state,
+        SessionState::Stopped {
+            reason: StopReason::ServerLost,
+            ..
+        }
+    ));
+    let lost = s.workflows[0].runs.last().unwrap();
+    assert_eq!(lost.step, 2);
+    assert_eq!(lost.outcome.as_ref().unwrap().name(), "server_lost");
+    assert_eq!(
+        lost.diagnosis.as_ref().unwrap().kind.as_str(),
+        "process_killed"
+    );
+
+    alive.set(true);
+    let mut backend = FakeBackend::new(&clock, 3);
+    backend.crash_at = Some(2);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert!(
+        calls.borrow().is_empty(),
+        "nothing left to run: {:?}",
+        calls.borrow()
+    );
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { step: 2, .. })
+    ));
+}
+
+#[test]
+fn restart_cmd_brings_the_server_back_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 30,
+        restart_cmd: Some("systemctl restart comfyui".into()),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
+    let mut backend = FakeBackend::new(&clock, 3);
+    backend.crash_at = Some(4);
+    backend.restart_revives = true;
+    let restarts = backend.restarts.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(restarts.get(), 1);
+    assert_eq!(s.state, SessionState::Done);
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { step: 3, .. })
+    ));
+}
+
+#[test]
+fn restart_each_restarts_before_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        restart_cmd: Some("true".into()),
+        restart_each: true,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
+    let backend = FakeBackend::new(&clock, 2);
+    let restarts = backend.restarts.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(restarts.get() as usize, s.workflows[0].runs.len());
+}
+
+#[test]
+fn start_at_waits_before_the_first_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let start = clock.now() + Duration::from_secs(3 * 3600);
+    let options = SessionOptions {
+        start_at: Some(
+            start
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap(),
+        ),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 1)]);
+    let s = drive(&paths, FakeBackend::new(&clock, 1), &clock);
+    let first = OffsetDateTime::parse(
+        &s.workflows[0].runs[0].started_at,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert!(clock.now() >= start);
+    // started_at is wall time (not the fake clock): only check the run happened after waiting.
+    assert!(first.year() >= 2026);
+    assert_eq!(s.state, SessionState::Done);
+}
+
+#[test]
+fn stop_flag_stops_before_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, session) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 2)],
+    );
+    let mut hooks = NoHooks;
+    let mut driver = Driver::new(
+        paths.clone(),
+        session,
+        FakeBackend::new(&clock, 2),
+        clock.clone(),
+        &mut hooks,
+    );
+    driver.stop_flag().store(true, Ordering::SeqCst);
+    driver.drive().unwrap();
+    let s = SessionFile::load(&paths).unwrap();
+    assert!(matches!(
+        s.state,
+        SessionState::Stopped {
+            reason: StopReason::Interrupted,
+            ..
+        }
+    ));
+    assert!(s.workflows[0].runs.is_empty());
+}
+
+#[test]
+fn server_down_before_a_run_is_waited_for_then_the_session_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 10,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
+    let backend = FakeBackend::new(&clock, 2);
+    backend.alive.set(false);
+    let before = clock.now();
+    let s = drive(&paths, backend, &clock);
+    assert!((clock.now() - before).whole_seconds() >= 10);
+    assert!(matches!(
+        s.state,
+        SessionState::Stopped {
+            reason: StopReason::ServerLost,
+            ..
+        }
+    ));
+    assert!(s.workflows[0].runs.is_empty());
+}

@@ -1,0 +1,217 @@
+//! From a run record to what the session keeps about it: the outcome, the ladder-table numbers
+//! and the diagnosis (built from the execution_error, the node timeline and the outcome).
+
+use super::journal::{Outcome, RunSummary};
+use crate::comfy::protocol::{HistoryEntry, Terminal};
+use crate::diagnose::{self, Diagnosis, Evidence, NodeProgress, RunOutcomeHint};
+use crate::run::record::{
+    InterruptedBy, Interruption, QueueInfo, RawLog, ServerLostInfo, TimeoutReason, VramReport,
+};
+use crate::run::{Outcome as RunOutcome, RunRecord};
+use crate::workflow::Workflow;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The session's view of a record's outcome.
+pub fn outcome_of(record: &RunRecord) -> Outcome {
+    match record.outcome() {
+        RunOutcome::Passed => Outcome::Passed,
+        RunOutcome::Failed(e) => Outcome::Failed {
+            node_id: e.node_id.clone(),
+            node_type: e.node_type.clone(),
+            exception_type: e.exception_type.clone(),
+            exception_message: e
+                .exception_message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        },
+        RunOutcome::Rejected(r) => Outcome::Rejected {
+            message: if r.error.message.is_empty() {
+                format!("HTTP {}", r.http_status)
+            } else {
+                r.error.message.clone()
+            },
+        },
+        RunOutcome::Interrupted(_) => Outcome::Interrupted,
+        RunOutcome::Timeout(t) => Outcome::Timeout {
+            detail: format!(
+                "{} after {} s",
+                match t.reason {
+                    TimeoutReason::Run => "run timeout",
+                    TimeoutReason::Stall => "no event (stall timeout)",
+                    TimeoutReason::Queue => "queue wait",
+                },
+                t.limit_ms / 1000
+            ),
+        },
+        RunOutcome::ServerLost(s) => Outcome::ServerLost {
+            detail: s.reason.clone(),
+        },
+    }
+}
+
+/// The diagnosis of a run that did not pass (None for a pass or a rejection).
+pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagnosis> {
+    let class_of = |id: &str| workflow.node(id).map(|n| n.class_type.clone());
+    let progress: Vec<NodeProgress> = record
+        .timeline
+        .iter()
+        .filter(|t| !t.cached)
+        .map(|t| NodeProgress {
+            node_id: t.node_id.clone(),
+            class_type: t.class_type.clone().or_else(|| class_of(&t.node_id)),
+            value: t
+                .progress
+                .as_ref()
+                .map(|p| p.value.max(0.0) as u64)
+                .unwrap_or(0),
+            max: t
+                .progress
+                .as_ref()
+                .map(|p| p.max.max(0.0) as u64)
+                .unwrap_or(0),
+        })
+        .collect();
+    let mut evidence = Evidence {
+        progress,
+        ..Evidence::default()
+    };
+    match record.outcome() {
+        RunOutcome::Passed | RunOutcome::Rejected(_) => return None,
+        RunOutcome::Failed(e) => {
+            evidence.node_id = Some(e.node_id.clone());
+            evidence.node_type = Some(e.node_type.clone());
+            evidence.exception_type = Some(e.exception_type.clone());
+            evidence.exception_message = Some(e.exception_message.clone());
+            evidence.traceback = e.traceback.clone();
+        }
+        RunOutcome::Interrupted(_) => evidence.outcome = Some(RunOutcomeHint::Interrupted),
+        RunOutcome::Timeout(t) => {
+            evidence.outcome = Some(RunOutcomeHint::Timeout);
+            evidence.node_id = t.last_node.clone();
+            evidence.node_type = t.last_node.as_deref().and_then(class_of);
+        }
+        RunOutcome::ServerLost(s) => {
+            evidence.outcome = Some(RunOutcomeHint::ServerLost);
+            evidence.node_id = s.last_node.clone();
+            evidence.node_type = s.last_node.as_deref().and_then(class_of);
+        }
+    }
+    Some(diagnose::diagnose(&evidence))
+}
+
+/// The ladder-table numbers of a run.
+pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSummary {
+    let last_node = match record.outcome() {
+        RunOutcome::Failed(e) => Some(e.node_id.clone()),
+        _ => record
+            .timeline
+            .iter()
+            .filter(|t| t.started_ms.is_some())
+            .max_by_key(|t| t.started_ms)
+            .map(|t| t.node_id.clone()),
+    };
+    RunSummary {
+        duration_ms: record.duration_ms,
+        vram_peak_mib: record.vram.peak_used_bytes.map(|b| b as f64 / MIB),
+        vram_sample_ms: (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
+        vram_total_mib: record.vram.total_bytes.map(|b| b as f64 / MIB),
+        cold: record.cold,
+        last_node,
+        stage: diagnosis.map(|d| d.stage.as_str().to_string()),
+        recovered_from_history: record
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(RECOVERED_WARNING)),
+    }
+}
+
+/// Start of the warning a record rebuilt from history carries.
+pub const RECOVERED_WARNING: &str = "recovered from the server's history";
+
+/// A record with only the essentials (no timeline, no VRAM series, no raw frames).
+pub fn bare_record(
+    run_id: &str,
+    workflow: &Workflow,
+    server: &str,
+    cold: bool,
+    outcome: RunOutcome,
+) -> RunRecord {
+    let now = super::journal::now_rfc3339();
+    let (kind, error) = outcome.into_parts();
+    RunRecord {
+        run_id: run_id.to_string(),
+        prompt_id: run_id.to_string(),
+        workflow_sha256: workflow.sha256(),
+        server: server.to_string(),
+        started_at: now.clone(),
+        finished_at: now,
+        duration_ms: 0,
+        cold,
+        outcome: kind,
+        error,
+        diagnosis: None,
+        queue: QueueInfo::default(),
+        cached_nodes: vec![],
+        timeline: vec![],
+        vram: VramReport::from_samples(vec![], 0, None, 0),
+        system_stats_before: None,
+        system_stats_after: None,
+        history: None,
+        warnings: vec![],
+        raw: RawLog::default(),
+    }
+}
+
+/// Rebuilds a record from the server's history entry of a run the tool lost track of
+/// (None when the entry has no terminal event yet).
+pub fn record_from_history(
+    run_id: &str,
+    workflow: &Workflow,
+    server: &str,
+    cold: bool,
+    entry: &HistoryEntry,
+) -> Option<RunRecord> {
+    let outcome = match entry.terminal()? {
+        Terminal::Success { .. } => RunOutcome::Passed,
+        Terminal::Error(e) => RunOutcome::Failed(crate::run::record::trim_current_inputs(*e)),
+        Terminal::Interrupted(i) => RunOutcome::Interrupted(Interruption {
+            by: InterruptedBy::Other,
+            node_id: Some(i.node_id.clone()),
+            node_type: Some(i.node_type.clone()),
+            executed: i.executed.clone(),
+            removed_from_queue: false,
+        }),
+    };
+    let mut record = bare_record(run_id, workflow, server, cold, outcome);
+    record.history = Some(entry.clone());
+    record.cached_nodes = entry.cached_nodes();
+    record.warnings.push(format!(
+        "{RECOVERED_WARNING}: comfy-bisect was not running when this prompt finished, so there is no node timeline, VRAM series or event log"
+    ));
+    Some(record)
+}
+
+/// A server-lost record for a run whose server vanished with it.
+pub fn server_lost_record(
+    run_id: &str,
+    workflow: &Workflow,
+    server: &str,
+    cold: bool,
+    reason: &str,
+) -> RunRecord {
+    bare_record(
+        run_id,
+        workflow,
+        server,
+        cold,
+        RunOutcome::ServerLost(ServerLostInfo {
+            reason: reason.to_string(),
+            submitted: true,
+            last_node: None,
+        }),
+    )
+}

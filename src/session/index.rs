@@ -1,0 +1,177 @@
+//! `runs/index.jsonl`: an append-only line per finished run, linking every run id to its
+//! session, step, increment, workflow hash, component hashes and outcome.
+
+use super::journal::JournalError;
+use crate::hashing::ComponentHash;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// File name of the run index inside the runs folder.
+pub const INDEX_FILE: &str = "index.jsonl";
+
+/// One line of `runs/index.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// The run id (= prompt_id).
+    pub run_id: String,
+    /// The session id (folder under the runs folder).
+    pub session_id: String,
+    /// The workflow's name in the session.
+    pub workflow: String,
+    /// The ladder step.
+    pub step: usize,
+    /// The increment.
+    pub increment: String,
+    /// Why the run was made (`minimal`, `target`, `search`, `repeat`, `control`).
+    pub role: super::journal::RunRole,
+    /// Canonical sha256 of the submitted workflow.
+    pub workflow_sha256: String,
+    /// Component hashes of its model files.
+    #[serde(default)]
+    pub component_hashes: Vec<ComponentHash>,
+    /// Outcome name (`passed`, `failed`, `rejected`, `interrupted`, `timeout`, `server_lost`).
+    pub outcome: String,
+    /// The run folder, relative to the runs folder.
+    pub dir: String,
+    /// RFC 3339 time the run finished.
+    pub finished_at: String,
+}
+
+/// The index file of a runs folder.
+pub fn index_path(runs_dir: &Path) -> PathBuf {
+    runs_dir.join(INDEX_FILE)
+}
+
+/// Appends one entry (one line, written with a single `write` and fsynced).
+pub fn append(runs_dir: &Path, entry: &IndexEntry) -> Result<(), JournalError> {
+    let path = index_path(runs_dir);
+    let io = |action: &'static str| {
+        let path = path.clone();
+        move |source| JournalError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    fs::create_dir_all(runs_dir).map_err(io("cannot create folder for"))?;
+    let mut line = serde_json::to_string(entry).map_err(|e| JournalError::Invalid {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    line.push('\n');
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io("cannot open"))?;
+    file.write_all(line.as_bytes())
+        .map_err(io("cannot append to"))?;
+    file.sync_data().map_err(io("cannot fsync"))?;
+    Ok(())
+}
+
+/// Reads every entry; a torn last line (a kill during the append) is skipped.
+pub fn read_all(runs_dir: &Path) -> Result<Vec<IndexEntry>, JournalError> {
+    let path = index_path(runs_dir);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(JournalError::Io {
+                action: "cannot read",
+                path,
+                source,
+            })
+        }
+    };
+    Ok(text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// How a run-id prefix resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// Exactly one run.
+    Found(Box<IndexEntry>),
+    /// No run id starts with the prefix.
+    NotFound,
+    /// Several runs match: their ids.
+    Ambiguous(Vec<String>),
+}
+
+/// Finds the run whose id starts with `prefix` (case-insensitive; at least 1 character).
+pub fn lookup(entries: &[IndexEntry], prefix: &str) -> Lookup {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    if prefix.is_empty() {
+        return Lookup::NotFound;
+    }
+    let mut ids: Vec<&IndexEntry> = Vec::new();
+    for e in entries {
+        if e.run_id.to_ascii_lowercase().starts_with(&prefix)
+            && !ids.iter().any(|x| x.run_id == e.run_id)
+        {
+            ids.push(e);
+        }
+    }
+    match ids.len() {
+        0 => Lookup::NotFound,
+        1 => Lookup::Found(Box::new(ids[0].clone())),
+        _ => Lookup::Ambiguous(ids.iter().map(|e| e.run_id.clone()).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::journal::RunRole;
+
+    fn entry(id: &str) -> IndexEntry {
+        IndexEntry {
+            run_id: id.into(),
+            session_id: "s".into(),
+            workflow: "wf".into(),
+            step: 1,
+            increment: "lora".into(),
+            role: RunRole::Search,
+            workflow_sha256: "00".into(),
+            component_hashes: vec![],
+            outcome: "passed".into(),
+            dir: format!("s/01-lora-{id}"),
+            finished_at: "2026-11-29T01:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn append_then_lookup_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        for id in ["abc123", "abd456", "ff0000"] {
+            append(dir.path(), &entry(id)).unwrap();
+        }
+        let all = read_all(dir.path()).unwrap();
+        assert_eq!(all.len(), 3);
+        assert!(matches!(lookup(&all, "ABC"), Lookup::Found(e) if e.run_id == "abc123"));
+        assert_eq!(
+            lookup(&all, "ab"),
+            Lookup::Ambiguous(vec!["abc123".into(), "abd456".into()])
+        );
+        assert_eq!(lookup(&all, "zz"), Lookup::NotFound);
+        assert_eq!(lookup(&all, ""), Lookup::NotFound);
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), &entry("abc")).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(index_path(dir.path()))
+            .unwrap();
+        f.write_all(b"{\"run_id\":\"tor").unwrap();
+        assert_eq!(read_all(dir.path()).unwrap().len(), 1);
+    }
+}

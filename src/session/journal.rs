@@ -1,0 +1,869 @@
+//! The session journal: `runs/<session-id>/session.json` and the per-run folders.
+//!
+//! These types are the saved state of the bisection driver and the contract the report reads.
+//! `session.json` is rewritten atomically (temp file, fsync, rename) after every state change,
+//! so a reader never sees a half-written file and a killed tool loses nothing.
+
+use crate::hashing::ComponentHash;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Version of the `session.json` layout; bumped on incompatible changes.
+pub const SESSION_SCHEMA_VERSION: u32 = 1;
+/// File name of the session journal inside a session folder.
+pub const SESSION_FILE: &str = "session.json";
+/// File name of the submitted workflow inside a run folder.
+pub const RUN_WORKFLOW_FILE: &str = "workflow.json";
+/// File name of the run record inside a run folder.
+pub const RUN_RECORD_FILE: &str = "run.json";
+/// File name of the raw WebSocket frames inside a run folder.
+pub const RUN_EVENTS_FILE: &str = "events.ndjson";
+/// Name of the increment of step 0 (the minimal variant).
+pub const MINIMAL: &str = "minimal";
+
+/// The whole journal of one session (`session.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFile {
+    /// [`SESSION_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The session id (also the folder name), e.g. `20261129-231500-3f2a`.
+    pub session_id: String,
+    /// comfy-bisect version that created the session.
+    pub tool_version: String,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// RFC 3339 time of the last write.
+    pub updated_at: String,
+    /// The ComfyUI server URL (the report redacts host names).
+    pub server: String,
+    /// The options the session was started with (resume reuses them).
+    pub options: SessionOptions,
+    /// Where the driver is.
+    pub state: SessionState,
+    /// One job per workflow given on the command line, run one after another.
+    pub workflows: Vec<WorkflowJob>,
+    /// The run submitted and not yet recorded, if any (what `resume` looks up first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
+    /// Server fingerprint (`/system_stats`) taken at preflight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Value>,
+}
+
+/// The options of `bisect` that shape the session (saved so `resume` continues the same way).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOptions {
+    /// Search strategy.
+    pub strategy: Strategy,
+    /// `--repeat N`: extra runs of the first failing and last passing steps (0 = off).
+    pub repeat: u32,
+    /// `--controls`: also run minimal + each later increment alone.
+    pub controls: bool,
+    /// `--assume-fails`: the target is not run as an endpoint.
+    pub assume_fails: bool,
+    /// `--timeout` per run, seconds (None = the runner's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Cold runs (free models and memory before each run); `--warm` turns it off.
+    pub cold: bool,
+    /// `--wait-server`, seconds.
+    pub wait_server_s: u64,
+    /// `--restart-cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_cmd: Option<String>,
+    /// `--restart-each`: run the restart command before every run.
+    pub restart_each: bool,
+    /// `--deadline`, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// `--start-at`, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// `--models-dir` roots used for component hashes.
+    #[serde(default)]
+    pub models_dirs: Vec<PathBuf>,
+    /// Ladder options as given (`--order`, `--keep`, `--min-resolution`, …), for the record.
+    #[serde(default)]
+    pub plan_args: Vec<String>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            strategy: Strategy::Linear,
+            repeat: 0,
+            controls: false,
+            assume_fails: false,
+            timeout_s: None,
+            cold: true,
+            wait_server_s: 600,
+            restart_cmd: None,
+            restart_each: false,
+            deadline: None,
+            start_at: None,
+            models_dirs: Vec::new(),
+            plan_args: Vec::new(),
+        }
+    }
+}
+
+/// How the ladder is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// One increment per run, in ladder order, until the first failure.
+    Linear,
+    /// Bisection over the ladder (assumes failures are monotone).
+    Binary,
+}
+
+/// Where the session driver is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionState {
+    /// Checking server, node definitions and every variant.
+    Preflight,
+    /// Waiting for `--start-at`.
+    Waiting {
+        /// RFC 3339.
+        until: String,
+    },
+    /// Working on `workflows[workflow]`.
+    Running {
+        /// Index into `workflows`.
+        workflow: usize,
+    },
+    /// Every workflow has a final verdict.
+    Done,
+    /// Stopped before the end; `resume` continues.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+        /// In words.
+        detail: String,
+    },
+}
+
+/// Why a session stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `--deadline` reached (checked between runs).
+    Deadline,
+    /// Ctrl-C.
+    Interrupted,
+    /// The server went away and did not come back within `--wait-server`.
+    ServerLost,
+    /// Preflight found problems (see each workflow's verdict).
+    Preflight,
+    /// Another error (named in `detail`).
+    Error,
+}
+
+/// One workflow of the session and everything run for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowJob {
+    /// Short name (file stem), used in folder names and output.
+    pub name: String,
+    /// The path as given on the command line.
+    pub source: String,
+    /// Canonical sha256 of the target workflow.
+    pub target_sha256: String,
+    /// The ladder: step 0 = minimal variant, last step = the target.
+    pub steps: Vec<StepInfo>,
+    /// Control variants (`--controls`): minimal + one increment alone, one per step ≥ 1.
+    #[serde(default)]
+    pub controls: Vec<ControlVariant>,
+    /// Reductions that could not be done safely (ladder's `not_separable`, as JSON).
+    #[serde(default)]
+    pub not_separable: Vec<Value>,
+    /// Memory-saving settings kept in every variant (ladder's `kept`, as JSON).
+    #[serde(default)]
+    pub kept: Vec<Value>,
+    /// What the driver is doing for this workflow (derived from `runs`, saved for readers).
+    pub phase: Phase,
+    /// Every run, in the order submitted (a run appears once it is submitted).
+    pub runs: Vec<RunEntry>,
+    /// Final verdict, once reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// One rung of the ladder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    /// 0 = minimal variant; `steps.len() - 1` = target.
+    pub index: usize,
+    /// The increment this step adds (`minimal` for step 0).
+    pub increment: String,
+    /// The variant file, relative to the session folder (`workflows/<name>/NN-<increment>.json`).
+    pub file: String,
+    /// Canonical sha256 of the variant.
+    pub sha256: String,
+    /// What this step changes compared to the previous one (ladder's `changes`, as JSON:
+    /// `{"node","class_type","action","input","from","to"}`).
+    #[serde(default)]
+    pub changes: Vec<Value>,
+}
+
+/// A control variant: the minimal variant plus the increment of `step` alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlVariant {
+    /// The step whose increment is added alone.
+    pub step: usize,
+    /// That increment.
+    pub increment: String,
+    /// The variant file, relative to the session folder (`workflows/<name>/control-NN-<increment>.json`).
+    pub file: String,
+    /// Canonical sha256 of the variant.
+    pub sha256: String,
+}
+
+/// What the driver is doing for one workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Not started.
+    Pending,
+    /// Running the minimal variant.
+    Minimal,
+    /// Running the target.
+    Target,
+    /// Searching the ladder.
+    Search,
+    /// Repeating the boundary steps (`--repeat`).
+    Repeat,
+    /// Running controls (`--controls`).
+    Controls,
+    /// Verdict reached.
+    Done,
+}
+
+/// Why a run was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunRole {
+    /// Endpoint: the minimal variant (must pass).
+    Minimal,
+    /// Endpoint: the target (must fail).
+    Target,
+    /// A ladder step during the search.
+    Search,
+    /// A repeat of a boundary step (`--repeat`).
+    Repeat,
+    /// Minimal + one later increment alone (`--controls`); `increment` names it.
+    Control,
+}
+
+/// Whether a run is finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Submitted; the outcome is not recorded yet.
+    InFlight,
+    /// The outcome is recorded (in `outcome` and in `run.json`).
+    Done,
+}
+
+/// One run as the session sees it (the full record is `dir/run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    /// The run id (UUID v4), also the ComfyUI prompt_id.
+    pub run_id: String,
+    /// The ladder step (for a control: the step of the increment added alone).
+    pub step: usize,
+    /// The increment of that step (`minimal` for step 0).
+    pub increment: String,
+    /// Why the run was made.
+    pub role: RunRole,
+    /// The run folder, relative to the session folder (`NN-<increment>-<run-id>`).
+    pub dir: String,
+    /// Canonical sha256 of the submitted workflow.
+    pub workflow_sha256: String,
+    /// In flight or done.
+    pub status: RunStatus,
+    /// RFC 3339 submission time.
+    pub started_at: String,
+    /// RFC 3339 end time (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The outcome (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// Summary numbers of the run (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RunSummary>,
+    /// The diagnosis of a failed run (the `diagnose --json` object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
+}
+
+impl RunEntry {
+    /// True when the run is done and passed.
+    pub fn passed(&self) -> bool {
+        matches!(self.outcome, Some(Outcome::Passed))
+    }
+
+    /// True when the run is done and counts as a failure of the variant.
+    pub fn failed(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_failure)
+    }
+}
+
+/// How a run ended (the session's view of the run record's outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The prompt executed to the end.
+    Passed,
+    /// An `execution_error`.
+    Failed {
+        /// Failing node id.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// E.g. `torch.OutOfMemoryError`.
+        exception_type: String,
+        /// First line of the exception message.
+        exception_message: String,
+    },
+    /// The server refused the prompt (400, or 200 with node_errors).
+    Rejected {
+        /// The server's message.
+        message: String,
+    },
+    /// Interrupted (by Ctrl-C or another client).
+    Interrupted,
+    /// The run or stall timeout hit; the prompt was interrupted.
+    Timeout {
+        /// What timed out, in words.
+        detail: String,
+    },
+    /// The server process went away during the run (crashed or killed).
+    ServerLost {
+        /// What was seen.
+        detail: String,
+    },
+}
+
+impl Outcome {
+    /// The outcome name used in `run.json`, the index and the report.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Rejected { .. } => "rejected",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::ServerLost { .. } => "server_lost",
+        }
+    }
+
+    /// Whether this outcome says the variant fails. A variant that killed the server or ran
+    /// into the timeout fails; a rejection or an interruption says nothing about the variant
+    /// and stops the search instead.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed { .. } | Outcome::Timeout { .. } | Outcome::ServerLost { .. }
+        )
+    }
+}
+
+/// Numbers of one run the ladder table shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Wall time from submission to the end, milliseconds.
+    pub duration_ms: u64,
+    /// Peak VRAM used (sampled), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_peak_mib: Option<f64>,
+    /// The VRAM sampling interval, milliseconds (short peaks between samples are missed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_sample_ms: Option<u64>,
+    /// The card's total VRAM, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_total_mib: Option<f64>,
+    /// Models and memory were freed before the run.
+    pub cold: bool,
+    /// The last node that ran (or the failing one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node: Option<String>,
+    /// Diagnosis stage of a failure (`load`, `sample_middle`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The outcome was recovered from the server's history after the tool was killed
+    /// (no timeline or VRAM series for this run).
+    #[serde(default)]
+    pub recovered_from_history: bool,
+}
+
+/// The submitted-but-unrecorded run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Index into `workflows`.
+    pub workflow: usize,
+    /// The run id (= prompt_id on the server).
+    pub run_id: String,
+}
+
+/// The answer for one workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The search found the first failing increment.
+    FirstFailure {
+        /// The first failing step.
+        step: usize,
+        /// Its increment.
+        increment: String,
+        /// The run that showed it.
+        run_id: String,
+        /// The last passing step (`step - 1`).
+        last_pass_step: usize,
+        /// The run that showed it passes.
+        last_pass_run_id: String,
+        /// Diagnosis stage of the failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+        /// Steps never run (binary strategy).
+        #[serde(default)]
+        not_run: Vec<usize>,
+    },
+    /// The minimal variant already fails: nothing to bisect.
+    MinimalFails {
+        /// The failing run.
+        run_id: String,
+        /// Diagnosis stage.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+    },
+    /// The target passed.
+    CouldNotReproduce {
+        /// The passing target run.
+        run_id: String,
+    },
+    /// Repeats disagreed.
+    Flaky {
+        /// Per repeated step, how often it passed and failed.
+        counts: Vec<FlakyCount>,
+    },
+    /// Preflight stopped this workflow (nothing was run).
+    PreflightFailed {
+        /// Node classes the server does not know (install the custom nodes).
+        #[serde(default)]
+        unknown_nodes: Vec<String>,
+        /// Model files the server does not have: `{folder?, file, node, input}`.
+        #[serde(default)]
+        missing_models: Vec<Value>,
+        /// Other problems, in words.
+        #[serde(default)]
+        other: Vec<String>,
+    },
+    /// A run was rejected or interrupted, which says nothing about the variant.
+    Inconclusive {
+        /// The run.
+        run_id: String,
+        /// In words.
+        detail: String,
+    },
+    /// Not finished: deadline, Ctrl-C, or the server lost and not back.
+    Incomplete {
+        /// Why.
+        reason: StopReason,
+        /// In words.
+        detail: String,
+    },
+}
+
+/// Pass/fail counts of one repeated step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlakyCount {
+    /// The step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// Runs that passed (search and repeats together).
+    pub passed: u32,
+    /// Runs that failed.
+    pub failed: u32,
+}
+
+impl Verdict {
+    /// One line for the terminal and the `runs` listing.
+    pub fn headline(&self) -> String {
+        match self {
+            Verdict::FirstFailure {
+                step,
+                increment,
+                stage,
+                ..
+            } => match stage {
+                Some(stage) => {
+                    format!("first failure at increment {increment} (step {step}), stage {stage}")
+                }
+                None => format!("first failure at increment {increment} (step {step})"),
+            },
+            Verdict::MinimalFails { stage, .. } => match stage {
+                Some(stage) => format!("minimal variant already fails (stage {stage})"),
+                None => "minimal variant already fails".to_string(),
+            },
+            Verdict::CouldNotReproduce { .. } => "could not reproduce (the target passed)".into(),
+            Verdict::Flaky { counts } => {
+                let parts: Vec<String> = counts
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "step {} {}: {} passed, {} failed",
+                            c.step, c.increment, c.passed, c.failed
+                        )
+                    })
+                    .collect();
+                format!("flaky ({})", parts.join("; "))
+            }
+            Verdict::PreflightFailed {
+                unknown_nodes,
+                missing_models,
+                other,
+            } => format!(
+                "preflight failed: {} unknown node class(es), {} missing model file(s), {} other problem(s)",
+                unknown_nodes.len(),
+                missing_models.len(),
+                other.len()
+            ),
+            Verdict::Inconclusive { detail, .. } => format!("inconclusive: {detail}"),
+            Verdict::Incomplete { detail, .. } => format!("incomplete: {detail}"),
+        }
+    }
+
+    /// Short machine name (`first_failure`, `minimal_fails`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Verdict::FirstFailure { .. } => "first_failure",
+            Verdict::MinimalFails { .. } => "minimal_fails",
+            Verdict::CouldNotReproduce { .. } => "could_not_reproduce",
+            Verdict::Flaky { .. } => "flaky",
+            Verdict::PreflightFailed { .. } => "preflight_failed",
+            Verdict::Inconclusive { .. } => "inconclusive",
+            Verdict::Incomplete { .. } => "incomplete",
+        }
+    }
+}
+
+/// `run.json`: the complete record of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFile {
+    /// [`SESSION_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The session.
+    pub session_id: String,
+    /// The workflow's name in the session.
+    pub workflow: String,
+    /// The session's view of the run (outcome, summary, diagnosis).
+    pub entry: RunEntry,
+    /// Component hashes of the submitted workflow's model files.
+    #[serde(default)]
+    pub component_hashes: Vec<ComponentHash>,
+    /// Per-node component hashes: node id → sha256 of its canonical class_type + inputs.
+    #[serde(default)]
+    pub node_hashes: serde_json::Map<String, Value>,
+    /// The run record from the client (timeline, VRAM series, system_stats before/after,
+    /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
+    pub record: crate::run::RunRecord,
+}
+
+/// Paths of one session folder.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    /// `runs/`.
+    pub runs_dir: PathBuf,
+    /// `runs/<session-id>/`.
+    pub dir: PathBuf,
+}
+
+impl SessionPaths {
+    /// Paths for `session_id` under `runs_dir`.
+    pub fn new(runs_dir: &Path, session_id: &str) -> SessionPaths {
+        SessionPaths {
+            runs_dir: runs_dir.to_path_buf(),
+            dir: runs_dir.join(session_id),
+        }
+    }
+
+    /// `session.json`.
+    pub fn session_file(&self) -> PathBuf {
+        self.dir.join(SESSION_FILE)
+    }
+
+    /// The run folder of `entry`.
+    pub fn run_dir(&self, entry: &RunEntry) -> PathBuf {
+        self.dir.join(&entry.dir)
+    }
+}
+
+/// The run folder name: `NN-<increment>-<run-id>` (NN = step, two digits).
+pub fn run_dir_name(step: usize, increment: &str, run_id: &str) -> String {
+    format!("{}-{run_id}", step_stem(step, increment))
+}
+
+/// `NN-<increment>` with the increment made safe for a file name.
+pub fn step_stem(step: usize, increment: &str) -> String {
+    let safe: String = increment
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{step:02}-{safe}")
+}
+
+/// Why a journal file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// File system error, with the path.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was attempted.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid journal.
+    #[error("{path} is not a comfy-bisect session journal: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> JournalError {
+    let path = path.to_path_buf();
+    move |source| JournalError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, and an
+/// fsync of the folder so the rename itself survives a crash.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err("cannot create folder", dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
+        file.write_all(bytes)
+            .map_err(io_err("cannot write", &tmp))?;
+        file.sync_all().map_err(io_err("cannot fsync", &tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Writes pretty JSON atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), JournalError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| JournalError::Invalid {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// Reads a JSON journal file.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, JournalError> {
+    let text = fs::read_to_string(path).map_err(io_err("cannot read", path))?;
+    serde_json::from_str(&text).map_err(|e| JournalError::Invalid {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+impl SessionFile {
+    /// Loads `runs/<id>/session.json`.
+    pub fn load(paths: &SessionPaths) -> Result<SessionFile, JournalError> {
+        let file: SessionFile = read_json(&paths.session_file())?;
+        if file.schema_version > SESSION_SCHEMA_VERSION {
+            return Err(JournalError::Invalid {
+                path: paths.session_file(),
+                reason: format!(
+                    "schema_version {} is newer than this comfy-bisect understands ({}); update comfy-bisect",
+                    file.schema_version, SESSION_SCHEMA_VERSION
+                ),
+            });
+        }
+        Ok(file)
+    }
+
+    /// Rewrites `session.json` atomically, stamping `updated_at`.
+    pub fn save(&mut self, paths: &SessionPaths) -> Result<(), JournalError> {
+        self.updated_at = now_rfc3339();
+        write_json_atomic(&paths.session_file(), self)
+    }
+
+    /// Finds a run by id in any workflow: (workflow index, run index).
+    pub fn find_run(&self, run_id: &str) -> Option<(usize, usize)> {
+        self.workflows.iter().enumerate().find_map(|(w, job)| {
+            job.runs
+                .iter()
+                .position(|r| r.run_id == run_id)
+                .map(|i| (w, i))
+        })
+    }
+
+    /// True when every workflow has a verdict that is not `incomplete`.
+    pub fn is_finished(&self) -> bool {
+        self.workflows.iter().all(|w| {
+            w.verdict
+                .as_ref()
+                .is_some_and(|v| !matches!(v, Verdict::Incomplete { .. }))
+        })
+    }
+}
+
+/// Current UTC time, RFC 3339.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// A new session id: `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex digits), sortable by time.
+pub fn new_session_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        &random[..4]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SessionFile {
+        SessionFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "20261129-010000-abcd".into(),
+            tool_version: "0.1.0".into(),
+            created_at: now_rfc3339(),
+            updated_at: now_rfc3339(),
+            server: "http://127.0.0.1:8188".into(),
+            options: SessionOptions::default(),
+            state: SessionState::Running { workflow: 0 },
+            workflows: vec![WorkflowJob {
+                name: "wf".into(),
+                source: "wf.json".into(),
+                target_sha256: "ab".into(),
+                steps: vec![],
+                controls: vec![],
+                not_separable: vec![],
+                kept: vec![],
+                phase: Phase::Search,
+                runs: vec![RunEntry {
+                    run_id: "r1".into(),
+                    step: 0,
+                    increment: MINIMAL.into(),
+                    role: RunRole::Minimal,
+                    dir: run_dir_name(0, MINIMAL, "r1"),
+                    workflow_sha256: "cd".into(),
+                    status: RunStatus::Done,
+                    started_at: now_rfc3339(),
+                    finished_at: Some(now_rfc3339()),
+                    outcome: Some(Outcome::Failed {
+                        node_id: "3".into(),
+                        node_type: "KSampler".into(),
+                        exception_type: "torch.OutOfMemoryError".into(),
+                        exception_message: "CUDA out of memory.".into(),
+                    }),
+                    summary: Some(RunSummary::default()),
+                    diagnosis: None,
+                }],
+                verdict: Some(Verdict::MinimalFails {
+                    run_id: "r1".into(),
+                    stage: Some("load".into()),
+                }),
+            }],
+            in_flight: None,
+            environment: None,
+        }
+    }
+
+    #[test]
+    fn session_round_trips_through_an_atomic_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(dir.path(), "s1");
+        let mut file = sample();
+        file.save(&paths).unwrap();
+        let back = SessionFile::load(&paths).unwrap();
+        assert_eq!(back, file);
+        let leftovers: Vec<_> = fs::read_dir(&paths.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn verdict_and_outcome_serialize_with_kind_tags() {
+        let v = serde_json::to_value(&sample().workflows[0].verdict).unwrap();
+        assert_eq!(v["kind"], "minimal_fails");
+        assert_eq!(v["stage"], "load");
+        let o = serde_json::to_value(&sample().workflows[0].runs[0].outcome).unwrap();
+        assert_eq!(o["kind"], "failed");
+        assert_eq!(o["node_type"], "KSampler");
+    }
+
+    #[test]
+    fn newer_schema_is_refused_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(dir.path(), "s1");
+        let mut file = sample();
+        file.schema_version = SESSION_SCHEMA_VERSION + 1;
+        write_json_atomic(&paths.session_file(), &file).unwrap();
+        let err = SessionFile::load(&paths).unwrap_err().to_string();
+        assert!(err.contains("update comfy-bisect"), "{err}");
+    }
+
+    #[test]
+    fn run_dir_names_are_safe_and_sorted_by_step() {
+        assert_eq!(run_dir_name(3, "lora", "abc"), "03-lora-abc");
+        assert_eq!(run_dir_name(12, "a/b c", "x"), "12-a_b_c-x");
+    }
+
+    #[test]
+    fn failure_classes() {
+        assert!(Outcome::ServerLost { detail: "".into() }.is_failure());
+        assert!(Outcome::Timeout { detail: "".into() }.is_failure());
+        assert!(!Outcome::Rejected { message: "".into() }.is_failure());
+        assert!(!Outcome::Interrupted.is_failure());
+        assert!(!Outcome::Passed.is_failure());
+    }
+}

@@ -1,0 +1,24 @@
+//! Bisection sessions: the driver (a small state machine whose state is the journal), the
+//! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
+//! (`--start-at`, `--deadline`) and the progress display.
+
+pub mod decide;
+pub mod driver;
+pub mod evidence;
+pub mod index;
+pub mod journal;
+pub mod live;
+pub mod lock;
+pub mod prepare;
+pub mod progress;
+pub mod schedule;
+pub mod setup;
+
+pub use decide::{decide, Decision};
+pub use driver::{Attempt, Backend, Clock, Driver, Hooks, NoHooks, Recovery, RunSpec, SystemClock};
+pub use index::{IndexEntry, Lookup};
+pub use journal::{
+    ControlVariant, FlakyCount, InFlight, Outcome, Phase, RunEntry, RunFile, RunRole, RunStatus,
+    RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason,
+    Strategy, Verdict, WorkflowJob,
+};

@@ -1,0 +1,173 @@
+//! The Markdown is well-formed for every fixed session, with or without redaction, also when
+//! messages, node classes and increments contain pipes, backticks, HTML and newlines; and the
+//! `report` command prints it end to end.
+
+mod report_support;
+
+use comfy_bisect::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
+use comfy_bisect::run::record::RunError;
+use comfy_bisect::session::journal::Outcome;
+use report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
+use std::path::Path;
+use std::process::Command;
+
+fn render(dir: &Path, redacted: bool) -> String {
+    let mut report = build(&load(dir).unwrap());
+    if redacted {
+        report = redact_report(&report).unwrap();
+    }
+    Markdown.render(&report).unwrap()
+}
+
+fn assert_well_formed(doc: &str, what: &str) {
+    let problems = md::check(doc);
+    assert!(problems.is_empty(), "{what}: {problems:#?}\n---\n{doc}");
+}
+
+#[test]
+fn every_scenario_renders_well_formed_markdown() {
+    for name in SCENARIOS {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = scenario(name).write(tmp.path());
+        for redacted in [true, false] {
+            let doc = render(&dir, redacted);
+            assert_well_formed(&doc, &format!("{name} (redacted: {redacted})"));
+            assert!(
+                doc.starts_with("# comfy-bisect report\n\n**Verdict:** "),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// The first-failure session with hostile text everywhere a user's data reaches the report.
+fn hostile() -> Fixture {
+    let mut f = scenario("first-failure");
+    f.session.workflows[0].steps[4].increment = "LoRA | *strong* <b>".into();
+    f.session.workflows[0].steps[1].changes[0]["to"] = serde_json::json!("12|80\n`x`");
+    for entry in &mut f.session.workflows[0].runs {
+        if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {
+            *node_type = "Bad|Node`s <i>".into();
+        }
+    }
+    for (entry, file) in &mut f.records {
+        if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {
+            *node_type = "Bad|Node`s <i>".into();
+        }
+        if let Some(file) = file {
+            file.entry = entry.clone();
+            if let Some(RunError::ExecutionError(e)) = &mut file.record.error {
+                e.exception_message
+                    .push_str("| a | b |\n```\n</details>\n<details>\n~~~\n");
+                e.traceback
+                    .push("  File \"x.py\", line 1, in <module>\n    a = '```'\n".into());
+            }
+        }
+    }
+    f
+}
+
+#[test]
+fn hostile_text_cannot_break_tables_fences_or_details() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = hostile();
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "hostile session");
+    assert!(
+        doc.contains("Bad\\|Node"),
+        "pipes in node classes are escaped"
+    );
+    assert!(
+        doc.contains("&lt;b&gt;"),
+        "HTML in increment names is escaped"
+    );
+}
+
+#[test]
+fn a_session_with_two_workflows_has_one_section_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("first-failure");
+    let mut second = f.session.workflows[0].clone();
+    second.name = "second-workflow".into();
+    second.verdict = None;
+    second.runs.clear();
+    f.session.workflows.push(second);
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "two workflows");
+    assert!(doc.contains("## Workflow `wan-video-lora`"));
+    assert!(doc.contains("## Workflow `second-workflow`"));
+    assert!(doc.contains("- `second-workflow`: In progress: not started yet."));
+    let json: serde_json::Value =
+        serde_json::from_str(&Json.render(&build(&load(&dir).unwrap())).unwrap()).unwrap();
+    assert_eq!(json["workflows"].as_array().unwrap().len(), 2);
+    assert_eq!(json["workflows"][1]["verdict"]["kind"], "in_progress");
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+}
+
+#[test]
+fn report_command_prints_markdown_and_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    scenario("first-failure").write(tmp.path());
+    let runs = tmp.path().join("runs");
+
+    let out = bin()
+        .args(["report", "20261129-01", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md_text = String::from_utf8(out.stdout).unwrap();
+    assert!(md_text.starts_with("# comfy-bisect report"));
+    assert!(md_text.contains("First failure when adding **LoRA** (step 4 of 7)"));
+    assert!(!md_text.contains("gpu-box"), "redacted by default");
+    assert_well_formed(&md_text, "report command output");
+
+    let out = bin()
+        .args(["report", "--format", "json", "--no-redact"])
+        .arg(runs.join(SESSION_ID))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["redacted"], false);
+    assert_eq!(v["settings"]["server"], "http://gpu-box.lan:8188");
+    assert!(
+        !runs.join(SESSION_ID).join("report.md").exists(),
+        "printing writes nothing"
+    );
+
+    let out = bin()
+        .args(["report", SESSION_ID, "--write", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(runs.join(SESSION_ID).join("report.md").is_file());
+    assert!(runs.join(SESSION_ID).join("report.json").is_file());
+}
+
+#[test]
+fn report_command_explains_an_unknown_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    scenario("flaky").write(tmp.path());
+    let out = bin()
+        .args(["report", "2025", "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no session \"2025\""), "{err}");
+    assert!(err.contains("comfy-bisect runs"), "{err}");
+}
