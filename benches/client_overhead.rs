@@ -40,6 +40,9 @@ struct Watch {
     terminal: Option<Instant>,
     submitted: Option<Instant>,
     reconciling: Option<Instant>,
+    submitting: Option<Instant>,
+    /// The `/history/{id}` answer with our entry arrived (the tool learned the end by HTTP).
+    history: Option<Instant>,
 }
 
 impl Watch {
@@ -50,6 +53,8 @@ impl Watch {
             terminal: None,
             submitted: None,
             reconciling: None,
+            submitting: None,
+            history: None,
         }
     }
 }
@@ -58,7 +63,9 @@ impl RunObserver for Watch {
     fn on_event(&mut self, event: &RunEvent) {
         if let RunEvent::Phase(p) = event {
             let now = Instant::now();
-            if p == "submitted" {
+            if p == "submitting" {
+                self.submitting.get_or_insert(now);
+            } else if p == "submitted" {
                 self.submitted.get_or_insert(now);
             } else if p.starts_with("reconciling") {
                 self.reconciling.get_or_insert(now);
@@ -68,6 +75,18 @@ impl RunObserver for Watch {
 
     fn on_raw(&mut self, event: &RawEvent<'_>) {
         let now = Instant::now();
+        if let RawEvent::Http { exchange, .. } = event {
+            let ours =
+                exchange.path.contains("/history/") && exchange.path.contains(&self.prompt_id);
+            let entry = exchange
+                .response_body
+                .as_ref()
+                .is_some_and(|b| b.get(&self.prompt_id).is_some());
+            if ours && entry {
+                self.history.get_or_insert(now);
+            }
+            return;
+        }
         if let RawEvent::Ws {
             dir: "in",
             json: Some(v),
@@ -93,65 +112,102 @@ struct Series {
     detection: Vec<f64>,
     wall: Vec<f64>,
     submit_to_first: Vec<f64>,
+    write: Vec<f64>,
+    before_submit: Vec<f64>,
     terminal_to_reconcile: Vec<f64>,
-    reconcile_to_recorded: Vec<f64>,
     server_exec: Vec<f64>,
+    by_ws: usize,
+    by_history: usize,
     failures: usize,
 }
 
-fn request(workflow: &Workflow, cold: bool) -> RunRequest {
-    let mut r = RunRequest::new(workflow.clone());
+fn request(steps: u64, seed: u64, cold: bool) -> RunRequest {
+    let v = common::sd15(512, 512, steps, seed);
+    let workflow = Workflow::from_json_str(&v.to_string(), "bench.json").expect("workflow");
+    let mut r = RunRequest::new(workflow);
     r.cold = cold;
     r
 }
 
-async fn pass(base_url: &str, tap: Option<&WsTap>, workflow: &Workflow, runs: usize, cold: bool, dir: &Path) -> Series {
+/// `runs` runs one after the other; each has its own seed so the server executes the sampler
+/// and everything after it (no fully cached prompt).
+async fn pass(
+    base_url: &str,
+    tap: Option<&WsTap>,
+    steps: u64,
+    seeds: std::ops::Range<u64>,
+    cold: bool,
+    dir: &Path,
+) -> Series {
     let client = Client::new(base_url, ExtraHeaders::new()).expect("client");
     let mut s = Series::default();
-    for i in 0..runs {
-        let req = request(workflow, cold);
+    for (i, seed) in seeds.enumerate() {
+        let req = request(steps, seed, cold);
         let prompt_id = req.run_id.to_string();
         let mut watch = Watch::new(&prompt_id);
         let t_call = Instant::now();
         let record = execute_with(&client, req, &mut watch).await;
+        let t_returned = Instant::now();
         write_json_atomic(&dir.join(format!("run-{i:03}.json")), &record).expect("write run.json");
         let t_recorded = Instant::now();
         if record.outcome().kind().as_str() != "passed" {
             s.failures += 1;
-            eprintln!("run {i}: {} ({:?})", record.outcome().kind().as_str(), record.warnings);
+            eprintln!(
+                "run {i}: {} ({:?})",
+                record.outcome().kind().as_str(),
+                record.warnings
+            );
             continue;
         }
-        let (Some(first), Some(seen_terminal)) = (watch.first_event, watch.terminal) else {
+        // The tool learns the end from the WebSocket frame or, when its first /queue poll
+        // already finds the prompt gone (zero latency), from /history.
+        let seen_terminal = match (watch.terminal, watch.history) {
+            (Some(w), Some(h)) => Some(w.min(h)),
+            (w, h) => w.or(h),
+        };
+        let (Some(submitted), Some(seen_terminal)) = (watch.submitted, seen_terminal) else {
             s.failures += 1;
-            eprintln!("run {i}: the tool saw no events of its prompt");
+            eprintln!("run {i}: the tool saw neither the terminal event nor the history entry");
             continue;
         };
-        let server_terminal = tap.and_then(|t| t.log().terminal_of(&prompt_id));
-        let server_first = tap.and_then(|t| t.log().first_of(&prompt_id));
+        if watch.terminal == Some(seen_terminal) {
+            s.by_ws += 1;
+        } else {
+            s.by_history += 1;
+        }
+        let log = tap.map(|t| t.log());
+        let server_terminal = log.as_ref().and_then(|l| l.terminal_of(&prompt_id));
+        let server_first = log.as_ref().and_then(|l| l.first_of(&prompt_id));
         let end_ref = server_terminal.unwrap_or(seen_terminal);
-        let start = ms(t_call, first);
+        let start = ms(t_call, submitted);
         let finish = ms(end_ref, t_recorded);
         s.start.push(start);
         s.finish.push(finish);
         s.overhead.push(start + finish);
         s.wall.push(ms(t_call, t_recorded));
-        s.server_exec.push(ms(server_first.unwrap_or(first), end_ref));
+        if let Some(first) = server_first.or(watch.first_event) {
+            s.server_exec.push(ms(first, end_ref));
+            s.submit_to_first.push(ms(submitted, first));
+        }
         if let Some(t) = server_terminal {
             s.detection.push(ms(t, seen_terminal));
         }
-        if let Some(sub) = watch.submitted {
-            s.submit_to_first.push(ms(sub, first));
-        }
-        if let Some(rec) = watch.reconciling {
-            s.terminal_to_reconcile.push(ms(seen_terminal, rec));
-            s.reconcile_to_recorded.push(ms(rec, t_recorded));
-        }
+        s.terminal_to_reconcile.push(ms(seen_terminal, t_returned));
+        s.write.push(ms(t_returned, t_recorded));
+        s.before_submit
+            .push(ms(t_call, watch.submitting.unwrap_or(submitted)));
     }
     s
 }
 
 fn row(name: &str, v: &[f64]) -> String {
-    let Stats { n, min, median, p99, max } = stats(v);
+    let Stats {
+        n,
+        min,
+        median,
+        p99,
+        max,
+    } = stats(v);
     format!("| {name} | {n} | {min:.2} | **{median:.2}** | {p99:.2} | {max:.2} |")
 }
 
@@ -160,23 +216,62 @@ fn table(title: &str, s: &Series) {
     println!("| ms per run | n | min | median | p99 | max |");
     println!("|---|---:|---:|---:|---:|---:|");
     println!("{}", row("overhead (start + finish)", &s.overhead));
-    println!("{}", row("start: call → first event of our prompt", &s.start));
-    println!("{}", row("finish: terminal event → run.json on disk", &s.finish));
+    println!("{}", row("start: call → `POST /prompt` answered", &s.start));
+    println!(
+        "{}",
+        row("finish: terminal event → run.json on disk", &s.finish)
+    );
     if !s.detection.is_empty() {
-        println!("{}", row("detection: terminal sent → read by the tool", &s.detection));
+        println!(
+            "{}",
+            row("detection: terminal sent → read by the tool", &s.detection)
+        );
     }
-    println!("{}", row("  `POST /prompt` answered → first event", &s.submit_to_first));
-    println!("{}", row("  terminal read → /history reconciliation starts", &s.terminal_to_reconcile));
-    println!("{}", row("  reconciliation → run.json on disk", &s.reconcile_to_recorded));
-    println!("{}", row("server execution (first → terminal event)", &s.server_exec));
+    println!(
+        "{}",
+        row(
+            "  call → `POST /prompt` sent (stats, socket, greeting)",
+            &s.before_submit
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "  tool knows the end → `execute` returns",
+            &s.terminal_to_reconcile
+        )
+    );
+    println!(
+        "{}",
+        row("  run.json written (atomic: fsync file + folder)", &s.write)
+    );
+    println!(
+        "{}",
+        row(
+            "  `POST /prompt` answered → server's first event",
+            &s.submit_to_first
+        )
+    );
+    println!(
+        "{}",
+        row("server execution (first → terminal event)", &s.server_exec)
+    );
     println!("{}", row("wall time per run", &s.wall));
+    println!(
+        "\nEnd learned from the WebSocket in {} runs, from /history (the first /queue poll found the \
+         prompt already finished) in {} runs.",
+        s.by_ws, s.by_history
+    );
     if s.failures > 0 {
         println!("\n{} runs did not pass and are left out.", s.failures);
     }
 }
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -188,12 +283,12 @@ fn main() {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let v = common::sd15(512, 512, steps);
-    let workflow = Workflow::from_json_str(&v.to_string(), "bench.json").expect("workflow");
 
     println!("# Client overhead benchmark\n");
     println!("- {} ({})", common::cpu_model(), common::load());
-    println!("- simulator in-process, time_scale 0 (zero simulated latency), {steps} sampler steps");
+    println!(
+        "- simulator in-process, time_scale 0 (zero simulated latency), {steps} sampler steps"
+    );
     println!("- {runs} warm runs per pass (`cold: false`), default client limits (500 ms VRAM sampling, 1 s polling)");
 
     rt.block_on(async {
@@ -201,12 +296,12 @@ fn main() {
             .await
             .expect("start simulator");
         // Warm-up: connections, the simulator's model cache, page cache of the temp dir.
-        let _ = pass(&sim.base_url(), None, &workflow, 3, false, dir.path()).await;
+        let _ = pass(&sim.base_url(), None, steps, 0..3, false, dir.path()).await;
 
         let tap = WsTap::start(sim.addr(), None).await;
-        let tapped = pass(&tap.base_url(), Some(&tap), &workflow, runs, false, dir.path()).await;
-        let direct = pass(&sim.base_url(), None, &workflow, runs, false, dir.path()).await;
-        let cold = pass(&tap.base_url(), Some(&tap), &workflow, cold_runs, true, dir.path()).await;
+        let tapped = pass(&tap.base_url(), Some(&tap), steps, 1000..1000 + runs as u64, false, dir.path()).await;
+        let direct = pass(&sim.base_url(), None, steps, 2000..2000 + runs as u64, false, dir.path()).await;
+        let cold = pass(&tap.base_url(), Some(&tap), steps, 3000..3000 + cold_runs as u64, true, dir.path()).await;
         println!("- after the passes: {}", common::load());
 
         table("Through the timestamping relay (server-side instants)", &tapped);

@@ -3,8 +3,8 @@
 //! Runs the `comfy-bisect` binary as a child process (`comfy-bisect submit`, a full run with
 //! the cold start, VRAM sampling, the WebSocket and the `/history` reconciliation) against the
 //! in-tree simulator, with and without a flood of WebSocket preview frames, and reports the
-//! child's peak RSS (`ru_maxrss` from `wait4`, cross-checked with `VmHWM` sampled from
-//! `/proc/<pid>/status`) and its RSS over time. The simulator sends no live previews itself, so
+//! child's peak RSS (GNU time's `%M`, i.e. `ru_maxrss` of the tool alone, cross-checked with
+//! `VmHWM` sampled from `/proc/<pid>/status`) and its RSS over time. The simulator sends no live previews itself, so
 //! a loopback relay in front of it ([`common::WsTap`]) adds ComfyUI-style binary preview frames
 //! (event type 1, JPEG) after every `progress` event — with 400 sampler steps and 4 × 256 KiB
 //! per step that is 400 MiB of binary frames, so any accumulation would show.
@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::{median, Previews, WsTap};
 use comfy_bisect::sim::{start, SimConfig};
+use common::{median, Previews, WsTap};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,51 +39,61 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .and_then(|r| r.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Runs the tool once and waits for it with `wait4` (its own rusage, not the sum of children).
-fn measure(server: &str, workflow: &std::path::Path) -> Measured {
+/// Runs the tool once under GNU time (`/usr/bin/time -f %M`) and returns its peak RSS.
+///
+/// Why not `wait4` on our own child: Linux keeps a process's `maxrss` across `execve`, and a
+/// child spawned from this benchmark (which itself buffers the relayed frames) starts with the
+/// benchmark's high-water mark. GNU time forks the tool from its own small image, so its
+/// `%M` is the tool's own peak. `VmHWM` of the tool is also sampled every 5 ms as a check.
+fn measure(server: &str, command: &[String], out: &std::path::Path) -> Measured {
     let t0 = Instant::now();
-    let child = Command::new(TOOL)
-        .args(["--server", server, "submit", "--json"])
-        .arg(workflow)
+    let mut child = Command::new("/usr/bin/time")
+        .args(["-f", "%M", "-o"])
+        .arg(out)
+        .arg(TOOL)
+        .args(["--server", server])
+        .args(command)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn comfy-bisect");
+        .expect("spawn /usr/bin/time comfy-bisect");
     let pid = child.id();
     let done = Arc::new(AtomicBool::new(false));
     let flag = done.clone();
     let sampler = std::thread::spawn(move || {
         let (mut hwm, mut first, mut last) = (0, 0, 0);
+        let mut tool: Option<u32> = None;
         while !flag.load(Ordering::Relaxed) {
-            if let Some(h) = status_kib(pid, "VmHWM:") {
-                hwm = hwm.max(h);
+            if tool.is_none() {
+                tool = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                    .ok()
+                    .and_then(|c| c.split_whitespace().next().and_then(|p| p.parse().ok()));
             }
-            if let Some(r) = status_kib(pid, "VmRSS:") {
-                if first == 0 {
-                    first = r;
+            if let Some(t) = tool {
+                if let Some(h) = status_kib(t, "VmHWM:") {
+                    hwm = hwm.max(h);
                 }
-                last = r;
+                if let Some(r) = status_kib(t, "VmRSS:") {
+                    if first == 0 {
+                        first = r;
+                    }
+                    last = r;
+                }
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(5));
         }
         (hwm, first, last)
     });
-    let mut status = 0;
-    // SAFETY: zeroed rusage is a valid value; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid as libc::pid_t, "wait4 failed");
+    let status = child.wait().expect("wait for /usr/bin/time");
     done.store(true, Ordering::Relaxed);
     let (hwm, first, last) = sampler.join().expect("sampler");
-    // The child is reaped; keep `Child` from waiting again.
-    std::mem::forget(child);
+    let maxrss_kib = std::fs::read_to_string(out)
+        .ok()
+        .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()))
+        .unwrap_or(0);
     Measured {
-        exit: if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -1
-        },
-        maxrss_kib: usage.ru_maxrss as u64,
+        exit: status.code().unwrap_or(-1),
+        maxrss_kib,
         hwm_kib: hwm,
         rss_first_kib: first,
         rss_last_kib: last,
@@ -92,7 +102,10 @@ fn measure(server: &str, workflow: &std::path::Path) -> Measured {
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn mib(kib: u64) -> f64 {
@@ -110,11 +123,23 @@ fn main() {
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
     let wf = dir.path().join("bench.json");
-    std::fs::write(&wf, common::sd15(512, 512, steps).to_string()).expect("write workflow");
+    std::fs::write(&wf, common::sd15(512, 512, steps, 1).to_string()).expect("write workflow");
+    // Fails on the 12 GiB card (batch 8 at 2048²): a real session with endpoints and a search.
+    let failing = dir.path().join("failing.json");
+    let mut v = common::sd15(2048, 2048, steps, 1);
+    v["5"]["inputs"]["batch_size"] = 8.into();
+    std::fs::write(&failing, v.to_string()).expect("write workflow");
+    let submit: Vec<String> = vec!["submit".into(), "--json".into(), wf.display().to_string()];
+    let bisect: Vec<String> = vec![
+        "bisect".into(),
+        "--runs-dir".into(),
+        dir.path().join("runs").display().to_string(),
+        failing.display().to_string(),
+    ];
 
     println!("# Footprint benchmark\n");
     println!("- {} ({})", common::cpu_model(), common::load());
-    println!("- `comfy-bisect submit` (release build) against the simulator (time_scale 0), {steps} sampler steps");
+    println!("- `comfy-bisect submit` / `bisect` (release build) against the simulator (12 GiB, time_scale 0), {steps} sampler steps");
     println!(
         "- previews: {frames} binary frames × {frame_kib} KiB after every progress event \
          ({:.0} MiB per run)",
@@ -122,9 +147,12 @@ fn main() {
     );
 
     let rows = rt.block_on(async {
-        let sim = start(SimConfig::default().with_time_scale(0.0), "127.0.0.1:0".parse().unwrap())
-            .await
-            .expect("start simulator");
+        let sim = start(
+            SimConfig::default().with_vram_gib(12).with_time_scale(0.0),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .expect("start simulator");
         let plain = WsTap::start(sim.addr(), None).await;
         let flood = WsTap::start(
             sim.addr(),
@@ -135,14 +163,20 @@ fn main() {
         )
         .await;
         let mut rows: Vec<(&str, Vec<Measured>, u64)> = Vec::new();
-        for (name, tap) in [("no previews", &plain), ("previews on", &flood)] {
+        for (name, tap, command) in [
+            ("`submit`, no previews", &plain, &submit),
+            ("`submit`, previews on", &flood, &submit),
+            ("`bisect` session, no previews", &plain, &bisect),
+            ("`bisect` session, previews on", &flood, &bisect),
+        ] {
             let mut ms = Vec::new();
             let before = tap.log().injected_bytes;
             for _ in 0..rounds {
                 let url = tap.base_url();
-                let wf = wf.clone();
+                let command = command.clone();
+                let out = dir.path().join("time.txt");
                 ms.push(
-                    tokio::task::spawn_blocking(move || measure(&url, &wf))
+                    tokio::task::spawn_blocking(move || measure(&url, &command, &out))
                         .await
                         .expect("measure"),
                 );
@@ -157,7 +191,7 @@ fn main() {
     });
 
     println!("- after the runs: {}\n", common::load());
-    println!("| run | exit | peak RSS (ru_maxrss), median of {rounds} | VmHWM sampled | RSS first → last sample | binary bytes received per run | seconds |");
+    println!("| run | exit | peak RSS (GNU time %M), median of {rounds} | VmHWM sampled | RSS first → last sample | binary bytes received per run | seconds |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut peak_all = 0.0f64;
     for (name, ms, injected) in &rows {
@@ -181,7 +215,9 @@ fn main() {
         );
     }
     println!(
-        "\n| target | measured | |\n|---|---|---|\n| peak RSS ≤ 30 MB | {peak_all:.1} MiB (largest of all runs) | {} |",
+        "\nThe `bisect` session (linear): minimal passes (all {steps} steps, so all previews), target \
+         and step 1 fail on the first sampler step; exit 1 = a first failure was found.\n\n\
+         | target | measured | |\n|---|---|---|\n| peak RSS ≤ 30 MB | {peak_all:.1} MiB (largest of all runs) | {} |",
         if peak_all * 1.048_576 <= 30.0 { "met" } else { "missed" }
     );
 }

@@ -86,7 +86,10 @@ fn session(n: usize, fail_at: usize, options: &SessionOptions) -> (Verdict, Vec<
             }
         }
     }
-    panic!("no verdict after {} runs (n = {n}, failure at {fail_at}): {made:?}", made.len());
+    panic!(
+        "no verdict after {} runs (n = {n}, failure at {fail_at}): {made:?}",
+        made.len()
+    );
 }
 
 fn found(v: &Verdict) -> Option<usize> {
@@ -124,7 +127,11 @@ fn main() {
     println!("# Runs to verdict\n");
     println!("Runs counted as the session journal lists them: minimal (step 0) + target (step n) + search runs.\n");
     for n in [4usize, 8, 16] {
-        println!("\n### Ladder of {n} increments (steps 0..={n}); bound ⌈log2({})⌉+2 = {}\n", n + 1, bound(n));
+        println!(
+            "\n### Ladder of {n} increments (steps 0..={n}); bound ⌈log2({})⌉+2 = {}\n",
+            n + 1,
+            bound(n)
+        );
         println!("| first failing step | linear runs | binary runs | binary order of steps | binary, --assume-fails |");
         println!("|---:|---:|---:|---|---:|");
         let (mut lin_max, mut bin_max, mut lin_sum, mut bin_sum, mut asm_max) = (0, 0, 0, 0, 0);
@@ -132,7 +139,11 @@ fn main() {
             let (lv, lruns) = session(n, fail_at, &linear);
             let (bv, bruns) = session(n, fail_at, &binary);
             let (av, aruns) = session(n, fail_at, &binary_assume);
-            for (name, v) in [("linear", &lv), ("binary", &bv), ("binary --assume-fails", &av)] {
+            for (name, v) in [
+                ("linear", &lv),
+                ("binary", &bv),
+                ("binary --assume-fails", &av),
+            ] {
                 if found(v) != Some(fail_at) {
                     ok = false;
                     eprintln!("{name}, n = {n}, failure at {fail_at}: wrong verdict {v:?}");
@@ -155,7 +166,14 @@ fn main() {
             lin_sum += lruns.len();
             bin_sum += bruns.len();
         }
-        summary.push((n, lin_max, lin_sum as f64 / n as f64, bin_max, bin_sum as f64 / n as f64, asm_max));
+        summary.push((
+            n,
+            lin_max,
+            lin_sum as f64 / n as f64,
+            bin_max,
+            bin_sum as f64 / n as f64,
+            asm_max,
+        ));
     }
     println!("\n### Summary\n");
     println!("| increments n | linear max | linear mean | binary max | binary mean | binary --assume-fails max | bound ⌈log2(n+1)⌉+2 | |");

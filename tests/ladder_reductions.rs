@@ -200,7 +200,8 @@ fn frames_take_the_smallest_count_on_the_4n_plus_1_grid() {
 fn linked_frame_count_feeds_video_and_audio_consistently() {
     let mut v = video_graph(json!(["30", 0]));
     v["30"] = json!({"class_type": "PrimitiveInt", "inputs": {"value": 121}});
-    v["31"] = json!({"class_type": "LTXVAudioVAELoader", "inputs": {"ckpt_name": "ltx.safetensors"}});
+    v["31"] =
+        json!({"class_type": "LTXVAudioVAELoader", "inputs": {"ckpt_name": "ltx.safetensors"}});
     v["32"] = json!({"class_type": "LTXVEmptyLatentAudio", "inputs": {"frames_number": ["30", 0], "frame_rate": 25, "batch_size": 1, "audio_vae": ["31", 0]}});
     v["33"] = json!({"class_type": "SaveLatent", "inputs": {"filename_prefix": "a", "samples": ["32", 0]}});
     let target = wf(v);
@@ -242,7 +243,10 @@ fn dual_experts_become_one_sampler_over_all_steps_with_the_low_noise_model() {
     assert_eq!(lit(m, "10", "noise_seed"), &json!(42));
     assert_eq!(lit(m, "10", "start_at_step"), &json!(0));
     assert_eq!(lit(m, "10", "end_at_step"), &json!(10000));
-    assert_eq!(lit(m, "10", "return_with_leftover_noise"), &json!("disable"));
+    assert_eq!(
+        lit(m, "10", "return_with_leftover_noise"),
+        &json!("disable")
+    );
     assert_eq!(link(m, "10", "latent_image"), l("40", 0));
     assert_eq!(link(m, "10", "model"), l("1", 0));
     // The models step brings back the split exactly.
@@ -260,7 +264,8 @@ fn dual_experts_become_one_sampler_over_all_steps_with_the_low_noise_model() {
 fn base_and_refiner_keep_the_base_and_decode_with_its_vae() {
     let mut v = sd_graph(1024, 1024, 1);
     v["12"] = json!({"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "refiner.safetensors"}});
-    v["15"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "a cat", "clip": ["12", 1]}});
+    v["15"] =
+        json!({"class_type": "CLIPTextEncode", "inputs": {"text": "a cat", "clip": ["12", 1]}});
     v["16"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "", "clip": ["12", 1]}});
     v["3"] = json!({"class_type": "KSamplerAdvanced", "inputs": {"add_noise": "enable", "noise_seed": 7, "steps": 25, "cfg": 8.0, "sampler_name": "euler", "scheduler": "normal",
         "start_at_step": 0, "end_at_step": 20, "return_with_leftover_noise": "enable",
@@ -306,7 +311,9 @@ fn split_sigma_experts_sample_the_whole_schedule_once() {
     assert_eq!(lit(m, "b", "add_noise"), &json!(true));
     assert_eq!(lit(m, "b", "noise_seed"), &json!(5));
     assert_eq!(link(m, "b", "latent_image"), l("lat", 0));
-    assert!(!m.nodes.contains_key("a") && !m.nodes.contains_key("2") && !m.nodes.contains_key("split"));
+    assert!(
+        !m.nodes.contains_key("a") && !m.nodes.contains_key("2") && !m.nodes.contains_key("split")
+    );
 }
 
 #[test]
@@ -362,7 +369,10 @@ fn widget_quantization_is_reset_and_file_quantization_reported() {
     let target = wf(v);
     let p = plan_default(&target);
     assert!(increments(&p).contains(&Increment::Quantization));
-    assert_eq!(lit(&p.steps[0].workflow, "1", "weight_dtype"), &json!("default"));
+    assert_eq!(
+        lit(&p.steps[0].workflow, "1", "weight_dtype"),
+        &json!("default")
+    );
     let q = p
         .not_separable
         .iter()
@@ -386,7 +396,11 @@ fn hires_fix_second_pass_is_removed_and_the_first_pass_decoded() {
     let p = plan_default(&target);
     assert_eq!(
         increments(&p),
-        [Increment::Minimal, Increment::Resolution, Increment::Postprocess]
+        [
+            Increment::Minimal,
+            Increment::Resolution,
+            Increment::Postprocess
+        ]
     );
     let m = &p.steps[0].workflow;
     assert_eq!(link(m, "8", "samples"), l("3", 0));

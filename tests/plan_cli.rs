@@ -58,7 +58,15 @@ fn plan_out_writes_plan_json_and_one_file_per_step() {
         .collect();
     assert_eq!(
         names,
-        ["minimal", "resolution", "frames", "models", "lora", "cache", "postprocess"]
+        [
+            "minimal",
+            "resolution",
+            "frames",
+            "models",
+            "lora",
+            "cache",
+            "postprocess"
+        ]
     );
     for s in steps {
         let file = out.join(s["file"].as_str().unwrap());
@@ -79,11 +87,21 @@ fn plan_out_writes_plan_json_and_one_file_per_step() {
     assert_eq!(minimal["50"]["inputs"]["length"], 1);
     assert_eq!(minimal["131"]["inputs"]["frame_rate"], 16);
     assert_eq!(minimal["92:58"]["inputs"]["noise_seed"], 264590);
-    let mut ids: Vec<&str> = minimal.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut ids: Vec<&str> = minimal
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     ids.sort();
-    let mut expected = vec!["56", "55", "38", "6", "7", "39", "52", "50", "92:58", "8", "131", "111"];
+    let mut expected = vec![
+        "56", "55", "38", "6", "7", "39", "52", "50", "92:58", "8", "131", "111",
+    ];
     expected.sort();
-    assert_eq!(ids, expected, "SageAttention (111) is kept, everything else as expected");
+    assert_eq!(
+        ids, expected,
+        "SageAttention (111) is kept, everything else as expected"
+    );
     // Every step validates apart from model files the fixture server lacks.
     for s in steps {
         let file = out.join(s["file"].as_str().unwrap());
@@ -100,9 +118,9 @@ fn plan_out_writes_plan_json_and_one_file_per_step() {
         assert_eq!(report[0]["only_missing_files"], true, "{}", s["file"]);
     }
     let ns = plan["not_separable"].as_array().unwrap();
-    assert!(ns
-        .iter()
-        .any(|n| n["increment"] == "quantization" && n["reason"].as_str().unwrap().contains("gguf")));
+    assert!(ns.iter().any(
+        |n| n["increment"] == "quantization" && n["reason"].as_str().unwrap().contains("gguf")
+    ));
 }
 
 #[test]
@@ -123,7 +141,10 @@ fn plan_json_prints_the_contract_on_stdout() {
         .iter()
         .map(|s| s["increment"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["minimal", "resolution", "frames", "quantization", "cache"]);
+    assert_eq!(
+        names,
+        ["minimal", "resolution", "frames", "quantization", "cache"]
+    );
     let quant = &steps[3]["changes"][0];
     assert_eq!(quant["node"], "12");
     assert_eq!(quant["class_type"], "UNETLoader");
@@ -218,7 +239,10 @@ fn bad_arguments_and_files_are_usage_errors() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("bad.toml") && stderr.contains("lora"), "{stderr}");
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("lora"),
+        "{stderr}"
+    );
     let (code, _, stderr) = bisect(&["plan", "does-not-exist.json", "--object-info", CORE_DEFS]);
     assert_eq!(code, 2);
     assert!(stderr.contains("does-not-exist.json"), "{stderr}");

@@ -43,7 +43,13 @@ fn lora_active(w: &Workflow, id: &str) -> bool {
 }
 
 /// Checks every rule the issue lists; returns the broken ones.
-fn check(name: &str, target: &Workflow, p: &Plan, defs: &NodeDefs, catalog: &Catalog) -> Vec<String> {
+fn check(
+    name: &str,
+    target: &Workflow,
+    p: &Plan,
+    defs: &NodeDefs,
+    catalog: &Catalog,
+) -> Vec<String> {
     let mut errors = Vec::new();
     let target_report = validate(target, defs);
     let baseline: Vec<String> = target_report
@@ -55,17 +61,28 @@ fn check(name: &str, target: &Workflow, p: &Plan, defs: &NodeDefs, catalog: &Cat
         for e in report.graph_errors() {
             let key = format!("{:?}{:?}{:?}", e.kind, e.node, e.input);
             if !baseline.contains(&key) {
-                errors.push(format!("{name}: step {} invalid: {:?} {}", step.index, e.node, e.message));
+                errors.push(format!(
+                    "{name}: step {} invalid: {:?} {}",
+                    step.index, e.node, e.message
+                ));
             }
         }
         if step.sha256 != step.workflow.sha256() {
-            errors.push(format!("{name}: step {} hash does not match its workflow", step.index));
+            errors.push(format!(
+                "{name}: step {} hash does not match its workflow",
+                step.index
+            ));
         }
         // Each variant is the target with its own edits applied.
         let mut again = target.clone();
-        again.apply(&step.edits, defs).expect("recorded edits apply to the target");
+        again
+            .apply(&step.edits, defs)
+            .expect("recorded edits apply to the target");
         if again.sha256() != step.sha256 {
-            errors.push(format!("{name}: step {} is not reproduced by its edits", step.index));
+            errors.push(format!(
+                "{name}: step {} is not reproduced by its edits",
+                step.index
+            ));
         }
     }
     let last = p.steps.last().expect("a plan has at least one step");
@@ -74,7 +91,11 @@ fn check(name: &str, target: &Workflow, p: &Plan, defs: &NodeDefs, catalog: &Cat
     }
     let minimal = &p.steps[0].workflow;
     let reach = minimal.reachable_from_outputs(defs);
-    let excused = |id: &str| p.not_separable.iter().any(|n| n.nodes.iter().any(|x| x == id));
+    let excused = |id: &str| {
+        p.not_separable
+            .iter()
+            .any(|n| n.nodes.iter().any(|x| x == id))
+    };
     let sampler_upstream = |id: &str| {
         minimal
             .upstream_closure([id])
@@ -121,14 +142,21 @@ fn check(name: &str, target: &Workflow, p: &Plan, defs: &NodeDefs, catalog: &Cat
                 .and_then(Input::as_literal)
                 .and_then(int);
             if sized && before.is_some_and(|b| v > b && b > 0) {
-                errors.push(format!("{name}: minimal {id}.{input} = {v} > target {before:?}"));
+                errors.push(format!(
+                    "{name}: minimal {id}.{input} = {v} > target {before:?}"
+                ));
             }
         }
     }
     errors
 }
 
-fn run_all(files: &[PathBuf], defs: &NodeDefs, options: &PlanOptions, skip_invalid: bool) -> (usize, Vec<String>) {
+fn run_all(
+    files: &[PathBuf],
+    defs: &NodeDefs,
+    options: &PlanOptions,
+    skip_invalid: bool,
+) -> (usize, Vec<String>) {
     let catalog = Catalog::builtin();
     let mut planned = 0;
     let mut errors = Vec::new();
@@ -165,7 +193,12 @@ fn every_valid_template_plans_to_a_valid_ladder_ending_at_the_target() {
         let (planned, errors) = run_all(&files, &defs, &options, true);
         // 112 of the 191 prompts are valid apart from missing files on the capture server.
         assert!(planned >= 100, "only {planned} templates planned");
-        assert!(errors.is_empty(), "{} problem(s):\n{}", errors.len(), errors.join("\n"));
+        assert!(
+            errors.is_empty(),
+            "{} problem(s):\n{}",
+            errors.len(),
+            errors.join("\n")
+        );
     }
 }
 

@@ -20,14 +20,14 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// SD1.5 txt2img (loader 4, prompts 6/7, latent 5, sampler 3, decode 8, save 9) that the
 /// simulator runs to success at 512×512.
-pub fn sd15(width: u64, height: u64, steps: u64) -> Value {
+pub fn sd15(width: u64, height: u64, steps: u64, seed: u64) -> Value {
     json!({
         "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "random_sd15.safetensors"}},
         "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
         "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
         "5": {"class_type": "EmptyLatentImage", "inputs": {"width": width, "height": height, "batch_size": 1}},
         "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
-            "latent_image": ["5", 0], "seed": 1, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
+            "latent_image": ["5", 0], "seed": seed, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
             "scheduler": "normal", "denoise": 1.0}},
         "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
         "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "bench"}}
@@ -99,7 +99,10 @@ pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
@@ -183,7 +186,12 @@ impl WsTap {
     }
 }
 
-async fn relay(down: TcpStream, up: TcpStream, log: Arc<Mutex<TapLog>>, previews: Option<Previews>) {
+async fn relay(
+    down: TcpStream,
+    up: TcpStream,
+    log: Arc<Mutex<TapLog>>,
+    previews: Option<Previews>,
+) {
     let _ = down.set_nodelay(true);
     let _ = up.set_nodelay(true);
     let (mut down_r, mut down_w) = down.into_split();

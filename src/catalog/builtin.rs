@@ -94,7 +94,10 @@ pub(super) const CLASSES: &[(&str, &[Role])] = &[
     ("EmptyMochiLatentVideo", &[SizeSource, FrameSource]),
     ("EmptyCosmosLatentVideo", &[SizeSource, FrameSource]),
     ("CosmosImageToVideoLatent", &[SizeSource, FrameSource]),
-    ("CosmosPredict2ImageToVideoLatent", &[SizeSource, FrameSource]),
+    (
+        "CosmosPredict2ImageToVideoLatent",
+        &[SizeSource, FrameSource],
+    ),
     ("WanImageToVideo", &[SizeSource, FrameSource]),
     ("WanFirstLastFrameToVideo", &[SizeSource, FrameSource]),
     ("WanFunControlToVideo", &[SizeSource, FrameSource]),

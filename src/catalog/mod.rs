@@ -243,8 +243,7 @@ fn guess_roles(def: &NodeDef, roles: &mut Vec<Role>) {
         roles.push(Role::DiffusionLoader);
         return;
     }
-    if outs.contains(&"CLIP") && !has_in("CLIP") && has_combo(def, |n| n.starts_with("clip_name"))
-    {
+    if outs.contains(&"CLIP") && !has_in("CLIP") && has_combo(def, |n| n.starts_with("clip_name")) {
         roles.push(Role::TextEncoderLoader);
         return;
     }
@@ -384,6 +383,9 @@ mod tests {
         assert!(c.roles("TeaCache", &d).is_empty());
         let err = Catalog::from_toml_str("[classes]\nX = [\"lorra\"]\n", "bad.toml").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("bad.toml") && msg.contains("step_cache"), "{msg}");
+        assert!(
+            msg.contains("bad.toml") && msg.contains("step_cache"),
+            "{msg}"
+        );
     }
 }

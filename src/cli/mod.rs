@@ -9,13 +9,13 @@ pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
-pub mod simulate;
-pub mod submit;
 pub mod plan;
+pub mod report;
 pub mod resume;
 pub mod runs;
 pub mod show;
-pub mod report;
+pub mod simulate;
+pub mod submit;
 pub mod validate;
 
 use clap::{Parser, Subcommand};

@@ -293,7 +293,11 @@ pub fn plan(
             let mut scratch = target.clone();
             let mut changes = Vec::new();
             for e in &edits {
-                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
+                changes.extend(
+                    scratch
+                        .apply(std::slice::from_ref(e), defs)
+                        .unwrap_or_default(),
+                );
             }
             changes
         } else {
@@ -315,7 +319,11 @@ pub fn plan(
         let mut changes = Vec::new();
         for e in &accepted[k - 1].1 {
             if edit_applies(&scratch, e) {
-                changes.extend(scratch.apply(std::slice::from_ref(e), defs).unwrap_or_default());
+                changes.extend(
+                    scratch
+                        .apply(std::slice::from_ref(e), defs)
+                        .unwrap_or_default(),
+                );
             }
         }
         steps[k].changes = changes.into_iter().map(invert).collect();

@@ -256,10 +256,7 @@ fn resolution(ctx: &Ctx, r: &mut Reduction) {
                 });
                 // The preset hid the widgets; both must carry the reduced size now.
                 for k in 0..2 {
-                    if !requests
-                        .iter()
-                        .any(|q| q.0 == p.node && q.1 == p.names[k])
-                    {
+                    if !requests.iter().any(|q| q.0 == p.node && q.1 == p.names[k]) {
                         let (min, max, step) = int_limits(ctx, &p.node, &p.names[k]);
                         let t = p.known[k].unwrap_or(m);
                         requests.push((
@@ -367,8 +364,7 @@ fn steps(ctx: &Ctx, r: &mut Reduction) {
     };
     let mut requests = Vec::new();
     for (id, node) in &ctx.w.nodes {
-        if !ctx.reach.contains(id) || !(ctx.is(id, Role::Sampler) || ctx.is(id, Role::Scheduler))
-        {
+        if !ctx.reach.contains(id) || !(ctx.is(id, Role::Sampler) || ctx.is(id, Role::Scheduler)) {
             continue;
         }
         if !node.inputs.contains_key("steps") || !is_int_input(ctx, id, "steps") {
@@ -434,8 +430,7 @@ fn models(ctx: &Ctx, r: &mut Reduction) {
         else {
             continue;
         };
-        if !ctx.is(&a, Role::Sampler) || handled.contains(&a) || handled.contains(&b.to_string())
-        {
+        if !ctx.is(&a, Role::Sampler) || handled.contains(&a) || handled.contains(&b.to_string()) {
             continue;
         }
         let la = loaders_upstream(ctx, &a, MODEL_INPUTS);
@@ -584,7 +579,10 @@ fn models(ctx: &Ctx, r: &mut Reduction) {
                     .find(|v| v.contains('.'))
                     .unwrap_or("")
                     .to_string();
-                if !files.iter().any(|(id, f)| *id == l || (!f.is_empty() && *f == file)) {
+                if !files
+                    .iter()
+                    .any(|(id, f)| *id == l || (!f.is_empty() && *f == file))
+                {
                     files.push((l, file));
                 }
             }
