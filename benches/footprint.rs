@@ -216,7 +216,7 @@ fn main() {
     }
     println!(
         "\nThe `bisect` session (linear): minimal passes (all {steps} steps, so all previews), target \
-         and step 1 fail on the first sampler step; exit 1 = a first failure was found.\n\n\
+         and step 1 fail on the first sampler step; exit 0 = the session reached its verdict.\n\n\
          | target | measured | |\n|---|---|---|\n| peak RSS ≤ 30 MB | {peak_all:.1} MiB (largest of all runs) | {} |",
         if peak_all * 1.048_576 <= 30.0 { "met" } else { "missed" }
     );
