@@ -113,6 +113,8 @@ struct Series {
     wall: Vec<f64>,
     submit_to_first: Vec<f64>,
     write: Vec<f64>,
+    write_plain: Vec<f64>,
+    overhead_plain: Vec<f64>,
     before_submit: Vec<f64>,
     terminal_to_reconcile: Vec<f64>,
     server_exec: Vec<f64>,
@@ -150,6 +152,10 @@ async fn pass(
         let t_returned = Instant::now();
         write_json_atomic(&dir.join(format!("run-{i:03}.json")), &record).expect("write run.json");
         let t_recorded = Instant::now();
+        // For comparison only: the same record written without fsync.
+        let text = serde_json::to_string_pretty(&record).expect("serialise");
+        std::fs::write(dir.join("plain.json"), text).expect("write plain.json");
+        let t_plain = Instant::now();
         if record.outcome().kind().as_str() != "passed" {
             s.failures += 1;
             eprintln!(
@@ -194,6 +200,9 @@ async fn pass(
         }
         s.terminal_to_reconcile.push(ms(seen_terminal, t_returned));
         s.write.push(ms(t_returned, t_recorded));
+        s.write_plain.push(ms(t_recorded, t_plain));
+        s.overhead_plain
+            .push(start + finish - ms(t_returned, t_recorded) + ms(t_recorded, t_plain));
         s.before_submit
             .push(ms(t_call, watch.submitting.unwrap_or(submitted)));
     }
@@ -244,6 +253,20 @@ fn table(title: &str, s: &Series) {
     println!(
         "{}",
         row("  run.json written (atomic: fsync file + folder)", &s.write)
+    );
+    println!(
+        "{}",
+        row(
+            "  (comparison) the same JSON written without fsync",
+            &s.write_plain
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "(comparison) overhead with that unsynced write",
+            &s.overhead_plain
+        )
     );
     println!(
         "{}",
