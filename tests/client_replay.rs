@@ -352,6 +352,8 @@ fn every_ws_fixture_replays_to_its_known_outcome() {
     names.sort();
     assert_eq!(names.len(), 22, "fixture set changed: {names:?}");
     for name in &names {
+        // Shown with the panic message when a fixture's expectation fails.
+        eprintln!("replaying {name}");
         check(name);
     }
 }

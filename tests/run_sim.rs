@@ -563,3 +563,15 @@ async fn cancel_while_queued_removes_our_prompt_only() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_socket_with_lagging_history_is_not_mistaken_for_a_lost_server() {
+    let faults = Faults::default()
+        .with_drop_socket()
+        .with_slow_history_ms(800);
+    let sim = sim(SimConfig::default().with_faults(faults)).await;
+    let record = execute(&client(&sim), request(&sd15(512, 512, 1, 20))).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    assert!(record.raw.client_ids.len() >= 2);
+    sim.shutdown().await;
+}

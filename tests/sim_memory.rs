@@ -408,3 +408,112 @@ async fn cached_loaders_still_feed_the_memory_model() {
     assert_eq!(err["data"]["node_type"], "KSampler");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lowvram_turns_a_first_step_oom_into_a_slow_pass() {
+    let mut p = wan_i2v(false);
+    p["6"]["inputs"]["width"] = json!(1280);
+    p["6"]["inputs"]["height"] = json!(720);
+    let f = fail(SimConfig::default(), &p).await;
+    assert_eq!(f.error["node_type"], "KSampler");
+    assert_eq!(f.progress, 0);
+    let sim = sim(SimConfig::default().with_lowvram()).await;
+    let base = sim.base_url();
+    let (_, stats) = get(&base, "/system_stats").await;
+    assert!(stats["system"]["argv"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--lowvram")));
+    let mut ws = Ws::connect(&base, "low").await;
+    let (_, r) = post_prompt(&base, &json!({"prompt": p, "client_id": "low"})).await;
+    let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+    assert!(types(&msgs).contains(&"execution_success".to_string()));
+    sim.shutdown().await;
+}
+
+/// What the project's diagnosis makes of a simulated failure.
+fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect::diagnose::Diagnosis {
+    use comfy_bisect::diagnose::{diagnose, Evidence, NodeProgress};
+    let e = &f.error;
+    let s = |k: &str| e[k].as_str().map(str::to_string);
+    let traceback = e["traceback"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|fr| {
+            fr.as_str()
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let progress = if f.progress > 0 {
+        vec![NodeProgress {
+            node_id: s("node_id").unwrap(),
+            class_type: s("node_type"),
+            value: f.progress as u64,
+            max: steps,
+        }]
+    } else {
+        Vec::new()
+    };
+    diagnose(&Evidence {
+        node_id: s("node_id"),
+        node_type: s("node_type"),
+        exception_type: s("exception_type"),
+        exception_message: s("exception_message"),
+        traceback,
+        progress,
+        outcome: None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diagnosis_reads_the_simulated_stage_and_numbers() {
+    use comfy_bisect::diagnose::{Kind, Stage};
+    let first = fail(
+        SimConfig::default().with_vram_gib(8),
+        &sd15(2048, 2048, 1, 20),
+    )
+    .await;
+    let middle = fail(SimConfig::default(), &wan_i2v(true)).await;
+    let rife = json!({
+        "1": {"class_type": "EmptyImage", "inputs": {"width": 1920, "height": 1080, "batch_size": 161, "color": 0}},
+        "2": {"class_type": "RIFE VFI", "inputs": {"frames": ["1", 0], "ckpt_name": "rife47.pth", "clear_cache_after_n_frames": 100,
+            "multiplier": 4, "fast_mode": true, "ensemble": true, "scale_factor": 1.0, "dtype": "float32", "torch_compile": false, "batch_size": 1}},
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": "vfi"}}
+    });
+    let post = fail(SimConfig::default().with_vram_gib(4), &rife).await;
+    let decode = json!({
+        "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
+        "2": {"class_type": "EmptyLatentImage", "inputs": {"width": 4096, "height": 4096, "batch_size": 1}},
+        "3": {"class_type": "VAEDecodeTiled", "inputs": {"samples": ["2", 0], "vae": ["1", 2], "tile_size": 4096,
+            "overlap": 64, "temporal_size": 64, "temporal_overlap": 8}},
+        "4": {"class_type": "SaveImage", "inputs": {"images": ["3", 0], "filename_prefix": "big"}}
+    });
+    let decode = fail(SimConfig::default().with_vram_gib(8), &decode).await;
+    for (f, steps, stage) in [
+        (&decode, 0, Stage::Decode),
+        (&first, 20, Stage::SampleFirst),
+        (&middle, 20, Stage::SampleMiddle),
+        (&post, 160, Stage::Postprocess),
+    ] {
+        let d = diagnosed(f, steps);
+        assert_eq!(d.kind, Kind::CudaOom, "{:?}", f.error["node_type"]);
+        assert!(
+            d.stage == stage || d.stage_candidates.contains(&stage),
+            "{}: diagnosed {:?} ({}) {:?}",
+            f.error["node_type"],
+            d.stage,
+            d.stage_evidence,
+            d.stage_candidates
+        );
+        assert!(d.numbers_consistent, "{:?}", d.inconsistencies);
+        assert!(
+            d.numbers.requested_mib.is_some()
+                && d.numbers.free_mib.is_some()
+                && d.numbers.total_mib.is_some()
+        );
+    }
+}

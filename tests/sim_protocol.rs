@@ -194,6 +194,10 @@ async fn routes_answer_with_and_without_the_api_prefix() {
             .starts_with("cuda:0 Simulated GPU : "));
         assert_eq!(dev["vram_total"], json!(12u64 << 30));
         assert_eq!(stats["system"]["comfyui_version"], "0.3.64");
+        assert!(!stats["system"]["argv"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--lowvram")));
         let (_, features) = get(&base, &format!("{prefix}/features")).await;
         let captured: Value = serde_json::from_str(
             &std::fs::read_to_string(format!("{FIXTURES}/GET__features.final.json")).unwrap(),

@@ -30,6 +30,9 @@ pub struct Args {
     /// PyTorch allocator backend to imitate: native or cudaMallocAsync (changes the OOM wording).
     #[arg(long, default_value = "native")]
     pub allocator: String,
+    /// Imitate ComfyUI's --lowvram: more models loaded partially, fewer OOMs, slower steps.
+    #[arg(long)]
+    pub lowvram: bool,
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
@@ -81,6 +84,7 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         faults,
         time_scale: args.time_scale,
         allocator,
+        lowvram: args.lowvram,
     })
 }
 
@@ -97,6 +101,7 @@ mod tests {
             faults: faults.into(),
             time_scale: 0.0,
             allocator: "cudaMallocAsync".into(),
+            lowvram: true,
         }
     }
 
@@ -106,6 +111,7 @@ mod tests {
         assert_eq!(c.vram_bytes, 12 * crate::sim::GIB);
         assert!(c.faults.drop_socket);
         assert_eq!(c.allocator, Allocator::CudaMallocAsync);
+        assert!(c.lowvram);
         assert!(config_from(&args("512MiB", ""))
             .unwrap_err()
             .contains("at least 1GiB"));

@@ -601,7 +601,9 @@ impl<'a> Runner<'a> {
         let mut next_reconnect = Instant::now();
         let mut reconnect_delay = Duration::from_millis(200);
         let mut polling_only_warned = false;
-        let mut vanished = 0u32;
+        // History can lag the queue (it does on some servers and in the simulator's slow-history
+        // fault), so a prompt counts as vanished only after it stayed missing for a while.
+        let mut vanished: Option<(u32, Instant)> = None;
         let mut ending: Option<(End, Instant)> = None;
         let mut last_ahead: Option<usize> = None;
         loop {
@@ -734,18 +736,22 @@ impl<'a> Runner<'a> {
             let quiet = now.duration_since(last_activity) >= poll * 2;
             let want_poll =
                 self.sock.is_none() || ending.is_some() || running_since.is_none() || quiet;
-            if now >= next_poll && want_poll {
+            if now >= next_poll && !want_poll {
+                next_poll = now + poll;
+            } else if now >= next_poll {
                 next_poll = now + poll;
                 match self.client.queue().await {
                     Ok(q) => {
                         unreachable_since = None;
                         match q.position(&self.prompt_id) {
                             QueuePosition::Running => {
-                                vanished = 0;
+                                vanished = None;
                                 running_since.get_or_insert(now);
                             }
                             QueuePosition::Pending { ahead } => {
-                                vanished = 0;
+                                vanished = None;
+                                // Waiting behind others is not stalling.
+                                last_activity = now;
                                 self.queue.max_ahead = self.queue.max_ahead.max(ahead);
                                 if last_ahead != Some(ahead) {
                                     last_ahead = Some(ahead);
@@ -762,7 +768,9 @@ impl<'a> Runner<'a> {
                                         self.history = Some(entry);
                                     }
                                     Ok(None) => {
-                                        vanished += 1;
+                                        let (count, since) = vanished.get_or_insert((0, now));
+                                        *count += 1;
+                                        let (count, missing_for) = (*count, now - *since);
                                         if let Some((end, _)) = ending.take() {
                                             // Removed from the queue by us, or interrupted
                                             // before it started: nothing more will come.
@@ -775,7 +783,7 @@ impl<'a> Runner<'a> {
                                                 other => other,
                                             };
                                         }
-                                        if vanished >= 2 {
+                                        if count >= 2 && missing_for >= self.req.reconnect_window {
                                             self.flush_http();
                                             return End::Lost(ServerLostInfo {
                                                 reason:

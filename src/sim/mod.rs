@@ -118,6 +118,9 @@ pub struct SimConfig {
     pub time_scale: f64,
     /// Allocator backend: decides the OOM wording and the device name.
     pub allocator: Allocator,
+    /// Imitate `--lowvram`: partial loads keep more room for activations (fewer first-step
+    /// OOMs, slower steps); shown in `system_stats.system.argv`.
+    pub lowvram: bool,
 }
 
 impl Default for SimConfig {
@@ -128,6 +131,7 @@ impl Default for SimConfig {
             faults: Faults::default(),
             time_scale: 0.001,
             allocator: Allocator::Native,
+            lowvram: false,
         }
     }
 }
@@ -151,6 +155,10 @@ impl SimConfig {
     }
     pub fn with_allocator(mut self, allocator: Allocator) -> Self {
         self.allocator = allocator;
+        self
+    }
+    pub fn with_lowvram(mut self) -> Self {
+        self.lowvram = true;
         self
     }
 }

@@ -35,7 +35,11 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
     loop {
         tokio::select! {
             res = listener.accept() => {
-                let Ok((stream, _)) = res else { continue };
+                let Ok((stream, _)) = res else {
+                    // Out of file descriptors or similar: back off instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
                 let inst = inst.clone();
                 tokio::spawn(async move {
                     let mut stop = inst.stop_signal();
@@ -429,6 +433,17 @@ fn system_stats(inst: &Instance) -> Value {
     let st = inst.lock();
     let gpu = &st.gpu;
     let port = inst.shared.addr.port().to_string();
+    let mut argv = vec![
+        "main.py".to_string(),
+        "--listen".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port,
+        "--disable-auto-launch".into(),
+    ];
+    if cfg.lowvram {
+        argv.push("--lowvram".into());
+    }
     let resident = gpu.resident();
     let ram_free = cfg
         .ram_bytes
@@ -446,7 +461,7 @@ fn system_stats(inst: &Instance) -> Value {
             "python_version": "3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]",
             "pytorch_version": "2.15.0+cu132",
             "embedded_python": false,
-            "argv": ["main.py", "--listen", "127.0.0.1", "--port", port, "--disable-auto-launch"]
+            "argv": argv
         },
         "devices": [{
             "name": format!("cuda:0 Simulated GPU : {}", cfg.allocator.backend_name()),

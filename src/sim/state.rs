@@ -215,7 +215,11 @@ impl Instance {
             clients: HashMap::new(),
             next_conn: 0,
             cache: HashMap::new(),
-            gpu: Gpu::new(shared.config.vram_bytes),
+            gpu: {
+                let mut gpu = Gpu::new(shared.config.vram_bytes);
+                gpu.lowvram = shared.config.lowvram;
+                gpu
+            },
             interrupt: false,
             free_flags: None,
             executing: None,
