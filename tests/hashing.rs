@@ -245,6 +245,17 @@ fn parallel_hashing_equals_sequential_hashing() {
     assert_eq!(total, sizes.iter().sum::<usize>() as u64);
     let missing = results.last().unwrap().as_ref().unwrap_err().to_string();
     assert!(missing.contains("missing.bin"), "{missing}");
+
+    // One job with the overlapping reader thread gives the same digests.
+    let overlapped = HashOptions {
+        reader_thread: true,
+        jobs: 1,
+        buffer_size: 64 << 10,
+    };
+    let again = hash_files(&files[..sizes.len()], None, &overlapped);
+    for (a, b) in again.iter().zip(&results) {
+        assert_eq!(a.as_ref().unwrap().sha256, b.as_ref().unwrap().sha256);
+    }
 }
 
 fn model_ref(file: &str, folders: Vec<&'static str>) -> ModelRef {

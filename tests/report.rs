@@ -100,3 +100,24 @@ fn golden_incomplete() {
 fn golden_killed_mid_run() {
     golden("killed-mid-run");
 }
+
+#[test]
+fn golden_json_files_read_back_into_the_report_type_unchanged() {
+    for name in [
+        "first-failure",
+        "minimal-fails",
+        "could-not-reproduce",
+        "flaky",
+        "incomplete",
+        "killed-mid-run",
+    ] {
+        let path = golden_path(&format!("report-{name}.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let report: comfy_bisect::report::Report = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} does not match the schema: {e}", path.display()));
+        assert_eq!(report.schema_version, comfy_bisect::report::SCHEMA_VERSION);
+        let mut again = serde_json::to_string_pretty(&report).unwrap();
+        again.push('\n');
+        assert_eq!(again, text, "{name}: report.json does not round-trip");
+    }
+}

@@ -6,7 +6,7 @@ mod report_support;
 
 use comfy_bisect::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
 use comfy_bisect::run::record::RunError;
-use comfy_bisect::session::journal::Outcome;
+use comfy_bisect::session::journal::{Outcome, Verdict};
 use report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
 use std::path::Path;
 use std::process::Command;
@@ -170,4 +170,67 @@ fn report_command_explains_an_unknown_session() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no session \"2025\""), "{err}");
     assert!(err.contains("comfy-bisect runs"), "{err}");
+}
+
+#[test]
+fn preflight_failure_lists_what_to_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("could-not-reproduce");
+    f.session.workflows[0].runs.clear();
+    f.records.clear();
+    f.verdict(Verdict::PreflightFailed {
+        unknown_nodes: vec!["WanVideoSampler".into()],
+        missing_models: vec![
+            serde_json::json!({"folder": "loras", "file": "detail.safetensors",
+            "node": "10", "class_type": "LoraLoader", "input": "lora_name"}),
+        ],
+        other: vec![],
+    });
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "preflight");
+    assert!(doc.contains(
+        "**Verdict:** Preflight failed: 1 unknown node class (WanVideoSampler); 1 missing model file. Nothing was run."
+    ), "{doc}");
+    assert!(doc.contains("- Unknown node class `WanVideoSampler` (install its custom node pack)"));
+    assert!(
+        doc.contains(
+            "- Missing model file: loras/detail.safetensors (node #10 LoraLoader, input lora_name)"
+        ),
+        "{doc}"
+    );
+}
+
+#[test]
+fn inconclusive_names_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("could-not-reproduce");
+    let run = f.session.workflows[0].runs[1].run_id.clone();
+    f.verdict(Verdict::Inconclusive {
+        run_id: run.clone(),
+        detail: "was interrupted by another client".into(),
+    });
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "inconclusive");
+    assert!(doc.contains(&format!(
+        "**Verdict:** Inconclusive: run {} was interrupted by another client. A rejected or interrupted run says nothing about the variant.",
+        &run[..8]
+    )), "{doc}");
+}
+
+#[test]
+fn runs_recovered_from_history_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("could-not-reproduce");
+    let summary = f.session.workflows[0].runs[1].summary.as_mut().unwrap();
+    summary.recovered_from_history = true;
+    summary.vram_peak_mib = None;
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "recovered");
+    assert!(
+        doc.contains("was recovered from the server's history after the tool stopped"),
+        "{doc}"
+    );
 }

@@ -2,7 +2,7 @@
 //! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
 //! driving a session with the live backend, the hooks (progress + report), the summary.
 
-use super::common::{print_error, read_workflow};
+use super::common::{print_error, read_workflow_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
@@ -377,7 +377,10 @@ pub fn run(args: Args, server: &str) -> u8 {
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for path in &args.workflows {
-        let workflow = match read_workflow(path) {
+        // UI workflows are converted with the server's node definitions.
+        let workflow = match read_workflow_with(path, || {
+            super::common::fetch_object_info(server).map_err(|e| e.to_string())
+        }) {
             Ok(w) => w,
             Err(e) => {
                 print_error(&e);

@@ -2,6 +2,7 @@
 //! printing errors.
 
 use crate::nodedefs::NodeDefs;
+use crate::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
 use crate::workflow::Workflow;
 use std::path::{Path, PathBuf};
 
@@ -66,9 +67,38 @@ pub fn fetch_object_info(server: &str) -> Result<NodeDefs, DefsSourceError> {
         .ok_or_else(|| err("the answer is not an object of node classes".into()))
 }
 
-/// Reads an API-format workflow file.
-pub fn read_workflow(path: &Path) -> Result<Workflow, crate::workflow::LoadError> {
-    crate::workflow::load_api_file(path)
+/// Reads a workflow file of any format (API, POST /prompt body, or UI, which is converted with
+/// `defs` exactly as the ComfyUI frontend would).
+pub fn read_workflow(path: &Path, defs: &NodeDefs) -> Result<Workflow, LoadAnyError> {
+    Ok(read_loaded(path, defs)?.workflow)
+}
+
+/// Like [`read_workflow`], keeping the UI document and its conversion (provenance, warnings)
+/// for commands that write variants back as UI workflows. Conversion warnings go to stderr.
+pub fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError> {
+    let loaded = load_workflow_file(path, defs)?;
+    if let Some((_, converted)) = &loaded.ui {
+        for w in &converted.warnings {
+            eprintln!("warning: {}: {w}", path.display());
+        }
+    }
+    Ok(loaded)
+}
+
+/// Reads a workflow file of any format, asking for node definitions only when it is a UI
+/// workflow (API files need none): `defs` is called at most once.
+pub fn read_workflow_with(
+    path: &Path,
+    defs: impl FnOnce() -> Result<NodeDefs, String>,
+) -> Result<Workflow, String> {
+    match crate::workflow::load_api_file(path) {
+        Ok(workflow) => Ok(workflow),
+        Err(crate::workflow::LoadError::UiFormat { .. }) => {
+            let defs = defs()?;
+            read_workflow(path, &defs).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Prints an error for the user on stderr.

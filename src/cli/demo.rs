@@ -3,7 +3,7 @@
 //! the sessions and reports under the runs folder and prints where.
 
 use super::bisect::{runtime, start_session, LadderArgs, SessionArgs};
-use super::common::{print_error, read_workflow};
+use super::common::{print_error, read_workflow_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
@@ -31,21 +31,33 @@ pub fn cases() -> Vec<DemoCase> {
             name: "sd15_txt2img_lora_upscale",
             json: include_str!("../../workflows/sd15_txt2img_lora_upscale.json"),
             vram_bytes: DEMO_SD15_VRAM_MIB * MIB,
-            card: "a small laptop GPU",
+            card: "a 6 GB card",
         },
         DemoCase {
             name: "wan22_t2v_experts_lora_cache_rife",
             json: include_str!("../../workflows/wan22_t2v_experts_lora_cache_rife.json"),
             vram_bytes: DEMO_WAN_VRAM_MIB * MIB,
-            card: "a 16 GB card",
+            card: "a 56 GB card",
         },
     ]
 }
 
 /// Simulated VRAM for the SD1.5 example (MiB).
-pub const DEMO_SD15_VRAM_MIB: u64 = 4096;
+pub const DEMO_SD15_VRAM_MIB: u64 = 6144;
 /// Simulated VRAM for the Wan 2.2 example (MiB).
-pub const DEMO_WAN_VRAM_MIB: u64 = 16384;
+pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
+
+/// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
+type Group = (u64, String, Vec<(String, String, Workflow)>);
+
+/// The simulator's node definitions (for converting UI workflows given to `demo`).
+fn sim_defs() -> Result<crate::nodedefs::NodeDefs, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(include_str!("../sim/object_info.sim.json"))
+            .map_err(|e| format!("the simulator's node definitions: {e}"))?;
+    crate::nodedefs::NodeDefs::from_value(&value)
+        .ok_or_else(|| "the simulator's node definitions are not an object of classes".to_string())
+}
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -78,7 +90,7 @@ pub fn run(args: Args) -> u8 {
         options: args.ladder.plan_options(),
         controls: args.session.controls,
     };
-    let mut groups: Vec<(u64, String, Vec<(String, String, Workflow)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     if args.workflows.is_empty() {
         for case in cases() {
             let workflow = match Workflow::from_json_str(case.json, case.name) {
@@ -109,7 +121,8 @@ pub fn run(args: Args) -> u8 {
         let mut targets = Vec::new();
         let mut names = Vec::new();
         for path in &args.workflows {
-            let workflow = match read_workflow(path) {
+            // UI workflows are converted with the simulator's node definitions.
+            let workflow = match read_workflow_with(path, sim_defs) {
                 Ok(w) => w,
                 Err(e) => {
                     print_error(&e);

@@ -1,7 +1,8 @@
 //! `comfy-bisect hash WORKFLOW`: the canonical workflow hash and node count.
 
-use super::common::{print_error, read_workflow};
+use super::common::print_error;
 use crate::error::exit;
+use crate::workflow::load_api_file;
 use std::path::PathBuf;
 
 /// Arguments of `hash`.
@@ -16,7 +17,7 @@ pub struct Args {
 
 /// Prints the workflow hash.
 pub fn run(args: Args) -> u8 {
-    let workflow = match read_workflow(&args.workflow) {
+    let workflow = match load_api_file(&args.workflow) {
         Ok(w) => w,
         Err(e) => {
             print_error(&e);

@@ -21,6 +21,12 @@ pub struct Args {
     /// Files hashed at the same time (default: number of CPU cores).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Bytes per read call (benchmark knob; see docs/PERFORMANCE.md).
+    #[arg(long, value_name = "BYTES", hide = true)]
+    pub read_size: Option<usize>,
+    /// Read on a second thread while hashing (benchmark knob; see docs/PERFORMANCE.md).
+    #[arg(long, hide = true)]
+    pub reader_thread: bool,
 }
 
 /// The `--json` document.
@@ -50,9 +56,11 @@ pub fn run(args: Args) -> u8 {
     for warning in cache.iter().flat_map(|c| c.warnings()) {
         eprintln!("warning: {warning}");
     }
+    let defaults = HashOptions::default();
     let opts = HashOptions {
         jobs: args.jobs.unwrap_or(0),
-        ..HashOptions::default()
+        buffer_size: args.read_size.unwrap_or(defaults.buffer_size),
+        reader_thread: defaults.reader_thread || args.reader_thread,
     };
     let started = Instant::now();
     let results = hash_files(&args.files, cache.as_mut(), &opts);

@@ -5,6 +5,7 @@
 
 pub mod bisect;
 pub mod common;
+pub mod convert;
 pub mod demo;
 pub mod diagnose;
 pub mod hash;
@@ -49,14 +50,11 @@ pub enum Command {
     Validate(validate::Args),
     /// Print a workflow's canonical sha256 (the workflow hash) and node count.
     Hash(hash::Args),
-    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
-    HashFiles(hash_files::Args),
+    /// Convert a UI workflow (what ComfyUI's "Save" writes) into the API prompt the frontend
+    /// would queue.
+    Convert(convert::Args),
     /// Run one workflow on the server and report how it ended (with the evidence).
     Submit(submit::Args),
-    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
-    Diagnose(diagnose::Args),
-    /// Derive the minimal variant and the increment ladder back to the target.
-    Plan(plan::Args),
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
     /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
@@ -71,6 +69,12 @@ pub enum Command {
     Demo(demo::Args),
     /// Print a session's report (Markdown or JSON), redacted unless --no-redact.
     Report(report::Args),
+    /// Print size, sha256 and AutoV2 of files (uses a hash cache with --cache).
+    HashFiles(hash_files::Args),
+    /// Classify a failure from a pasted log, traceback or execution_error/history JSON.
+    Diagnose(diagnose::Args),
+    /// Derive the minimal variant and the increment ladder back to the target.
+    Plan(plan::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -80,10 +84,8 @@ pub fn main(cli: Cli) -> ExitCode {
     let code: u8 = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
-        Command::HashFiles(args) => hash_files::run(args),
+        Command::Convert(args) => convert::run(args, &server),
         Command::Submit(args) => submit::run(args, &server),
-        Command::Diagnose(args) => diagnose::run(args),
-        Command::Plan(args) => plan::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
         Command::Bisect(args) => bisect::run(args, &server),
         Command::Resume(args) => resume::run(args),
@@ -91,6 +93,9 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Report(args) => report::run(args),
+        Command::HashFiles(args) => hash_files::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
+        Command::Plan(args) => plan::run(args, &server),
     };
     ExitCode::from(code)
 }

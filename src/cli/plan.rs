@@ -1,10 +1,12 @@
 //! `comfy-bisect plan WORKFLOW`: the minimal variant and the increment ladder, printed and
 //! optionally written as `DIR/plan.json` plus one API-format file per step.
 
-use super::common::{print_error, read_workflow, DefsArgs};
+use super::common::{print_error, read_loaded, DefsArgs};
 use crate::catalog::Catalog;
 use crate::error::exit;
 use crate::ladder::{plan, Increment, Plan, PlanOptions};
+use crate::nodedefs::NodeDefs;
+use crate::workflow::ui::{write_variant, Converted};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `plan`.
@@ -82,13 +84,6 @@ pub fn run(args: Args, server: &str) -> u8 {
         },
         None => Catalog::builtin(),
     };
-    let target = match read_workflow(&args.workflow) {
-        Ok(w) => w,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
     let defs = match args.defs.load(server) {
         Ok(d) => d,
         Err(e) => {
@@ -100,7 +95,15 @@ pub fn run(args: Args, server: &str) -> u8 {
             };
         }
     };
-    let planned = match plan(&target, &defs, &catalog, &args.options()) {
+    let loaded = match read_loaded(&args.workflow, &defs) {
+        Ok(l) => l,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    let target = &loaded.workflow;
+    let planned = match plan(target, &defs, &catalog, &args.options()) {
         Ok(p) => p,
         Err(e) => {
             print_error(&format!("{}: {e}", args.workflow.display()));
@@ -108,7 +111,12 @@ pub fn run(args: Args, server: &str) -> u8 {
         }
     };
     if let Some(dir) = &args.out {
-        if let Err(e) = write_plan(&planned, dir) {
+        let ui = loaded.ui.as_ref().map(|(doc, converted)| UiSource {
+            document: doc,
+            converted,
+            defs: &defs,
+        });
+        if let Err(e) = write_plan(&planned, dir, ui) {
             print_error(&e);
             return exit::USAGE;
         }
@@ -124,8 +132,20 @@ pub fn run(args: Args, server: &str) -> u8 {
     exit::OK
 }
 
-/// Writes `dir/plan.json` and every step's workflow file.
-pub fn write_plan(planned: &Plan, dir: &Path) -> Result<(), String> {
+/// The UI workflow a plan was made from, for writing each step back as a UI file.
+pub struct UiSource<'a> {
+    /// The original UI document.
+    pub document: &'a serde_json::Value,
+    /// Its conversion (provenance for the write-back).
+    pub converted: &'a Converted,
+    /// The node definitions it was converted with.
+    pub defs: &'a NodeDefs,
+}
+
+/// Writes `dir/plan.json` and every step's workflow file; with a UI source also
+/// `NN-<increment>.ui.json`, the original UI file with the same edits made the UI way (a step
+/// that has no faithful UI form gets a warning on stderr instead).
+pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create output folder '{}': {e}", dir.display()))?;
     let write = |name: &str, text: String| {
@@ -134,11 +154,32 @@ pub fn write_plan(planned: &Plan, dir: &Path) -> Result<(), String> {
     };
     for step in &planned.steps {
         write(&step.file, step.workflow.to_pretty_json() + "\n")?;
+        if let Some(ui) = &ui {
+            match write_variant(ui.document, ui.converted, &step.edits, ui.defs) {
+                Ok(doc) => write(
+                    &ui_file_name(&step.file),
+                    serde_json::to_string_pretty(&doc).expect("JSON values serialize") + "\n",
+                )?,
+                Err(e) => eprintln!(
+                    "warning: step {} ({}) has no faithful UI form, only the API file is written: {e}",
+                    step.index,
+                    step.increment.name()
+                ),
+            }
+        }
     }
     write(
         "plan.json",
         serde_json::to_string_pretty(&planned.to_json()).expect("JSON values serialize") + "\n",
     )
+}
+
+/// `03-lora.json` → `03-lora.ui.json`.
+pub fn ui_file_name(api_file: &str) -> String {
+    match api_file.strip_suffix(".json") {
+        Some(stem) => format!("{stem}.ui.json"),
+        None => format!("{api_file}.ui.json"),
+    }
 }
 
 /// The human listing: one line per step, then what is not separable and what is kept.

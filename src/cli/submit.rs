@@ -1,7 +1,7 @@
 //! `comfy-bisect submit WORKFLOW`: run one workflow on the server and print the outcome (or the
 //! whole run record with `--json`).
 
-use super::common::{print_error, read_workflow};
+use super::common::{print_error, read_workflow_with};
 use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
 use crate::error::exit;
 use crate::run::{
@@ -39,13 +39,6 @@ pub struct Args {
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
 pub fn run(args: Args, server: &str) -> u8 {
-    let workflow = match read_workflow(&args.workflow) {
-        Ok(w) => w,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
     let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
         Ok(h) => h,
         Err(e) => {
@@ -71,6 +64,19 @@ pub fn run(args: Args, server: &str) -> u8 {
         Ok(r) => r,
         Err(e) => {
             print_error(&format!("cannot start the async runtime: {e}"));
+            return exit::USAGE;
+        }
+    };
+    let workflow = match read_workflow_with(&args.workflow, || {
+        let info = runtime
+            .block_on(client.object_info(None))
+            .map_err(|e| unreachable_message(&client, &e))?;
+        crate::nodedefs::NodeDefs::from_value(&info)
+            .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
+    }) {
+        Ok(w) => w,
+        Err(e) => {
+            print_error(&e);
             return exit::USAGE;
         }
     };

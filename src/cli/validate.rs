@@ -2,13 +2,14 @@
 
 use super::common::{print_error, read_workflow, DefsArgs};
 use crate::error::exit;
+use crate::workflow::ui::LoadAnyError;
 use crate::workflow::validate::{validate, ProblemKind};
 use std::path::PathBuf;
 
 /// Arguments of `validate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Workflow file(s) (API format, or a POST /prompt body).
+    /// Workflow file(s): API format, a POST /prompt body, or a UI workflow (converted first).
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
     #[command(flatten)]
@@ -34,8 +35,14 @@ pub fn run(args: Args, server: &str) -> u8 {
     let mut code = exit::OK;
     let mut results = Vec::new();
     for path in &args.workflows {
-        let workflow = match read_workflow(path) {
+        let workflow = match read_workflow(path, &defs) {
             Ok(w) => w,
+            Err(e @ LoadAnyError::Convert { .. }) => {
+                // A UI workflow this server cannot run (unknown node types, loops…).
+                print_error(&e);
+                code = exit::FAILED;
+                continue;
+            }
             Err(e) => {
                 print_error(&e);
                 return exit::USAGE;

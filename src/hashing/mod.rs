@@ -22,3 +22,8 @@ pub use refs::{model_references, ModelRef};
 
 /// Where session commands keep the hash cache, relative to the runs folder.
 pub const DEFAULT_CACHE_FILE: &str = ".hash-cache.json";
+
+/// The default hash cache of a runs folder: `<runs_dir>/.hash-cache.json`.
+pub fn default_cache_path(runs_dir: &std::path::Path) -> std::path::PathBuf {
+    runs_dir.join(DEFAULT_CACHE_FILE)
+}

@@ -43,11 +43,18 @@ pub fn hash_files(
         }
     }
 
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = match opts.jobs {
-        0 => thread::available_parallelism().map_or(1, |n| n.get()),
+        0 => cores,
         n => n,
     }
     .min(work.len());
+    // A reader thread only pays off on an idle core; when every core hashes a file of its own,
+    // it would only add hand-offs between threads.
+    let opts = &HashOptions {
+        reader_thread: opts.reader_thread && jobs < cores,
+        ..*opts
+    };
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Result<FileHash, HashError>)>> = Mutex::new(Vec::new());
     thread::scope(|scope| {
@@ -77,10 +84,7 @@ pub fn hash_files(
                 bytes_read: 0,
                 ..hash.clone()
             }),
-            Some(Err(e)) => Err(HashError::io(
-                &paths[i],
-                std::io::Error::other(e.to_string()),
-            )),
+            Some(Err(e)) => Err(same_error_for(&paths[i], e)),
             None => unreachable!("every first occurrence was hashed"),
         });
     }
@@ -88,6 +92,19 @@ pub fn hash_files(
         .into_iter()
         .map(|r| r.expect("every path has a result"))
         .collect()
+}
+
+/// The error of the first occurrence of a file, for another path naming the same file.
+fn same_error_for(path: &Path, error: &HashError) -> HashError {
+    let path = path.to_path_buf();
+    match error {
+        HashError::Io { source, .. } => HashError::Io {
+            path,
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        HashError::NotAFile { .. } => HashError::NotAFile { path },
+        HashError::Changed { .. } => HashError::Changed { path },
+    }
 }
 
 fn cached_hash(path: &Path, key: &FileKey, sha256: &str) -> FileHash {

@@ -1,6 +1,7 @@
 //! What every reduction needs to know about the target: node roles, consumers, reachability,
 //! input definitions and statically known values (literals, constants, switches).
 
+use super::math::{eval, Num};
 use super::PlanOptions;
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::{InputDef, NodeDefs};
@@ -16,8 +17,8 @@ pub(crate) struct Ctx<'a> {
     pub opts: &'a PlanOptions,
     /// Roles by node id.
     pub roles: HashMap<&'a str, Vec<Role>>,
-    /// Consumers of each output: (source id, slot) → [(node id, input name)].
-    pub consumers: HashMap<(&'a str, usize), Vec<(&'a str, &'a str)>>,
+    /// Consumers of each node: source id → [(node id, input name, slot)], in file order.
+    pub consumers: HashMap<&'a str, Vec<(&'a str, &'a str, usize)>>,
     /// Nodes ComfyUI would run (upstream of output nodes).
     pub reach: IndexSet<String>,
     /// Topological position of each node.
@@ -33,7 +34,7 @@ impl<'a> Ctx<'a> {
     ) -> Ctx<'a> {
         let mut class_roles: HashMap<&str, Vec<Role>> = HashMap::new();
         let mut roles = HashMap::new();
-        let mut consumers: HashMap<(&str, usize), Vec<(&str, &str)>> = HashMap::new();
+        let mut consumers: HashMap<&str, Vec<(&str, &str, usize)>> = HashMap::new();
         for (id, node) in &w.nodes {
             let r = class_roles
                 .entry(node.class_type.as_str())
@@ -42,10 +43,11 @@ impl<'a> Ctx<'a> {
             roles.insert(id.as_str(), r);
             for (name, input) in &node.inputs {
                 if let Input::Link(l) = input {
-                    consumers
-                        .entry((l.node.as_str(), l.slot))
-                        .or_default()
-                        .push((id.as_str(), name.as_str()));
+                    consumers.entry(l.node.as_str()).or_default().push((
+                        id.as_str(),
+                        name.as_str(),
+                        l.slot,
+                    ));
                 }
             }
         }
@@ -83,31 +85,39 @@ impl<'a> Ctx<'a> {
 
     /// Every consumer of any output of `id`: (consumer id, input, slot).
     pub fn consumers_of(&self, id: &str) -> Vec<(&'a str, &'a str, usize)> {
-        let outputs = self
-            .w
-            .nodes
-            .get(id)
-            .and_then(|n| self.defs.get(&n.class_type))
-            .map(|d| d.outputs.len())
-            .unwrap_or(0)
-            .max(8);
-        let mut out = Vec::new();
-        for slot in 0..outputs {
-            if let Some(list) = self.consumers.get(&(id, slot)) {
-                out.extend(list.iter().map(|(n, i)| (*n, *i, slot)));
-            }
-        }
-        out
+        self.consumers.get(id).cloned().unwrap_or_default()
     }
 
     /// Every node downstream of `id` (not including it).
     pub fn downstream(&self, id: &str) -> IndexSet<&'a str> {
+        self.downstream_until(id, |_| false)
+    }
+
+    /// Nodes downstream of `id`, not expanding past nodes for which `stop` holds.
+    pub fn downstream_until(&self, id: &str, stop: impl Fn(&str) -> bool) -> IndexSet<&'a str> {
         let mut seen: IndexSet<&str> = IndexSet::new();
         let mut stack: Vec<&str> = self
             .consumers_of(id)
             .into_iter()
             .map(|(n, _, _)| n)
             .collect();
+        while let Some(n) = stack.pop() {
+            if seen.insert(n) && !stop(n) {
+                stack.extend(self.consumers_of(n).into_iter().map(|(c, _, _)| c));
+            }
+        }
+        seen
+    }
+
+    /// Nodes downstream of any node with `role` (one pass over the graph).
+    pub fn downstream_of_role(&self, role: Role) -> IndexSet<&'a str> {
+        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut stack: Vec<&str> = Vec::new();
+        for id in self.w.nodes.keys() {
+            if self.is(id, role) {
+                stack.extend(self.consumers_of(id).into_iter().map(|(c, _, _)| c));
+            }
+        }
         while let Some(n) = stack.pop() {
             if seen.insert(n) {
                 stack.extend(self.consumers_of(n).into_iter().map(|(c, _, _)| c));
@@ -116,12 +126,40 @@ impl<'a> Ctx<'a> {
         seen
     }
 
-    /// Whether a node with `role` lies upstream of `id`.
-    pub fn has_upstream(&self, id: &str, role: Role) -> bool {
-        self.w
-            .upstream_closure([id])
-            .iter()
-            .any(|n| n != id && self.is(n, role))
+    /// Nodes upstream of the given inputs of `id`, walking links but not through nodes for
+    /// which `stop` holds (those are included, not expanded).
+    pub fn upstream_until(
+        &self,
+        id: &str,
+        inputs: &[&str],
+        stop: impl Fn(&str) -> bool,
+    ) -> IndexSet<&'a str> {
+        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut stack: Vec<&str> = Vec::new();
+        if let Some(node) = self.w.nodes.get(id) {
+            for (name, input) in &node.inputs {
+                if inputs.contains(&name.as_str()) || inputs.is_empty() {
+                    if let Input::Link(l) = input {
+                        if let Some((k, _)) = self.w.nodes.get_key_value(&l.node) {
+                            stack.push(k.as_str());
+                        }
+                    }
+                }
+            }
+        }
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) || stop(n) {
+                continue;
+            }
+            for input in self.w.nodes[n].inputs.values() {
+                if let Input::Link(l) = input {
+                    if let Some((k, _)) = self.w.nodes.get_key_value(&l.node) {
+                        stack.push(k.as_str());
+                    }
+                }
+            }
+        }
+        seen
     }
 
     /// The declaration of `input` on node `id` (dotted children of V3 inputs included).
@@ -150,22 +188,49 @@ impl<'a> Ctx<'a> {
     }
 
     fn link_int(&self, link: &Link, depth: usize) -> Option<i64> {
+        self.link_num(link, depth)?.to_int()
+    }
+
+    fn input_num(&self, input: &Input, depth: usize) -> Option<Num> {
+        match input {
+            Input::Literal(v) => literal_num(v),
+            Input::Link(l) => self.link_num(l, depth + 1),
+        }
+    }
+
+    /// The value on an output, folded through constants, switches and math expressions.
+    fn link_num(&self, link: &Link, depth: usize) -> Option<Num> {
         if depth > 32 {
             return None;
         }
         let node = self.w.nodes.get(&link.node)?;
         if self.is(&link.node, Role::Constant) {
-            return literal_int(node.inputs.get("value")?.as_literal()?);
+            return self.input_num(node.inputs.get("value")?, depth);
         }
-        if node.class_type == "ComfySwitchNode" {
-            let on = node.inputs.get("switch")?.as_literal()?.as_bool()?;
-            let branch = node.inputs.get(if on { "on_true" } else { "on_false" })?;
-            return match branch {
-                Input::Literal(v) => literal_int(v),
-                Input::Link(l) => self.link_int(l, depth + 1),
-            };
+        match node.class_type.as_str() {
+            "ComfySwitchNode" => {
+                let on = node.inputs.get("switch")?.as_literal()?.as_bool()?;
+                let branch = node.inputs.get(if on { "on_true" } else { "on_false" })?;
+                self.input_num(branch, depth)
+            }
+            "ComfyMathExpression" => {
+                let expr = node.inputs.get("expression")?.as_literal()?.as_str()?;
+                let var = |name: &str| {
+                    let input = node.inputs.get(&format!("values.{name}"))?;
+                    self.input_num(input, depth)
+                };
+                let v = eval(expr, &var)?;
+                match link.slot {
+                    1 => v.to_int().map(Num::Int),
+                    0 => Some(Num::Float(match v {
+                        Num::Int(i) => i as f64,
+                        Num::Float(f) => f,
+                    })),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
-        None
     }
 
     /// The combo options of an input, empty when it is not a combo.
@@ -231,6 +296,24 @@ pub(crate) fn literal_int(v: &Value) -> Option<i64> {
             .as_i64()
             .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
         Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A number from a JSON literal (booleans count as 0/1, like Python).
+fn literal_num(v: &Value) -> Option<Num> {
+    match v {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Some(Num::Int(i)),
+            None => n.as_f64().map(Num::Float),
+        },
+        Value::Bool(b) => Some(Num::Int(*b as i64)),
+        Value::String(s) => s
+            .trim()
+            .parse::<i64>()
+            .map(Num::Int)
+            .ok()
+            .or_else(|| s.trim().parse::<f64>().ok().map(Num::Float)),
         _ => None,
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! Each increment (resolution, frames, batch, models, lora, quantization, cache, postprocess,
 //! steps) has a reduction: a short list of graph edits against the target. Step 0 applies every
-//! reduction; step k applies only reductions k+1…n, each variant derived afresh from the target,
-//! so the last step is the target itself. A reduction that would break the graph is not done and
-//! is reported as not separable. Pure graph logic: no network, no files.
+//! reduction; step k applies only reductions k+1…n (its recorded edits rebuild it from the
+//! target), so the last step is the target itself. A reduction that would break the graph is
+//! not done and is reported as not separable. Pure graph logic: no network, no files.
 
 mod context;
+mod math;
 mod reduce;
 
 pub use reduce::quantized_file_name;
@@ -242,98 +243,111 @@ pub fn plan(
         if edits.is_empty() {
             continue;
         }
-        if let Some(problem) = new_error(&variant, defs, &baseline) {
-            not_separable.push(NotSeparable {
-                increment: inc,
-                reason: format!("the reduction would make the graph invalid ({problem}); not done"),
-                nodes: touched_nodes(&edits),
-            });
-            continue;
-        }
         reductions.push((inc, edits));
     }
     // Build the variants from the target down: variant k applies reductions k+1…n.
+    // Each variant also records the changes of its own reduction (on the variant above), which are
+    // what the step above it re-adds, and all its changes (for step 0).
     let mut accepted: Vec<(Increment, Vec<Edit>)> = Vec::new();
-    let mut variants: Vec<(Workflow, Vec<Edit>, String)> =
-        vec![(target.clone(), Vec::new(), target.sha256())];
+    let target_sha256 = target.sha256();
+    let mut variants: Vec<Variant> = vec![Variant {
+        sha256: target_sha256.clone(),
+        workflow: target.clone(),
+        edits: Vec::new(),
+        own: Vec::new(),
+        all: Vec::new(),
+    }];
     for (inc, edits) in reductions.into_iter().rev() {
-        let mut all: Vec<Edit> = edits.clone();
-        for (_, e) in &accepted {
-            all.extend(e.iter().cloned());
-        }
-        let mut variant = target.clone();
-        let applied = apply_tolerant(&mut variant, &all, defs);
+        // Variant k = variant k+1 (the target with reductions k+1…n) plus reduction k; its
+        // recorded edits, applied to the target in order, rebuild it.
+        let above = variants.last().expect("the target is always there");
+        let mut variant = above.workflow.clone();
+        let (own_applied, own) = apply_tolerant_changes(&mut variant, &edits, defs);
         let sha = variant.sha256();
-        if sha == variants.last().expect("the target is always there").2 {
+        if sha == above.sha256 {
             continue;
         }
+        let mut applied = above.edits.clone();
+        applied.extend(own_applied);
         if let Some(problem) = new_error(&variant, defs, &baseline) {
+            let alone = accepted.is_empty();
             not_separable.push(NotSeparable {
                 increment: inc,
-                reason: format!(
-                    "together with the later reductions it would make the graph invalid ({problem}); not done"
-                ),
+                reason: if alone {
+                    format!("the reduction would make the graph invalid ({problem}); not done")
+                } else {
+                    format!("together with the later reductions it would make the graph invalid ({problem}); not done")
+                },
                 nodes: touched_nodes(&edits),
             });
             continue;
         }
+        let mut all = above.all.clone();
+        all.extend(own.iter().cloned());
         accepted.insert(0, (inc, edits));
-        variants.push((variant, applied, sha));
+        variants.push(Variant {
+            sha256: sha,
+            workflow: variant,
+            edits: applied,
+            own,
+            all,
+        });
     }
     variants.reverse();
     let n = accepted.len();
     let mut steps = Vec::with_capacity(n + 1);
-    for (index, (workflow, edits, sha256)) in variants.into_iter().enumerate() {
+    // Step k re-adds what variant k−1's own reduction changed.
+    let mut readds: Vec<Vec<Change>> = variants
+        .iter_mut()
+        .map(|v| std::mem::take(&mut v.own))
+        .collect();
+    for (index, v) in variants.into_iter().enumerate() {
         let increment = if index == 0 {
             Increment::Minimal
         } else {
             accepted[index - 1].0
         };
         let changes = if index == 0 {
-            let mut scratch = target.clone();
-            let mut changes = Vec::new();
-            for e in &edits {
-                changes.extend(
-                    scratch
-                        .apply(std::slice::from_ref(e), defs)
-                        .unwrap_or_default(),
-                );
-            }
-            changes
+            v.all
         } else {
-            Vec::new()
+            std::mem::take(&mut readds[index - 1])
+                .into_iter()
+                .map(invert)
+                .collect()
         };
         steps.push(Step {
             index,
             increment,
             file: format!("{index:02}-{increment}.json"),
-            sha256,
-            workflow,
-            edits,
+            sha256: v.sha256,
+            workflow: v.workflow,
+            edits: v.edits,
             changes,
         });
     }
-    // What step k re-adds: reduction k applied to step k, read backwards.
-    for k in 1..steps.len() {
-        let mut scratch = steps[k].workflow.clone();
-        let mut changes = Vec::new();
-        for e in &accepted[k - 1].1 {
-            if edit_applies(&scratch, e) {
-                changes.extend(
-                    scratch
-                        .apply(std::slice::from_ref(e), defs)
-                        .unwrap_or_default(),
-                );
-            }
-        }
-        steps[k].changes = changes.into_iter().map(invert).collect();
-    }
+    // Memory savers that stay in the minimal variant (a second expert's patch goes with it).
+    let minimal = &steps[0].workflow;
+    let kept = kept(&ctx)
+        .into_iter()
+        .filter(|k| minimal.nodes.contains_key(&k.node))
+        .collect();
     Ok(Plan {
-        target_sha256: target.sha256(),
+        target_sha256,
         steps,
         not_separable,
-        kept: kept(&ctx),
+        kept,
     })
+}
+
+/// One variant while the ladder is built.
+struct Variant {
+    sha256: String,
+    workflow: Workflow,
+    edits: Vec<Edit>,
+    /// Changes of this variant's own reduction, applied to the variant above it.
+    own: Vec<Change>,
+    /// Every change from the target to this variant.
+    all: Vec<Change>,
 }
 
 fn invert(mut c: Change) -> Change {
@@ -344,15 +358,13 @@ fn invert(mut c: Change) -> Change {
 }
 
 fn touched_nodes(edits: &[Edit]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: indexmap::IndexSet<String> = indexmap::IndexSet::new();
     for e in edits {
         for n in e.nodes() {
-            if !out.iter().any(|o| o == n) {
-                out.push(n.to_string());
-            }
+            out.insert(n.to_string());
         }
     }
-    out
+    out.into_iter().collect()
 }
 
 fn edit_applies(w: &Workflow, e: &Edit) -> bool {
@@ -368,8 +380,44 @@ fn edit_applies(w: &Workflow, e: &Edit) -> bool {
 /// Applies the edits that still fit (an edit on a node an earlier edit removed is skipped) and
 /// returns the ones that changed something.
 pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) -> Vec<Edit> {
+    apply_tolerant_changes(w, edits, defs).0
+}
+
+/// `apply_tolerant`, also returning what changed.
+fn apply_tolerant_changes(
+    w: &mut Workflow,
+    edits: &[Edit],
+    defs: &NodeDefs,
+) -> (Vec<Edit>, Vec<Change>) {
     let mut applied = Vec::new();
-    for e in edits {
+    let mut all_changes = Vec::new();
+    let mut i = 0;
+    while i < edits.len() {
+        // Consecutive bypasses of distinct existing nodes go in one call (one consumer scan).
+        let mut seen: HashSet<&str> = HashSet::new();
+        let run: Vec<Edit> = edits[i..]
+            .iter()
+            .take_while(|e| matches!(e, Edit::Bypass { .. }))
+            .filter(|e| {
+                let id = e.nodes()[0];
+                w.nodes.contains_key(id) && seen.insert(id)
+            })
+            .cloned()
+            .collect();
+        let consumed = edits[i..]
+            .iter()
+            .take_while(|e| matches!(e, Edit::Bypass { .. }))
+            .count();
+        if consumed >= 2 {
+            if let Ok(changes) = w.apply(&run, defs) {
+                all_changes.extend(changes);
+                applied.extend(run);
+            }
+            i += consumed;
+            continue;
+        }
+        let e = &edits[i];
+        i += 1;
         if !edit_applies(w, e) {
             continue;
         }
@@ -384,11 +432,14 @@ pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) 
             other => other.clone(),
         };
         match w.apply(std::slice::from_ref(&e), defs) {
-            Ok(changes) if !changes.is_empty() => applied.push(e),
+            Ok(changes) if !changes.is_empty() => {
+                all_changes.extend(changes);
+                applied.push(e);
+            }
             _ => {}
         }
     }
-    applied
+    (applied, all_changes)
 }
 
 /// Nodes the target runs that no longer reach an output after the edits: removed.
@@ -438,13 +489,8 @@ fn kept(ctx: &Ctx) -> Vec<Kept> {
         if !ctx.reach.contains(id) {
             continue;
         }
-        let mut push = |what: String| {
-            out.push(Kept {
-                node: id.clone(),
-                class_type: node.class_type.clone(),
-                what,
-            })
-        };
+        let mut what: Vec<String> = Vec::new();
+        let mut push = |w: String| what.push(w);
         if ctx.is(id, Role::MemorySaver) {
             push("memory saver (block swap / offload / tiled VAE)".into());
         }
@@ -470,6 +516,13 @@ fn kept(ctx: &Ctx) -> Vec<Kept> {
         }
         if let Some(link) = node.inputs.get("block_swap_args").and_then(|i| i.as_link()) {
             push(format!("block swap from node {}", link.node));
+        }
+        if !what.is_empty() {
+            out.push(Kept {
+                node: id.clone(),
+                class_type: node.class_type.clone(),
+                what: what.join("; "),
+            });
         }
     }
     out

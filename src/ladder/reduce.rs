@@ -384,16 +384,11 @@ fn steps(ctx: &Ctx, r: &mut Reduction) {
 
 /// Diffusion loaders upstream of `id` through its inputs.
 fn loaders_upstream(ctx: &Ctx, id: &str, inputs: &[&str]) -> Vec<String> {
-    let node = &ctx.w.nodes[id];
-    let starts: Vec<&str> = inputs
-        .iter()
-        .filter_map(|i| node.inputs.get(*i).and_then(Input::as_link))
-        .map(|l| l.node.as_str())
-        .collect();
-    ctx.w
-        .upstream_closure(starts)
+    let stop = |n: &str| ctx.is(n, Role::DiffusionLoader) || ctx.is(n, Role::Sampler);
+    ctx.upstream_until(id, inputs, stop)
         .into_iter()
         .filter(|n| ctx.is(n, Role::DiffusionLoader))
+        .map(str::to_string)
         .collect()
 }
 
@@ -801,35 +796,46 @@ fn cache(ctx: &Ctx, r: &mut Reduction) {
 // postprocess
 
 fn postprocess(ctx: &Ctx, r: &mut Reduction) {
+    let after_sampling = ctx.downstream_of_role(Role::Sampler);
     for id in ctx.with_role(Role::PostProcess) {
-        if !ctx.has_upstream(id, Role::Sampler) {
+        if !after_sampling.contains(id) {
             continue; // before sampling it defines the input, it is not post-processing
         }
         r.edits.push(Edit::Bypass { node: id.into() });
         if ctx.is(id, Role::FrameInterpolation) {
             restore_fps(ctx, r, id);
         }
+        // Previews of side outputs (a detailer's mask or crops) that bypass cannot feed go too.
+        let previews: Vec<String> = ctx
+            .consumers_of(id)
+            .into_iter()
+            .filter(|(c, _, slot)| !bypass_feeds(ctx, id, *slot) && ctx.is(c, Role::Output))
+            .map(|(c, _, _)| c.to_string())
+            .collect();
+        if !previews.is_empty() {
+            r.edits.push(Edit::Remove { nodes: previews });
+        }
     }
     for u in ctx.with_role(Role::LatentUpscale) {
-        let upstream = ctx.w.upstream_closure([u]);
-        let first = upstream
-            .iter()
-            .filter(|n| n.as_str() != u && ctx.is(n, Role::Sampler))
-            .max_by_key(|n| ctx.topo.get(n.as_str()).copied().unwrap_or(0))
-            .cloned();
+        let is_sampler = |n: &str| ctx.is(n, Role::Sampler);
+        // The first pass: the nearest sampler upstream of the upscale.
+        let first = ctx
+            .upstream_until(u, &[], is_sampler)
+            .into_iter()
+            .filter(|n| is_sampler(n))
+            .max_by_key(|n| ctx.topo.get(*n).copied().unwrap_or(0))
+            .map(str::to_string);
         let Some(first) = first else {
             continue;
         };
+        // Second passes: samplers whose latent comes from the upscale.
         let seconds: Vec<&str> = ctx
-            .downstream(u)
+            .downstream_until(u, is_sampler)
             .into_iter()
-            .filter(|s| ctx.is(s, Role::Sampler))
+            .filter(|s| is_sampler(s))
             .filter(|s| {
-                ctx.w.nodes[*s]
-                    .inputs
-                    .get("latent_image")
-                    .and_then(Input::as_link)
-                    .is_some_and(|l| ctx.w.upstream_closure([l.node.as_str()]).contains(u))
+                ctx.upstream_until(s, &["latent_image"], is_sampler)
+                    .contains(u)
             })
             .collect();
         if seconds.is_empty() {
@@ -853,6 +859,24 @@ fn postprocess(ctx: &Ctx, r: &mut Reduction) {
             }
         }
     }
+}
+
+/// Whether bypassing `id` hands output `slot` a linked input of the same type.
+fn bypass_feeds(ctx: &Ctx, id: &str, slot: usize) -> bool {
+    let node = &ctx.w.nodes[id];
+    let Some(def) = ctx.defs.get(&node.class_type) else {
+        return true;
+    };
+    let Some(out) = def.outputs.get(slot) else {
+        return false;
+    };
+    def.visible_inputs().any(|i| {
+        i.type_name() == out.type_name
+            && node
+                .inputs
+                .get(&i.name)
+                .is_some_and(|v| v.as_link().is_some())
+    })
 }
 
 /// Frame interpolation multiplied the frame rate downstream; divide it back.

@@ -158,6 +158,18 @@ pub fn build(data: &SessionData) -> Report {
     let mut seen = HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
+            if entry
+                .summary
+                .as_ref()
+                .is_some_and(|x| x.recovered_from_history)
+            {
+                warnings.push(format!(
+                    "run {} (step {} {}) was recovered from the server's history after the tool stopped: its outcome is known, but it has no node timeline or VRAM series",
+                    short(&entry.run_id),
+                    entry.step,
+                    entry.increment
+                ));
+            }
             let Some(file) = data.runs.get(&entry.run_id) else {
                 continue;
             };
@@ -312,6 +324,23 @@ pub fn describe_changes(changes: &[Value]) -> Vec<String> {
         }
         used[i] = true;
         let target = format!("{class} #{node}");
+        if let (Some(Value::Object(from)), Some(Value::Object(to))) = (get(c, "from"), get(c, "to"))
+        {
+            let mut keys: Vec<&String> = from.keys().chain(to.keys()).collect();
+            keys.dedup();
+            let mut seen = std::collections::BTreeSet::new();
+            for key in keys {
+                if !seen.insert(key.clone()) || from.get(key) == to.get(key) {
+                    continue;
+                }
+                out.push(format!(
+                    "{input}.{key} {} → {} ({target})",
+                    value_text(from.get(key).cloned()),
+                    value_text(to.get(key).cloned())
+                ));
+            }
+            continue;
+        }
         out.push(match (action.as_str(), input.is_empty()) {
             ("set", false) => format!(
                 "{input} {} → {} ({target})",
@@ -1178,4 +1207,31 @@ fn verdict(
     }
     v.summary = v.sentence(&|s: &str| s.to_string());
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn changes_join_resolution_and_diff_objects() {
+        let changes = vec![
+            json!({"node": "5", "class_type": "EmptyLatentImage", "action": "set", "input": "width", "from": 256, "to": 1280}),
+            json!({"node": "5", "class_type": "EmptyLatentImage", "action": "set", "input": "height", "from": 144, "to": 720}),
+            json!({"node": "6", "class_type": "Power Lora Loader (rgthree)", "action": "set", "input": "lora_1",
+                   "from": {"on": false, "lora": "a.safetensors"}, "to": {"on": true, "lora": "a.safetensors"}}),
+            json!({"node": "3", "class_type": "KSampler", "action": "set", "input": "latent_image", "from": ["14", 0], "to": ["13", 0]}),
+            json!({"node": "9", "class_type": "EasyCache", "action": "bypass"}),
+        ];
+        assert_eq!(
+            describe_changes(&changes),
+            vec![
+                "resolution 256×144 → 1280×720 (EmptyLatentImage #5)",
+                "lora_1.on false → true (Power Lora Loader (rgthree) #6)",
+                "latent_image output 0 of #14 → output 0 of #13 (KSampler #3)",
+                "bypass EasyCache #9",
+            ]
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
 use super::chart::{bar_chart, Bar};
-use super::md::{self, code, details, fence, text, Table};
+use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
     kind_phrase, AttachedRun, Environment, Evidence, LadderRow, NodeRef, Report, VerdictKind,
     WorkflowReport,
@@ -68,7 +68,7 @@ pub fn render(report: &Report) -> String {
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
         for warning in &report.warnings {
-            out.push_str(&format!("- {}\n", text(warning)));
+            out.push_str(&format!("- {}\n", text_with_code(warning)));
         }
         out.push('\n');
     }
@@ -277,14 +277,18 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
             code(&n.stage)
         ));
         for c in &n.next_check {
-            out.push_str(&format!("- {}\n", text(c)));
+            out.push_str(&format!("- {}\n", text_with_code(c)));
         }
         if !n.candidates.is_empty() {
             out.push_str(
                 "\nPossible explanations. Each is **unproven**: the evidence above fits it, but does not show that it, or anything else, is the cause.\n\n",
             );
             for c in &n.candidates {
-                out.push_str(&format!("- {} — *{}*\n", text(&c.text), text(&c.status)));
+                out.push_str(&format!(
+                    "- {} — *{}*\n",
+                    text_with_code(&c.text),
+                    text(&c.status)
+                ));
             }
         }
         out.push_str(&format!("\nRoot cause: {}.\n\n", text(&n.root_cause)));
@@ -473,11 +477,18 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             DASH.to_string()
         }
     } else {
-        r.changes
-            .iter()
-            .map(|c| text(c))
-            .collect::<Vec<_>>()
-            .join("<br>")
+        const SHOWN: usize = 4;
+        let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
+        if r.changes.len() > SHOWN {
+            lines.push(format!(
+                "… and {} more (report.json lists all)",
+                r.changes.len() - SHOWN
+            ));
+        }
+        if r.step == 0 {
+            lines.insert(0, "reduced from the full workflow:".to_string());
+        }
+        lines.join("<br>")
     };
     let peak = match (r.peak_vram_mib, r.vram_samples) {
         (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
@@ -543,7 +554,7 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
     if let Some(s) = &e.stage {
         let mut line = format!("- Stage: {}", code(s));
         if let Some(ev) = &e.stage_evidence {
-            line.push_str(&format!(" — {}", text(ev)));
+            line.push_str(&format!(" — {}", text_with_code(ev)));
         }
         lines.push(line);
     }
@@ -559,7 +570,7 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
         ),
     }
     if let Some(d) = &e.detail {
-        lines.push(format!("- What happened: {}", text(d)));
+        lines.push(format!("- What happened: {}", text_with_code(d)));
     }
     out.push_str(&lines.join("\n"));
     out.push_str("\n\n");

@@ -26,7 +26,7 @@ pub fn text(s: &str) -> String {
 }
 
 /// An inline code span holding `s` verbatim (newlines become spaces; the backtick fence grows
-/// when `s` itself contains backticks). Pipes are escaped so the span is safe inside a table.
+/// when `s` itself contains backticks). Inside a table, [`Table::row`] escapes its pipes.
 pub fn code(s: &str) -> String {
     let flat: String = s
         .chars()
@@ -42,7 +42,19 @@ pub fn code(s: &str) -> String {
     } else {
         ""
     };
-    format!("{fence}{pad}{}{pad}{fence}", flat.replace('|', "\\|"))
+    format!("{fence}{pad}{flat}{pad}{fence}")
+}
+
+/// Free text in which `backtick` spans are code: the spans become code spans, the rest is
+/// escaped like [`text`]. With an odd number of backticks everything is escaped text.
+pub fn text_with_code(s: &str) -> String {
+    if !s.matches('`').count().is_multiple_of(2) {
+        return text(s);
+    }
+    s.split('`')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { code(part) } else { text(part) })
+        .collect()
 }
 
 /// Bold free text.
@@ -382,10 +394,19 @@ mod tests {
 
     #[test]
     fn code_grows_its_fence_and_escapes_pipes() {
-        assert_eq!(code("a|b"), "`a\\|b`");
+        assert_eq!(code("a|b"), "`a|b`");
         assert_eq!(code("x `y` z"), "``x `y` z``");
         assert_eq!(code("`start"), "`` `start ``");
         assert_eq!(code(""), "");
+    }
+
+    #[test]
+    fn text_with_code_spans() {
+        assert_eq!(
+            text_with_code("run `dmesg | grep oom` or <x>"),
+            "run `dmesg | grep oom` or &lt;x&gt;"
+        );
+        assert_eq!(text_with_code("odd ` tick"), "odd \\` tick");
     }
 
     #[test]

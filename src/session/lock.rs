@@ -35,7 +35,7 @@ pub enum LockError {
     #[error("another comfy-bisect session ({}, pid {} on {}, since {}) is using {}; wait for it to finish, or delete {} if that process is gone", .holder.session_id, .holder.pid, .holder.host, .holder.since, .holder.server, .path.display())]
     Held {
         /// The holder.
-        holder: LockInfo,
+        holder: Box<LockInfo>,
         /// The lock file.
         path: PathBuf,
     },
@@ -121,7 +121,7 @@ impl SessionLock {
                     };
                     if !stale {
                         return Err(LockError::Held {
-                            holder: holder.expect("a live holder was read"),
+                            holder: Box::new(holder.expect("a live holder was read")),
                             path,
                         });
                     }

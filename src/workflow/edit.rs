@@ -8,6 +8,7 @@
 //!   type; an unlinked match leaves the consumer unconnected),
 //! - remove nodes (drop a branch); inputs that linked to them are disconnected.
 
+use super::graph::Consumer;
 use super::{Input, Link, NodeId, Workflow};
 use crate::nodedefs::{types_compatible, InputKind, NodeDefs};
 use serde::{Deserialize, Serialize};
@@ -112,10 +113,111 @@ impl Workflow {
     /// already set, a node already gone) record nothing.
     pub fn apply(&mut self, edits: &[Edit], defs: &NodeDefs) -> Result<Vec<Change>, EditError> {
         let mut changes = Vec::new();
-        for edit in edits {
-            self.apply_one(edit, defs, &mut changes)?;
+        let mut i = 0;
+        while i < edits.len() {
+            // Runs of bypasses share one scan for consumers (long LoRA chains stay linear).
+            let run = edits[i..]
+                .iter()
+                .take_while(|e| matches!(e, Edit::Bypass { .. }))
+                .count();
+            if run >= 2 {
+                self.apply_bypass_run(&edits[i..i + run], defs, &mut changes)?;
+                i += run;
+                continue;
+            }
+            self.apply_one(&edits[i], defs, &mut changes)?;
+            i += 1;
         }
         Ok(changes)
+    }
+
+    /// Applies consecutive `Bypass` edits exactly as one-by-one application would, with one
+    /// consumer index instead of a scan of the whole graph per bypass.
+    fn apply_bypass_run(
+        &mut self,
+        run: &[Edit],
+        defs: &NodeDefs,
+        changes: &mut Vec<Change>,
+    ) -> Result<(), EditError> {
+        let ids: std::collections::HashSet<&str> = run
+            .iter()
+            .filter_map(|e| match e {
+                Edit::Bypass { node } => Some(node.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut index: std::collections::HashMap<String, Vec<(Consumer, usize)>> =
+            std::collections::HashMap::new();
+        for (cid, n) in &self.nodes {
+            for (name, input) in &n.inputs {
+                if let Input::Link(l) = input {
+                    if ids.contains(l.node.as_str()) {
+                        index.entry(l.node.clone()).or_default().push((
+                            Consumer {
+                                node: cid.clone(),
+                                input: name.clone(),
+                            },
+                            l.slot,
+                        ));
+                    }
+                }
+            }
+        }
+        // Removal is deferred to one pass at the end (removing from the ordered map one by
+        // one would shift it every time); removed nodes are skipped as consumers meanwhile.
+        let mut removed: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut result = Ok(());
+        for edit in run {
+            let Edit::Bypass { node } = edit else {
+                continue;
+            };
+            let Some(class_type) = self
+                .nodes
+                .get(node)
+                .filter(|_| !removed.contains(node))
+                .map(|n| n.class_type.clone())
+            else {
+                result = Err(EditError::NoSuchNode(node.clone()));
+                break;
+            };
+            let candidates = index.remove(node).unwrap_or_default();
+            let consumers: Vec<(Consumer, usize)> = candidates
+                .into_iter()
+                .filter(|(c, slot)| {
+                    !removed.contains(&c.node)
+                        && self
+                            .nodes
+                            .get(&c.node)
+                            .and_then(|n| n.inputs.get(&c.input))
+                            .and_then(Input::as_link)
+                            == Some(&Link {
+                                node: node.clone(),
+                                slot: *slot,
+                            })
+                })
+                .collect();
+            for (consumer, link) in self.bypass_consumers(node, defs, consumers) {
+                if ids.contains(link.node.as_str()) {
+                    index
+                        .entry(link.node.clone())
+                        .or_default()
+                        .push((consumer, link.slot));
+                }
+            }
+            removed.insert(node.clone());
+            changes.push(Change {
+                node: node.clone(),
+                class_type,
+                action: "bypass".into(),
+                input: None,
+                from: None,
+                to: None,
+            });
+        }
+        if !removed.is_empty() {
+            self.nodes.retain(|id, _| !removed.contains(id));
+        }
+        result
     }
 
     fn apply_one(
@@ -210,11 +312,14 @@ impl Workflow {
                 });
             }
             Edit::Remove { nodes } => {
+                let gone: std::collections::HashSet<&str> =
+                    nodes.iter().map(String::as_str).collect();
+                let mut seen = std::collections::HashSet::new();
                 for id in nodes {
-                    if let Some(removed) = self.nodes.shift_remove(id) {
+                    if let Some(removed) = self.nodes.get(id).filter(|_| seen.insert(id)) {
                         changes.push(Change {
                             node: id.clone(),
-                            class_type: removed.class_type,
+                            class_type: removed.class_type.clone(),
                             action: "remove".into(),
                             input: None,
                             from: None,
@@ -222,9 +327,11 @@ impl Workflow {
                         });
                     }
                 }
+                self.nodes.retain(|id, _| !gone.contains(id.as_str()));
                 for n in self.nodes.values_mut() {
-                    n.inputs
-                        .retain(|_, i| !matches!(i, Input::Link(l) if nodes.contains(&l.node)));
+                    n.inputs.retain(
+                        |_, i| !matches!(i, Input::Link(l) if gone.contains(l.node.as_str())),
+                    );
                 }
             }
         }
@@ -234,8 +341,22 @@ impl Workflow {
     /// Rewires every consumer of `id` to the input ComfyUI's bypass would pass through, then
     /// removes `id`.
     fn bypass(&mut self, id: &str, defs: &NodeDefs) {
+        let consumers = self.consumers_of_node(id);
+        self.bypass_consumers(id, defs, consumers);
+        self.nodes.shift_remove(id);
+    }
+
+    /// Rewires the given consumers of `id` as ComfyUI's bypass does (the caller removes `id`)
+    /// and returns the links it made.
+    fn bypass_consumers(
+        &mut self,
+        id: &str,
+        defs: &NodeDefs,
+        consumers: Vec<(Consumer, usize)>,
+    ) -> Vec<(Consumer, Link)> {
+        let mut made = Vec::new();
         let Some(node) = self.nodes.get(id).cloned() else {
-            return;
+            return made;
         };
         let def = defs.get(&node.class_type);
         // The node's sockets in declared order: inputs that are not plain widgets, or are linked.
@@ -274,7 +395,7 @@ impl Workflow {
                 .map(|o| o.type_name.clone())
                 .unwrap_or_else(|| "*".into())
         };
-        for (consumer, slot) in self.consumers_of_node(id) {
+        for (consumer, slot) in consumers {
             let wanted = self
                 .nodes
                 .get(&consumer.node)
@@ -303,14 +424,15 @@ impl Workflow {
                 Some(link) => {
                     target
                         .inputs
-                        .insert(consumer.input.clone(), Input::Link(link));
+                        .insert(consumer.input.clone(), Input::Link(link.clone()));
+                    made.push((consumer, link));
                 }
                 None => {
                     target.inputs.shift_remove(&consumer.input);
                 }
             }
         }
-        self.nodes.shift_remove(id);
+        made
     }
 }
 
@@ -371,6 +493,39 @@ mod tests {
             })
         );
         assert!(!w.nodes.contains_key("2") && !w.nodes.contains_key("3"));
+    }
+
+    #[test]
+    fn a_run_of_bypasses_equals_bypassing_one_by_one() {
+        let chain = wf(json!({
+            "1": {"class_type": "Ckpt", "inputs": {}},
+            "2": {"class_type": "Lora", "inputs": {"model": ["1", 0], "clip": ["1", 1], "lora_name": "a", "strength_model": 1.0}},
+            "3": {"class_type": "Lora", "inputs": {"model": ["2", 0], "clip": ["2", 1], "lora_name": "a", "strength_model": 1.0}},
+            "4": {"class_type": "Lora", "inputs": {"model": ["3", 0], "clip": ["2", 1], "lora_name": "a", "strength_model": 1.0}},
+            "5": {"class_type": "Use", "inputs": {"model": ["4", 0], "clip": ["3", 1]}}
+        }));
+        for order in [["2", "3", "4"], ["4", "3", "2"], ["3", "2", "4"]] {
+            let edits: Vec<Edit> = order
+                .iter()
+                .map(|n| Edit::Bypass {
+                    node: n.to_string(),
+                })
+                .collect();
+            let mut batch = chain.clone();
+            let changes = batch.apply(&edits, &defs()).unwrap();
+            let mut single = chain.clone();
+            for e in &edits {
+                single.apply(std::slice::from_ref(e), &defs()).unwrap();
+            }
+            assert_eq!(batch, single, "{order:?}");
+            assert_eq!(changes.len(), 3);
+        }
+        let mut twice = chain.clone();
+        let again = [
+            Edit::Bypass { node: "2".into() },
+            Edit::Bypass { node: "2".into() },
+        ];
+        assert!(twice.apply(&again, &defs()).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod canonical;
 pub mod edit;
 mod graph;
 mod load;
+pub mod ui;
 pub mod validate;
 
 pub use canonical::{canonical_json, sha256_hex};

@@ -1,0 +1,101 @@
+//! `comfy-bisect convert UI.json [--object-info FILE…] [-o OUT]`: a UI workflow converted into
+//! the API prompt the official ComfyUI frontend would queue.
+
+use super::common::{print_error, DefsArgs};
+use crate::error::exit;
+use crate::workflow::ui::{load_workflow_file, LoadAnyError};
+use std::path::PathBuf;
+
+/// Arguments of `convert`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The UI workflow file (an API-format file is passed through unchanged).
+    pub workflow: PathBuf,
+    #[command(flatten)]
+    pub defs: DefsArgs,
+    /// Write the API prompt here instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Also write where each API node came from (UI scope, node id, title) to this JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub provenance: Option<PathBuf>,
+}
+
+/// Converts the workflow; exit 0 on success, 1 when it cannot be converted for this server
+/// (unknown node types…), 2 on input errors, 3 when the server is unreachable.
+pub fn run(args: Args, server: &str) -> u8 {
+    let defs = match args.defs.load(server) {
+        Ok(d) => d,
+        Err(e) => {
+            print_error(&e);
+            return if args.defs.object_info.is_empty() {
+                exit::UNREACHABLE
+            } else {
+                exit::USAGE
+            };
+        }
+    };
+    let loaded = match load_workflow_file(&args.workflow, &defs) {
+        Ok(l) => l,
+        Err(e @ LoadAnyError::Convert { .. }) => {
+            print_error(&e);
+            return exit::FAILED;
+        }
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
+    };
+    if let Some((_, converted)) = &loaded.ui {
+        for w in &converted.warnings {
+            eprintln!("warning: {}: {w}", args.workflow.display());
+        }
+    } else {
+        eprintln!(
+            "note: {} is already an API-format workflow; written as is",
+            args.workflow.display()
+        );
+    }
+    let text = loaded.workflow.to_pretty_json() + "\n";
+    match &args.output {
+        Some(out) => {
+            if let Err(e) = std::fs::write(out, &text) {
+                print_error(&format!("cannot write '{}': {e}", out.display()));
+                return exit::USAGE;
+            }
+            eprintln!(
+                "{}: {} API nodes, sha256 {} → {}",
+                args.workflow.display(),
+                loaded.workflow.nodes.len(),
+                loaded.workflow.sha256(),
+                out.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    if let Some(path) = &args.provenance {
+        let map = loaded
+            .ui
+            .as_ref()
+            .map(|(_, c)| {
+                serde_json::Value::Object(
+                    c.provenance
+                        .iter()
+                        .map(|(id, o)| {
+                            (
+                                id.clone(),
+                                serde_json::to_value(o).expect("origins serialize"),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+            .unwrap_or_else(|| serde_json::json!({}));
+        let body = serde_json::to_string_pretty(&map).expect("JSON values serialize") + "\n";
+        if let Err(e) = std::fs::write(path, body) {
+            print_error(&format!("cannot write '{}': {e}", path.display()));
+            return exit::USAGE;
+        }
+    }
+    exit::OK
+}

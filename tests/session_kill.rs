@@ -1,0 +1,109 @@
+//! Process-level: the tool is killed with SIGKILL in the middle of a session and `resume`
+//! continues it — completed runs are kept, the run in flight is taken from the server's
+//! history (by its prompt_id) or run again, and the session reaches its verdict.
+
+mod session_support;
+
+use comfy_bisect::session::journal::{read_json, RunStatus, SessionFile, Verdict, SESSION_FILE};
+use session_support::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+#[cfg(unix)]
+fn sigkill_mid_session_then_resume() {
+    // Slow enough that a run is in flight for a while; the cache step fails mid-sampling.
+    let sim = Sim::with_vram_mib(57344, 0.02);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "wan",
+        &example("wan22_t2v_experts_lora_cache_rife", &[]),
+    );
+    let runs = tmp.path().join("runs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+        .arg(&runs)
+        .arg(&wf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait until two runs are done and a third is in flight, then kill -9.
+    let start = Instant::now();
+    let killed_run = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the session never got going"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("bisect ended before it could be killed: {status}");
+        }
+        let dirs = if runs.exists() {
+            session_dirs(&runs)
+        } else {
+            vec![]
+        };
+        if let Some(dir) = dirs.first() {
+            if let Ok(s) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
+                let done = s.workflows[0]
+                    .runs
+                    .iter()
+                    .filter(|r| r.status == RunStatus::Done)
+                    .count();
+                if let (true, Some(flight)) = (done >= 2, s.in_flight.clone()) {
+                    break flight.run_id;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let (dir, before) = only_session(&runs);
+    let kept: Vec<String> = before.workflows[0]
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Done)
+        .map(|r| r.run_id.clone())
+        .collect();
+    let out = cli(&[
+        "resume",
+        "-q",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+        &before.session_id,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let after: SessionFile = read_json(&dir.join(SESSION_FILE)).unwrap();
+    let job = &after.workflows[0];
+    for id in &kept {
+        assert!(
+            job.runs.iter().any(|r| &r.run_id == id),
+            "completed run {id} lost"
+        );
+    }
+    // The killed run was finished by the server and taken from its history (or, if the tool
+    // died before the server had it, run again) — never both.
+    let recovered = job.runs.iter().find(|r| r.run_id == killed_run);
+    if let Some(r) = recovered {
+        assert_eq!(r.status, RunStatus::Done);
+        assert!(r.outcome.is_some());
+    }
+    let steps: Vec<_> = job.runs.iter().map(|r| (r.step, r.role)).collect();
+    for (i, a) in steps.iter().enumerate() {
+        assert!(
+            !steps[i + 1..].contains(a),
+            "a step was run twice: {steps:?}"
+        );
+    }
+    assert!(after.in_flight.is_none());
+    match &job.verdict {
+        Some(Verdict::FirstFailure { increment, .. }) => assert_eq!(increment, "cache"),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    let index = comfy_bisect::session::index::read_all(&runs).unwrap();
+    assert_eq!(index.len(), job.runs.len(), "one index line per run");
+}

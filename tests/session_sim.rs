@@ -1,0 +1,517 @@
+//! Bisection sessions against the in-tree simulator, one scenario per verdict, run the way a
+//! user runs them (`comfy-bisect bisect …`, `resume`, `show`). The simulator's VRAM budget is
+//! set from what each ladder step needs, so the first failure lands where a scenario wants it.
+
+mod session_support;
+
+use comfy_bisect::ladder::PlanOptions;
+use comfy_bisect::session::index;
+use comfy_bisect::session::journal::{
+    read_json, RunFile, RunRole, SessionState, StopReason, Verdict, RUN_EVENTS_FILE,
+    RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+};
+use serde_json::{json, Value};
+use session_support::*;
+
+const SD15: &str = "sd15_txt2img_lora_upscale";
+const WAN: &str = "wan22_t2v_experts_lora_cache_rife";
+
+/// SD1.5 example with batch 1 (so its ladder is resolution → lora → postprocess).
+fn sd15() -> Value {
+    example(SD15, &[("5", "batch_size", json!(1))])
+}
+
+fn wan() -> Value {
+    example(WAN, &[])
+}
+
+/// The step of `increment` in the ladder of `workflow` (default plan options).
+fn step_of(workflow: &Value, increment: &str) -> usize {
+    ladder(workflow, &PlanOptions::default())
+        .iter()
+        .position(|(i, _)| i == increment)
+        .unwrap_or_else(|| panic!("no {increment} step"))
+}
+
+fn steps_of(workflow: &Value) -> usize {
+    ladder(workflow, &PlanOptions::default()).len()
+}
+
+// Simulated cards (MiB) that place the first failure of each example where a scenario needs
+// it. The simulator is deterministic; a table of pass/fail per step and VRAM size is in
+// docs/sessions.md ("Testing against the simulator").
+/// SD1.5 (batch 1): minimal passes, the full resolution runs out while sampling.
+const SD15_FAILS_AT_RESOLUTION: u64 = 1792;
+/// SD1.5 (batch 1): the whole target fits.
+const SD15_FITS: u64 = 16384;
+/// SD1.5: less than the checkpoint's weights.
+const SD15_TOO_SMALL: u64 = 512;
+/// Wan 2.2: the minimal variant samples, then its VAE decode runs out.
+const WAN_FAILS_AT_DECODE: u64 = 1024;
+/// Wan 2.2: 2 frames fit, the target's frame count does not.
+const WAN_FAILS_AT_FRAMES: u64 = 16384;
+/// Wan 2.2: both experts fit, the LoRAs on top do not.
+const WAN_FAILS_AT_LORA: u64 = 38912;
+/// Wan 2.2: everything but the step cache fits; the cache grows while sampling.
+const WAN_FAILS_AT_CACHE: u64 = 57344;
+
+/// Bisects `workflow` on a simulator with `mib` of VRAM; returns the session and its folder.
+fn run_scenario(
+    workflow: &Value,
+    mib: u64,
+    extra: &[&str],
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    comfy_bisect::session::SessionFile,
+    String,
+) {
+    let sim = Sim::with_vram_mib(mib, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", workflow);
+    let runs = tmp.path().join("runs");
+    let mut args = vec![wf.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = bisect(&sim.url(), &runs, &args);
+    let (dir, session) = only_session(&runs);
+    (tmp, dir, session, text(&out))
+}
+
+/// The first-failure verdict (panics with the session otherwise).
+fn first_failure(
+    session: &comfy_bisect::session::SessionFile,
+    out: &str,
+) -> (usize, String, Option<String>) {
+    match &session.workflows[0].verdict {
+        Some(Verdict::FirstFailure {
+            step,
+            increment,
+            stage,
+            ..
+        }) => (*step, increment.clone(), stage.clone()),
+        other => panic!("expected a first failure, got {other:?}\n{out}"),
+    }
+}
+
+/// Every run has its folder with the three files and an index line.
+fn assert_journal_complete(dir: &std::path::Path, session: &comfy_bisect::session::SessionFile) {
+    let runs_dir = dir.parent().unwrap();
+    let idx = index::read_all(runs_dir).unwrap();
+    let runs: Vec<_> = session.workflows.iter().flat_map(|w| &w.runs).collect();
+    assert_eq!(idx.len(), runs.len());
+    for run in runs {
+        let run_dir = dir.join(&run.dir);
+        let submitted =
+            comfy_bisect::workflow::load_api_file(&run_dir.join(RUN_WORKFLOW_FILE)).unwrap();
+        assert_eq!(submitted.sha256(), run.workflow_sha256);
+        let file: RunFile = read_json(&run_dir.join(RUN_RECORD_FILE)).unwrap();
+        assert_eq!(file.record.run_id, run.run_id);
+        assert_eq!(file.record.prompt_id, run.run_id);
+        let events = std::fs::read_to_string(run_dir.join(RUN_EVENTS_FILE)).unwrap();
+        assert!(
+            events.lines().count() > 0,
+            "no events in {}",
+            run_dir.display()
+        );
+        assert!(idx
+            .iter()
+            .any(|e| e.run_id == run.run_id && e.workflow_sha256 == run.workflow_sha256));
+    }
+    assert!(dir.join("report.md").is_file(), "report.md missing");
+    assert!(dir.join("report.json").is_file(), "report.json missing");
+}
+
+#[test]
+fn failure_at_resolution() {
+    let (_t, dir, s, out) = run_scenario(&sd15(), SD15_FAILS_AT_RESOLUTION, &[]);
+    let (step, inc, stage) = first_failure(&s, &out);
+    assert_eq!(
+        (step, inc.as_str()),
+        (step_of(&sd15(), "resolution"), "resolution"),
+        "{out}"
+    );
+    assert_eq!(stage.as_deref(), Some("sample_first"), "{out}");
+    assert!(
+        out.contains("first failure at increment resolution"),
+        "{out}"
+    );
+    assert_eq!(s.state, SessionState::Done);
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn failure_at_frames() {
+    let (_t, dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_FRAMES, &[]);
+    let (step, inc, _) = first_failure(&s, &out);
+    assert_eq!(
+        (step, inc.as_str()),
+        (step_of(&wan(), "frames"), "frames"),
+        "{out}"
+    );
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn failure_at_lora() {
+    let (_t, _dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_LORA, &[]);
+    let (step, inc, _) = first_failure(&s, &out);
+    assert_eq!(
+        (step, inc.as_str()),
+        (step_of(&wan(), "lora"), "lora"),
+        "{out}"
+    );
+}
+
+#[test]
+fn failure_at_cache_is_mid_sampling() {
+    let (_t, _dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_CACHE, &[]);
+    let (step, inc, stage) = first_failure(&s, &out);
+    assert_eq!(
+        (step, inc.as_str()),
+        (step_of(&wan(), "cache"), "cache"),
+        "{out}"
+    );
+    assert_eq!(stage.as_deref(), Some("sample_middle"), "{out}");
+}
+
+/// A decode-stage failure. (With the examples' ladders, the simulator's memory model never
+/// runs out after sampling once sampling fits, so this lands on the minimal variant.)
+#[test]
+fn failure_at_decode_stage() {
+    let (_t, _dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_DECODE, &[]);
+    match &s.workflows[0].verdict {
+        Some(Verdict::MinimalFails { stage, .. }) => {
+            assert_eq!(stage.as_deref(), Some("decode"), "{out}")
+        }
+        other => panic!("{other:?}\n{out}"),
+    }
+    let failed = &s.workflows[0].runs[0];
+    assert_eq!(failed.diagnosis.as_ref().unwrap().kind.as_str(), "cuda_oom");
+}
+
+#[test]
+fn minimal_variant_already_fails_at_load() {
+    let (_t, _dir, s, out) = run_scenario(&sd15(), SD15_TOO_SMALL, &[]);
+    match &s.workflows[0].verdict {
+        Some(Verdict::MinimalFails { stage, .. }) => {
+            assert_eq!(stage.as_deref(), Some("load"), "{out}")
+        }
+        other => panic!("{other:?}\n{out}"),
+    }
+    assert_eq!(s.workflows[0].runs.len(), 1);
+    assert!(out.contains("minimal variant already fails"), "{out}");
+}
+
+#[test]
+fn target_passes_could_not_reproduce() {
+    let (_t, _dir, s, out) = run_scenario(&sd15(), SD15_FITS, &[]);
+    assert!(
+        matches!(
+            s.workflows[0].verdict,
+            Some(Verdict::CouldNotReproduce { .. })
+        ),
+        "{out}"
+    );
+    let roles: Vec<RunRole> = s.workflows[0].runs.iter().map(|r| r.role).collect();
+    assert_eq!(roles, vec![RunRole::Minimal, RunRole::Target]);
+}
+
+#[test]
+fn binary_strategy_stays_within_the_run_bound() {
+    let n = steps_of(&wan()) - 1;
+    let bound = ((n + 1) as f64).log2().ceil() as usize + 2;
+    for (increment, mib) in [
+        ("frames", WAN_FAILS_AT_FRAMES),
+        ("cache", WAN_FAILS_AT_CACHE),
+    ] {
+        let (_t, _dir, s, out) = run_scenario(&wan(), mib, &["--strategy", "binary"]);
+        let runs = s.workflows[0].runs.len();
+        assert!(
+            runs <= bound,
+            "{runs} runs > bound {bound} on {n} steps\n{out}"
+        );
+        match &s.workflows[0].verdict {
+            Some(Verdict::FirstFailure { step, not_run, .. }) => {
+                assert_eq!(*step, step_of(&wan(), increment), "{out}");
+                for k in not_run {
+                    assert!(!s.workflows[0].runs.iter().any(|r| r.step == *k));
+                }
+            }
+            other => panic!("{other:?}\n{out}"),
+        }
+    }
+}
+
+#[test]
+fn deadline_stops_cleanly_and_resume_finishes_without_rerunning() {
+    // Real seconds per simulated second: runs take a noticeable time, so the deadline lands
+    // between runs.
+    let sim = Sim::with_vram_mib(WAN_FAILS_AT_CACHE, 0.02);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &wan());
+    let runs = tmp.path().join("runs");
+    let deadline = time::OffsetDateTime::now_utc() + std::time::Duration::from_secs(3);
+    let deadline = deadline
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--deadline", &deadline],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (dir, s) = only_session(&runs);
+    assert!(
+        matches!(
+            s.state,
+            SessionState::Stopped {
+                reason: StopReason::Deadline,
+                ..
+            }
+        ),
+        "{:?}\n{}",
+        s.state,
+        text(&out)
+    );
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::Incomplete {
+            reason: StopReason::Deadline,
+            ..
+        })
+    ));
+    assert!(s.in_flight.is_none(), "stopped between runs");
+    let before: Vec<String> = s.workflows[0]
+        .runs
+        .iter()
+        .map(|r| r.run_id.clone())
+        .collect();
+    assert!(
+        before.len() < steps_of(&wan()),
+        "the deadline did not stop anything"
+    );
+
+    let out = cli(&[
+        "resume",
+        "-q",
+        "--no-deadline",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+        &s.session_id[..15],
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (_, s) = only_session(&runs);
+    let after: Vec<String> = s.workflows[0]
+        .runs
+        .iter()
+        .map(|r| r.run_id.clone())
+        .collect();
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "completed runs are kept as they were"
+    );
+    let steps: Vec<(usize, RunRole)> = s.workflows[0]
+        .runs
+        .iter()
+        .map(|r| (r.step, r.role))
+        .collect();
+    for (i, a) in steps.iter().enumerate() {
+        assert!(
+            !steps[i + 1..].contains(a),
+            "a step was run twice: {steps:?}"
+        );
+    }
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { .. })
+    ));
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn server_crash_mid_run_then_resume() {
+    let sim = Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0);
+    // The first prompt that starts executing (the minimal variant) takes the server down.
+    sim.set_faults(comfy_bisect::sim::Faults::default().with_crash_mid_run());
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--wait-server", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let (_, s) = only_session(&runs);
+    assert!(
+        matches!(
+            s.state,
+            SessionState::Stopped {
+                reason: StopReason::ServerLost,
+                ..
+            }
+        ),
+        "{:?}",
+        s.state
+    );
+    let lost = &s.workflows[0].runs[0];
+    assert_eq!(lost.outcome.as_ref().unwrap().name(), "server_lost");
+
+    sim.restart();
+    let out = cli(&[
+        "resume",
+        "-q",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+        &s.session_id,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (dir, s) = only_session(&runs);
+    // The variant that killed the server is not resubmitted: it counts as failing.
+    match &s.workflows[0].verdict {
+        Some(Verdict::MinimalFails { run_id, .. }) => assert_eq!(run_id, &lost.run_id),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.workflows[0].runs.len(), 1);
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn show_finds_a_run_by_a_unique_prefix() {
+    let (tmp, _dir, s, out) = run_scenario(&sd15(), SD15_FAILS_AT_RESOLUTION, &[]);
+    let runs = tmp.path().join("runs");
+    let run = &s.workflows[0].runs[1];
+    let prefix = &run.run_id[..8];
+    let shown = cli(&["show", prefix, "--runs-dir", runs.to_str().unwrap()]);
+    assert_eq!(shown.status.code(), Some(0), "{}\n{out}", text(&shown));
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(stdout.contains(&run.run_id), "{stdout}");
+    assert!(
+        stdout.contains(&format!("step:      {} {}", run.step, run.increment)),
+        "{stdout}"
+    );
+    let json = cli(&[
+        "show",
+        prefix,
+        "--json",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ]);
+    let file: RunFile = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(file.entry.run_id, run.run_id);
+    // Every run id starts with a hex digit: a 0-length prefix is refused, an unknown one too.
+    let none = cli(&["show", "zzzz", "--runs-dir", runs.to_str().unwrap()]);
+    assert_eq!(none.status.code(), Some(2));
+    let listed = cli(&["runs", "--runs-dir", runs.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("first failure at increment resolution")
+    );
+}
+
+#[test]
+fn preflight_lists_what_to_install_and_runs_nothing() {
+    let sim = Sim::with_vram_mib(24 * 1024, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut broken = sd15();
+    broken["4"]["inputs"]["ckpt_name"] = json!("not_on_this_server.safetensors");
+    broken["99"] = json!({"class_type": "SomeCustomNode", "inputs": {"image": ["8", 0]}});
+    broken["98"] =
+        json!({"class_type": "SaveImage", "inputs": {"images": ["99", 0], "filename_prefix": "x"}});
+    let wf = write_workflow(tmp.path(), "broken", &broken);
+    let runs = tmp.path().join("runs");
+    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("SomeCustomNode"), "{stderr}");
+    assert!(
+        stderr.contains("checkpoints/not_on_this_server.safetensors"),
+        "{stderr}"
+    );
+    let (_, s) = only_session(&runs);
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::PreflightFailed { .. })
+    ));
+    assert!(s.workflows[0].runs.is_empty());
+    assert!(
+        sim.handle().submitted_prompts().is_empty(),
+        "nothing may reach the GPU"
+    );
+}
+
+#[test]
+fn unreachable_server_exits_3_with_the_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &sd15());
+    // A port nobody listens on: bind, take the port, drop the listener.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = bisect(&url, &tmp.path().join("runs"), &[wf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&url));
+}
+
+#[test]
+fn controls_run_each_later_increment_alone() {
+    let (_t, dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_FRAMES, &["--controls"]);
+    let frames = step_of(&wan(), "frames");
+    let job = &s.workflows[0];
+    let controls: Vec<usize> = job
+        .runs
+        .iter()
+        .filter(|r| r.role == RunRole::Control)
+        .map(|r| r.step)
+        .collect();
+    let expected: Vec<usize> = (frames + 1..job.steps.len()).collect();
+    assert_eq!(controls, expected, "{out}");
+    assert!(matches!(job.verdict, Some(Verdict::FirstFailure { step, .. }) if step == frames));
+    for c in &job.controls {
+        assert!(dir.join(&c.file).is_file());
+    }
+    assert_journal_complete(&dir, &s);
+}
+
+#[test]
+fn component_hashes_of_model_files_under_models_dir() {
+    let tmp_models = tempfile::tempdir().unwrap();
+    let ckpt = sd15()["4"]["inputs"]["ckpt_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir_all(tmp_models.path().join("checkpoints")).unwrap();
+    std::fs::write(tmp_models.path().join("checkpoints").join(&ckpt), b"abc").unwrap();
+    let models = tmp_models.path().to_str().unwrap().to_string();
+    let (_t, dir, s, out) = run_scenario(&sd15(), SD15_FITS, &["--models-dir", &models]);
+    // The target run references every loader (LoRA and upscale model too).
+    let run = s.workflows[0]
+        .runs
+        .iter()
+        .find(|r| r.role == RunRole::Target)
+        .unwrap();
+    let file: RunFile = read_json(&dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+    let c = file
+        .component_hashes
+        .iter()
+        .find(|c| c.file == ckpt)
+        .unwrap_or_else(|| panic!("{:?}\n{out}", file.component_hashes));
+    // sha256("abc")
+    assert_eq!(
+        c.sha256.as_deref(),
+        Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    );
+    assert_eq!(c.autov2.as_deref(), Some("ba7816bf8f"));
+    // The LoRA is not under the roots: recorded as unhashed with the reason, never guessed.
+    assert!(file
+        .component_hashes
+        .iter()
+        .any(|c| c.sha256.is_none() && c.reason.is_some()));
+    assert!(file.node_hashes.len() >= file.component_hashes.len());
+    let idx = index::read_all(dir.parent().unwrap()).unwrap();
+    let line = idx.iter().find(|e| e.run_id == run.run_id).unwrap();
+    assert_eq!(line.component_hashes, file.component_hashes);
+}

@@ -1,0 +1,164 @@
+//! Shared pieces of the session tests: an in-process simulator, the ladder of an example
+//! workflow, the VRAM a variant needs on the simulator, and running the CLI.
+#![allow(dead_code)]
+
+use comfy_bisect::catalog::Catalog;
+use comfy_bisect::comfy::{Client, ExtraHeaders};
+use comfy_bisect::ladder::{plan, PlanOptions};
+use comfy_bisect::nodedefs::NodeDefs;
+use comfy_bisect::run::{execute, OutcomeKind, RunRequest};
+use comfy_bisect::session::journal::{read_json, SessionFile, SESSION_FILE};
+use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, MIB};
+use comfy_bisect::workflow::Workflow;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// A simulator running on its own runtime.
+pub struct Sim {
+    pub rt: tokio::runtime::Runtime,
+    pub handle: Option<SimHandle>,
+}
+
+impl Sim {
+    pub fn start(config: SimConfig) -> Sim {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let handle = rt
+            .block_on(start(config, "127.0.0.1:0".parse().unwrap()))
+            .unwrap();
+        Sim {
+            rt,
+            handle: Some(handle),
+        }
+    }
+    pub fn with_vram_mib(mib: u64, time_scale: f64) -> Sim {
+        Sim::start(
+            SimConfig::default()
+                .with_vram_bytes(mib * MIB)
+                .with_time_scale(time_scale),
+        )
+    }
+    pub fn handle(&self) -> &SimHandle {
+        self.handle.as_ref().unwrap()
+    }
+    pub fn url(&self) -> String {
+        self.handle().base_url()
+    }
+    pub fn set_faults(&self, faults: Faults) {
+        self.handle().set_faults(faults);
+    }
+    pub fn restart(&self) {
+        self.rt.block_on(self.handle().restart()).unwrap();
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+/// The simulator's node definitions.
+pub fn sim_defs() -> NodeDefs {
+    NodeDefs::load_file(Path::new("src/sim/object_info.sim.json")).unwrap()
+}
+
+/// An example workflow from `workflows/`, edited by `edit` (node id, input, value).
+pub fn example(name: &str, edits: &[(&str, &str, Value)]) -> Value {
+    let text = std::fs::read_to_string(format!("workflows/{name}.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    for (node, input, value) in edits {
+        v[*node]["inputs"][*input] = value.clone();
+    }
+    v
+}
+
+/// Writes `workflow` into `dir/name.json`.
+pub fn write_workflow(dir: &Path, name: &str, workflow: &Value) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(workflow).unwrap()).unwrap();
+    path
+}
+
+/// The ladder's variants (step 0 … target) and their increments.
+pub fn ladder(workflow: &Value, options: &PlanOptions) -> Vec<(String, Workflow)> {
+    let target = Workflow::from_json_str(&workflow.to_string(), "test.json").unwrap();
+    let p = plan(&target, &sim_defs(), &Catalog::builtin(), options).unwrap();
+    p.steps
+        .into_iter()
+        .map(|s| (s.increment.name().to_string(), s.workflow))
+        .collect()
+}
+
+/// Whether `workflow` passes on a fresh simulator with `mib` MiB of VRAM.
+pub fn passes(workflow: &Workflow, mib: u64) -> bool {
+    let sim = Sim::with_vram_mib(mib, 0.0);
+    let client = Client::new(&sim.url(), ExtraHeaders::new()).unwrap();
+    let mut request = RunRequest::new(workflow.clone());
+    request.cold = false;
+    request.settle = Duration::ZERO;
+    request.sample_interval = Duration::from_millis(50);
+    let record = sim.rt.block_on(execute(&client, request));
+    record.outcome == OutcomeKind::Passed
+}
+
+/// Runs the comfy-bisect binary.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(args)
+        .env_remove("COMFY_BISECT_SERVER")
+        .env_remove("COMFY_BISECT_HEADERS")
+        .output()
+        .unwrap()
+}
+
+/// `comfy-bisect --server URL bisect ARGS... --runs-dir DIR -q`.
+pub fn bisect(url: &str, runs: &Path, args: &[&str]) -> Output {
+    let mut all = vec![
+        "--server",
+        url,
+        "bisect",
+        "-q",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    cli(&all)
+}
+
+/// Text of an output, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The session folders under `runs`.
+pub fn session_dirs(runs: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(runs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(SESSION_FILE).is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The only session under `runs`.
+pub fn only_session(runs: &Path) -> (PathBuf, SessionFile) {
+    let dirs = session_dirs(runs);
+    assert_eq!(dirs.len(), 1, "expected one session in {}", runs.display());
+    let s: SessionFile = read_json(&dirs[0].join(SESSION_FILE)).unwrap();
+    (dirs[0].clone(), s)
+}
