@@ -107,3 +107,55 @@ fn sigkill_mid_session_then_resume() {
     let index = comfy_bisect::session::index::read_all(&runs).unwrap();
     assert_eq!(index.len(), job.runs.len(), "one index line per run");
 }
+
+#[test]
+#[cfg(unix)]
+fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
+    let sim = Sim::with_vram_mib(57344, 0.02);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "wan",
+        &example("wan22_t2v_experts_lora_cache_rife", &[]),
+    );
+    let runs = tmp.path().join("runs");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+        .arg(&runs)
+        .arg(&wf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first session's lock file.
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no lock file appeared"
+        );
+        let locked = std::fs::read_dir(&runs)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .any(|e| e.file_name().to_string_lossy().starts_with(".lock-"))
+            })
+            .unwrap_or(false);
+        if locked {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another comfy-bisect session"),
+        "{}",
+        text(&second)
+    );
+    assert!(
+        session_dirs(&runs).len() <= 1,
+        "the refused session wrote nothing"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

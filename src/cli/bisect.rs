@@ -284,13 +284,17 @@ pub fn drive_session(
     paths: SessionPaths,
     session: SessionFile,
     quiet: bool,
+    lock: Option<SessionLock>,
 ) -> u8 {
-    let _lock = match SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id) {
-        Ok(l) => l,
-        Err(e) => {
-            print_error(&e);
-            return exit::FAILED;
-        }
+    let _lock = match lock {
+        Some(l) => l,
+        None => match SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id) {
+            Ok(l) => l,
+            Err(e) => {
+                print_error(&e);
+                return exit::FAILED;
+            }
+        },
     };
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
@@ -445,6 +449,14 @@ pub fn start_session(
     config: &LadderConfig,
     quiet: bool,
 ) -> u8 {
+    // One bisection per GPU: taken before anything is written.
+    let lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
+        Ok(l) => l,
+        Err(e) => {
+            print_error(&e);
+            return exit::FAILED;
+        }
+    };
     let (defs, environment) = match server_preflight(rt, &client) {
         Ok(x) => x,
         Err(e) => {
@@ -513,5 +525,5 @@ pub fn start_session(
             steps.join(", ")
         );
     }
-    drive_session(rt, client, paths, session, quiet)
+    drive_session(rt, client, paths, session, quiet, Some(lock))
 }

@@ -149,5 +149,5 @@ pub fn run(args: Args) -> u8 {
             session.session_id, session.server
         );
     }
-    drive_session(&rt, client, paths, session, args.quiet)
+    drive_session(&rt, client, paths, session, args.quiet, None)
 }
