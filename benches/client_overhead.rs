@@ -1,0 +1,354 @@
+//! Client overhead benchmark (issue 9, item 3): `cargo bench --bench client_overhead`.
+//!
+//! Starts the in-tree simulator with zero simulated latency (`time_scale` 0) and runs the same
+//! SD1.5 workflow `CLIENT_BENCH_RUNS` times (default 100) one after the other through
+//! `run::execute_with` — the call the session driver makes for every run — and records each
+//! result the way the session does (`run.json`, written atomically with fsync). Per run:
+//!
+//! - **start**: from the call to the first WebSocket event of our prompt reaching the tool
+//!   (system_stats, socket + greeting, sampler start, `POST /prompt`, the server queuing it);
+//! - **finish**: from the server sending `executing {node: null}` to the record being on disk
+//!   (detection, `/history` reconciliation, system_stats after, sampler stop, socket close,
+//!   serialisation + fsync);
+//! - **overhead** = start + finish (the server's execution in between is not the tool's);
+//! - **detection**: from the server sending the terminal frame to the tool reading it.
+//!
+//! The server-side instants come from a loopback relay ([`common::WsTap`]) that timestamps the
+//! frames as they leave the simulator; the relay's own hop is counted against the tool. A
+//! second pass without the relay gives start/finish as the tool sees them with no extra hop
+//! (finish then counts from the tool's own receipt of the terminal frame).
+//!
+//! Environment: `CLIENT_BENCH_RUNS` (default 100), `CLIENT_BENCH_COLD` (default 5 cold runs,
+//! reported separately: the cold start waits 300 ms on purpose), `CLIENT_BENCH_STEPS` (sampler
+//! steps, default 20).
+
+mod common;
+
+use comfy_bisect::comfy::{Client, ExtraHeaders};
+use comfy_bisect::run::{execute_with, RawEvent, RunEvent, RunObserver, RunRequest};
+use comfy_bisect::session::journal::write_json_atomic;
+use comfy_bisect::sim::{start, SimConfig};
+use comfy_bisect::workflow::Workflow;
+use common::{ms, stats, Stats, WsTap};
+use std::path::Path;
+use std::time::Instant;
+
+/// Instants the tool saw, keyed to the prompt being run.
+struct Watch {
+    prompt_id: String,
+    first_event: Option<Instant>,
+    terminal: Option<Instant>,
+    submitted: Option<Instant>,
+    reconciling: Option<Instant>,
+    submitting: Option<Instant>,
+    /// The `/history/{id}` answer with our entry arrived (the tool learned the end by HTTP).
+    history: Option<Instant>,
+}
+
+impl Watch {
+    fn new(prompt_id: &str) -> Watch {
+        Watch {
+            prompt_id: prompt_id.to_string(),
+            first_event: None,
+            terminal: None,
+            submitted: None,
+            reconciling: None,
+            submitting: None,
+            history: None,
+        }
+    }
+}
+
+impl RunObserver for Watch {
+    fn on_event(&mut self, event: &RunEvent) {
+        if let RunEvent::Phase(p) = event {
+            let now = Instant::now();
+            if p == "submitting" {
+                self.submitting.get_or_insert(now);
+            } else if p == "submitted" {
+                self.submitted.get_or_insert(now);
+            } else if p.starts_with("reconciling") {
+                self.reconciling.get_or_insert(now);
+            }
+        }
+    }
+
+    fn on_raw(&mut self, event: &RawEvent<'_>) {
+        let now = Instant::now();
+        if let RawEvent::Http { exchange, .. } = event {
+            let ours =
+                exchange.path.contains("/history/") && exchange.path.contains(&self.prompt_id);
+            let entry = exchange
+                .response_body
+                .as_ref()
+                .is_some_and(|b| b.get(&self.prompt_id).is_some());
+            if ours && entry {
+                self.history.get_or_insert(now);
+            }
+            return;
+        }
+        if let RawEvent::Ws {
+            dir: "in",
+            json: Some(v),
+            ..
+        } = event
+        {
+            if v["data"]["prompt_id"].as_str() != Some(self.prompt_id.as_str()) {
+                return;
+            }
+            self.first_event.get_or_insert(now);
+            if v["type"] == "executing" && v["data"]["node"].is_null() {
+                self.terminal.get_or_insert(now);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Series {
+    start: Vec<f64>,
+    finish: Vec<f64>,
+    overhead: Vec<f64>,
+    detection: Vec<f64>,
+    wall: Vec<f64>,
+    submit_to_first: Vec<f64>,
+    write: Vec<f64>,
+    write_plain: Vec<f64>,
+    overhead_plain: Vec<f64>,
+    before_submit: Vec<f64>,
+    terminal_to_reconcile: Vec<f64>,
+    server_exec: Vec<f64>,
+    by_ws: usize,
+    by_history: usize,
+    failures: usize,
+}
+
+fn request(steps: u64, seed: u64, cold: bool) -> RunRequest {
+    let v = common::sd15(512, 512, steps, seed);
+    let workflow = Workflow::from_json_str(&v.to_string(), "bench.json").expect("workflow");
+    let mut r = RunRequest::new(workflow);
+    r.cold = cold;
+    r
+}
+
+/// `runs` runs one after the other; each has its own seed so the server executes the sampler
+/// and everything after it (no fully cached prompt).
+async fn pass(
+    base_url: &str,
+    tap: Option<&WsTap>,
+    steps: u64,
+    seeds: std::ops::Range<u64>,
+    cold: bool,
+    dir: &Path,
+) -> Series {
+    let client = Client::new(base_url, ExtraHeaders::new()).expect("client");
+    let mut s = Series::default();
+    for (i, seed) in seeds.enumerate() {
+        let req = request(steps, seed, cold);
+        let prompt_id = req.run_id.to_string();
+        let mut watch = Watch::new(&prompt_id);
+        let t_call = Instant::now();
+        let record = execute_with(&client, req, &mut watch).await;
+        let t_returned = Instant::now();
+        write_json_atomic(&dir.join(format!("run-{i:03}.json")), &record).expect("write run.json");
+        let t_recorded = Instant::now();
+        // For comparison only: the same record written without fsync.
+        let text = serde_json::to_string_pretty(&record).expect("serialise");
+        std::fs::write(dir.join("plain.json"), text).expect("write plain.json");
+        let t_plain = Instant::now();
+        if record.outcome().kind().as_str() != "passed" {
+            s.failures += 1;
+            eprintln!(
+                "run {i}: {} ({:?})",
+                record.outcome().kind().as_str(),
+                record.warnings
+            );
+            continue;
+        }
+        // The tool learns the end from the WebSocket frame or, when its first /queue poll
+        // already finds the prompt gone (zero latency), from /history.
+        let seen_terminal = match (watch.terminal, watch.history) {
+            (Some(w), Some(h)) => Some(w.min(h)),
+            (w, h) => w.or(h),
+        };
+        let (Some(submitted), Some(seen_terminal)) = (watch.submitted, seen_terminal) else {
+            s.failures += 1;
+            eprintln!("run {i}: the tool saw neither the terminal event nor the history entry");
+            continue;
+        };
+        if watch.terminal == Some(seen_terminal) {
+            s.by_ws += 1;
+        } else {
+            s.by_history += 1;
+        }
+        let log = tap.map(|t| t.log());
+        let server_terminal = log.as_ref().and_then(|l| l.terminal_of(&prompt_id));
+        let server_first = log.as_ref().and_then(|l| l.first_of(&prompt_id));
+        let end_ref = server_terminal.unwrap_or(seen_terminal);
+        let start = ms(t_call, submitted);
+        let finish = ms(end_ref, t_recorded);
+        s.start.push(start);
+        s.finish.push(finish);
+        s.overhead.push(start + finish);
+        s.wall.push(ms(t_call, t_recorded));
+        if let Some(first) = server_first.or(watch.first_event) {
+            s.server_exec.push(ms(first, end_ref));
+            s.submit_to_first.push(ms(submitted, first));
+        }
+        if let Some(t) = server_terminal {
+            s.detection.push(ms(t, seen_terminal));
+        }
+        s.terminal_to_reconcile.push(ms(seen_terminal, t_returned));
+        s.write.push(ms(t_returned, t_recorded));
+        s.write_plain.push(ms(t_recorded, t_plain));
+        s.overhead_plain
+            .push(start + finish - ms(t_returned, t_recorded) + ms(t_recorded, t_plain));
+        s.before_submit
+            .push(ms(t_call, watch.submitting.unwrap_or(submitted)));
+    }
+    s
+}
+
+fn row(name: &str, v: &[f64]) -> String {
+    let Stats {
+        n,
+        min,
+        median,
+        p99,
+        max,
+    } = stats(v);
+    format!("| {name} | {n} | {min:.2} | **{median:.2}** | {p99:.2} | {max:.2} |")
+}
+
+fn table(title: &str, s: &Series) {
+    println!("\n### {title}\n");
+    println!("| ms per run | n | min | median | p99 | max |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!("{}", row("overhead (start + finish)", &s.overhead));
+    println!("{}", row("start: call → `POST /prompt` answered", &s.start));
+    println!(
+        "{}",
+        row("finish: terminal event → run.json on disk", &s.finish)
+    );
+    if !s.detection.is_empty() {
+        println!(
+            "{}",
+            row("detection: terminal sent → read by the tool", &s.detection)
+        );
+    }
+    println!(
+        "{}",
+        row(
+            "  call → `POST /prompt` sent (stats, socket, greeting)",
+            &s.before_submit
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "  tool knows the end → `execute` returns",
+            &s.terminal_to_reconcile
+        )
+    );
+    println!(
+        "{}",
+        row("  run.json written (atomic: fsync file + folder)", &s.write)
+    );
+    println!(
+        "{}",
+        row(
+            "  (comparison) the same JSON written without fsync",
+            &s.write_plain
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "(comparison) overhead with that unsynced write",
+            &s.overhead_plain
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "  `POST /prompt` answered → server's first event",
+            &s.submit_to_first
+        )
+    );
+    println!(
+        "{}",
+        row("server execution (first → terminal event)", &s.server_exec)
+    );
+    println!("{}", row("wall time per run", &s.wall));
+    println!(
+        "\nEnd learned from the WebSocket in {} runs, from /history (the first /queue poll found the \
+         prompt already finished) in {} runs.",
+        s.by_ws, s.by_history
+    );
+    if s.failures > 0 {
+        println!("\n{} runs did not pass and are left out.", s.failures);
+    }
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let runs = env_or("CLIENT_BENCH_RUNS", 100);
+    let cold_runs = env_or("CLIENT_BENCH_COLD", 5);
+    let steps = env_or("CLIENT_BENCH_STEPS", 20) as u64;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+
+    println!("# Client overhead benchmark\n");
+    println!("- {} ({})", common::cpu_model(), common::load());
+    println!(
+        "- simulator in-process, time_scale 0 (zero simulated latency), {steps} sampler steps"
+    );
+    println!("- {runs} warm runs per pass (`cold: false`), default client limits (500 ms VRAM sampling, 1 s polling)");
+
+    rt.block_on(async {
+        let sim = start(SimConfig::default().with_time_scale(0.0), "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("start simulator");
+        // Warm-up: connections, the simulator's model cache, page cache of the temp dir.
+        let _ = pass(&sim.base_url(), None, steps, 0..3, false, dir.path()).await;
+
+        let tap = WsTap::start(sim.addr(), None).await;
+        let tapped = pass(&tap.base_url(), Some(&tap), steps, 1000..1000 + runs as u64, false, dir.path()).await;
+        let direct = pass(&sim.base_url(), None, steps, 2000..2000 + runs as u64, false, dir.path()).await;
+        let cold = pass(&tap.base_url(), Some(&tap), steps, 3000..3000 + cold_runs as u64, true, dir.path()).await;
+        println!("- after the passes: {}", common::load());
+
+        table("Through the timestamping relay (server-side instants)", &tapped);
+        table("Direct (no relay; finish counted from the tool's receipt of the terminal event)", &direct);
+        table("Cold runs (POST /free, idle wait, 300 ms settle by design)", &cold);
+
+        let od = stats(&tapped.overhead);
+        let dd = stats(&tapped.detection);
+        println!("\n### Targets\n");
+        println!("| target | measured | |\n|---|---|---|");
+        println!(
+            "| per-run overhead ≤ 5 ms median | {:.2} ms median, p99 {:.2} ms | {} |",
+            od.median,
+            od.p99,
+            if od.median <= 5.0 { "met" } else { "missed" }
+        );
+        println!(
+            "| detection ≤ 10 ms after the terminal event | {:.3} ms median, p99 {:.3} ms, max {:.3} ms | {} |",
+            dd.median,
+            dd.p99,
+            dd.max,
+            if dd.p99 <= 10.0 { "met" } else { "missed" }
+        );
+        tap.stop();
+        sim.shutdown().await;
+    });
+}
