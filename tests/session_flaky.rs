@@ -65,7 +65,8 @@ fn disagreeing_repeats_are_flaky_with_counts() {
         options: PlanOptions::default(),
         controls: false,
     };
-    let Prepared::Ready(prepared) = prepare("sd15", "sd15.json", target, &defs, &config) else {
+    let Prepared::Ready(prepared) = prepare("sd15", "sd15.json", target, None, &defs, &config)
+    else {
         panic!("preflight failed");
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
 //! driving a session with the live backend, the hooks (progress + report), the summary.
 
-use super::common::{print_error, read_workflow_with};
+use super::common::{print_error, read_loaded_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
@@ -256,7 +256,7 @@ pub fn server_preflight(
 
 /// Plans and validates `targets` (name, source, workflow); prints the problems of those that fail.
 pub fn prepare_all(
-    targets: Vec<(String, String, crate::workflow::Workflow)>,
+    targets: Vec<Target>,
     defs: &NodeDefs,
     config: &LadderConfig,
 ) -> (
@@ -265,8 +265,14 @@ pub fn prepare_all(
 ) {
     let mut ready = Vec::new();
     let mut failed = Vec::new();
-    for (name, source, target) in targets {
-        match prepare(&name, &source, target, defs, config) {
+    for Target {
+        name,
+        source,
+        workflow,
+        ui,
+    } in targets
+    {
+        match prepare(&name, &source, workflow, ui.as_ref(), defs, config) {
             Prepared::Ready(w) => ready.push(*w),
             Prepared::Problems { workflow, problems } => {
                 failed.push((workflow.name.clone(), problems));
@@ -359,6 +365,19 @@ pub fn print_summary(paths: &SessionPaths, session: &SessionFile) {
     }
 }
 
+/// One workflow to bisect.
+pub struct Target {
+    /// Short unique name (the folder under `workflows/`).
+    pub name: String,
+    /// The path as given.
+    pub source: String,
+    /// The target, API format.
+    pub workflow: crate::workflow::Workflow,
+    /// The UI document and its conversion, when the input was a UI workflow: every variant is
+    /// then also written back as a UI workflow.
+    pub ui: Option<(serde_json::Value, crate::workflow::ui::Converted)>,
+}
+
 /// Runs `bisect`.
 pub fn run(args: Args, server: &str) -> u8 {
     let options = match args.session.options(&args.ladder) {
@@ -382,10 +401,10 @@ pub fn run(args: Args, server: &str) -> u8 {
     let mut names: Vec<String> = Vec::new();
     for path in &args.workflows {
         // UI workflows are converted with the server's node definitions.
-        let workflow = match read_workflow_with(path, || {
+        let loaded = match read_loaded_with(path, || {
             super::common::fetch_object_info(server).map_err(|e| e.to_string())
         }) {
-            Ok(w) => w,
+            Ok(l) => l,
             Err(e) => {
                 print_error(&e);
                 return exit::USAGE;
@@ -397,7 +416,12 @@ pub fn run(args: Args, server: &str) -> u8 {
             .unwrap_or_default();
         let name = unique_name(&stem, &names);
         names.push(name.clone());
-        targets.push((name, path.display().to_string(), workflow));
+        targets.push(Target {
+            name,
+            source: path.display().to_string(),
+            workflow: loaded.workflow,
+            ui: loaded.ui,
+        });
     }
     let config = LadderConfig {
         catalog,
@@ -445,7 +469,7 @@ pub fn start_session(
     client: Client,
     runs_dir: &Path,
     options: SessionOptions,
-    targets: Vec<(String, String, crate::workflow::Workflow)>,
+    targets: Vec<Target>,
     config: &LadderConfig,
     quiet: bool,
 ) -> u8 {

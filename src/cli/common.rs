@@ -113,6 +113,22 @@ pub fn read_workflow_with(
     }
 }
 
+/// Like [`read_workflow_with`], keeping the UI document and its conversion when the file is a
+/// UI workflow (for writing variants back as UI workflows).
+pub fn read_loaded_with(
+    path: &Path,
+    defs: impl FnOnce() -> Result<NodeDefs, String>,
+) -> Result<Loaded, String> {
+    match crate::workflow::load_api_file(path) {
+        Ok(workflow) => Ok(Loaded { workflow, ui: None }),
+        Err(crate::workflow::LoadError::UiFormat { .. }) => {
+            let defs = defs()?;
+            read_loaded(path, &defs).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Prints an error for the user on stderr.
 pub fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");

@@ -3,7 +3,7 @@
 //! the sessions and reports under the runs folder and prints where.
 
 use super::bisect::{runtime, start_session, LadderArgs, SessionArgs};
-use super::common::{print_error, read_workflow_with};
+use super::common::{print_error, read_loaded_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
@@ -48,7 +48,7 @@ pub const DEMO_SD15_VRAM_MIB: u64 = 6144;
 pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
 
 /// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
-type Group = (u64, String, Vec<(String, String, Workflow)>);
+type Group = (u64, String, Vec<super::bisect::Target>);
 
 /// The simulator's node definitions (for converting UI workflows given to `demo`).
 fn sim_defs() -> Result<crate::nodedefs::NodeDefs, String> {
@@ -103,11 +103,12 @@ pub fn run(args: Args) -> u8 {
             groups.push((
                 case.vram_bytes,
                 case.card.to_string(),
-                vec![(
-                    case.name.to_string(),
-                    format!("workflows/{}.json (built in)", case.name),
+                vec![super::bisect::Target {
+                    name: case.name.to_string(),
+                    source: format!("workflows/{}.json (built in)", case.name),
                     workflow,
-                )],
+                    ui: None,
+                }],
             ));
         }
     } else {
@@ -122,8 +123,8 @@ pub fn run(args: Args) -> u8 {
         let mut names = Vec::new();
         for path in &args.workflows {
             // UI workflows are converted with the simulator's node definitions.
-            let workflow = match read_workflow_with(path, sim_defs) {
-                Ok(w) => w,
+            let loaded = match read_loaded_with(path, sim_defs) {
+                Ok(l) => l,
                 Err(e) => {
                     print_error(&e);
                     return exit::USAGE;
@@ -135,7 +136,12 @@ pub fn run(args: Args) -> u8 {
                 .unwrap_or_default();
             let name = crate::session::setup::unique_name(&stem, &names);
             names.push(name.clone());
-            targets.push((name, path.display().to_string(), workflow));
+            targets.push(super::bisect::Target {
+                name,
+                source: path.display().to_string(),
+                workflow: loaded.workflow,
+                ui: loaded.ui,
+            });
         }
         groups.push((vram, args.vram.clone(), targets));
     }

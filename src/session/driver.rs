@@ -378,6 +378,27 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         }
     }
 
+    /// When the step has a UI-format companion, the run folder gets it as `workflow.ui.json`.
+    fn copy_ui_companion(
+        &self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        run_dir: &std::path::Path,
+    ) -> Result<(), JournalError> {
+        if role == RunRole::Control {
+            return Ok(());
+        }
+        let Some(s) = self.session.workflows[w].steps.get(step) else {
+            return Ok(());
+        };
+        let companion = self.paths.dir.join(super::setup::ui_companion(&s.file));
+        match std::fs::read(&companion) {
+            Ok(bytes) => super::journal::write_atomic(&run_dir.join("workflow.ui.json"), &bytes),
+            Err(_) => Ok(()),
+        }
+    }
+
     fn variant(
         &self,
         w: usize,
@@ -423,6 +444,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             &run_dir.join(RUN_WORKFLOW_FILE),
             format!("{}\n", workflow.to_pretty_json()).as_bytes(),
         )?;
+        self.copy_ui_companion(w, step, role, &run_dir)?;
         let entry = RunEntry {
             run_id: run_id.clone(),
             step,

@@ -210,6 +210,7 @@ fn prepared(name: &str, n: i64) -> PreparedWorkflow {
                 increment: names[k as usize].into(),
                 workflow: variant(k),
                 changes: vec![],
+                ui: None,
             })
             .collect(),
         controls: vec![],

@@ -9,6 +9,7 @@ use crate::catalog::Catalog;
 use crate::hashing::model_references;
 use crate::ladder::{plan, PlanOptions};
 use crate::nodedefs::NodeDefs;
+use crate::workflow::ui::{write_variant, Converted};
 use crate::workflow::validate::{validate, ProblemKind};
 use crate::workflow::Workflow;
 use serde_json::{json, Value};
@@ -153,6 +154,7 @@ pub fn prepare(
     name: &str,
     source: &str,
     target: Workflow,
+    ui: Option<&(Value, Converted)>,
     defs: &NodeDefs,
     config: &LadderConfig,
 ) -> Prepared {
@@ -164,6 +166,7 @@ pub fn prepare(
             increment: "target".into(),
             workflow: target.clone(),
             changes: vec![],
+            ui: None,
         }],
         controls: vec![],
         not_separable: vec![],
@@ -200,6 +203,16 @@ pub fn prepare(
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
+            ui: ui.and_then(|(doc, converted)| {
+                write_variant(doc, converted, &s.edits, defs)
+                    .map_err(|e| {
+                        eprintln!(
+                            "warning: {name}: step {i} ({}) has no faithful UI form; only the API variant is written: {e}",
+                            s.increment.name()
+                        )
+                    })
+                    .ok()
+            }),
         })
         .collect();
     for s in &steps {
@@ -275,7 +288,14 @@ mod tests {
             "workflows/sd15_txt2img_lora_upscale.json",
         ))
         .unwrap();
-        match prepare("sd15", "x.json", target.clone(), &defs(), &config(true)) {
+        match prepare(
+            "sd15",
+            "x.json",
+            target.clone(),
+            None,
+            &defs(),
+            &config(true),
+        ) {
             Prepared::Ready(w) => {
                 assert!(
                     w.steps.len() >= 3,
@@ -301,7 +321,7 @@ mod tests {
             "t.json",
         )
         .unwrap();
-        match prepare("t", "t.json", target, &defs(), &config(false)) {
+        match prepare("t", "t.json", target, None, &defs(), &config(false)) {
             Prepared::Problems { problems, .. } => {
                 assert_eq!(
                     problems.unknown_nodes.iter().collect::<Vec<_>>(),

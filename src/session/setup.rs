@@ -18,6 +18,9 @@ pub struct PreparedStep {
     pub workflow: Workflow,
     /// What it changes compared to the previous step (ladder `changes` as JSON).
     pub changes: Vec<Value>,
+    /// The same variant as a UI workflow (the original UI file with the same edits made the UI
+    /// way), when the input was a UI workflow; written as `NN-<increment>.ui.json`.
+    pub ui: Option<Value>,
 }
 
 /// A workflow with its ladder, ready to be journaled.
@@ -39,6 +42,14 @@ pub struct PreparedWorkflow {
     pub kept: Vec<Value>,
     /// `plan.json` of the ladder, written next to the variants when given.
     pub plan_json: Option<Value>,
+}
+
+/// The UI-format companion of a variant file: `03-lora.json` → `03-lora.ui.json`.
+pub fn ui_companion(file: &str) -> String {
+    match file.strip_suffix(".json") {
+        Some(stem) => format!("{stem}.ui.json"),
+        None => format!("{file}.ui.json"),
+    }
 }
 
 /// Makes `name` unique among `taken` and safe as a folder name.
@@ -86,6 +97,9 @@ pub fn create_session(
                 &paths.dir.join(&file),
                 format!("{}\n", step.workflow.to_pretty_json()).as_bytes(),
             )?;
+            if let Some(ui) = &step.ui {
+                super::journal::write_json_atomic(&paths.dir.join(ui_companion(&file)), ui)?;
+            }
             steps.push(StepInfo {
                 index,
                 increment: step.increment.clone(),
