@@ -174,6 +174,32 @@ fn failure_at_cache_is_mid_sampling() {
     assert_eq!(stage.as_deref(), Some("sample_middle"), "{out}");
 }
 
+/// Wan 2.2 with a heavy frame interpolation (RIFE ×100, nothing released until the end, fps
+/// restored to 1): on a 64 GiB card every sampling step fits, the interpolation does not.
+const WAN_HEAVY_RIFE_FAILS_AT_POSTPROCESS: u64 = 65536;
+
+/// Post-processing as the first failing increment: sampling and decode pass at full size, the
+/// frame interpolation added last runs out of memory.
+#[test]
+fn failure_at_postprocess() {
+    let heavy = example(
+        WAN,
+        &[
+            ("17", "multiplier", json!(100)),
+            ("17", "clear_cache_after_n_frames", json!(1000)),
+            ("18", "fps", json!(100.0)),
+        ],
+    );
+    let (_t, _dir, s, out) = run_scenario(&heavy, WAN_HEAVY_RIFE_FAILS_AT_POSTPROCESS, &[]);
+    let (step, inc, stage) = first_failure(&s, &out);
+    assert_eq!(
+        (step, inc.as_str()),
+        (step_of(&heavy, "postprocess"), "postprocess"),
+        "{out}"
+    );
+    assert_eq!(stage.as_deref(), Some("postprocess"), "{out}");
+}
+
 /// A decode-stage failure. (With the examples' ladders, the simulator's memory model never
 /// runs out after sampling once sampling fits, so this lands on the minimal variant.)
 #[test]
