@@ -94,24 +94,35 @@ pub struct LadderArgs {
     /// Short side of the minimal resolution in pixels (0 = each node's declared minimum).
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub min_resolution: u32,
-    /// Least frame count of the minimal variant.
+    /// Least frame count of the minimal variant (rounded up to the node's grid, e.g. 4n+1).
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub min_frames: u32,
-    /// Also cap sampling steps at N in the minimal variant.
+    /// Also cap sampling steps at N in the minimal variant (adds a `steps` increment).
     #[arg(long, value_name = "N")]
     pub min_steps: Option<u32>,
-    /// Ladder order, comma-separated.
+    /// Ladder order, comma-separated (unlisted increments follow in the default order):
+    /// resolution,frames,batch,models,lora,quantization,cache,postprocess,steps.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub order: Vec<Increment>,
-    /// Keep these increments at the target value in every variant.
+    /// Keep these increments at the target value in every variant (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "INCREMENT")]
     pub keep: Vec<Increment>,
-    /// TOML file declaring roles of custom node classes.
+    /// TOML file declaring roles of custom node classes (see docs/ladder.md).
     #[arg(long, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
 }
 
 impl LadderArgs {
+    /// The built-in catalog, plus the `--catalog` file's roles when given.
+    pub fn catalog(&self) -> Result<Catalog, String> {
+        match &self.catalog {
+            Some(path) => Catalog::load_file(path)
+                .map(|user| Catalog::builtin().with_user(user))
+                .map_err(|e| e.to_string()),
+            None => Ok(Catalog::builtin()),
+        }
+    }
+
     /// The planning options.
     pub fn plan_options(&self) -> PlanOptions {
         let mut order = self.order.clone();
@@ -387,15 +398,12 @@ pub fn run(args: Args, server: &str) -> u8 {
             return exit::USAGE;
         }
     };
-    let catalog = match &args.ladder.catalog {
-        Some(path) => match Catalog::load_file(path) {
-            Ok(user) => Catalog::builtin().with_user(user),
-            Err(e) => {
-                print_error(&e);
-                return exit::USAGE;
-            }
-        },
-        None => Catalog::builtin(),
+    let catalog = match args.ladder.catalog() {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
     };
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();

@@ -1,10 +1,10 @@
 //! `comfy-bisect plan WORKFLOW`: the minimal variant and the increment ladder, printed and
 //! optionally written as `DIR/plan.json` plus one API-format file per step.
 
+use super::bisect::LadderArgs;
 use super::common::{print_error, read_loaded, DefsArgs};
-use crate::catalog::Catalog;
 use crate::error::exit;
-use crate::ladder::{plan, Increment, Plan, PlanOptions};
+use crate::ladder::{plan, Increment, Plan};
 use crate::nodedefs::NodeDefs;
 use crate::workflow::ui::{write_variant, Converted};
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Arguments of `plan`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The failing target workflow (API format, or a POST /prompt body).
+    /// The failing target workflow (API format, a POST /prompt body, or a UI workflow).
     pub workflow: PathBuf,
     #[command(flatten)]
     pub defs: DefsArgs,
@@ -22,25 +22,8 @@ pub struct Args {
     /// Print plan.json to stdout instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Short side of the minimal resolution in pixels (0 = each node's declared minimum).
-    #[arg(long, default_value_t = 256, value_name = "N")]
-    pub min_resolution: u32,
-    /// Least frame count of the minimal variant (rounded up to the node's grid, e.g. 4n+1).
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub min_frames: u32,
-    /// Also cap sampling steps at N in the minimal variant (adds a `steps` increment).
-    #[arg(long, value_name = "N")]
-    pub min_steps: Option<u32>,
-    /// Ladder order, comma-separated (unlisted increments follow in the default order):
-    /// resolution,frames,batch,models,lora,quantization,cache,postprocess,steps.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub order: Vec<Increment>,
-    /// Keep these increments at the target value in every variant (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "INCREMENT")]
-    pub keep: Vec<Increment>,
-    /// TOML file declaring roles of custom node classes (see docs/ladder.md).
-    #[arg(long, value_name = "FILE")]
-    pub catalog: Option<PathBuf>,
+    #[command(flatten)]
+    pub ladder: LadderArgs,
 }
 
 impl clap::ValueEnum for Increment {
@@ -53,36 +36,14 @@ impl clap::ValueEnum for Increment {
     }
 }
 
-impl Args {
-    /// The planning options these arguments ask for.
-    pub fn options(&self) -> PlanOptions {
-        let mut order = self.order.clone();
-        for inc in Increment::LADDER {
-            if !order.contains(&inc) {
-                order.push(inc);
-            }
-        }
-        PlanOptions {
-            min_resolution: self.min_resolution,
-            min_frames: self.min_frames,
-            min_steps: self.min_steps,
-            order,
-            keep: self.keep.clone(),
-        }
-    }
-}
-
 /// Plans the ladder; exit 0 on success, 2 on input errors, 3 when the server is unreachable.
 pub fn run(args: Args, server: &str) -> u8 {
-    let catalog = match &args.catalog {
-        Some(path) => match Catalog::load_file(path) {
-            Ok(user) => Catalog::builtin().with_user(user),
-            Err(e) => {
-                print_error(&e);
-                return exit::USAGE;
-            }
-        },
-        None => Catalog::builtin(),
+    let catalog = match args.ladder.catalog() {
+        Ok(c) => c,
+        Err(e) => {
+            print_error(&e);
+            return exit::USAGE;
+        }
     };
     let defs = match args.defs.load_or_report(server) {
         Ok(d) => d,
@@ -96,7 +57,7 @@ pub fn run(args: Args, server: &str) -> u8 {
         }
     };
     let target = &loaded.workflow;
-    let planned = match plan(target, &defs, &catalog, &args.options()) {
+    let planned = match plan(target, &defs, &catalog, &args.ladder.plan_options()) {
         Ok(p) => p,
         Err(e) => {
             print_error(&format!("{}: {e}", args.workflow.display()));
