@@ -9,19 +9,19 @@ use session_support::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[test]
-#[cfg(unix)]
-fn sigkill_mid_session_then_resume() {
-    // Slow enough that a run is in flight for a while; the cache step fails mid-sampling.
-    let sim = Sim::with_vram_mib(57344, 0.02);
-    let tmp = tempfile::tempdir().unwrap();
+/// Starts `bisect -q` of the Wan example on `sim` in the background (on a slow simulated clock
+/// the cache step fails mid-sampling); returns the child, the runs folder and the workflow file.
+fn spawn_wan_bisect(
+    sim: &Sim,
+    dir: &std::path::Path,
+) -> (std::process::Child, std::path::PathBuf, std::path::PathBuf) {
     let wf = write_workflow(
-        tmp.path(),
+        dir,
         "wan",
         &example("wan22_t2v_experts_lora_cache_rife", &[]),
     );
-    let runs = tmp.path().join("runs");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+    let runs = dir.join("runs");
+    let child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
         .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
         .arg(&runs)
         .arg(&wf)
@@ -29,6 +29,16 @@ fn sigkill_mid_session_then_resume() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    (child, runs, wf)
+}
+
+#[test]
+#[cfg(unix)]
+fn sigkill_mid_session_then_resume() {
+    // Slow enough that a run is in flight for a while; the cache step fails mid-sampling.
+    let sim = Sim::with_vram_mib(57344, 0.02);
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut child, runs, _) = spawn_wan_bisect(&sim, tmp.path());
 
     // Wait until two runs are done and a third is in flight, then kill -9.
     let start = Instant::now();
@@ -113,20 +123,7 @@ fn sigkill_mid_session_then_resume() {
 fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
     let sim = Sim::with_vram_mib(57344, 0.02);
     let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(
-        tmp.path(),
-        "wan",
-        &example("wan22_t2v_experts_lora_cache_rife", &[]),
-    );
-    let runs = tmp.path().join("runs");
-    let mut first = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
-        .arg(&runs)
-        .arg(&wf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut first, runs, wf) = spawn_wan_bisect(&sim, tmp.path());
     // Wait for the first session's lock file.
     let start = Instant::now();
     loop {
