@@ -113,9 +113,20 @@ fn main() {
     let options = PlanOptions::default();
     println!("| nodes | steps | median | min | peak heap while planning |");
     println!("|---:|---:|---:|---:|---:|");
-    for size in [100, 1_000, 10_000] {
+    // `PLAN_BENCH_SIZES=1000,10000` picks the sizes (default: 100, 1 000 and 10 000 nodes).
+    let sizes: Vec<usize> = std::env::var("PLAN_BENCH_SIZES")
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.trim().parse().expect("PLAN_BENCH_SIZES: numbers"))
+                .collect()
+        })
+        .unwrap_or_else(|_| vec![100, 1_000, 10_000]);
+    let runs_env: Option<usize> = std::env::var("PLAN_BENCH_RUNS")
+        .ok()
+        .map(|n| n.parse().expect("PLAN_BENCH_RUNS: a number"));
+    for size in sizes {
         let target = workflow(size);
-        let runs = if size >= 10_000 { 3 } else { 11 };
+        let runs = runs_env.unwrap_or(if size >= 10_000 { 3 } else { 11 });
         let mut times: Vec<Duration> = Vec::new();
         let mut steps = 0;
         // Timed runs without allocation counting.

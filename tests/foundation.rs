@@ -125,6 +125,56 @@ fn hash_ignores_key_order_whitespace_and_meta_but_not_values() {
     assert_eq!(a.sha256().len(), 64);
 }
 
+/// The canonical bytes of the whole prompt object, built the slow way: a JSON tree without `_meta`.
+fn canonical_via_tree(wf: &Workflow) -> Vec<u8> {
+    let tree = serde_json::Value::Object(
+        wf.nodes
+            .iter()
+            .map(|(id, n)| (id.clone(), n.to_value(false)))
+            .collect(),
+    );
+    comfy_bisect::workflow::canonical_json(&tree).into_bytes()
+}
+
+#[test]
+fn canonical_bytes_are_those_of_the_json_tree() {
+    // Escapes, unicode, numbers as written, literal arrays, extra node fields, links.
+    let wf = Workflow::from_json_str(
+        r#"{"b\"q": {"class_type": "K\u00e9\n", "is_changed": ["x", {"z": 1, "a": 1e3}],
+                "inputs": {"seed": 18446744073709551615, "cfg": 7.10, "list": {"__value__": [1, "t\t"]},
+                "m": ["1", 2], "txt": "\u2028 </script> \u0001", "none": null, "on": true}},
+            "1": {"class_type": "X", "inputs": {}, "_meta": {"title": "T"}},
+            "10": {"class_type": "Y", "inputs": {"y": ["1", 0]}}}"#,
+        "c.json",
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(wf.canonical_bytes()).unwrap(),
+        String::from_utf8(canonical_via_tree(&wf)).unwrap()
+    );
+    // And on every official template prompt and custom-node workflow.
+    let mut checked = 0;
+    for dir in [TEMPLATES_API, "../shared/fixtures/custom-nodes/workflows"] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let Ok(wf) = load_api_file(&path) else {
+                continue;
+            };
+            assert_eq!(
+                wf.canonical_bytes(),
+                canonical_via_tree(&wf),
+                "{}",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 150, "only {checked} prompts compared");
+}
+
 #[test]
 fn u64_seed_and_floats_round_trip_exactly() {
     let text = r#"{"3": {"class_type": "KSampler", "inputs": {"seed": 18446744073709551615, "cfg": 7.10, "denoise": 0.30000000000000004}}}"#;

@@ -8,8 +8,8 @@
 mod builtin;
 
 use crate::nodedefs::{InputKind, NodeDef, NodeDefs};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// One role a node class can play. A class may have several.
@@ -144,7 +144,7 @@ struct CatalogFile {
 impl Catalog {
     /// The built-in catalog: core ComfyUI plus the common custom packs.
     pub fn builtin() -> Catalog {
-        let mut classes: HashMap<String, Vec<Role>> = HashMap::new();
+        let mut classes: HashMap<String, Vec<Role>> = HashMap::default();
         for (class, roles) in builtin::CLASSES {
             classes
                 .entry((*class).to_string())

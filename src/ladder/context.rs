@@ -6,9 +6,10 @@ use super::PlanOptions;
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::{InputDef, NodeDefs};
 use crate::workflow::{Edit, Input, Link, Workflow};
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexMap;
+type IndexSet<T> = indexmap::IndexSet<T, rustc_hash::FxBuildHasher>;
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// The target seen through the catalog, computed once per plan.
 pub(crate) struct Ctx<'a> {
@@ -20,7 +21,7 @@ pub(crate) struct Ctx<'a> {
     /// Consumers of each node: source id → [(node id, input name, slot)], in file order.
     pub consumers: HashMap<&'a str, Vec<(&'a str, &'a str, usize)>>,
     /// Nodes ComfyUI would run (upstream of output nodes).
-    pub reach: IndexSet<String>,
+    pub reach: crate::workflow::IdSet,
     /// Topological position of each node.
     pub topo: HashMap<String, usize>,
 }
@@ -32,9 +33,9 @@ impl<'a> Ctx<'a> {
         catalog: &'a Catalog,
         opts: &'a PlanOptions,
     ) -> Ctx<'a> {
-        let mut class_roles: HashMap<&str, Vec<Role>> = HashMap::new();
-        let mut roles = HashMap::new();
-        let mut consumers: HashMap<&str, Vec<(&str, &str, usize)>> = HashMap::new();
+        let mut class_roles: HashMap<&str, Vec<Role>> = HashMap::default();
+        let mut roles = HashMap::default();
+        let mut consumers: HashMap<&str, Vec<(&str, &str, usize)>> = HashMap::default();
         for (id, node) in &w.nodes {
             let r = class_roles
                 .entry(node.class_type.as_str())
@@ -95,7 +96,7 @@ impl<'a> Ctx<'a> {
 
     /// Nodes downstream of `id`, not expanding past nodes for which `stop` holds.
     pub fn downstream_until(&self, id: &str, stop: impl Fn(&str) -> bool) -> IndexSet<&'a str> {
-        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut seen: IndexSet<&str> = IndexSet::default();
         let mut stack: Vec<&str> = self
             .consumers_of(id)
             .into_iter()
@@ -111,7 +112,7 @@ impl<'a> Ctx<'a> {
 
     /// Nodes downstream of any node with `role` (one pass over the graph).
     pub fn downstream_of_role(&self, role: Role) -> IndexSet<&'a str> {
-        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut seen: IndexSet<&str> = IndexSet::default();
         let mut stack: Vec<&str> = Vec::new();
         for id in self.w.nodes.keys() {
             if self.is(id, role) {
@@ -134,7 +135,7 @@ impl<'a> Ctx<'a> {
         inputs: &[&str],
         stop: impl Fn(&str) -> bool,
     ) -> IndexSet<&'a str> {
-        let mut seen: IndexSet<&str> = IndexSet::new();
+        let mut seen: IndexSet<&str> = IndexSet::default();
         let mut stack: Vec<&str> = Vec::new();
         if let Some(node) = self.w.nodes.get(id) {
             for (name, input) in &node.inputs {

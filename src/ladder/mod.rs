@@ -17,9 +17,9 @@ use crate::nodedefs::NodeDefs;
 use crate::workflow::validate::validate;
 use crate::workflow::{Change, Edit, Workflow};
 use context::Ctx;
+use rustc_hash::FxHashSet as HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::collections::HashSet;
 use std::fmt;
 
 /// One rung of the ladder.
@@ -394,7 +394,7 @@ fn apply_tolerant_changes(
     let mut i = 0;
     while i < edits.len() {
         // Consecutive bypasses of distinct existing nodes go in one call (one consumer scan).
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::default();
         let run: Vec<Edit> = edits[i..]
             .iter()
             .take_while(|e| matches!(e, Edit::Bypass { .. }))

@@ -16,7 +16,7 @@ pub const DYNAMICCOMBO_V3: &str = "COMFY_DYNAMICCOMBO_V3";
 /// All node classes a server knows, by class name.
 #[derive(Debug, Clone, Default)]
 pub struct NodeDefs {
-    classes: IndexMap<String, NodeDef>,
+    classes: IndexMap<String, NodeDef, rustc_hash::FxBuildHasher>,
 }
 
 /// Which section of `input` an input is declared in.

@@ -7,43 +7,55 @@ use sha2::{Digest, Sha256};
 
 /// Writes `value` in canonical form.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_value(value, &mut out);
-    out
+    String::from_utf8(out).expect("canonical JSON is UTF-8")
 }
 
-fn write_value(value: &Value, out: &mut String) {
+/// Appends the canonical form of `value` to `out`, allocating only to sort object keys.
+pub(crate) fn write_value(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         // With arbitrary precision, Display prints the number as it was parsed.
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => out.push_str(&serde_json::to_string(s).expect("strings serialize")),
+        Value::Number(n) => write_display(n, out),
+        Value::String(s) => write_str(s, out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_value(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&serde_json::to_string(key).expect("strings serialize"));
-                out.push(':');
-                write_value(&map[key], out);
+                write_str(key, out);
+                out.push(b':');
+                write_value(value, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
+}
+
+/// Appends `s` as a JSON string, escaped exactly as serde_json escapes it.
+pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+    serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
+}
+
+/// Appends the `Display` form of `v` (numbers, slots).
+pub(crate) fn write_display(v: &impl std::fmt::Display, out: &mut Vec<u8>) {
+    use std::io::Write;
+    write!(out, "{v}").expect("writing to a Vec cannot fail");
 }
 
 /// sha256 of `bytes` as lower-case hex.

@@ -13,6 +13,7 @@ use super::{Input, Link, NodeId, Workflow};
 use crate::nodedefs::{types_compatible, InputKind, NodeDefs};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One graph edit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,15 +140,15 @@ impl Workflow {
         defs: &NodeDefs,
         changes: &mut Vec<Change>,
     ) -> Result<(), EditError> {
-        let ids: std::collections::HashSet<&str> = run
+        let ids: rustc_hash::FxHashSet<&str> = run
             .iter()
             .filter_map(|e| match e {
                 Edit::Bypass { node } => Some(node.as_str()),
                 _ => None,
             })
             .collect();
-        let mut index: std::collections::HashMap<String, Vec<(Consumer, usize)>> =
-            std::collections::HashMap::new();
+        let mut index: rustc_hash::FxHashMap<String, Vec<(Consumer, usize)>> =
+            rustc_hash::FxHashMap::default();
         for (cid, n) in &self.nodes {
             for (name, input) in &n.inputs {
                 if let Input::Link(l) = input {
@@ -165,7 +166,7 @@ impl Workflow {
         }
         // Removal is deferred to one pass at the end (removing from the ordered map one by
         // one would shift it every time); removed nodes are skipped as consumers meanwhile.
-        let mut removed: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut removed: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
         let mut result = Ok(());
         for edit in run {
             let Edit::Bypass { node } = edit else {
@@ -228,10 +229,11 @@ impl Workflow {
     ) -> Result<(), EditError> {
         match edit {
             Edit::SetInput { node, input, value } => {
-                let n = self
-                    .nodes
-                    .get_mut(node)
-                    .ok_or_else(|| EditError::NoSuchNode(node.clone()))?;
+                let n = Arc::make_mut(
+                    self.nodes
+                        .get_mut(node)
+                        .ok_or_else(|| EditError::NoSuchNode(node.clone()))?,
+                );
                 let new = Input::Literal(value.clone());
                 let old = n.inputs.insert(input.clone(), new.clone());
                 if old.as_ref() != Some(&new) {
@@ -258,10 +260,11 @@ impl Workflow {
                         source_node: source.clone(),
                     });
                 }
-                let n = self
-                    .nodes
-                    .get_mut(node)
-                    .ok_or_else(|| EditError::NoSuchNode(node.clone()))?;
+                let n = Arc::make_mut(
+                    self.nodes
+                        .get_mut(node)
+                        .ok_or_else(|| EditError::NoSuchNode(node.clone()))?,
+                );
                 let new = Input::Link(Link {
                     node: source.clone(),
                     slot: *slot,
@@ -279,10 +282,11 @@ impl Workflow {
                 }
             }
             Edit::Disconnect { node, input } => {
-                let n = self
-                    .nodes
-                    .get_mut(node)
-                    .ok_or_else(|| EditError::NoSuchNode(node.clone()))?;
+                let n = Arc::make_mut(
+                    self.nodes
+                        .get_mut(node)
+                        .ok_or_else(|| EditError::NoSuchNode(node.clone()))?,
+                );
                 if let Some(old) = n.inputs.shift_remove(input) {
                     changes.push(Change {
                         node: node.clone(),
@@ -312,9 +316,8 @@ impl Workflow {
                 });
             }
             Edit::Remove { nodes } => {
-                let gone: std::collections::HashSet<&str> =
-                    nodes.iter().map(String::as_str).collect();
-                let mut seen = std::collections::HashSet::new();
+                let gone: rustc_hash::FxHashSet<&str> = nodes.iter().map(String::as_str).collect();
+                let mut seen = rustc_hash::FxHashSet::default();
                 for id in nodes {
                     if let Some(removed) = self.nodes.get(id).filter(|_| seen.insert(id)) {
                         changes.push(Change {
@@ -328,10 +331,13 @@ impl Workflow {
                     }
                 }
                 self.nodes.retain(|id, _| !gone.contains(id.as_str()));
+                let links_gone =
+                    |i: &Input| matches!(i, Input::Link(l) if gone.contains(l.node.as_str()));
                 for n in self.nodes.values_mut() {
-                    n.inputs.retain(
-                        |_, i| !matches!(i, Input::Link(l) if gone.contains(l.node.as_str())),
-                    );
+                    // Only nodes that lose a link are copied out of the shared graph.
+                    if n.inputs.values().any(links_gone) {
+                        Arc::make_mut(n).inputs.retain(|_, i| !links_gone(i));
+                    }
                 }
             }
         }
@@ -419,7 +425,8 @@ impl Workflow {
                         })
                     })
             };
-            let target = self.nodes.get_mut(&consumer.node).expect("consumers exist");
+            let target =
+                Arc::make_mut(self.nodes.get_mut(&consumer.node).expect("consumers exist"));
             match chosen.and_then(|(_, _, link)| link.clone()) {
                 Some(link) => {
                     target

@@ -3,7 +3,12 @@
 
 use super::{Input, Link, Workflow};
 use crate::nodedefs::NodeDefs;
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
+
+/// An insertion-ordered set of node ids (FxHash: ids are short and not adversarial).
+pub type IdSet = indexmap::IndexSet<String, FxBuildHasher>;
+type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 /// One consumer of a node output: `(node id, input name)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -55,11 +60,8 @@ impl Workflow {
     }
 
     /// `start` and every node it depends on through links.
-    pub fn upstream_closure<'a, I: IntoIterator<Item = &'a str>>(
-        &self,
-        start: I,
-    ) -> IndexSet<String> {
-        let mut seen = IndexSet::new();
+    pub fn upstream_closure<'a, I: IntoIterator<Item = &'a str>>(&self, start: I) -> IdSet {
+        let mut seen = IdSet::default();
         let mut stack: Vec<String> = start.into_iter().map(str::to_string).collect();
         while let Some(id) = stack.pop() {
             if !seen.insert(id.clone()) {
@@ -88,7 +90,7 @@ impl Workflow {
     }
 
     /// Nodes ComfyUI would validate and execute: the upstream closure of the output nodes.
-    pub fn reachable_from_outputs(&self, defs: &NodeDefs) -> IndexSet<String> {
+    pub fn reachable_from_outputs(&self, defs: &NodeDefs) -> IdSet {
         let outputs = self.output_nodes(defs);
         self.upstream_closure(outputs.iter().map(String::as_str))
     }
@@ -99,7 +101,7 @@ impl Workflow {
             self.nodes.keys().map(|k| (k.as_str(), 0)).collect();
         let mut dependants: IndexMap<&str, Vec<&str>> = IndexMap::new();
         for (id, node) in &self.nodes {
-            let mut sources: IndexSet<&str> = IndexSet::new();
+            let mut sources: IndexSet<&str> = IndexSet::default();
             for input in node.inputs.values() {
                 if let Input::Link(link) = input {
                     if self.nodes.contains_key(&link.node) {

@@ -5,6 +5,7 @@ use super::{Input, Link, Node, Workflow};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Which format a workflow file is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,9 +157,9 @@ pub fn parse_api(value: &Value, file: &str) -> Result<Workflow, LoadError> {
             message: "the workflow has no nodes".to_string(),
         });
     }
-    let mut nodes = IndexMap::with_capacity(map.len());
+    let mut nodes = super::Nodes::with_capacity_and_hasher(map.len(), Default::default());
     for (id, node_value) in map {
-        nodes.insert(id.clone(), parse_node(id, node_value, file)?);
+        nodes.insert(id.clone(), Arc::new(parse_node(id, node_value, file)?));
     }
     let workflow = Workflow { nodes };
     check_links(&workflow, file)?;

@@ -7,6 +7,7 @@
 mod canonical;
 pub mod edit;
 mod graph;
+pub use graph::IdSet;
 mod load;
 pub mod ui;
 pub mod validate;
@@ -17,15 +18,21 @@ pub use load::{detect_format, load_api_file, parse_api, Format, LoadError};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// A node id as used in prompts (`"3"`, `"92:57"` for subgraph-flattened ids).
 pub type NodeId = String;
+
+/// The nodes of a workflow by id, in file order. Nodes are shared between a workflow and its
+/// copies (the ladder's variants) until an edit changes one; ids are hashed with FxHash (node ids
+/// are short strings and not adversarial, and lookups by id are the planner's hottest path).
+pub type Nodes = IndexMap<NodeId, Arc<Node>, rustc_hash::FxBuildHasher>;
 
 /// An API-format workflow: nodes in file order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Workflow {
     /// Nodes by id, in the order they were read.
-    pub nodes: IndexMap<NodeId, Node>,
+    pub nodes: Nodes,
 }
 
 /// One node of an API-format workflow.
@@ -126,6 +133,63 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Appends this node's canonical form (`_meta` excluded): the bytes of
+    /// `canonical_json(&self.to_value(false))`, written without building the JSON tree.
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        enum Field<'a> {
+            ClassType,
+            Inputs,
+            Extra(&'a Value),
+        }
+        let mut fields: Vec<(&str, Field)> = Vec::with_capacity(2 + self.extra.len());
+        fields.push(("class_type", Field::ClassType));
+        fields.push(("inputs", Field::Inputs));
+        for (k, v) in &self.extra {
+            // `to_value` lets an extra field of the same name win; so does this.
+            fields.retain(|(name, _)| *name != k.as_str());
+            fields.push((k.as_str(), Field::Extra(v)));
+        }
+        fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        out.push(b'{');
+        for (i, (name, field)) in fields.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            canonical::write_str(name, out);
+            out.push(b':');
+            match field {
+                Field::ClassType => canonical::write_str(&self.class_type, out),
+                Field::Extra(v) => canonical::write_value(v, out),
+                Field::Inputs => {
+                    let mut inputs: Vec<(&String, &Input)> = self.inputs.iter().collect();
+                    inputs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    out.push(b'{');
+                    for (j, (name, input)) in inputs.into_iter().enumerate() {
+                        if j > 0 {
+                            out.push(b',');
+                        }
+                        canonical::write_str(name, out);
+                        out.push(b':');
+                        match input {
+                            Input::Link(l) => {
+                                out.push(b'[');
+                                canonical::write_str(&l.node, out);
+                                out.push(b',');
+                                canonical::write_display(&l.slot, out);
+                                out.push(b']');
+                            }
+                            Input::Literal(v) => canonical::write_value(v, out),
+                        }
+                    }
+                    out.push(b'}');
+                }
+            }
+        }
+        out.push(b'}');
+    }
+}
+
 impl Workflow {
     /// The API-format JSON object (with `_meta`), as POST /prompt takes it.
     pub fn to_value(&self) -> Value {
@@ -143,14 +207,24 @@ impl Workflow {
     }
 
     /// The canonical bytes: keys sorted, no whitespace, numbers as parsed, `_meta` excluded.
+    ///
+    /// Written straight from the graph (no JSON tree is built); the bytes are those of
+    /// `canonical_json` of the API object without `_meta` (a test holds the two together).
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let without_meta = Value::Object(
-            self.nodes
-                .iter()
-                .map(|(id, n)| (id.clone(), n.to_value(false)))
-                .collect(),
-        );
-        canonical_json(&without_meta).into_bytes()
+        let mut ids: Vec<(&NodeId, &Arc<Node>)> = self.nodes.iter().collect();
+        ids.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut out = Vec::with_capacity(self.nodes.len() * 256);
+        out.push(b'{');
+        for (i, (id, node)) in ids.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            canonical::write_str(id, &mut out);
+            out.push(b':');
+            node.write_canonical(&mut out);
+        }
+        out.push(b'}');
+        out
     }
 
     /// The workflow hash: sha256 (lower hex) of the canonical bytes.
@@ -161,11 +235,13 @@ impl Workflow {
     /// The component hash of one node: sha256 of its canonical `class_type` + inputs.
     pub fn node_sha256(&self, id: &str) -> Option<String> {
         let node = self.nodes.get(id)?;
-        Some(sha256_hex(canonical_json(&node.to_value(false)).as_bytes()))
+        let mut out = Vec::new();
+        node.write_canonical(&mut out);
+        Some(sha256_hex(&out))
     }
 
     /// A node by id.
     pub fn node(&self, id: &str) -> Option<&Node> {
-        self.nodes.get(id)
+        self.nodes.get(id).map(|n| &**n)
     }
 }

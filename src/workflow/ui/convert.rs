@@ -10,6 +10,7 @@ use crate::workflow::{Input, Link, Node, Workflow};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Frontend-only node types that are never emitted.
 pub(crate) const VIRTUAL_TYPES: [&str; 4] = ["Note", "MarkdownNote", "Reroute", "PrimitiveNode"];
@@ -736,7 +737,7 @@ impl<'a> Conv<'a> {
                     }
                 }
                 api.meta = Some(Value::Object(meta));
-                workflow.nodes.insert(exec.clone(), api);
+                workflow.nodes.insert(exec.clone(), Arc::new(api));
                 provenance.insert(
                     exec,
                     Origin {
@@ -752,7 +753,8 @@ impl<'a> Conv<'a> {
         // Links into nodes that are not emitted (muted, missing) are dropped.
         let ids: HashSet<String> = workflow.nodes.keys().cloned().collect();
         for node in workflow.nodes.values_mut() {
-            node.inputs
+            Arc::make_mut(node)
+                .inputs
                 .retain(|_, i| i.as_link().is_none_or(|l| ids.contains(&l.node)));
         }
         if workflow.nodes.is_empty() {
