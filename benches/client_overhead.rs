@@ -18,6 +18,14 @@
 //! second pass without the relay gives start/finish as the tool sees them with no extra hop
 //! (finish then counts from the tool's own receipt of the terminal frame).
 //!
+//! A last pass runs a **whole session** the way a user does: the release `comfy-bisect bisect
+//! --warm --repeat N` against the simulator behind the relay, on a workflow whose target fails
+//! (about 2N + 3 runs; N = `CLIENT_BENCH_SESSION_REPEAT`, default 48, so ~100 runs). Between two
+//! runs the tool diagnoses, hashes, journals (`run.json`, index, `session.json`, the next
+//! variant's files) and starts the next run; the **gap** from the server's terminal frame of one
+//! run to its first frame of the next is the tool's whole per-run cost in a session (plus the
+//! server's own acceptance of the next prompt), measured from the server side.
+//!
 //! Environment: `CLIENT_BENCH_RUNS` (default 100), `CLIENT_BENCH_COLD` (default 5 cold runs,
 //! reported separately: the cold start waits 300 ms on purpose), `CLIENT_BENCH_STEPS` (sampler
 //! steps, default 20).
@@ -31,7 +39,10 @@ use comfy_bisect::sim::{start, SimConfig};
 use comfy_bisect::workflow::Workflow;
 use common::{ms, stats, Stats, WsTap};
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Instant;
+
+const TOOL: &str = env!("CARGO_BIN_EXE_comfy-bisect");
 
 /// Instants the tool saw, keyed to the prompt being run.
 struct Watch {
@@ -290,6 +301,110 @@ fn table(title: &str, s: &Series) {
     }
 }
 
+/// What a whole `bisect` session looked like from the server side.
+struct SessionPass {
+    exit: Option<i32>,
+    runs: usize,
+    wall_ms: f64,
+    /// Server's terminal frame of run k → its first frame of run k+1.
+    gaps: Vec<f64>,
+    /// Server's first → terminal frame, per run.
+    exec: Vec<f64>,
+    /// Tool start → the server's first frame of the first run (setup, planning, files).
+    to_first_ms: f64,
+    /// Server's terminal frame of the last run → the tool exits (report, journal).
+    after_last_ms: f64,
+}
+
+/// Runs `comfy-bisect bisect --warm --repeat N` against `tap` and reads the relay's log.
+async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> SessionPass {
+    let failing = dir.join("session-failing.json");
+    // Fails on the simulator's default card (batch 8 at 2048²); the minimal variant passes.
+    let mut v = common::sd15(2048, 2048, steps, 7);
+    v["5"]["inputs"]["batch_size"] = 8.into();
+    std::fs::write(&failing, v.to_string()).expect("write workflow");
+    let runs_dir = dir.join("session-runs");
+    let before = tap.log();
+    let url = tap.base_url();
+    let args: Vec<String> = vec![
+        "--server".into(),
+        url,
+        "bisect".into(),
+        "--warm".into(),
+        "--quiet".into(),
+        "--repeat".into(),
+        repeat.to_string(),
+        "--runs-dir".into(),
+        runs_dir.display().to_string(),
+        failing.display().to_string(),
+    ];
+    let t0 = Instant::now();
+    let status = tokio::task::spawn_blocking(move || {
+        Command::new(TOOL)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run comfy-bisect bisect")
+    })
+    .await
+    .expect("session");
+    let t_end = Instant::now();
+    let log = tap.log();
+    // This session's prompts, in the order the server started them.
+    let mut prompts: Vec<(Instant, Instant)> = log
+        .first
+        .iter()
+        .filter(|(p, _)| !before.first.iter().any(|(q, _)| q == p))
+        .filter_map(|(p, first)| log.terminal_of(p).map(|t| (*first, t)))
+        .collect();
+    prompts.sort_by_key(|(first, _)| *first);
+    let gaps = prompts.windows(2).map(|w| ms(w[0].1, w[1].0)).collect();
+    let exec = prompts.iter().map(|(f, t)| ms(*f, *t)).collect();
+    SessionPass {
+        exit: status.code(),
+        runs: prompts.len(),
+        wall_ms: ms(t0, t_end),
+        gaps,
+        exec,
+        to_first_ms: prompts.first().map(|(f, _)| ms(t0, *f)).unwrap_or(f64::NAN),
+        after_last_ms: prompts
+            .last()
+            .map(|(_, t)| ms(*t, t_end))
+            .unwrap_or(f64::NAN),
+    }
+}
+
+fn session_table(p: &SessionPass) {
+    println!(
+        "\n### A whole session: `bisect --warm --repeat N` (release binary, through the relay)\n"
+    );
+    println!(
+        "exit {:?}, {} runs, {:.0} ms wall: {:.0} ms to the first run's first event (start-up, \
+         planning, variant files), {:.0} ms after the last run's terminal event (report, journal).\n",
+        p.exit, p.runs, p.wall_ms, p.to_first_ms, p.after_last_ms
+    );
+    println!("| ms per run | n | min | median | p99 | max |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "{}",
+        row(
+            "gap: terminal event of run k → first event of run k+1",
+            &p.gaps
+        )
+    );
+    let n = p.gaps.len();
+    if n >= 40 {
+        // session.json holds every run's entry, so the journal's cost grows with the session.
+        println!("{}", row("  gap, first 20 runs", &p.gaps[..20]));
+        println!("{}", row("  gap, last 20 runs", &p.gaps[n - 20..]));
+    }
+    println!(
+        "{}",
+        row("server execution (first → terminal event)", &p.exec)
+    );
+}
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -300,6 +415,7 @@ fn env_or(name: &str, default: usize) -> usize {
 fn main() {
     let runs = env_or("CLIENT_BENCH_RUNS", 100);
     let cold_runs = env_or("CLIENT_BENCH_COLD", 5);
+    let repeat = env_or("CLIENT_BENCH_SESSION_REPEAT", 48);
     let steps = env_or("CLIENT_BENCH_STEPS", 20) as u64;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -325,11 +441,13 @@ fn main() {
         let tapped = pass(&tap.base_url(), Some(&tap), steps, 1000..1000 + runs as u64, false, dir.path()).await;
         let direct = pass(&sim.base_url(), None, steps, 2000..2000 + runs as u64, false, dir.path()).await;
         let cold = pass(&tap.base_url(), Some(&tap), steps, 3000..3000 + cold_runs as u64, true, dir.path()).await;
+        let session = session_pass(&tap, steps, repeat, dir.path()).await;
         println!("- after the passes: {}", common::load());
 
         table("Through the timestamping relay (server-side instants)", &tapped);
         table("Direct (no relay; finish counted from the tool's receipt of the terminal event)", &direct);
         table("Cold runs (POST /free, idle wait, 300 ms settle by design)", &cold);
+        session_table(&session);
 
         let od = stats(&tapped.overhead);
         let dd = stats(&tapped.detection);
@@ -347,6 +465,14 @@ fn main() {
             dd.p99,
             dd.max,
             if dd.p99 <= 10.0 { "met" } else { "missed" }
+        );
+        let gap = stats(&session.gaps);
+        println!(
+            "| per-run cost in a whole session (gap between runs) ≤ 5 ms median | {:.2} ms median, p99 {:.2} ms ({} runs) | {} |",
+            gap.median,
+            gap.p99,
+            session.runs,
+            if gap.median <= 5.0 { "met" } else { "missed" }
         );
         tap.stop();
         sim.shutdown().await;

@@ -333,3 +333,73 @@ async fn prompt_options_behave_as_captured() {
     ws.until_done(r["prompt_id"].as_str().unwrap()).await;
     sim.shutdown().await;
 }
+
+/// Like aiohttp, the simulator keeps a connection open for the next request (a client's pool
+/// reuses it), and closes it when the client sends `Connection: close`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_stay_open_between_requests() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let sim = sim(SimConfig::default()).await;
+    let stream = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
+    let mut conn = BufReader::new(stream);
+    /// Reads one response: status line, headers, `Content-Length` bytes of body.
+    async fn response(
+        conn: &mut BufReader<tokio::net::TcpStream>,
+    ) -> (String, Vec<String>, String) {
+        let mut status = String::new();
+        conn.read_line(&mut status).await.unwrap();
+        let mut headers = Vec::new();
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            conn.read_line(&mut h).await.unwrap();
+            let h = h.trim_end().to_string();
+            if h.is_empty() {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            headers.push(h);
+        }
+        let mut body = vec![0u8; len];
+        conn.read_exact(&mut body).await.unwrap();
+        (status, headers, String::from_utf8(body).unwrap())
+    }
+    for path in ["/system_stats", "/queue", "/api/system_stats"] {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        conn.get_mut().write_all(req.as_bytes()).await.unwrap();
+        let (status, headers, body) = response(&mut conn).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{path}: {status}");
+        assert!(
+            !headers
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case("connection: close")),
+            "{headers:?}"
+        );
+        assert!(
+            serde_json::from_str::<Value>(&body).is_ok(),
+            "{path}: {body}"
+        );
+    }
+    let req = "GET /queue HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    conn.get_mut().write_all(req.as_bytes()).await.unwrap();
+    let (status, headers, _) = response(&mut conn).await;
+    assert!(status.starts_with("HTTP/1.1 200"));
+    assert!(
+        headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case("connection: close")),
+        "{headers:?}"
+    );
+    let mut rest = Vec::new();
+    let n = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        conn.read_to_end(&mut rest),
+    )
+    .await
+    .expect("the simulator closes the connection")
+    .unwrap();
+    assert_eq!(n, 0);
+    sim.shutdown().await;
+}

@@ -19,7 +19,7 @@ use crate::session::progress::ProgressView;
 use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
 use crate::session::setup::{create_session, unique_name, PreparedWorkflow};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
@@ -212,6 +212,33 @@ impl SessionArgs {
 pub struct SessionHooks {
     /// The progress line.
     pub progress: ProgressView,
+    /// Keeps the report's rewrites to a small share of the session's time.
+    pub report: ReportThrottle,
+}
+
+/// When the report may be rewritten. Rebuilding it reads every run record of the session, so
+/// its cost grows with the session; a rewrite is skipped while less than ten times the last
+/// rewrite's duration has passed since it was written (the report costs at most about a tenth
+/// of the session's time). With real GPU runs (seconds to hours) that is after every run; with
+/// runs of milliseconds (a simulator) every few runs. The session always writes it at the end.
+#[derive(Debug, Clone, Default)]
+pub struct ReportThrottle {
+    last: Option<(Instant, Duration)>,
+}
+
+impl ReportThrottle {
+    /// Whether a rewrite is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        match self.last {
+            None => true,
+            Some((at, took)) => now.saturating_duration_since(at) >= took * 10,
+        }
+    }
+
+    /// Records a rewrite that ended at `at` and took `took`.
+    pub fn wrote(&mut self, at: Instant, took: Duration) {
+        self.last = Some((at, took));
+    }
 }
 
 impl Hooks for SessionHooks {
@@ -222,7 +249,13 @@ impl Hooks for SessionHooks {
         self.progress.run_finished(session, workflow, entry);
     }
     fn journal_updated(&mut self, paths: &SessionPaths, _session: &SessionFile) {
+        if !self.report.due(Instant::now()) {
+            return;
+        }
+        let start = Instant::now();
         write_reports(&paths.dir, &self.progress);
+        let end = Instant::now();
+        self.report.wrote(end, end - start);
     }
     fn note(&mut self, text: &str) {
         self.progress.note(text);
@@ -319,6 +352,7 @@ pub fn drive_session(
         LiveBackend::new(rt.handle().clone(), client, cancel_rx).with_progress(progress.clone());
     let mut hooks = SessionHooks {
         progress: progress.clone(),
+        report: ReportThrottle::default(),
     };
     let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);
     let stop = driver.stop_flag();
@@ -558,4 +592,23 @@ pub fn start_session(
         );
     }
     drive_session(rt, client, paths, session, quiet, Some(lock))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReportThrottle;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn report_rewrite_waits_ten_times_its_own_duration() {
+        let t0 = Instant::now();
+        let mut throttle = ReportThrottle::default();
+        assert!(throttle.due(t0), "the first report is always written");
+        throttle.wrote(t0, Duration::from_millis(20));
+        assert!(!throttle.due(t0 + Duration::from_millis(5)));
+        assert!(!throttle.due(t0 + Duration::from_millis(199)));
+        assert!(throttle.due(t0 + Duration::from_millis(200)));
+        // A GPU run of seconds is always longer than ten report rewrites.
+        assert!(throttle.due(t0 + Duration::from_secs(3)));
+    }
 }

@@ -114,4 +114,10 @@ impl WsConnection {
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.stream.close(None)).await;
     }
+
+    /// Sends the close frame from a background task and returns at once: nothing waits for the
+    /// server's reply (the task gives up after 2 s; dropping the stream closes the connection).
+    pub fn close_in_background(self) {
+        tokio::spawn(self.close());
+    }
 }

@@ -121,6 +121,7 @@ struct Runner<'a> {
     history: Option<HistoryEntry>,
     stats_before: Option<SystemStats>,
     stats_after: Option<SystemStats>,
+    stats_after_tried: bool,
     sampler: Option<Sampler>,
     partial: Option<Rejection>,
     submitted: bool,
@@ -155,6 +156,7 @@ impl<'a> Runner<'a> {
             history: None,
             stats_before: None,
             stats_after: None,
+            stats_after_tried: false,
             sampler: None,
             partial: None,
             submitted: false,
@@ -168,19 +170,24 @@ impl<'a> Runner<'a> {
     async fn go(mut self) -> RunRecord {
         let started_at = now_rfc3339();
         let outcome = self.drive().await;
-        if !matches!(outcome, Outcome::ServerLost(_)) {
-            match self.client.system_stats().await {
-                Ok(s) => self.stats_after = Some(s),
-                Err(e) => self.warn(format!("GET /system_stats after the run failed: {e}")),
-            }
-        }
-        let (mut samples, failed) = match self.sampler.take() {
-            Some(s) => s.stop().await,
-            None => (Vec::new(), 0),
-        };
+        // The socket is closed in the background (nobody waits for the server's close reply);
+        // the last stats (unless fetched with the history already) and the sampler's series are
+        // collected at the same time.
         if let Some(sock) = self.sock.take() {
-            sock.close().await;
+            sock.close_in_background();
         }
+        let want_stats = self.stats_after.is_none()
+            && !self.stats_after_tried
+            && !matches!(outcome, Outcome::ServerLost(_));
+        let sampler = self.sampler.take();
+        let (stats_after, (mut samples, failed)) =
+            tokio::join!(self.stats_after_fetch(want_stats), async {
+                match sampler {
+                    Some(s) => s.stop().await,
+                    None => (Vec::new(), 0),
+                }
+            });
+        self.keep_stats_after(stats_after);
         self.flush_http();
         for (stats, t_ms) in [(&self.stats_before, 0), (&self.stats_after, self.ms())] {
             if let Some(d) = stats.as_ref().and_then(SystemStats::primary) {
@@ -246,26 +253,77 @@ impl<'a> Runner<'a> {
         record
     }
 
-    async fn drive(&mut self) -> Outcome {
-        match self.client.system_stats().await {
-            Ok(s) => self.stats_before = Some(s),
-            Err(e) if e.is_unreachable() => return self.lost(e.to_string()),
-            Err(e) => self.warn(format!("GET /system_stats before the run failed: {e}")),
-        }
-        if self.req.cold {
-            self.phase("cold start: POST /free {unload_models, free_memory}");
-            if let Err(e) = self.client.free(true, true).await {
-                if e.is_unreachable() {
-                    return self.lost(e.to_string());
-                }
-                self.warn(format!("POST /free failed, the run may not be cold: {e}"));
+    /// `GET /system_stats` for after the run, on a copy of the client so it can run alongside
+    /// other requests; `None` when not wanted.
+    fn stats_after_fetch(
+        &self,
+        wanted: bool,
+    ) -> impl std::future::Future<Output = Option<Result<SystemStats, ClientError>>> {
+        let client = self.client.clone();
+        async move {
+            match wanted {
+                true => Some(client.system_stats().await),
+                false => None,
             }
-            if let Some(outcome) = self.wait_idle().await {
+        }
+    }
+
+    fn keep_stats_after(&mut self, fetched: Option<Result<SystemStats, ClientError>>) {
+        match fetched {
+            Some(Ok(s)) => self.stats_after = Some(s),
+            Some(Err(e)) => self.warn(format!("GET /system_stats after the run failed: {e}")),
+            None => return,
+        }
+        self.stats_after_tried = true;
+    }
+
+    async fn drive(&mut self) -> Outcome {
+        if !self.req.cold {
+            // Warm run: the first stats and the socket (handshake + greeting) at the same time.
+            let client = self.client.clone();
+            let (stats, socket) = tokio::join!(
+                async move { client.system_stats().await },
+                self.open_socket()
+            );
+            if let Some(outcome) = self.keep_stats_before(stats) {
                 return outcome;
             }
-            tokio::time::sleep(self.req.settle).await;
+            return self.submit_and_follow(socket).await;
         }
-        if let Err(e) = self.open_socket().await {
+        let stats = self.client.system_stats().await;
+        if let Some(outcome) = self.keep_stats_before(stats) {
+            return outcome;
+        }
+        self.phase("cold start: POST /free {unload_models, free_memory}");
+        if let Err(e) = self.client.free(true, true).await {
+            if e.is_unreachable() {
+                return self.lost(e.to_string());
+            }
+            self.warn(format!("POST /free failed, the run may not be cold: {e}"));
+        }
+        if let Some(outcome) = self.wait_idle().await {
+            return outcome;
+        }
+        // The socket is opened while the worker settles after freeing memory.
+        let settle = self.req.settle;
+        let (_, socket) = tokio::join!(tokio::time::sleep(settle), self.open_socket());
+        self.submit_and_follow(socket).await
+    }
+
+    /// Keeps the stats taken before the run; an outcome when the server is unreachable.
+    fn keep_stats_before(&mut self, stats: Result<SystemStats, ClientError>) -> Option<Outcome> {
+        match stats {
+            Ok(s) => self.stats_before = Some(s),
+            Err(e) if e.is_unreachable() => return Some(self.lost(e.to_string())),
+            Err(e) => self.warn(format!("GET /system_stats before the run failed: {e}")),
+        }
+        None
+    }
+
+    /// From an opened (or failed) socket to the run's outcome: sampler, `POST /prompt`, follow,
+    /// and the history reconciled alongside the stats after the run.
+    async fn submit_and_follow(&mut self, socket: Result<(), ClientError>) -> Outcome {
+        if let Err(e) = socket {
             if self.client.queue().await.is_err() {
                 return self.lost(e.to_string());
             }
@@ -283,7 +341,10 @@ impl<'a> Runner<'a> {
         }
         let end = self.follow().await;
         if self.tracker.is_finished() || self.tracker.terminal().is_some() {
-            self.reconcile_history().await;
+            let want_stats = !matches!(end, End::Lost(_));
+            let stats = self.stats_after_fetch(want_stats);
+            let (stats, ()) = tokio::join!(stats, self.reconcile_history());
+            self.keep_stats_after(stats);
         }
         self.decide(end)
     }

@@ -13,13 +13,19 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling every `interval`; times are ms since `t0`.
+    /// Starts sampling every `interval`; times are ms since `t0`. The first sample is taken one
+    /// interval from now (the run's own stats before submission are its first point), so the
+    /// sampler never competes with `POST /prompt`.
     pub fn start(client: &Client, interval: Duration, t0: Instant) -> Sampler {
         let (stop, mut stopped) = watch::channel(false);
         let client = client.with_request_timeout(interval.max(Duration::from_secs(2)));
         let task = tokio::spawn(async move {
             let mut samples = Vec::new();
             let mut failed = 0u32;
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = stopped.changed() => return (samples, failed),
+            }
             loop {
                 match client.system_stats().await {
                     Ok(stats) => {

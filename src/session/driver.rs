@@ -7,10 +7,9 @@
 use super::decide::{decide, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
-    now_rfc3339, read_json, run_dir_name, write_json_atomic, InFlight, JournalError, Outcome,
-    Phase, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState,
-    StopReason, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
-    SESSION_SCHEMA_VERSION,
+    now_rfc3339, read_json, run_dir_name, InFlight, JournalError, Outcome, Phase, RunEntry,
+    RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason, SyncBehind,
+    Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
 use crate::hashing::{ComponentHash, HashCache};
 use crate::run::{InterruptedBy, RunRecord};
@@ -126,6 +125,8 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     hooks: &'h mut dyn Hooks,
     stop: Arc<AtomicBool>,
     hash_cache: Option<HashCache>,
+    /// Fsyncs of journal writes still running; waited for before every submission.
+    durable: SyncBehind,
 }
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
@@ -151,6 +152,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             hooks,
             stop: Arc::new(AtomicBool::new(false)),
             hash_cache,
+            durable: SyncBehind::default(),
         }
     }
 
@@ -171,7 +173,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     fn save(&mut self) -> DriveResult {
-        self.session.save(&self.paths)
+        self.session.save_behind(&self.paths, &mut self.durable)
     }
 
     fn saved(&mut self) -> DriveResult {
@@ -180,8 +182,15 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok(())
     }
 
-    /// Runs the session until every workflow has a verdict or it has to stop.
+    /// Runs the session until every workflow has a verdict or it has to stop; every journal
+    /// write is durable when it returns.
     pub fn drive(&mut self) -> DriveResult {
+        let result = self.drive_until_stop();
+        let durable = self.durable.wait();
+        result.and(durable)
+    }
+
+    fn drive_until_stop(&mut self) -> DriveResult {
         if let Some(until) = self.start_at() {
             if !self.wait_until(until)? {
                 return Ok(());
@@ -380,7 +389,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// When the step has a UI-format companion, the run folder gets it as `workflow.ui.json`.
     fn copy_ui_companion(
-        &self,
+        &mut self,
         w: usize,
         step: usize,
         role: RunRole,
@@ -394,7 +403,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         };
         let companion = self.paths.dir.join(super::setup::ui_companion(&s.file));
         match std::fs::read(&companion) {
-            Ok(bytes) => super::journal::write_atomic(&run_dir.join("workflow.ui.json"), &bytes),
+            Ok(bytes) => self
+                .durable
+                .write_atomic(&run_dir.join("workflow.ui.json"), &bytes),
             Err(_) => Ok(()),
         }
     }
@@ -440,7 +451,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             path: run_dir.clone(),
             source,
         })?;
-        super::journal::write_atomic(
+        self.durable.write_atomic(
             &run_dir.join(RUN_WORKFLOW_FILE),
             format!("{}\n", workflow.to_pretty_json()).as_bytes(),
         )?;
@@ -485,6 +496,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             events_file: &events_file,
             label,
         };
+        // Everything journaled so far (this run's files and in-flight entry, the last run's
+        // record) is on disk before the GPU gets work.
+        self.durable.wait()?;
         match self.backend.run(&spec) {
             Attempt::NotSubmitted(reason) => {
                 self.hooks.note(&format!("not submitted: {reason}"));
@@ -497,7 +511,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 self.ensure_server(w)
             }
             Attempt::Done(record) => {
-                let outcome = self.finish_run(w, &run_id, *record, &workflow)?;
+                let outcome = self.finish_run(w, &run_id, *record, &workflow, false)?;
                 match outcome {
                     Outcome::ServerLost { .. } => {
                         // The variant killed the server: it counts as failing and is not
@@ -519,13 +533,15 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// Journals a finished run: `run.json`, the index line, the session entry. Idempotent, so a
-    /// kill between the steps is repaired on resume.
+    /// kill between the steps is repaired on resume (`recovered`: the run was in flight when the
+    /// tool died, so its index line may already be there).
     fn finish_run(
         &mut self,
         w: usize,
         run_id: &str,
         mut record: RunRecord,
         workflow: &Workflow,
+        recovered: bool,
     ) -> Result<Outcome, JournalError> {
         let diagnosis = super::evidence::diagnose_record(&record, workflow);
         if let Some(d) = &diagnosis {
@@ -572,24 +588,35 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             node_hashes,
             record,
         };
-        write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
-        self.index(w, &entry, components)?;
+        self.durable
+            .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
+        self.index(w, &entry, components, recovered)?;
         self.session.in_flight = None;
         self.saved()?;
         self.hooks.run_finished(&self.session, w, &entry);
         Ok(outcome)
     }
 
-    fn index(&mut self, w: usize, entry: &RunEntry, components: Vec<ComponentHash>) -> DriveResult {
+    /// Appends the run's index line. Only a recovered run can already have one (a fresh run id
+    /// cannot), so only then is the index read, which keeps a run's cost independent of how many
+    /// runs `runs/` holds.
+    fn index(
+        &mut self,
+        w: usize,
+        entry: &RunEntry,
+        components: Vec<ComponentHash>,
+        recovered: bool,
+    ) -> DriveResult {
         let runs_dir = self.paths.runs_dir.clone();
-        if index::read_all(&runs_dir)?
-            .iter()
-            .any(|e| e.run_id == entry.run_id)
+        if recovered
+            && index::read_all(&runs_dir)?
+                .iter()
+                .any(|e| e.run_id == entry.run_id)
         {
             return Ok(());
         }
         let dir = PathBuf::from(&self.session.session_id).join(&entry.dir);
-        index::append(
+        index::append_behind(
             &runs_dir,
             &IndexEntry {
                 run_id: entry.run_id.clone(),
@@ -608,6 +635,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
             },
+            &mut self.durable,
         )
     }
 
@@ -644,7 +672,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let (workflow, _) = self.variant(w, entry.step, entry.role)?;
         // Killed after run.json was written: finish the bookkeeping only.
         if let Ok(file) = read_json::<RunFile>(&run_dir.join(RUN_RECORD_FILE)) {
-            self.finish_run(w, &entry.run_id, file.record, &workflow)?;
+            self.finish_run(w, &entry.run_id, file.record, &workflow, true)?;
             return Ok(true);
         }
         loop {
@@ -657,7 +685,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                         "run {} was finished by the server while comfy-bisect was down; recovered from its history",
                         entry.run_id
                     ));
-                    let outcome = self.finish_run(w, &entry.run_id, *record, &workflow)?;
+                    let outcome = self.finish_run(w, &entry.run_id, *record, &workflow, true)?;
                     if matches!(outcome, Outcome::ServerLost { .. }) {
                         return self.ensure_server(w);
                     }

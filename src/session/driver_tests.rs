@@ -233,6 +233,11 @@ fn drive(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> Sessi
     let mut hooks = NoHooks;
     let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut hooks);
     driver.drive().unwrap();
+    assert_eq!(
+        driver.durable.pending(),
+        0,
+        "drive() returns with every fsync done"
+    );
     SessionFile::load(paths).unwrap()
 }
 

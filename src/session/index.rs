@@ -1,7 +1,7 @@
 //! `runs/index.jsonl`: an append-only line per finished run, linking every run id to its
 //! session, step, increment, workflow hash, component hashes and outcome.
 
-use super::journal::JournalError;
+use super::journal::{JournalError, SyncBehind};
 use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, OpenOptions};
@@ -46,6 +46,27 @@ pub fn index_path(runs_dir: &Path) -> PathBuf {
 
 /// Appends one entry (one line, written with a single `write` and fsynced).
 pub fn append(runs_dir: &Path, entry: &IndexEntry) -> Result<(), JournalError> {
+    let (file, path) = append_line(runs_dir, entry)?;
+    file.sync_data().map_err(|source| JournalError::Io {
+        action: "cannot fsync",
+        path,
+        source,
+    })
+}
+
+/// [`append`] with the fsync left to `sync` (see [`SyncBehind`]).
+pub fn append_behind(
+    runs_dir: &Path,
+    entry: &IndexEntry,
+    sync: &mut SyncBehind,
+) -> Result<(), JournalError> {
+    let (file, path) = append_line(runs_dir, entry)?;
+    sync.sync_later(file, &path, None);
+    Ok(())
+}
+
+/// Appends the entry's line; the open file and its path, for the fsync.
+fn append_line(runs_dir: &Path, entry: &IndexEntry) -> Result<(fs::File, PathBuf), JournalError> {
     let path = index_path(runs_dir);
     let io = |action: &'static str| {
         let path = path.clone();
@@ -68,8 +89,7 @@ pub fn append(runs_dir: &Path, entry: &IndexEntry) -> Result<(), JournalError> {
         .map_err(io("cannot open"))?;
     file.write_all(line.as_bytes())
         .map_err(io("cannot append to"))?;
-    file.sync_data().map_err(io("cannot fsync"))?;
-    Ok(())
+    Ok((file, path))
 }
 
 /// Reads every entry; a torn last line (a kill during the append) is skipped.

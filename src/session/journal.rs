@@ -1,8 +1,11 @@
 //! The session journal: `runs/<session-id>/session.json` and the per-run folders.
 //!
 //! These types are the saved state of the bisection driver and the contract the report reads.
-//! `session.json` is rewritten atomically (temp file, fsync, rename) after every state change,
-//! so a reader never sees a half-written file and a killed tool loses nothing.
+//! `session.json` is rewritten atomically (temp file, rename) after every state change, so a
+//! reader never sees a half-written file and a killed tool loses nothing. The session driver
+//! makes its writes durable with [`SyncBehind`]: the fsyncs run on helper threads while the
+//! driver goes on, and it waits for all of them before it submits the next prompt (a machine
+//! that dies while the GPU works loses no journal entry).
 
 use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
@@ -681,12 +684,105 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
 
 /// Writes pretty JSON atomically.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), JournalError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| JournalError::Invalid {
+    write_atomic(path, &pretty_json(path, value)?)
+}
+
+fn pretty_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, JournalError> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| JournalError::Invalid {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    text.push('\n');
-    write_atomic(path, text.as_bytes())
+    text.push(b'\n');
+    Ok(text)
+}
+
+/// Journal writes made durable in the background ("write-behind").
+///
+/// Each write lands at once with the same atomicity as [`write_atomic`] (a temp file renamed over
+/// the old one: a reader sees the old or the new file, a killed process loses nothing), but its
+/// fsyncs (the file, then its folder) run on a helper thread. [`SyncBehind::wait`] joins them and
+/// reports the first failure; the session driver calls it before every submission, so the
+/// fsyncs of one run's bookkeeping overlap each other and the driver's work instead of adding
+/// up, and nothing the journal says is at risk while the GPU runs. Dropping it waits too.
+#[derive(Debug, Default)]
+pub struct SyncBehind {
+    pending: Vec<std::thread::JoinHandle<Result<(), JournalError>>>,
+}
+
+impl SyncBehind {
+    /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
+    pub fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+        let dir = path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .to_path_buf();
+        fs::create_dir_all(&dir).map_err(io_err("cannot create folder", &dir))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
+        file.write_all(bytes)
+            .map_err(io_err("cannot write", &tmp))?;
+        fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
+        self.sync_later(file, path, Some(dir));
+        Ok(())
+    }
+
+    /// [`SyncBehind::write_atomic`] of pretty JSON.
+    pub fn write_json_atomic<T: Serialize>(
+        &mut self,
+        path: &Path,
+        value: &T,
+    ) -> Result<(), JournalError> {
+        let bytes = pretty_json(path, value)?;
+        self.write_atomic(path, &bytes)
+    }
+
+    /// Fsyncs `file` (written as `path`) and then `dir`, if given, on a helper thread.
+    pub fn sync_later(&mut self, file: fs::File, path: &Path, dir: Option<PathBuf>) {
+        let path = path.to_path_buf();
+        self.pending.push(std::thread::spawn(move || {
+            file.sync_all().map_err(io_err("cannot fsync", &path))?;
+            if let Some(dir) = dir {
+                if let Ok(d) = fs::File::open(&dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            Ok(())
+        }));
+    }
+
+    /// Waits until every write so far is durable; the first failure, if any.
+    pub fn wait(&mut self) -> Result<(), JournalError> {
+        let mut first = Ok(());
+        for handle in self.pending.drain(..) {
+            let result = handle.join().unwrap_or_else(|_| {
+                Err(JournalError::Invalid {
+                    path: PathBuf::from("."),
+                    reason: "a background fsync thread panicked".into(),
+                })
+            });
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
+    }
+
+    /// Writes not yet known to be durable.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+impl Drop for SyncBehind {
+    fn drop(&mut self) {
+        if let Err(e) = self.wait() {
+            tracing::warn!("journal write not durable: {e}");
+        }
+    }
 }
 
 /// Reads a JSON journal file.
@@ -718,6 +814,16 @@ impl SessionFile {
     pub fn save(&mut self, paths: &SessionPaths) -> Result<(), JournalError> {
         self.updated_at = now_rfc3339();
         write_json_atomic(&paths.session_file(), self)
+    }
+
+    /// [`SessionFile::save`] with the fsync left to `sync` (see [`SyncBehind`]).
+    pub fn save_behind(
+        &mut self,
+        paths: &SessionPaths,
+        sync: &mut SyncBehind,
+    ) -> Result<(), JournalError> {
+        self.updated_at = now_rfc3339();
+        sync.write_json_atomic(&paths.session_file(), self)
     }
 
     /// Finds a run by id in any workflow: (workflow index, run index).
@@ -823,6 +929,39 @@ mod tests {
         file.save(&paths).unwrap();
         let back = SessionFile::load(&paths).unwrap();
         assert_eq!(back, file);
+        let leftovers: Vec<_> = fs::read_dir(&paths.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn write_behind_lands_at_once_and_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(dir.path(), "s1");
+        let mut sync = SyncBehind::default();
+        let mut file = sample();
+        file.save_behind(&paths, &mut sync).unwrap();
+        let run = paths.dir.join("00-minimal-x").join(RUN_RECORD_FILE);
+        sync.write_json_atomic(&run, &serde_json::json!({"a": 1}))
+            .unwrap();
+        // Readable (renamed into place) before any fsync was waited for.
+        assert_eq!(SessionFile::load(&paths).unwrap(), file);
+        assert_eq!(
+            read_json::<Value>(&run).unwrap(),
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(sync.pending(), 2);
+        sync.wait().unwrap();
+        assert_eq!(sync.pending(), 0);
+        // A write that cannot land fails at once, naming the file.
+        fs::write(dir.path().join("plain"), "x").unwrap();
+        let err = sync
+            .write_atomic(&dir.path().join("plain").join("f.json"), b"{}")
+            .unwrap_err();
+        assert!(err.to_string().contains("plain"), "{err}");
         let leftovers: Vec<_> = fs::read_dir(&paths.dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())

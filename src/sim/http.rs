@@ -1,5 +1,6 @@
-//! A deliberately small HTTP/1.1 layer: one request per connection (responses carry
-//! `Connection: close`), `Content-Length` bodies only, and a WebSocket upgrade hook.
+//! A deliberately small HTTP/1.1 layer: persistent connections as aiohttp keeps them (requests
+//! answered in turn until the client closes or sends `Connection: close`), `Content-Length`
+//! bodies only, and a WebSocket upgrade hook.
 
 use std::collections::HashMap;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -28,6 +29,14 @@ impl Request {
     }
 
     /// True for a WebSocket upgrade request.
+    /// Whether the client allows the connection to stay open after the answer (HTTP/1.1
+    /// default; `Connection: close` ends it).
+    pub fn keep_alive(&self) -> bool {
+        !self
+            .header("connection")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("close"))
+    }
+
     pub fn is_websocket(&self) -> bool {
         self.header("upgrade")
             .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
@@ -258,16 +267,23 @@ pub async fn read_head<S: AsyncRead + Unpin>(
     ))
 }
 
-/// Writes a response and flushes it.
+/// Writes a response and flushes it; `keep_alive` false adds `Connection: close` (the caller
+/// then closes the connection), true leaves it open for the next request as aiohttp does.
 pub async fn write_response<S: AsyncWrite + Unpin>(
     stream: &mut S,
     resp: &Response,
+    keep_alive: bool,
 ) -> std::io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\nServer: Python/3.11 aiohttp/3.14.5\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\n{}Server: Python/3.11 aiohttp/3.14.5\r\n",
         resp.status,
         reason(resp.status),
-        resp.body.len()
+        resp.body.len(),
+        if keep_alive {
+            ""
+        } else {
+            "Connection: close\r\n"
+        }
     );
     if let Some(ct) = resp.content_type {
         head.push_str(&format!("Content-Type: {ct}\r\n"));

@@ -57,62 +57,68 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
 async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream);
-    let head = async {
-        let (mut req, len) = http::read_head(&mut reader).await?;
-        if len > 0 && http::expects_continue(&req) {
-            use tokio::io::AsyncWriteExt;
-            reader
-                .get_mut()
-                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .await?;
-        }
-        http::read_body(&mut reader, &mut req, len).await?;
-        Ok::<_, ReadError>(req)
-    };
-    let req = match head.await {
-        Ok(r) => r,
-        Err(ReadError::Bad(why)) => {
-            let _ = http::write_response(reader.get_mut(), &Response::text(400, why)).await;
-            return;
-        }
-        Err(ReadError::TooLarge) => {
-            let _ = http::write_response(
-                reader.get_mut(),
-                &Response::text(413, "413: Request Entity Too Large"),
-            )
-            .await;
-            return;
-        }
-        Err(_) => return,
-    };
-    let path = strip_api(&req.path);
-    if path == "/ws" && req.method == "GET" {
-        if !req.is_websocket() {
-            let _ = http::write_response(
-                reader.get_mut(),
-                &Response::text(
+    // Keep-alive, as aiohttp: requests are answered one after the other on the same connection
+    // until the client closes it, asks for `Connection: close`, or upgrades it to a WebSocket.
+    loop {
+        let head = async {
+            let (mut req, len) = http::read_head(&mut reader).await?;
+            if len > 0 && http::expects_continue(&req) {
+                use tokio::io::AsyncWriteExt;
+                reader
+                    .get_mut()
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .await?;
+            }
+            http::read_body(&mut reader, &mut req, len).await?;
+            Ok::<_, ReadError>(req)
+        };
+        let req = match head.await {
+            Ok(r) => r,
+            Err(ReadError::Bad(why)) => {
+                let resp = Response::text(400, why);
+                let _ = http::write_response(reader.get_mut(), &resp, false).await;
+                return;
+            }
+            Err(ReadError::TooLarge) => {
+                let resp = Response::text(413, "413: Request Entity Too Large");
+                let _ = http::write_response(reader.get_mut(), &resp, false).await;
+                return;
+            }
+            Err(_) => return,
+        };
+        let path = strip_api(&req.path);
+        if path == "/ws" && req.method == "GET" {
+            if !req.is_websocket() {
+                let resp = Response::text(
                     400,
                     "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only to \"WebSocket\".",
-                ),
-            )
-            .await;
+                );
+                let _ = http::write_response(reader.get_mut(), &resp, false).await;
+                return;
+            }
+            if http::write_upgrade(reader.get_mut(), &req).await.is_err() {
+                return;
+            }
+            let sid = req
+                .query
+                .get("clientId")
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+            let ws = WebSocketStream::from_raw_socket(reader, Role::Server, None).await;
+            websocket_session(inst, ws, sid).await;
             return;
         }
-        if http::write_upgrade(reader.get_mut(), &req).await.is_err() {
+        let resp = route(&inst, &req, path);
+        let keep_alive = req.keep_alive();
+        if http::write_response(reader.get_mut(), &resp, keep_alive)
+            .await
+            .is_err()
+            || !keep_alive
+        {
             return;
         }
-        let sid = req
-            .query
-            .get("clientId")
-            .filter(|s| !s.is_empty())
-            .cloned()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-        let ws = WebSocketStream::from_raw_socket(reader, Role::Server, None).await;
-        websocket_session(inst, ws, sid).await;
-        return;
     }
-    let resp = route(&inst, &req, path);
-    let _ = http::write_response(reader.get_mut(), &resp).await;
 }
 
 fn strip_api(path: &str) -> &str {
