@@ -314,6 +314,10 @@ struct SessionPass {
     to_first_ms: f64,
     /// Server's terminal frame of the last run → the tool exits (report, journal).
     after_last_ms: f64,
+    /// The tool's `POST /prompt` (as it passed the relay) → the server's first event of it.
+    submit_to_first: Vec<f64>,
+    /// Server's terminal frame → the tool's debug log line that `run.json` is written.
+    terminal_to_recorded: Vec<f64>,
 }
 
 /// Runs `comfy-bisect bisect --warm --repeat N` against `tap` and reads the relay's log.
@@ -338,12 +342,19 @@ async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> Ses
         runs_dir.display().to_string(),
         failing.display().to_string(),
     ];
+    let log_file = dir.join("session-debug.log");
+    let stderr = std::fs::File::create(&log_file).expect("log file");
+    // The relay's instants become wall-clock times through one anchor pair, to compare them with
+    // the timestamps of the tool's debug log.
+    let anchor = (Instant::now(), std::time::SystemTime::now());
     let t0 = Instant::now();
     let status = tokio::task::spawn_blocking(move || {
         Command::new(TOOL)
             .args(&args)
+            .env("COMFY_BISECT_LOG", "comfy_bisect::session::driver=debug")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .status()
             .expect("run comfy-bisect bisect")
     })
@@ -351,6 +362,19 @@ async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> Ses
     .expect("session");
     let t_end = Instant::now();
     let log = tap.log();
+    let recorded = recorded_times(&log_file);
+    let wall = |i: Instant| anchor.1 + (i - anchor.0);
+    let terminal_to_recorded = recorded
+        .iter()
+        .filter_map(|(run_id, at)| {
+            let terminal = wall(log.terminal_of(run_id)?);
+            Some(match at.duration_since(terminal) {
+                Ok(d) => d.as_secs_f64() * 1e3,
+                Err(e) => -e.duration().as_secs_f64() * 1e3,
+            })
+        })
+        .collect();
+    let posts: Vec<Instant> = log.posts[before.posts.len()..].to_vec();
     // This session's prompts, in the order the server started them.
     let mut prompts: Vec<(Instant, Instant)> = log
         .first
@@ -361,6 +385,21 @@ async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> Ses
     prompts.sort_by_key(|(first, _)| *first);
     let gaps = prompts.windows(2).map(|w| ms(w[0].1, w[1].0)).collect();
     let exec = prompts.iter().map(|(f, t)| ms(*f, *t)).collect();
+    // One POST per run, in order (a session submits one prompt at a time).
+    let submit_to_first = if posts.len() == prompts.len() {
+        posts
+            .iter()
+            .zip(&prompts)
+            .map(|(post, (first, _))| ms(*post, *first))
+            .collect()
+    } else {
+        eprintln!(
+            "{} POST /prompt requests for {} prompts: submit → first event not measured",
+            posts.len(),
+            prompts.len()
+        );
+        Vec::new()
+    };
     SessionPass {
         exit: status.code(),
         runs: prompts.len(),
@@ -372,7 +411,25 @@ async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> Ses
             .last()
             .map(|(_, t)| ms(*t, t_end))
             .unwrap_or(f64::NAN),
+        submit_to_first,
+        terminal_to_recorded,
     }
+}
+
+/// `(run id, wall-clock time)` of every "run recorded" line of the tool's debug log.
+fn recorded_times(log: &Path) -> Vec<(String, std::time::SystemTime)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains("run recorded"))
+        .filter_map(|l| {
+            let stamp = l.split_whitespace().next()?;
+            let t =
+                time::OffsetDateTime::parse(stamp, &time::format_description::well_known::Rfc3339)
+                    .ok()?;
+            let run_id = l.split("run_id=").nth(1)?.split_whitespace().next()?;
+            Some((run_id.to_string(), std::time::SystemTime::from(t)))
+        })
+        .collect()
 }
 
 fn session_table(p: &SessionPass) {
@@ -403,6 +460,32 @@ fn session_table(p: &SessionPass) {
         "{}",
         row("server execution (first → terminal event)", &p.exec)
     );
+    if !p.submit_to_first.is_empty() && !p.terminal_to_recorded.is_empty() {
+        let overhead: Vec<f64> = p
+            .submit_to_first
+            .iter()
+            .zip(&p.terminal_to_recorded)
+            .map(|(a, b)| a + b)
+            .collect();
+        println!(
+            "{}",
+            row("overhead in the session (the two lines below)", &overhead)
+        );
+        println!(
+            "{}",
+            row(
+                "  submit: `POST /prompt` sent → server's first event",
+                &p.submit_to_first
+            )
+        );
+        println!(
+            "{}",
+            row(
+                "  record: terminal event → run.json written (debug log)",
+                &p.terminal_to_recorded
+            )
+        );
+    }
 }
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -466,6 +549,22 @@ fn main() {
             dd.max,
             if dd.p99 <= 10.0 { "met" } else { "missed" }
         );
+        let in_session: Vec<f64> = session
+            .submit_to_first
+            .iter()
+            .zip(&session.terminal_to_recorded)
+            .map(|(a, b)| a + b)
+            .collect();
+        if !in_session.is_empty() {
+            let o = stats(&in_session);
+            println!(
+                "| per-run overhead ≤ 5 ms median, in a whole {}-run session (submit → first event + terminal event → recorded) | {:.2} ms median, p99 {:.2} ms | {} |",
+                session.runs,
+                o.median,
+                o.p99,
+                if o.median <= 5.0 { "met" } else { "missed" }
+            );
+        }
         let gap = stats(&session.gaps);
         println!(
             "| per-run cost in a whole session (gap between runs) ≤ 5 ms median | {:.2} ms median, p99 {:.2} ms ({} runs) | {} |",

@@ -113,6 +113,8 @@ pub struct TapLog {
     pub terminal: Vec<(String, Instant)>,
     /// prompt_id → instant the server's first frame naming the prompt was read.
     pub first: Vec<(String, Instant)>,
+    /// Instants a `POST /prompt` request line passed on its way to the server, in order.
+    pub posts: Vec<Instant>,
     /// Text frames relayed.
     pub text_frames: u64,
     /// Binary frames injected.
@@ -196,8 +198,28 @@ async fn relay(
     let _ = up.set_nodelay(true);
     let (mut down_r, mut down_w) = down.into_split();
     let (mut up_r, mut up_w) = up.into_split();
+    let posts_log = log.clone();
     let to_server = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut down_r, &mut up_w).await;
+        // Client → server bytes pass unchanged; a chunk that starts a `POST /prompt` request is
+        // timestamped (requests on one connection come one after the other).
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = match down_r.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let head = &chunk[..n];
+            if head.starts_with(b"POST /prompt ") || head.starts_with(b"POST /api/prompt ") {
+                posts_log
+                    .lock()
+                    .expect("tap log")
+                    .posts
+                    .push(Instant::now());
+            }
+            if up_w.write_all(head).await.is_err() {
+                break;
+            }
+        }
         let _ = up_w.shutdown().await;
     });
     let preview = previews.map(|p| preview_frame(p.frame_bytes));

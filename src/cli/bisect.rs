@@ -217,9 +217,9 @@ pub struct SessionHooks {
 }
 
 /// When the report may be rewritten. Rebuilding it reads every run record of the session, so
-/// its cost grows with the session; a rewrite is skipped while less than ten times the last
-/// rewrite's duration has passed since it was written (the report costs at most about a tenth
-/// of the session's time). With real GPU runs (seconds to hours) that is after every run; with
+/// its cost grows with the session; a rewrite is skipped while less than twenty times the last
+/// rewrite's duration has passed since it was written (the report costs at most about 5 % of
+/// the session's time). With real GPU runs (seconds to hours) that is after every run; with
 /// runs of milliseconds (a simulator) every few runs. The session always writes it at the end.
 #[derive(Debug, Clone, Default)]
 pub struct ReportThrottle {
@@ -231,7 +231,7 @@ impl ReportThrottle {
     pub fn due(&self, now: Instant) -> bool {
         match self.last {
             None => true,
-            Some((at, took)) => now.saturating_duration_since(at) >= took * 10,
+            Some((at, took)) => now.saturating_duration_since(at) >= took * 20,
         }
     }
 
@@ -600,15 +600,15 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn report_rewrite_waits_ten_times_its_own_duration() {
+    fn report_rewrite_waits_twenty_times_its_own_duration() {
         let t0 = Instant::now();
         let mut throttle = ReportThrottle::default();
         assert!(throttle.due(t0), "the first report is always written");
         throttle.wrote(t0, Duration::from_millis(20));
         assert!(!throttle.due(t0 + Duration::from_millis(5)));
-        assert!(!throttle.due(t0 + Duration::from_millis(199)));
-        assert!(throttle.due(t0 + Duration::from_millis(200)));
-        // A GPU run of seconds is always longer than ten report rewrites.
+        assert!(!throttle.due(t0 + Duration::from_millis(399)));
+        assert!(throttle.due(t0 + Duration::from_millis(400)));
+        // A GPU run of seconds is longer than twenty report rewrites.
         assert!(throttle.due(t0 + Duration::from_secs(3)));
     }
 }

@@ -590,6 +590,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         };
         self.durable
             .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
+        tracing::debug!(run_id = %run_id, "run recorded (run.json written)");
         self.index(w, &entry, components, recovered)?;
         self.session.in_flight = None;
         self.saved()?;
