@@ -662,24 +662,38 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> J
 /// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, and an
 /// fsync of the folder so the rename itself survives a crash.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err("cannot create folder", dir))?;
+    let (_, dir) = replace_file(path, bytes, true)?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a temp file beside `path` (fsynced first when `sync`) and renames it over
+/// `path`; the written file (still open) and its folder.
+fn replace_file(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<(fs::File, PathBuf), JournalError> {
+    let dir = path
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .to_path_buf();
+    fs::create_dir_all(&dir).map_err(io_err("cannot create folder", &dir))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-        file.write_all(bytes)
-            .map_err(io_err("cannot write", &tmp))?;
+    let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
+    file.write_all(bytes)
+        .map_err(io_err("cannot write", &tmp))?;
+    if sync {
         file.sync_all().map_err(io_err("cannot fsync", &tmp))?;
     }
     fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok((file, dir))
 }
 
 /// Writes pretty JSON atomically.
@@ -712,20 +726,7 @@ pub struct SyncBehind {
 impl SyncBehind {
     /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
     pub fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-        let dir = path
-            .parent()
-            .unwrap_or_else(|| Path::new("."))
-            .to_path_buf();
-        fs::create_dir_all(&dir).map_err(io_err("cannot create folder", &dir))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-        file.write_all(bytes)
-            .map_err(io_err("cannot write", &tmp))?;
-        fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
+        let (file, dir) = replace_file(path, bytes, false)?;
         self.sync_later(file, path, Some(dir));
         Ok(())
     }
@@ -921,6 +922,15 @@ mod tests {
         }
     }
 
+    fn assert_no_temp_files(dir: &Path) {
+        let leftovers: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    }
+
     #[test]
     fn session_round_trips_through_an_atomic_write() {
         let dir = tempfile::tempdir().unwrap();
@@ -929,12 +939,7 @@ mod tests {
         file.save(&paths).unwrap();
         let back = SessionFile::load(&paths).unwrap();
         assert_eq!(back, file);
-        let leftovers: Vec<_> = fs::read_dir(&paths.dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n.to_string_lossy().contains(".tmp-"))
-            .collect();
-        assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+        assert_no_temp_files(&paths.dir);
     }
 
     #[test]
@@ -962,12 +967,7 @@ mod tests {
             .write_atomic(&dir.path().join("plain").join("f.json"), b"{}")
             .unwrap_err();
         assert!(err.to_string().contains("plain"), "{err}");
-        let leftovers: Vec<_> = fs::read_dir(&paths.dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n.to_string_lossy().contains(".tmp-"))
-            .collect();
-        assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+        assert_no_temp_files(&paths.dir);
     }
 
     #[test]

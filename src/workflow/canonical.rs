@@ -30,21 +30,28 @@ pub(crate) fn write_value(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(key, out);
-                out.push(b':');
-                write_value(value, out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_sorted_object(map.iter(), out, write_value),
     }
+}
+
+/// Appends `{"key":value,…}` with the entries sorted by key bytes; `write` writes one value.
+pub(crate) fn write_sorted_object<'a, K: AsRef<str> + 'a, T>(
+    entries: impl IntoIterator<Item = (&'a K, T)>,
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(T, &mut Vec<u8>),
+) {
+    let mut entries: Vec<(&str, T)> = entries.into_iter().map(|(k, v)| (k.as_ref(), v)).collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (key, value)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(key, out);
+        out.push(b':');
+        write(value, out);
+    }
+    out.push(b'}');
 }
 
 /// Appends `s` as a JSON string, escaped exactly as serde_json escapes it.

@@ -150,43 +150,23 @@ impl Node {
             fields.retain(|(name, _)| *name != k.as_str());
             fields.push((k.as_str(), Field::Extra(v)));
         }
-        fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        out.push(b'{');
-        for (i, (name, field)) in fields.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            canonical::write_str(name, out);
-            out.push(b':');
-            match field {
-                Field::ClassType => canonical::write_str(&self.class_type, out),
-                Field::Extra(v) => canonical::write_value(v, out),
-                Field::Inputs => {
-                    let mut inputs: Vec<(&String, &Input)> = self.inputs.iter().collect();
-                    inputs.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    out.push(b'{');
-                    for (j, (name, input)) in inputs.into_iter().enumerate() {
-                        if j > 0 {
-                            out.push(b',');
-                        }
-                        canonical::write_str(name, out);
-                        out.push(b':');
-                        match input {
-                            Input::Link(l) => {
-                                out.push(b'[');
-                                canonical::write_str(&l.node, out);
-                                out.push(b',');
-                                canonical::write_display(&l.slot, out);
-                                out.push(b']');
-                            }
-                            Input::Literal(v) => canonical::write_value(v, out),
-                        }
+        let fields = fields.iter().map(|(name, field)| (name, field));
+        canonical::write_sorted_object(fields, out, |field, out| match field {
+            Field::ClassType => canonical::write_str(&self.class_type, out),
+            Field::Extra(v) => canonical::write_value(v, out),
+            Field::Inputs => {
+                canonical::write_sorted_object(&self.inputs, out, |input, out| match input {
+                    Input::Link(l) => {
+                        out.push(b'[');
+                        canonical::write_str(&l.node, out);
+                        out.push(b',');
+                        canonical::write_display(&l.slot, out);
+                        out.push(b']');
                     }
-                    out.push(b'}');
-                }
+                    Input::Literal(v) => canonical::write_value(v, out),
+                })
             }
-        }
-        out.push(b'}');
+        });
     }
 }
 
@@ -211,19 +191,10 @@ impl Workflow {
     /// Written straight from the graph (no JSON tree is built); the bytes are those of
     /// `canonical_json` of the API object without `_meta` (a test holds the two together).
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut ids: Vec<(&NodeId, &Arc<Node>)> = self.nodes.iter().collect();
-        ids.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut out = Vec::with_capacity(self.nodes.len() * 256);
-        out.push(b'{');
-        for (i, (id, node)) in ids.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            canonical::write_str(id, &mut out);
-            out.push(b':');
-            node.write_canonical(&mut out);
-        }
-        out.push(b'}');
+        canonical::write_sorted_object(&self.nodes, &mut out, |node, out| {
+            node.write_canonical(out)
+        });
         out
     }
 
