@@ -238,7 +238,15 @@ fn drive(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> Sessi
         0,
         "drive() returns with every fsync done"
     );
-    SessionFile::load(paths).unwrap()
+    let loaded = SessionFile::load(paths).unwrap();
+    // The renderer wrote exactly what serde writes.
+    let mut expected = serde_json::to_vec_pretty(&loaded).unwrap();
+    expected.push(b'\n');
+    assert_eq!(
+        String::from_utf8(std::fs::read(paths.session_file()).unwrap()).unwrap(),
+        String::from_utf8(expected).unwrap()
+    );
+    loaded
 }
 
 #[test]
