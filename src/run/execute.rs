@@ -261,9 +261,10 @@ impl<'a> Runner<'a> {
     ) -> impl std::future::Future<Output = Option<Result<SystemStats, ClientError>>> {
         let client = self.client.clone();
         async move {
-            match wanted {
-                true => Some(client.system_stats().await),
-                false => None,
+            if wanted {
+                Some(client.system_stats().await)
+            } else {
+                None
             }
         }
     }
