@@ -176,9 +176,7 @@ impl<'a> Runner<'a> {
         if let Some(sock) = self.sock.take() {
             sock.close_in_background();
         }
-        let want_stats = self.stats_after.is_none()
-            && !self.stats_after_tried
-            && !matches!(outcome, Outcome::ServerLost(_));
+        let want_stats = !self.stats_after_tried && !matches!(outcome, Outcome::ServerLost(_));
         let sampler = self.sampler.take();
         let (stats_after, (mut samples, failed)) =
             tokio::join!(self.stats_after_fetch(want_stats), async {

@@ -44,29 +44,13 @@ pub fn index_path(runs_dir: &Path) -> PathBuf {
     runs_dir.join(INDEX_FILE)
 }
 
-/// Appends one entry (one line, written with a single `write` and fsynced).
-pub fn append(runs_dir: &Path, entry: &IndexEntry) -> Result<(), JournalError> {
-    let (file, path) = append_line(runs_dir, entry)?;
-    file.sync_data().map_err(|source| JournalError::Io {
-        action: "cannot fsync",
-        path,
-        source,
-    })
-}
-
-/// [`append`] with the fsync left to `sync` (see [`SyncBehind`]).
+/// Appends one entry (one line, written with a single `write`); its fsync is left to `sync`
+/// (see [`SyncBehind`]).
 pub fn append_behind(
     runs_dir: &Path,
     entry: &IndexEntry,
     sync: &mut SyncBehind,
 ) -> Result<(), JournalError> {
-    let (file, path) = append_line(runs_dir, entry)?;
-    sync.sync_later(file, &path, None);
-    Ok(())
-}
-
-/// Appends the entry's line; the open file and its path, for the fsync.
-fn append_line(runs_dir: &Path, entry: &IndexEntry) -> Result<(fs::File, PathBuf), JournalError> {
     let path = index_path(runs_dir);
     let io = |action: &'static str| {
         let path = path.clone();
@@ -89,7 +73,8 @@ fn append_line(runs_dir: &Path, entry: &IndexEntry) -> Result<(fs::File, PathBuf
         .map_err(io("cannot open"))?;
     file.write_all(line.as_bytes())
         .map_err(io("cannot append to"))?;
-    Ok((file, path))
+    sync.sync_later(file, &path, None);
+    Ok(())
 }
 
 /// Reads every entry; a torn last line (a kill during the append) is skipped.
@@ -169,9 +154,11 @@ mod tests {
     #[test]
     fn append_then_lookup_by_prefix() {
         let dir = tempfile::tempdir().unwrap();
+        let mut sync = SyncBehind::default();
         for id in ["abc123", "abd456", "ff0000"] {
-            append(dir.path(), &entry(id)).unwrap();
+            append_behind(dir.path(), &entry(id), &mut sync).unwrap();
         }
+        sync.wait().unwrap();
         let all = read_all(dir.path()).unwrap();
         assert_eq!(all.len(), 3);
         assert!(matches!(lookup(&all, "ABC"), Lookup::Found(e) if e.run_id == "abc123"));
@@ -186,7 +173,7 @@ mod tests {
     #[test]
     fn torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        append(dir.path(), &entry("abc")).unwrap();
+        append_behind(dir.path(), &entry("abc"), &mut SyncBehind::default()).unwrap();
         let mut f = OpenOptions::new()
             .append(true)
             .open(index_path(dir.path()))
