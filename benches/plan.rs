@@ -106,9 +106,9 @@ fn workflow(target_nodes: usize) -> Workflow {
 
 fn main() {
     let defs = NodeDefs::load_file(std::path::Path::new(
-        "../shared/fixtures/comfyui/GET__object_info.final.json",
+        "tests/fixtures/comfyui/GET__object_info.final.json",
     ))
-    .expect("run from the crate root with ../shared present");
+    .expect("run from the crate root (tests/corpus)");
     let catalog = Catalog::builtin();
     let options = PlanOptions::default();
     println!("| nodes | steps | median | min | peak heap while planning |");

@@ -1,4 +1,4 @@
-//! Replays every real ComfyUI WebSocket capture (`shared/fixtures/comfyui/ws_*.ndjson`) through
+//! Replays every real ComfyUI WebSocket capture (`tests/fixtures/comfyui/ws_*.ndjson`) through
 //! the event tracker and checks the outcome it derives for each submitted prompt, and that the
 //! captured `/history/{id}` answers agree with it.
 
@@ -7,7 +7,7 @@ use comfy_bisect::comfy::{EventTracker, Terminal, TerminalKind};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-const DIR: &str = "../shared/fixtures/comfyui";
+const DIR: &str = "tests/fixtures/comfyui";
 
 struct Transcript {
     header: Value,

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
-const HISTORY_OOM: &str = "../shared/fixtures/comfyui/history_execution_error_oom_core.json";
+const HISTORY_OOM: &str = "tests/fixtures/comfyui/history_execution_error_oom_core.json";
 
 const CONSOLE_LOG: &str = "got prompt
 Requested to load SDXL

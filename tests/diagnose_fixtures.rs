@@ -1,11 +1,11 @@
-//! Every real error captured from a ComfyUI server in ../shared/fixtures/comfyui/: the /history
+//! Every real error captured from a ComfyUI server in tests/fixtures/comfyui/: the /history
 //! bodies, the WebSocket transcripts of failed and interrupted runs, and the execution_error
 //! message shapes cut out of them.
 
 use comfy_bisect::diagnose::{self, Diagnosis, Kind, RunOutcomeHint, Stage};
 use serde_json::{json, Value};
 
-const DIR: &str = "../shared/fixtures/comfyui";
+const DIR: &str = "tests/fixtures/comfyui";
 
 /// What one fixture must come out as.
 struct Expect {

@@ -1,4 +1,4 @@
-//! Every record of ../shared/fixtures/oom-reports/dev-reports.json through the classifier: kind
+//! Every record of tests/fixtures/oom-reports/dev-reports.json through the classifier: kind
 //! must match, the stage must be one of `stage_candidates`, and every labelled number must be
 //! reproduced (±0.01 MiB) with nothing invented. Accuracy per kind and per stage is printed
 //! (`cargo test --test diagnose_reports -- --nocapture`).
@@ -7,7 +7,7 @@ use comfy_bisect::diagnose::{self, Diagnosis, Evidence, Kind, ParsedInput};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-const REPORTS: &str = "../shared/fixtures/oom-reports/dev-reports.json";
+const REPORTS: &str = "tests/fixtures/oom-reports/dev-reports.json";
 
 fn load_reports() -> Vec<Value> {
     let text = std::fs::read_to_string(REPORTS)

@@ -136,7 +136,7 @@ fn arbitrary_text_never_panics() {
 
 #[test]
 fn garbled_real_reports_never_panic() {
-    let text = std::fs::read_to_string("../shared/fixtures/oom-reports/dev-reports.json")
+    let text = std::fs::read_to_string("tests/fixtures/oom-reports/dev-reports.json")
         .expect("dev-reports.json");
     let reports: Vec<Value> = serde_json::from_str(&text).unwrap();
     let mut rng = Rng(42);

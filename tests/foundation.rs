@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
-const CORE: &str = "../shared/fixtures/comfyui/GET__object_info.final.json";
-const CUSTOM: &str = "../shared/fixtures/custom-nodes/object_info.custom.json";
-const NEWER: &str = "../shared/fixtures/comfyui-newer/object_info.json";
-const TEMPLATES_API: &str = "../shared/corpus/templates-api-newer";
+const CORE: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
+const CUSTOM: &str = "tests/fixtures/custom-nodes/object_info.custom.json";
+const NEWER: &str = "tests/fixtures/comfyui-newer/object_info.json";
+const TEMPLATES_API: &str = "tests/corpus/templates-api-newer";
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -84,7 +84,7 @@ fn cycle_lists_its_nodes() {
 
 #[test]
 fn ui_format_is_recognised_and_refused_with_advice() {
-    let template = std::fs::read_dir("../shared/corpus/templates")
+    let template = std::fs::read_dir("tests/corpus/templates")
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "json"))
@@ -159,7 +159,7 @@ fn canonical_bytes_are_those_of_the_json_tree() {
     );
     // And on every official template prompt and custom-node workflow.
     let mut checked = 0;
-    for dir in [TEMPLATES_API, "../shared/fixtures/custom-nodes/workflows"] {
+    for dir in [TEMPLATES_API, "tests/fixtures/custom-nodes/workflows"] {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().and_then(|e| e.to_str()) != Some("json") {

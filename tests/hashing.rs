@@ -470,12 +470,12 @@ fn template_model_dirs(template: &Value) -> BTreeMap<String, BTreeSet<String>> {
 /// `models/` directory. Every API input naming such a file must yield a reference in that folder.
 #[test]
 fn every_template_loader_yields_a_reference_in_the_templates_folder() {
-    let api_dir = Path::new("../shared/corpus/templates-api-newer");
-    let ui_dir = Path::new("../shared/corpus/templates");
+    let api_dir = Path::new("tests/corpus/templates-api-newer");
+    let ui_dir = Path::new("tests/corpus/templates");
     let mut checked = 0;
     let mut templates_with_models = 0;
     let mut folders_seen = BTreeSet::new();
-    for entry in fs::read_dir(api_dir).expect("../shared corpus") {
+    for entry in fs::read_dir(api_dir).expect("the corpus is at tests/corpus") {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;
@@ -534,7 +534,7 @@ fn every_template_loader_yields_a_reference_in_the_templates_folder() {
 }
 
 fn refs_of(workflow: &str) -> Vec<(String, String, String, &'static str)> {
-    let path = Path::new("../shared/fixtures/custom-nodes/workflows").join(workflow);
+    let path = Path::new("tests/fixtures/custom-nodes/workflows").join(workflow);
     model_references(&read_json(&path))
         .into_iter()
         .map(|r| (r.node_id, r.input, r.file, r.folders[0]))

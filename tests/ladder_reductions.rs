@@ -13,8 +13,8 @@ fn defs() -> &'static NodeDefs {
     static DEFS: OnceLock<NodeDefs> = OnceLock::new();
     DEFS.get_or_init(|| {
         NodeDefs::load_files(&[
-            "../shared/fixtures/comfyui-newer/object_info.json",
-            "../shared/fixtures/custom-nodes/object_info.custom.json",
+            "tests/fixtures/comfyui-newer/object_info.json",
+            "tests/fixtures/custom-nodes/object_info.custom.json",
         ])
         .expect("fixtures load")
     })

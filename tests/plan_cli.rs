@@ -4,9 +4,9 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-const CORE_DEFS: &str = "../shared/fixtures/comfyui/GET__object_info.final.json";
-const CUSTOM_DEFS: &str = "../shared/fixtures/custom-nodes/object_info.custom.json";
-const WORKFLOWS: &str = "../shared/fixtures/custom-nodes/workflows";
+const CORE_DEFS: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
+const CUSTOM_DEFS: &str = "tests/fixtures/custom-nodes/object_info.custom.json";
+const WORKFLOWS: &str = "tests/fixtures/custom-nodes/workflows";
 
 fn bisect(args: &[&str]) -> (u8, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))

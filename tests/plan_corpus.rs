@@ -10,11 +10,11 @@ use comfy_bisect::workflow::{load_api_file, Input, Workflow};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const NEWER_DEFS: &str = "../shared/fixtures/comfyui-newer/object_info.json";
-const CORE_DEFS: &str = "../shared/fixtures/comfyui/GET__object_info.final.json";
-const CUSTOM_DEFS: &str = "../shared/fixtures/custom-nodes/object_info.custom.json";
-const CORPUS: &str = "../shared/corpus/templates-api-newer";
-const CUSTOM: &str = "../shared/fixtures/custom-nodes/workflows";
+const NEWER_DEFS: &str = "tests/fixtures/comfyui-newer/object_info.json";
+const CORE_DEFS: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
+const CUSTOM_DEFS: &str = "tests/fixtures/custom-nodes/object_info.custom.json";
+const CORPUS: &str = "tests/corpus/templates-api-newer";
+const CUSTOM: &str = "tests/fixtures/custom-nodes/workflows";
 
 fn json_files(dir: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

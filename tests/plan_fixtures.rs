@@ -11,11 +11,11 @@ use std::path::Path;
 
 fn planned(name: &str) -> Plan {
     let defs = NodeDefs::load_files(&[
-        "../shared/fixtures/comfyui/GET__object_info.final.json",
-        "../shared/fixtures/custom-nodes/object_info.custom.json",
+        "tests/fixtures/comfyui/GET__object_info.final.json",
+        "tests/fixtures/custom-nodes/object_info.custom.json",
     ])
     .unwrap();
-    let path = format!("../shared/fixtures/custom-nodes/workflows/{name}.json");
+    let path = format!("tests/fixtures/custom-nodes/workflows/{name}.json");
     let target = load_api_file(Path::new(&path)).unwrap();
     let options = PlanOptions {
         min_resolution: 0,

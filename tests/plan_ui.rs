@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
-const NEWER: &str = "../shared/fixtures/comfyui-newer/object_info.json";
+const NEWER: &str = "tests/fixtures/comfyui-newer/object_info.json";
 
 #[test]
 fn plan_of_a_ui_workflow_writes_ui_variants_that_convert_back_exactly() {
@@ -21,7 +21,7 @@ fn plan_of_a_ui_workflow_writes_ui_variants_that_convert_back_exactly() {
         let out = Command::new(BIN)
             .args(["plan", "--object-info", NEWER, "--out"])
             .arg(dir.path())
-            .arg(Path::new("../shared/corpus/templates").join(template))
+            .arg(Path::new("tests/corpus/templates").join(template))
             .output()
             .unwrap();
         assert!(

@@ -17,8 +17,8 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 
-const NEWER: &str = "../shared/fixtures/comfyui-newer/object_info.json";
-const TEMPLATE: &str = "../shared/corpus/templates/image_qwen_image_2512_with_2steps_lora.json";
+const NEWER: &str = "tests/fixtures/comfyui-newer/object_info.json";
+const TEMPLATE: &str = "tests/corpus/templates/image_qwen_image_2512_with_2steps_lora.json";
 
 /// A server that answers the first liveness check, then is gone: the driver writes the first
 /// run's folder, the submission fails, and the session stops as "server lost".

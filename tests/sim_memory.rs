@@ -254,7 +254,7 @@ async fn lora_patching_fails_while_loading_inside_the_sampler() {
 async fn wrapper_text_encoder_fails_moving_to_the_gpu() {
     let wf: Value = serde_json::from_str(
         &std::fs::read_to_string(
-            "../shared/fixtures/custom-nodes/workflows/wanvideowrapper_t2v_blockswap_teacache_loras.json",
+            "tests/fixtures/custom-nodes/workflows/wanvideowrapper_t2v_blockswap_teacache_loras.json",
         )
         .unwrap(),
     )
@@ -346,7 +346,7 @@ async fn failures_are_deterministic_and_the_allocator_changes_the_wording() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_custom_node_workflows_validate_and_run() {
-    let dir = std::path::Path::new("../shared/fixtures/custom-nodes/workflows");
+    let dir = std::path::Path::new("tests/fixtures/custom-nodes/workflows");
     let sim = sim(SimConfig::default().with_time_scale(0.0)).await;
     let base = sim.base_url();
     let mut ws = Ws::connect(&base, "wf").await;

@@ -7,10 +7,10 @@
 use serde_json::{Map, Value};
 use std::path::Path;
 
-const CORE: &str = "../shared/fixtures/comfyui/GET__object_info.final.json";
-const CUSTOM: &str = "../shared/fixtures/custom-nodes/object_info.custom.json";
-const INVENTORY: &str = "../shared/fixtures/custom-nodes/model-inventory.json";
-const ROLES: &str = "../shared/docs/node-roles-map.json";
+const CORE: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
+const CUSTOM: &str = "tests/fixtures/custom-nodes/object_info.custom.json";
+const INVENTORY: &str = "tests/fixtures/custom-nodes/model-inventory.json";
+const ROLES: &str = "tests/fixtures/node-roles-map.json";
 const SHIPPED_DEFS: &str = "src/sim/object_info.sim.json";
 const SHIPPED_ROLES: &str = "src/sim/roles.sim.json";
 
@@ -247,7 +247,7 @@ fn trimmed_definitions_keep_what_bisection_needs() {
 #[test]
 fn every_custom_workflow_uses_only_shipped_classes() {
     let defs = generate_defs();
-    let dir = Path::new("../shared/fixtures/custom-nodes/workflows");
+    let dir = Path::new("tests/fixtures/custom-nodes/workflows");
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

@@ -33,7 +33,7 @@ fn offline_objects(prompt: &Value, nd: &NodeDefs) -> bool {
 fn both_validators_agree_on_the_captured_cases() {
     let nd = offline_defs();
     let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string("../shared/fixtures/comfyui/post_prompt_validation_errors.json")
+        &std::fs::read_to_string("tests/fixtures/comfyui/post_prompt_validation_errors.json")
             .unwrap(),
     )
     .unwrap();
@@ -64,7 +64,7 @@ fn both_validators_agree_on_the_captured_cases() {
 #[test]
 fn both_validators_accept_the_custom_node_workflows() {
     let nd = offline_defs();
-    for entry in std::fs::read_dir("../shared/fixtures/custom-nodes/workflows").unwrap() {
+    for entry in std::fs::read_dir("tests/fixtures/custom-nodes/workflows").unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;

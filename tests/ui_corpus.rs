@@ -11,7 +11,7 @@ use comfy_bisect::workflow::ui::convert;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const CORPUS: &str = "../shared/corpus";
+const CORPUS: &str = "tests/corpus";
 
 fn read(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -92,7 +92,7 @@ fn diff(got: &Value, want: &Value) -> Vec<String> {
 
 fn oracle_files(dir: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(CORPUS).join(dir))
-        .expect("the shared corpus is at ../shared")
+        .expect("the corpus is at tests/corpus")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
@@ -142,7 +142,7 @@ fn run_set(dir: &str, defs: &NodeDefs, fallback: Option<&str>) -> (usize, Vec<St
 #[test]
 fn templates_match_frontend_1_58_1() {
     let defs = NodeDefs::load_file(Path::new(
-        "../shared/fixtures/comfyui-newer/object_info.json",
+        "tests/fixtures/comfyui-newer/object_info.json",
     ))
     .unwrap();
     let total = oracle_files("templates-api-newer").len();
@@ -158,7 +158,7 @@ fn templates_match_frontend_1_58_1() {
 #[test]
 fn templates_match_frontend_1_27_10() {
     let defs = NodeDefs::load_file(Path::new(
-        "../shared/fixtures/comfyui/GET__object_info.final.json",
+        "tests/fixtures/comfyui/GET__object_info.final.json",
     ))
     .unwrap();
     let total = oracle_files("templates-api").len();

@@ -65,10 +65,10 @@ fn layout(ui: &Value) -> Value {
 #[test]
 fn written_back_variants_convert_to_the_api_variant() {
     let defs = NodeDefs::load_file(Path::new(
-        "../shared/fixtures/comfyui-newer/object_info.json",
+        "tests/fixtures/comfyui-newer/object_info.json",
     ))
     .unwrap();
-    let mut names: Vec<String> = std::fs::read_dir("../shared/corpus/templates-api-newer")
+    let mut names: Vec<String> = std::fs::read_dir("tests/corpus/templates-api-newer")
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .filter(|n| n.ends_with(".json"))
@@ -77,7 +77,7 @@ fn written_back_variants_convert_to_the_api_variant() {
     let (mut templates, mut edit_count, mut failures) = (0, 0, Vec::new());
     let mut kinds = std::collections::BTreeMap::new();
     for name in &names {
-        let ui = read(&Path::new("../shared/corpus/templates").join(name));
+        let ui = read(&Path::new("tests/corpus/templates").join(name));
         let converted = convert(&ui, &defs).unwrap();
         let edits = generated_edits(&converted.workflow);
         if edits.is_empty() {

@@ -1,6 +1,6 @@
 //! Every ComfyUI protocol fact the client relies on: routes, WebSocket message types and their
 //! fields, response and error shapes. Checked against the captures in
-//! `shared/fixtures/comfyui/` (ComfyUI 0.3.64). Structs are strict about what ComfyUI promises
+//! `tests/fixtures/comfyui/` (ComfyUI 0.3.64). Structs are strict about what ComfyUI promises
 //! and lenient about extra fields (`#[serde(default)]`, unknown data kept as `Value`).
 
 use serde::{Deserialize, Serialize};
@@ -570,7 +570,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> String {
-        let path = format!("../shared/fixtures/comfyui/{name}");
+        let path = format!("tests/fixtures/comfyui/{name}");
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
     }
 

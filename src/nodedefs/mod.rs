@@ -550,7 +550,7 @@ mod tests {
     #[test]
     fn real_fixtures_parse() {
         let core = NodeDefs::load_file(Path::new(
-            "../shared/fixtures/comfyui/GET__object_info.final.json",
+            "tests/fixtures/comfyui/GET__object_info.final.json",
         ))
         .unwrap();
         assert_eq!(core.len(), 496);
@@ -561,7 +561,7 @@ mod tests {
         );
         assert!(core.get("SaveImage").unwrap().output_node);
         let newer = NodeDefs::load_file(Path::new(
-            "../shared/fixtures/comfyui-newer/object_info.json",
+            "tests/fixtures/comfyui-newer/object_info.json",
         ))
         .unwrap();
         assert_eq!(newer.len(), 688);

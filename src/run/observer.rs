@@ -24,7 +24,7 @@ pub enum RunEvent {
 }
 
 /// One line of the raw event stream, in the spirit of the capture format of
-/// `shared/fixtures/comfyui/*.ndjson` (`channel` = `ws`, `http` or `note`).
+/// `tests/fixtures/comfyui/*.ndjson` (`channel` = `ws`, `http` or `note`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "channel", rename_all = "snake_case")]
 pub enum RawEvent<'a> {

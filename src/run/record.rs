@@ -490,7 +490,7 @@ mod tests {
         })
         .into_parts();
         let stats: SystemStats = serde_json::from_str(
-            &std::fs::read_to_string("../shared/fixtures/comfyui/GET__system_stats.final.json")
+            &std::fs::read_to_string("tests/fixtures/comfyui/GET__system_stats.final.json")
                 .unwrap(),
         )
         .unwrap();

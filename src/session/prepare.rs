@@ -268,8 +268,8 @@ mod tests {
 
     fn defs() -> NodeDefs {
         NodeDefs::load_files(&[
-            "../shared/fixtures/comfyui/GET__object_info.final.json",
-            "../shared/fixtures/custom-nodes/object_info.custom.json",
+            "tests/fixtures/comfyui/GET__object_info.final.json",
+            "tests/fixtures/custom-nodes/object_info.custom.json",
         ])
         .unwrap()
     }

@@ -1,7 +1,7 @@
 //! A ComfyUI-compatible server for tests, CI and machines without a GPU.
 //!
 //! The simulator owns: the HTTP routes and WebSocket protocol of ComfyUI 0.3.64 as captured in
-//! `shared/fixtures/comfyui` (every route also under `/api`), prompt validation with the
+//! `tests/fixtures/comfyui` (every route also under `/api`), prompt validation with the
 //! server's 400/200 shapes, a queue with history and a node-output cache between prompts, and
 //! a deterministic GPU memory model ([`memory`]) that makes workflows fail with
 //! `torch.OutOfMemoryError` at a realistic stage ([`oom`]). Fault switches ([`Faults`]) make it

@@ -609,7 +609,7 @@ mod tests {
     fn the_fixture_cases_come_back_with_the_captured_bodies() {
         let fixture: Value = serde_json::from_str(
             &std::fs::read_to_string(
-                "../shared/fixtures/comfyui/post_prompt_validation_errors.json",
+                "tests/fixtures/comfyui/post_prompt_validation_errors.json",
             )
             .unwrap(),
         )

@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-pub const FIXTURES: &str = "../shared/fixtures/comfyui";
+pub const FIXTURES: &str = "tests/fixtures/comfyui";
 
 pub async fn sim(config: SimConfig) -> SimHandle {
     start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
