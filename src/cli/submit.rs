@@ -1,8 +1,8 @@
 //! `comfy-bisect submit WORKFLOW`: run one workflow on the server and print the outcome (or the
 //! whole run record with `--json`).
 
-use super::common::{print_error, read_workflow_with};
-use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
+use super::common::{print_error, read_workflow_with, ConnectArgs, Connection};
+use crate::comfy::{Client, ClientError, TrackerEvent};
 use crate::error::exit;
 use crate::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
@@ -28,10 +28,8 @@ pub struct Args {
     /// Sample /system_stats every N milliseconds for the VRAM series.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..))]
     pub sample_ms: u64,
-    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
-    /// COMFY_BISECT_HEADERS, newline- or ';'-separated). Never written anywhere.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Print the run record as JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -39,33 +37,9 @@ pub struct Args {
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
 pub fn run(args: Args, server: &str) -> u8 {
-    let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
-        Ok(h) => h,
-        Err(e) => {
-            print_error(&format!(
-                "{e} (in --header or {})",
-                crate::comfy::HEADERS_ENV
-            ));
-            return exit::USAGE;
-        }
-    };
-    let client = match Client::new(server, headers) {
+    let Connection { client, runtime } = match args.connect.connect(server) {
         Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            print_error(&format!("cannot start the async runtime: {e}"));
-            return exit::USAGE;
-        }
+        Err(e) => return e.report(),
     };
     let workflow = match read_workflow_with(&args.workflow, || {
         let info = runtime
