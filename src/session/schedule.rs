@@ -62,47 +62,61 @@ fn parse_numeric_offset(s: &str) -> Option<UtcOffset> {
     UtcOffset::from_hms(sign * h, sign * m, 0).ok()
 }
 
-/// Parses a duration: `90` (seconds), `90s`, `10m`, `1h30m`, `2h`, `500ms`.
+/// The longest duration an option takes (a year): longer cannot be meant, and every deadline
+/// computed from a shorter one fits in a clock.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses a duration: `90` (seconds), `90s`, `10m`, `1h30m`, `2h`, `500ms`, `1.5m`. Never
+/// panics: sums are checked and anything over [`MAX_DURATION`] is refused.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    let bad = || format!("'{text}' is not a duration (examples: 90s, 10m, 1h30m)");
+    let bad = || format!("'{text}' is not a duration (examples: 90s, 10m, 1h30m, 1.5m, 500ms)");
     if t.is_empty() {
         return Err(bad());
     }
-    if t.bytes().all(|b| b.is_ascii_digit()) {
-        return t.parse().map(Duration::from_secs).map_err(|_| bad());
-    }
     let mut total = Duration::ZERO;
-    let mut number = String::new();
-    let mut chars = t.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        let unit_len = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        // `1h30` is refused (30 what?); a plain number alone means seconds.
+        if number.is_empty() || (unit.is_empty() && number_len != t.len()) {
+            return Err(bad());
         }
-        let mut unit = c.to_string();
-        while let Some(&n) = chars.peek() {
-            if n.is_ascii_alphabetic() {
-                unit.push(n);
-                chars.next();
-            } else {
-                break;
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let seconds_per_unit = match unit {
+            "" | "s" | "sec" => 1.0,
+            "ms" => 0.001,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            _ => {
+                return Err(format!(
+                    "unknown unit '{unit}' in '{text}'; use ms, s, m, h or d"
+                ))
             }
-        }
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        number.clear();
-        total += match unit.as_str() {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" | "min" => Duration::from_secs(n * 60),
-            "h" => Duration::from_secs(n * 3600),
-            _ => return Err(bad()),
         };
-    }
-    if !number.is_empty() {
-        return Err(bad());
+        let part = Duration::try_from_secs_f64(value * seconds_per_unit)
+            .ok()
+            .filter(|d| *d <= MAX_DURATION)
+            .ok_or_else(too_long(text))?;
+        total = total
+            .checked_add(part)
+            .filter(|d| *d <= MAX_DURATION)
+            .ok_or_else(too_long(text))?;
+        rest = after;
     }
     Ok(total)
+}
+
+fn too_long(text: &str) -> impl FnOnce() -> String + '_ {
+    move || format!("'{text}' is longer than a year; give a shorter duration")
 }
 
 /// Formats a duration for people: `1h02m`, `3m05s`, `12s`.
@@ -157,8 +171,21 @@ mod tests {
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        for bad in ["", "10x", "m", "1h30"] {
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
+        for bad in ["", "10x", "m", "1h30", "1..5s", "-5s", "5 s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        // What used to panic ("overflow when adding durations") or wrap.
+        for huge in [
+            "18446744073709551615s1s",
+            "18446744073709551615",
+            "5124095576030431h",
+            "9999999999999999999999h",
+            "366d",
+            "1e400s",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
         }
         assert_eq!(human(Duration::from_secs(3725)), "1h02m");
         assert_eq!(human(Duration::from_secs(185)), "3m05s");
