@@ -1,4 +1,5 @@
-//! Property tests: no parser of user input panics, whatever it is given — durations, times,
+//! Property tests: no parser of user input panics, whatever it is given — durations, times
+//! (`--start-at`, `--deadline`, at any instant in any zone),
 //! `--header` values, server URLs, the ladder options (`--order`, `--keep`, `--min-*`) — and a
 //! password in a server URL never reaches an error message or the printed URL.
 
@@ -9,7 +10,7 @@ use comfy_bisect::cli::Cli;
 use comfy_bisect::comfy::{Client, ExtraHeaders};
 use comfy_bisect::ladder::{plan, Increment, PlanOptions};
 use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::session::schedule::{parse_duration, MAX_DURATION};
+use comfy_bisect::session::schedule::{parse_duration, parse_when, MAX_DURATION};
 use comfy_bisect::workflow::{load_api_file, Workflow};
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -45,6 +46,28 @@ proptest! {
             vec!["comfy-bisect", "validate", "wf.json", "--request-timeout", &text],
         ] {
             let _ = Cli::try_parse_from(args);
+        }
+    }
+
+    #[test]
+    fn times_never_panic(text in prop_oneof![
+        "[0-9]{0,4}:[0-9]{0,4}",
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})",
+        ".*",
+    ], now in prop_oneof![
+        Just(jiff::Timestamp::MIN.as_second()),
+        Just(jiff::Timestamp::MAX.as_second()),
+        jiff::Timestamp::MIN.as_second()..jiff::Timestamp::MAX.as_second(),
+    ], zone in prop_oneof![
+        Just("CET-1CEST,M3.5.0,M10.5.0/3"),
+        Just("NZST-12NZDT,M9.5.0,M4.1.0/3"),
+        Just("UTC0"),
+    ]) {
+        let now = jiff::Timestamp::from_second(now).unwrap();
+        let tz = jiff::tz::TimeZone::posix(zone).unwrap();
+        if let Ok(at) = parse_when(&text, now, &tz) {
+            // An HH:MM time is always in the future.
+            prop_assert!(text.trim().len() > 5 || at.timestamp() > now);
         }
     }
 

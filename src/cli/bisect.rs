@@ -16,7 +16,7 @@ use crate::session::live::LiveBackend;
 use crate::session::lock::SessionLock;
 use crate::session::prepare::{prepare, LadderConfig, Prepared};
 use crate::session::progress::ProgressView;
-use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
+use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use crate::session::setup::{create_session, unique_name, PreparedWorkflow};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -162,32 +162,32 @@ impl LadderArgs {
 impl SessionArgs {
     /// The session options (times resolved to RFC 3339).
     pub fn options(&self, ladder: &LadderArgs) -> Result<SessionOptions, String> {
-        let now = time::OffsetDateTime::now_utc();
-        let (offset, warning) = local_offset();
-        let needs_local = |t: &Option<String>| t.as_deref().is_some_and(|t| t.len() <= 5);
+        let now = jiff::Timestamp::now();
+        let (zone, warning) = local_zone();
+        let needs_local = |t: &Option<String>| t.as_deref().is_some_and(|t| t.trim().len() <= 5);
         if needs_local(&self.start_at) || needs_local(&self.deadline) {
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
         }
-        let when = |t: &Option<String>, flag: &str| -> Result<Option<String>, String> {
+        let when = |t: &Option<String>, flag: &str| {
             t.as_deref()
-                .map(|t| {
-                    parse_when(t, now, offset)
-                        .map(rfc3339)
-                        .map_err(|e| format!("{flag}: {e}"))
-                })
+                .map(|t| parse_when(t, now, &zone).map_err(|e| format!("{flag}: {e}")))
                 .transpose()
         };
         let start_at = when(&self.start_at, "--start-at")?;
         let deadline = when(&self.deadline, "--deadline")?;
         if let (Some(s), Some(d)) = (&start_at, &deadline) {
-            if d <= s {
+            if d.timestamp() <= s.timestamp() {
                 return Err(format!(
-                    "--deadline {d} is not after --start-at {s}; nothing could run"
+                    "--deadline {} is not after --start-at {}; nothing could run",
+                    rfc3339(d),
+                    rfc3339(s)
                 ));
             }
         }
+        let start_at = start_at.as_ref().map(rfc3339);
+        let deadline = deadline.as_ref().map(rfc3339);
         Ok(SessionOptions {
             strategy: self.strategy,
             repeat: self.repeat,

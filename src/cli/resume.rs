@@ -6,7 +6,7 @@ use super::bisect::{drive_session, print_summary};
 use super::common::{print_error, ConnectArgs, Connection};
 use crate::error::exit;
 use crate::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
-use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
+use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -95,9 +95,12 @@ pub fn run(args: Args) -> u8 {
         session.options.deadline = None;
     }
     if let Some(d) = &args.deadline {
-        let (offset, _) = local_offset();
-        match parse_when(d, time::OffsetDateTime::now_utc(), offset) {
-            Ok(t) => session.options.deadline = Some(rfc3339(t)),
+        let (zone, warning) = local_zone();
+        if let Some(w) = warning.filter(|_| d.trim().len() <= 5) {
+            eprintln!("warning: {w}");
+        }
+        match parse_when(d, jiff::Timestamp::now(), &zone) {
+            Ok(t) => session.options.deadline = Some(rfc3339(&t)),
             Err(e) => {
                 print_error(&format!("--deadline: {e}"));
                 return exit::USAGE;
