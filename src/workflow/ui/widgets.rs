@@ -77,6 +77,17 @@ const FRONTEND_WIDGET_TYPES: [&str; 15] = [
     "HISTOGRAM",
 ];
 
+/// Classes the frontend's audio extension gives an `audioUI` player widget (a required input it
+/// adds to their definition); the player's value, `""`, is sent with the prompt.
+const AUDIO_UI_CLASSES: [&str; 6] = [
+    "LoadAudio",
+    "SaveAudio",
+    "PreviewAudio",
+    "SaveAudioMP3",
+    "SaveAudioOpus",
+    "SaveAudioAdvanced",
+];
+
 /// Widgets that frontend extensions add to some core classes, after the definition's widgets:
 /// `(class, widget name, sent in the prompt)`.
 const EXTENSION_WIDGETS: [(&str, &str, bool); 2] =
@@ -313,11 +324,22 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
     }) {
         push_ui_only("upload", &mut cursor, &mut out);
     }
-    if required
+    let audio_upload = required
         .iter()
-        .any(|i| i.options.get("audio_upload").and_then(Value::as_bool) == Some(true))
-    {
+        .any(|i| i.options.get("audio_upload").and_then(Value::as_bool) == Some(true));
+    if AUDIO_UI_CLASSES.contains(&def.name.as_str()) {
+        // The audio player the frontend adds to these classes as a required input: a DOM
+        // widget whose (empty) value is queued with the prompt.
+        push_dom_widget(
+            "audioUI",
+            Value::String(String::new()),
+            &mut cursor,
+            &mut out,
+        );
+    } else if audio_upload {
         push_ui_only("audioUI", &mut cursor, &mut out);
+    }
+    if audio_upload {
         push_ui_only("upload", &mut cursor, &mut out);
     }
     for input in &optional {
@@ -332,6 +354,23 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
             push_extension(&format!("option{n}"), &mut cursor, &mut out);
             n += 1;
         }
+    }
+    // A remote combo with a refresh button (LoadImageOutput): the button is a widget named
+    // `refresh` whose value, "refresh", is queued with the prompt. Its saved slot (if any)
+    // follows the UI-only widgets, so it is not read.
+    if def.visible_inputs().any(|i| {
+        i.options
+            .get("remote")
+            .and_then(|r| r.get("refresh_button"))
+            == Some(&Value::Bool(true))
+    }) {
+        out.push(Widget {
+            name: "refresh".into(),
+            kind: SlotKind::Input,
+            saved_at: None,
+            value: Value::String("refresh".into()),
+            dynamic_prompts: false,
+        });
     }
     legacy_values(def, &mut out);
     for (class, name, sent) in EXTENSION_WIDGETS {
@@ -386,6 +425,19 @@ fn push_extension(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
             dynamic_prompts: false,
         });
     }
+}
+
+/// A DOM widget whose value the frontend computes at queue time (`value`) and sends; its saved
+/// slot, if the save has one, is consumed but not read.
+fn push_dom_widget(name: &str, value: Value, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
+    let taken = cursor.take(name);
+    out.push(Widget {
+        name: name.to_string(),
+        kind: SlotKind::Input,
+        saved_at: taken.map(|t| t.0),
+        value,
+        dynamic_prompts: false,
+    });
 }
 
 fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
