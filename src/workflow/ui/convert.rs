@@ -289,13 +289,13 @@ impl<'a> Conv<'a> {
                         };
                         promoted.insert(def.inputs[k].name.clone(), v.clone());
                         pos += 1;
-                        if skip_controls && self.input_has_control(def, k) {
-                            if values
+                        if skip_controls
+                            && self.input_has_control(def, k)
+                            && values
                                 .get(pos)
                                 .is_some_and(super::widgets::is_control_value)
-                            {
-                                pos += 1;
-                            }
+                        {
+                            pos += 1;
                         }
                     }
                 }
