@@ -8,12 +8,27 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 const REPORTS: &str = "tests/fixtures/oom-reports/dev-reports.json";
+/// The second, larger collection; each record says whether it is `train` or `heldout`.
+const COLLECTED: &str = "tests/fixtures/oom-reports/collected-reports.json";
+
+fn load_file(path: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {path}: {e} (run from the crate root)"));
+    let value: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"));
+    value.as_array().expect("an array of reports").clone()
+}
 
 fn load_reports() -> Vec<Value> {
-    let text = std::fs::read_to_string(REPORTS)
-        .unwrap_or_else(|e| panic!("cannot read {REPORTS}: {e} (run from the crate root)"));
-    let value: Value = serde_json::from_str(&text).expect("dev-reports.json is JSON");
-    value.as_array().expect("an array of reports").clone()
+    load_file(REPORTS)
+}
+
+/// The collected records of one split (`train` or `heldout`).
+fn collected(split: &str) -> Vec<Value> {
+    load_file(COLLECTED)
+        .into_iter()
+        .filter(|r| r["split"] == split)
+        .collect()
 }
 
 fn opt_str(v: &Value) -> Option<String> {
@@ -145,7 +160,8 @@ impl Tally {
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let kind_ok = d.kind.as_str() == want_kind;
-        let stage_ok = candidates.contains(&d.stage.as_str());
+        // The labelled stage, or any stage the text leaves open.
+        let stage_ok = d.stage.as_str() == want_stage || candidates.contains(&d.stage.as_str());
         let numbers = number_mismatches(record, d);
         self.total += 1;
         self.kind_ok += kind_ok as usize;
@@ -154,7 +170,7 @@ impl Tally {
         let k = self.per_kind.entry(want_kind.clone()).or_default();
         k.0 += kind_ok as usize;
         k.1 += 1;
-        let s = self.per_stage.entry(want_stage).or_default();
+        let s = self.per_stage.entry(want_stage.clone()).or_default();
         s.0 += stage_ok as usize;
         s.1 += 1;
         if !kind_ok {
@@ -277,4 +293,32 @@ fn negatives_and_killed_processes_keep_their_kind() {
             assert!(d.numbers.is_empty(), "{}", record["id"]);
         }
     }
+}
+
+/// Kind/stage/numbers tally of a set of records through the pasted-text + record path.
+fn tally(records: &[Value]) -> Tally {
+    let mut t = Tally::default();
+    for record in records {
+        let d = diagnose::diagnose_input(&combined_input(record));
+        t.add(record, &d);
+    }
+    t
+}
+
+#[test]
+fn collected_reports_held_out_and_whole_set() {
+    let heldout = collected("heldout");
+    let train = collected("train");
+    assert!(heldout.len() >= 40, "held-out batch has {} records", heldout.len());
+    let mut all = load_reports();
+    all.extend(train.iter().cloned());
+    all.extend(heldout.iter().cloned());
+    assert!(all.len() >= 120, "only {} labelled records", all.len());
+
+    let h = tally(&heldout);
+    h.print("held-out batch (collected-reports.json, split = heldout)");
+    let tr = tally(&train);
+    tr.print("training batch (collected-reports.json, split = train)");
+    let w = tally(&all);
+    w.print("whole set (dev-reports.json + collected-reports.json)");
 }
