@@ -7,6 +7,7 @@
 //! human rendering (`render`). Everything here is pure: no network, no file system.
 
 mod advice;
+mod frames;
 mod kind;
 mod numbers;
 mod parse;
@@ -157,6 +158,31 @@ impl Stage {
     }
 }
 
+/// How sure the stage is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageConfidence {
+    /// A traceback frame, the exception itself (a model file it names) or the failing node's
+    /// class decided it.
+    Certain,
+    /// Only progress or the order of console lines decided it.
+    Likely,
+    /// Nothing located it (the stage is `unknown`).
+    #[default]
+    Unknown,
+}
+
+impl StageConfidence {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageConfidence::Certain => "certain",
+            StageConfidence::Likely => "likely",
+            StageConfidence::Unknown => "unknown",
+        }
+    }
+}
+
 /// The root cause, which a diagnosis never claims: it serializes as `"unknown"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -192,8 +218,11 @@ pub struct Diagnosis {
     pub root_cause: RootCause,
     /// Why this kind, in words.
     pub kind_evidence: String,
-    /// Every stage the evidence leaves open (`stage` is one of them).
+    /// Every stage the evidence leaves open (`stage` is one of them, unless it is `unknown`).
     pub stage_candidates: Vec<Stage>,
+    /// How sure the stage is (`certain`, `likely`, `unknown`).
+    #[serde(default)]
+    pub stage_confidence: StageConfidence,
     /// True when the error says it may be reported asynchronously (the traceback location
     /// cannot be trusted).
     pub asynchronous_error_location_unreliable: bool,
@@ -287,6 +316,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
         root_cause: RootCause::Unknown,
         kind_evidence: kind_verdict.evidence,
         stage_candidates: verdict.candidates,
+        stage_confidence: verdict.confidence,
         asynchronous_error_location_unreliable: kind_verdict.asynchronous,
         inconsistencies,
         fragmentation,
