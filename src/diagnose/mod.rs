@@ -90,6 +90,8 @@ pub enum Kind {
     Rejected,
     /// Not a memory failure (including look-alikes) or not a failure at all.
     Other,
+    /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
+    Unknown,
 }
 
 impl Kind {
@@ -106,6 +108,7 @@ impl Kind {
             Kind::Timeout => "timeout",
             Kind::Rejected => "rejected",
             Kind::Other => "other",
+            Kind::Unknown => "unknown",
         }
     }
 
@@ -248,6 +251,35 @@ pub fn diagnose(evidence: &Evidence) -> Diagnosis {
 /// Diagnoses a parsed paste: the evidence plus what the console log showed around the failure.
 pub fn diagnose_input(input: &ParsedInput) -> Diagnosis {
     diagnose_with_signals(&input.evidence, &input.signals)
+}
+
+/// The diagnosis of input that holds no readable failure: kind and stage `unknown`, the reason
+/// in `kind_evidence` and `stage_evidence` (what `comfy-bisect diagnose --json` prints then).
+pub fn no_failure(reason: &str) -> Diagnosis {
+    Diagnosis {
+        kind: Kind::Unknown,
+        stage: Stage::Unknown,
+        stage_evidence: format!("No failure was found, so there is no stage: {reason}."),
+        node_type: None,
+        node_id: None,
+        numbers: Numbers::default(),
+        numbers_consistent: true,
+        next_check: vec![
+            "Paste the console from `got prompt` to the error (or the execution_error / /history JSON) and run diagnose again.".into(),
+        ],
+        candidates: Vec::new(),
+        root_cause: RootCause::Unknown,
+        kind_evidence: format!("No failure was found in the input: {reason}."),
+        stage_candidates: vec![Stage::Unknown],
+        stage_confidence: StageConfidence::Unknown,
+        asynchronous_error_location_unreliable: false,
+        inconsistencies: Vec::new(),
+        fragmentation: None,
+        exception_type: None,
+        message: None,
+        last_progress: None,
+        outcome: None,
+    }
 }
 
 /// Parses pasted text (console log, traceback, execution_error / history / WebSocket JSON).

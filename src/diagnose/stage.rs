@@ -140,7 +140,7 @@ fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
         let f = &frames[i];
         let file = f.path.rsplit('/').next().unwrap_or(&f.path);
         match matching_rule(f) {
-            Some(rule) => format!("{} ({file}; {})", f.func, rule.what),
+            Some(rule) => format!("{} ({file}: {})", f.func, rule.what),
             None => format!("{} ({file})", f.func),
         }
     };
@@ -442,6 +442,12 @@ pub(crate) fn resolve(
         } else {
             confidence
         };
+        // `stage` is always among the candidates; an unknown stage lists the stages left open
+        // after it.
+        let mut candidates = candidates;
+        if !candidates.contains(&stage) {
+            candidates.insert(0, stage);
+        }
         StageVerdict {
             stage,
             candidates,
