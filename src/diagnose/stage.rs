@@ -724,6 +724,102 @@ mod tests {
         assert_eq!(resurfaced_in_cleanup(&f), None);
     }
 
+    fn verdict(evidence: &Evidence, kind: Kind, signals: &ConsoleSignals) -> StageVerdict {
+        resolve(evidence, signals, kind, false, &failing_node(evidence))
+    }
+
+    #[test]
+    fn a_non_memory_error_keeps_the_stage_of_its_place() {
+        let e = Evidence {
+            node_type: Some("VAEEncodeTiled".into()),
+            exception_message: Some("INTERNAL ASSERT FAILED".into()),
+            ..Evidence::default()
+        };
+        let v = verdict(&e, Kind::Other, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::Condition);
+        assert_eq!(v.confidence, StageConfidence::Certain);
+        let e = Evidence {
+            exception_message: Some("mat1 and mat2 shapes cannot be multiplied".into()),
+            traceback: vec![
+                r#"  File "/c/comfy/samplers.py", line 1, in sample"#.into(),
+                r#"  File "/c/comfy/k_diffusion/sampling.py", line 2, in sample_euler"#.into(),
+            ],
+            ..Evidence::default()
+        };
+        let signals = ConsoleSignals {
+            sampling_bar: Some((7, 20)),
+            ..ConsoleSignals::default()
+        };
+        assert_eq!(verdict(&e, Kind::Other, &signals).stage, Stage::SampleMiddle);
+    }
+
+    #[test]
+    fn mapping_or_reading_a_model_file_is_load() {
+        for msg in [
+            "unable to mmap 23802932552 bytes from file <ComfyUI/models/unet/flux1-dev.safetensors>: Cannot allocate memory (12)",
+            "Error while deserializing header: HeaderTooLarge",
+        ] {
+            let e = Evidence {
+                exception_message: Some(msg.into()),
+                ..Evidence::default()
+            };
+            let v = verdict(&e, Kind::HostRam, &ConsoleSignals::default());
+            assert_eq!(v.stage, Stage::Load, "{msg}");
+            assert_eq!(v.confidence, StageConfidence::Certain, "{msg}");
+        }
+        // An input image is not a model file.
+        let e = Evidence {
+            exception_message: Some("unable to mmap 100 bytes from file <input/cat.png>: Cannot allocate memory (12)".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(verdict(&e, Kind::HostRam, &ConsoleSignals::default()).stage, Stage::Unknown);
+    }
+
+    #[test]
+    fn nothing_locating_it_is_unknown_not_a_default() {
+        let e = Evidence {
+            node_type: Some("KSampler".into()),
+            exception_message: Some("CUDA out of memory.".into()),
+            ..Evidence::default()
+        };
+        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::Unknown);
+        assert_eq!(v.confidence, StageConfidence::Unknown);
+        assert_eq!(
+            v.candidates,
+            vec![Stage::Unknown, Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
+        );
+        assert!(v.evidence.contains("cannot be told apart"), "{}", v.evidence);
+    }
+
+    #[test]
+    fn progress_alone_is_likely() {
+        let e = Evidence {
+            node_type: Some("KSampler".into()),
+            exception_message: Some("CUDA out of memory.".into()),
+            ..Evidence::default()
+        };
+        let signals = ConsoleSignals {
+            sampling_bar: Some((0, 30)),
+            ..ConsoleSignals::default()
+        };
+        let v = verdict(&e, Kind::CudaOom, &signals);
+        assert_eq!(v.stage, Stage::SampleFirst);
+        assert_eq!(v.confidence, StageConfidence::Likely);
+    }
+
+    #[test]
+    fn faulthandler_stacks_are_read_deepest_first() {
+        // faulthandler prints the most recent call first and no comma before `in`.
+        let f = frames(&[
+            r#"File "E:/a/site-packages/torch/storage.py", line 314 in __getitem__"#,
+            r#"File "E:/a/site-packages/safetensors/torch.py", line 310 in load_file"#,
+            r#"File "E:/a/custom_nodes/ComfyUI-SUPIR/sgm/modules/encoders/modules.py", line 465 in __init__"#,
+        ]);
+        assert_eq!(f.first().unwrap().func, "__init__");
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
+    }
+
     #[test]
     fn node_classes() {
         assert_eq!(node_category("VHS_LoadVideoPath"), NodeCat::InputMedia);
