@@ -180,8 +180,17 @@ fn json_is_printed_even_when_there_is_no_failure() {
         assert_eq!(v["root_cause"], "unknown", "{input:?}");
         let why = v["kind_evidence"].as_str().unwrap();
         assert!(why.starts_with("No failure was found"), "{input:?}: {why}");
-        assert!(why.len() > "No failure was found in the input: ".len() + 10, "{why}");
-        for key in ["stage_evidence", "numbers", "next_check", "candidates", "stage_candidates"] {
+        assert!(
+            why.len() > "No failure was found in the input: ".len() + 10,
+            "{why}"
+        );
+        for key in [
+            "stage_evidence",
+            "numbers",
+            "next_check",
+            "candidates",
+            "stage_candidates",
+        ] {
             assert!(v.get(key).is_some(), "{input:?}: {key} missing");
         }
     }
@@ -190,7 +199,10 @@ fn json_is_printed_even_when_there_is_no_failure() {
     assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
     assert_eq!(v["kind"], "unknown");
-    assert!(v["kind_evidence"].as_str().unwrap().contains("/nonexistent/comfy.log"));
+    assert!(v["kind_evidence"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/comfy.log"));
 }
 
 /// The human output and the JSON both say how sure the stage is.
@@ -198,7 +210,11 @@ fn json_is_printed_even_when_there_is_no_failure() {
 fn stage_confidence_is_shown() {
     let o = run(&["diagnose", "-"], Some(CONSOLE_LOG));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("  confidence: certain"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("  confidence: certain"),
+        "{}",
+        stdout(&o)
+    );
     let o = run(&["diagnose", "-", "--json"], Some(CONSOLE_LOG));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["stage"], "sample_middle");

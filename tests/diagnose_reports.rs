@@ -141,6 +141,8 @@ struct Tally {
     total: usize,
     kind_ok: usize,
     stage_ok: usize,
+    /// Stage exactly the labelled one (stricter than `stage_ok`; informational).
+    stage_exact: usize,
     numbers_ok: usize,
     per_kind: BTreeMap<String, (usize, usize)>,
     per_stage: BTreeMap<String, (usize, usize)>,
@@ -166,6 +168,7 @@ impl Tally {
         self.total += 1;
         self.kind_ok += kind_ok as usize;
         self.stage_ok += stage_ok as usize;
+        self.stage_exact += (d.stage.as_str() == want_stage) as usize;
         self.numbers_ok += numbers.is_empty() as usize;
         let k = self.per_kind.entry(want_kind.clone()).or_default();
         k.0 += kind_ok as usize;
@@ -213,6 +216,12 @@ impl Tally {
             self.numbers_ok,
             self.total,
             Self::pct(self.numbers_ok, self.total)
+        );
+        eprintln!(
+            "   stage exactly as labelled {}/{} ({:.1}%)",
+            self.stage_exact,
+            self.total,
+            Self::pct(self.stage_exact, self.total)
         );
         for (k, (ok, n)) in &self.per_kind {
             eprintln!("   kind  {k:<15} {ok}/{n} ({:.1}%)", Self::pct(*ok, *n));
@@ -309,7 +318,11 @@ fn tally(records: &[Value]) -> Tally {
 fn collected_reports_held_out_and_whole_set() {
     let heldout = collected("heldout");
     let train = collected("train");
-    assert!(heldout.len() >= 40, "held-out batch has {} records", heldout.len());
+    assert!(
+        heldout.len() >= 40,
+        "held-out batch has {} records",
+        heldout.len()
+    );
     let mut all = load_reports();
     all.extend(train.iter().cloned());
     all.extend(heldout.iter().cloned());
@@ -360,9 +373,14 @@ fn collected_reports_are_well_formed() {
     for r in &all {
         let id = r["id"].as_str().expect("id");
         assert!(ids.insert(id.to_string()), "duplicate id {id}");
-        assert!(matches!(r["split"].as_str(), Some("train" | "heldout")), "{id}");
         assert!(
-            r["source"]["url"].as_str().is_some_and(|u| u.starts_with("https://github.com/")),
+            matches!(r["split"].as_str(), Some("train" | "heldout")),
+            "{id}"
+        );
+        assert!(
+            r["source"]["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("https://github.com/")),
             "{id}"
         );
         let l = &r["labels"];

@@ -74,6 +74,7 @@ const fn rule(
 use FrameCat::*;
 
 /// The table, most specific rows first.
+#[rustfmt::skip]
 pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     // PyTorch internals: only moving a module's weights says something.
     rule("torch/nn/modules/module.py", "to", "", Some(Load), "Module.to: weights moved to a device"),
@@ -271,24 +272,72 @@ mod tests {
         let cases = [
             ("/c/comfy/utils.py", "load_torch_file", Some(Load)),
             ("/c/comfy/sd.py", "load_checkpoint_guess_config", Some(Load)),
-            ("/c/comfy/model_management.py", "load_models_gpu", Some(Load)),
-            ("/v/site-packages/torch/nn/modules/module.py", "to", Some(Load)),
-            ("/v/site-packages/torch/nn/modules/module.py", "_call_impl", None),
+            (
+                "/c/comfy/model_management.py",
+                "load_models_gpu",
+                Some(Load),
+            ),
+            (
+                "/v/site-packages/torch/nn/modules/module.py",
+                "to",
+                Some(Load),
+            ),
+            (
+                "/v/site-packages/torch/nn/modules/module.py",
+                "_call_impl",
+                None,
+            ),
             ("/v/site-packages/torch/storage.py", "__getitem__", None),
             ("/c/comfy/sd.py", "decode", Some(Decode)),
             ("/c/comfy/sd.py", "encode", Some(Condition)),
-            ("/c/comfy/clip_vision.py", "clip_preprocess", Some(Condition)),
-            ("/c/comfy/k_diffusion/sampling.py", "sample_euler", Some(Step)),
+            (
+                "/c/comfy/clip_vision.py",
+                "clip_preprocess",
+                Some(Condition),
+            ),
+            (
+                "/c/comfy/k_diffusion/sampling.py",
+                "sample_euler",
+                Some(Step),
+            ),
             ("/c/comfy/samplers.py", "sample", Some(SamplerEntry)),
             ("/c/nodes.py", "common_ksampler", Some(SamplerEntry)),
             ("/c/latent_preview.py", "callback", Some(Preview)),
-            ("/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/nodes.py", "combine_video", Some(Postprocess)),
-            ("/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/load_video_nodes.py", "load_video", Some(InputMedia)),
-            ("/c/custom_nodes/comfyui-frame-interpolation/vfi_models/rife/__init__.py", "vfi", Some(Postprocess)),
-            ("/c/custom_nodes/comfyui-reactor/nodes.py", "restore_face", Some(Postprocess)),
-            ("/c/custom_nodes/comfyui-impact-pack/impact_pack.py", "enhance_face", Some(Postprocess)),
-            ("/c/custom_nodes/comfyui_ipadapter_plus/ipadapterplus.py", "zeroed_hidden_states", Some(Condition)),
-            ("/c/custom_nodes/comfyui-animatediff-evolved/animatediff/sampling.py", "animatediff_sample", Some(SamplerEntry)),
+            (
+                "/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/nodes.py",
+                "combine_video",
+                Some(Postprocess),
+            ),
+            (
+                "/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/load_video_nodes.py",
+                "load_video",
+                Some(InputMedia),
+            ),
+            (
+                "/c/custom_nodes/comfyui-frame-interpolation/vfi_models/rife/__init__.py",
+                "vfi",
+                Some(Postprocess),
+            ),
+            (
+                "/c/custom_nodes/comfyui-reactor/nodes.py",
+                "restore_face",
+                Some(Postprocess),
+            ),
+            (
+                "/c/custom_nodes/comfyui-impact-pack/impact_pack.py",
+                "enhance_face",
+                Some(Postprocess),
+            ),
+            (
+                "/c/custom_nodes/comfyui_ipadapter_plus/ipadapterplus.py",
+                "zeroed_hidden_states",
+                Some(Condition),
+            ),
+            (
+                "/c/custom_nodes/comfyui-animatediff-evolved/animatediff/sampling.py",
+                "animatediff_sample",
+                Some(SamplerEntry),
+            ),
             ("/c/comfy/ldm/flux/model.py", "forward", Some(WeakStep)),
             ("/c/comfy/ldm/models/autoencoder.py", "forward", Some(Vae)),
             ("/c/execution.py", "execute", None),

@@ -326,7 +326,8 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
 fn mmap_file_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>").expect("static regex")
+        Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>")
+            .expect("static regex")
     })
 }
 
@@ -342,7 +343,9 @@ fn model_file_reason(evidence: &Evidence) -> Option<String> {
         let lower = file.to_lowercase();
         if MODEL_FILE_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
             let name = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_string();
-            return Some(format!("The error is about mapping the model file {name} into memory"));
+            return Some(format!(
+                "The error is about mapping the model file {name} into memory"
+            ));
         }
     }
     let lower = text.to_lowercase();
@@ -494,7 +497,9 @@ pub(crate) fn resolve(
 
     // 3. What the console showed right before the failure (order only: likely).
     match &signals.tail {
-        Some(ConsoleTail::ModelLoading(line)) if node_cat != NodeCat::Postprocess && node_cat != NodeCat::Decode => {
+        Some(ConsoleTail::ModelLoading(line))
+            if node_cat != NodeCat::Postprocess && node_cat != NodeCat::Decode =>
+        {
             return finish(
                 Stage::Load,
                 if asynchronous { vec![Stage::Load, Stage::SampleFirst] } else { vec![Stage::Load] },
@@ -521,7 +526,9 @@ pub(crate) fn resolve(
                 format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
             );
         }
-        Some(ConsoleTail::EncoderLoaded(model)) if signals.sampling_bar.is_none() && node_cat != NodeCat::Sampler => {
+        Some(ConsoleTail::EncoderLoaded(model))
+            if signals.sampling_bar.is_none() && node_cat != NodeCat::Sampler =>
+        {
             return finish(
                 Stage::Condition,
                 vec![Stage::Condition, Stage::Load],
@@ -640,7 +647,13 @@ pub(crate) fn resolve(
         Some((FrameCat::Vae, _)) => vec![Stage::Condition, Stage::Decode],
         _ => vec![Stage::Unknown],
     };
-    finish(Stage::Unknown, candidates, StageConfidence::Unknown, notes, why)
+    finish(
+        Stage::Unknown,
+        candidates,
+        StageConfidence::Unknown,
+        notes,
+        why,
+    )
 }
 
 fn single(stage: Stage, why: String) -> StageVerdict {
@@ -750,7 +763,10 @@ mod tests {
             sampling_bar: Some((7, 20)),
             ..ConsoleSignals::default()
         };
-        assert_eq!(verdict(&e, Kind::Other, &signals).stage, Stage::SampleMiddle);
+        assert_eq!(
+            verdict(&e, Kind::Other, &signals).stage,
+            Stage::SampleMiddle
+        );
     }
 
     #[test]
@@ -769,10 +785,16 @@ mod tests {
         }
         // An input image is not a model file.
         let e = Evidence {
-            exception_message: Some("unable to mmap 100 bytes from file <input/cat.png>: Cannot allocate memory (12)".into()),
+            exception_message: Some(
+                "unable to mmap 100 bytes from file <input/cat.png>: Cannot allocate memory (12)"
+                    .into(),
+            ),
             ..Evidence::default()
         };
-        assert_eq!(verdict(&e, Kind::HostRam, &ConsoleSignals::default()).stage, Stage::Unknown);
+        assert_eq!(
+            verdict(&e, Kind::HostRam, &ConsoleSignals::default()).stage,
+            Stage::Unknown
+        );
     }
 
     #[test]
@@ -787,9 +809,18 @@ mod tests {
         assert_eq!(v.confidence, StageConfidence::Unknown);
         assert_eq!(
             v.candidates,
-            vec![Stage::Unknown, Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
+            vec![
+                Stage::Unknown,
+                Stage::Load,
+                Stage::SampleFirst,
+                Stage::SampleMiddle
+            ]
         );
-        assert!(v.evidence.contains("cannot be told apart"), "{}", v.evidence);
+        assert!(
+            v.evidence.contains("cannot be told apart"),
+            "{}",
+            v.evidence
+        );
     }
 
     #[test]
