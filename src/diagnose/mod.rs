@@ -1,7 +1,8 @@
 //! Failure diagnosis: what kind of failure a run had, at which stage, with which allocator
 //! numbers, and what to check next. The root cause is always reported as unknown.
 //!
-//! The module owns the classification rules (`kind`, `stage`), the allocator-number parser and
+//! The module owns the classification rules (`kind`, `stage`, and `frames`: the table from
+//! well-known traceback functions and files to stages), the allocator-number parser and
 //! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs,
 //! tracebacks, execution_error / history / WebSocket JSON), the advice per stage (`advice`) and the
 //! human rendering (`render`). Everything here is pure: no network, no file system.
