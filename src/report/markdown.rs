@@ -554,6 +554,9 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
     }
     if let Some(s) = &e.stage {
         let mut line = format!("- Stage: {}", code(s));
+        if let Some(c) = e.stage_confidence.as_deref().filter(|c| *c != "unknown") {
+            line.push_str(&format!(" (confidence: {})", text(c)));
+        }
         if let Some(ev) = &e.stage_evidence {
             line.push_str(&format!(" — {}", text_with_code(ev)));
         }
