@@ -11,7 +11,6 @@ use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Version of the `session.json` layout; bumped on incompatible changes.
@@ -667,41 +666,20 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> J
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, and an
-/// fsync of the folder so the rename itself survives a crash.
+/// Writes `bytes` to `path` atomically (see [`crate::atomic`]): a temp file in the same folder,
+/// fsync, rename, and an fsync of the folder so the rename itself survives a crash.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-    let (_, dir) = replace_file(path, bytes, true)?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::atomic::write_atomic(path, bytes).map_err(JournalError::from)
 }
 
-/// Writes `bytes` to a temp file beside `path` (fsynced first when `sync`) and renames it over
-/// `path`; the written file (still open) and its folder.
-fn replace_file(
-    path: &Path,
-    bytes: &[u8],
-    sync: bool,
-) -> Result<(fs::File, PathBuf), JournalError> {
-    let dir = path
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .to_path_buf();
-    fs::create_dir_all(&dir).map_err(io_err("cannot create folder", &dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-    file.write_all(bytes)
-        .map_err(io_err("cannot write", &tmp))?;
-    if sync {
-        file.sync_all().map_err(io_err("cannot fsync", &tmp))?;
+impl From<crate::atomic::AtomicWriteError> for JournalError {
+    fn from(e: crate::atomic::AtomicWriteError) -> JournalError {
+        JournalError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        }
     }
-    fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
-    Ok((file, dir))
 }
 
 /// Writes pretty JSON atomically.
@@ -734,7 +712,7 @@ pub struct SyncBehind {
 impl SyncBehind {
     /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
     pub fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-        let (file, dir) = replace_file(path, bytes, false)?;
+        let (file, dir) = crate::atomic::replace(path, bytes, crate::atomic::Durability::Later)?;
         self.sync_later(file, path, Some(dir));
         Ok(())
     }
@@ -755,9 +733,7 @@ impl SyncBehind {
         self.pending.push(std::thread::spawn(move || {
             file.sync_all().map_err(io_err("cannot fsync", &path))?;
             if let Some(dir) = dir {
-                if let Ok(d) = fs::File::open(&dir) {
-                    let _ = d.sync_all();
-                }
+                crate::atomic::sync_dir(&dir);
             }
             Ok(())
         }));
@@ -1017,9 +993,20 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
-            .filter(|n| n.to_string_lossy().contains(".tmp-"))
+            .filter(|n| n.to_string_lossy().contains(".tmp"))
             .collect();
         assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn a_failed_journal_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("run.json");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("x"), b"x").unwrap();
+        assert!(write_atomic(&target, b"{}").is_err());
+        assert!(SyncBehind::default().write_atomic(&target, b"{}").is_err());
+        assert_no_temp_files(dir.path());
     }
 
     #[test]
