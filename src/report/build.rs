@@ -301,6 +301,13 @@ pub fn describe_changes(changes: &[Value]) -> Vec<String> {
         let node = str_of(c, "node");
         let class = str_of(c, "class_type");
         let action = str_of(c, "action");
+        if action == crate::ladder::SECOND_PASS {
+            if let Ok(change) = serde_json::from_value::<crate::workflow::Change>(c.clone()) {
+                used[i] = true;
+                out.push(crate::ladder::second_pass_text(&change));
+                continue;
+            }
+        }
         if action == "set" && input == "width" {
             if let Some(j) = changes.iter().enumerate().position(|(j, d)| {
                 j != i

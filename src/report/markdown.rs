@@ -139,8 +139,9 @@ fn duration(s: f64) -> String {
     }
 }
 
+/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue.
 fn node(n: &NodeRef) -> String {
-    format!("{} #{}", text(&n.class_type), text(&n.id))
+    code(&format!("{} #{}", n.class_type, n.id))
 }
 
 fn short(run_id: &str) -> String {
