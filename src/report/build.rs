@@ -383,6 +383,7 @@ struct Diag {
     kind: Option<String>,
     stage: Option<String>,
     stage_evidence: Option<String>,
+    stage_confidence: Option<String>,
     numbers: Numbers,
     numbers_consistent: Option<bool>,
     inconsistencies: Vec<String>,
@@ -424,6 +425,7 @@ fn diag_from_value(v: &Value) -> Diag {
         kind: s("kind"),
         stage: s("stage"),
         stage_evidence: s("stage_evidence"),
+        stage_confidence: s("stage_confidence"),
         numbers: v
             .get("numbers")
             .and_then(|n| serde_json::from_value(n.clone()).ok())
@@ -975,6 +977,7 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         failure_kind: d.kind.clone().or_else(|| fallback_kind(e)),
         stage: d.stage.clone(),
         stage_evidence,
+        stage_confidence: d.stage_confidence.clone(),
         numbers_consistent: (!d.numbers.is_empty())
             .then_some(d.numbers_consistent)
             .flatten(),
