@@ -80,6 +80,12 @@ async fn serve(
     mut req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let mut request = Request::head_of(&req);
+    if let Some((name, value)) = &inst.shared.config.require_header {
+        if request.header(&name.to_ascii_lowercase()) != Some(value.as_str()) {
+            // What a reverse proxy in front of ComfyUI answers without its credentials.
+            return Ok(Response::text(401, "401: Unauthorized").into_hyper(false));
+        }
+    }
     let path = strip_api(&request.path).to_string();
     if path == "/ws" && request.method == "GET" {
         return Ok(upgrade(inst, &mut req, &request));
