@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Failing workflow(s), API format; several run one after another.
+    /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
+    /// the server's node definitions; every variant is also written as a UI workflow). Several
+    /// run one after another.
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
     #[command(flatten)]

@@ -17,7 +17,8 @@ use std::time::Duration;
 /// Arguments of `submit`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Workflow file (API format, or a POST /prompt body `{"prompt": {...}}`).
+    /// Workflow file: API format, a POST /prompt body `{"prompt": {...}}`, or a UI workflow
+    /// (converted with the server's node definitions first).
     pub workflow: PathBuf,
     /// Longest run, counted from when the server starts executing it (e.g. 90s, 10m, 1h).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]

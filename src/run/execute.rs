@@ -90,6 +90,10 @@ pub async fn execute_with(
 
 type PendingHttp = Arc<Mutex<Vec<(u64, HttpExchange)>>>;
 
+/// How long the socket may take to deliver the rest of a prompt's frames once `/history` has
+/// its entry (the frames are on their way by then; this bounds a socket that went silent).
+const SOCKET_DRAIN: Duration = Duration::from_secs(5);
+
 /// How the follow loop ended.
 enum End {
     Finished,
@@ -821,6 +825,10 @@ impl<'a> Runner<'a> {
                             QueuePosition::Absent => {
                                 match self.client.history(&self.prompt_id).await {
                                     Ok(Some(entry)) => {
+                                        // History can answer before the frames the socket
+                                        // already carries were read: read them first, so the
+                                        // progress they hold is in the timeline.
+                                        self.drain_socket().await;
                                         let t = self.ms();
                                         if let Some(n) = self.tracker.apply_history(&entry, t) {
                                             self.warn(n);
@@ -916,6 +924,41 @@ impl<'a> Runner<'a> {
         });
         self.flush_http();
         removed
+    }
+
+    /// Reads our socket until it sends `executing {node: null}` for our prompt (or closes, or
+    /// [`SOCKET_DRAIN`] passes). Called when `/history` says the prompt is over while the
+    /// socket has not said so yet: the server writes the history entry before its last frames
+    /// go out, and frames received but not yet read would otherwise never reach the timeline,
+    /// so the stage would depend on which of the two answered first. Only the first socket
+    /// (the one named in `client_id`) gets our prompt's frames; after a reconnect there is
+    /// nothing to wait for.
+    async fn drain_socket(&mut self) {
+        if self.tracker.socket_ended() || self.raw.client_ids.len() != 1 {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + SOCKET_DRAIN;
+        while !self.tracker.socket_ended() {
+            let Some(sock) = self.sock.as_mut() else {
+                return;
+            };
+            match tokio::time::timeout_at(deadline, sock.next_frame()).await {
+                Ok(frame) => {
+                    let closed = matches!(frame, WsFrame::Closed(_));
+                    self.handle_frame(frame);
+                    if closed {
+                        self.sock = None;
+                    }
+                }
+                Err(_) => {
+                    self.warn(format!(
+                        "/history says the prompt is over, but the socket did not end it within                          {}s; its remaining frames (step progress) may be missing",
+                        SOCKET_DRAIN.as_secs()
+                    ));
+                    return;
+                }
+            }
+        }
     }
 
     /// Fetches `/history/{id}` with backoff (it can lag the socket) and merges it.

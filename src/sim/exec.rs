@@ -300,6 +300,12 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         let mut st = inst.lock();
         st.interrupt = false;
         st.running = Some(item.clone());
+        if let Some(cid) = cid
+            .as_deref()
+            .filter(|_| inst.shared.faults().socket_after_history)
+        {
+            st.send_raw(Some(cid), Out::Hold);
+        }
         st.broadcast_status();
     }
     let mut run = Run {

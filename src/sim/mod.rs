@@ -48,6 +48,10 @@ pub struct Faults {
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
     pub garbage_frames: bool,
+    /// Each prompt's frames to its submitter's socket are held back (in order) until a
+    /// `GET /history` answer has included the prompt: the client learns the end from history
+    /// before it can read any of the socket's frames.
+    pub socket_after_history: bool,
 }
 
 impl Faults {
@@ -71,9 +75,14 @@ impl Faults {
         self.garbage_frames = true;
         self
     }
+    pub fn with_socket_after_history(mut self) -> Self {
+        self.socket_after_history = true;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames` (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
+    /// garbage-frames,socket-after-history` (`slow-history` defaults to 2000 ms; `none` or
+    /// empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -87,6 +96,7 @@ impl Faults {
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
+                ("socket-after-history", None) => f.socket_after_history = true,
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("slow-history", Some(ms)) => {
                     f.slow_history_ms = ms.trim_end_matches("ms").parse().map_err(|_| {
@@ -96,7 +106,7 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames"
+                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history"
                     ))
                 }
             }
@@ -351,10 +361,13 @@ mod tests {
     #[test]
     fn fault_lists_parse() {
         assert_eq!(Faults::parse("").unwrap(), Faults::default());
-        let f =
-            Faults::parse("crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames")
-                .unwrap();
+        let f = Faults::parse(
+            "crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames,\
+             socket-after-history",
+        )
+        .unwrap();
         assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
+        assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
         let err = Faults::parse("explode").unwrap_err();

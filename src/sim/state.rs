@@ -18,6 +18,10 @@ pub(crate) enum Out {
     Binary(Vec<u8>),
     /// Close the TCP connection without a close frame (socket-drop fault).
     Drop,
+    /// Keep the frames that follow until [`Out::Release`] (socket-after-history fault).
+    Hold,
+    /// Send the held frames, in order, and stop holding.
+    Release,
 }
 
 pub(crate) struct Client {
