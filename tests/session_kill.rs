@@ -32,8 +32,29 @@ fn spawn_wan_bisect(
     (child, runs, wf)
 }
 
+/// Waits until process `pid` (killed, not reaped) is a zombie (state `Z` in /proc/PID/stat);
+/// returns its /proc folder.
+#[cfg(target_os = "linux")]
+fn wait_until_zombie(pid: u32) -> std::path::PathBuf {
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap();
+        // "pid (comm) S ..." — the state follows the last ')'.
+        let state = stat.rsplit_once(')').unwrap().1.trim_start().chars().next();
+        if state == Some('Z') {
+            return proc_dir;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "pid {pid} never became a zombie: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn sigkill_mid_session_then_resume() {
     // Slow enough that a run is in flight for a while; the cache step fails mid-sampling.
     let sim = Sim::with_vram_mib(57344, 0.02);
@@ -70,7 +91,9 @@ fn sigkill_mid_session_then_resume() {
         std::thread::sleep(Duration::from_millis(20));
     };
     child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+                           // Not reaped: the killed tool stays a zombie (as under a cron job or a container whose init
+                           // reaps late), its /proc entry still there, while `resume` starts at once.
+    let zombie = wait_until_zombie(child.id());
 
     let (dir, before) = only_session(&runs);
     let kept: Vec<String> = before.workflows[0]
@@ -86,6 +109,11 @@ fn sigkill_mid_session_then_resume() {
         runs.to_str().unwrap(),
         &before.session_id,
     ]);
+    assert!(
+        zombie.exists(),
+        "the killed bisect was still an unreaped zombie while resume ran"
+    );
+    child.wait().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let after: SessionFile = read_json(&dir.join(SESSION_FILE)).unwrap();
     let job = &after.workflows[0];
@@ -155,4 +183,77 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
     );
     first.kill().unwrap();
     first.wait().unwrap();
+}
+
+#[test]
+#[cfg(unix)]
+fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
+    let sim = Sim::with_vram_mib(57344, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "sd", &example("sd15_txt2img_lora_upscale", &[]));
+    let runs = tmp.path().join("runs");
+    // Both wait an hour for their start time while holding the lock (if they get it), so the
+    // one that gets it is still running when the other has answered.
+    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let start_at = later
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+            .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+            .arg(&runs)
+            .args(["--start-at", &start_at])
+            .arg(&wf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut both = vec![spawn(), spawn()];
+    let start = Instant::now();
+    let refused = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "neither session was refused"
+        );
+        if let Some(i) = (0..2).find(|&i| both[i].try_wait().unwrap().is_some()) {
+            break i;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = both.remove(refused).wait_with_output().unwrap();
+    let mut winner = both.pop().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let holder_pid = winner.id();
+    assert!(
+        stderr.contains("another comfy-bisect session")
+            && stderr.contains(&format!("pid {holder_pid} on")),
+        "the refusal names the holder (pid {holder_pid}): {stderr}"
+    );
+    assert!(
+        winner.try_wait().unwrap().is_none(),
+        "the session that holds the lock runs on"
+    );
+    // The holder's lock file names its session as soon as the session exists.
+    let session_id = loop {
+        if runs.exists() && session_dirs(&runs).len() == 1 {
+            break only_session(&runs).1.session_id;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no session");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lock = comfy_bisect::session::lock::lock_path(&runs, &sim.url());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let holder = comfy_bisect::session::lock::read_holder(&lock).unwrap();
+        assert_eq!(holder.pid, holder_pid);
+        if holder.session_id == session_id {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lock still says {holder:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    winner.kill().unwrap();
+    winner.wait().unwrap();
 }
