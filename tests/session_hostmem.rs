@@ -136,3 +136,30 @@ fn a_target_that_blows_host_ram_is_reported_with_its_peak() {
         "{report}"
     );
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_simulators_process_is_found_by_its_listening_socket() {
+    use comfy_bisect::host::process::{locate, memory, Located};
+    let sim = Sim::start(config(64 * GIB));
+    // The simulator listens in this test process, so the PID listening on its port is ours.
+    match locate(&sim.url()) {
+        Located::Found(p) => assert_eq!(p.pid, std::process::id(), "{p:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(memory(std::process::id()).is_some_and(|m| m.rss_bytes > 0));
+    // `localhost` is this machine too.
+    let port = sim.handle().addr().port();
+    match locate(&format!("http://localhost:{port}/")) {
+        Located::Found(p) => assert_eq!(p.pid, std::process::id()),
+        other => panic!("{other:?}"),
+    }
+    let url = sim.url();
+    drop(sim);
+    // Nobody listens any more: local, but no process.
+    assert!(
+        matches!(locate(&url), Located::NotFound(_)),
+        "{:?}",
+        locate(&url)
+    );
+}
