@@ -38,6 +38,17 @@ pub enum Located {
     NotFound(String),
 }
 
+impl Located {
+    /// As [`crate::run::RunRequest::server_process`] takes it: None for a remote server.
+    pub fn into_request(self) -> Option<Result<ServerProcess, String>> {
+        match self {
+            Located::Remote => None,
+            Located::Found(p) => Some(Ok(p)),
+            Located::NotFound(why) => Some(Err(why)),
+        }
+    }
+}
+
 /// Host and port of an `http(s)://host[:port]/…` URL (port defaulted by scheme).
 pub fn host_port(url: &str) -> Option<(String, u16)> {
     let (scheme, rest) = url.split_once("://")?;

@@ -313,20 +313,26 @@ impl<'a> Runner<'a> {
             Some(Ok(p)) => (
                 Some(p.clone()),
                 format!(
-                    "system RAM in use (ram_total − ram_free of GET /system_stats) and the server                      process {} ({})'s VmRSS/VmSwap from /proc, every {interval} ms; peak RSS is                      the kernel's high-water mark (VmHWM) when it rose during the run",
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) and the server \
+                     process {} ({})'s VmRSS/VmSwap from /proc, every {interval} ms; peak RSS is \
+                     the kernel's high-water mark (VmHWM) when it rose during the run",
                     p.pid, p.name
                 ),
             ),
             Some(Err(why)) => (
                 None,
                 format!(
-                    "system RAM in use (ram_total − ram_free of GET /system_stats) every                      {interval} ms; the server is on this machine but its process was not                      sampled: {why}"
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) every \
+                     {interval} ms; the server is on this machine but its process was not \
+                     sampled: {why}"
                 ),
             ),
             None => (
                 None,
                 format!(
-                    "system RAM in use (ram_total − ram_free of GET /system_stats) every                      {interval} ms; the server is not on this machine, so its process was not                      sampled"
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) every \
+                     {interval} ms; the server's process was not sampled (the server is not on \
+                     this machine, or it was not looked up)"
                 ),
             ),
         };

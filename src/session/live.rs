@@ -67,14 +67,11 @@ impl LiveBackend {
 
     /// Finds the server's process when the server is on this machine.
     fn locate_server(&mut self) {
-        self.server_process = match process::locate(&self.server) {
-            Located::Remote => None,
-            Located::Found(p) => {
-                tracing::info!(pid = p.pid, name = %p.name, "the server's process is local");
-                Some(Ok(p))
-            }
-            Located::NotFound(why) => Some(Err(why)),
-        };
+        let located = process::locate(&self.server);
+        if let Located::Found(p) = &located {
+            tracing::info!(pid = p.pid, name = %p.name, "the server's process is local");
+        }
+        self.server_process = located.into_request();
     }
 
     /// The server's process as last found (None: the server is not on this machine).
