@@ -32,29 +32,30 @@ fn spawn_wan_bisect(
     (child, runs, wf)
 }
 
-/// Waits until process `pid` (killed, not reaped) is a zombie (state `Z` in /proc/PID/stat);
-/// returns its /proc folder.
-#[cfg(target_os = "linux")]
-fn wait_until_zombie(pid: u32) -> std::path::PathBuf {
-    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+/// The state letter `ps` shows for process `pid` (`Z` for a zombie); None when it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let out = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().chars().next()
+}
+
+/// Waits until process `pid` (killed, not reaped) is a zombie.
+fn wait_until_zombie(pid: u32) {
     let start = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap();
-        // "pid (comm) S ..." — the state follows the last ')'.
-        let state = stat.rsplit_once(')').unwrap().1.trim_start().chars().next();
-        if state == Some('Z') {
-            return proc_dir;
-        }
+    while process_state(pid) != Some('Z') {
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "pid {pid} never became a zombie: {stat}"
+            "pid {pid} never became a zombie: {:?}",
+            process_state(pid)
         );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 #[test]
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 fn sigkill_mid_session_then_resume() {
     // Slow enough that a run is in flight for a while; the cache step fails mid-sampling.
     let sim = Sim::with_vram_mib(57344, 0.02);
@@ -90,10 +91,10 @@ fn sigkill_mid_session_then_resume() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    child.kill().unwrap(); // SIGKILL
-                           // Not reaped: the killed tool stays a zombie (as under a cron job or a container whose init
-                           // reaps late), its /proc entry still there, while `resume` starts at once.
-    let zombie = wait_until_zombie(child.id());
+    // SIGKILL, not reaped: the killed tool stays a zombie (as under a cron job or a container
+    // whose init reaps late), its process entry still there, while `resume` starts at once.
+    child.kill().unwrap();
+    wait_until_zombie(child.id());
 
     let (dir, before) = only_session(&runs);
     let kept: Vec<String> = before.workflows[0]
@@ -109,8 +110,9 @@ fn sigkill_mid_session_then_resume() {
         runs.to_str().unwrap(),
         &before.session_id,
     ]);
-    assert!(
-        zombie.exists(),
+    assert_eq!(
+        process_state(child.id()),
+        Some('Z'),
         "the killed bisect was still an unreaped zombie while resume ran"
     );
     child.wait().unwrap();
