@@ -163,8 +163,11 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
         );
         let locked = std::fs::read_dir(&runs)
             .map(|d| {
-                d.filter_map(Result::ok)
-                    .any(|e| e.file_name().to_string_lossy().starts_with(".lock-"))
+                d.filter_map(Result::ok).any(|e| {
+                    // The lock itself, not the temporary file it is written in first.
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with(".lock-") && name.ends_with(".json")
+                })
             })
             .unwrap_or(false);
         if locked {

@@ -101,8 +101,10 @@ fn line_process(line: &str) -> Option<String> {
     for marker in ["Killed process ", "Kill process ", "reaped process "] {
         if let Some(rest) = line.split(marker).nth(1) {
             let open = rest.find('(')?;
-            let close = rest[open..].rfind(')')? + open;
-            return Some(rest[open + 1..close].to_string());
+            let name = &rest[open + 1..];
+            // The name ends at the ")" before the figures (a name may itself hold a ")").
+            let close = name.find(") ").or_else(|| name.rfind(')'))?;
+            return Some(name[..close].to_string());
         }
     }
     let summary = line.split("oom-kill:").nth(1)?;
