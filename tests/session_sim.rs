@@ -241,13 +241,41 @@ fn hires_second_pass_failure_is_postprocess() {
             "step {k} did not pass\n{out}"
         );
     }
-    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // Markdown code spans aside.
+    let report = std::fs::read_to_string(dir.join("report.md"))
+        .unwrap()
+        .replace('`', "");
     assert!(
         report.contains("hires pass: KSampler #11 at 1024×1024"),
         "{report}"
     );
     assert!(report.contains("Failing node: KSampler #11"), "{report}");
     assert_journal_complete(&dir, &s);
+}
+
+/// The same hires fix saved as a UI file (ComfyUI's "Save") bisects to the same verdict.
+#[test]
+fn hires_second_pass_failure_is_postprocess_from_the_ui_file() {
+    let text = std::fs::read_to_string("workflows/sd15_hires_fix_pixel.ui.json").unwrap();
+    let ui: Value = serde_json::from_str(&text).unwrap();
+    let (_t, dir, s, out) = run_scenario(&ui, SD15_HIRES_FAILS_AT_SECOND_PASS, &[]);
+    let (step, inc, _) = first_failure(&s, &out);
+    assert_eq!((step, inc.as_str()), (2, "postprocess"), "{out}");
+    let failed = s.workflows[0]
+        .runs
+        .iter()
+        .find(|r| r.step == 2 && r.failed())
+        .expect("the postprocess run failed");
+    let diagnosis = failed.diagnosis.as_ref().expect("diagnosed");
+    assert_eq!(diagnosis.node_id.as_deref(), Some("11"), "{out}");
+    // Markdown code spans aside.
+    let report = std::fs::read_to_string(dir.join("report.md"))
+        .unwrap()
+        .replace('`', "");
+    assert!(
+        report.contains("hires pass: KSampler #11 at 1024×1024"),
+        "{report}"
+    );
 }
 
 /// A decode-stage failure. (With the examples' ladders, the simulator's memory model never

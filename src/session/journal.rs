@@ -79,6 +79,9 @@ pub struct SessionOptions {
     pub restart_cmd: Option<String>,
     /// `--restart-each`: run the restart command before every run.
     pub restart_each: bool,
+    /// `--restart-timeout`, seconds: a restart command running longer is killed.
+    #[serde(default = "default_restart_timeout_s")]
+    pub restart_timeout_s: u64,
     /// `--deadline`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
@@ -93,6 +96,10 @@ pub struct SessionOptions {
     pub plan_args: Vec<String>,
 }
 
+fn default_restart_timeout_s() -> u64 {
+    super::restart::DEFAULT_RESTART_TIMEOUT.as_secs()
+}
+
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
@@ -105,6 +112,7 @@ impl Default for SessionOptions {
             wait_server_s: 600,
             restart_cmd: None,
             restart_each: false,
+            restart_timeout_s: default_restart_timeout_s(),
             deadline: None,
             start_at: None,
             models_dirs: Vec::new(),

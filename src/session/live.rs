@@ -1,7 +1,8 @@
 //! The real [`Backend`]: runs through `run::execute_with` on a ComfyUI server (or the simulator),
 //! raw events appended to `events.ndjson` as they arrive, history lookups for resume, the
-//! `--restart-cmd` shell command, the local server's process (found at the start, checked before
-//! every run, found again after a restart) and the kernel log read after a lost server.
+//! `--restart-cmd` shell command (bounded by `--restart-timeout`, see [`super::restart`]), the
+//! local server's process (found at the start, checked before every run, found again after a
+//! restart) and the kernel log read after a lost server.
 
 use super::driver::{Attempt, Backend, Recovery, RunSpec};
 use super::evidence::record_from_history;
@@ -11,7 +12,7 @@ use crate::comfy::Client;
 use crate::host::{process, KernelEvidence, Located, ServerProcess};
 use crate::run::{execute_with, Both, NdjsonWriter, RunRequest};
 use crate::workflow::Workflow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -45,6 +46,10 @@ pub struct LiveBackend {
     pub sample_interval: Duration,
     /// How often a resumed in-flight prompt is polled.
     pub poll_interval: Duration,
+    /// `--restart-timeout`.
+    pub restart_limit: Duration,
+    /// Where `--restart-cmd`'s output is appended (discarded when `None`).
+    pub restart_log: Option<PathBuf>,
 }
 
 impl LiveBackend {
@@ -60,6 +65,8 @@ impl LiveBackend {
             server_process: None,
             sample_interval: Duration::from_millis(500),
             poll_interval: Duration::from_secs(1),
+            restart_limit: super::restart::DEFAULT_RESTART_TIMEOUT,
+            restart_log: None,
         };
         backend.locate_server();
         backend
@@ -119,6 +126,13 @@ impl LiveBackend {
             }
         }
         record_kernel(record, evidence);
+    }
+
+    /// Bounds `--restart-cmd` by `limit` and appends its output to `log`.
+    pub fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
+        self.restart_limit = limit;
+        self.restart_log = Some(log);
+        self
     }
 
     /// Shows node and step progress of each run on `progress`.
@@ -230,22 +244,9 @@ impl Backend for LiveBackend {
     }
 
     fn restart(&mut self, command: &str) -> Result<(), String> {
-        let status = if cfg!(windows) {
-            std::process::Command::new("cmd")
-                .args(["/C", command])
-                .status()
-        } else {
-            std::process::Command::new("sh")
-                .args(["-c", command])
-                .status()
-        };
         // The restarted server is a new process: looked up again before the next run.
         self.server_process = self.server_process.take().map(|_| Err("restarted".into()));
-        match status {
-            Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(format!("'{command}' exited with {s}")),
-            Err(e) => Err(format!("cannot run '{command}': {e}")),
-        }
+        super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
     }
 
     fn fingerprint(&mut self) -> Option<serde_json::Value> {
