@@ -499,7 +499,7 @@ pub fn start_session(
     quiet: bool,
 ) -> u8 {
     // One bisection per GPU: taken before anything is written.
-    let lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
+    let mut lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
         Ok(l) => l,
         Err(e) => {
             print_error(&e);
@@ -531,6 +531,10 @@ pub fn start_session(
                 return exit::FAILED;
             }
         };
+    // Whoever is refused from now on is told which session holds the server.
+    if let Err(e) = lock.set_session(&session.session_id) {
+        tracing::warn!("could not write the session id into the lock file: {e}");
+    }
     session.environment = Some(environment);
     for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
         if verdict.is_some() {

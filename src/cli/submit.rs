@@ -79,6 +79,7 @@ pub fn run(args: Args, server: &str) -> u8 {
         request.stall_timeout = args.stall_timeout;
         request.sample_interval = Duration::from_millis(args.sample_ms);
         request.cancel = Some(cancel_rx);
+        request.server_process = crate::host::process::locate(&client.server_url()).into_request();
         let mut progress = Progress::new();
         let record = execute_with(&client, request, &mut progress).await;
         progress.finish();

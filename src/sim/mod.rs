@@ -120,7 +120,9 @@ impl Faults {
 pub struct SimConfig {
     /// Total device memory.
     pub vram_bytes: u64,
-    /// System RAM reported by `/system_stats`.
+    /// System RAM reported by `/system_stats`. What is in use moves with the memory model
+    /// (weights staged in RAM, IMAGE outputs held by the cache); a node whose images do not fit
+    /// has the server killed, as the kernel's OOM killer would.
     pub ram_bytes: u64,
     pub faults: Faults,
     /// Real seconds per simulated second (0.001 by default, so a 20-step sampler takes
@@ -161,6 +163,10 @@ impl SimConfig {
     }
     pub fn with_vram_bytes(mut self, bytes: u64) -> Self {
         self.vram_bytes = bytes;
+        self
+    }
+    pub fn with_ram_bytes(mut self, bytes: u64) -> Self {
+        self.ram_bytes = bytes;
         self
     }
     pub fn with_time_scale(mut self, scale: f64) -> Self {
@@ -322,6 +328,17 @@ impl SimHandle {
             .expect("current lock")
             .as_ref()
             .map(|i| i.vram_allocated())
+            .unwrap_or(0)
+    }
+
+    /// Host RAM in use as `/system_stats` would report it now (for tests and logs).
+    pub fn host_ram_used(&self) -> u64 {
+        self.shared
+            .current
+            .lock()
+            .expect("current lock")
+            .as_ref()
+            .map(|i| i.lock().host_ram_used())
             .unwrap_or(0)
     }
 

@@ -498,7 +498,14 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
 
 fn system_stats(inst: &Instance) -> Value {
     let cfg = &inst.shared.config;
-    let st = inst.lock();
+    let mut st = inst.lock();
+    st.stats_served += 1;
+    let ram_free = if st.ram_exhausted {
+        // What psutil reports as available on a machine the OOM killer is about to act on.
+        (cfg.ram_bytes / 256).min(64 * super::MIB)
+    } else {
+        cfg.ram_bytes.saturating_sub(st.host_ram_used())
+    };
     let gpu = &st.gpu;
     let port = inst.shared.addr.port().to_string();
     let mut argv = vec![
@@ -512,11 +519,6 @@ fn system_stats(inst: &Instance) -> Value {
     if cfg.lowvram {
         argv.push("--lowvram".into());
     }
-    let resident = gpu.resident();
-    let ram_free = cfg
-        .ram_bytes
-        .saturating_sub(3 * super::GIB)
-        .saturating_sub(resident / 4);
     json!({
         "system": {
             "os": "posix",
