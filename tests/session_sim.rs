@@ -246,10 +246,10 @@ fn hires_second_pass_failure_is_postprocess() {
         .unwrap()
         .replace('`', "");
     assert!(
-        report.contains("hires pass: KSampler `#11` at 1024×1024"),
+        report.contains("hires pass: KSampler #11 at 1024×1024"),
         "{report}"
     );
-    assert!(report.contains("Failing node: `KSampler #11`"), "{report}");
+    assert!(report.contains("Failing node: KSampler #11"), "{report}");
     assert_journal_complete(&dir, &s);
 }
 
