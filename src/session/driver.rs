@@ -584,6 +584,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         }
         let entry = self.session.workflows[w].runs[i].clone();
         let run_dir = self.paths.run_dir(&entry);
+        if !record.server_log.is_empty() {
+            self.durable.write_atomic(
+                &run_dir.join(crate::run::console::SERVER_LOG_FILE),
+                record.server_log.as_bytes(),
+            )?;
+        }
         let file = RunFile {
             schema_version: SESSION_SCHEMA_VERSION,
             session_id: self.session.session_id.clone(),

@@ -162,7 +162,11 @@ pub fn bare_record(
         system_stats_after: None,
         history: None,
         warnings: vec![],
+        console: None,
+        memory_events: vec![],
+        memory_fallbacks: vec![],
         raw: RawLog::default(),
+        server_log: String::new(),
     }
 }
 
