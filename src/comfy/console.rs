@@ -257,9 +257,12 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
     None
 }
 
-/// One memory-relevant thing the console said during a run (`run.json` → `memory_events`).
+/// One memory-relevant thing the console said during a run (`run.json` → `memory_events`,
+/// e.g. `{"model_load": {"t": …, "class": "BaseModel", "figures": {"full": true, …}}}`;
+/// externally tagged because run.json numbers are read with arbitrary precision, which
+/// serde's buffered (internally tagged, flattened) forms cannot read back).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum MemoryEvent {
     /// A model was put on the device (`Requested to load X` + `loaded completely/partially`).
     ModelLoad {
@@ -270,7 +273,6 @@ pub enum MemoryEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         class: Option<String>,
         /// The figures.
-        #[serde(flatten)]
         figures: LoadFigures,
     },
     /// Models were unloaded to make room.
@@ -302,7 +304,6 @@ pub enum MemoryEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         t: Option<String>,
         /// The bar.
-        #[serde(flatten)]
         bar: BarState,
     },
 }
@@ -506,5 +507,38 @@ mod tests {
             })
             .collect();
         assert_eq!(bars, vec![(2, 2), (3, 30)]);
+    }
+
+    #[test]
+    fn events_read_back_from_run_json() {
+        let events = vec![
+            MemoryEvent::ModelLoad {
+                t: Some("2026-12-01T13:58:33.599700".into()),
+                class: Some("BaseModel".into()),
+                figures: LoadFigures {
+                    full: false,
+                    usable_mb: Some(9178.35),
+                    loaded_mb: 9177.97,
+                    offloaded_mb: Some(3390.29),
+                    lowvram_patches: Some(0),
+                },
+            },
+            MemoryEvent::Progress {
+                t: None,
+                bar: BarState {
+                    desc: String::new(),
+                    value: 1,
+                    max: 2,
+                },
+            },
+            MemoryEvent::TiledFallback {
+                t: None,
+                stage: VaeStage::Decode,
+            },
+        ];
+        // The crate reads JSON with arbitrary precision numbers.
+        let text = serde_json::to_string(&events).unwrap();
+        let back: Vec<MemoryEvent> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, events);
     }
 }

@@ -513,7 +513,9 @@ impl<'a> Runner<'a> {
     /// `PATCH /internal/logs/subscribe` for a new socket, so the console comes on it as `logs`
     /// frames. A server without the route is noted once and the run goes on without a console.
     async fn subscribe_logs(&mut self, client_id: &str) {
-        if self.logs == Some(false) && self.logs_note.is_some() {
+        if (self.logs == Some(false) && self.logs_note.is_some()) || self.socket_dropped {
+            // After a drop, lines on a new socket cannot be placed against our prompt's events
+            // (they stay on the old one): the backfill from /internal/logs/raw fills the gap.
             return;
         }
         match self.client.logs_subscribe(client_id, true).await {
@@ -594,7 +596,7 @@ impl<'a> Runner<'a> {
         lost: bool,
     ) -> impl std::future::Future<Output = Option<Result<bool, ClientError>>> {
         let client = self.client.clone();
-        let id = match (&self.sock, self.logs, lost) {
+        let id = match (&self.sock, self.logs, lost || self.socket_dropped) {
             (Some(s), Some(true), false) => Some(s.client_id().to_string()),
             _ => None,
         };
@@ -1134,8 +1136,10 @@ impl<'a> Runner<'a> {
                         reason: None,
                     });
                     self.tracker.feed_text(&text, t_ms);
-                    self.sync_console();
-                    self.console.feed(&logs.entries);
+                    if !self.socket_dropped {
+                        self.sync_console();
+                        self.console.feed(&logs.entries);
+                    }
                     return;
                 }
                 self.obs.on_raw(&RawEvent::Ws {

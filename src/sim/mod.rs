@@ -48,6 +48,11 @@ pub struct Faults {
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
     pub garbage_frames: bool,
+    /// The server has no `/internal/logs` routes (an older ComfyUI or a proxy): 404.
+    pub no_internal_logs: bool,
+    /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
+    /// history output, no file), and the prompt still succeeds.
+    pub missing_output: Option<String>,
 }
 
 impl Faults {
@@ -71,6 +76,14 @@ impl Faults {
         self.garbage_frames = true;
         self
     }
+    pub fn with_no_internal_logs(mut self) -> Self {
+        self.no_internal_logs = true;
+        self
+    }
+    pub fn with_missing_output(mut self, class: &str) -> Self {
+        self.missing_output = Some(class.to_string());
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames` (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -87,6 +100,10 @@ impl Faults {
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
+                ("no-internal-logs", None) => f.no_internal_logs = true,
+                ("missing-output", Some(class)) if !class.is_empty() => {
+                    f.missing_output = Some(class.to_string())
+                }
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("slow-history", Some(ms)) => {
                     f.slow_history_ms = ms.trim_end_matches("ms").parse().map_err(|_| {
@@ -96,7 +113,8 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames"
+                         slow-history[=MS], prompt-500, garbage-frames, no-internal-logs, \
+                         missing-output=CLASS"
                     ))
                 }
             }
