@@ -304,6 +304,7 @@ impl Fixture {
             last_node: Some("3".into()),
             stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
             recovered_from_history: false,
+            memory_fallbacks: vec![],
         });
         let entry = RunEntry {
             run_id: id.clone(),
