@@ -215,3 +215,53 @@ async fn lines_a_dropped_socket_missed_come_from_internal_logs_raw() {
     assert_timestamped(&r);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn view_serves_a_png_header_of_the_written_size() {
+    let sim = sim(SimConfig::default().with_vram_gib(12)).await;
+    let r = execute(&client(&sim), request(&sd15(512, 2))).await;
+    assert_eq!(r.outcome, OutcomeKind::Passed);
+    let out = &r.history.as_ref().unwrap().outputs["9"]["images"][0];
+    let url = format!(
+        "{}/view?filename={}&subfolder={}&type={}",
+        sim.base_url(),
+        out["filename"].as_str().unwrap(),
+        out["subfolder"].as_str().unwrap(),
+        out["type"].as_str().unwrap()
+    );
+    let resp = reqwest::get(&url).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.headers()["content-type"], "image/png");
+    let body = resp.bytes().await.unwrap();
+    assert_eq!(&body[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&body[12..16], b"IHDR");
+    let w = u32::from_be_bytes(body[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(body[20..24].try_into().unwrap());
+    assert_eq!((w, h), (512, 512));
+    let missing = reqwest::get(format!(
+        "{}/view?filename=nope.png&type=output",
+        sim.base_url()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_missing_output_fault_leaves_the_node_out_of_history() {
+    let sim = sim(SimConfig::default()
+        .with_vram_gib(12)
+        .with_faults(Faults::default().with_missing_output("SaveImage")))
+    .await;
+    let r = execute(&client(&sim), request(&sd15(512, 2))).await;
+    // The server still calls it a success; only the history shows the missing output.
+    assert_eq!(r.outcome, OutcomeKind::Passed);
+    let h = r.history.as_ref().unwrap();
+    assert!(h.outputs.get("9").is_none(), "{:?}", h.outputs);
+    assert!(r
+        .timeline
+        .iter()
+        .all(|n| n.node_id != "9" || n.output.is_none()));
+    sim.shutdown().await;
+}

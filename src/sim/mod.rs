@@ -86,7 +86,8 @@ impl Faults {
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames` (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
+    /// garbage-frames,no-internal-logs,missing-output=CLASS` (`slow-history` defaults to
+    /// 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -375,6 +376,10 @@ mod tests {
         assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        let f = Faults::parse("no-internal-logs,missing-output=SaveImage").unwrap();
+        assert!(f.no_internal_logs);
+        assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
+        assert!(Faults::parse("missing-output").is_err());
         let err = Faults::parse("explode").unwrap_err();
         assert!(err.contains("unknown fault 'explode'"));
     }
