@@ -5,6 +5,7 @@
 //! client) → `run` (one submission and its evidence) → `diagnose` (failure classification) →
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
+pub mod atomic;
 pub mod catalog;
 pub mod cli;
 pub mod comfy;

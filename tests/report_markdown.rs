@@ -305,7 +305,7 @@ fn preflight_failure_lists_what_to_install() {
     assert!(doc.contains("- Unknown node class `WanVideoSampler` (install its custom node pack)"));
     assert!(
         doc.contains(
-            "- Missing model file: loras/detail.safetensors (node #10 LoraLoader, input lora_name)"
+            "- Missing model file: loras/detail.safetensors (node `#10` LoraLoader, input lora_name)"
         ),
         "{doc}"
     );

@@ -277,8 +277,8 @@ async fn free_memory_drops_the_cache_unload_models_keeps_it() {
         cached_of(&ws.until_done(&pid).await),
         json!(["11", "12", "13", "14"])
     );
+    // The worker applies /free flags before it takes the next prompt: no wait needed.
     post(&base, "/free", &json!({"unload_models": true})).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let pid = submit(&base, core(5), Some("f")).await;
     assert_eq!(
         cached_of(&ws.until_done(&pid).await),
@@ -290,7 +290,6 @@ async fn free_memory_drops_the_cache_unload_models_keeps_it() {
         &json!({"unload_models": true, "free_memory": true}),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let pid = submit(&base, core(5), Some("f")).await;
     assert_eq!(cached_of(&ws.until_done(&pid).await), json!([]));
     assert_eq!(post(&base, "/free", &json!({})).await, (200, String::new()));

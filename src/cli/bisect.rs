@@ -74,6 +74,10 @@ pub struct SessionArgs {
     /// Run --restart-cmd before every run.
     #[arg(long, requires = "restart_cmd")]
     pub restart_each: bool,
+    /// Longest --restart-cmd run; past it the command and every process it started are killed
+    /// (its output is in the session's restart.log).
+    #[arg(long, default_value = "5m", value_name = "D", value_parser = crate::cli::common::parse_positive_duration)]
+    pub restart_timeout: Duration,
     /// Wait until this time before the first run: HH:MM (local) or RFC 3339.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
@@ -203,6 +207,7 @@ impl SessionArgs {
             wait_server_s: self.wait_server.as_secs(),
             restart_cmd: self.restart_cmd.clone(),
             restart_each: self.restart_each,
+            restart_timeout_s: self.restart_timeout.as_secs().max(1),
             deadline,
             start_at,
             models_dirs: self.models_dirs.clone(),
@@ -343,8 +348,12 @@ pub fn drive_session(
     };
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    let backend =
-        LiveBackend::new(rt.handle().clone(), client, cancel_rx).with_progress(progress.clone());
+    let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
+        .with_progress(progress.clone())
+        .with_restart(
+            Duration::from_secs(session.options.restart_timeout_s),
+            paths.dir.join(crate::session::restart::RESTART_LOG),
+        );
     let mut hooks = SessionHooks {
         progress: progress.clone(),
         report: ReportThrottle::default(),

@@ -1,6 +1,6 @@
 //! The real [`Backend`]: runs through `run::execute_with` on a ComfyUI server (or the simulator),
 //! raw events appended to `events.ndjson` as they arrive, history lookups for resume, and the
-//! `--restart-cmd` shell command.
+//! `--restart-cmd` shell command (bounded by `--restart-timeout`, see [`super::restart`]).
 
 use super::driver::{Attempt, Backend, Recovery, RunSpec};
 use super::evidence::record_from_history;
@@ -9,7 +9,7 @@ use crate::comfy::protocol::QueuePosition;
 use crate::comfy::Client;
 use crate::run::{execute_with, Both, NdjsonWriter, RunRequest};
 use crate::workflow::Workflow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -28,6 +28,10 @@ pub struct LiveBackend {
     pub sample_interval: Duration,
     /// How often a resumed in-flight prompt is polled.
     pub poll_interval: Duration,
+    /// `--restart-timeout`.
+    pub restart_limit: Duration,
+    /// Where `--restart-cmd`'s output is appended (discarded when `None`).
+    pub restart_log: Option<PathBuf>,
 }
 
 impl LiveBackend {
@@ -42,7 +46,16 @@ impl LiveBackend {
             progress: None,
             sample_interval: Duration::from_millis(500),
             poll_interval: Duration::from_secs(1),
+            restart_limit: super::restart::DEFAULT_RESTART_TIMEOUT,
+            restart_log: None,
         }
+    }
+
+    /// Bounds `--restart-cmd` by `limit` and appends its output to `log`.
+    pub fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
+        self.restart_limit = limit;
+        self.restart_log = Some(log);
+        self
     }
 
     /// Shows node and step progress of each run on `progress`.
@@ -150,20 +163,7 @@ impl Backend for LiveBackend {
     }
 
     fn restart(&mut self, command: &str) -> Result<(), String> {
-        let status = if cfg!(windows) {
-            std::process::Command::new("cmd")
-                .args(["/C", command])
-                .status()
-        } else {
-            std::process::Command::new("sh")
-                .args(["-c", command])
-                .status()
-        };
-        match status {
-            Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(format!("'{command}' exited with {s}")),
-            Err(e) => Err(format!("cannot run '{command}': {e}")),
-        }
+        super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
     }
 
     fn fingerprint(&mut self) -> Option<serde_json::Value> {
