@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Failing workflow(s), API format; several run one after another.
+    /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
+    /// the server's node definitions; every variant is also written as a UI workflow). Several
+    /// run one after another.
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
     #[command(flatten)]
@@ -502,7 +504,7 @@ pub fn start_session(
     quiet: bool,
 ) -> u8 {
     // One bisection per GPU: taken before anything is written.
-    let lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
+    let mut lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
         Ok(l) => l,
         Err(e) => {
             print_error(&e);
@@ -534,6 +536,10 @@ pub fn start_session(
                 return exit::FAILED;
             }
         };
+    // Whoever is refused from now on is told which session holds the server.
+    if let Err(e) = lock.set_session(&session.session_id) {
+        tracing::warn!("could not write the session id into the lock file: {e}");
+    }
     session.environment = Some(environment);
     for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
         if verdict.is_some() {

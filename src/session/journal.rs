@@ -411,6 +411,18 @@ pub struct RunSummary {
     /// The card's total VRAM, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_total_mib: Option<f64>,
+    /// Peak system RAM in use (sampled `ram_total − ram_free`), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_peak_mib: Option<f64>,
+    /// Peak resident memory of the server process (local server only), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_peak_mib: Option<f64>,
+    /// Peak swap of the local server process, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_peak_mib: Option<f64>,
+    /// The machine's total RAM, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_total_mib: Option<f64>,
     /// Models and memory were freed before the run.
     pub cold: bool,
     /// The last node that ran (or the failing one).

@@ -48,6 +48,10 @@ pub struct Faults {
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
     pub garbage_frames: bool,
+    /// Each prompt's frames to its submitter's socket are held back (in order) until a
+    /// `GET /history` answer has included the prompt: the client learns the end from history
+    /// before it can read any of the socket's frames.
+    pub socket_after_history: bool,
     /// The server has no `/internal/logs` routes (an older ComfyUI or a proxy): 404.
     pub no_internal_logs: bool,
     /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
@@ -76,6 +80,10 @@ impl Faults {
         self.garbage_frames = true;
         self
     }
+    pub fn with_socket_after_history(mut self) -> Self {
+        self.socket_after_history = true;
+        self
+    }
     pub fn with_no_internal_logs(mut self) -> Self {
         self.no_internal_logs = true;
         self
@@ -86,8 +94,8 @@ impl Faults {
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,no-internal-logs,missing-output=CLASS` (`slow-history` defaults to
-    /// 2000 ms; `none` or empty = no faults).
+    /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS`
+    /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -101,6 +109,7 @@ impl Faults {
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
+                ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
                 ("missing-output", Some(class)) if !class.is_empty() => {
                     f.missing_output = Some(class.to_string())
@@ -114,8 +123,8 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames, no-internal-logs, \
-                         missing-output=CLASS"
+                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
+                         no-internal-logs, missing-output=CLASS"
                     ))
                 }
             }
@@ -129,7 +138,9 @@ impl Faults {
 pub struct SimConfig {
     /// Total device memory.
     pub vram_bytes: u64,
-    /// System RAM reported by `/system_stats`.
+    /// System RAM reported by `/system_stats`. What is in use moves with the memory model
+    /// (weights staged in RAM, IMAGE outputs held by the cache); a node whose images do not fit
+    /// has the server killed, as the kernel's OOM killer would.
     pub ram_bytes: u64,
     pub faults: Faults,
     /// Real seconds per simulated second (0.001 by default, so a 20-step sampler takes
@@ -170,6 +181,10 @@ impl SimConfig {
     }
     pub fn with_vram_bytes(mut self, bytes: u64) -> Self {
         self.vram_bytes = bytes;
+        self
+    }
+    pub fn with_ram_bytes(mut self, bytes: u64) -> Self {
+        self.ram_bytes = bytes;
         self
     }
     pub fn with_time_scale(mut self, scale: f64) -> Self {
@@ -334,6 +349,17 @@ impl SimHandle {
             .unwrap_or(0)
     }
 
+    /// Host RAM in use as `/system_stats` would report it now (for tests and logs).
+    pub fn host_ram_used(&self) -> u64 {
+        self.shared
+            .current
+            .lock()
+            .expect("current lock")
+            .as_ref()
+            .map(|i| i.lock().host_ram_used())
+            .unwrap_or(0)
+    }
+
     /// Stops the server and waits for its tasks.
     pub async fn shutdown(self) {
         let inst = self.shared.current.lock().expect("current lock").take();
@@ -370,10 +396,13 @@ mod tests {
     #[test]
     fn fault_lists_parse() {
         assert_eq!(Faults::parse("").unwrap(), Faults::default());
-        let f =
-            Faults::parse("crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames")
-                .unwrap();
+        let f = Faults::parse(
+            "crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames,\
+             socket-after-history",
+        )
+        .unwrap();
         assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
+        assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
         let f = Faults::parse("no-internal-logs,missing-output=SaveImage").unwrap();
