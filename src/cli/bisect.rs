@@ -54,6 +54,10 @@ pub struct SessionArgs {
     /// Do not run the target first: it is known to fail.
     #[arg(long)]
     pub assume_fails: bool,
+    /// Count a run that only passed through a silent memory fallback (ComfyUI's tiled VAE
+    /// decode/encode retry after an OOM) as a failure (kind `memory_fallback`).
+    #[arg(long)]
+    pub strict: bool,
     /// Longest run (e.g. 30m, 1h30m).
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
@@ -199,6 +203,7 @@ impl SessionArgs {
             repeat: self.repeat,
             controls: self.controls,
             assume_fails: self.assume_fails,
+            strict: self.strict,
             timeout_s: self.timeout.map(|d| d.as_secs().max(1)),
             cold: !self.warm,
             wait_server_s: self.wait_server.as_secs(),

@@ -50,6 +50,11 @@ fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                         .as_ref()
                         .map(|o| o.name().to_string())
                         .unwrap_or_else(|| "in_flight".into()),
+                    memory_fallbacks: run
+                        .summary
+                        .as_ref()
+                        .map(|s| s.memory_fallbacks.clone())
+                        .unwrap_or_default(),
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
                 });

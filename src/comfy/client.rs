@@ -3,7 +3,8 @@
 
 use super::headers::ExtraHeaders;
 use super::protocol::{
-    routes, HistoryEntry, PromptRejection, PromptRequest, PromptResponse, QueueState, SystemStats,
+    routes, HistoryEntry, LogsData, LogsSubscribe, PromptRejection, PromptRequest, PromptResponse,
+    QueueState, SystemStats,
 };
 use super::ws::WsConnection;
 use serde::{Deserialize, Serialize};
@@ -299,6 +300,49 @@ impl Client {
             .await
     }
 
+    /// `PATCH /internal/logs/subscribe {"clientId", "enabled"}`: the console comes to that
+    /// socket as `logs` frames. `Ok(false)` when the server has no such route (404/405: older
+    /// builds, some proxies).
+    pub async fn logs_subscribe(
+        &self,
+        client_id: &str,
+        enabled: bool,
+    ) -> Result<bool, ClientError> {
+        let body =
+            serde_json::to_value(LogsSubscribe { client_id, enabled }).unwrap_or(Value::Null);
+        let (status, text) = self
+            .send("PATCH", routes::LOGS_SUBSCRIBE, Some(body))
+            .await?;
+        match status {
+            200..=299 => Ok(true),
+            404 | 405 => Ok(false),
+            _ => Err(ClientError::Status {
+                method: "PATCH".into(),
+                url: self.url_for(routes::LOGS_SUBSCRIBE).to_string(),
+                status,
+                body: trim_text(&text),
+            }),
+        }
+    }
+
+    /// `GET /internal/logs/raw`: the console's ring buffer; `None` when the server has no such
+    /// route (404/405).
+    pub async fn logs_raw(&self) -> Result<Option<LogsData>, ClientError> {
+        let (status, text) = self.send("GET", routes::LOGS_RAW, None).await?;
+        match status {
+            200..=299 => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| self.decode_error("GET", routes::LOGS_RAW, e)),
+            404 | 405 => Ok(None),
+            _ => Err(ClientError::Status {
+                method: "GET".into(),
+                url: self.url_for(routes::LOGS_RAW).to_string(),
+                status,
+                body: trim_text(&text),
+            }),
+        }
+    }
+
     async fn post_ok(&self, route: &str, body: Value) -> Result<(), ClientError> {
         let (status, text) = self.send("POST", route, Some(body)).await?;
         if (200..300).contains(&status) {
@@ -355,6 +399,7 @@ impl Client {
         let started = Instant::now();
         let mut req = match method {
             "POST" => self.http.post(url.clone()),
+            "PATCH" => self.http.patch(url.clone()),
             _ => self.http.get(url.clone()),
         }
         .headers(self.headers.to_header_map())

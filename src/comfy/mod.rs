@@ -2,16 +2,18 @@
 //! (routes, message types and fields, error shapes) lives in [`protocol`] and nowhere else.
 
 pub mod client;
+pub mod console;
 pub mod events;
 pub mod headers;
 pub mod protocol;
 pub mod ws;
 
 pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
+pub use console::{MemoryEvent, VaeStage};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};
 pub use protocol::{
-    Device, ExecutionError, ExecutionInterrupted, HistoryEntry, PromptRejection, QueuePosition,
-    QueueState, SystemStats, Terminal,
+    Device, ExecutionError, ExecutionInterrupted, HistoryEntry, LogEntry, LogsData,
+    PromptRejection, QueuePosition, QueueState, SystemStats, Terminal,
 };
 pub use ws::{WsConnection, WsFrame};

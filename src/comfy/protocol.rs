@@ -31,6 +31,13 @@ pub mod routes {
     pub const WS: &str = "/ws";
     /// Name of the WebSocket query parameter carrying the session id.
     pub const WS_CLIENT_ID_PARAM: &str = "clientId";
+    /// `PATCH {"clientId", "enabled"}`: the server sends its console to that socket as `logs`
+    /// frames (200 with an empty body). Not served under `/api` (the `/internal` sub-app).
+    pub const LOGS_SUBSCRIBE: &str = "/internal/logs/subscribe";
+    /// `GET` the console's ring buffer (the last 300 writes since start) as [`super::LogsData`].
+    pub const LOGS_RAW: &str = "/internal/logs/raw";
+    /// `GET /view?filename=&subfolder=&type=`: an output file's bytes.
+    pub const VIEW: &str = "/view";
 }
 
 /// WebSocket message `type` values the client acts on.
@@ -57,6 +64,8 @@ pub mod msg {
     pub const EXECUTION_INTERRUPTED: &str = "execution_interrupted";
     /// Feature-flag negotiation reply.
     pub const FEATURE_FLAGS: &str = "feature_flags";
+    /// Console writes, sent to sockets subscribed through `/internal/logs/subscribe`.
+    pub const LOGS: &str = "logs";
 }
 
 /// `exception_type` of a non-fatal `execution_error` (an ExecutionBlocker): the prompt continues.
@@ -542,6 +551,40 @@ impl StatusData {
             .get("queue_remaining")?
             .as_u64()
     }
+}
+
+/// Body of `PATCH /internal/logs/subscribe`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogsSubscribe<'a> {
+    /// The socket's session id.
+    #[serde(rename = "clientId")]
+    pub client_id: &'a str,
+    /// `true` to receive `logs` frames, `false` to stop.
+    pub enabled: bool,
+}
+
+/// One console write: the server's local time without a zone (`2026-12-01T13:58:31.488302`)
+/// and the text written. A write is not always a whole line: `""`, `"\n"` and tqdm's
+/// `"\r 50%|…"` come as entries of their own, a traceback as one multi-line entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Server time of the write.
+    #[serde(default)]
+    pub t: String,
+    /// The text written.
+    #[serde(default)]
+    pub m: String,
+}
+
+/// `data` of a `logs` frame, and the body of `GET /internal/logs/raw`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogsData {
+    /// Console writes in order.
+    #[serde(default)]
+    pub entries: Vec<LogEntry>,
+    /// Terminal size `{cols, rows}`; on frames only the first carries it, later ones `null`.
+    #[serde(default)]
+    pub size: Option<Value>,
 }
 
 /// A WebSocket text frame: `{"type": T, "data": {...}}`.

@@ -18,7 +18,9 @@ mod stage;
 use serde::{Deserialize, Serialize};
 
 pub use numbers::Numbers;
-pub use parse::{parse_input, ConsoleSignals, ParseError, ParsedInput};
+pub use parse::{
+    console_signals, parse_input, ConsoleSignals, ConsoleTail, ParseError, ParsedInput,
+};
 
 /// What a run left behind when it failed: the execution_error fields, the node timeline and the
 /// outcome. Built by the run module from WebSocket frames, or by [`parse_text`] from pasted text.

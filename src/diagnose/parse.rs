@@ -5,6 +5,7 @@
 //! or a stream of WebSocket messages (one JSON object per line).
 
 use super::{Evidence, NodeProgress, RunOutcomeHint};
+use crate::comfy::console::{self, BarState, ConsoleLine, VaeStage};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -533,10 +534,6 @@ regex!(
     r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$"
 );
 regex!(
-    bar_re,
-    r"(?P<desc>[^|\r]*?)\s*(?P<pct>\d{1,3})%\s*\|(?P<bar>[^|\r]*)\|\s*(?P<v>\d+)/(?P<m>\d+)"
-);
-regex!(
     load_line_re,
     r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded|(?:vae|clip/text encoder model) load device:)"
 );
@@ -655,18 +652,10 @@ fn encoder_name(line: &str) -> Option<String> {
     .then(|| name.to_string())
 }
 
-fn bar_event(line: &str) -> Option<Event> {
-    if !line.contains('%') || !line.contains('|') {
-        return None;
-    }
-    let caps = bar_re().captures_iter(line).last()?;
-    let v: u64 = caps["v"].parse().ok()?;
-    let m: u64 = caps["m"].parse().ok()?;
-    let desc = caps["desc"]
-        .trim()
-        .trim_end_matches(':')
-        .trim()
-        .to_lowercase();
+/// What a progress bar means for the diagnosis: sampling steps, or a loader's bar.
+fn bar_event(bar: &BarState) -> Option<Event> {
+    let (v, m) = (bar.value, bar.max);
+    let desc = bar.desc.to_lowercase();
     if !desc.chars().any(char::is_alphabetic)
         || ["sampl", "denois", "step"].iter().any(|w| desc.contains(w))
     {
@@ -676,20 +665,32 @@ fn bar_event(line: &str) -> Option<Event> {
         .iter()
         .any(|w| desc.contains(w))
     {
-        let shown = format!("{} {v}/{m}", caps["desc"].trim());
+        let shown = format!("{} {v}/{m}", bar.desc);
         return Some(Event::LoadingBar(shown));
     }
     None
 }
 
+/// One line's event. Memory lines (bars, loads, unloads, tiled fallbacks) are read by the
+/// console parser the run record uses ([`crate::comfy::console::classify`]); the rest are
+/// loading lines only a pasted log tends to show.
 fn line_event(line: &str) -> Option<Event> {
-    if let Some(e) = bar_event(line) {
-        return Some(e);
-    }
     let t = line.trim();
-    let lower = t.to_lowercase();
-    if lower.contains("ran out of memory when regular vae") {
-        return Some(Event::TiledRetry(lower.contains("decod")));
+    let load_line = || Some(Event::Load(t.chars().take(160).collect()));
+    match console::classify(t) {
+        Some(ConsoleLine::Bar(bar)) => {
+            if let Some(e) = bar_event(&bar) {
+                return Some(e);
+            }
+        }
+        Some(ConsoleLine::TiledFallback(stage)) => {
+            return Some(Event::TiledRetry(stage == VaeStage::Decode))
+        }
+        Some(ConsoleLine::Loaded(f)) if f.full => return Some(Event::LoadDone),
+        Some(ConsoleLine::Loaded(_))
+        | Some(ConsoleLine::RequestedLoad { .. })
+        | Some(ConsoleLine::Unloaded { .. }) => return load_line(),
+        _ => {}
     }
     if lora_error_re().is_match(t) {
         return Some(Event::LoraError);
@@ -698,7 +699,7 @@ fn line_event(line: &str) -> Option<Event> {
         return Some(Event::LoadDone);
     }
     if load_line_re().is_match(t) {
-        return Some(Event::Load(t.chars().take(160).collect()));
+        return load_line();
     }
     None
 }
@@ -1105,6 +1106,21 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             log_stopped: false,
         },
     })
+}
+
+/// The console signals of one run's own console lines (a run's `server.log`: one line per
+/// console line, from `got prompt` to `Prompt executed`), read with the same rules as a pasted
+/// log.
+pub fn console_signals(text: &str) -> ConsoleSignals {
+    let lines = normalise(text);
+    let seg = scan_segment(&lines);
+    let (sampling_bar, tail) = signals_from(&seg.events);
+    ConsoleSignals {
+        sampling_bar,
+        tail,
+        death: seg.death.clone().filter(|_| seg.message.is_none()),
+        log_stopped: false,
+    }
 }
 
 #[cfg(test)]

@@ -540,6 +540,7 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
         Outcome::Timeout { .. } => Some("timeout".into()),
         Outcome::ServerLost { .. } => Some("process_killed".into()),
         Outcome::Rejected { .. } => Some("rejected".into()),
+        Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
         _ => None,
     }
 }
@@ -598,6 +599,7 @@ fn row_for(
             duration_s: None,
             cold: None,
             run_dir: None,
+            memory_fallbacks: Vec::new(),
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -631,6 +633,9 @@ fn row_for(
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
+        memory_fallbacks: summary
+            .map(|s| s.memory_fallbacks.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -1166,6 +1171,9 @@ fn verdict(
         failure_kind: None,
         stage: None,
         reason: None,
+        first_fallback_step: None,
+        first_fallback_increment: None,
+        first_fallbacks: Vec::new(),
         root_cause: "unknown".into(),
     };
     match &job.verdict {
@@ -1289,6 +1297,24 @@ fn verdict(
                     });
                 }
             }
+        }
+    }
+    // The early warning: the first step that only survived through a memory fallback, when
+    // it comes before the first failure (or nothing failed).
+    let before = match v.kind {
+        VerdictKind::FirstFailure => v.step,
+        VerdictKind::CouldNotReproduce => Some(usize::MAX),
+        _ => None,
+    };
+    if let Some(limit) = before {
+        if let Some(r) = ladder
+            .iter()
+            .filter(|r| r.step < limit && r.outcome == "passed" && !r.memory_fallbacks.is_empty())
+            .min_by_key(|r| r.step)
+        {
+            v.first_fallback_step = Some(r.step);
+            v.first_fallback_increment = Some(r.increment.clone());
+            v.first_fallbacks = r.memory_fallbacks.clone();
         }
     }
     v.summary = v.sentence(&|s: &str| s.to_string());

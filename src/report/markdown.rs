@@ -507,6 +507,11 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         );
     let outcome = match &r.failure_kind {
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
+        None if !r.memory_fallbacks.is_empty() => format!(
+            "{} — {}",
+            r.outcome.replace('_', " "),
+            r.memory_fallbacks.join(", ")
+        ),
         None => r.outcome.replace('_', " "),
     };
     let outcome = if is_verdict_step {

@@ -128,6 +128,16 @@ pub struct Verdict {
     /// Why the session is incomplete, or the flaky counts, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The first step whose run went through a memory fallback, when it comes before the
+    /// first failure (or when nothing failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_fallback_step: Option<usize>,
+    /// Its increment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_fallback_increment: Option<String>,
+    /// What fell back there (`tiled VAE decode fallback`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_fallbacks: Vec<String>,
     /// Always `unknown`: a bisection locates a failure, it does not prove its cause.
     pub root_cause: String,
 }
@@ -307,6 +317,10 @@ pub struct LadderRow {
     /// The run's folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
+    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`): a pass
+    /// with any is the early warning a bisection looks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_fallbacks: Vec<String>,
 }
 
 /// How peak VRAM was measured.
@@ -606,6 +620,9 @@ pub fn kind_phrase(kind: &str) -> String {
         "timeout" => "timed out".into(),
         "rejected" => "rejected by the server".into(),
         "other" => "an error that is not a memory failure".into(),
+        "memory_fallback" => {
+            "passed only through a memory fallback, counted as a failure by --strict".into()
+        }
         "unknown" => "no failure found in the text".into(),
         other => other.replace('_', " "),
     }
@@ -640,12 +657,34 @@ impl Verdict {
             format!("{kind} {stage}")
         };
         let reason = self.reason.clone().unwrap_or_default();
+        let fallback = match (&self.first_fallback_step, &self.first_fallback_increment) {
+            (Some(k), Some(inc)) => Some(format!(
+                "first memory fallback at {} (step {k}: {})",
+                emph(inc),
+                self.first_fallbacks.join(", ")
+            )),
+            _ => None,
+        };
         match self.kind {
-            VerdictKind::FirstFailure => format!(
-                "First failure when adding {} (step {} of {steps}): {}. Root cause: unknown.",
-                emph(self.increment.as_deref().unwrap_or("?")),
-                self.step.unwrap_or_default(),
-                what()
+            VerdictKind::FirstFailure => match fallback {
+                Some(f) => format!(
+                    "{}{}; first failure at {} (step {} of {steps}): {}. Root cause: unknown.",
+                    f[..1].to_uppercase(),
+                    &f[1..],
+                    emph(self.increment.as_deref().unwrap_or("?")),
+                    self.step.unwrap_or_default(),
+                    what()
+                ),
+                None => format!(
+                    "First failure when adding {} (step {} of {steps}): {}. Root cause: unknown.",
+                    emph(self.increment.as_deref().unwrap_or("?")),
+                    self.step.unwrap_or_default(),
+                    what()
+                ),
+            },
+            VerdictKind::CouldNotReproduce if fallback.is_some() => format!(
+                "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here; but {}.",
+                fallback.unwrap_or_default()
             ),
             VerdictKind::MinimalFails => format!(
                 "The minimal variant already fails (step 0 of {steps}): {}. Nothing to bisect. Root cause: unknown.",

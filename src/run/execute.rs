@@ -2,6 +2,7 @@
 //! history, sample VRAM, and turn all of it into a [`RunRecord`]. Every loop here is bounded in
 //! time (run, stall, queue, reconnect and grace limits).
 
+use super::console::RunConsole;
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
     trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
@@ -11,8 +12,8 @@ use super::record::{
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
 use crate::comfy::protocol::{
-    HistoryEntry, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats, Terminal,
-    PREVIEW_METHOD_NONE,
+    msg, HistoryEntry, LogsData, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats,
+    Terminal, PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
 use crate::host::{HostReport, HostSample, ServerProcess};
@@ -134,6 +135,14 @@ struct Runner<'a> {
     sampler: Option<Sampler>,
     partial: Option<Rejection>,
     submitted: bool,
+    /// Our share of the server console.
+    console: RunConsole,
+    /// `Some(true)` once the server took a log subscription, `Some(false)` when it has none.
+    logs: Option<bool>,
+    /// Why there is no console (no route, subscription failed).
+    logs_note: Option<String>,
+    /// A socket closed during the run (console lines may be missing).
+    socket_dropped: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -169,6 +178,10 @@ impl<'a> Runner<'a> {
             sampler: None,
             partial: None,
             submitted: false,
+            console: RunConsole::new(),
+            logs: None,
+            logs_note: None,
+            socket_dropped: false,
         }
     }
 
@@ -238,6 +251,22 @@ impl<'a> Runner<'a> {
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
         let (outcome, error) = outcome.into_parts();
+        let console = std::mem::take(&mut self.console);
+        let note =
+            match self.logs {
+                Some(_) => self.logs_note.clone(),
+                None => Some(self.logs_note.clone().unwrap_or_else(|| {
+                    "no console: no WebSocket was open to subscribe to it".into()
+                })),
+            };
+        let (console, server_log, memory_events) = console.finish(self.logs == Some(true), note);
+        let mut memory_fallbacks: Vec<String> = Vec::new();
+        for e in memory_events.iter().filter(|e| e.is_fallback()) {
+            let d = e.describe();
+            if !memory_fallbacks.contains(&d) {
+                memory_fallbacks.push(d);
+            }
+        }
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
@@ -260,7 +289,11 @@ impl<'a> Runner<'a> {
             system_stats_after: self.stats_after,
             history: self.history,
             warnings: self.warnings,
+            console: Some(console),
+            memory_events,
+            memory_fallbacks,
             raw: self.raw,
+            server_log,
         };
         record.attach_diagnosis();
         record
@@ -439,11 +472,18 @@ impl<'a> Runner<'a> {
             return outcome;
         }
         let end = self.follow().await;
+        let lost = matches!(end, End::Lost(_));
+        self.finish_console(lost).await;
+        let unsubscribe = self.unsubscribe_logs(lost);
         if self.tracker.is_finished() || self.tracker.terminal().is_some() {
-            let want_stats = !matches!(end, End::Lost(_));
-            let stats = self.stats_after_fetch(want_stats);
-            let (stats, ()) = tokio::join!(stats, self.reconcile_history());
+            let stats = self.stats_after_fetch(!lost);
+            let (stats, (), unsubscribed) =
+                tokio::join!(stats, self.reconcile_history(), unsubscribe);
             self.keep_stats_after(stats);
+            self.keep_unsubscribe(unsubscribed);
+        } else {
+            let unsubscribed = unsubscribe.await;
+            self.keep_unsubscribe(unsubscribed);
         }
         self.decide(end)
     }
@@ -570,6 +610,121 @@ impl<'a> Runner<'a> {
         self.req.cancel.as_ref().is_some_and(|c| *c.borrow())
     }
 
+    /// `PATCH /internal/logs/subscribe` for a new socket, so the console comes on it as `logs`
+    /// frames. A server without the route is noted once and the run goes on without a console.
+    async fn subscribe_logs(&mut self, client_id: &str) {
+        if (self.logs == Some(false) && self.logs_note.is_some()) || self.socket_dropped {
+            // After a drop, lines on a new socket cannot be placed against our prompt's events
+            // (they stay on the old one): the backfill from /internal/logs/raw fills the gap.
+            return;
+        }
+        match self.client.logs_subscribe(client_id, true).await {
+            Ok(true) => self.logs = Some(true),
+            Ok(false) => {
+                self.logs = Some(false);
+                let text = "the server has no /internal/logs (an older ComfyUI, or a proxy that \
+                            does not pass it): the run has no server console";
+                self.note(text);
+                self.logs_note = Some(text.into());
+            }
+            Err(e) => {
+                let text = format!("PATCH /internal/logs/subscribe failed ({e}): the run's server console may be missing");
+                self.note(&text);
+                if self.logs != Some(true) {
+                    self.logs = Some(false);
+                    self.logs_note = Some(text);
+                }
+            }
+        }
+        self.flush_http();
+    }
+
+    /// Takes the console lines that follow our end event (`Prompt executed` comes after
+    /// `executing {node: null}` on the socket), then backfills from `/internal/logs/raw` what a
+    /// dropped socket missed.
+    async fn finish_console(&mut self, lost: bool) {
+        if self.logs != Some(true) {
+            return;
+        }
+        self.sync_console();
+        let finished = self.tracker.is_finished() || self.tracker.terminal().is_some();
+        if finished {
+            self.console.ended();
+        }
+        if finished && !self.console.is_done() {
+            // Bounded: a server that never prints the line costs at most this.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !self.console.is_done() {
+                let Some(sock) = self.sock.as_mut() else {
+                    break;
+                };
+                match tokio::time::timeout_at(deadline.into(), sock.next_frame()).await {
+                    Ok(frame) => {
+                        let closed = matches!(frame, WsFrame::Closed(_));
+                        self.handle_frame(frame);
+                        if closed {
+                            self.sock = None;
+                            self.socket_dropped = true;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        if self.console.is_done() || lost || !self.submitted {
+            return;
+        }
+        // Not recorded in raw.http: the ring buffer holds other prompts' lines too.
+        match self.plain.logs_raw().await {
+            Ok(Some(raw)) => {
+                let before = self.console.len();
+                self.console.backfill(&raw.entries, self.queue.max_ahead);
+                let added = self.console.len() - before;
+                self.note(&format!(
+                    "GET /internal/logs/raw: {added} console line(s) the socket missed"
+                ));
+            }
+            Ok(None) => self.note("GET /internal/logs/raw: the server has no such route"),
+            Err(e) => self.note(&format!("GET /internal/logs/raw failed: {e}")),
+        }
+    }
+
+    /// `PATCH /internal/logs/subscribe {enabled: false}` for the open socket (run alongside the
+    /// after-run requests).
+    fn unsubscribe_logs(
+        &self,
+        lost: bool,
+    ) -> impl std::future::Future<Output = Option<Result<bool, ClientError>>> {
+        let client = self.client.clone();
+        let id = match (&self.sock, self.logs, lost || self.socket_dropped) {
+            (Some(s), Some(true), false) => Some(s.client_id().to_string()),
+            _ => None,
+        };
+        async move {
+            match id {
+                Some(id) => Some(client.logs_subscribe(&id, false).await),
+                None => None,
+            }
+        }
+    }
+
+    fn keep_unsubscribe(&mut self, answer: Option<Result<bool, ClientError>>) {
+        if let Some(Err(e)) = answer {
+            self.note(&format!("PATCH /internal/logs/subscribe (off) failed: {e}"));
+        }
+        self.flush_http();
+    }
+
+    /// Tells the console collector where our prompt is (by the events seen so far).
+    fn sync_console(&mut self) {
+        if self.tracker.started_ms().is_some() {
+            self.console.started();
+        }
+        if self.tracker.terminal().is_some() {
+            self.console.ended();
+        }
+    }
+
     /// Opens a socket with a fresh session id and waits for the server's greeting.
     async fn open_socket(&mut self) -> Result<(), ClientError> {
         let client_id = Uuid::new_v4().to_string();
@@ -607,6 +762,7 @@ impl<'a> Runner<'a> {
                 self.warn("the server sent no greeting on the new WebSocket within 5 s".into());
             }
         }
+        self.subscribe_logs(&client_id).await;
         Ok(())
     }
 
@@ -630,6 +786,7 @@ impl<'a> Runner<'a> {
             extra_data,
         };
         self.phase("submitting");
+        self.console.submitted();
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
             let answer = self.client.submit(&body).await;
@@ -847,6 +1004,7 @@ impl<'a> Runner<'a> {
                     }
                     if closed {
                         self.sock = None;
+                        self.socket_dropped = true;
                         socket_lost_at = Some(Instant::now());
                         next_reconnect = Instant::now();
                         reconnect_delay = Duration::from_millis(200);
@@ -1098,6 +1256,31 @@ impl<'a> Runner<'a> {
         match frame {
             WsFrame::Text(text) => {
                 let json: Option<Value> = serde_json::from_str(&text).ok();
+                if let Some(logs) = json
+                    .as_ref()
+                    .filter(|j| j.get("type").and_then(Value::as_str) == Some(msg::LOGS))
+                    .and_then(|j| serde_json::from_value::<LogsData>(j["data"].clone()).ok())
+                {
+                    // Console lines go to server.log, not to the record's frame list.
+                    self.obs.on_raw(&RawEvent::Ws {
+                        t_ms,
+                        socket,
+                        dir: "in",
+                        kind: Some("text"),
+                        json: json.as_ref(),
+                        raw: None,
+                        size: None,
+                        event_type: None,
+                        client_id: None,
+                        reason: None,
+                    });
+                    self.tracker.feed_text(&text, t_ms);
+                    if !self.socket_dropped {
+                        self.sync_console();
+                        self.console.feed(&logs.entries);
+                    }
+                    return;
+                }
                 self.obs.on_raw(&RawEvent::Ws {
                     t_ms,
                     socket,

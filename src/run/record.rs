@@ -1,8 +1,9 @@
 //! The run record (`run.json`): what was submitted, what happened, and the raw evidence.
 
+pub use super::console::ConsoleInfo;
 use crate::comfy::events::{FrameCounts, NodeTiming};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, SystemStats};
-use crate::comfy::HttpExchange;
+use crate::comfy::{HttpExchange, MemoryEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -379,9 +380,25 @@ pub struct RunRecord {
     /// Things the reader should know (cached nodes on a cold run, reconnects …).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The server console during the run: whether it was read, how sure the attribution is.
+    /// `None` in records made before the console was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<ConsoleInfo>,
+    /// Memory events parsed from the run's console lines (model loads, unloads, tiled VAE
+    /// fallbacks, ComfyUI's OOM unload, progress bars' last state).
+    #[serde(default)]
+    pub memory_events: Vec<MemoryEvent>,
+    /// The silent memory fallbacks the run survived through ("tiled VAE decode fallback"): a
+    /// passed run with any is a pass with a warning.
+    #[serde(default)]
+    pub memory_fallbacks: Vec<String>,
     /// Raw evidence.
     #[serde(default)]
     pub raw: RawLog,
+    /// The run's console lines, `<server time> <line>` (written as `server.log` next to
+    /// `run.json`, not inside it).
+    #[serde(skip)]
+    pub server_log: String,
 }
 
 impl RunRecord {
@@ -446,7 +463,12 @@ impl RunRecord {
         if self.outcome == OutcomeKind::Passed {
             return;
         }
-        let mut diagnosis = crate::diagnose::diagnose(&self.evidence());
+        // The run's own console lines, read by the same parser as a pasted log.
+        let input = crate::diagnose::ParsedInput {
+            evidence: self.evidence(),
+            signals: crate::diagnose::console_signals(&self.server_log),
+        };
+        let mut diagnosis = crate::diagnose::diagnose_input(&input);
         self.annotate_diagnosis(&mut diagnosis);
         self.diagnosis = serde_json::to_value(diagnosis).ok();
     }
@@ -684,6 +706,10 @@ mod tests {
             system_stats_after: None,
             history: None,
             warnings: vec![],
+            console: None,
+            memory_events: vec![],
+            memory_fallbacks: vec![],
+            server_log: String::new(),
             raw: RawLog {
                 http: vec![HttpRecord {
                     t_ms: 3,

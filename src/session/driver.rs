@@ -547,7 +547,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         if let Some(d) = &diagnosis {
             record.diagnosis = serde_json::to_value(d).ok();
         }
-        let outcome = super::evidence::outcome_of(&record);
+        let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
         let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
         let components = self.component_hashes(workflow);
         let node_hashes: serde_json::Map<String, serde_json::Value> = workflow
@@ -579,6 +579,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         }
         let entry = self.session.workflows[w].runs[i].clone();
         let run_dir = self.paths.run_dir(&entry);
+        if !record.server_log.is_empty() {
+            self.durable.write_atomic(
+                &run_dir.join(crate::run::console::SERVER_LOG_FILE),
+                record.server_log.as_bytes(),
+            )?;
+        }
         let file = RunFile {
             schema_version: SESSION_SCHEMA_VERSION,
             session_id: self.session.session_id.clone(),
@@ -632,6 +638,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     .outcome
                     .as_ref()
                     .map(|o| o.name().to_string())
+                    .unwrap_or_default(),
+                memory_fallbacks: entry
+                    .summary
+                    .as_ref()
+                    .map(|s| s.memory_fallbacks.clone())
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),

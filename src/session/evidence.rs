@@ -12,6 +12,19 @@ use crate::workflow::Workflow;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The session's view of a record's outcome; with `strict`, a pass that went through a memory
+/// fallback is [`Outcome::MemoryFallback`].
+pub fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
+    match outcome_of(record) {
+        Outcome::Passed if strict && !record.memory_fallbacks.is_empty() => {
+            Outcome::MemoryFallback {
+                fallbacks: record.memory_fallbacks.clone(),
+            }
+        }
+        other => other,
+    }
+}
+
 /// The session's view of a record's outcome.
 pub fn outcome_of(record: &RunRecord) -> Outcome {
     match record.outcome() {
@@ -100,7 +113,11 @@ pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagno
             evidence.node_type = s.last_node.as_deref().and_then(class_of);
         }
     }
-    let mut diagnosis = diagnose::diagnose(&evidence);
+    // The run's own console lines, read like a pasted log.
+    let mut diagnosis = diagnose::diagnose_input(&diagnose::ParsedInput {
+        evidence,
+        signals: diagnose::console_signals(&record.server_log),
+    });
     record.annotate_diagnosis(&mut diagnosis);
     Some(diagnosis)
 }
@@ -132,6 +149,7 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .warnings
             .iter()
             .any(|w| w.starts_with(RECOVERED_WARNING)),
+        memory_fallbacks: record.memory_fallbacks.clone(),
     }
 }
 
@@ -170,7 +188,11 @@ pub fn bare_record(
         system_stats_after: None,
         history: None,
         warnings: vec![],
+        console: None,
+        memory_events: vec![],
+        memory_fallbacks: vec![],
         raw: RawLog::default(),
+        server_log: String::new(),
     }
 }
 

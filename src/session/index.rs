@@ -33,6 +33,10 @@ pub struct IndexEntry {
     pub component_hashes: Vec<ComponentHash>,
     /// Outcome name (`passed`, `failed`, `rejected`, `interrupted`, `timeout`, `server_lost`).
     pub outcome: String,
+    /// Silent memory fallbacks of the run (`tiled VAE decode fallback`); a pass with any is a
+    /// pass with a warning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_fallbacks: Vec<String>,
     /// The run folder, relative to the runs folder.
     pub dir: String,
     /// RFC 3339 time the run finished.
@@ -164,6 +168,7 @@ mod tests {
             workflow_sha256: "00".into(),
             component_hashes: vec![],
             outcome: "passed".into(),
+            memory_fallbacks: vec![],
             dir: format!("s/01-lora-{id}"),
             finished_at: "2026-11-29T01:00:00Z".into(),
         }

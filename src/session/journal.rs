@@ -66,6 +66,9 @@ pub struct SessionOptions {
     pub controls: bool,
     /// `--assume-fails`: the target is not run as an endpoint.
     pub assume_fails: bool,
+    /// `--strict`: a run that only passed through a memory fallback counts as a failure.
+    #[serde(default)]
+    pub strict: bool,
     /// `--timeout` per run, seconds (None = the runner's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
@@ -106,6 +109,7 @@ impl Default for SessionOptions {
             repeat: 0,
             controls: false,
             assume_fails: false,
+            strict: false,
             timeout_s: None,
             cold: true,
             wait_server_s: 600,
@@ -357,6 +361,12 @@ pub enum Outcome {
         /// What was seen.
         detail: String,
     },
+    /// `--strict`: the prompt completed, but only through a silent memory fallback (a tiled
+    /// VAE decode or encode after an OOM); counted as a failure.
+    MemoryFallback {
+        /// The fallbacks, e.g. `tiled VAE decode fallback`.
+        fallbacks: Vec<String>,
+    },
 }
 
 impl Outcome {
@@ -369,6 +379,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Timeout { .. } => "timeout",
             Outcome::ServerLost { .. } => "server_lost",
+            Outcome::MemoryFallback { .. } => "memory_fallback",
         }
     }
 
@@ -378,7 +389,10 @@ impl Outcome {
     pub fn is_failure(&self) -> bool {
         matches!(
             self,
-            Outcome::Failed { .. } | Outcome::Timeout { .. } | Outcome::ServerLost { .. }
+            Outcome::Failed { .. }
+                | Outcome::Timeout { .. }
+                | Outcome::ServerLost { .. }
+                | Outcome::MemoryFallback { .. }
         )
     }
 }
@@ -421,6 +435,9 @@ pub struct RunSummary {
     /// (no timeline or VRAM series for this run).
     #[serde(default)]
     pub recovered_from_history: bool,
+    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_fallbacks: Vec<String>,
 }
 
 /// The submitted-but-unrecorded run.

@@ -321,6 +321,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         expected_exec: 0,
     };
     let pid = run.pid().to_string();
+    let began = std::time::Instant::now();
     let start = json!({"prompt_id": pid, "timestamp": now_ms()});
     run.to_submitter("execution_start", start.clone());
     run.messages.push(json!(["execution_start", start]));
@@ -450,6 +451,10 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         st.broadcast_status();
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
+    inst.lock().log(&format!(
+        "Prompt executed in {:.2} seconds\n",
+        began.elapsed().as_secs_f64()
+    ));
     true
 }
 
@@ -531,6 +536,12 @@ async fn run_node(
     for note in &plan.notes {
         tracing::info!(node = id, "{note}");
     }
+    {
+        let mut st = inst.lock();
+        for line in &plan.console {
+            st.log(&format!("{line}\n"));
+        }
+    }
 
     run.sleep(plan.setup_seconds).await;
     let steps = plan.steps;
@@ -544,6 +555,10 @@ async fn run_node(
             .and_then(Value::as_str),
         Some("auto" | "latent2rgb" | "taesd")
     );
+    let bars = matches!(work, Work::Sample { .. }) && steps > 0;
+    if bars {
+        inst.lock().log(&tqdm(0, steps));
+    }
     if steps > 0 {
         for k in 1..=steps {
             if fail_at == Some(k - 1) {
@@ -554,6 +569,9 @@ async fn run_node(
                 return interrupted(run, id, &class);
             }
             if k % stride == 0 || k == steps {
+                if bars {
+                    inst.lock().log(&tqdm(k, steps));
+                }
                 run.progress_state(id, json!(k), json!(steps), "running");
                 let preview = previews && matches!(work, Work::Sample { .. });
                 let meta = preview && run.client_wants_metadata();
@@ -572,6 +590,9 @@ async fn run_node(
                 }
             }
         }
+    }
+    if bars {
+        inst.lock().log("\n");
     }
     if let Some(oom) = &plan.oom {
         inst.lock().gpu.unload_all();
@@ -599,13 +620,52 @@ async fn run_node(
             "timestamp": now_ms(),
         });
         tracing::info!(node = id, stage = oom.stage.as_str(), "simulated OOM");
+        {
+            // The console as in ws_logs_oom_mid_sampling_emulated: the message, the traceback
+            // as one write, then ComfyUI's OOM handling.
+            let mut st = inst.lock();
+            let message = data["exception_message"].as_str().unwrap_or("").to_string();
+            st.log(&format!(
+                "!!! Exception during processing !!! {}\n",
+                message.trim_end()
+            ));
+            let frames: Vec<&str> = data["traceback"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            st.log(&format!(
+                "Traceback (most recent call last):\n{}{}: {}\n",
+                frames.concat(),
+                oom::OOM_EXCEPTION_TYPE,
+                message.trim_end()
+            ));
+            st.log("Got an OOM, unloading all loaded models.\n");
+        }
         run.to_submitter("execution_error", data.clone());
         run.messages.push(json!(["execution_error", data]));
         return NodeEnd::Failed;
     }
 
-    // Output nodes: UI output and websocket images.
-    let ui = output_ui(run, &class, &lits, ctx.images.max(1));
+    // Output nodes: UI output and websocket images. The missing-output fault makes a node of
+    // that class run and produce nothing at all.
+    let silent = run.faults.missing_output.as_deref() == Some(class.as_str());
+    let ui = if silent {
+        None
+    } else {
+        output_ui(run, &class, &lits, ctx.images.max(1))
+    };
+    if let (Some(ui), Some(Val::Image(img))) = (&ui, links.get("images")) {
+        let mut st = inst.lock();
+        for f in ui["images"].as_array().into_iter().flatten() {
+            let key = format!(
+                "{}/{}/{}",
+                f["type"].as_str().unwrap_or("output"),
+                f["subfolder"].as_str().unwrap_or(""),
+                f["filename"].as_str().unwrap_or("")
+            );
+            st.files.insert(key, (img.width, img.height));
+        }
+    }
     if ws_images {
         send_ws_images(run, id, ctx.images.max(1));
     }
@@ -677,6 +737,54 @@ fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
     run.to_submitter_or_all("execution_interrupted", data.clone());
     run.messages.push(json!(["execution_interrupted", data]));
     NodeEnd::Interrupted
+}
+
+/// CRC-32 (IEEE) as PNG chunks use it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xffff_ffffu32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A PNG file of `width` × `height` as `/view` serves it: the signature, a real IHDR (8-bit
+/// RGB, as SaveImage writes) and IEND; the pixels are not simulated.
+pub(crate) fn png_of_size(width: u64, height: u64) -> Vec<u8> {
+    let mut out = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
+        out.extend((data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend(data);
+        out.extend(&body);
+        out.extend(crc32(&body).to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend((width as u32).to_be_bytes());
+    ihdr.extend((height as u32).to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IEND", &[]);
+    out
+}
+
+/// A tqdm bar as ComfyUI's sampler prints it (`\r 50%|█████     | 1/2 [00:05<00:05,  5.03s/it]`).
+fn tqdm(k: u32, n: u32) -> String {
+    let pct = (k as u64 * 100).checked_div(n as u64).unwrap_or(0);
+    let filled = (pct / 10) as usize;
+    let bar = format!("{}{}", "\u{2588}".repeat(filled), " ".repeat(10 - filled));
+    if k == 0 {
+        format!("\r{pct:>3}%|{bar}| {k}/{n} [00:00<?, ?it/s]")
+    } else {
+        format!("\r{pct:>3}%|{bar}| {k}/{n} [00:01<00:01,  1.00s/it]")
+    }
 }
 
 /// A 1×1 PNG for websocket image frames.

@@ -546,6 +546,9 @@ pub struct Plan {
     pub oom: Option<Oom>,
     /// Human-readable notes (partial load, tiled fallback) for logs.
     pub notes: Vec<String>,
+    /// What ComfyUI prints on its console for this node's memory work, in order (model loads
+    /// as in the `ws_logs_*` captures, the tiled-VAE warning).
+    pub console: Vec<String>,
 }
 
 impl Plan {
@@ -557,6 +560,7 @@ impl Plan {
             peak_allocated: 0,
             oom: None,
             notes: Vec::new(),
+            console: Vec::new(),
         }
     }
 }
@@ -580,6 +584,9 @@ pub struct Gpu {
     pub cached: u64,
     /// `--lowvram`: partial loads leave room for the full activation estimate (and then some).
     pub lowvram: bool,
+    /// Console lines of the loads made while planning the current node (ComfyUI's
+    /// `Requested to load X` / `loaded completely|partially …`), moved into [`Plan::console`].
+    console: Vec<String>,
 }
 
 impl Gpu {
@@ -591,6 +598,7 @@ impl Gpu {
             active: 0,
             cached: 0,
             lowvram: false,
+            console: Vec::new(),
         }
     }
 
@@ -725,7 +733,14 @@ impl Gpu {
     }
 
     /// Loads a model for use: returns (resident bytes, partial).
-    fn load(&mut self, key: &str, want: u64, reserve: u64, partial_ok: bool) -> (u64, bool) {
+    fn load(
+        &mut self,
+        class: Option<&str>,
+        key: &str,
+        want: u64,
+        reserve: u64,
+        partial_ok: bool,
+    ) -> (u64, bool) {
         if let Some(have) = self.touch(key) {
             if have >= want {
                 return (have, false);
@@ -734,19 +749,46 @@ impl Gpu {
         self.make_room(want + reserve, key);
         let others = self.resident() - self.touch(key).unwrap_or(0);
         let room = self.budget().saturating_sub(others + reserve);
-        if want <= room || !partial_ok {
-            self.set_loaded(key, want);
+        let mb = |b: u64| b as f64 / MIB as f64;
+        let (resident, partial) = if want <= room || !partial_ok {
             (want, false)
         } else {
-            self.set_loaded(key, room);
             (room, true)
+        };
+        self.set_loaded(key, resident);
+        if let Some(class) = class {
+            self.console.push(format!("Requested to load {class}"));
+            self.console.push(if partial {
+                format!(
+                    "loaded partially; {:.2} MB usable, {:.2} MB loaded, {:.2} MB offloaded, lowvram patches: 0",
+                    mb(room),
+                    mb(resident),
+                    mb(want - resident)
+                )
+            } else {
+                format!("loaded completely {} {} True", mb(room), mb(want))
+            });
         }
+        (resident, partial)
     }
 
     /// Decides what a node does to memory and whether it fails. Mutates the loaded-model
     /// state the way the real node would (models stay loaded after a success).
     pub fn plan(&mut self, work: &Work) -> Plan {
         self.active = 0;
+        self.console.clear();
+        let mut plan = self.plan_work(work);
+        plan.console = std::mem::take(&mut self.console);
+        plan.console.extend(
+            plan.notes
+                .iter()
+                .filter(|n| n.starts_with("Warning: Ran out of memory"))
+                .cloned(),
+        );
+        plan
+    }
+
+    fn plan_work(&mut self, work: &Work) -> Plan {
         match work {
             Work::Cpu { seconds } => Plan::cpu(*seconds),
             Work::Encode { key, bytes, full } => self.plan_encode(key, *bytes, *full),
@@ -790,7 +832,12 @@ impl Gpu {
 
     fn plan_encode(&mut self, key: &str, bytes: u64, full: bool) -> Plan {
         let work = 256 * MIB;
-        let (resident, partial) = self.load(key, bytes, work, !full);
+        let class = if bytes <= 512 * MIB {
+            "SD1ClipModel"
+        } else {
+            "TEModel"
+        };
+        let (resident, partial) = self.load(Some(class), key, bytes, work, !full);
         let mut plan = Plan::cpu(0.2 + bytes as f64 / (12.0 * GIB as f64));
         if partial {
             plan.notes.push(format!(
@@ -837,7 +884,18 @@ impl Gpu {
         } else {
             activations * 4 / 5 + INFERENCE_RESERVE
         };
-        let (resident, partial) = self.load(&model.name, want, reserve, model.partial_ok);
+        let class = match f {
+            Family::Sd15 | Family::Other => "BaseModel",
+            Family::Sdxl => "SDXL",
+            Family::Sd3 => "SD3",
+            Family::Flux => "Flux",
+            Family::Qwen => "QwenImage",
+            Family::Wan14 | Family::Wan5 | Family::Wan1_3 => "WAN21",
+            Family::Hunyuan => "HunyuanVideo",
+            Family::Ltx2 | Family::Ltx13 => "LTXV",
+        };
+        let (resident, partial) =
+            self.load(Some(class), &model.name, want, reserve, model.partial_ok);
         let offloaded = 1.0 - resident as f64 / want.max(1) as f64 + model.offload;
         let step_seconds = 0.05
             + tokens as f64
@@ -853,6 +911,7 @@ impl Gpu {
             peak_allocated: 0,
             oom: None,
             notes: Vec::new(),
+            console: Vec::new(),
         };
         if partial {
             plan.notes.push(format!(
@@ -948,7 +1007,11 @@ impl Gpu {
             Some(t) => tiled_need(t),
             None => full_need,
         };
-        let (_, _) = self.load(key, weights, first_need, false);
+        let class = match vae {
+            VaeKind::Image => "AutoencoderKL",
+            _ => "AutoencodingEngine",
+        };
+        let (_, _) = self.load(Some(class), key, weights, first_need, false);
         let seconds = |need: u64| 0.05 + need as f64 / (4.0 * GIB as f64);
         let mut plan = Plan::cpu(seconds(first_need));
         match self.try_alloc(first_need, 4) {
@@ -995,7 +1058,7 @@ impl Gpu {
         per_batch: Option<u64>,
     ) -> Plan {
         let input = image.bytes();
-        self.load(key, bytes, input, false);
+        self.load(None, key, bytes, input, false);
         let mut plan = Plan::cpu(0.0);
         let out_px = image.width * image.height * scale * scale;
         if let Some(per_batch) = per_batch {
@@ -1045,7 +1108,7 @@ impl Gpu {
         clear_after: u64,
     ) -> Plan {
         let bytes = if film { 130 * MIB } else { 45 * MIB };
-        self.load(key, bytes, 0, false);
+        self.load(None, key, bytes, 0, false);
         let in_px = image.width * image.height;
         let per_pair = in_px * if film { 2_400 } else { 600 };
         let per_frame = in_px * 3 * 4 * multiplier.max(1);
@@ -1057,6 +1120,7 @@ impl Gpu {
             peak_allocated: 0,
             oom: None,
             notes: Vec::new(),
+            console: Vec::new(),
         };
         if let Err(requested) = self.try_alloc(per_pair, 1) {
             plan.oom = Some(self.oom(Stage::Postprocess, 0, requested));

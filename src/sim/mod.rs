@@ -52,6 +52,11 @@ pub struct Faults {
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
     pub socket_after_history: bool,
+    /// The server has no `/internal/logs` routes (an older ComfyUI or a proxy): 404.
+    pub no_internal_logs: bool,
+    /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
+    /// history output, no file), and the prompt still succeeds.
+    pub missing_output: Option<String>,
 }
 
 impl Faults {
@@ -79,10 +84,18 @@ impl Faults {
         self.socket_after_history = true;
         self
     }
+    pub fn with_no_internal_logs(mut self) -> Self {
+        self.no_internal_logs = true;
+        self
+    }
+    pub fn with_missing_output(mut self, class: &str) -> Self {
+        self.missing_output = Some(class.to_string());
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,socket-after-history` (`slow-history` defaults to 2000 ms; `none` or
-    /// empty = no faults).
+    /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS`
+    /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -97,6 +110,10 @@ impl Faults {
                 ("prompt-500", None) => f.prompt_500 = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
                 ("socket-after-history", None) => f.socket_after_history = true,
+                ("no-internal-logs", None) => f.no_internal_logs = true,
+                ("missing-output", Some(class)) if !class.is_empty() => {
+                    f.missing_output = Some(class.to_string())
+                }
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("slow-history", Some(ms)) => {
                     f.slow_history_ms = ms.trim_end_matches("ms").parse().map_err(|_| {
@@ -106,7 +123,8 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history"
+                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
+                         no-internal-logs, missing-output=CLASS"
                     ))
                 }
             }
@@ -387,6 +405,10 @@ mod tests {
         assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        let f = Faults::parse("no-internal-logs,missing-output=SaveImage").unwrap();
+        assert!(f.no_internal_logs);
+        assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
+        assert!(Faults::parse("missing-output").is_err());
         let err = Faults::parse("explode").unwrap_err();
         assert!(err.contains("unknown fault 'explode'"));
     }

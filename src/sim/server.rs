@@ -347,7 +347,30 @@ fn parse_body(req: &Request) -> Option<Value> {
 fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
     let get = req.method == "GET";
     let post = req.method == "POST";
+    let logs = !inst.shared.faults().no_internal_logs;
     match path {
+        "/internal/logs/subscribe" if logs && req.method == "PATCH" => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let Some(sid) = body.get("clientId").and_then(Value::as_str) else {
+                return Response::internal_error();
+            };
+            let mut st = inst.lock();
+            if body.get("enabled").and_then(Value::as_bool) == Some(true) {
+                st.log_subscribers.entry(sid.to_string()).or_insert(false);
+            } else {
+                st.log_subscribers.remove(sid);
+            }
+            Response::empty_ok()
+        }
+        "/internal/logs/raw" if logs && get => {
+            let st = inst.lock();
+            let entries: Vec<Value> = st.log_ring.iter().cloned().collect();
+            Response::json(
+                200,
+                &json!({"entries": entries, "size": super::state::log_size()}),
+            )
+        }
+        "/view" if get => view(inst, req),
         "/system_stats" if get => Response::json(200, &system_stats(inst)),
         "/features" if get => Response::json(200, &server_features()),
         "/embeddings" | "/extensions" if get => Response::json(200, &json!([])),
@@ -496,6 +519,28 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
     }
 }
 
+/// `GET /view?filename=&subfolder=&type=`: a PNG with the size the simulated node wrote
+/// (a real header and a tiny body; the pixels are not simulated).
+fn view(inst: &Arc<Instance>, req: &Request) -> Response {
+    let q = |k: &str| req.query.get(k).cloned().unwrap_or_default();
+    let kind = if q("type").is_empty() {
+        "output".to_string()
+    } else {
+        q("type")
+    };
+    let key = format!("{kind}/{}/{}", q("subfolder"), q("filename"));
+    let size = inst.lock().files.get(&key).copied();
+    match size {
+        Some((w, h)) if q("filename").ends_with(".png") => Response {
+            status: 200,
+            content_type: Some("image/png"),
+            headers: Vec::new(),
+            body: super::exec::png_of_size(w, h),
+        },
+        _ => Response::not_found(),
+    }
+}
+
 fn system_stats(inst: &Instance) -> Value {
     let cfg = &inst.shared.config;
     let mut st = inst.lock();
@@ -568,6 +613,8 @@ fn history(inst: &Instance, req: &Request) -> Value {
 }
 
 fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
+    // ComfyUI logs this first thing in the handler, before reading the body.
+    inst.lock().log("got prompt\n");
     let body: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(_) => return Response::internal_error(),
@@ -615,7 +662,11 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
         .map(|a| a.iter().map(py_str).collect());
     let verdict = validate::validate(prompt, targets.as_deref(), defs());
     let (prompt, outputs, node_errors) = match verdict {
-        Verdict::Reject(body) => return Response::json(400, &body),
+        Verdict::Reject(body) => {
+            inst.lock()
+                .log(&format!("invalid prompt: {}\n", body["error"]));
+            return Response::json(400, &body);
+        }
         Verdict::Accept {
             prompt,
             outputs,

@@ -90,6 +90,37 @@ pub(crate) struct State {
     pub ram_exhausted: bool,
     /// `/system_stats` requests answered (the OOM kill waits until one saw the full RAM).
     pub stats_served: u64,
+    /// Sockets subscribed to the console (`PATCH /internal/logs/subscribe`), with whether the
+    /// terminal size was sent to them yet.
+    pub log_subscribers: HashMap<String, bool>,
+    /// The console's ring buffer (`GET /internal/logs/raw`), the last [`LOG_RING`] writes.
+    pub log_ring: std::collections::VecDeque<Value>,
+    /// Image sizes of written output files (`type/subfolder/filename` → width, height), for
+    /// the headers `/view` serves.
+    pub files: HashMap<String, (u64, u64)>,
+}
+
+/// Writes kept by the console's ring buffer (ComfyUI's default).
+pub(crate) const LOG_RING: usize = 300;
+
+/// The terminal size ComfyUI reports with the first `logs` frame.
+pub(crate) fn log_size() -> Value {
+    json!({"cols": 80, "rows": 24})
+}
+
+/// The server's local time as ComfyUI prints it in console entries (no zone).
+fn log_time() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}",
+        now.year(),
+        now.month() as u8,
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.microsecond()
+    )
 }
 
 /// Host RAM the rest of the machine uses (OS, desktop, the Python interpreter and torch).
@@ -136,6 +167,27 @@ impl State {
         let text = msg.to_string();
         for c in self.clients.values() {
             let _ = c.tx.send(Out::Text(text.clone()));
+        }
+    }
+
+    /// One console write: kept in the ring buffer and sent as a `logs` frame to every
+    /// subscribed socket (the console is global: all subscribers get every prompt's lines).
+    pub fn log(&mut self, m: &str) {
+        let entry = json!({"t": log_time(), "m": m});
+        self.log_ring.push_back(entry.clone());
+        while self.log_ring.len() > LOG_RING {
+            self.log_ring.pop_front();
+        }
+        self.log_subscribers
+            .retain(|sid, _| self.clients.contains_key(sid));
+        for (sid, sized) in self.log_subscribers.iter_mut() {
+            let size = if *sized { Value::Null } else { log_size() };
+            *sized = true;
+            if let Some(c) = self.clients.get(sid) {
+                let msg =
+                    json!({"type": "logs", "data": {"entries": [entry.clone()], "size": size}});
+                let _ = c.tx.send(Out::Text(msg.to_string()));
+            }
         }
     }
 
@@ -257,6 +309,9 @@ impl Instance {
             resets: 0,
             ram_exhausted: false,
             stats_served: 0,
+            log_subscribers: HashMap::new(),
+            log_ring: std::collections::VecDeque::new(),
+            files: HashMap::new(),
         };
         st.new_temp_prefix();
         let inst = Arc::new(Instance {

@@ -378,7 +378,11 @@ impl Fixture {
                     system_stats_after: None,
                     history: None,
                     warnings: vec![],
+                    console: None,
+                    memory_events: vec![],
+                    memory_fallbacks: vec![],
                     raw: RawLog::default(),
+                    server_log: String::new(),
                 },
             }
         });

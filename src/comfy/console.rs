@@ -1,0 +1,544 @@
+//! ComfyUI's console, read as memory evidence: the ONE parser of console lines (model loads and
+//! unloads, tiled VAE fallbacks, the OOM unload, lowvram patches, progress bars, prompt
+//! boundaries). Used for the run record (lines streamed as `logs` frames or read from
+//! `/internal/logs/raw`) and by the diagnosis of pasted logs. Pure: no I/O, no clock.
+//!
+//! Line texts are those of ComfyUI 0.3.64 as captured in `tests/fixtures/comfyui/ws_logs_*`
+//! (`Requested to load BaseModel`, `loaded completely 9.5367431640625e+25 3278.812271118164 True`,
+//! `Warning: Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding.`,
+//! `Got an OOM, unloading all loaded models.`, `Prompt executed in 5.60 seconds`), plus the newer
+//! `loaded partially; … MB usable, … MB loaded, … MB offloaded, lowvram patches: N` form found in
+//! user reports (`tests/fixtures/oom-reports/`).
+
+use super::protocol::LogEntry;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// Which VAE pass fell back to tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VaeStage {
+    /// `VAEDecode` (latent → image).
+    Decode,
+    /// `VAEEncode` (image → latent).
+    Encode,
+}
+
+impl VaeStage {
+    /// `decode` or `encode`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VaeStage::Decode => "decode",
+            VaeStage::Encode => "encode",
+        }
+    }
+}
+
+/// A `loaded completely …` / `loaded partially …` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadFigures {
+    /// `true` for `loaded completely`, `false` for `loaded partially`.
+    pub full: bool,
+    /// MB the loader could use (on CPU ComfyUI prints 9.5367431640625e+25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_mb: Option<f64>,
+    /// MB of the model placed on the device.
+    pub loaded_mb: f64,
+    /// MB left in system memory (only the newer partial form prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloaded_mb: Option<f64>,
+    /// Weights patched on the fly (partial loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowvram_patches: Option<u64>,
+}
+
+/// A tqdm progress bar as printed (`\r 50%|█████     | 1/2 [00:05<00:05,  5.03s/it]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BarState {
+    /// Text before the percentage (empty for the sampler's bar).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub desc: String,
+    /// Steps done.
+    pub value: u64,
+    /// Steps total.
+    pub max: u64,
+}
+
+/// What one console line says, when it says something this tool uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConsoleLine {
+    /// `got prompt`: the server received a prompt (the start of a prompt's lines).
+    GotPrompt,
+    /// `Prompt executed in <s> seconds`: the end of a prompt's lines (also after a failure).
+    PromptExecuted {
+        /// The seconds printed.
+        seconds: Option<f64>,
+    },
+    /// `invalid prompt: …`: a rejected prompt (it has no `Prompt executed` line).
+    InvalidPrompt,
+    /// `Requested to load <class>`.
+    RequestedLoad {
+        /// The model class (`BaseModel`, `SD1ClipModel`, `AutoencoderKL`, …).
+        class: String,
+    },
+    /// `loaded completely …` or `loaded partially …`.
+    Loaded(LoadFigures),
+    /// `N models unloaded.` or `Unloading models for lowram load.`.
+    Unloaded {
+        /// How many, when printed.
+        models: Option<u64>,
+    },
+    /// `Warning: Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding.`
+    /// (or encoding).
+    TiledFallback(VaeStage),
+    /// `Got an OOM, unloading all loaded models.` (only after torch's OutOfMemoryError).
+    OomUnload,
+    /// `!!! Exception during processing !!! <message>`.
+    Exception {
+        /// The message (first line).
+        message: String,
+    },
+    /// A progress bar.
+    Bar(BarState),
+}
+
+macro_rules! regex {
+    ($name:ident, $re:expr) => {
+        fn $name() -> &'static Regex {
+            static RE: OnceLock<Regex> = OnceLock::new();
+            RE.get_or_init(|| Regex::new($re).expect("static regex"))
+        }
+    };
+}
+
+regex!(requested_re, r"(?i)^requested to load\s+(?P<class>\S+)");
+regex!(
+    loaded_old_re,
+    r"(?i)^loaded (?P<kind>completely|partially)\s+(?P<a>[0-9.eE+-]+)\s+(?P<b>[0-9.eE+-]+)(?:\s+(?P<c>\S+))?\s*$"
+);
+regex!(
+    loaded_new_re,
+    r"(?i)^loaded (?P<kind>completely|partially);\s*(?P<rest>.*)$"
+);
+regex!(
+    mb_field_re,
+    r"(?i)(?P<n>[0-9.]+)\s*MB\s+(?P<what>usable|loaded|offloaded)"
+);
+regex!(patches_re, r"(?i)lowvram patches:\s*(?P<n>\d+)");
+regex!(unloaded_re, r"(?i)^(?P<n>\d+)\s+models?\s+unloaded");
+regex!(lowram_re, r"(?i)^unloading models for lowram load");
+regex!(
+    tiled_re,
+    r"(?i)ran out of memory when regular vae (?P<stage>decod|encod)ing"
+);
+regex!(
+    oom_unload_re,
+    r"(?i)^got an oom, unloading all loaded models"
+);
+regex!(
+    exception_re,
+    r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
+);
+regex!(got_prompt_re, r"(?i)^got prompt\s*$");
+regex!(executed_re, r"(?i)^prompt executed in\s+(?P<s>[0-9.]+)?");
+regex!(invalid_prompt_re, r"(?i)^invalid prompt:");
+regex!(
+    bar_re,
+    r"(?P<desc>[^|\r\]]*?)[ \t]*(?P<pct>\d{1,3})%\s*\|(?P<bar>[^|\r]*)\|\s*(?P<v>\d+)/(?P<m>\d+)"
+);
+
+/// Classifies one console line (already split at `\n` and `\r`; surrounding spaces ignored).
+pub fn classify(line: &str) -> Option<ConsoleLine> {
+    // A pasted tqdm line holds every state after `\r`; the last one is what the terminal showed.
+    let t = line
+        .rsplit('\r')
+        .find(|p| !p.trim().is_empty())
+        .unwrap_or(line)
+        .trim();
+    if t.is_empty() {
+        return None;
+    }
+    if t.contains('%') && t.contains('|') {
+        if let Some(c) = bar_re().captures_iter(t).last() {
+            if let (Ok(value), Ok(max)) = (c["v"].parse(), c["m"].parse()) {
+                return Some(ConsoleLine::Bar(BarState {
+                    desc: c["desc"].trim().trim_end_matches(':').trim().to_string(),
+                    value,
+                    max,
+                }));
+            }
+        }
+    }
+    if got_prompt_re().is_match(t) {
+        return Some(ConsoleLine::GotPrompt);
+    }
+    if let Some(c) = executed_re().captures(t) {
+        return Some(ConsoleLine::PromptExecuted {
+            seconds: c.name("s").and_then(|s| s.as_str().parse().ok()),
+        });
+    }
+    if invalid_prompt_re().is_match(t) {
+        return Some(ConsoleLine::InvalidPrompt);
+    }
+    if let Some(c) = requested_re().captures(t) {
+        return Some(ConsoleLine::RequestedLoad {
+            class: c["class"].to_string(),
+        });
+    }
+    if let Some(c) = loaded_old_re().captures(t) {
+        let full = c["kind"].eq_ignore_ascii_case("completely");
+        let (Ok(usable), Ok(loaded)) = (c["a"].parse::<f64>(), c["b"].parse::<f64>()) else {
+            return None;
+        };
+        // `loaded completely <usable> <loaded> <full_load>`; `loaded partially <usable>
+        // <loaded> <lowvram patches>`.
+        let patches = if full {
+            None
+        } else {
+            c.name("c").and_then(|p| p.as_str().parse().ok())
+        };
+        return Some(ConsoleLine::Loaded(LoadFigures {
+            full,
+            usable_mb: Some(usable),
+            loaded_mb: loaded,
+            offloaded_mb: None,
+            lowvram_patches: patches,
+        }));
+    }
+    if let Some(c) = loaded_new_re().captures(t) {
+        let full = c["kind"].eq_ignore_ascii_case("completely");
+        let rest = &c["rest"];
+        let mut usable = None;
+        let mut loaded = None;
+        let mut offloaded = None;
+        for f in mb_field_re().captures_iter(rest) {
+            let n = f["n"].parse::<f64>().ok();
+            match f["what"].to_ascii_lowercase().as_str() {
+                "usable" => usable = n,
+                "loaded" => loaded = n,
+                _ => offloaded = n,
+            }
+        }
+        return Some(ConsoleLine::Loaded(LoadFigures {
+            full,
+            usable_mb: usable,
+            loaded_mb: loaded?,
+            offloaded_mb: offloaded,
+            lowvram_patches: patches_re()
+                .captures(rest)
+                .and_then(|p| p["n"].parse().ok()),
+        }));
+    }
+    if let Some(c) = unloaded_re().captures(t) {
+        return Some(ConsoleLine::Unloaded {
+            models: c["n"].parse().ok(),
+        });
+    }
+    if lowram_re().is_match(t) {
+        return Some(ConsoleLine::Unloaded { models: None });
+    }
+    if let Some(c) = tiled_re().captures(t) {
+        let stage = if c["stage"].eq_ignore_ascii_case("decod") {
+            VaeStage::Decode
+        } else {
+            VaeStage::Encode
+        };
+        return Some(ConsoleLine::TiledFallback(stage));
+    }
+    if oom_unload_re().is_match(t) {
+        return Some(ConsoleLine::OomUnload);
+    }
+    if let Some(c) = exception_re().captures(t) {
+        return Some(ConsoleLine::Exception {
+            message: c["msg"].trim().to_string(),
+        });
+    }
+    None
+}
+
+/// One memory-relevant thing the console said during a run (`run.json` → `memory_events`,
+/// e.g. `{"model_load": {"t": …, "class": "BaseModel", "figures": {"full": true, …}}}`;
+/// externally tagged because run.json numbers are read with arbitrary precision, which
+/// serde's buffered (internally tagged, flattened) forms cannot read back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryEvent {
+    /// A model was put on the device (`Requested to load X` + `loaded completely/partially`).
+    ModelLoad {
+        /// Server time of the `loaded …` line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+        /// Model class from the `Requested to load` line before it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<String>,
+        /// The figures.
+        figures: LoadFigures,
+    },
+    /// Models were unloaded to make room.
+    ModelUnload {
+        /// Server time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+        /// How many, when printed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        models: Option<u64>,
+    },
+    /// ComfyUI ran out of memory in a VAE pass and retried it in tiles.
+    TiledFallback {
+        /// Server time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+        /// Decode or encode.
+        stage: VaeStage,
+    },
+    /// ComfyUI caught torch's OutOfMemoryError and unloaded every model.
+    OomUnload {
+        /// Server time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+    },
+    /// The last state of one progress bar.
+    Progress {
+        /// Server time of that state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+        /// The bar.
+        bar: BarState,
+    },
+}
+
+impl MemoryEvent {
+    /// A silent fallback (the run went on in a cheaper way): a tiled VAE pass.
+    pub fn is_fallback(&self) -> bool {
+        matches!(self, MemoryEvent::TiledFallback { .. })
+    }
+
+    /// Short human text ("BaseModel loaded 3278.8 MB", "tiled VAE decode fallback").
+    pub fn describe(&self) -> String {
+        match self {
+            MemoryEvent::ModelLoad { class, figures, .. } => {
+                let name = class.as_deref().unwrap_or("model");
+                if figures.full {
+                    format!("{name} {:.0} MB", figures.loaded_mb)
+                } else {
+                    match figures.offloaded_mb {
+                        Some(off) => format!(
+                            "{name} {:.0} MB (partial, {off:.0} MB offloaded)",
+                            figures.loaded_mb
+                        ),
+                        None => format!("{name} {:.0} MB (partial)", figures.loaded_mb),
+                    }
+                }
+            }
+            MemoryEvent::ModelUnload { models, .. } => match models {
+                Some(n) => format!("{n} models unloaded"),
+                None => "models unloaded".into(),
+            },
+            MemoryEvent::TiledFallback { stage, .. } => {
+                format!("tiled VAE {} fallback", stage.as_str())
+            }
+            MemoryEvent::OomUnload { .. } => "OOM: all models unloaded".into(),
+            MemoryEvent::Progress { bar, .. } => format!("progress {}/{}", bar.value, bar.max),
+        }
+    }
+}
+
+/// Splits console writes into lines (at `\n` and `\r`), each with the time of its write.
+pub fn lines_of(entries: &[LogEntry]) -> impl Iterator<Item = (&str, &str)> {
+    entries.iter().flat_map(|e| {
+        e.m.split(['\n', '\r'])
+            .filter(|l| !l.trim().is_empty())
+            .map(move |l| (e.t.as_str(), l))
+    })
+}
+
+/// Turns console lines into memory events; `Requested to load` names the next load, each
+/// progress bar is reduced to its last state.
+#[derive(Debug, Default)]
+pub struct MemoryParser {
+    events: Vec<MemoryEvent>,
+    requested: Option<String>,
+    bar: Option<(Option<String>, BarState)>,
+}
+
+impl MemoryParser {
+    /// An empty parser.
+    pub fn new() -> MemoryParser {
+        MemoryParser::default()
+    }
+
+    fn flush_bar(&mut self) {
+        if let Some((t, bar)) = self.bar.take() {
+            self.events.push(MemoryEvent::Progress { t, bar });
+        }
+    }
+
+    /// Feeds one line written at server time `t`; returns what it was.
+    pub fn feed(&mut self, t: Option<&str>, line: &str) -> Option<ConsoleLine> {
+        let c = classify(line)?;
+        let t = t.map(str::to_string);
+        if let ConsoleLine::Bar(bar) = &c {
+            let same = self.bar.as_ref().is_some_and(|(_, b)| {
+                b.max == bar.max && b.desc == bar.desc && bar.value >= b.value
+            });
+            if !same {
+                self.flush_bar();
+            }
+            self.bar = Some((t, bar.clone()));
+            return Some(c);
+        }
+        self.flush_bar();
+        match &c {
+            ConsoleLine::RequestedLoad { class } => self.requested = Some(class.clone()),
+            ConsoleLine::Loaded(figures) => self.events.push(MemoryEvent::ModelLoad {
+                t,
+                class: self.requested.take(),
+                figures: figures.clone(),
+            }),
+            ConsoleLine::Unloaded { models } => self
+                .events
+                .push(MemoryEvent::ModelUnload { t, models: *models }),
+            ConsoleLine::TiledFallback(stage) => self
+                .events
+                .push(MemoryEvent::TiledFallback { t, stage: *stage }),
+            ConsoleLine::OomUnload => self.events.push(MemoryEvent::OomUnload { t }),
+            _ => {}
+        }
+        Some(c)
+    }
+
+    /// The events so far (an unfinished bar counts with its last state).
+    pub fn finish(mut self) -> Vec<MemoryEvent> {
+        self.flush_bar();
+        self.events
+    }
+}
+
+/// The memory events of a run's console writes.
+pub fn memory_events(entries: &[LogEntry]) -> Vec<MemoryEvent> {
+    let mut p = MemoryParser::new();
+    for (t, line) in lines_of(entries) {
+        p.feed(Some(t), line);
+    }
+    p.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_and_new_load_forms() {
+        assert_eq!(
+            classify("loaded completely 9.5367431640625e+25 3278.812271118164 True"),
+            Some(ConsoleLine::Loaded(LoadFigures {
+                full: true,
+                usable_mb: Some(9.5367431640625e25),
+                loaded_mb: 3278.812271118164,
+                offloaded_mb: None,
+                lowvram_patches: None,
+            }))
+        );
+        assert_eq!(
+            classify("loaded partially 11337.904888916015 11337.8525390625 1"),
+            Some(ConsoleLine::Loaded(LoadFigures {
+                full: false,
+                usable_mb: Some(11337.904888916015),
+                loaded_mb: 11337.8525390625,
+                offloaded_mb: None,
+                lowvram_patches: Some(1),
+            }))
+        );
+        assert_eq!(
+            classify("loaded partially; 9178.35 MB usable, 9177.97 MB loaded, 3390.29 MB offloaded, lowvram patches: 0"),
+            Some(ConsoleLine::Loaded(LoadFigures {
+                full: false,
+                usable_mb: Some(9178.35),
+                loaded_mb: 9177.97,
+                offloaded_mb: Some(3390.29),
+                lowvram_patches: Some(0),
+            }))
+        );
+        assert_eq!(
+            classify("loaded completely; 2904.39 MB usable, 159.87 MB loaded, full load: True"),
+            Some(ConsoleLine::Loaded(LoadFigures {
+                full: true,
+                usable_mb: Some(2904.39),
+                loaded_mb: 159.87,
+                offloaded_mb: None,
+                lowvram_patches: None,
+            }))
+        );
+        assert_eq!(
+            classify("0 models unloaded."),
+            Some(ConsoleLine::Unloaded { models: Some(0) })
+        );
+        assert_eq!(
+            classify("Unloading models for lowram load."),
+            Some(ConsoleLine::Unloaded { models: None })
+        );
+        assert_eq!(
+            classify("Warning: Ran out of memory when regular VAE encoding, retrying with tiled VAE encoding."),
+            Some(ConsoleLine::TiledFallback(VaeStage::Encode))
+        );
+        assert_eq!(classify("model_type EPS"), None);
+    }
+
+    #[test]
+    fn a_bar_keeps_its_last_state_and_a_new_bar_starts_over() {
+        let mut p = MemoryParser::new();
+        for l in [
+            "  0%|          | 0/2 [00:00<?, ?it/s]",
+            " 50%|█████     | 1/2 [00:05<00:05,  5.03s/it]",
+            "100%|██████████| 2/2 [00:08<00:00,  4.21s/it]",
+            "100%|██████████| 2/2 [00:08<00:00,  4.39s/it]",
+            "  0%|          | 0/30 [00:00<?, ?it/s]",
+            " 10%|█         | 3/30 [00:03<00:30,  1.0s/it]",
+        ] {
+            p.feed(None, l);
+        }
+        let bars: Vec<(u64, u64)> = p
+            .finish()
+            .into_iter()
+            .filter_map(|e| match e {
+                MemoryEvent::Progress { bar, .. } => Some((bar.value, bar.max)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bars, vec![(2, 2), (3, 30)]);
+    }
+
+    #[test]
+    fn events_read_back_from_run_json() {
+        let events = vec![
+            MemoryEvent::ModelLoad {
+                t: Some("2026-12-01T13:58:33.599700".into()),
+                class: Some("BaseModel".into()),
+                figures: LoadFigures {
+                    full: false,
+                    usable_mb: Some(9178.35),
+                    loaded_mb: 9177.97,
+                    offloaded_mb: Some(3390.29),
+                    lowvram_patches: Some(0),
+                },
+            },
+            MemoryEvent::Progress {
+                t: None,
+                bar: BarState {
+                    desc: String::new(),
+                    value: 1,
+                    max: 2,
+                },
+            },
+            MemoryEvent::TiledFallback {
+                t: None,
+                stage: VaeStage::Decode,
+            },
+        ];
+        // The crate reads JSON with arbitrary precision numbers.
+        let text = serde_json::to_string(&events).unwrap();
+        let back: Vec<MemoryEvent> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, events);
+    }
+}
