@@ -34,7 +34,11 @@ fn nothing_reads_outside_the_repository() {
         files_under(Path::new(dir), &mut files);
     }
     files.push(PathBuf::from("Cargo.toml"));
-    assert!(files.len() > 50, "the walk found the sources: {}", files.len());
+    assert!(
+        files.len() > 50,
+        "the walk found the sources: {}",
+        files.len()
+    );
     let needle = outside();
     let offenders: Vec<String> = files
         .iter()

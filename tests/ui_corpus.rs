@@ -141,10 +141,8 @@ fn run_set(dir: &str, defs: &NodeDefs, fallback: Option<&str>) -> (usize, Vec<St
 
 #[test]
 fn templates_match_frontend_1_58_1() {
-    let defs = NodeDefs::load_file(Path::new(
-        "tests/fixtures/comfyui-newer/object_info.json",
-    ))
-    .unwrap();
+    let defs =
+        NodeDefs::load_file(Path::new("tests/fixtures/comfyui-newer/object_info.json")).unwrap();
     let total = oracle_files("templates-api-newer").len();
     assert_eq!(total, 191, "the oracle set has 191 files");
     let (matched, failures) = run_set("templates-api-newer", &defs, None);

@@ -64,10 +64,8 @@ fn layout(ui: &Value) -> Value {
 
 #[test]
 fn written_back_variants_convert_to_the_api_variant() {
-    let defs = NodeDefs::load_file(Path::new(
-        "tests/fixtures/comfyui-newer/object_info.json",
-    ))
-    .unwrap();
+    let defs =
+        NodeDefs::load_file(Path::new("tests/fixtures/comfyui-newer/object_info.json")).unwrap();
     let mut names: Vec<String> = std::fs::read_dir("tests/corpus/templates-api-newer")
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())

@@ -46,6 +46,10 @@ pub struct SessionArgs {
     /// Re-run the first failing and last passing steps N more times; disagreement = flaky.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub repeat: u32,
+    /// Re-run a run that crashed the server or timed out up to N times before it counts as a
+    /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
+    #[arg(long, default_value_t = crate::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
+    pub confirm_crashes: u32,
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
@@ -204,6 +208,7 @@ impl SessionArgs {
             start_at,
             models_dirs: self.models_dirs.clone(),
             plan_args: ladder.as_args(),
+            confirm_crashes: self.confirm_crashes,
         })
     }
 }

@@ -560,10 +560,8 @@ mod tests {
             Some(u64::MAX)
         );
         assert!(core.get("SaveImage").unwrap().output_node);
-        let newer = NodeDefs::load_file(Path::new(
-            "tests/fixtures/comfyui-newer/object_info.json",
-        ))
-        .unwrap();
+        let newer = NodeDefs::load_file(Path::new("tests/fixtures/comfyui-newer/object_info.json"))
+            .unwrap();
         assert_eq!(newer.len(), 688);
         let resize = newer.get("ResizeImageMaskNode").unwrap();
         let rt = resize.input("resize_type").unwrap();

@@ -5,15 +5,16 @@
 
 use super::environment::environment;
 use super::model::{
-    AttachedRun, Attachments, Candidate, Component, ControlRow, Evidence, LadderRow, NextSteps,
-    NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings, Verdict, VerdictKind,
-    VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
+    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
+    NextSteps, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings, Verdict,
+    VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
 };
 use crate::comfy::{ExecutionError, SystemStats};
 use crate::diagnose;
 use crate::session::journal::{
-    Outcome, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState,
-    StopReason, Verdict as SessionVerdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths,
+    SessionState, StopReason, Verdict as SessionVerdict, WorkflowJob, RUN_RECORD_FILE,
+    RUN_WORKFLOW_FILE,
 };
 use anyhow::Context;
 use serde_json::{Map, Value};
@@ -586,6 +587,7 @@ fn row_for(
             duration_s: None,
             cold: None,
             run_dir: None,
+            crash_check: None,
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -616,6 +618,7 @@ fn row_for(
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
+        crash_check: None,
     }
 }
 
@@ -671,6 +674,16 @@ fn workflow_report(data: &SessionData, index: usize, job: &WorkflowJob) -> Workf
             })
             .collect()
     };
+    let mut ladder = ladder;
+    for row in &mut ladder {
+        let entry = row
+            .run_id
+            .as_ref()
+            .and_then(|id| job.runs.iter().find(|r| &r.run_id == id));
+        if let Some(entry) = entry {
+            row.crash_check = crash_check_row(job, entry, data.session.options.confirm_crashes);
+        }
+    }
     let verdict = verdict(data, job, steps_total, &ladder, &increment_of);
     let failing_run: Option<&RunEntry> = match &job.verdict {
         Some(SessionVerdict::FirstFailure { run_id, .. })
@@ -891,6 +904,7 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
             RunRole::Minimal | RunRole::Target | RunRole::Search => "ladder",
             RunRole::Repeat => "repeat",
             RunRole::Control => "control",
+            RunRole::Confirm => "confirm",
         }
         .into(),
         run_id: e.run_id.clone(),
@@ -1063,6 +1077,38 @@ fn progress_text(job: &WorkflowJob, steps_total: usize) -> String {
     parts.join("; ")
 }
 
+/// How often the crash of run `run_id` was seen, when its re-runs confirmed it.
+fn reproduced(job: &WorkflowJob, run_id: &str, n: u32) -> Option<u32> {
+    let run = job.runs.iter().find(|r| r.run_id == run_id)?;
+    match job.crash_check(run, n) {
+        CrashCheck::Confirmed { times, .. } => Some(times),
+        _ => None,
+    }
+}
+
+/// The ladder table's note on a crashed run: what its re-runs said.
+fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashCheckRow> {
+    let (result, times, rerun_ids) = match job.crash_check(entry, n) {
+        CrashCheck::NotACrash => return None,
+        CrashCheck::Pending => {
+            let ids: Vec<String> = job
+                .runs
+                .iter()
+                .filter(|r| r.confirms.as_deref() == Some(&entry.run_id))
+                .map(|r| r.run_id.clone())
+                .collect();
+            ("pending", 1, ids)
+        }
+        CrashCheck::NotReproduced { by } => ("not_reproduced", 1, vec![by]),
+        CrashCheck::Confirmed { times, by } => ("confirmed", times, by),
+    };
+    Some(CrashCheckRow {
+        result: result.into(),
+        times,
+        rerun_ids,
+    })
+}
+
 fn verdict(
     data: &SessionData,
     job: &WorkflowJob,
@@ -1080,6 +1126,7 @@ fn verdict(
         failure_kind: None,
         stage: None,
         reason: None,
+        reproduced: None,
         root_cause: "unknown".into(),
     };
     match &job.verdict {
@@ -1087,8 +1134,10 @@ fn verdict(
             step,
             increment,
             stage,
+            run_id,
             ..
         }) => {
+            v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
             v.kind = VerdictKind::FirstFailure;
             v.step = Some(*step);
             v.increment = Some(increment.clone());
@@ -1097,7 +1146,8 @@ fn verdict(
                 .clone()
                 .or_else(|| row(*step).and_then(|r| r.stage.clone()));
         }
-        Some(SessionVerdict::MinimalFails { stage, .. }) => {
+        Some(SessionVerdict::MinimalFails { stage, run_id }) => {
+            v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
             v.kind = VerdictKind::MinimalFails;
             v.step = Some(0);
             v.increment = Some(increment_of(0));

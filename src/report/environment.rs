@@ -326,9 +326,8 @@ mod tests {
 
     #[test]
     fn environment_from_the_captured_system_stats() {
-        let text =
-            std::fs::read_to_string("tests/fixtures/comfyui/GET__system_stats.final.json")
-                .expect("fixture tests/fixtures/comfyui/GET__system_stats.final.json");
+        let text = std::fs::read_to_string("tests/fixtures/comfyui/GET__system_stats.final.json")
+            .expect("fixture tests/fixtures/comfyui/GET__system_stats.final.json");
         let stats: SystemStats = serde_json::from_str(&text).unwrap();
         let env = environment(&stats, "cold");
         assert_eq!(env.comfyui_version.as_deref(), Some("0.3.64"));

@@ -465,11 +465,27 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
         None => r.outcome.replace('_', " "),
     };
-    let outcome = if is_verdict_step {
+    let mut outcome = if is_verdict_step {
         md::bold(&outcome)
     } else {
         text(&outcome)
     };
+    if let Some(c) = &r.crash_check {
+        let reruns: Vec<String> = c.rerun_ids.iter().map(|id| code(&short(id))).collect();
+        outcome.push_str("<br>");
+        outcome.push_str(&match c.result.as_str() {
+            "not_reproduced" => format!(
+                "crash not reproduced: re-run {} passed, the step counts as passed",
+                reruns.join(", ")
+            ),
+            "confirmed" => format!(
+                "crash confirmed: reproduced {} times (re-runs {})",
+                c.times,
+                reruns.join(", ")
+            ),
+            _ => "crash not confirmed yet (re-run pending)".to_string(),
+        });
+    }
     let changes = if r.changes.is_empty() {
         if r.step == 0 {
             "minimal variant".to_string()

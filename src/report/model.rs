@@ -128,6 +128,10 @@ pub struct Verdict {
     /// Why the session is incomplete, or the flaky counts, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// When the failing run crashed (server lost, timeout): how often the failure was seen,
+    /// the crash and its confirming re-runs together (`--confirm-crashes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<u32>,
     /// Always `unknown`: a bisection locates a failure, it does not prove its cause.
     pub root_cause: String,
 }
@@ -298,6 +302,21 @@ pub struct LadderRow {
     /// The run's folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
+    /// The run crashed (server lost, timeout) and was re-run to confirm it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_check: Option<CrashCheckRow>,
+}
+
+/// What the re-runs of a crashed run said (`--confirm-crashes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashCheckRow {
+    /// `not_reproduced` (a re-run passed: the step counts as passed), `confirmed` (the
+    /// re-runs failed too) or `pending` (not re-run yet).
+    pub result: String,
+    /// How often the failure was seen, the crash included.
+    pub times: u32,
+    /// The re-runs, in order.
+    pub rerun_ids: Vec<String>,
 }
 
 /// How peak VRAM was measured.
@@ -611,16 +630,22 @@ impl Verdict {
             format!("{kind} {stage}")
         };
         let reason = self.reason.clone().unwrap_or_default();
+        let reproduced = || match self.reproduced {
+            Some(n) => format!(" (the crash was reproduced {n} times)"),
+            None => String::new(),
+        };
         match self.kind {
             VerdictKind::FirstFailure => format!(
-                "First failure when adding {} (step {} of {steps}): {}. Root cause: unknown.",
+                "First failure when adding {} (step {} of {steps}): {}{}. Root cause: unknown.",
                 emph(self.increment.as_deref().unwrap_or("?")),
                 self.step.unwrap_or_default(),
-                what()
+                what(),
+                reproduced()
             ),
             VerdictKind::MinimalFails => format!(
-                "The minimal variant already fails (step 0 of {steps}): {}. Nothing to bisect. Root cause: unknown.",
-                what()
+                "The minimal variant already fails (step 0 of {steps}): {}{}. Nothing to bisect. Root cause: unknown.",
+                what(),
+                reproduced()
             ),
             VerdictKind::CouldNotReproduce => format!(
                 "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here."

@@ -323,7 +323,17 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     self.saved()?;
                     return Ok(true);
                 }
-                Decision::Run { step, role } => {
+                Decision::Run { .. } | Decision::Confirm { .. } => {
+                    let (step, role, confirms) = match decision {
+                        Decision::Run { step, role } => (step, role, None),
+                        Decision::Confirm { step, crashed } => {
+                            self.hooks.note(&format!(
+                                "run {crashed} (step {step}) crashed; re-running it to confirm (--confirm-crashes)"
+                            ));
+                            (step, RunRole::Confirm, Some(crashed))
+                        }
+                        Decision::Finish(_) => unreachable!("handled above"),
+                    };
                     if !self.may_continue(w)? {
                         return Ok(false);
                     }
@@ -337,7 +347,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     if !self.ensure_server(w)? {
                         return Ok(false);
                     }
-                    if !self.one_run(w, step, role)? {
+                    if !self.one_run(w, step, role, confirms)? {
                         return Ok(false);
                     }
                 }
@@ -445,8 +455,44 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok((workflow, increment))
     }
 
+    /// After a crash that will be re-run to confirm it: with `--restart-cmd` the server is
+    /// restarted (even when it answers: a crash may leave it in a bad state), then waited for.
+    fn back_after_crash(&mut self, w: usize) -> Result<bool, JournalError> {
+        if self.session.options.restart_cmd.is_none() {
+            return self.ensure_server(w);
+        }
+        if self.wait_for_server(true) {
+            return Ok(true);
+        }
+        let detail = format!(
+            "server {} not back within {}s after --restart-cmd (--wait-server); `comfy-bisect resume` continues",
+            self.session.server, self.session.options.wait_server_s
+        );
+        self.stop_session(Some(w), StopReason::ServerLost, detail)?;
+        Ok(false)
+    }
+
+    /// Whether the crash of run `run_id` of workflow `w` is going to be re-run.
+    fn will_confirm(&self, w: usize, run_id: &str) -> bool {
+        let job = &self.session.workflows[w];
+        job.runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .is_some_and(|r| {
+                r.role != RunRole::Control
+                    && job.crash_check(r, self.session.options.confirm_crashes)
+                        == super::journal::CrashCheck::Pending
+            })
+    }
+
     /// Submits one run and journals it; false when the session had to stop.
-    fn one_run(&mut self, w: usize, step: usize, role: RunRole) -> Result<bool, JournalError> {
+    fn one_run(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        confirms: Option<String>,
+    ) -> Result<bool, JournalError> {
         let (workflow, increment) = self.variant(w, step, role)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let dir = run_dir_name(step, &increment, &run_id);
@@ -474,6 +520,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             outcome: None,
             summary: None,
             diagnosis: None,
+            confirms,
         };
         self.session.workflows[w].runs.push(entry.clone());
         self.session.in_flight = Some(InFlight {
@@ -518,6 +565,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             Attempt::Done(record) => {
                 let outcome = self.finish_run(w, &run_id, *record, &workflow, false)?;
                 match outcome {
+                    Outcome::ServerLost { .. } | Outcome::Timeout { .. }
+                        if self.will_confirm(w, &run_id) =>
+                    {
+                        // A crash decides nothing alone: it is re-run once the server is back.
+                        self.back_after_crash(w)
+                    }
                     Outcome::ServerLost { .. } => {
                         // The variant killed the server: it counts as failing and is not
                         // resubmitted (beyond --repeat); the session needs the server back.

@@ -91,6 +91,17 @@ pub struct SessionOptions {
     /// Ladder options as given (`--order`, `--keep`, `--min-resolution`, …), for the record.
     #[serde(default)]
     pub plan_args: Vec<String>,
+    /// `--confirm-crashes N`: a run that ends `server_lost` or `timeout` is re-run up to N
+    /// times before it counts (0 = a crash counts as a failure at once).
+    #[serde(default = "default_confirm_crashes")]
+    pub confirm_crashes: u32,
+}
+
+/// The default of `--confirm-crashes`.
+pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
+
+fn default_confirm_crashes() -> u32 {
+    DEFAULT_CONFIRM_CRASHES
 }
 
 impl Default for SessionOptions {
@@ -109,6 +120,7 @@ impl Default for SessionOptions {
             start_at: None,
             models_dirs: Vec::new(),
             plan_args: Vec::new(),
+            confirm_crashes: DEFAULT_CONFIRM_CRASHES,
         }
     }
 }
@@ -259,6 +271,9 @@ pub enum RunRole {
     Repeat,
     /// Minimal + one later increment alone (`--controls`); `increment` names it.
     Control,
+    /// A re-run of a run that crashed (`server_lost` or `timeout`), to confirm the crash
+    /// (`--confirm-crashes`); `confirms` names the crashed run.
+    Confirm,
 }
 
 /// Whether a run is finished.
@@ -302,9 +317,17 @@ pub struct RunEntry {
     /// The diagnosis of a failed run (the `diagnose --json` object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// For a `confirm` run: the run id of the crashed run it re-runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirms: Option<String>,
 }
 
 impl RunEntry {
+    /// True when the run is done and crashed: the server went away or the run timed out.
+    pub fn crashed(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_crash)
+    }
+
     /// True when the run is done and passed.
     pub fn passed(&self) -> bool {
         matches!(self.outcome, Some(Outcome::Passed))
@@ -373,6 +396,68 @@ impl Outcome {
             self,
             Outcome::Failed { .. } | Outcome::Timeout { .. } | Outcome::ServerLost { .. }
         )
+    }
+
+    /// A crash: the server went away or the run timed out. Either can have causes outside
+    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
+    /// (`--confirm-crashes`).
+    pub fn is_crash(&self) -> bool {
+        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
+    }
+}
+
+/// What the re-runs of a crashed run say (`--confirm-crashes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrashCheck {
+    /// The run did not crash (or crashes are not confirmed): it stands as it is.
+    NotACrash,
+    /// More re-runs are needed; none is conclusive yet.
+    Pending,
+    /// A re-run passed: the crash is not reproduced and the step counts as passed.
+    NotReproduced {
+        /// The passing re-run.
+        by: String,
+    },
+    /// The re-runs failed too (crashed again, or ran out of memory).
+    Confirmed {
+        /// How often the failure was seen, the crash included.
+        times: u32,
+        /// The failing re-runs, in order.
+        by: Vec<String>,
+    },
+}
+
+impl WorkflowJob {
+    /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
+    /// looked at in order: a pass means "not reproduced"; a failure that is not a crash (an
+    /// out-of-memory error, …) confirms at once; a crash counts towards `n`.
+    pub fn crash_check(&self, run: &RunEntry, n: u32) -> CrashCheck {
+        if n == 0 || run.role == RunRole::Confirm || !run.crashed() {
+            return CrashCheck::NotACrash;
+        }
+        let mut by = Vec::new();
+        for r in self
+            .runs
+            .iter()
+            .filter(|r| r.role == RunRole::Confirm && r.confirms.as_deref() == Some(&run.run_id))
+        {
+            if r.passed() {
+                return CrashCheck::NotReproduced {
+                    by: r.run_id.clone(),
+                };
+            }
+            if !r.failed() {
+                continue;
+            }
+            by.push(r.run_id.clone());
+            if !r.crashed() || by.len() as u32 >= n {
+                return CrashCheck::Confirmed {
+                    times: by.len() as u32 + 1,
+                    by,
+                };
+            }
+        }
+        CrashCheck::Pending
     }
 }
 
@@ -994,6 +1079,7 @@ mod tests {
                     }),
                     summary: Some(RunSummary::default()),
                     diagnosis: None,
+                    confirms: None,
                 }],
                 verdict: Some(Verdict::MinimalFails {
                     run_id: "r1".into(),

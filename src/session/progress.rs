@@ -226,6 +226,7 @@ mod tests {
             outcome: Some(outcome),
             summary: None,
             diagnosis: None,
+            confirms: None,
         };
         let job = WorkflowJob {
             name: "wf".into(),

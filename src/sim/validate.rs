@@ -608,10 +608,8 @@ mod tests {
     #[test]
     fn the_fixture_cases_come_back_with_the_captured_bodies() {
         let fixture: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                "tests/fixtures/comfyui/post_prompt_validation_errors.json",
-            )
-            .unwrap(),
+            &std::fs::read_to_string("tests/fixtures/comfyui/post_prompt_validation_errors.json")
+                .unwrap(),
         )
         .unwrap();
         let mut checked = 0;

@@ -322,6 +322,7 @@ impl Fixture {
             outcome: outcome.clone(),
             summary,
             diagnosis,
+            confirms: None,
         };
         let file = done.then(|| {
             let samples: Vec<VramSample> = (0..(seconds * 2).max(1))
