@@ -3,12 +3,14 @@
 
 pub mod client;
 pub mod events;
+pub mod fingerprint;
 pub mod headers;
 pub mod protocol;
 pub mod ws;
 
 pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
+pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};
 pub use protocol::{
     Device, ExecutionError, ExecutionInterrupted, HistoryEntry, PromptRejection, QueuePosition,
