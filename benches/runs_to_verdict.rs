@@ -70,6 +70,7 @@ fn push(job: &mut WorkflowJob, step: usize, role: RunRole, pass: bool) {
         summary: Some(RunSummary::default()),
         diagnosis: None,
         confirms: None,
+        fingerprint: None,
     });
 }
 

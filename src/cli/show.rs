@@ -52,6 +52,7 @@ fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                         .unwrap_or_else(|| "in_flight".into()),
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
+                    fingerprint: run.fingerprint.clone(),
                 });
             }
         }

@@ -458,6 +458,7 @@ impl Fingerprinter {
     /// other parts are left out when their route fails.
     pub async fn take(&mut self) -> Result<Fingerprint, ClientError> {
         let client = self.client.clone();
+        let started = std::time::Instant::now();
         let (stats, object_info, manager, models) = tokio::join!(
             client.system_stats(),
             client.get_text_opt(routes::OBJECT_INFO),
@@ -473,6 +474,7 @@ impl Fingerprinter {
             },
             model_listings(&client)
         );
+        let fetched_ms = started.elapsed().as_millis() as u64;
         let stats = stats?;
         let mut body_hash = None;
         let nodes = match object_info {
@@ -495,6 +497,11 @@ impl Fingerprinter {
         };
         let mut fp = build(&stats, nodes.as_ref(), manager.as_ref(), models);
         fp.object_info_sha256 = body_hash;
+        tracing::debug!(
+            fetched_ms,
+            total_ms = started.elapsed().as_millis() as u64,
+            "fingerprint: answers fetched, then built"
+        );
         Ok(fp)
     }
 }

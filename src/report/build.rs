@@ -6,8 +6,8 @@
 use super::environment::environment;
 use super::model::{
     AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
-    NextSteps, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings, Verdict,
-    VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
+    NextSteps, NodePackRow, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings,
+    Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
 };
 use crate::comfy::{ExecutionError, SystemStats};
 use crate::diagnose;
@@ -143,7 +143,26 @@ pub fn build(data: &SessionData) -> Report {
     } else {
         "mixed"
     };
-    let environment = env_stats.as_ref().map(|st| environment(st, runs_kind));
+    let mut environment = env_stats.as_ref().map(|st| environment(st, runs_kind));
+    let last_fingerprint = all_runs
+        .iter()
+        .rev()
+        .filter_map(|r| r.fingerprint.as_ref())
+        .find_map(|id| s.fingerprints.get(id));
+    if let (Some(env), Some(fp)) = (environment.as_mut(), last_fingerprint) {
+        env.fingerprint = Some(fp.id.clone());
+        env.pack_versions_from = fp.pack_versions_from.clone();
+        env.node_packs = fp
+            .packs
+            .iter()
+            .map(|p| NodePackRow {
+                name: p.name.clone(),
+                classes: p.nodes.classes,
+                definitions_sha256: p.nodes.definitions_sha256.clone(),
+                version: p.version_text().to_string(),
+            })
+            .collect();
+    }
     let (state, stopped_because) = match &s.state {
         SessionState::Preflight => ("preflight".to_string(), None),
         SessionState::Waiting { until } => (format!("waiting until {until}"), None),

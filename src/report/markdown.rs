@@ -226,8 +226,36 @@ fn environment(env: &Environment, level: usize) -> String {
         other => text(other),
     };
     row("Runs", runs);
+    if let Some(id) = &env.fingerprint {
+        row("Fingerprint", code(id));
+    }
     out.push_str(&t.render());
     out.push('\n');
+    if env.fingerprint.is_some() {
+        if env.node_packs.is_empty() {
+            out.push_str("Custom node packs: none.\n\n");
+        } else {
+            let source = match &env.pack_versions_from {
+                Some(s) => format!("versions from {}", text(s)),
+                None => "the server exposes no versions (no ComfyUI-Manager)".to_string(),
+            };
+            out.push_str(&format!(
+                "Custom node packs ({}; {source}):\n\n",
+                env.node_packs.len()
+            ));
+            let mut packs = Table::new(&["Pack", "Classes", "Definitions hash", "Version"]);
+            for p in &env.node_packs {
+                packs.row(vec![
+                    text(&p.name),
+                    p.classes.to_string(),
+                    code(&p.definitions_sha256),
+                    text(&p.version),
+                ]);
+            }
+            out.push_str(&packs.render());
+            out.push('\n');
+        }
+    }
     out
 }
 

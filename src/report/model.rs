@@ -218,6 +218,28 @@ pub struct Environment {
     pub memory_flags: Vec<MemoryFlag>,
     /// `cold` (models unloaded before every run), `warm`, `mixed` or `unknown`.
     pub runs: String,
+    /// Short id of the environment fingerprint of the session's last run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Custom node packs the server has (from that fingerprint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_packs: Vec<NodePackRow>,
+    /// Where the packs' versions came from (`ComfyUI-Manager`), when anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack_versions_from: Option<String>,
+}
+
+/// One custom node pack of the environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodePackRow {
+    /// The pack (its folder under `custom_nodes/`).
+    pub name: String,
+    /// Number of node classes.
+    pub classes: usize,
+    /// Hash of their definitions (first 16 hex digits of a sha256).
+    pub definitions_sha256: String,
+    /// Version, or `version unknown`.
+    pub version: String,
 }
 
 /// The device ComfyUI runs on.

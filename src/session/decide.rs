@@ -437,6 +437,7 @@ mod tests {
             }),
             diagnosis: None,
             confirms: None,
+            fingerprint: None,
         });
     }
 

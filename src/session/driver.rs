@@ -12,6 +12,7 @@ use super::journal::{
     StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
     SESSION_SCHEMA_VERSION,
 };
+use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
 use crate::run::{InterruptedBy, RunRecord};
 use crate::workflow::Workflow;
@@ -68,8 +69,8 @@ pub trait Backend {
     fn alive(&mut self) -> bool;
     /// Runs `--restart-cmd`; the error in words.
     fn restart(&mut self, command: &str) -> Result<(), String>;
-    /// The server fingerprint (`/system_stats`), when it answers.
-    fn fingerprint(&mut self) -> Option<serde_json::Value> {
+    /// The environment fingerprint, taken before each run (`None`: the server did not say).
+    fn environment(&mut self) -> Option<Fingerprint> {
         None
     }
 }
@@ -507,6 +508,14 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             format!("{}\n", workflow.to_pretty_json()).as_bytes(),
         )?;
         self.copy_ui_companion(w, step, role, &run_dir)?;
+        let environment = self.backend.environment();
+        let fingerprint = environment.as_ref().map(|f| f.id.clone());
+        if let Some(env) = environment {
+            self.session
+                .fingerprints
+                .entry(env.id.clone())
+                .or_insert(env);
+        }
         let entry = RunEntry {
             run_id: run_id.clone(),
             step,
@@ -521,6 +530,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             summary: None,
             diagnosis: None,
             confirms,
+            fingerprint,
         };
         self.session.workflows[w].runs.push(entry.clone());
         self.session.in_flight = Some(InFlight {
@@ -644,6 +654,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             entry: entry.clone(),
             component_hashes: components.clone(),
             node_hashes,
+            environment: entry
+                .fingerprint
+                .as_ref()
+                .and_then(|id| self.session.fingerprints.get(id))
+                .cloned(),
             record,
         };
         self.durable
@@ -693,6 +708,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
+                fingerprint: entry.fingerprint.clone(),
             },
             &mut self.durable,
         )

@@ -390,6 +390,7 @@ fn leave_in_flight_as(
         summary: None,
         diagnosis: None,
         confirms,
+        fingerprint: None,
     });
     s.in_flight = Some(InFlight {
         workflow: 0,

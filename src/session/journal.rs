@@ -7,9 +7,11 @@
 //! driver goes on, and it waits for all of them before it submits the next prompt (a machine
 //! that dies while the GPU works loses no journal entry).
 
+use crate::comfy::Fingerprint;
 use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -54,6 +56,10 @@ pub struct SessionFile {
     /// Server fingerprint (`/system_stats`) taken at preflight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Value>,
+    /// Every environment fingerprint the session's runs saw, by id (each run names its own
+    /// in `fingerprint`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprints: BTreeMap<String, Fingerprint>,
 }
 
 /// The options of `bisect` that shape the session (saved so `resume` continues the same way).
@@ -320,6 +326,9 @@ pub struct RunEntry {
     /// For a `confirm` run: the run id of the crashed run it re-runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirms: Option<String>,
+    /// Id of the environment fingerprint taken before the run (see `SessionFile::fingerprints`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 impl RunEntry {
@@ -658,6 +667,9 @@ pub struct RunFile {
     /// Per-node component hashes: node id → sha256 of its canonical class_type + inputs.
     #[serde(default)]
     pub node_hashes: serde_json::Map<String, Value>,
+    /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Fingerprint>,
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
     /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
     pub record: crate::run::RunRecord,
@@ -1080,6 +1092,7 @@ mod tests {
                     summary: Some(RunSummary::default()),
                     diagnosis: None,
                     confirms: None,
+                    fingerprint: None,
                 }],
                 verdict: Some(Verdict::MinimalFails {
                     run_id: "r1".into(),
@@ -1088,6 +1101,7 @@ mod tests {
             }],
             in_flight: None,
             environment: None,
+            fingerprints: BTreeMap::new(),
         }
     }
 

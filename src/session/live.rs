@@ -6,7 +6,7 @@ use super::driver::{Attempt, Backend, Recovery, RunSpec};
 use super::evidence::record_from_history;
 use super::progress::ProgressView;
 use crate::comfy::protocol::QueuePosition;
-use crate::comfy::Client;
+use crate::comfy::{Client, Fingerprint, Fingerprinter};
 use crate::run::{execute_with, Both, NdjsonWriter, RunRequest};
 use crate::workflow::Workflow;
 use std::path::Path;
@@ -24,6 +24,7 @@ pub struct LiveBackend {
     server: String,
     cancel: watch::Receiver<bool>,
     progress: Option<ProgressView>,
+    fingerprinter: Fingerprinter,
     /// `/system_stats` sampling interval.
     pub sample_interval: Duration,
     /// How often a resumed in-flight prompt is polled.
@@ -36,6 +37,7 @@ impl LiveBackend {
         let server = client.server_url();
         LiveBackend {
             handle,
+            fingerprinter: Fingerprinter::new(client.clone()),
             client,
             server,
             cancel,
@@ -166,10 +168,20 @@ impl Backend for LiveBackend {
         }
     }
 
-    fn fingerprint(&mut self) -> Option<serde_json::Value> {
-        let client = self.client.clone();
-        self.handle
-            .block_on(async move { client.system_stats().await.ok() })
-            .and_then(|s| serde_json::to_value(s).ok())
+    fn environment(&mut self) -> Option<Fingerprint> {
+        let started = Instant::now();
+        let fingerprinter = &mut self.fingerprinter;
+        let fp = self.handle.block_on(fingerprinter.take());
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "environment fingerprint taken"
+        );
+        match fp {
+            Ok(fp) => Some(fp),
+            Err(e) => {
+                tracing::warn!("no environment fingerprint: {e}");
+                None
+            }
+        }
     }
 }

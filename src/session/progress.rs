@@ -227,6 +227,7 @@ mod tests {
             summary: None,
             diagnosis: None,
             confirms: None,
+            fingerprint: None,
         };
         let job = WorkflowJob {
             name: "wf".into(),

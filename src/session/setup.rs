@@ -154,6 +154,7 @@ pub fn create_session(
         workflows: jobs,
         in_flight: None,
         environment: None,
+        fingerprints: Default::default(),
     };
     session.save(&paths)?;
     Ok((paths, session))

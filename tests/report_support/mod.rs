@@ -176,6 +176,7 @@ impl Fixture {
             }],
             in_flight: None,
             environment: Some(serde_json::to_value(&machine.stats).unwrap()),
+            fingerprints: Default::default(),
         };
         Fixture {
             machine,
@@ -323,6 +324,7 @@ impl Fixture {
             summary,
             diagnosis,
             confirms: None,
+            fingerprint: None,
         };
         let file = done.then(|| {
             let samples: Vec<VramSample> = (0..(seconds * 2).max(1))
@@ -347,6 +349,7 @@ impl Fixture {
                 entry: entry.clone(),
                 component_hashes: components(),
                 node_hashes: Default::default(),
+                environment: None,
                 record: RunRecord {
                     run_id: id.clone(),
                     prompt_id: id.clone(),
