@@ -50,6 +50,11 @@ pub struct SessionArgs {
     /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
     #[arg(long, default_value_t = crate::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
     pub confirm_crashes: u32,
+    /// When the server's environment changes between runs (versions, launch arguments, node
+    /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
+    /// the session ("incomplete: environment changed").
+    #[arg(long, value_enum, default_value = "reanchor", value_name = "ACTION")]
+    pub on_drift: crate::session::journal::OnDrift,
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
@@ -209,6 +214,7 @@ impl SessionArgs {
             models_dirs: self.models_dirs.clone(),
             plan_args: ladder.as_args(),
             confirm_crashes: self.confirm_crashes,
+            on_drift: self.on_drift,
         })
     }
 }
@@ -388,7 +394,10 @@ pub fn exit_code(session: &SessionFile) -> u8 {
         SessionState::Stopped { reason, .. } => match reason {
             StopReason::Interrupted => exit::INTERRUPTED,
             StopReason::ServerLost => exit::UNREACHABLE,
-            StopReason::Deadline | StopReason::Preflight | StopReason::Error => exit::FAILED,
+            StopReason::Deadline
+            | StopReason::Preflight
+            | StopReason::Error
+            | StopReason::EnvironmentChanged => exit::FAILED,
         },
         _ => exit::FAILED,
     }

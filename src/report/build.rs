@@ -5,9 +5,9 @@
 
 use super::environment::environment;
 use super::model::{
-    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
-    NextSteps, NodePackRow, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings,
-    Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
+    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, DriftRow, Evidence,
+    LadderRow, NextSteps, NodePackRow, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow,
+    Report, Settings, Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
 };
 use crate::comfy::{ExecutionError, SystemStats};
 use crate::diagnose;
@@ -214,7 +214,46 @@ pub fn build(data: &SessionData) -> Report {
         .enumerate()
         .map(|(i, job)| workflow_report(data, i, job))
         .collect();
+    let environment_changes = s
+        .drifts
+        .iter()
+        .map(|d| {
+            let job = s.workflows.get(d.workflow);
+            let anchor_runs = job
+                .map(|job| {
+                    job.runs
+                        .iter()
+                        .filter(|r| {
+                            r.role == RunRole::Anchor && r.fingerprint.as_deref() == Some(&d.to)
+                        })
+                        .map(|r| {
+                            format!(
+                                "step {} ({}) re-run {}: {}",
+                                r.step,
+                                r.increment,
+                                short(&r.run_id),
+                                outcome_name(r)
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            DriftRow {
+                detected_at: d.detected_at.clone(),
+                workflow: job.map(|j| j.name.clone()).unwrap_or_default(),
+                from: d.from.clone(),
+                to: d.to.clone(),
+                changes: d.changes.clone(),
+                action: serde_json::to_value(d.action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                anchor_runs,
+            }
+        })
+        .collect();
     Report {
+        environment_changes,
         schema_version: SCHEMA_VERSION,
         generator: format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
         session_id: s.session_id.clone(),
@@ -251,6 +290,7 @@ fn stop_reason(r: StopReason) -> &'static str {
         StopReason::ServerLost => "server lost",
         StopReason::Preflight => "preflight failed",
         StopReason::Error => "error",
+        StopReason::EnvironmentChanged => "environment changed",
     }
 }
 
@@ -924,6 +964,7 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
             RunRole::Repeat => "repeat",
             RunRole::Control => "control",
             RunRole::Confirm => "confirm",
+            RunRole::Anchor => "anchor",
         }
         .into(),
         run_id: e.run_id.clone(),

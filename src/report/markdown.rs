@@ -3,8 +3,8 @@
 use super::chart::{bar_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
-    kind_phrase, AttachedRun, Environment, Evidence, LadderRow, NodeRef, Report, VerdictKind,
-    WorkflowReport,
+    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
+    VerdictKind, WorkflowReport,
 };
 use super::ReportFormat;
 
@@ -51,6 +51,9 @@ pub fn render(report: &Report) -> String {
     out.push_str("\n\n");
     if let Some(env) = &report.environment {
         out.push_str(&environment(env, 2));
+    }
+    if !report.environment_changes.is_empty() {
+        out.push_str(&environment_changes(&report.environment_changes, 2));
     }
     for w in &report.workflows {
         let level = if single {
@@ -256,6 +259,40 @@ fn environment(env: &Environment, level: usize) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+fn environment_changes(drifts: &[DriftRow], level: usize) -> String {
+    let mut out = heading(level, "Environment changes");
+    out.push_str(
+        "The server's environment changed between runs; results from before and after are not \
+         compared with each other: the last passing step was run again under the new \
+         environment (`--on-drift reanchor`), or the session stopped (`--on-drift stop`).\n\n",
+    );
+    for d in drifts {
+        out.push_str(&format!(
+            "- {} ({}): fingerprint {} → {}\n",
+            text(&d.detected_at),
+            code(&d.workflow),
+            code(&d.from),
+            code(&d.to)
+        ));
+        for c in &d.changes {
+            out.push_str(&format!("  - {}\n", text(c)));
+        }
+        match d.action.as_str() {
+            "stop" => out.push_str("  - the session stopped here (`--on-drift stop`)\n"),
+            _ if d.anchor_runs.is_empty() => {
+                out.push_str("  - re-anchored: no step needed to be run again\n")
+            }
+            _ => {
+                for a in &d.anchor_runs {
+                    out.push_str(&format!("  - re-anchored: {}\n", text(a)));
+                }
+            }
+        }
+    }
+    out.push('\n');
     out
 }
 

@@ -32,10 +32,32 @@ pub struct Report {
     /// The server's versions, hardware and launch arguments (absent before preflight).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Environment>,
+    /// Environment changes between runs (the fingerprint changed), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment_changes: Vec<DriftRow>,
     /// One entry per workflow of the session, in the order they were run.
     pub workflows: Vec<WorkflowReport>,
     /// Things the reader should know (environment changed mid-session, warm cache hits, …).
     pub warnings: Vec<String>,
+}
+
+/// The environment changed between two runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriftRow {
+    /// When it was seen (before the next run).
+    pub detected_at: String,
+    /// The workflow being worked on.
+    pub workflow: String,
+    /// Fingerprint id before.
+    pub from: String,
+    /// Fingerprint id after.
+    pub to: String,
+    /// What changed, one line each.
+    pub changes: Vec<String>,
+    /// `reanchor` or `stop`.
+    pub action: String,
+    /// The runs made again under the new environment (`anchor` runs): short description each.
+    pub anchor_runs: Vec<String>,
 }
 
 /// The report of one workflow of the session.

@@ -57,23 +57,47 @@ fn resolve<'a>(job: &'a WorkflowJob, r: &'a RunEntry, n: u32) -> StepResult<'a> 
 }
 
 /// The recorded, conclusive result of `step`: the first done run (not a control, repeat or
-/// re-run) that passed or failed, in submission order, with its crash confirmation.
+/// re-run) that passed or failed, in submission order, with its crash confirmation. A run made
+/// in the current environment `env` (fingerprint id) comes before runs made in others.
 fn first_result<'a>(
     job: &'a WorkflowJob,
     step: usize,
     options: &SessionOptions,
+    env: Option<&str>,
 ) -> Option<StepResult<'a>> {
-    job.runs
-        .iter()
-        .find(|r| {
-            r.step == step
-                && !matches!(
-                    r.role,
-                    RunRole::Control | RunRole::Repeat | RunRole::Confirm
-                )
-                && conclusive(r)
-        })
+    let counts = |r: &&RunEntry| {
+        r.step == step
+            && !matches!(
+                r.role,
+                RunRole::Control | RunRole::Repeat | RunRole::Confirm
+            )
+            && conclusive(r)
+    };
+    let here = env.and_then(|e| {
+        job.runs
+            .iter()
+            .filter(counts)
+            .find(|r| r.fingerprint.as_deref() == Some(e))
+    });
+    here.or_else(|| job.runs.iter().find(counts))
         .map(|r| resolve(job, r, options.confirm_crashes))
+}
+
+/// `--on-drift reanchor`: when the result of `step` was made in another environment than the
+/// current one, re-run it here (an `anchor` run).
+fn anchor(
+    job: &WorkflowJob,
+    step: usize,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> Option<Decision> {
+    let env = env?;
+    let r = first_result(job, step, options, Some(env))?;
+    let made_in = r.run.fingerprint.as_deref()?;
+    (made_in != env).then_some(Decision::Run {
+        step,
+        role: RunRole::Anchor,
+    })
 }
 
 fn conclusive(r: &RunEntry) -> bool {
@@ -118,8 +142,21 @@ fn role_for(step: usize, n: usize) -> RunRole {
     }
 }
 
-/// The next action for `job` under `options`, and the phase it belongs to.
+/// The next action for `job` under `options`, and the phase it belongs to (no environment
+/// known: results count wherever they were made).
 pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) {
+    decide_in(job, options, None)
+}
+
+/// [`decide`] in the environment `env` (the fingerprint id taken before the next run): a step
+/// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
+/// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
+/// verdict, so both ends of the verdict come from one environment.
+pub fn decide_in(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> (Phase, Decision) {
     let n = job.steps.len().saturating_sub(1);
     // A rejection says nothing about the variant and will not change on a re-run.
     if let Some(r) = job.runs.iter().find(|r| {
@@ -160,7 +197,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
     }
 
     // Endpoint: the minimal variant must pass.
-    match first_result(job, 0, options) {
+    match first_result(job, 0, options, env) {
         None => {
             return (
                 Phase::Minimal,
@@ -190,7 +227,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 
     // Endpoint: the target must fail (unless assumed).
     if !options.assume_fails {
-        match first_result(job, n, options) {
+        match first_result(job, n, options, env) {
             None => {
                 return (
                     Phase::Target,
@@ -217,15 +254,19 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         Strategy::Linear => {
             let mut k = 1;
             loop {
-                match first_result(job, k, options) {
+                match first_result(job, k, options, env) {
                     None => {
+                        // Before going on: the last pass must hold in this environment.
+                        if let Some(d) = anchor(job, k - 1, options, env) {
+                            return (Phase::Search, d);
+                        }
                         return (
                             Phase::Search,
                             Decision::Run {
                                 step: k,
                                 role: role_for(k, n),
                             },
-                        )
+                        );
                     }
                     Some(r) if r.passed => {
                         if k == n {
@@ -243,10 +284,10 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
             }
         }
         Strategy::Binary => {
-            let result = |k: usize| first_result(job, k, options).map(|r| r.passed);
+            let result = |k: usize| first_result(job, k, options, env).map(|r| r.passed);
             let hi = (1..=n).find(|&k| result(k) == Some(false)).unwrap_or(n);
             if hi == n {
-                if let Some(r) = first_result(job, n, options).filter(|r| r.passed) {
+                if let Some(r) = first_result(job, n, options, env).filter(|r| r.passed) {
                     return (
                         Phase::Done,
                         Decision::Finish(Verdict::CouldNotReproduce {
@@ -260,6 +301,9 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
                 .find(|&k| result(k) == Some(true))
                 .unwrap_or(0);
             if hi - lo > 1 {
+                if let Some(d) = anchor(job, lo, options, env) {
+                    return (Phase::Search, d);
+                }
                 let mid = lo + (hi - lo) / 2;
                 return (
                     Phase::Search,
@@ -282,6 +326,13 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
             (lo, hi)
         }
     };
+
+    // The verdict's two ends come from one environment (the current one).
+    for step in [lo, hi] {
+        if let Some(d) = anchor(job, step, options, env) {
+            return (Phase::Search, d);
+        }
+    }
 
     // --repeat: re-run the first failing and the last passing step.
     if options.repeat > 0 {
@@ -337,10 +388,10 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         }
     }
 
-    let fail = first_result(job, hi, options)
+    let fail = first_result(job, hi, options, env)
         .expect("the boundary's failing step has a result")
         .run;
-    let pass = first_result(job, lo, options)
+    let pass = first_result(job, lo, options, env)
         .expect("the boundary's passing step has a result")
         .pass_run;
     let not_run: Vec<usize> = (1..n)
@@ -795,6 +846,82 @@ mod tests {
             .runs
             .iter()
             .any(|r| r.role == RunRole::Confirm && r.step == 0));
+    }
+
+    /// Drives `decide_in` where the environment is "a" for the first `switch` runs and "b"
+    /// after; `pass(step, env)` says what a run does.
+    fn simulate_drift(
+        n: usize,
+        options: &SessionOptions,
+        switch: usize,
+        pass: impl Fn(usize, &str) -> bool,
+    ) -> (Verdict, WorkflowJob) {
+        let mut j = job(n);
+        for _ in 0..100 {
+            let env = if j.runs.len() < switch { "a" } else { "b" };
+            let (step, role) = match decide_in(&j, options, Some(env)).1 {
+                Decision::Finish(v) => return (v, j),
+                Decision::Run { step, role } => (step, role),
+                Decision::Confirm { .. } => panic!("no crash here"),
+            };
+            record(&mut j, step, role, pass(step, env));
+            j.runs.last_mut().unwrap().fingerprint = Some(env.to_string());
+        }
+        panic!("no verdict: {:?}", j.runs);
+    }
+
+    #[test]
+    fn a_changed_environment_reanchors_the_last_pass_before_going_on() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            let opts = SessionOptions {
+                strategy,
+                ..SessionOptions::default()
+            };
+            // Same behaviour in both environments: one anchor run, same verdict.
+            let (v, j) = simulate_drift(5, &opts, 3, |s, _| s < 3);
+            let anchors: Vec<usize> = j
+                .runs
+                .iter()
+                .filter(|r| r.role == RunRole::Anchor)
+                .map(|r| r.step)
+                .collect();
+            assert_eq!(anchors.len(), 1, "{strategy:?}: {:?}", j.runs);
+            let Verdict::FirstFailure {
+                step,
+                run_id,
+                last_pass_run_id,
+                ..
+            } = &v
+            else {
+                panic!("{v:?}");
+            };
+            assert_eq!(*step, 3, "{strategy:?}");
+            for id in [run_id, last_pass_run_id] {
+                let r = j.runs.iter().find(|r| &r.run_id == id).unwrap();
+                assert_eq!(r.fingerprint.as_deref(), Some("b"), "{strategy:?}");
+            }
+        }
+        // In the new environment less fits: the re-anchored step fails, and the search walks
+        // down until a pass in that environment brackets the failure.
+        let opts = SessionOptions::default();
+        let (v, j) = simulate_drift(5, &opts, 3, |s, env| if env == "a" { s < 4 } else { s < 1 });
+        assert!(matches!(v, Verdict::FirstFailure { step: 1, .. }), "{v:?}");
+        let Verdict::FirstFailure {
+            last_pass_run_id, ..
+        } = &v
+        else {
+            unreachable!()
+        };
+        let pass = j
+            .runs
+            .iter()
+            .find(|r| &r.run_id == last_pass_run_id)
+            .unwrap();
+        assert_eq!((pass.step, pass.fingerprint.as_deref()), (0, Some("b")));
+        // Without fingerprints nothing changes.
+        let (v, j) = simulate(5, &opts, |s, _, _| s < 3);
+        assert!(matches!(v, Verdict::FirstFailure { step: 3, .. }));
+        assert!(!j.iter().any(|(_, r)| *r == RunRole::Anchor));
     }
 
     #[test]

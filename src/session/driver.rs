@@ -4,13 +4,13 @@
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
-use super::decide::{decide, Decision};
+use super::decide::{decide_in, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
-    now_rfc3339, read_json, run_dir_name, InFlight, JournalError, Outcome, Phase, RunEntry,
-    RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionRenderer, SessionState,
-    StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
-    SESSION_SCHEMA_VERSION,
+    now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
+    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionRenderer,
+    SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
+    RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
@@ -131,6 +131,8 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     durable: SyncBehind,
     /// Renders `session.json`, reusing unchanged run entries.
     renderer: SessionRenderer,
+    /// Fingerprint id of the environment the next run happens in (the last one taken).
+    env_now: Option<String>,
 }
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
@@ -158,6 +160,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             hash_cache,
             durable: SyncBehind::default(),
             renderer: SessionRenderer::default(),
+            env_now: None,
         }
     }
 
@@ -312,7 +315,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Works on one workflow until its verdict; false when the session had to stop.
     fn drive_workflow(&mut self, w: usize) -> Result<bool, JournalError> {
         loop {
-            let (phase, decision) = decide(&self.session.workflows[w], &self.session.options);
+            let (phase, decision) = decide_in(
+                &self.session.workflows[w],
+                &self.session.options,
+                self.env_now.as_deref(),
+            );
             self.session.workflows[w].phase = phase;
             match decision {
                 Decision::Finish(verdict) => {
@@ -348,7 +355,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     if !self.ensure_server(w)? {
                         return Ok(false);
                     }
-                    if !self.one_run(w, step, role, confirms)? {
+                    let fingerprint = match self.take_environment(w)? {
+                        EnvCheck::Same(id) => id,
+                        EnvCheck::Changed => continue,
+                        EnvCheck::Stop => return Ok(false),
+                    };
+                    if !self.one_run(w, step, role, confirms, fingerprint)? {
                         return Ok(false);
                     }
                 }
@@ -456,6 +468,67 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok((workflow, increment))
     }
 
+    /// Takes the environment fingerprint before a run and compares it with the one the
+    /// session's previous run saw. A change is journaled as a drift; then the next decision is
+    /// made again in the new environment (re-anchoring) or, with `--on-drift stop`, the
+    /// session ends.
+    fn take_environment(&mut self, w: usize) -> Result<EnvCheck, JournalError> {
+        let Some(fp) = self.backend.environment() else {
+            return Ok(EnvCheck::Same(None));
+        };
+        let id = fp.id.clone();
+        let previous = self
+            .env_now
+            .clone()
+            .or_else(|| self.session.last_run_fingerprint().map(str::to_string));
+        let before = previous
+            .as_ref()
+            .and_then(|p| self.session.fingerprints.get(p))
+            .cloned();
+        self.session
+            .fingerprints
+            .entry(id.clone())
+            .or_insert(fp.clone());
+        self.env_now = Some(id.clone());
+        let Some(from) = previous.filter(|p| *p != id) else {
+            return Ok(EnvCheck::Same(Some(id)));
+        };
+        let mut changes = before
+            .map(|b| crate::comfy::fingerprint::diff(&b, &fp))
+            .unwrap_or_default();
+        if changes.is_empty() {
+            changes.push(format!("fingerprint {from} → {id}"));
+        }
+        let action = self.session.options.on_drift;
+        self.hooks.note(&format!(
+            "the server's environment changed ({}); {}",
+            changes.join("; "),
+            match action {
+                OnDrift::Reanchor =>
+                    "re-running the last passing step under it (--on-drift reanchor)",
+                OnDrift::Stop => "stopping (--on-drift stop)",
+            }
+        ));
+        self.session.drifts.push(Drift {
+            detected_at: now_rfc3339(),
+            workflow: w,
+            from,
+            to: id,
+            changes: changes.clone(),
+            action,
+        });
+        if action == OnDrift::Stop {
+            self.stop_session(
+                Some(w),
+                StopReason::EnvironmentChanged,
+                format!("environment changed: {}", changes.join("; ")),
+            )?;
+            return Ok(EnvCheck::Stop);
+        }
+        self.save()?;
+        Ok(EnvCheck::Changed)
+    }
+
     /// After a crash that will be re-run to confirm it: with `--restart-cmd` the server is
     /// restarted (even when it answers: a crash may leave it in a bad state), then waited for.
     fn back_after_crash(&mut self, w: usize) -> Result<bool, JournalError> {
@@ -493,6 +566,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         step: usize,
         role: RunRole,
         confirms: Option<String>,
+        fingerprint: Option<String>,
     ) -> Result<bool, JournalError> {
         let (workflow, increment) = self.variant(w, step, role)?;
         let run_id = uuid::Uuid::new_v4().to_string();
@@ -508,14 +582,6 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             format!("{}\n", workflow.to_pretty_json()).as_bytes(),
         )?;
         self.copy_ui_companion(w, step, role, &run_dir)?;
-        let environment = self.backend.environment();
-        let fingerprint = environment.as_ref().map(|f| f.id.clone());
-        if let Some(env) = environment {
-            self.session
-                .fingerprints
-                .entry(env.id.clone())
-                .or_insert(env);
-        }
         let entry = RunEntry {
             run_id: run_id.clone(),
             step,
@@ -788,6 +854,16 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         }
     }
+}
+
+/// What the environment check before a run found.
+enum EnvCheck {
+    /// Same environment as the previous run (its fingerprint id, if the server gave one).
+    Same(Option<String>),
+    /// The environment changed: decide again in the new one.
+    Changed,
+    /// The environment changed and the session stopped (`--on-drift stop`).
+    Stop,
 }
 
 /// The outcome of an interrupted run tells whether the user asked for it.

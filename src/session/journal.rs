@@ -60,6 +60,37 @@ pub struct SessionFile {
     /// in `fingerprint`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fingerprints: BTreeMap<String, Fingerprint>,
+    /// Environment changes seen between two runs, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drifts: Vec<Drift>,
+}
+
+/// The environment changed between two runs of a session (`--on-drift`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// RFC 3339 time it was seen (before the next run).
+    pub detected_at: String,
+    /// Index into `workflows` of the workflow being worked on.
+    pub workflow: usize,
+    /// Fingerprint id of the runs before.
+    pub from: String,
+    /// Fingerprint id now.
+    pub to: String,
+    /// What changed, one line each (`launch arguments: … → …`, `node pack added: …`).
+    pub changes: Vec<String>,
+    /// What the session did about it.
+    pub action: OnDrift,
+}
+
+/// What a session does when the environment changes (`--on-drift`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDrift {
+    /// Re-run the last passing step under the new environment, then go on.
+    #[default]
+    Reanchor,
+    /// End the session: "incomplete: environment changed".
+    Stop,
 }
 
 /// The options of `bisect` that shape the session (saved so `resume` continues the same way).
@@ -101,6 +132,9 @@ pub struct SessionOptions {
     /// times before it counts (0 = a crash counts as a failure at once).
     #[serde(default = "default_confirm_crashes")]
     pub confirm_crashes: u32,
+    /// `--on-drift`: what to do when the environment fingerprint changes between runs.
+    #[serde(default)]
+    pub on_drift: OnDrift,
 }
 
 /// The default of `--confirm-crashes`.
@@ -127,6 +161,7 @@ impl Default for SessionOptions {
             models_dirs: Vec::new(),
             plan_args: Vec::new(),
             confirm_crashes: DEFAULT_CONFIRM_CRASHES,
+            on_drift: OnDrift::Reanchor,
         }
     }
 }
@@ -182,6 +217,8 @@ pub enum StopReason {
     Preflight,
     /// Another error (named in `detail`).
     Error,
+    /// The environment fingerprint changed between runs and `--on-drift stop` was given.
+    EnvironmentChanged,
 }
 
 /// One workflow of the session and everything run for it.
@@ -280,6 +317,9 @@ pub enum RunRole {
     /// A re-run of a run that crashed (`server_lost` or `timeout`), to confirm the crash
     /// (`--confirm-crashes`); `confirms` names the crashed run.
     Confirm,
+    /// A re-run of a step under a new environment (`--on-drift reanchor`), so that the first
+    /// failure is bracketed by a pass and a fail in one environment.
+    Anchor,
 }
 
 /// Whether a run is finished.
@@ -1017,6 +1057,16 @@ impl SessionFile {
         })
     }
 
+    /// The fingerprint id of the session's last run that has one (workflows run one after
+    /// another, so the last such run of the last workflow with runs).
+    pub fn last_run_fingerprint(&self) -> Option<&str> {
+        self.workflows
+            .iter()
+            .rev()
+            .flat_map(|job| job.runs.iter().rev())
+            .find_map(|r| r.fingerprint.as_deref())
+    }
+
     /// True when every workflow has a verdict that is not `incomplete`.
     pub fn is_finished(&self) -> bool {
         self.workflows.iter().all(|w| {
@@ -1102,6 +1152,7 @@ mod tests {
             in_flight: None,
             environment: None,
             fingerprints: BTreeMap::new(),
+            drifts: Vec::new(),
         }
     }
 

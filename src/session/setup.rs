@@ -155,6 +155,7 @@ pub fn create_session(
         in_flight: None,
         environment: None,
         fingerprints: Default::default(),
+        drifts: Vec::new(),
     };
     session.save(&paths)?;
     Ok((paths, session))

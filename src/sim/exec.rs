@@ -448,6 +448,9 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
             });
         }
         st.broadcast_status();
+        if inst.shared.prompt_finished(run.ordinal) {
+            st.gpu.lowvram = true;
+        }
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
     true

@@ -54,6 +54,10 @@ pub struct Faults {
     /// After a crash the server comes back by itself on the same port after this many real
     /// milliseconds, as under a supervisor (`revive-after=MS`).
     pub revive_after_ms: Option<u64>,
+    /// Once the prompt with this ordinal (1-based, in execution order) has finished, the server
+    /// reports and behaves as if restarted with `--lowvram` (`lowvram-after=N`): its
+    /// environment fingerprint changes between two runs.
+    pub lowvram_after: Option<u64>,
 }
 
 impl Faults {
@@ -82,6 +86,11 @@ impl Faults {
         self.crash_on = ordinals.to_vec();
         self
     }
+    /// Switch to `--lowvram` once prompt `n` (1-based) has finished.
+    pub fn with_lowvram_after(mut self, n: u64) -> Self {
+        self.lowvram_after = Some(n);
+        self
+    }
     /// Come back by itself `ms` milliseconds after a crash.
     pub fn with_revive_after_ms(mut self, ms: u64) -> Self {
         self.revive_after_ms = Some(ms);
@@ -89,7 +98,7 @@ impl Faults {
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,crash-on=N[:N…],revive-after=MS` (`slow-history` defaults to 2000 ms;
+    /// garbage-frames,crash-on=N[:N…],revive-after=MS,lowvram-after=N` (`slow-history` defaults to 2000 ms;
     /// `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -117,6 +126,11 @@ impl Faults {
                             )
                         })?
                 }
+                ("lowvram-after", Some(n)) => {
+                    f.lowvram_after = Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--faults: lowvram-after={n} is not a prompt number (1-based)")
+                    })?)
+                }
                 ("revive-after", Some(ms)) => {
                     f.revive_after_ms = Some(ms.trim_end_matches("ms").parse().map_err(|_| {
                         format!("--faults: revive-after={ms} is not a number of milliseconds")
@@ -131,7 +145,7 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, crash-on=N[:N…], \
-                         revive-after=MS"
+                         revive-after=MS, lowvram-after=N"
                     ))
                 }
             }
@@ -232,9 +246,26 @@ pub(crate) struct Shared {
     current: Mutex<Option<Arc<state::Instance>>>,
     /// Prompts that started executing, across restarts (for [`Faults::crash_on`]).
     executed: std::sync::atomic::AtomicU64,
+    /// `--lowvram` now (from the config, or switched on by [`Faults::lowvram_after`]).
+    lowvram: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
+    /// Whether the server runs with `--lowvram` now.
+    pub(crate) fn lowvram(&self) -> bool {
+        self.lowvram.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A prompt finished: applies [`Faults::lowvram_after`]; true when the server switched.
+    pub(crate) fn prompt_finished(&self, ordinal: u64) -> bool {
+        if self.faults().lowvram_after == Some(ordinal) && !self.lowvram() {
+            self.lowvram
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
     /// Counts a prompt that starts executing; its 1-based ordinal.
     pub(crate) fn next_execution(&self) -> u64 {
         self.executed
@@ -302,6 +333,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
     let shared = Arc::new(Shared {
         addr,
         faults: Mutex::new(config.faults.clone()),
+        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
         config,
         submitted: Mutex::new(Vec::new()),
         current: Mutex::new(None),
@@ -412,6 +444,11 @@ mod tests {
         assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        assert_eq!(
+            Faults::parse("lowvram-after=2").unwrap().lowvram_after,
+            Some(2)
+        );
+        assert!(Faults::parse("lowvram-after=0").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
         assert_eq!(f.revive_after_ms, Some(200));

@@ -177,6 +177,7 @@ impl Fixture {
             in_flight: None,
             environment: Some(serde_json::to_value(&machine.stats).unwrap()),
             fingerprints: Default::default(),
+            drifts: Vec::new(),
         };
         Fixture {
             machine,
