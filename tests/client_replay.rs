@@ -348,6 +348,8 @@ fn every_ws_fixture_replays_to_its_known_outcome() {
         .unwrap_or_else(|e| panic!("read {DIR}: {e}"))
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("ws_") && n.ends_with(".ndjson"))
+        // The console captures are bare frames, one per line; they have their own test below.
+        .filter(|n| !n.starts_with("ws_logs_"))
         .collect();
     names.sort();
     assert_eq!(names.len(), 22, "fixture set changed: {names:?}");
@@ -355,5 +357,72 @@ fn every_ws_fixture_replays_to_its_known_outcome() {
         // Shown with the panic message when a fixture's expectation fails.
         eprintln!("replaying {name}");
         check(name);
+    }
+}
+
+/// Feeds a bare-frame console capture (`ws_logs_*`: one received frame per line, no header) to a
+/// tracker for the prompt its `execution_start` names.
+fn replay_frames(name: &str) -> EventTracker {
+    let path = format!("{DIR}/{name}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    let frames: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let prompt_id = frames
+        .iter()
+        .find(|f| f["type"] == "execution_start")
+        .and_then(|f| f["data"]["prompt_id"].as_str())
+        .unwrap_or_else(|| panic!("{name} has no execution_start"))
+        .to_string();
+    let mut t = EventTracker::new(&prompt_id);
+    for (i, f) in frames.iter().enumerate() {
+        t.feed_text(&f.to_string(), i as u64);
+    }
+    t
+}
+
+#[test]
+fn every_console_capture_replays_to_its_known_outcome() {
+    let mut names: Vec<String> = std::fs::read_dir(DIR)
+        .unwrap_or_else(|e| panic!("read {DIR}: {e}"))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ws_logs_") && n.ends_with(".ndjson"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 5, "console capture set changed: {names:?}");
+    for name in &names {
+        eprintln!("replaying {name}");
+        let t = replay_frames(name);
+        match name.as_str() {
+            "ws_logs_sd15_success.ndjson" | "ws_logs_vae_tiled_fallback_emulated.ndjson" => {
+                assert_eq!(kind(&t), Some(TerminalKind::Success), "{name}");
+            }
+            "ws_logs_host_ram_failure.ndjson" => {
+                let e = error_of(&t);
+                assert_eq!(
+                    (e.node_id.as_str(), e.node_type.as_str()),
+                    ("1", "EmptyImage")
+                );
+                assert!(e.exception_message.contains("DefaultCPUAllocator"));
+            }
+            "ws_logs_oom_mid_sampling_emulated.ndjson" => {
+                let e = error_of(&t);
+                assert_eq!(
+                    (e.node_id.as_str(), e.node_type.as_str()),
+                    ("3", "KSampler")
+                );
+                assert_eq!(e.exception_type, "torch.OutOfMemoryError");
+            }
+            "ws_logs_vae_tiled_fallback_then_oom_emulated.ndjson" => {
+                let e = error_of(&t);
+                assert_eq!(
+                    (e.node_id.as_str(), e.node_type.as_str()),
+                    ("8", "VAEDecode")
+                );
+                assert_eq!(e.exception_type, "torch.OutOfMemoryError");
+            }
+            other => panic!("no expectation written for console capture {other}; add one"),
+        }
     }
 }

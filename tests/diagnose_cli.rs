@@ -124,9 +124,9 @@ fn stdin_without_a_file_argument() {
 }
 
 #[test]
-fn empty_input_exits_2_and_says_what_it_expected() {
+fn empty_input_exits_1_and_says_what_it_expected() {
     let o = run(&["diagnose", "-"], Some("  \n\n"));
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("empty"), "{err}");
     assert!(
@@ -137,12 +137,12 @@ fn empty_input_exits_2_and_says_what_it_expected() {
 }
 
 #[test]
-fn unrecognisable_input_exits_2() {
+fn unrecognisable_input_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notes.txt");
     std::fs::write(&path, "my workflow is slow, any idea?\nthanks\n").unwrap();
     let o = run(&["diagnose", path.to_str().unwrap()], None);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("notes.txt"), "{err}");
     assert!(err.contains("expected"), "{err}");
@@ -157,4 +157,66 @@ fn unreadable_file_exits_2_with_its_name() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `--json` prints JSON whatever the input: no failure in it gives kind `unknown`, the reason, and
+/// exit code 1; every contract key is still there.
+#[test]
+fn json_is_printed_even_when_there_is_no_failure() {
+    let inputs = [
+        "  \n\n",
+        "my workflow is slow, any idea?\nthanks\n",
+        "got prompt\n100%|██████████| 20/20 [00:05<00:00,  3.9it/s]\nPrompt executed in 6.01 seconds\n",
+        "{\"type\": \"status\", \"data\": {}}",
+    ];
+    for input in inputs {
+        let o = run(&["diagnose", "-", "--json"], Some(input));
+        assert_eq!(o.status.code(), Some(1), "{input:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o))
+            .unwrap_or_else(|e| panic!("{input:?}: no JSON on stdout ({e}): {}", stdout(&o)));
+        assert_eq!(v["kind"], "unknown", "{input:?}");
+        assert_eq!(v["stage"], "unknown", "{input:?}");
+        assert_eq!(v["stage_confidence"], "unknown", "{input:?}");
+        assert_eq!(v["root_cause"], "unknown", "{input:?}");
+        let why = v["kind_evidence"].as_str().unwrap();
+        assert!(why.starts_with("No failure was found"), "{input:?}: {why}");
+        assert!(
+            why.len() > "No failure was found in the input: ".len() + 10,
+            "{why}"
+        );
+        for key in [
+            "stage_evidence",
+            "numbers",
+            "next_check",
+            "candidates",
+            "stage_candidates",
+        ] {
+            assert!(v.get(key).is_some(), "{input:?}: {key} missing");
+        }
+    }
+    // An unreadable file is still exit 2, and still JSON.
+    let o = run(&["diagnose", "/nonexistent/comfy.log", "--json"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    assert_eq!(v["kind"], "unknown");
+    assert!(v["kind_evidence"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/comfy.log"));
+}
+
+/// The human output and the JSON both say how sure the stage is.
+#[test]
+fn stage_confidence_is_shown() {
+    let o = run(&["diagnose", "-"], Some(CONSOLE_LOG));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("  confidence: certain"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["diagnose", "-", "--json"], Some(CONSOLE_LOG));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["stage"], "sample_middle");
+    assert_eq!(v["stage_confidence"], "certain");
 }

@@ -55,7 +55,7 @@ const EXPECTED: &[Expect] = &[
     expect(
         "history_sd15_execution_error_oom_1024px.json",
         Kind::HostRam,
-        Stage::SampleFirst,
+        Stage::Unknown,
         "3",
         "KSampler",
         Some(4096.0),
@@ -63,7 +63,7 @@ const EXPECTED: &[Expect] = &[
     expect(
         "history_sd15_execution_error_oom_2048px.json",
         Kind::HostRam,
-        Stage::SampleFirst,
+        Stage::Unknown,
         "3",
         "KSampler",
         Some(4096.0),
@@ -195,12 +195,14 @@ fn websocket_timeline_separates_first_step_from_unknown_progress() {
     // The transcript shows KSampler started and no step finished: the first step, for certain.
     let ws = diagnose::diagnose_text(&read("ws_sd15_execution_error_oom_1024px.ndjson")).unwrap();
     assert_eq!(ws.stage_candidates, vec![Stage::SampleFirst]);
-    // History alone has no progress: first or later step stay open.
+    // History alone has no progress: the frames place it in a step, but first or later step
+    // stay open, so the stage is unknown (no default) with both steps as candidates.
     let history =
         diagnose::diagnose_text(&read("history_sd15_execution_error_oom_1024px.json")).unwrap();
+    assert_eq!(history.stage, Stage::Unknown);
     assert_eq!(
         history.stage_candidates,
-        vec![Stage::SampleFirst, Stage::SampleMiddle]
+        vec![Stage::Unknown, Stage::SampleFirst, Stage::SampleMiddle]
     );
 }
 

@@ -410,6 +410,213 @@ fn hires_fix_second_pass_is_removed_and_the_first_pass_decoded() {
     }
 }
 
+/// The pixel-space hires fix of `workflows/`: 512 → decode → upscale model ×4 → ImageScale
+/// 1024 → encode → second KSampler (#11), next to the first pass's own SaveImage.
+fn pixel_hires() -> Value {
+    serde_json::from_str(&std::fs::read_to_string("workflows/sd15_hires_fix_pixel.json").unwrap())
+        .unwrap()
+}
+
+fn second_pass_note(p: &Plan, step: usize) -> Option<&comfy_bisect::workflow::Change> {
+    p.steps[step]
+        .changes
+        .iter()
+        .find(|c| c.action == comfy_bisect::ladder::SECOND_PASS)
+}
+
+#[test]
+fn pixel_hires_fix_second_pass_is_post_processing_not_resolution() {
+    let target = wf(pixel_hires());
+    let p = plan_default(&target);
+    assert_eq!(
+        increments(&p),
+        [
+            Increment::Minimal,
+            Increment::Resolution,
+            Increment::Postprocess
+        ]
+    );
+    // Minimal: the first pass only, at the reduced size; the hires decode reads it.
+    let m = &p.steps[0].workflow;
+    for gone in ["11", "12", "14", "15", "16"] {
+        assert!(!m.nodes.contains_key(gone), "{gone} still there");
+    }
+    assert_eq!(link(m, "13", "samples"), l("3", 0));
+    assert_eq!(lit(m, "5", "width"), &json!(256));
+    assert!(
+        m.nodes.contains_key("9"),
+        "the first pass keeps its own output"
+    );
+    // Resolution brings the first pass to its size and nothing else.
+    let r = &p.steps[1];
+    assert!(r.changes.iter().all(|c| c.node == "5"), "{:?}", r.changes);
+    assert!(!r.workflow.nodes.contains_key("11"));
+    // Postprocess brings the upscale and the second pass back at their target sizes.
+    let post = &p.steps[2];
+    assert_eq!(post.sha256, target.sha256());
+    assert_eq!(lit(&post.workflow, "16", "width"), &json!(1024));
+    let note = second_pass_note(&p, 2).expect("the pass is named");
+    assert_eq!(note.node, "11");
+    assert_eq!(note.to, Some(json!("1024×1024")));
+    assert!(post
+        .describe()
+        .starts_with("hires pass: KSampler #11 at 1024×1024"));
+    assert_eq!(
+        second_pass_note(&p, 0).and_then(|c| c.from.clone()),
+        Some(json!("1024×1024"))
+    );
+}
+
+#[test]
+fn a_kept_second_pass_keeps_its_target_size() {
+    let target = wf(pixel_hires());
+    let p = plan_with(
+        &target,
+        PlanOptions {
+            keep: vec![Increment::Postprocess],
+            ..PlanOptions::default()
+        },
+    );
+    assert_eq!(increments(&p), [Increment::Minimal, Increment::Resolution]);
+    let m = &p.steps[0].workflow;
+    assert_eq!(lit(m, "5", "width"), &json!(256));
+    assert_eq!(lit(m, "16", "width"), &json!(1024));
+    assert_eq!(lit(m, "16", "height"), &json!(1024));
+}
+
+#[test]
+fn a_second_pass_without_its_own_first_output_reads_the_first_pass() {
+    // No SaveImage on the first pass: the hires decode is the only output.
+    let mut v = pixel_hires();
+    v.as_object_mut().unwrap().remove("9");
+    let target = wf(v);
+    let p = plan_default(&target);
+    assert_eq!(
+        increments(&p),
+        [
+            Increment::Minimal,
+            Increment::Resolution,
+            Increment::Postprocess
+        ]
+    );
+    let m = &p.steps[0].workflow;
+    assert_eq!(link(m, "13", "samples"), l("3", 0));
+    assert!(
+        !m.nodes.contains_key("8"),
+        "the first decode fed only the pass"
+    );
+}
+
+#[test]
+fn a_second_pass_through_pixels_with_another_model_is_not_post_processing() {
+    // The second sampler refines with another checkpoint (a refiner through pixels).
+    let mut v = pixel_hires();
+    v["40"] = json!({"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "refiner.safetensors"}});
+    v["11"]["inputs"]["model"] = json!(["40", 0]);
+    let target = wf(v);
+    let p = plan_default(&target);
+    let m = &p.steps[0].workflow;
+    assert!(m.nodes.contains_key("11"), "the other model's pass stays");
+    assert!(second_pass_note(&p, 0).is_none());
+    assert!(
+        !p.steps
+            .iter()
+            .any(|s| s.increment == Increment::Postprocess
+                && s.changes.iter().any(|c| c.node == "11"))
+    );
+}
+
+#[test]
+fn chained_second_passes_all_go_and_come_back_together() {
+    // Two hires passes in a row: 512 → 1024 (pixels) → ×1.5 latent → third sampler.
+    let mut v = pixel_hires();
+    v["20"] = json!({"class_type": "LatentUpscaleBy", "inputs": {"upscale_method": "nearest-exact", "scale_by": 1.5, "samples": ["11", 0]}});
+    v["21"] = json!({"class_type": "KSampler", "inputs": {"seed": 1, "steps": 10, "cfg": 8, "sampler_name": "euler", "scheduler": "normal", "denoise": 0.4,
+              "model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0], "latent_image": ["20", 0]}});
+    v["13"]["inputs"]["samples"] = json!(["21", 0]);
+    let target = wf(v);
+    let p = plan_default(&target);
+    let m = &p.steps[0].workflow;
+    for gone in ["11", "12", "20", "21"] {
+        assert!(!m.nodes.contains_key(gone), "{gone} still there");
+    }
+    assert_eq!(link(m, "13", "samples"), l("3", 0));
+    let last = p.steps.len() - 1;
+    let notes: Vec<_> = p.steps[last]
+        .changes
+        .iter()
+        .filter(|c| c.action == comfy_bisect::ladder::SECOND_PASS)
+        .map(|c| (c.node.clone(), c.to.clone()))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("11".to_string(), Some(json!("1024×1024"))),
+            ("21".to_string(), Some(json!("1536×1536")))
+        ]
+    );
+}
+
+/// Every widget input of `class` at its default (first option for combos).
+fn widget_defaults(class: &str) -> serde_json::Map<String, Value> {
+    use comfy_bisect::nodedefs::InputKind;
+    let def = defs().get(class).unwrap();
+    let mut m = serde_json::Map::new();
+    for i in def.visible_inputs() {
+        if i.section != comfy_bisect::nodedefs::Section::Required {
+            continue;
+        }
+        let v = match (&i.kind, i.default_value()) {
+            (_, Some(d)) => d.clone(),
+            (InputKind::Combo { options, .. }, None) => match options.first() {
+                Some(o) => o.clone(),
+                None => continue,
+            },
+            _ if i.type_name() == "STRING" => json!(""),
+            _ if i.type_name() == "INT" => json!(0),
+            _ => continue,
+        };
+        m.insert(i.name.clone(), v);
+    }
+    m
+}
+
+#[test]
+fn detailers_and_tiled_upscale_samplers_stay_post_processing() {
+    // A face detailer re-samples with the same model after the decode: post-processing
+    // (bypassed), not a second pass, and no `second_pass` note.
+    let mut v = sd_graph(1024, 1024, 1);
+    let mut fd = widget_defaults("FaceDetailer");
+    for (k, link) in [
+        ("image", json!(["8", 0])),
+        ("model", json!(["4", 0])),
+        ("clip", json!(["4", 1])),
+        ("vae", json!(["4", 2])),
+        ("positive", json!(["6", 0])),
+        ("negative", json!(["7", 0])),
+        ("bbox_detector", json!(["50", 0])),
+    ] {
+        fd.insert(k.into(), link);
+    }
+    v["50"] = json!({"class_type": "UltralyticsDetectorProvider", "inputs": widget_defaults("UltralyticsDetectorProvider")});
+    v["51"] = json!({"class_type": "FaceDetailer", "inputs": fd});
+    v["9"]["inputs"]["images"] = json!(["51", 0]);
+    let target = wf(v);
+    let p = plan_default(&target);
+    assert_eq!(
+        increments(&p),
+        [
+            Increment::Minimal,
+            Increment::Resolution,
+            Increment::Postprocess
+        ]
+    );
+    let m = &p.steps[0].workflow;
+    assert!(!m.nodes.contains_key("51"));
+    assert_eq!(link(m, "9", "images"), l("8", 0));
+    assert!(second_pass_note(&p, 0).is_none());
+}
+
 #[test]
 fn frame_interpolation_is_bypassed_and_the_frame_rate_restored() {
     let mut v = video_graph(json!(5));

@@ -52,3 +52,52 @@ fn plan_of_a_ui_workflow_writes_ui_variants_that_convert_back_exactly() {
         assert_eq!(steps.last().unwrap()["sha256"], plan["target_sha256"]);
     }
 }
+
+/// The pixel-space hires fix of `workflows/` as a UI file plans like its API export: minimal
+/// (first pass only) → resolution → postprocess (upscale + second pass), the last step is the
+/// target, and every UI variant converts back to its API variant.
+#[test]
+fn pixel_hires_fix_ui_plans_minimal_resolution_postprocess() {
+    const DEFS: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
+    let defs = NodeDefs::load_file(Path::new(DEFS)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["plan", "--object-info", DEFS, "--out"])
+        .arg(dir.path())
+        .arg("workflows/sd15_hires_fix_pixel.ui.json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("plan.json")).unwrap()).unwrap();
+    let steps = plan["steps"].as_array().unwrap();
+    let increments: Vec<&str> = steps
+        .iter()
+        .map(|s| s["increment"].as_str().unwrap())
+        .collect();
+    assert_eq!(increments, ["minimal", "resolution", "postprocess"]);
+    // The UI file and the API export of the same workflow are one target.
+    let api_target = load_api_file(Path::new("workflows/sd15_hires_fix_pixel.json")).unwrap();
+    assert_eq!(plan["target_sha256"], api_target.sha256());
+    assert_eq!(steps[2]["sha256"], plan["target_sha256"]);
+    let note = &steps[2]["changes"][0];
+    assert_eq!(note["action"], "second_pass");
+    assert_eq!(note["node"], "11");
+    assert_eq!(note["to"], "1024×1024");
+    let minimal = load_api_file(&dir.path().join("00-minimal.json")).unwrap();
+    assert!(!minimal.nodes.contains_key("11"));
+    for step in steps {
+        let file = step["file"].as_str().unwrap();
+        let api = load_api_file(&dir.path().join(file)).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(file.replace(".json", ".ui.json"))).unwrap(),
+        )
+        .unwrap();
+        let back = ui::convert(&doc, &defs).unwrap();
+        assert_eq!(back.workflow.sha256(), api.sha256(), "{file}");
+    }
+}

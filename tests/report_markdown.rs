@@ -84,6 +84,116 @@ fn hostile_text_cannot_break_tables_fences_or_details() {
     );
 }
 
+/// The first-failure session where node classes, increments, changed values, file names and
+/// error messages hold text GitHub would turn into mentions and references.
+fn pinging() -> Fixture {
+    let mut f = scenario("first-failure");
+    let job = &mut f.session.workflows[0];
+    job.steps[4].increment = "LoRA for @alice".into();
+    job.steps[1].changes[0]["to"] = serde_json::json!("see owner/repo#12 and GH-34");
+    let class = "Sampler by @bob (#56)";
+    for entry in &mut job.runs {
+        if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {
+            *node_type = class.into();
+        }
+    }
+    for (entry, file) in &mut f.records {
+        if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {
+            *node_type = class.into();
+        }
+        if let Some(file) = file {
+            for c in &mut file.component_hashes {
+                c.file = format!("@carol/#78-{}", c.file);
+            }
+            file.entry = entry.clone();
+            if let Some(RunError::ExecutionError(e)) = &mut file.record.error {
+                e.node_type = class.into();
+                e.exception_message = format!(
+                    "Ping @dave about #90, commit 1a2b3c4d5e. {}",
+                    e.exception_message
+                );
+            }
+        }
+    }
+    f
+}
+
+/// The document with fenced blocks and code spans removed: what GitHub scans for mentions.
+fn outside_code(doc: &str) -> String {
+    let mut out = String::new();
+    let mut fence: Option<String> = None;
+    for line in doc.lines() {
+        let t = line.trim_start();
+        let ticks: String = t.chars().take_while(|&c| c == '`').collect();
+        if let Some(open) = &fence {
+            if ticks.len() >= open.len() && t.trim() == ticks {
+                fence = None;
+            }
+            continue;
+        }
+        if ticks.len() >= 3 {
+            fence = Some(ticks);
+            continue;
+        }
+        // Code spans: a run of n backticks up to the next run of exactly n.
+        let mut rest = line;
+        while let Some(start) = rest.find('`') {
+            out.push_str(&rest[..start]);
+            let n = rest[start..].chars().take_while(|&c| c == '`').count();
+            let after = &rest[start + n..];
+            let closing = "`".repeat(n);
+            match after.find(&closing) {
+                Some(end) => rest = &after[end + n..],
+                None => {
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn mentions_and_references_stay_in_code_where_github_does_not_link_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = pinging().write(tmp.path());
+    let linkable = regex::Regex::new(
+        r"(?i)(^|[^\w`])@[a-z0-9]|#[0-9]|\bgh-[0-9]|\b[0-9a-f]{7,40}\b|github\.com/",
+    )
+    .unwrap();
+    for redacted in [true, false] {
+        let doc = render(&dir, redacted);
+        assert_well_formed(&doc, "pinging session");
+        let plain = outside_code(&doc);
+        let found: Vec<&str> = plain.lines().filter(|l| linkable.is_match(l)).collect();
+        assert!(
+            found.is_empty(),
+            "GitHub would link these lines (redacted: {redacted}):\n{}",
+            found.join("\n")
+        );
+        // The text is still there, in code.
+        for token in [
+            "@alice",
+            "owner/repo#12",
+            "GH-34",
+            "@bob",
+            "#56",
+            "@dave",
+            "#90",
+        ] {
+            assert!(
+                doc.contains(token),
+                "{token} missing (redacted: {redacted})"
+            );
+        }
+        if !redacted {
+            assert!(doc.contains("@carol/#78-"), "file names are shown");
+        }
+    }
+}
+
 #[test]
 fn a_session_with_two_workflows_has_one_section_each() {
     let tmp = tempfile::tempdir().unwrap();

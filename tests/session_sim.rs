@@ -200,6 +200,56 @@ fn failure_at_postprocess() {
     assert_eq!(stage.as_deref(), Some("postprocess"), "{out}");
 }
 
+/// SD1.5 pixel-space hires fix (512 → upscale model ×4 → 1024 → encode → second KSampler):
+/// the first pass fits at full size, the second pass at 1024×1024 does not.
+const SD15_HIRES_FAILS_AT_SECOND_PASS: u64 = 2048;
+
+/// A hires fix through pixels is post-processing: the minimal variant runs the first pass only,
+/// `resolution` brings the first pass to its size, and the second pass failing is reported at
+/// `postprocess` with the second sampler as the failing node and named in the report.
+#[test]
+fn hires_second_pass_failure_is_postprocess() {
+    let hires = example("sd15_hires_fix_pixel", &[]);
+    let ladder: Vec<String> = ladder(&hires, &PlanOptions::default())
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(ladder, ["minimal", "resolution", "postprocess"]);
+    let (_t, dir, s, out) = run_scenario(&hires, SD15_HIRES_FAILS_AT_SECOND_PASS, &[]);
+    let (step, inc, stage) = first_failure(&s, &out);
+    assert_eq!((step, inc.as_str()), (2, "postprocess"), "{out}");
+    assert_eq!(stage.as_deref(), Some("sample_first"), "{out}");
+    assert!(
+        out.contains("first failure at increment postprocess"),
+        "{out}"
+    );
+    let failed = s.workflows[0]
+        .runs
+        .iter()
+        .find(|r| r.step == 2 && r.failed())
+        .expect("the postprocess run failed");
+    let diagnosis = failed.diagnosis.as_ref().expect("diagnosed");
+    assert_eq!(diagnosis.node_id.as_deref(), Some("11"), "{out}");
+    assert_eq!(diagnosis.node_type.as_deref(), Some("KSampler"));
+    // The runs before it passed: the first pass alone, then at its full size.
+    for k in [0, 1] {
+        assert!(
+            s.workflows[0]
+                .runs
+                .iter()
+                .any(|r| r.step == k && r.passed()),
+            "step {k} did not pass\n{out}"
+        );
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("hires pass: KSampler #11 at 1024×1024"),
+        "{report}"
+    );
+    assert!(report.contains("Failing node: KSampler #11"), "{report}");
+    assert_journal_complete(&dir, &s);
+}
+
 /// A decode-stage failure. (With the examples' ladders, the simulator's memory model never
 /// runs out after sampling once sampling fits, so this lands on the minimal variant.)
 #[test]

@@ -351,31 +351,29 @@ fn muted_node_feeding_an_optional_input_drops_the_input() {
     assert!(p.get("2").is_none());
 }
 
+/// The frontend assigns `widgets_values` to its widgets by position, and the seed's
+/// `control_after_generate` widget takes the slot after the seed whatever it holds: a mode
+/// string, the boolean older saves hold, or — in a save without the slot — the next value.
 #[test]
-fn seed_control_slot_is_skipped_when_saved_and_tolerated_when_missing() {
-    let with = ui(
-        vec![node(
-            1,
-            "KSampler",
+fn seed_control_slot_is_consumed_by_position_whatever_its_value() {
+    let ksampler = |values: Value| {
+        ui(
+            vec![node(1, "KSampler", json!([]), json!([]), values)],
             json!([]),
-            json!([]),
-            json!([42, "randomize", 30, 6.5, "dpmpp_2m", "karras", 0.5]),
-        )],
-        json!([]),
-    );
-    let without = ui(
-        vec![node(
-            1,
-            "KSampler",
-            json!([]),
-            json!([]),
-            json!([42, 30, 6.5, "dpmpp_2m", "karras", 0.5]),
-        )],
-        json!([]),
-    );
+        )
+    };
     let want = json!({"seed": 42, "steps": 30, "cfg": 6.5, "sampler_name": "dpmpp_2m", "scheduler": "karras", "denoise": 0.5});
-    assert_eq!(inputs(&prompt(&with), "1"), want);
-    assert_eq!(inputs(&prompt(&without), "1"), want);
+    for control in [json!("randomize"), json!(true), json!(false)] {
+        let with = ksampler(json!([42, control, 30, 6.5, "dpmpp_2m", "karras", 0.5]));
+        assert_eq!(inputs(&prompt(&with), "1"), want, "control {control}");
+    }
+    // Without the slot the values shift, as in the frontend (the server then rejects them,
+    // and `validate` says which).
+    let without = ksampler(json!([42, 30, 6.5, "dpmpp_2m", "karras", 0.5]));
+    assert_eq!(
+        inputs(&prompt(&without), "1"),
+        json!({"seed": 42, "steps": 6.5, "cfg": "dpmpp_2m", "sampler_name": "karras", "scheduler": 0.5, "denoise": 1.0})
+    );
     // An INT named noise_seed gets a control slot even without the flag.
     let noise = ui(
         vec![node(

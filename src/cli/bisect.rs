@@ -2,9 +2,9 @@
 //! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
 //! driving a session with the live backend, the hooks (progress + report), the summary.
 
-use super::common::{print_error, read_loaded_with};
+use super::common::{fetch_object_info, print_error, read_loaded_with, ConnectArgs, Connection};
 use crate::catalog::Catalog;
-use crate::comfy::{Client, ExtraHeaders};
+use crate::comfy::Client;
 use crate::error::exit;
 use crate::ladder::{Increment, PlanOptions};
 use crate::nodedefs::NodeDefs;
@@ -16,7 +16,7 @@ use crate::session::live::LiveBackend;
 use crate::session::lock::SessionLock;
 use crate::session::prepare::{prepare, LadderConfig, Prepared};
 use crate::session::progress::ProgressView;
-use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
+use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use crate::session::setup::{create_session, unique_name, PreparedWorkflow};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -88,10 +88,8 @@ pub struct SessionArgs {
     /// ComfyUI models/ root for component hashes (repeatable).
     #[arg(long = "models-dir", value_name = "DIR")]
     pub models_dirs: Vec<PathBuf>,
-    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
-    /// COMFY_BISECT_HEADERS). Never written anywhere.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// No progress line and no per-run lines (the summary is still printed).
     #[arg(long, short)]
     pub quiet: bool,
@@ -173,32 +171,32 @@ impl LadderArgs {
 impl SessionArgs {
     /// The session options (times resolved to RFC 3339).
     pub fn options(&self, ladder: &LadderArgs) -> Result<SessionOptions, String> {
-        let now = time::OffsetDateTime::now_utc();
-        let (offset, warning) = local_offset();
-        let needs_local = |t: &Option<String>| t.as_deref().is_some_and(|t| t.len() <= 5);
+        let now = jiff::Timestamp::now();
+        let (zone, warning) = local_zone();
+        let needs_local = |t: &Option<String>| t.as_deref().is_some_and(|t| t.trim().len() <= 5);
         if needs_local(&self.start_at) || needs_local(&self.deadline) {
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
         }
-        let when = |t: &Option<String>, flag: &str| -> Result<Option<String>, String> {
+        let when = |t: &Option<String>, flag: &str| {
             t.as_deref()
-                .map(|t| {
-                    parse_when(t, now, offset)
-                        .map(rfc3339)
-                        .map_err(|e| format!("{flag}: {e}"))
-                })
+                .map(|t| parse_when(t, now, &zone).map_err(|e| format!("{flag}: {e}")))
                 .transpose()
         };
         let start_at = when(&self.start_at, "--start-at")?;
         let deadline = when(&self.deadline, "--deadline")?;
         if let (Some(s), Some(d)) = (&start_at, &deadline) {
-            if d <= s {
+            if d.timestamp() <= s.timestamp() {
                 return Err(format!(
-                    "--deadline {d} is not after --start-at {s}; nothing could run"
+                    "--deadline {} is not after --start-at {}; nothing could run",
+                    rfc3339(d),
+                    rfc3339(s)
                 ));
             }
         }
+        let start_at = start_at.as_ref().map(rfc3339);
+        let deadline = deadline.as_ref().map(rfc3339);
         Ok(SessionOptions {
             strategy: self.strategy,
             repeat: self.repeat,
@@ -278,14 +276,6 @@ pub fn write_reports(session_dir: &Path, progress: &ProgressView) {
     if let Err(e) = crate::report::write_session_reports(session_dir, true) {
         progress.println(&format!("warning: could not write the report: {e:#}"));
     }
-}
-
-/// A runtime for the session commands (the driver is synchronous and blocks on it).
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
 }
 
 /// Checks the server answers and fetches its node definitions (preflight, before GPU time).
@@ -453,12 +443,17 @@ pub fn run(args: Args, server: &str) -> u8 {
             return exit::USAGE;
         }
     };
+    // One client for every request (headers, URL credentials, request timeout).
+    let connection = match args.session.connect.connect(server) {
+        Ok(c) => c,
+        Err(e) => return e.report(),
+    };
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for path in &args.workflows {
         // UI workflows are converted with the server's node definitions.
         let loaded = match read_loaded_with(path, || {
-            super::common::fetch_object_info(server).map_err(|e| e.to_string())
+            fetch_object_info(&connection).map_err(|e| e.to_string())
         }) {
             Ok(l) => l,
             Err(e) => {
@@ -484,32 +479,9 @@ pub fn run(args: Args, server: &str) -> u8 {
         options: args.ladder.plan_options(),
         controls: args.session.controls,
     };
-    let headers = match ExtraHeaders::from_args_and_env(&args.session.headers) {
-        Ok(h) => h,
-        Err(e) => {
-            print_error(&format!(
-                "{e} (in --header or {})",
-                crate::comfy::HEADERS_ENV
-            ));
-            return exit::USAGE;
-        }
-    };
-    let client = match Client::new(server, headers) {
-        Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            print_error(&format!("cannot start the async runtime: {e}"));
-            return exit::FAILED;
-        }
-    };
+    let Connection { client, runtime } = connection;
     start_session(
-        &rt,
+        &runtime,
         client,
         &args.session.runs_dir,
         options,

@@ -1,10 +1,106 @@
-//! Pieces several subcommands share: where node definitions come from, reading workflows,
-//! printing errors.
+//! Pieces several subcommands share: connecting to the server (one client for every request),
+//! where node definitions come from, reading workflows, printing errors.
 
+use crate::comfy::{Client, ExtraHeaders};
+use crate::error::exit;
 use crate::nodedefs::NodeDefs;
+use crate::session::schedule::parse_duration;
 use crate::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
 use crate::workflow::Workflow;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How to reach the server, for every command that talks to it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectArgs {
+    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
+    /// COMFY_BISECT_HEADERS, newline- or ';'-separated). Never written anywhere.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Longest wait for one HTTP answer from the server (e.g. 30s, 2m); a server that accepts
+    /// the connection but never answers fails after this long.
+    #[arg(long, default_value = "30s", value_name = "D", value_parser = parse_positive_duration)]
+    pub request_timeout: Duration,
+}
+
+impl Default for ConnectArgs {
+    fn default() -> Self {
+        ConnectArgs {
+            headers: Vec::new(),
+            request_timeout: crate::comfy::DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// A client for one server and the runtime that drives it.
+pub struct Connection {
+    /// The client (extra headers, URL credentials and the request timeout applied).
+    pub client: Client,
+    /// A runtime to block on the client's requests.
+    pub runtime: tokio::runtime::Runtime,
+}
+
+/// A command failure: the message for stderr and the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// The exit code (see [`crate::error::exit`]).
+    pub code: u8,
+    /// What went wrong and how to fix it.
+    pub message: String,
+}
+
+impl CliError {
+    /// A failure with this exit code.
+    pub fn new(code: u8, message: impl std::fmt::Display) -> CliError {
+        CliError {
+            code,
+            message: message.to_string(),
+        }
+    }
+
+    /// Prints the message on stderr and returns the exit code.
+    pub fn report(self) -> u8 {
+        print_error(&self.message);
+        self.code
+    }
+}
+
+impl ConnectArgs {
+    /// The client for `server` (headers from `--header` and the environment) and a runtime.
+    /// Nothing is sent yet. Bad headers or URL: exit 2.
+    pub fn connect(&self, server: &str) -> Result<Connection, CliError> {
+        let headers = ExtraHeaders::from_args_and_env(&self.headers).map_err(|e| {
+            CliError::new(
+                exit::USAGE,
+                format!("{e} (in --header or {})", crate::comfy::HEADERS_ENV),
+            )
+        })?;
+        let client = Client::new(server, headers)
+            .map_err(|e| CliError::new(exit::USAGE, e))?
+            .with_request_timeout(self.request_timeout);
+        let runtime = runtime().map_err(|e| {
+            CliError::new(exit::FAILED, format!("cannot start the async runtime: {e}"))
+        })?;
+        Ok(Connection { client, runtime })
+    }
+}
+
+/// The runtime of the commands that talk to a server (the session driver blocks on it).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// A duration option that must be more than zero (see [`parse_duration`]).
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?} must be longer than zero"));
+    }
+    Ok(d)
+}
 
 /// Where the node definitions come from.
 #[derive(Debug, Clone, clap::Args)]
@@ -13,6 +109,8 @@ pub struct DefsArgs {
     /// (e.g. core plus a custom-node pack).
     #[arg(long = "object-info", value_name = "FILE")]
     pub object_info: Vec<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// Why node definitions could not be had.
@@ -21,10 +119,13 @@ pub enum DefsSourceError {
     /// A file was unusable.
     #[error(transparent)]
     File(#[from] crate::nodedefs::DefsError),
+    /// The client could not be set up (bad `--header`, bad server URL).
+    #[error("{}", .0.message)]
+    Connect(CliError),
     /// The server could not be asked.
     #[error("cannot get node definitions from {url}: {reason}. Is ComfyUI running there (check --listen/--port), or pass --object-info FILE")]
     Server {
-        /// The URL asked.
+        /// The URL asked (without credentials).
         url: String,
         /// What failed.
         reason: String,
@@ -33,48 +134,43 @@ pub enum DefsSourceError {
 
 impl DefsArgs {
     /// Like [`DefsArgs::load`], printing the error and returning the exit code on failure:
-    /// 3 when the server could not be asked, 2 when a file is unusable.
+    /// 3 when the server could not be asked, 2 when a file, a header or the URL is unusable.
     pub fn load_or_report(&self, server: &str) -> Result<NodeDefs, u8> {
         self.load(server).map_err(|e| {
             print_error(&e);
             match e {
-                DefsSourceError::Server { .. } => crate::error::exit::UNREACHABLE,
-                DefsSourceError::File(_) => crate::error::exit::USAGE,
+                DefsSourceError::Server { .. } => exit::UNREACHABLE,
+                DefsSourceError::Connect(c) => c.code,
+                DefsSourceError::File(_) => exit::USAGE,
             }
         })
     }
 
-    /// Loads the definitions from the files, or from `GET {server}/object_info`.
+    /// Loads the definitions from the files, or from `GET {server}/object_info` (with the
+    /// `--header` values and the request timeout).
     pub fn load(&self, server: &str) -> Result<NodeDefs, DefsSourceError> {
         if !self.object_info.is_empty() {
             return Ok(NodeDefs::load_files(&self.object_info)?);
         }
-        fetch_object_info(server)
+        let connection = self
+            .connect
+            .connect(server)
+            .map_err(DefsSourceError::Connect)?;
+        fetch_object_info(&connection)
     }
 }
 
-/// A plain `GET /object_info` on the server.
-pub fn fetch_object_info(server: &str) -> Result<NodeDefs, DefsSourceError> {
-    let url = format!("{}/object_info", server.trim_end_matches('/'));
+/// `GET /object_info` through the connection's client.
+pub fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, DefsSourceError> {
+    let client = &connection.client;
     let err = |reason: String| DefsSourceError::Server {
-        url: url.clone(),
+        url: format!("{}/object_info", client.server_url()),
         reason,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    let value = connection
+        .runtime
+        .block_on(client.object_info(None))
         .map_err(|e| err(e.to_string()))?;
-    let value: serde_json::Value = runtime.block_on(async {
-        let response = reqwest::Client::new()
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| err(e.to_string()))?;
-        if !response.status().is_success() {
-            return Err(err(format!("HTTP {}", response.status())));
-        }
-        response.json().await.map_err(|e| err(e.to_string()))
-    })?;
     NodeDefs::from_value(&value)
         .ok_or_else(|| err("the answer is not an object of node classes".into()))
 }

@@ -2,7 +2,8 @@
 //! free loopback port, bisects the example workflows on it (no GPU, no ComfyUI needed), writes
 //! the sessions and reports under the runs folder and prints where.
 
-use super::bisect::{runtime, start_session, LadderArgs, SessionArgs};
+use super::bisect::{start_session, LadderArgs, SessionArgs};
+use super::common::runtime;
 use super::common::{print_error, read_loaded_with};
 use crate::catalog::Catalog;
 use crate::comfy::{Client, ExtraHeaders};

@@ -17,12 +17,17 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Runs the subcommand and returns the exit code (0 diagnosed, 2 unreadable or unrecognised input).
+/// Runs the subcommand and returns the exit code: 0 diagnosed, 1 no failure found in the input,
+/// 2 the input could not be read. With `--json`, JSON is printed in every case (kind `unknown`
+/// and the reason when there is no failure to diagnose).
 pub fn run(args: Args) -> u8 {
     let (source, text) = match read_input(args.file.as_ref()) {
         Ok(x) => x,
         Err(message) => {
             eprintln!("error: {message}");
+            if args.json {
+                print_json(&diagnose::no_failure(&message));
+            }
             return exit::USAGE;
         }
     };
@@ -30,23 +35,37 @@ pub fn run(args: Args) -> u8 {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: cannot diagnose {source}: {e}");
-            return exit::USAGE;
+            if args.json {
+                print_json(&diagnose::no_failure(&e.to_string()));
+            }
+            return exit::FAILED;
         }
     };
-    let output = if args.json {
-        match serde_json::to_string_pretty(&diagnosis) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                eprintln!("error: could not serialize the diagnosis: {e}");
-                return exit::FAILED;
-            }
+    if args.json {
+        if !print_json(&diagnosis) {
+            return exit::FAILED;
         }
     } else {
-        diagnose::render_text(&diagnosis)
-    };
-    // A closed pipe (e.g. `| head`) is not an error worth a panic.
-    let _ = std::io::stdout().lock().write_all(output.as_bytes());
+        // A closed pipe (e.g. `| head`) is not an error worth a panic.
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(diagnose::render_text(&diagnosis).as_bytes());
+    }
     exit::OK
+}
+
+/// Prints a diagnosis as pretty JSON; false when it could not be serialized.
+fn print_json(diagnosis: &diagnose::Diagnosis) -> bool {
+    match serde_json::to_string_pretty(diagnosis) {
+        Ok(json) => {
+            let _ = std::io::stdout().lock().write_all((json + "\n").as_bytes());
+            true
+        }
+        Err(e) => {
+            eprintln!("error: could not serialize the diagnosis: {e}");
+            false
+        }
+    }
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<(String, String), String> {

@@ -2,12 +2,11 @@
 //! or lost server. Completed runs are never re-run; the run in flight is first looked up in the
 //! server's history by its prompt_id, else run again.
 
-use super::bisect::{drive_session, print_summary, runtime};
-use super::common::print_error;
-use crate::comfy::{Client, ExtraHeaders};
+use super::bisect::{drive_session, print_summary};
+use super::common::{print_error, ConnectArgs, Connection};
 use crate::error::exit;
 use crate::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
-use crate::session::schedule::{local_offset, parse_duration, parse_when, rfc3339};
+use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,9 +27,8 @@ pub struct Args {
     /// A new --wait-server.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub wait_server: Option<Duration>,
-    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also COMFY_BISECT_HEADERS).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// No progress line and no per-run lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -97,9 +95,12 @@ pub fn run(args: Args) -> u8 {
         session.options.deadline = None;
     }
     if let Some(d) = &args.deadline {
-        let (offset, _) = local_offset();
-        match parse_when(d, time::OffsetDateTime::now_utc(), offset) {
-            Ok(t) => session.options.deadline = Some(rfc3339(t)),
+        let (zone, warning) = local_zone();
+        if let Some(w) = warning.filter(|_| d.trim().len() <= 5) {
+            eprintln!("warning: {w}");
+        }
+        match parse_when(d, jiff::Timestamp::now(), &zone) {
+            Ok(t) => session.options.deadline = Some(rfc3339(&t)),
             Err(e) => {
                 print_error(&format!("--deadline: {e}"));
                 return exit::USAGE;
@@ -119,29 +120,9 @@ pub fn run(args: Args) -> u8 {
         print_error(&e);
         return exit::FAILED;
     }
-    let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
-        Ok(h) => h,
-        Err(e) => {
-            print_error(&format!(
-                "{e} (in --header or {})",
-                crate::comfy::HEADERS_ENV
-            ));
-            return exit::USAGE;
-        }
-    };
-    let client = match Client::new(&session.server, headers) {
+    let Connection { client, runtime } = match args.connect.connect(&session.server) {
         Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            print_error(&format!("cannot start the async runtime: {e}"));
-            return exit::FAILED;
-        }
+        Err(e) => return e.report(),
     };
     if !args.quiet {
         eprintln!(
@@ -149,5 +130,5 @@ pub fn run(args: Args) -> u8 {
             session.session_id, session.server
         );
     }
-    drive_session(&rt, client, paths, session, args.quiet, None)
+    drive_session(&runtime, client, paths, session, args.quiet, None)
 }

@@ -33,6 +33,10 @@ pub struct Args {
     /// Imitate ComfyUI's --lowvram: more models loaded partially, fewer OOMs, slower steps.
     #[arg(long)]
     pub lowvram: bool,
+    /// Act like an authenticating reverse proxy: answer 401 to every request without this
+    /// header, 'Name: value' (to try --header).
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub require_header: Option<String>,
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
@@ -78,6 +82,15 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
             args.allocator
         )
     })?;
+    let require_header = match &args.require_header {
+        None => None,
+        Some(h) => match h.split_once(':') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Some((name.trim().to_ascii_lowercase(), value.trim().to_string()))
+            }
+            _ => return Err(format!("--require-header {h:?}: write it as 'Name: value'")),
+        },
+    };
     Ok(SimConfig {
         vram_bytes: vram,
         ram_bytes: ram,
@@ -85,6 +98,7 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         time_scale: args.time_scale,
         allocator,
         lowvram: args.lowvram,
+        require_header,
     })
 }
 
@@ -102,6 +116,7 @@ mod tests {
             time_scale: 0.0,
             allocator: "cudaMallocAsync".into(),
             lowvram: true,
+            require_header: None,
         }
     }
 

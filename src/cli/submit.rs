@@ -1,8 +1,11 @@
 //! `comfy-bisect submit WORKFLOW`: run one workflow on the server and print the outcome (or the
 //! whole run record with `--json`).
 
-use super::common::{print_error, read_workflow_with};
-use crate::comfy::{Client, ClientError, ExtraHeaders, TrackerEvent};
+use super::common::{
+    parse_positive_duration as parse_duration, print_error, read_workflow_with, ConnectArgs,
+    Connection,
+};
+use crate::comfy::{Client, ClientError, TrackerEvent};
 use crate::error::exit;
 use crate::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
@@ -26,12 +29,10 @@ pub struct Args {
     #[arg(long)]
     pub warm: bool,
     /// Sample /system_stats every N milliseconds for the VRAM series.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..))]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
     pub sample_ms: u64,
-    /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
-    /// COMFY_BISECT_HEADERS, newline- or ';'-separated). Never written anywhere.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Print the run record as JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -39,33 +40,9 @@ pub struct Args {
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
 pub fn run(args: Args, server: &str) -> u8 {
-    let headers = match ExtraHeaders::from_args_and_env(&args.headers) {
-        Ok(h) => h,
-        Err(e) => {
-            print_error(&format!(
-                "{e} (in --header or {})",
-                crate::comfy::HEADERS_ENV
-            ));
-            return exit::USAGE;
-        }
-    };
-    let client = match Client::new(server, headers) {
+    let Connection { client, runtime } = match args.connect.connect(server) {
         Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            print_error(&format!("cannot start the async runtime: {e}"));
-            return exit::USAGE;
-        }
+        Err(e) => return e.report(),
     };
     let workflow = match read_workflow_with(&args.workflow, || {
         let info = runtime
@@ -271,33 +248,6 @@ fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-/// Parses `90s`, `10m`, `1h`, `500ms` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write e.g. 90s, 10m or 1h"))?;
-    let seconds = match unit.trim() {
-        "" | "s" | "sec" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}; use ms, s, m or h"
-            ))
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("{text:?} must be a positive duration"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 /// A one-line progress display on stderr (hidden when stderr is not a terminal).
 struct Progress {
     bar: indicatif::ProgressBar,
@@ -339,16 +289,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_take_common_units() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+    fn durations_must_be_positive() {
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("10 parsecs")
-            .unwrap_err()
-            .contains("unknown unit"));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("soon").is_err());
     }

@@ -505,12 +505,15 @@ fn parse_server_url(
     Ok((url, headers))
 }
 
+/// The URL as given with everything before its last `@` replaced: a password may itself hold
+/// `@`, `/` or `:`, and a URL without a scheme may still carry credentials.
 fn redact_url_credentials(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            format!("{}://<credentials>@{}", &url[..s], &url[at + 1..])
-        }
-        _ => url.to_string(),
+    let Some(at) = url.rfind('@') else {
+        return url.to_string();
+    };
+    match url.find("://") {
+        Some(s) if s < at => format!("{}://<credentials>@{}", &url[..s], &url[at + 1..]),
+        _ => format!("<credentials>@{}", &url[at + 1..]),
     }
 }
 

@@ -8,7 +8,7 @@ pub mod headers;
 pub mod protocol;
 pub mod ws;
 
-pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted};
+pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
 pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};

@@ -100,6 +100,13 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                 candidates,
             };
         }
+        Kind::Unknown => {
+            next_check.push("No failure was found in the input: paste the console from `got prompt` to the error, or the execution_error / /history JSON.".into());
+            return Advice {
+                next_check,
+                candidates,
+            };
+        }
         Kind::Rejected => {
             next_check.push("Fix what the server's validation reported (node_errors: missing models, values outside their range or list, broken links), then submit again.".into());
             return Advice {

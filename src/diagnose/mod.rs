@@ -1,12 +1,14 @@
 //! Failure diagnosis: what kind of failure a run had, at which stage, with which allocator
 //! numbers, and what to check next. The root cause is always reported as unknown.
 //!
-//! The module owns the classification rules (`kind`, `stage`), the allocator-number parser and
+//! The module owns the classification rules (`kind`, `stage`, and `frames`: the table from
+//! well-known traceback functions and files to stages), the allocator-number parser and
 //! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs,
 //! tracebacks, execution_error / history / WebSocket JSON), the advice per stage (`advice`) and the
 //! human rendering (`render`). Everything here is pure: no network, no file system.
 
 mod advice;
+mod frames;
 mod kind;
 mod numbers;
 mod parse;
@@ -89,6 +91,8 @@ pub enum Kind {
     Rejected,
     /// Not a memory failure (including look-alikes) or not a failure at all.
     Other,
+    /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
+    Unknown,
 }
 
 impl Kind {
@@ -105,6 +109,7 @@ impl Kind {
             Kind::Timeout => "timeout",
             Kind::Rejected => "rejected",
             Kind::Other => "other",
+            Kind::Unknown => "unknown",
         }
     }
 
@@ -157,6 +162,31 @@ impl Stage {
     }
 }
 
+/// How sure the stage is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageConfidence {
+    /// A traceback frame, the exception itself (a model file it names) or the failing node's
+    /// class decided it.
+    Certain,
+    /// Only progress or the order of console lines decided it.
+    Likely,
+    /// Nothing located it (the stage is `unknown`).
+    #[default]
+    Unknown,
+}
+
+impl StageConfidence {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageConfidence::Certain => "certain",
+            StageConfidence::Likely => "likely",
+            StageConfidence::Unknown => "unknown",
+        }
+    }
+}
+
 /// The root cause, which a diagnosis never claims: it serializes as `"unknown"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -192,8 +222,11 @@ pub struct Diagnosis {
     pub root_cause: RootCause,
     /// Why this kind, in words.
     pub kind_evidence: String,
-    /// Every stage the evidence leaves open (`stage` is one of them).
+    /// Every stage the evidence leaves open (`stage` is one of them, unless it is `unknown`).
     pub stage_candidates: Vec<Stage>,
+    /// How sure the stage is (`certain`, `likely`, `unknown`).
+    #[serde(default)]
+    pub stage_confidence: StageConfidence,
     /// True when the error says it may be reported asynchronously (the traceback location
     /// cannot be trusted).
     pub asynchronous_error_location_unreliable: bool,
@@ -219,6 +252,35 @@ pub fn diagnose(evidence: &Evidence) -> Diagnosis {
 /// Diagnoses a parsed paste: the evidence plus what the console log showed around the failure.
 pub fn diagnose_input(input: &ParsedInput) -> Diagnosis {
     diagnose_with_signals(&input.evidence, &input.signals)
+}
+
+/// The diagnosis of input that holds no readable failure: kind and stage `unknown`, the reason
+/// in `kind_evidence` and `stage_evidence` (what `comfy-bisect diagnose --json` prints then).
+pub fn no_failure(reason: &str) -> Diagnosis {
+    Diagnosis {
+        kind: Kind::Unknown,
+        stage: Stage::Unknown,
+        stage_evidence: format!("No failure was found, so there is no stage: {reason}."),
+        node_type: None,
+        node_id: None,
+        numbers: Numbers::default(),
+        numbers_consistent: true,
+        next_check: vec![
+            "Paste the console from `got prompt` to the error (or the execution_error / /history JSON) and run diagnose again.".into(),
+        ],
+        candidates: Vec::new(),
+        root_cause: RootCause::Unknown,
+        kind_evidence: format!("No failure was found in the input: {reason}."),
+        stage_candidates: vec![Stage::Unknown],
+        stage_confidence: StageConfidence::Unknown,
+        asynchronous_error_location_unreliable: false,
+        inconsistencies: Vec::new(),
+        fragmentation: None,
+        exception_type: None,
+        message: None,
+        last_progress: None,
+        outcome: None,
+    }
 }
 
 /// Parses pasted text (console log, traceback, execution_error / history / WebSocket JSON).
@@ -287,6 +349,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
         root_cause: RootCause::Unknown,
         kind_evidence: kind_verdict.evidence,
         stage_candidates: verdict.candidates,
+        stage_confidence: verdict.confidence,
         asynchronous_error_location_unreliable: kind_verdict.asynchronous,
         inconsistencies,
         fragmentation,

@@ -508,7 +508,7 @@ regex!(
 );
 regex!(
     frame_re,
-    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
+    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
 );
 regex!(
     exc_proc_re,
@@ -538,7 +538,7 @@ regex!(
 );
 regex!(
     load_line_re,
-    r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded)"
+    r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded|(?:vae|clip/text encoder model) load device:)"
 );
 regex!(load_done_re, r"(?i)^(?:loaded completely|model loaded)");
 regex!(lora_error_re, r"(?i)^error lora(?-u:\b)");
@@ -559,7 +559,7 @@ regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
 regex!(
     death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819)"
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception)"
 );
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.

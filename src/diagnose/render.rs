@@ -21,15 +21,17 @@ pub(crate) fn render(d: &Diagnosis) -> String {
         let _ = writeln!(out, "  message:   {ty}{m}");
     }
     let _ = write!(out, "stage:       {}", d.stage.as_str());
-    if d.stage_candidates.len() > 1 {
-        let open: Vec<&str> = d.stage_candidates.iter().map(|s| s.as_str()).collect();
-        let _ = write!(
-            out,
-            " (not certain; the evidence fits: {})",
-            open.join(", ")
-        );
+    let open: Vec<&str> = d
+        .stage_candidates
+        .iter()
+        .map(|s| s.as_str())
+        .filter(|s| *s != d.stage.as_str())
+        .collect();
+    if !open.is_empty() {
+        let _ = write!(out, " (the evidence also fits: {})", open.join(", "));
     }
     out.push('\n');
+    let _ = writeln!(out, "  confidence: {}", d.stage_confidence.as_str());
     let _ = writeln!(out, "  why:       {}", d.stage_evidence);
     if d.asynchronous_error_location_unreliable {
         let _ = writeln!(

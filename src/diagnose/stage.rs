@@ -1,8 +1,9 @@
 //! Stage of the run: read from the traceback (deepest recognisable frame), the console lines
 //! before the failure, the progress seen, and — as a clue, not the answer — the failing node.
 
+use super::frames::{classify_frame, matching_rule, Frame, FrameCat};
 use super::parse::ConsoleTail;
-use super::{ConsoleSignals, Evidence, Kind, NodeProgress, RunOutcomeHint, Stage};
+use super::{ConsoleSignals, Evidence, Kind, NodeProgress, RunOutcomeHint, Stage, StageConfidence};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -21,6 +22,9 @@ pub(crate) struct Failing {
 pub(crate) struct StageVerdict {
     pub stage: Stage,
     pub candidates: Vec<Stage>,
+    /// How sure: a frame, the exception or the node decided (`certain`), only progress or
+    /// console order did (`likely`), or nothing located it (`unknown`).
+    pub confidence: StageConfidence,
     pub evidence: String,
 }
 
@@ -61,47 +65,25 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
     failing
 }
 
-/// What a traceback frame shows the process was doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FrameCat {
-    Load,
-    Preview,
-    Decode,
-    Condition,
-    Postprocess,
-    InputMedia,
-    Step,
-    SamplerEntry,
-    /// Inside a VAE, direction (encode/decode) not visible.
-    Vae,
-    /// Inside a model forward (diffusion model, attention), weak evidence of a step.
-    WeakStep,
-}
-
-impl FrameCat {
-    fn strong(self) -> bool {
-        !matches!(self, FrameCat::Vae | FrameCat::WeakStep)
-    }
-}
-
-struct Frame {
-    path: String,
-    func: String,
-    code: String,
-}
-
 fn frame_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#)
+        Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#)
             .expect("static regex")
     })
 }
 
+/// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
+/// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
+/// first, so those are reversed.
 fn parse_frames(traceback: &[String]) -> Vec<Frame> {
     let mut frames: Vec<Frame> = Vec::new();
+    let mut faulthandler = 0usize;
     for line in traceback.iter().flat_map(|l| l.lines()) {
         if let Some(c) = frame_re().captures(line) {
+            if c.name("comma").is_none() {
+                faulthandler += 1;
+            }
             frames.push(Frame {
                 path: c["path"].replace('\\', "/").to_lowercase(),
                 func: c["func"].to_lowercase(),
@@ -117,190 +99,13 @@ fn parse_frames(traceback: &[String]) -> Vec<Frame> {
             }
         }
     }
+    if faulthandler > 0 && faulthandler == frames.len() {
+        frames.reverse();
+    }
     frames
 }
 
-const LOAD_FUNCS: &[&str] = &[
-    "load_models_gpu",
-    "load_model_gpu",
-    "model_load",
-    "partially_load",
-    "patch_model",
-    "patch_weight_to_device",
-    "model_use_more_vram",
-    "prepare_sampling",
-    "load_torch_file",
-    "load_state_dict",
-    "_load_from_state_dict",
-    "from_pretrained",
-    "safe_open",
-    "load_file",
-    "lowvram_load",
-];
-
-const STEP_FUNCS: &[&str] = &[
-    "sampling_function",
-    "calc_cond_batch",
-    "_calc_cond_batch",
-    "calc_cond_uncond_batch",
-    "cfg_function",
-    "predict_noise",
-    "outer_predict_noise",
-    "apply_model",
-    "_apply_model",
-];
-
-const ENTRY_FUNCS: &[&str] = &[
-    "sample",
-    "common_ksampler",
-    "inner_sample",
-    "outer_sample",
-    "sample_custom",
-    "unsampler",
-];
-
-const POSTPROCESS_PATHS: &[&str] = &[
-    "upscale_model",
-    "spandrel",
-    "vfi",
-    "rife",
-    "/film",
-    "gfpgan",
-    "codeformer",
-    "facerestore",
-    "face_restore",
-    "realesrgan",
-    "esrgan",
-    "interpolat",
-    "videohelpersuite",
-];
-
-const STEP_PATHS: &[&str] = &["k_diffusion/", "model_base.py"];
-
-const WEAK_STEP_PATHS: &[&str] = &[
-    "/ldm/",
-    "openaimodel",
-    "attention",
-    "diffusion",
-    "unet",
-    "/flux/",
-    "transformer",
-    "/dit",
-    "/wan/",
-    "hunyuan",
-    "mmdit",
-    "controlnet",
-];
-
-const WEAK_STEP_FUNCS: &[&str] = &[
-    "forward",
-    "forward_orig",
-    "_forward",
-    "__call__",
-    "attention",
-];
-
-const CONDITION_PATHS: &[&str] = &[
-    "sd1_clip",
-    "text_encoders/",
-    "clip_model",
-    "clip_vision",
-    "/clip/",
-    "modeling_clip",
-    "modeling_qwen",
-    "/t5",
-    "llama",
-];
-
 const MEDIA_WORDS: &[&str] = &["image", "video", "audio", "mask", "frame"];
-
-fn is_generic(path: &str) -> bool {
-    path.ends_with("/execution.py")
-        || path.ends_with("execution.py")
-        || path.ends_with("/server.py")
-        || path.ends_with("/main.py")
-        || path.ends_with("_contextlib.py")
-        || path.contains("<__array_function__")
-        || path.contains("/asyncio/")
-        || path.contains("/threading.py")
-}
-
-fn classify_frame(f: &Frame) -> Option<FrameCat> {
-    let path = f.path.as_str();
-    let func = f.func.as_str();
-    if is_generic(path) {
-        return None;
-    }
-    let torch_internal = path.contains("/torch/") && path.contains("site-packages")
-        || path.contains("/torch/nn/")
-        || path.contains("/torch/_");
-    if torch_internal {
-        if path.ends_with("torch/nn/modules/module.py")
-            && matches!(
-                func,
-                "to" | "_apply" | "cuda" | "load_state_dict" | "_load_from_state_dict" | "to_empty"
-            )
-        {
-            return Some(FrameCat::Load);
-        }
-        return None;
-    }
-    if path.contains("latent_preview") || path.contains("taesd") || func.contains("preview") {
-        return Some(FrameCat::Preview);
-    }
-    if path.contains("safetensors/") || LOAD_FUNCS.contains(&func) {
-        return Some(FrameCat::Load);
-    }
-    if path.ends_with("model_patcher.py") && (func == "load" || func.starts_with("load_")) {
-        return Some(FrameCat::Load);
-    }
-    if func.starts_with("load") {
-        return Some(if MEDIA_WORDS.iter().any(|w| func.contains(w)) {
-            FrameCat::InputMedia
-        } else {
-            FrameCat::Load
-        });
-    }
-    if f.code.contains("model.to(") || f.code.contains("model.cuda(") {
-        return Some(FrameCat::Load);
-    }
-    if POSTPROCESS_PATHS.iter().any(|p| path.contains(p))
-        || matches!(
-            func,
-            "common_upscale" | "upscale" | "upscale_with_model" | "combine_video"
-        )
-    {
-        return Some(FrameCat::Postprocess);
-    }
-    if func.contains("decode") {
-        return Some(FrameCat::Decode);
-    }
-    if func.contains("encode") || CONDITION_PATHS.iter().any(|p| path.contains(p)) {
-        return Some(FrameCat::Condition);
-    }
-    if path.ends_with("samplers.py") || path.ends_with("/sample.py") {
-        if STEP_FUNCS.contains(&func) || func == "__call__" {
-            return Some(FrameCat::Step);
-        }
-        return Some(FrameCat::SamplerEntry);
-    }
-    if STEP_FUNCS.contains(&func) || STEP_PATHS.iter().any(|p| path.contains(p)) {
-        return Some(FrameCat::Step);
-    }
-    if ENTRY_FUNCS.contains(&func) {
-        return Some(FrameCat::SamplerEntry);
-    }
-    if path.contains("vae")
-        || path.contains("autoencoder")
-        || path.contains("diffusionmodules/model.py")
-    {
-        return Some(FrameCat::Vae);
-    }
-    if WEAK_STEP_PATHS.iter().any(|p| path.contains(p)) || WEAK_STEP_FUNCS.contains(&func) {
-        return Some(FrameCat::WeakStep);
-    }
-    None
-}
 
 /// ComfyUI's own cleanup, where an earlier (asynchronous) GPU error resurfaces.
 const CLEANUP_FUNCS: &[&str] = &[
@@ -334,7 +139,10 @@ fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
     let describe = |i: usize| {
         let f = &frames[i];
         let file = f.path.rsplit('/').next().unwrap_or(&f.path);
-        format!("{} ({file})", f.func)
+        match matching_rule(f) {
+            Some(rule) => format!("{} ({file}: {})", f.func, rule.what),
+            None => format!("{} ({file})", f.func),
+        }
     };
     let deepest_strong = classified.iter().rev().find(|(_, c)| c.strong()).copied();
     let deepest_weak_step = classified
@@ -494,8 +302,62 @@ fn describe_node(f: &Failing) -> Option<String> {
     }
 }
 
-/// Decides the stage. Traceback first (unless the error is asynchronous), then the console
-/// lines before the failure, then progress, then the node class.
+/// Model-file extensions: an error that names one of these while mapping or reading it is a load.
+const MODEL_FILE_EXTENSIONS: &[&str] = &[
+    ".safetensors",
+    ".sft",
+    ".ckpt",
+    ".pt",
+    ".pth",
+    ".bin",
+    ".gguf",
+];
+
+/// Messages that say a model file itself could not be read (its header or format).
+const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
+    ("safetensorerror", "safetensors could not read a model file"),
+    (
+        "error while deserializing header",
+        "a .safetensors header could not be read",
+    ),
+    ("headertoolarge", "a .safetensors header could not be read"),
+];
+
+fn mmap_file_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>")
+            .expect("static regex")
+    })
+}
+
+/// Why the exception itself shows a model file being mapped or read, when it does.
+fn model_file_reason(evidence: &Evidence) -> Option<String> {
+    let text = format!(
+        "{} {}",
+        evidence.exception_type.as_deref().unwrap_or(""),
+        evidence.exception_message.as_deref().unwrap_or("")
+    );
+    if let Some(c) = mmap_file_re().captures(&text) {
+        let file = c["file"].to_string();
+        let lower = file.to_lowercase();
+        if MODEL_FILE_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
+            let name = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_string();
+            return Some(format!(
+                "The error is about mapping the model file {name} into memory"
+            ));
+        }
+    }
+    let lower = text.to_lowercase();
+    MODEL_FILE_MESSAGES
+        .iter()
+        .find(|(needle, _)| lower.contains(needle))
+        .map(|(_, what)| format!("The error says {what}"))
+}
+
+/// Decides the stage, for every kind of failure. Traceback frames first (unless the error is
+/// asynchronous), then an exception that names a model file, then the console lines before the
+/// failure, then progress, then the node class. Nothing locating it gives `unknown`.
 pub(crate) fn resolve(
     evidence: &Evidence,
     signals: &ConsoleSignals,
@@ -514,19 +376,16 @@ pub(crate) fn resolve(
         .filter(|p| p.max > 0)
         .map(|p| format!(" at progress {}/{}", p.value, p.max))
         .unwrap_or_default();
-    if matches!(kind, Kind::Other | Kind::Rejected) {
-        let why = match (kind, evidence.outcome) {
-            (Kind::Rejected, _) => "The prompt never ran, so no stage applies.".to_string(),
-            (_, Some(RunOutcomeHint::Interrupted)) => format!(
-                "The run was interrupted{in_node}{progress_text}; an interrupt is not a failure, so no failure stage applies."
-            ),
-            _ => format!(
-                "Not a memory failure, so no memory stage applies (it happened{}{}).",
-                if in_node.is_empty() { " at an unnamed place".to_string() } else { in_node.clone() },
-                progress_text
-            ),
-        };
-        return single(Stage::Unknown, why);
+    if kind == Kind::Rejected {
+        return single(
+            Stage::Unknown,
+            "The prompt never ran, so no stage applies.".into(),
+        );
+    }
+    if evidence.outcome == Some(RunOutcomeHint::Interrupted) {
+        return single(Stage::Unknown, format!(
+            "The run was interrupted{in_node}{progress_text}; an interrupt is not a failure, so no failure stage applies."
+        ));
     }
 
     let mut notes: Vec<String> = Vec::new();
@@ -544,6 +403,7 @@ pub(crate) fn resolve(
         return StageVerdict {
             stage: Stage::Unknown,
             candidates: vec![Stage::Unknown],
+            confidence: StageConfidence::Unknown,
             evidence: notes.join(" "),
         };
     }
@@ -562,7 +422,8 @@ pub(crate) fn resolve(
         .as_deref()
         .is_some_and(|t| t.to_lowercase().contains("latent"));
 
-    // Progress: a console bar first (it proves the sampling loop had started), else the timeline.
+    // Progress: a console bar first (the last one before the failure; it proves the sampling
+    // loop had started), else the timeline.
     let prog = match signals.sampling_bar {
         Some((v, m)) => Some((prog_from(v, m, true), true)),
         None => failing
@@ -572,19 +433,36 @@ pub(crate) fn resolve(
             .map(|p| (prog_from(p.value, p.max, false), false)),
     };
 
-    let finish = |stage: Stage, candidates: Vec<Stage>, mut notes: Vec<String>, why: String| {
+    use StageConfidence::{Certain, Likely};
+    let finish = |stage: Stage,
+                  candidates: Vec<Stage>,
+                  confidence: StageConfidence,
+                  mut notes: Vec<String>,
+                  why: String| {
         notes.push(why);
+        let confidence = if stage == Stage::Unknown {
+            StageConfidence::Unknown
+        } else {
+            confidence
+        };
+        // `stage` is always among the candidates; an unknown stage lists the stages left open
+        // after it.
+        let mut candidates = candidates;
+        if !candidates.contains(&stage) {
+            candidates.insert(0, stage);
+        }
         StageVerdict {
             stage,
             candidates,
+            confidence,
             evidence: notes.join(" "),
         }
     };
 
-    // 1. The traceback.
+    // 1. The traceback: the deepest frame the frame table recognises.
     if let Some((cat, frame)) = &tb {
         let verdict = match cat {
-            FrameCat::Load => Some((Stage::Load, format!("The traceback goes through {frame}: weights were being loaded, patched or moved to a device{in_node}."))),
+            FrameCat::Load => Some((Stage::Load, format!("The traceback goes through {frame}: weights were being read, patched or moved to a device{in_node}."))),
             FrameCat::Preview => Some((Stage::SampleMiddle, format!("The traceback ends in the live preview ({frame}){in_node}: a preview is drawn only after a step has finished, and it is not the final VAE decode."))),
             FrameCat::Decode => Some((Stage::Decode, format!("The traceback goes through the VAE decode ({frame}){in_node}."))),
             FrameCat::Condition => Some((Stage::Condition, format!("The traceback goes through an encoder ({frame}){in_node}."))),
@@ -593,25 +471,39 @@ pub(crate) fn resolve(
             _ => None,
         };
         if let Some((stage, why)) = verdict {
-            return finish(stage, vec![stage], notes, why);
+            return finish(stage, vec![stage], Certain, notes, why);
         }
         if *cat == FrameCat::Step {
             let base = format!("The traceback ends inside a denoising step ({frame}){in_node}");
             return match prog {
-                Some((Prog::Middle(k, n), _)) => finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], notes, format!("{base}, and progress shows {k}/{n} steps done.")),
-                Some((Prog::Started0(n), _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{base}, and progress shows 0/{n}: no step had finished.")),
-                Some((Prog::NotStarted, _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{base}, and no step progress had been reported for the node: no step had finished.")),
-                _ => finish(Stage::SampleFirst, vec![Stage::SampleFirst, Stage::SampleMiddle], notes, format!("{base}; no progress is shown, so the first step cannot be told apart from a later one.")),
+                Some((Prog::Middle(k, n), _)) => finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], Certain, notes, format!("{base}, and progress shows {k}/{n} steps done.")),
+                Some((Prog::Started0(n), _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, notes, format!("{base}, and progress shows 0/{n}: no step had finished.")),
+                Some((Prog::NotStarted, _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, notes, format!("{base}, and no step progress had been reported for the node: no step had finished.")),
+                _ => finish(Stage::Unknown, vec![Stage::SampleFirst, Stage::SampleMiddle], Certain, notes, format!("{base}; no progress is shown, so the first step cannot be told apart from a later one.")),
             };
         }
     }
 
-    // 2. What the console showed right before the failure.
+    // 2. The exception itself names a model file being mapped or read.
+    if let Some(why) = model_file_reason(evidence) {
+        return finish(
+            Stage::Load,
+            vec![Stage::Load],
+            Certain,
+            notes,
+            format!("{why}{in_node}: reading or mapping a model file is loading."),
+        );
+    }
+
+    // 3. What the console showed right before the failure (order only: likely).
     match &signals.tail {
-        Some(ConsoleTail::ModelLoading(line)) => {
+        Some(ConsoleTail::ModelLoading(line))
+            if node_cat != NodeCat::Postprocess && node_cat != NodeCat::Decode =>
+        {
             return finish(
                 Stage::Load,
                 if asynchronous { vec![Stage::Load, Stage::SampleFirst] } else { vec![Stage::Load] },
+                Likely,
                 notes,
                 format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows."),
             );
@@ -620,6 +512,7 @@ pub(crate) fn resolve(
             return finish(
                 Stage::Decode,
                 vec![Stage::Decode],
+                Likely,
                 notes,
                 format!("The console says regular VAE decoding ran out of memory and was retried tiled{in_node}; the failure is in the decode."),
             );
@@ -628,14 +521,18 @@ pub(crate) fn resolve(
             return finish(
                 Stage::Condition,
                 vec![Stage::Condition],
+                Likely,
                 notes,
                 format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
             );
         }
-        Some(ConsoleTail::EncoderLoaded(model)) if signals.sampling_bar.is_none() => {
+        Some(ConsoleTail::EncoderLoaded(model))
+            if signals.sampling_bar.is_none() && node_cat != NodeCat::Sampler =>
+        {
             return finish(
                 Stage::Condition,
-                vec![Stage::Condition],
+                vec![Stage::Condition, Stage::Load],
+                Likely,
                 notes,
                 format!("The encoder {model} had just finished loading and no sampling progress follows: the failure is while encoding."),
             );
@@ -644,6 +541,7 @@ pub(crate) fn resolve(
             return finish(
                 Stage::Load,
                 vec![Stage::Load],
+                Likely,
                 notes,
                 format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded."),
             );
@@ -651,7 +549,7 @@ pub(crate) fn resolve(
         _ => {}
     }
 
-    // 3. Progress of the sampler.
+    // 4. Progress of the sampler (likely: progress says how far it got, not what failed).
     let sampler_like = node_cat == NodeCat::Sampler
         || matches!(&tb, Some((FrameCat::SamplerEntry, _)))
         || (node_cat == NodeCat::Other && failing.node_type.is_none());
@@ -664,17 +562,17 @@ pub(crate) fn resolve(
         if sampler_like {
             match p {
                 Prog::Middle(k, n) => {
-                    return finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], notes, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."));
+                    return finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], Likely, notes, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."));
                 }
                 Prog::Started0(n) => {
-                    return finish(Stage::SampleFirst, vec![Stage::SampleFirst], notes, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)));
+                    return finish(Stage::SampleFirst, vec![Stage::SampleFirst], Likely, notes, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)));
                 }
                 Prog::Done(n) => {
                     if node_cat == NodeCat::Sampler {
-                        return finish(Stage::Decode, vec![Stage::Decode], notes, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)));
+                        return finish(Stage::Decode, vec![Stage::Decode], Likely, notes, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)));
                     }
                     if failing.node_type.is_none() {
-                        return finish(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], notes, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)));
+                        return finish(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], Likely, notes, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)));
                     }
                 }
                 Prog::NotStarted => {}
@@ -682,7 +580,7 @@ pub(crate) fn resolve(
         }
     }
 
-    // 4. The node class, a clue.
+    // 5. The node class.
     let from_node = |stage: Stage, what: &str| {
         let n = node.clone().unwrap_or_default();
         (stage, format!("The failing node is {n}, {what}."))
@@ -699,7 +597,13 @@ pub(crate) fn resolve(
         if let Some((FrameCat::SamplerEntry | FrameCat::Vae, frame)) = &tb {
             why.push_str(&format!(" The traceback stops at {frame}."));
         }
-        return finish(stage, vec![stage], notes, why);
+        let candidates = if node_cat == NodeCat::Condition {
+            // An encoder node first loads its model; without a frame the two cannot be told apart.
+            vec![Stage::Condition, Stage::Load]
+        } else {
+            vec![stage]
+        };
+        return finish(stage, candidates, Certain, notes, why);
     }
     if node_cat == NodeCat::Sampler || matches!(&tb, Some((FrameCat::SamplerEntry, _))) {
         let stop = match &tb {
@@ -716,14 +620,14 @@ pub(crate) fn resolve(
         };
         let who = node.clone().unwrap_or_else(|| "a sampler".into());
         return finish(
-            Stage::SampleFirst,
+            Stage::Unknown,
             candidates,
+            StageConfidence::Unknown,
             notes,
-            format!("The failure is in {who}, but {stop} and no step progress is visible, so loading weights inside the sampler cannot be told apart from a denoising step; the first step is the earliest step that fits."),
+            format!("The failure is in {who}, but {stop} and no step progress is visible, so loading weights inside the sampler cannot be told apart from a denoising step."),
         );
     }
-    if let Some((FrameCat::Vae, frame)) = &tb {
-        let _ = frame;
+    if let Some((FrameCat::Vae, _)) = &tb {
         notes.push(
             "The traceback is inside a VAE but does not show whether it was encoding or decoding."
                 .into(),
@@ -739,13 +643,24 @@ pub(crate) fn resolve(
         }
         None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
     };
-    finish(Stage::Unknown, vec![Stage::Unknown], notes, why)
+    let candidates = match &tb {
+        Some((FrameCat::Vae, _)) => vec![Stage::Condition, Stage::Decode],
+        _ => vec![Stage::Unknown],
+    };
+    finish(
+        Stage::Unknown,
+        candidates,
+        StageConfidence::Unknown,
+        notes,
+        why,
+    )
 }
 
 fn single(stage: Stage, why: String) -> StageVerdict {
     StageVerdict {
         stage,
         candidates: vec![stage],
+        confidence: StageConfidence::Unknown,
         evidence: why,
     }
 }
@@ -820,6 +735,120 @@ mod tests {
         );
         let f = frames(&[r#"  File "/c/comfy/model_patcher.py", line 1, in partially_load"#]);
         assert_eq!(resurfaced_in_cleanup(&f), None);
+    }
+
+    fn verdict(evidence: &Evidence, kind: Kind, signals: &ConsoleSignals) -> StageVerdict {
+        resolve(evidence, signals, kind, false, &failing_node(evidence))
+    }
+
+    #[test]
+    fn a_non_memory_error_keeps_the_stage_of_its_place() {
+        let e = Evidence {
+            node_type: Some("VAEEncodeTiled".into()),
+            exception_message: Some("INTERNAL ASSERT FAILED".into()),
+            ..Evidence::default()
+        };
+        let v = verdict(&e, Kind::Other, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::Condition);
+        assert_eq!(v.confidence, StageConfidence::Certain);
+        let e = Evidence {
+            exception_message: Some("mat1 and mat2 shapes cannot be multiplied".into()),
+            traceback: vec![
+                r#"  File "/c/comfy/samplers.py", line 1, in sample"#.into(),
+                r#"  File "/c/comfy/k_diffusion/sampling.py", line 2, in sample_euler"#.into(),
+            ],
+            ..Evidence::default()
+        };
+        let signals = ConsoleSignals {
+            sampling_bar: Some((7, 20)),
+            ..ConsoleSignals::default()
+        };
+        assert_eq!(
+            verdict(&e, Kind::Other, &signals).stage,
+            Stage::SampleMiddle
+        );
+    }
+
+    #[test]
+    fn mapping_or_reading_a_model_file_is_load() {
+        for msg in [
+            "unable to mmap 23802932552 bytes from file <ComfyUI/models/unet/flux1-dev.safetensors>: Cannot allocate memory (12)",
+            "Error while deserializing header: HeaderTooLarge",
+        ] {
+            let e = Evidence {
+                exception_message: Some(msg.into()),
+                ..Evidence::default()
+            };
+            let v = verdict(&e, Kind::HostRam, &ConsoleSignals::default());
+            assert_eq!(v.stage, Stage::Load, "{msg}");
+            assert_eq!(v.confidence, StageConfidence::Certain, "{msg}");
+        }
+        // An input image is not a model file.
+        let e = Evidence {
+            exception_message: Some(
+                "unable to mmap 100 bytes from file <input/cat.png>: Cannot allocate memory (12)"
+                    .into(),
+            ),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            verdict(&e, Kind::HostRam, &ConsoleSignals::default()).stage,
+            Stage::Unknown
+        );
+    }
+
+    #[test]
+    fn nothing_locating_it_is_unknown_not_a_default() {
+        let e = Evidence {
+            node_type: Some("KSampler".into()),
+            exception_message: Some("CUDA out of memory.".into()),
+            ..Evidence::default()
+        };
+        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::Unknown);
+        assert_eq!(v.confidence, StageConfidence::Unknown);
+        assert_eq!(
+            v.candidates,
+            vec![
+                Stage::Unknown,
+                Stage::Load,
+                Stage::SampleFirst,
+                Stage::SampleMiddle
+            ]
+        );
+        assert!(
+            v.evidence.contains("cannot be told apart"),
+            "{}",
+            v.evidence
+        );
+    }
+
+    #[test]
+    fn progress_alone_is_likely() {
+        let e = Evidence {
+            node_type: Some("KSampler".into()),
+            exception_message: Some("CUDA out of memory.".into()),
+            ..Evidence::default()
+        };
+        let signals = ConsoleSignals {
+            sampling_bar: Some((0, 30)),
+            ..ConsoleSignals::default()
+        };
+        let v = verdict(&e, Kind::CudaOom, &signals);
+        assert_eq!(v.stage, Stage::SampleFirst);
+        assert_eq!(v.confidence, StageConfidence::Likely);
+    }
+
+    #[test]
+    fn faulthandler_stacks_are_read_deepest_first() {
+        // faulthandler prints the most recent call first and no comma before `in`.
+        let f = frames(&[
+            r#"File "E:/a/site-packages/torch/storage.py", line 314 in __getitem__"#,
+            r#"File "E:/a/site-packages/safetensors/torch.py", line 310 in load_file"#,
+            r#"File "E:/a/custom_nodes/ComfyUI-SUPIR/sgm/modules/encoders/modules.py", line 465 in __init__"#,
+        ]);
+        assert_eq!(f.first().unwrap().func, "__init__");
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! input definitions and statically known values (literals, constants, switches).
 
 use super::math::{eval, Num};
+use super::passes::{second_passes, SecondPass};
 use super::PlanOptions;
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::{InputDef, NodeDefs};
@@ -24,6 +25,8 @@ pub(crate) struct Ctx<'a> {
     pub reach: crate::workflow::IdSet,
     /// Topological position of each node.
     pub topo: HashMap<String, usize>,
+    /// The second sampling passes (hires fix and the like).
+    pub passes: Vec<SecondPass>,
 }
 
 impl<'a> Ctx<'a> {
@@ -58,7 +61,7 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .map(|(i, id)| (id, i))
             .collect();
-        Ctx {
+        let mut ctx = Ctx {
             w,
             defs,
             opts,
@@ -66,7 +69,17 @@ impl<'a> Ctx<'a> {
             consumers,
             reach: w.reachable_from_outputs(defs),
             topo,
-        }
+            passes: Vec::new(),
+        };
+        ctx.passes = second_passes(&ctx);
+        ctx
+    }
+
+    /// Whether `id` belongs to a second sampling pass (its sampler or a node of its route).
+    pub fn in_second_pass(&self, id: &str) -> bool {
+        self.passes
+            .iter()
+            .any(|p| p.second == id || p.route.contains(id))
     }
 
     /// Whether node `id` has `role`.

@@ -8,6 +8,7 @@
 
 mod context;
 mod math;
+mod passes;
 mod reduce;
 
 pub use reduce::quantized_file_name;
@@ -325,6 +326,7 @@ pub fn plan(
             changes,
         });
     }
+    annotate_second_passes(&ctx, &mut steps);
     // Memory savers that stay in the minimal variant (a second expert's patch goes with it).
     let minimal = &steps[0].workflow;
     let kept = kept(&ctx)
@@ -338,6 +340,41 @@ pub fn plan(
         kept,
     })
 }
+
+/// Names each second sampling pass where the ladder leaves it out (step 0, `from` = its size in
+/// the target) and where it comes back (`to` = its size): a `second_pass` change on its sampler,
+/// read "hires pass: KSampler #11 at 1024×1024". The size is `null` when not known statically.
+fn annotate_second_passes(ctx: &Ctx, steps: &mut [Step]) {
+    let mut notes: Vec<Vec<Change>> = vec![Vec::new(); steps.len()];
+    for pass in &ctx.passes {
+        if steps[0].workflow.nodes.contains_key(&pass.second) {
+            continue;
+        }
+        let Some(back) = steps
+            .iter()
+            .position(|s| s.workflow.nodes.contains_key(&pass.second))
+        else {
+            continue;
+        };
+        let size = pass.size_text().map(Value::from).unwrap_or(Value::Null);
+        let note = |from: Option<Value>, to: Option<Value>| Change {
+            node: pass.second.clone(),
+            class_type: ctx.w.nodes[&pass.second].class_type.clone(),
+            action: SECOND_PASS.into(),
+            input: None,
+            from,
+            to,
+        };
+        notes[0].push(note(Some(size.clone()), None));
+        notes[back].push(note(None, Some(size)));
+    }
+    for (step, notes) in steps.iter_mut().zip(notes) {
+        step.changes.splice(0..0, notes);
+    }
+}
+
+/// The `action` of the change that names a second sampling pass (a note, not an edit).
+pub const SECOND_PASS: &str = "second_pass";
 
 /// One variant while the ladder is built.
 struct Variant {
@@ -553,6 +590,7 @@ impl Step {
             }
             used[i] = true;
             match c.action.as_str() {
+                SECOND_PASS => parts.push(second_pass_text(c)),
                 "set" => {
                     let input = c.input.clone().unwrap_or_default();
                     // Width and height of one node read as one size.
@@ -612,6 +650,25 @@ impl Step {
             }
         }
         parts.join("; ")
+    }
+}
+
+/// "hires pass: KSampler #11 at 1024×1024" (coming back) or "without the hires pass …" (left
+/// out), for a [`SECOND_PASS`] change.
+pub fn second_pass_text(c: &Change) -> String {
+    let at = |v: &Option<Value>| match v {
+        Some(Value::String(s)) => format!(" at {s}"),
+        _ => String::new(),
+    };
+    if c.to.is_some() {
+        format!("hires pass: {} #{}{}", c.class_type, c.node, at(&c.to))
+    } else {
+        format!(
+            "without the hires pass ({} #{}{})",
+            c.class_type,
+            c.node,
+            at(&c.from)
+        )
     }
 }
 

@@ -165,7 +165,8 @@ fn resolution(ctx: &Ctx, r: &mut Reduction) {
     }
     let mut pairs: Vec<Pair> = Vec::new();
     for (id, node) in &ctx.w.nodes {
-        if !ctx.reach.contains(id) {
+        // A second sampling pass keeps its size: it comes back whole with `postprocess`.
+        if !ctx.reach.contains(id) || ctx.in_second_pass(id) {
             continue;
         }
         let preset = size_preset(ctx, id);
@@ -797,9 +798,46 @@ fn cache(ctx: &Ctx, r: &mut Reduction) {
 
 fn postprocess(ctx: &Ctx, r: &mut Reduction) {
     let after_sampling = ctx.downstream_of_role(Role::Sampler);
+    // Second sampling passes first: their consumers read the first pass's result instead
+    // (the root first pass when passes are chained), and the pass with its route is pruned.
+    let root = |s: &str| {
+        let mut s = s.to_string();
+        for _ in 0..=ctx.passes.len() {
+            match ctx.passes.iter().find(|p| p.second == s) {
+                Some(p) => s = p.first.clone(),
+                None => break,
+            }
+        }
+        s
+    };
+    let pass_nodes = |n: &str| ctx.in_second_pass(n);
+    for pass in &ctx.passes {
+        let first = root(&pass.first);
+        let first_outputs = ctx
+            .defs
+            .get(&ctx.w.nodes[&first].class_type)
+            .map(|d| d.outputs.len())
+            .unwrap_or(1)
+            .max(1);
+        for (c, input, slot) in ctx.consumers_of(&pass.second) {
+            if pass_nodes(c) {
+                continue; // part of a later pass: pruned with it
+            }
+            r.edits.push(Edit::Relink {
+                node: c.into(),
+                input: input.into(),
+                source: first.clone(),
+                slot: slot.min(first_outputs - 1),
+            });
+        }
+    }
     for id in ctx.with_role(Role::PostProcess) {
         if !after_sampling.contains(id) {
             continue; // before sampling it defines the input, it is not post-processing
+        }
+        // On a second pass's route it goes with the pass, unless something else shows it.
+        if pass_nodes(id) && ctx.consumers_of(id).iter().all(|(c, _, _)| pass_nodes(c)) {
+            continue;
         }
         r.edits.push(Edit::Bypass { node: id.into() });
         if ctx.is(id, Role::FrameInterpolation) {
@@ -816,48 +854,12 @@ fn postprocess(ctx: &Ctx, r: &mut Reduction) {
             r.edits.push(Edit::Remove { nodes: previews });
         }
     }
+    // A latent upscale that feeds no second pass is post-processing of the latent.
     for u in ctx.with_role(Role::LatentUpscale) {
-        let is_sampler = |n: &str| ctx.is(n, Role::Sampler);
-        // The first pass: the nearest sampler upstream of the upscale.
-        let first = ctx
-            .upstream_until(u, &[], is_sampler)
-            .into_iter()
-            .filter(|n| is_sampler(n))
-            .max_by_key(|n| ctx.topo.get(*n).copied().unwrap_or(0))
-            .map(str::to_string);
-        let Some(first) = first else {
-            continue;
-        };
-        // Second passes: samplers whose latent comes from the upscale.
-        let seconds: Vec<&str> = ctx
-            .downstream_until(u, is_sampler)
-            .into_iter()
-            .filter(|s| is_sampler(s))
-            .filter(|s| {
-                ctx.upstream_until(s, &["latent_image"], is_sampler)
-                    .contains(u)
-            })
-            .collect();
-        if seconds.is_empty() {
-            r.edits.push(Edit::Bypass { node: u.into() });
+        if pass_nodes(u) || !after_sampling.contains(u) {
             continue;
         }
-        let first_outputs = ctx
-            .defs
-            .get(&ctx.w.nodes[&first].class_type)
-            .map(|d| d.outputs.len())
-            .unwrap_or(1)
-            .max(1);
-        for s in seconds {
-            for (c, input, slot) in ctx.consumers_of(s) {
-                r.edits.push(Edit::Relink {
-                    node: c.into(),
-                    input: input.into(),
-                    source: first.clone(),
-                    slot: slot.min(first_outputs - 1),
-                });
-            }
-        }
+        r.edits.push(Edit::Bypass { node: u.into() });
     }
 }
 

@@ -361,6 +361,13 @@ pub fn describe_changes(changes: &[Value]) -> Vec<String> {
         let node = str_of(c, "node");
         let class = str_of(c, "class_type");
         let action = str_of(c, "action");
+        if action == crate::ladder::SECOND_PASS {
+            if let Ok(change) = serde_json::from_value::<crate::workflow::Change>(c.clone()) {
+                used[i] = true;
+                out.push(crate::ladder::second_pass_text(&change));
+                continue;
+            }
+        }
         if action == "set" && input == "width" {
             if let Some(j) = changes.iter().enumerate().position(|(j, d)| {
                 j != i
@@ -436,6 +443,7 @@ struct Diag {
     kind: Option<String>,
     stage: Option<String>,
     stage_evidence: Option<String>,
+    stage_confidence: Option<String>,
     numbers: Numbers,
     numbers_consistent: Option<bool>,
     inconsistencies: Vec<String>,
@@ -477,6 +485,7 @@ fn diag_from_value(v: &Value) -> Diag {
         kind: s("kind"),
         stage: s("stage"),
         stage_evidence: s("stage_evidence"),
+        stage_confidence: s("stage_confidence"),
         numbers: v
             .get("numbers")
             .and_then(|n| serde_json::from_value(n.clone()).ok())
@@ -1042,6 +1051,7 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         failure_kind: d.kind.clone().or_else(|| fallback_kind(e)),
         stage: d.stage.clone(),
         stage_evidence,
+        stage_confidence: d.stage_confidence.clone(),
         numbers_consistent: (!d.numbers.is_empty())
             .then_some(d.numbers_consistent)
             .flatten(),

@@ -142,8 +142,9 @@ fn duration(s: f64) -> String {
     }
 }
 
+/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue.
 fn node(n: &NodeRef) -> String {
-    format!("{} #{}", text(&n.class_type), text(&n.id))
+    code(&format!("{} #{}", n.class_type, n.id))
 }
 
 fn short(run_id: &str) -> String {
@@ -634,6 +635,9 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
     }
     if let Some(s) = &e.stage {
         let mut line = format!("- Stage: {}", code(s));
+        if let Some(c) = e.stage_confidence.as_deref().filter(|c| *c != "unknown") {
+            line.push_str(&format!(" (confidence: {})", text(c)));
+        }
         if let Some(ev) = &e.stage_evidence {
             line.push_str(&format!(" — {}", text_with_code(ev)));
         }

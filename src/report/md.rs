@@ -6,8 +6,46 @@ use std::fmt::Write as _;
 
 /// Escapes free text for a Markdown paragraph or list item: HTML-significant characters become
 /// entities (so `<user>` or `<module>` stay visible on GitHub) and inline markup is neutralised.
+///
+/// Words GitHub would turn into a mention or a reference (see [`links_on_github`]) become code
+/// spans: GitHub finds `@user`, `#12` and commit SHAs in the rendered text outside `<code>`,
+/// `<pre>` and links, after Markdown escapes are resolved, so an escape (`\@`, `&#64;`) would not
+/// stop the ping, but a code span does.
 pub fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        // Brackets and punctuation around the word stay outside the code span.
+        let core = word
+            .trim_start_matches(['(', '[', '{', '"', '\''])
+            .trim_end_matches([')', ']', '}', '"', '\'', '.', ',', ';', ':', '!', '?']);
+        if !core.is_empty() && links_on_github(core) {
+            let start = word.len() - word.trim_start_matches(['(', '[', '{', '"', '\'']).len();
+            escape_into(&word[..start], out);
+            out.push_str(&code(core));
+            escape_into(&word[start + core.len()..], out);
+        } else {
+            escape_into(word, out);
+        }
+        word.clear();
+    };
+    for c in s.chars() {
+        if c.is_whitespace() {
+            flush(&mut word, &mut out);
+            match c {
+                '\r' => {}
+                '\n' => out.push(' '),
+                _ => out.push(c),
+            }
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+fn escape_into(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '<' => out.push_str("&lt;"),
@@ -17,12 +55,52 @@ pub fn text(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            '\r' => {}
-            '\n' => out.push(' '),
             _ => out.push(c),
         }
     }
-    out
+}
+
+/// Whether GitHub could link `word` (no whitespace) to a person, team, issue, pull request or
+/// commit when it appears in an issue: `@name` (also in `owner/repo@sha` and e-mail
+/// addresses), `#12` (also `owner/repo#12`), `GH-12`, a run of 7 to 40 hex digits (a commit
+/// SHA, whole or abbreviated), or a github.com address (a back-reference on the linked issue).
+pub fn links_on_github(word: &str) -> bool {
+    let b = word.as_bytes();
+    let next_is = |i: usize, f: fn(&u8) -> bool| b.get(i + 1).is_some_and(f);
+    let is_word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+    for (i, c) in b.iter().enumerate() {
+        match c {
+            b'@' if next_is(i, u8::is_ascii_alphanumeric) => return true,
+            b'#' if next_is(i, u8::is_ascii_digit) => return true,
+            b'-' if i >= 2
+                && b[i - 2..i].eq_ignore_ascii_case(b"gh")
+                && next_is(i, u8::is_ascii_digit) =>
+            {
+                return true
+            }
+            _ => {}
+        }
+    }
+    if word.to_ascii_lowercase().contains("github.com/") {
+        return true;
+    }
+    // Hex runs bounded by non-word characters.
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_hexdigit() && (i == 0 || !is_word(&b[i - 1])) {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_hexdigit() {
+                i += 1;
+            }
+            let bounded = i == b.len() || !is_word(&b[i]);
+            if bounded && (7..=40).contains(&(i - start)) {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 /// An inline code span holding `s` verbatim (newlines become spaces; the backtick fence grows
@@ -385,6 +463,35 @@ fn check_table(block: &[&str], first_line: usize, problems: &mut Vec<Problem>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_github_would_link_become_code_spans() {
+        for (raw, want) in [
+            ("ask @alice", "ask `@alice`"),
+            ("see #12.", "see `#12`."),
+            ("(node #5), or [@bob]:", "(node `#5`), or \\[`@bob`\\]:"),
+            ("fixes GH-12", "fixes `GH-12`"),
+            ("in owner/repo#12 now", "in `owner/repo#12` now"),
+            ("at owner/repo@abc1234", "at `owner/repo@abc1234`"),
+            ("commit 1a2b3c4d5e6f", "commit `1a2b3c4d5e6f`"),
+            ("@org/team-x", "`@org/team-x`"),
+            ("mail me@example.com", "mail `me@example.com`"),
+            (
+                "https://github.com/o/r/issues/1",
+                "`https://github.com/o/r/issues/1`",
+            ),
+            ("KSampler (node 12)", "KSampler (node 12)"),
+            ("42 steps, cfg 7.5, 3 GiB", "42 steps, cfg 7.5, 3 GiB"),
+            ("a 64-hex sha256 is not a commit: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "a 64-hex sha256 is not a commit: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+            ("C# and x@ and #tag", "C# and x@ and #tag"),
+        ] {
+            assert_eq!(text(raw), want, "{raw}");
+        }
+        // Inside a table the code span keeps its pipes escaped.
+        let mut t = Table::new(&["a"]);
+        t.row(vec![text("@x|y")]);
+        assert!(t.render().contains("`@x\\|y`"), "{}", t.render());
+    }
 
     #[test]
     fn text_escapes_html_and_markup() {

@@ -472,6 +472,10 @@ pub struct Evidence {
     /// The evidence the stage rests on, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_evidence: Option<String>,
+    /// How sure the stage is: `certain` (a frame, the exception or the node decided it),
+    /// `likely` (only progress or console order), `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_confidence: Option<String>,
     /// Numbers parsed from the message.
     pub numbers: Numbers,
     /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
@@ -641,6 +645,7 @@ pub fn kind_phrase(kind: &str) -> String {
         "timeout" => "timed out".into(),
         "rejected" => "rejected by the server".into(),
         "other" => "an error that is not a memory failure".into(),
+        "unknown" => "no failure found in the text".into(),
         other => other.replace('_', " "),
     }
 }

@@ -48,7 +48,9 @@ pub fn index_path(runs_dir: &Path) -> PathBuf {
 }
 
 /// Appends one entry (one line, written with a single `write`); its fsync is left to `sync`
-/// (see [`SyncBehind`]).
+/// (see [`SyncBehind`]). When the file does not end with a line break (a process killed in the
+/// middle of an append left a torn line), the entry starts on a fresh line, so the torn line
+/// alone is lost.
 pub fn append_behind(
     runs_dir: &Path,
     entry: &IndexEntry,
@@ -72,12 +74,28 @@ pub fn append_behind(
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
+        .read(true)
         .open(&path)
         .map_err(io("cannot open"))?;
+    if !ends_with_newline(&mut file).map_err(io("cannot read"))? {
+        line.insert(0, '\n');
+    }
     file.write_all(line.as_bytes())
         .map_err(io("cannot append to"))?;
     sync.sync_later(file, &path, None);
     Ok(())
+}
+
+/// Whether the file is empty or its last byte is a line break.
+fn ends_with_newline(file: &mut fs::File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
 }
 
 /// Reads every entry; a torn last line (a kill during the append) is skipped.
@@ -184,5 +202,28 @@ mod tests {
             .unwrap();
         f.write_all(b"{\"run_id\":\"tor").unwrap();
         assert_eq!(read_all(dir.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_fresh_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sync = SyncBehind::default();
+        append_behind(dir.path(), &entry("before"), &mut sync).unwrap();
+        // A crash in the middle of the next append.
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(index_path(dir.path()))
+            .unwrap();
+        f.write_all(b"{\"run_id\":\"tor").unwrap();
+        drop(f);
+        append_behind(dir.path(), &entry("after"), &mut sync).unwrap();
+        append_behind(dir.path(), &entry("later"), &mut sync).unwrap();
+        sync.wait().unwrap();
+        let ids: Vec<String> = read_all(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.run_id)
+            .collect();
+        assert_eq!(ids, ["before", "after", "later"]);
     }
 }

@@ -170,6 +170,9 @@ pub struct SimConfig {
     /// Imitate `--lowvram`: partial loads keep more room for activations (fewer first-step
     /// OOMs, slower steps); shown in `system_stats.system.argv`.
     pub lowvram: bool,
+    /// Stand in for an authenticating reverse proxy: every request (HTTP and the WebSocket
+    /// handshake) without this header (name case-insensitive, value exact) gets 401.
+    pub require_header: Option<(String, String)>,
 }
 
 impl Default for SimConfig {
@@ -181,6 +184,7 @@ impl Default for SimConfig {
             time_scale: 0.001,
             allocator: Allocator::Native,
             lowvram: false,
+            require_header: None,
         }
     }
 }
@@ -208,6 +212,12 @@ impl SimConfig {
     }
     pub fn with_lowvram(mut self) -> Self {
         self.lowvram = true;
+        self
+    }
+    /// Answers 401 to every request without header `name: value` (see
+    /// [`SimConfig::require_header`]).
+    pub fn with_required_header(mut self, name: &str, value: &str) -> Self {
+        self.require_header = Some((name.to_ascii_lowercase(), value.to_string()));
         self
     }
 }

@@ -86,6 +86,14 @@ async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
             }
             Err(_) => return,
         };
+        if let Some((name, value)) = &inst.shared.config.require_header {
+            if req.header(&name.to_ascii_lowercase()) != Some(value.as_str()) {
+                // What a reverse proxy in front of ComfyUI answers without its credentials.
+                let resp = Response::text(401, "401: Unauthorized");
+                let _ = http::write_response(reader.get_mut(), &resp, false).await;
+                return;
+            }
+        }
         let path = strip_api(&req.path);
         if path == "/ws" && req.method == "GET" {
             if !req.is_websocket() {

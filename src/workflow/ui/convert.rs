@@ -289,12 +289,13 @@ impl<'a> Conv<'a> {
                         };
                         promoted.insert(def.inputs[k].name.clone(), v.clone());
                         pos += 1;
-                        if skip_controls && self.input_has_control(def, k) {
-                            if let Some(Value::String(s)) = values.get(pos) {
-                                if super::widgets::CONTROL_MODES.contains(&s.as_str()) {
-                                    pos += 1;
-                                }
-                            }
+                        if skip_controls
+                            && self.input_has_control(def, k)
+                            && values
+                                .get(pos)
+                                .is_some_and(super::widgets::is_control_value)
+                        {
+                            pos += 1;
                         }
                     }
                 }

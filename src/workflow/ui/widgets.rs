@@ -48,6 +48,16 @@ pub(crate) const CONTROL_MODES: [&str; 5] = [
     "increment-wrap",
 ];
 
+/// Whether a saved value is a `control_after_generate` value: a mode string, or the boolean
+/// older frontends saved (the frontend turns `true` into `randomize`, `false` into `fixed`).
+pub(crate) fn is_control_value(v: &Value) -> bool {
+    match v {
+        Value::String(s) => CONTROL_MODES.contains(&s.as_str()),
+        Value::Bool(_) => true,
+        _ => false,
+    }
+}
+
 /// Input types that the frontend draws as a widget (besides the basic ones and combos).
 const FRONTEND_WIDGET_TYPES: [&str; 15] = [
     "COLOR",
@@ -65,6 +75,17 @@ const FRONTEND_WIDGET_TYPES: [&str; 15] = [
     "AUDIO_RECORD",
     "IMAGEUPLOAD",
     "HISTOGRAM",
+];
+
+/// Classes the frontend's audio extension gives an `audioUI` player widget (a required input it
+/// adds to their definition); the player's value, `""`, is sent with the prompt.
+const AUDIO_UI_CLASSES: [&str; 6] = [
+    "LoadAudio",
+    "SaveAudio",
+    "PreviewAudio",
+    "SaveAudioMP3",
+    "SaveAudioOpus",
+    "SaveAudioAdvanced",
 ];
 
 /// Widgets that frontend extensions add to some core classes, after the definition's widgets:
@@ -303,11 +324,22 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
     }) {
         push_ui_only("upload", &mut cursor, &mut out);
     }
-    if required
+    let audio_upload = required
         .iter()
-        .any(|i| i.options.get("audio_upload").and_then(Value::as_bool) == Some(true))
-    {
+        .any(|i| i.options.get("audio_upload").and_then(Value::as_bool) == Some(true));
+    if AUDIO_UI_CLASSES.contains(&def.name.as_str()) {
+        // The audio player the frontend adds to these classes as a required input: a DOM
+        // widget whose (empty) value is queued with the prompt.
+        push_dom_widget(
+            "audioUI",
+            Value::String(String::new()),
+            &mut cursor,
+            &mut out,
+        );
+    } else if audio_upload {
         push_ui_only("audioUI", &mut cursor, &mut out);
+    }
+    if audio_upload {
         push_ui_only("upload", &mut cursor, &mut out);
     }
     for input in &optional {
@@ -323,6 +355,24 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
             n += 1;
         }
     }
+    // A remote combo with a refresh button (LoadImageOutput): the button is a widget named
+    // `refresh` whose value, "refresh", is queued with the prompt. Its saved slot (if any)
+    // follows the UI-only widgets, so it is not read.
+    if def.visible_inputs().any(|i| {
+        i.options
+            .get("remote")
+            .and_then(|r| r.get("refresh_button"))
+            == Some(&Value::Bool(true))
+    }) {
+        out.push(Widget {
+            name: "refresh".into(),
+            kind: SlotKind::Input,
+            saved_at: None,
+            value: Value::String("refresh".into()),
+            dynamic_prompts: false,
+        });
+    }
+    legacy_values(def, &mut out);
     for (class, name, sent) in EXTENSION_WIDGETS {
         if class == def.name {
             if let Some((at, value)) = cursor.take(name) {
@@ -343,6 +393,28 @@ pub(crate) fn map_widgets(def: &NodeDef, saved: Option<&Value>) -> Vec<Widget> {
     out
 }
 
+/// Values older saves hold that the frontend fixes when it loads the workflow: a sampler name
+/// with the `sample_` prefix of early ComfyUI (`sample_euler`) on `KSampler` and
+/// `KSamplerAdvanced` loses it; a boolean control mode becomes `randomize` / `fixed` (on every
+/// class; never sent, but kept readable).
+fn legacy_values(def: &NodeDef, widgets: &mut [Widget]) {
+    for w in widgets.iter_mut() {
+        match (&w.kind, &w.value) {
+            (SlotKind::Input, Value::String(s))
+                if w.name == "sampler_name"
+                    && matches!(def.name.as_str(), "KSampler" | "KSamplerAdvanced")
+                    && s.starts_with("sample_") =>
+            {
+                w.value = Value::String(s["sample_".len()..].to_string());
+            }
+            (SlotKind::Control, Value::Bool(b)) => {
+                w.value = Value::from(if *b { "randomize" } else { "fixed" });
+            }
+            _ => {}
+        }
+    }
+}
+
 fn push_extension(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
     if let Some((at, value)) = cursor.take(name) {
         out.push(Widget {
@@ -353,6 +425,19 @@ fn push_extension(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
             dynamic_prompts: false,
         });
     }
+}
+
+/// A DOM widget whose value the frontend computes at queue time (`value`) and sends; its saved
+/// slot, if the save has one, is consumed but not read.
+fn push_dom_widget(name: &str, value: Value, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
+    let taken = cursor.take(name);
+    out.push(Widget {
+        name: name.to_string(),
+        kind: SlotKind::Input,
+        saved_at: taken.map(|t| t.0),
+        value,
+        dynamic_prompts: false,
+    });
 }
 
 fn push_ui_only(name: &str, cursor: &mut Cursor<'_>, out: &mut Vec<Widget>) {
@@ -394,10 +479,15 @@ fn push_input(input: &InputDef, prefix: &str, cursor: &mut Cursor<'_>, out: &mut
             .unwrap_or(false),
     });
     if has_control(input, &wtype) {
-        // A save without the companion slot: the next value is not a mode string.
+        // The frontend assigns saved values to its widgets by position, so the companion slot
+        // takes the next value whatever it is: a mode string, a legacy boolean (`true` =
+        // randomize, `false` = fixed, from the time the control was a toggle), or a value a
+        // save without the slot put there. Widgets of a dynamic combo's option are the
+        // exception: the frontend saves them without a companion slot, so one is only
+        // recognised by its value.
         let present = match cursor.peek() {
-            Some(Value::String(s)) => CONTROL_MODES.contains(&s.as_str()),
-            Some(_) => false,
+            Some(v) if prefix.is_empty() => cursor.object.is_none() || is_control_value(v),
+            Some(v) => is_control_value(v),
             None => cursor.object.is_some(),
         };
         if present {
@@ -536,6 +626,34 @@ mod tests {
         assert_eq!(w[1], ("steps".into(), json!(30), Some(SavedAt::Index(2))));
         assert_eq!(w[2], ("sampler_name".into(), json!("euler"), None));
         assert_eq!(w[3].1, json!(1.0));
+    }
+
+    #[test]
+    fn legacy_boolean_control_is_consumed_by_position() {
+        let w = sent("KSampler", json!([7, true, 20, "euler", 0.6]));
+        assert_eq!(w[1], ("steps".into(), json!(20), Some(SavedAt::Index(2))));
+        assert_eq!(w[2].1, json!("euler"));
+        assert_eq!(w[3].1, json!(0.6));
+        let w = sent("KSampler", json!([7, false, 12]));
+        assert_eq!(w[1].1, json!(12));
+        // A save without the slot: the frontend zips by position, and so does convert.
+        let w = sent("KSampler", json!([7, 30, "euler"]));
+        assert_eq!(
+            w[1],
+            ("steps".into(), json!("euler"), Some(SavedAt::Index(2)))
+        );
+        // The control widget reads the legacy boolean as the mode the frontend gives it.
+        let defs = defs();
+        let all = map_widgets(defs.get("KSampler").unwrap(), Some(&json!([7, true, 20])));
+        let control = all.iter().find(|w| w.kind == SlotKind::Control).unwrap();
+        assert_eq!(control.value, json!("randomize"));
+    }
+
+    #[test]
+    fn legacy_sampler_name_prefix_is_stripped_on_ksampler_only() {
+        let w = sent("KSampler", json!([7, "fixed", 20, "sample_euler", 1.0]));
+        assert_eq!(w[2].1, json!("euler"));
+        assert_eq!(w[2].2, Some(SavedAt::Index(3)));
     }
 
     #[test]

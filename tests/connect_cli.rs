@@ -1,0 +1,235 @@
+//! Every command reaches the server through the one client (`comfy::Client`): node definitions
+//! fetched by `validate`, `plan` and `bisect` honour URL credentials (never printed), a bare
+//! `host:port`, `--header`, and the request timeout, like `submit` does.
+
+use comfy_bisect::sim::{start, SimConfig};
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
+const UI_WORKFLOW: &str = "tests/fixtures/ui_worked_example.json";
+
+/// A small API workflow (validate asks the server for definitions whatever the format).
+fn api_workflow(dir: &tempfile::TempDir) -> PathBuf {
+    let path = dir.path().join("wf.json");
+    std::fs::write(
+        &path,
+        r#"{
+            "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "random_sd15.safetensors"}},
+            "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
+            "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 512, "height": 512, "batch_size": 1}},
+            "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["6", 0],
+                "latent_image": ["5", 0], "seed": 1, "steps": 2, "cfg": 7.0, "sampler_name": "euler",
+                "scheduler": "normal", "denoise": 1.0}},
+            "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+            "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}}
+        }"#,
+    )
+    .unwrap();
+    path
+}
+
+/// Runs the binary to its end (killing it after `limit`, which fails the test).
+fn run(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("COMFY_BISECT_HEADERS")
+        .env_remove("COMFY_BISECT_SERVER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "comfy-bisect {args:?} did not exit within {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A port nothing listens on (bound, then released).
+fn dead_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_password_in_the_server_url_is_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = api_workflow(&dir);
+    let wf = wf.to_str().unwrap();
+    // A server that closes every connection without answering.
+    let odd = TcpListener::bind("127.0.0.1:0").unwrap();
+    let odd_port = odd.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in odd.incoming() {
+            drop(stream);
+        }
+    });
+    let dead = dead_port();
+    let cases = [
+        (format!("http://user:secret@127.0.0.1:{dead}"), 3),
+        (format!("http://user:secret@127.0.0.1:{odd_port}"), 3),
+        (format!("user:secret@127.0.0.1:{dead}"), 3),
+        // Not a URL at all: the error quotes it, without the credentials.
+        ("http://user:se@secret@127.0.0.1:notaport".to_string(), 2),
+        ("ftp://user:secret@127.0.0.1:1".to_string(), 2),
+    ];
+    for (server, code) in cases {
+        let out = run(
+            &["validate", wf, "--server", &server],
+            Duration::from_secs(60),
+        );
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{server}: {all}");
+        assert!(!all.contains("secret"), "{server} leaked: {all}");
+        assert!(all.contains("error:"), "{server}: {all}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_host_and_port_is_a_server_url() {
+    let sim = start(SimConfig::default(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wf = api_workflow(&dir);
+    let bare = sim.addr().to_string();
+    assert!(!bare.contains("://"));
+    let out = tokio::task::spawn_blocking(move || {
+        run(
+            &["validate", wf.to_str().unwrap(), "--server", &bare],
+            Duration::from_secs(60),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("valid"), "{}", text(&out));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_reach_the_server_when_definitions_are_fetched() {
+    let sim = start(
+        SimConfig::default().with_required_header("X-Proxy-Auth", "let-me-in"),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let url = sim.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let wf = api_workflow(&dir).to_str().unwrap().to_string();
+    let plan_out = dir.path().join("plan");
+    let plan_out = plan_out.to_str().unwrap().to_string();
+    let runs = dir.path().join("runs");
+    let runs = runs.to_str().unwrap().to_string();
+    let outs = tokio::task::spawn_blocking(move || {
+        let limit = Duration::from_secs(120);
+        let header = ["--header", "X-Proxy-Auth: let-me-in"];
+        let without = run(&["validate", &wf, "--server", &url], limit);
+        let validate = run(
+            &[&["validate", &wf, "--server", &url][..], &header[..]].concat(),
+            limit,
+        );
+        let plan = run(
+            &[
+                &["plan", UI_WORKFLOW, "--server", &url, "--out", &plan_out][..],
+                &header[..],
+            ]
+            .concat(),
+            limit,
+        );
+        // A UI workflow given to bisect is converted with the server's definitions, fetched
+        // through the same client as the runs (before the fix: without the header).
+        let bisect = run(
+            &[
+                &[
+                    "bisect",
+                    UI_WORKFLOW,
+                    "--server",
+                    &url,
+                    "--runs-dir",
+                    &runs,
+                    "--quiet",
+                ][..],
+                &header[..],
+            ]
+            .concat(),
+            limit,
+        );
+        (without, validate, plan, bisect)
+    })
+    .await
+    .unwrap();
+    let (without, validate, plan, bisect) = outs;
+    assert_eq!(without.status.code(), Some(3), "{}", text(&without));
+    assert!(text(&without).contains("401"), "{}", text(&without));
+    assert!(
+        matches!(validate.status.code(), Some(0 | 1)),
+        "definitions fetched with the header: {}",
+        text(&validate)
+    );
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    assert!(
+        !text(&bisect).contains("401") && !text(&bisect).contains("cannot get node definitions"),
+        "{}",
+        text(&bisect)
+    );
+    assert!(
+        text(&bisect).contains("session "),
+        "bisect got as far as a session: {}",
+        text(&bisect)
+    );
+    sim.shutdown().await;
+}
+
+#[test]
+fn a_server_that_never_answers_does_not_hang_the_command() {
+    // Accepts connections and reads, but never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut stream in silent.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let wf = api_workflow(&dir);
+    let out = run(
+        &[
+            "validate",
+            wf.to_str().unwrap(),
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+            "--request-timeout",
+            "1s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("timed out"), "{}", text(&out));
+}
