@@ -46,6 +46,10 @@ fn every_run_records_the_environment_fingerprint() {
         assert_eq!(env.compute_id(), env.id);
         let line = idx.iter().find(|e| e.run_id == run.run_id).unwrap();
         assert_eq!(line.fingerprint.as_ref(), Some(&first));
+        // Cold runs record the memory held after /free and the settle.
+        let baseline = file.record.vram_baseline_bytes.expect("baseline recorded");
+        assert!(baseline < file.record.vram.total_bytes.unwrap());
+        assert!(run.summary.as_ref().unwrap().vram_baseline_mib.is_some());
     }
     let fp = &session.fingerprints[&first];
     assert_eq!(fp.comfyui_version.as_deref(), Some("0.3.64"));
@@ -63,6 +67,7 @@ fn every_run_records_the_environment_fingerprint() {
         "{report}"
     );
     assert!(report.contains("version unknown"), "{report}");
+    assert!(report.contains("<br>held before: "), "{report}");
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["environment"]["fingerprint"], first.as_str());

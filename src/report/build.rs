@@ -175,6 +175,7 @@ pub fn build(data: &SessionData) -> Report {
     };
     let mut warnings = data.load_warnings.clone();
     warnings.extend(drift_warnings(data, env_stats.as_ref()));
+    warnings.extend(baseline_warning(&all_runs));
     let mut seen = HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
@@ -281,6 +282,36 @@ pub fn build(data: &SessionData) -> Report {
         workflows,
         warnings,
     }
+}
+
+/// Growth of the memory held before each run, from the first run to the last, that calls for
+/// a warning (MiB).
+pub const BASELINE_GROWTH_MIB: f64 = 256.0;
+
+/// A warning when the memory held before the runs (after `/free`) grows from run to run: never
+/// going down over at least three runs and by [`BASELINE_GROWTH_MIB`] or more in all.
+fn baseline_warning(runs: &[&RunEntry]) -> Option<String> {
+    let series: Vec<(&RunEntry, f64)> = runs
+        .iter()
+        .filter_map(|r| Some((*r, r.summary.as_ref()?.vram_baseline_mib?)))
+        .collect();
+    if series.len() < 3 || series.windows(2).any(|w| w[1].1 < w[0].1) {
+        return None;
+    }
+    let (first, last) = (series[0], series[series.len() - 1]);
+    (last.1 - first.1 >= BASELINE_GROWTH_MIB).then(|| {
+        format!(
+            "the memory held before each run (after /free) grew from run to run: {:.0} MiB before run {} (step {} {}) to {:.0} MiB before run {} (step {} {}); other processes use the device, or memory is not given back between runs, so later runs had less room",
+            first.1,
+            short(&first.0.run_id),
+            first.0.step,
+            first.0.increment,
+            last.1,
+            short(&last.0.run_id),
+            last.0.step,
+            last.0.increment
+        )
+    })
 }
 
 fn stop_reason(r: StopReason) -> &'static str {
@@ -652,6 +683,7 @@ fn row_for(
             failing_node: None,
             peak_vram_mib: None,
             vram_samples: None,
+            baseline_vram_mib: None,
             duration_s: None,
             cold: None,
             run_dir: None,
@@ -683,6 +715,7 @@ fn row_for(
         failing_node: failing_node(entry),
         peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
         vram_samples: vram_samples(file),
+        baseline_vram_mib: summary.and_then(|s| s.vram_baseline_mib),
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
@@ -1333,6 +1366,52 @@ fn verdict(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_baseline_that_grows_from_run_to_run_is_called_out() {
+        let run = |i: usize, baseline: Option<f64>| RunEntry {
+            run_id: format!("run{i}-0000"),
+            step: i,
+            increment: format!("inc{i}"),
+            role: RunRole::Search,
+            dir: String::new(),
+            workflow_sha256: String::new(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(Outcome::Passed),
+            summary: Some(crate::session::journal::RunSummary {
+                vram_baseline_mib: baseline,
+                ..Default::default()
+            }),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+        };
+        let growing = [
+            run(0, Some(300.0)),
+            run(1, Some(420.0)),
+            run(2, Some(700.0)),
+        ];
+        let refs: Vec<&RunEntry> = growing.iter().collect();
+        let w = baseline_warning(&refs).expect("growth called out");
+        assert!(w.contains("300 MiB before run run0-000"), "{w}");
+        assert!(
+            w.contains("700 MiB before run run2-000 (step 2 inc2)"),
+            "{w}"
+        );
+        // Going down once, too little growth, or too few runs: nothing to say.
+        for series in [
+            vec![Some(300.0), Some(900.0), Some(800.0)],
+            vec![Some(300.0), Some(350.0), Some(400.0)],
+            vec![Some(300.0), Some(900.0)],
+            vec![None, None, None],
+        ] {
+            let runs: Vec<RunEntry> = series.iter().enumerate().map(|(i, b)| run(i, *b)).collect();
+            let refs: Vec<&RunEntry> = runs.iter().collect();
+            assert_eq!(baseline_warning(&refs), None, "{series:?}");
+        }
+    }
 
     #[test]
     fn changes_join_resolution_and_diff_objects() {

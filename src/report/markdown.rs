@@ -572,11 +572,14 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         }
         lines.join("<br>")
     };
-    let peak = match (r.peak_vram_mib, r.vram_samples) {
+    let mut peak = match (r.peak_vram_mib, r.vram_samples) {
         (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
         (Some(p), None) => mib(p),
         _ => DASH.into(),
     };
+    if let Some(b) = r.baseline_vram_mib {
+        peak.push_str(&format!("<br>held before: {}", mib(b)));
+    }
     let increment = match (&r.increment_kind, r.step) {
         (Some(k), s) if s > 0 && k != &r.increment => {
             format!("{} ({})", text(&r.increment), text(k))

@@ -337,6 +337,9 @@ pub struct LadderRow {
     /// How many VRAM samples were taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_samples: Option<usize>,
+    /// Device memory already in use before the run (after `/free` and the settle), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_vram_mib: Option<f64>,
     /// Wall time from submission to the terminal event, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,

@@ -524,6 +524,9 @@ pub struct RunSummary {
     /// The card's total VRAM, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_total_mib: Option<f64>,
+    /// Device memory already in use before the run (after `/free` and the settle), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_baseline_mib: Option<f64>,
     /// Models and memory were freed before the run.
     pub cold: bool,
     /// The last node that ran (or the failing one).
