@@ -2,15 +2,18 @@
 //!
 //! Data flows top to bottom: `workflow` (graph model, formats, canonical hash) → `catalog`
 //! (what each node class is) → `ladder` (minimal variant and increments) → `comfy` (HTTP/WS
-//! client) → `run` (one submission and its evidence) → `diagnose` (failure classification) →
+//! client) → `host` (host RAM, the local server process, the kernel log) → `run` (one
+//! submission and its evidence) → `diagnose` (failure classification) →
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
+pub mod atomic;
 pub mod catalog;
 pub mod cli;
 pub mod comfy;
 pub mod diagnose;
 pub mod error;
 pub mod hashing;
+pub mod host;
 pub mod ladder;
 pub mod nodedefs;
 pub mod report;

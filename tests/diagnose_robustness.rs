@@ -140,6 +140,7 @@ fn garbled_real_reports_never_panic() {
         .expect("dev-reports.json");
     let reports: Vec<Value> = serde_json::from_str(&text).unwrap();
     let mut rng = Rng(42);
+    let (mut tried, mut diagnosed, mut same_kind) = (0, 0, 0);
     for record in &reports {
         let excerpt: String = record["error"]["log_excerpts"]
             .as_array()
@@ -162,11 +163,26 @@ fn garbled_real_reports_never_panic() {
                 garbled.insert(at, c);
             }
             let input: String = garbled.into_iter().collect();
+            tried += 1;
             if let Ok(d) = diagnose::diagnose_text(&input) {
                 check_invariants(&d, &input);
+                diagnosed += 1;
+                if serde_json::to_value(d.kind).unwrap() == record["labels"]["kind"] {
+                    same_kind += 1;
+                }
             }
         }
     }
+    // Cutting a report short and splicing in noise leaves most of them readable as failures,
+    // and most of those keep the kind the report is labelled with.
+    assert!(
+        diagnosed * 3 >= tried * 2,
+        "only {diagnosed} of {tried} garbled reports were diagnosed"
+    );
+    assert!(
+        same_kind * 5 >= diagnosed * 4,
+        "only {same_kind} of {diagnosed} diagnoses kept the labelled kind"
+    );
 }
 
 #[test]
@@ -177,11 +193,20 @@ fn arbitrary_json_never_panics() {
         "{\"node_id\":5,\"executed\":[]}", "{\"error\":null,\"node_errors\":[]}",
         "{\"a\":{\"status\":{\"messages\":[[\"execution_error\",{\"traceback\":[1,null]}]]},\"prompt\":[\"x\"]}}",
     ];
+    let mut diagnosed = 0;
     for v in values {
         if let Ok(d) = diagnose::diagnose_text(v) {
             check_invariants(&d, v);
+            diagnosed += 1;
         }
     }
+    assert!(diagnosed > 0, "none of the fixed JSON values was diagnosed");
+    // The history entry carrying an execution_error is read as a failure, garbage and all.
+    let history = values
+        .iter()
+        .find(|v| v.contains("execution_error"))
+        .unwrap();
+    assert!(diagnose::diagnose_text(history).is_ok(), "{history}");
     for _ in 0..500 {
         let mut s = String::from("{");
         for _ in 0..rng.below(12) {

@@ -1,49 +1,26 @@
 //! Golden-file tests: report.md and report.json of fixed sessions (first failure, minimal
 //! fails, could not reproduce, flaky, incomplete, killed mid-run), exactly as the session
-//! driver writes them. `UPDATE_GOLDEN=1 cargo test --test report` rewrites the golden files;
-//! review the diff before committing.
+//! driver writes them, as insta snapshots in `tests/golden/`: a change fails with the full diff;
+//! `cargo insta review` (or `INSTA_UPDATE=always cargo test --test report`) accepts it — review
+//! the diff before committing.
 
 mod report_support;
 
 use comfy_bisect::report::{md, write_session_reports};
 use report_support::{normalize, scenario};
-use std::path::PathBuf;
 
-fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name)
-}
-
+/// Compares with the insta snapshot `tests/golden/<name>.snap`; a difference fails with the
+/// whole diff, and `cargo insta review` (or `INSTA_UPDATE=always`) accepts a new version.
 fn compare(name: &str, actual: &str) {
-    let path = golden_path(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "golden file {} missing ({e}); run UPDATE_GOLDEN=1 cargo test --test report",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from its golden file at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 rewrites it; review the diff)",
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, actual));
 }
 
-fn golden(name: &str) {
+/// report.md and report.json of a fixed session, as the driver writes them (paths normalised).
+fn reports(name: &str) -> (String, String) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = scenario(name).write(tmp.path());
     let written = write_session_reports(&dir, true).unwrap();
@@ -51,14 +28,17 @@ fn golden(name: &str) {
         written,
         vec![dir.join("report.md"), dir.join("report.json")]
     );
-    let markdown = normalize(
-        &std::fs::read_to_string(dir.join("report.md")).unwrap(),
-        tmp.path(),
-    );
-    let json = normalize(
-        &std::fs::read_to_string(dir.join("report.json")).unwrap(),
-        tmp.path(),
-    );
+    let read = |file: &str| {
+        normalize(
+            &std::fs::read_to_string(dir.join(file)).unwrap(),
+            tmp.path(),
+        )
+    };
+    (read("report.md"), read("report.json"))
+}
+
+fn golden(name: &str) {
+    let (markdown, json) = reports(name);
     let problems = md::check(&markdown);
     assert!(
         problems.is_empty(),
@@ -111,10 +91,9 @@ fn golden_json_files_read_back_into_the_report_type_unchanged() {
         "incomplete",
         "killed-mid-run",
     ] {
-        let path = golden_path(&format!("report-{name}.json"));
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (_, text) = reports(name);
         let report: comfy_bisect::report::Report = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{} does not match the schema: {e}", path.display()));
+            .unwrap_or_else(|e| panic!("{name}: report.json does not match the schema: {e}"));
         assert_eq!(report.schema_version, comfy_bisect::report::SCHEMA_VERSION);
         let mut again = serde_json::to_string_pretty(&report).unwrap();
         again.push('\n');

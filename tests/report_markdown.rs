@@ -305,7 +305,7 @@ fn preflight_failure_lists_what_to_install() {
     assert!(doc.contains("- Unknown node class `WanVideoSampler` (install its custom node pack)"));
     assert!(
         doc.contains(
-            "- Missing model file: loras/detail.safetensors (node #10 LoraLoader, input lora_name)"
+            "- Missing model file: loras/detail.safetensors (node `#10` LoraLoader, input lora_name)"
         ),
         "{doc}"
     );
@@ -343,4 +343,86 @@ fn runs_recovered_from_history_are_flagged() {
         doc.contains("was recovered from the server's history after the tool stopped"),
         "{doc}"
     );
+}
+
+#[test]
+fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
+    use comfy_bisect::host::{HostReport, HostSample, KernelEvidence, ServerProcess};
+    const GIB: u64 = 1 << 30;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = scenario("incomplete");
+    // The target's run (step 7) killed the server; the kernel log of its window (lines written
+    // from the kernel's published format, made-up numbers) names the server's pid.
+    let lines: Vec<String> = [
+        "2026-11-29T01:00:40+0000 vm kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/user.slice,task=python3,pid=4414,uid=1000",
+        "2026-11-29T01:00:40+0000 vm kernel: Out of memory: Killed process 4414 (python3) total-vm:34439708kB, anon-rss:18988872kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:40000kB oom_score_adj:0",
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect();
+    for (entry, file) in f.records.iter_mut() {
+        let Some(file) = file.as_mut() else { continue };
+        let lost = entry.step == 7;
+        let peak = if lost { 23 * GIB } else { 6 * GIB };
+        file.record.host = HostReport::from_samples(
+            vec![HostSample {
+                t_ms: 100,
+                ram_used_bytes: Some(peak),
+                rss_bytes: Some(peak - 3 * GIB),
+                swap_bytes: Some(if lost { 2 * GIB } else { 0 }),
+            }],
+            Some(24 * GIB),
+            Some(ServerProcess {
+                pid: 4414,
+                name: "python3".into(),
+            }),
+            (None, None),
+            None,
+            String::new(),
+        );
+        if lost {
+            file.record.kernel = Some(KernelEvidence::from_lines(
+                "journalctl -k".into(),
+                "2026-11-29T01:00:00Z".into(),
+                "2026-11-29T01:01:00Z".into(),
+                Some(4414),
+                &lines,
+            ));
+            file.record.attach_diagnosis();
+        }
+        let summary = comfy_bisect::session::evidence::summary_of(&file.record, None);
+        let s = entry.summary.as_mut().unwrap();
+        s.ram_peak_mib = summary.ram_peak_mib;
+        s.rss_peak_mib = summary.rss_peak_mib;
+        s.swap_peak_mib = summary.swap_peak_mib;
+        s.ram_total_mib = summary.ram_total_mib;
+        file.entry = entry.clone();
+    }
+    let runs: Vec<_> = f.records.iter().map(|(e, _)| e.clone()).collect();
+    f.session.workflows[0].runs = runs;
+    let dir = f.write(tmp.path());
+    let doc = render(&dir, true);
+    assert_well_formed(&doc, "oom-killer");
+    assert!(
+        doc.contains("| Peak RAM | Server RSS | Swap | Duration |"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("| 23.0 GiB |") || doc.contains("| 23552 MiB |"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("- Killed by the kernel's OOM killer: pid 4414 (python3), total-vm 32.8 GiB, anon-rss 18.1 GiB, file-rss 0.0 GiB, shmem-rss 0.0 GiB, constraint CONSTRAINT_NONE"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("Kernel log (OOM killer lines of the run's window)"),
+        "{doc}"
+    );
+    assert!(doc.contains("anon-rss:18988872kB"), "{doc}");
+    assert!(
+        doc.contains("- Host RAM: System RAM in use peaked at 23.0 GiB of 24.0 GiB"),
+        "{doc}"
+    );
+    assert!(doc.contains("Peak VRAM and RAM per step"), "{doc}");
 }

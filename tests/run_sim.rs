@@ -575,3 +575,49 @@ async fn dropped_socket_with_lagging_history_is_not_mistaken_for_a_lost_server()
     assert!(record.raw.client_ids.len() >= 2);
     sim.shutdown().await;
 }
+
+/// A run's stage does not depend on whether `/history` or the socket reports the end first.
+/// With socket-after-history every frame of the prompt is held back until `/history` has
+/// answered with its entry; the step progress those frames carry must still reach the
+/// timeline before the failure is classified (Wan 2.2 whose step cache runs out after the
+/// first step: `sample_middle`, with or without the fault).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_does_not_depend_on_whether_history_or_the_socket_answers_first() {
+    let text = std::fs::read_to_string("workflows/wan22_t2v_experts_lora_cache_rife.json").unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    for faults in [
+        Faults::default(),
+        Faults::default().with_socket_after_history(),
+    ] {
+        let config = SimConfig::default()
+            .with_vram_bytes(57344 * comfy_bisect::sim::MIB)
+            .with_time_scale(0.0)
+            .with_faults(faults.clone());
+        let sim = sim(config).await;
+        let record = execute(&client(&sim), request(&v)).await;
+        assert_eq!(
+            record.outcome,
+            OutcomeKind::Failed,
+            "{faults:?}: {:?}",
+            record.error
+        );
+        let diagnosis = record
+            .diagnosis
+            .as_ref()
+            .expect("a failed run is diagnosed");
+        assert_eq!(
+            diagnosis["stage"], "sample_middle",
+            "{faults:?}: {diagnosis}"
+        );
+        assert!(
+            record
+                .timeline
+                .iter()
+                .any(|n| n.progress.is_some_and(|p| p.value >= 1.0)),
+            "{faults:?}: {:?}",
+            record.timeline
+        );
+        assert!(record.history.is_some(), "{faults:?}");
+        sim.shutdown().await;
+    }
+}

@@ -32,6 +32,28 @@ fn spawn_wan_bisect(
     (child, runs, wf)
 }
 
+/// The state letter `ps` shows for process `pid` (`Z` for a zombie); None when it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let out = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().chars().next()
+}
+
+/// Waits until process `pid` (killed, not reaped) is a zombie.
+fn wait_until_zombie(pid: u32) {
+    let start = Instant::now();
+    while process_state(pid) != Some('Z') {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "pid {pid} never became a zombie: {:?}",
+            process_state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 #[cfg(unix)]
 fn sigkill_mid_session_then_resume() {
@@ -69,8 +91,10 @@ fn sigkill_mid_session_then_resume() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    // SIGKILL, not reaped: the killed tool stays a zombie (as under a cron job or a container
+    // whose init reaps late), its process entry still there, while `resume` starts at once.
+    child.kill().unwrap();
+    wait_until_zombie(child.id());
 
     let (dir, before) = only_session(&runs);
     let kept: Vec<String> = before.workflows[0]
@@ -86,6 +110,12 @@ fn sigkill_mid_session_then_resume() {
         runs.to_str().unwrap(),
         &before.session_id,
     ]);
+    assert_eq!(
+        process_state(child.id()),
+        Some('Z'),
+        "the killed bisect was still an unreaped zombie while resume ran"
+    );
+    child.wait().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let after: SessionFile = read_json(&dir.join(SESSION_FILE)).unwrap();
     let job = &after.workflows[0];
@@ -133,8 +163,11 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
         );
         let locked = std::fs::read_dir(&runs)
             .map(|d| {
-                d.filter_map(Result::ok)
-                    .any(|e| e.file_name().to_string_lossy().starts_with(".lock-"))
+                d.filter_map(Result::ok).any(|e| {
+                    // The lock itself, not the temporary file it is written in first.
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with(".lock-") && name.ends_with(".json")
+                })
             })
             .unwrap_or(false);
         if locked {
@@ -155,4 +188,77 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
     );
     first.kill().unwrap();
     first.wait().unwrap();
+}
+
+#[test]
+#[cfg(unix)]
+fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
+    let sim = Sim::with_vram_mib(57344, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "sd", &example("sd15_txt2img_lora_upscale", &[]));
+    let runs = tmp.path().join("runs");
+    // Both wait an hour for their start time while holding the lock (if they get it), so the
+    // one that gets it is still running when the other has answered.
+    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let start_at = later
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+            .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+            .arg(&runs)
+            .args(["--start-at", &start_at])
+            .arg(&wf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut both = vec![spawn(), spawn()];
+    let start = Instant::now();
+    let refused = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "neither session was refused"
+        );
+        if let Some(i) = (0..2).find(|&i| both[i].try_wait().unwrap().is_some()) {
+            break i;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = both.remove(refused).wait_with_output().unwrap();
+    let mut winner = both.pop().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let holder_pid = winner.id();
+    assert!(
+        stderr.contains("another comfy-bisect session")
+            && stderr.contains(&format!("pid {holder_pid} on")),
+        "the refusal names the holder (pid {holder_pid}): {stderr}"
+    );
+    assert!(
+        winner.try_wait().unwrap().is_none(),
+        "the session that holds the lock runs on"
+    );
+    // The holder's lock file names its session as soon as the session exists.
+    let session_id = loop {
+        if runs.exists() && session_dirs(&runs).len() == 1 {
+            break only_session(&runs).1.session_id;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no session");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lock = comfy_bisect::session::lock::lock_path(&runs, &sim.url());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let holder = comfy_bisect::session::lock::read_holder(&lock).unwrap();
+        assert_eq!(holder.pid, holder_pid);
+        if holder.session_id == session_id {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lock still says {holder:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    winner.kill().unwrap();
+    winner.wait().unwrap();
 }

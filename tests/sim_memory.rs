@@ -280,20 +280,67 @@ async fn explicit_tiled_decode_can_still_fail_in_decode() {
     assert!(tb(&f).contains("decode_tiled_"));
 }
 
+/// The simulator's log lines (its `tracing` output, where it writes what ComfyUI prints to its
+/// console), collected for the whole test binary.
+fn sim_log() -> &'static std::sync::Mutex<Vec<u8>> {
+    static LOG: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
+        std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let log: &'static std::sync::Mutex<Vec<u8>> =
+            Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
+        struct Writer(&'static std::sync::Mutex<Vec<u8>>);
+        impl std::io::Write for Writer {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter("comfy_bisect::sim=info")
+            .with_ansi(false)
+            .with_writer(move || Writer(log))
+            .init();
+        log
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn core_vae_decode_retries_tiled_and_passes() {
+    let log = sim_log();
     let p = json!({
         "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
         "2": {"class_type": "EmptyLatentImage", "inputs": {"width": 2048, "height": 2048, "batch_size": 1}},
         "3": {"class_type": "VAEDecode", "inputs": {"samples": ["2", 0], "vae": ["1", 2]}},
         "4": {"class_type": "SaveImage", "inputs": {"images": ["3", 0], "filename_prefix": "big"}}
     });
+    // The whole frame does not fit on this card: 2048² × 4356 B (ComfyUI's estimate) ≈ 17 GiB.
+    let whole_frame = 2048u64 * 2048 * 4356;
+    assert!(whole_frame > 8 * GIB);
     let sim = sim(SimConfig::default().with_vram_gib(8)).await;
     let base = sim.base_url();
     let mut ws = Ws::connect(&base, "d").await;
     let (_, resp) = post_prompt(&base, &json!({"prompt": p, "client_id": "d"})).await;
     let msgs = ws.until_done(resp["prompt_id"].as_str().unwrap()).await;
     assert!(types(&msgs).contains(&"execution_success".to_string()));
+    // The decode node ran (not cached) and wrote the image.
+    assert!(msgs
+        .iter()
+        .any(|m| m["type"] == "executing" && m["data"]["node"] == "3"));
+    assert!(msgs
+        .iter()
+        .any(|m| m["type"] == "executed" && m["data"]["node"] == "4"));
+    // It got there by ComfyUI's fallback: the OOM of the regular decode, then tiles.
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    assert!(
+        text.lines().any(|l| l.contains("node=\"3\"")
+            && l.contains(
+                "Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding"
+            )),
+        "no tiled retry logged for node 3:\n{text}"
+    );
     sim.shutdown().await;
 }
 

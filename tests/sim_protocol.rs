@@ -403,3 +403,79 @@ async fn connections_stay_open_between_requests() {
     assert_eq!(n, 0);
     sim.shutdown().await;
 }
+
+/// The whole answer, byte for byte: aiohttp's status line, body and content type (none for the
+/// empty answers of the control routes, as captured; see the fixtures' README), its `Server`
+/// header, `Connection: close` when asked to close, and no `Date`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_byte_exact() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sim = sim(SimConfig::default()).await;
+    async fn exchange(addr: std::net::SocketAddr, request: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut answer),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no complete answer to {request:?}"))
+        .unwrap();
+        String::from_utf8(answer).unwrap()
+    }
+    const SERVER: &str = "Server: Python/3.11 aiohttp/3.14.5\r\n";
+    assert_eq!(
+        exchange(
+            sim.addr(),
+            "GET /api/nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .await,
+        format!(
+            "HTTP/1.1 404 Not Found\r\nConnection: close\r\n{SERVER}\
+             Content-Type: text/plain; charset=utf-8\r\nContent-Length: 14\r\n\r\n404: Not Found"
+        )
+    );
+    assert_eq!(
+        exchange(
+            sim.addr(),
+            "POST /free HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+        )
+        .await,
+        format!("HTTP/1.1 200 OK\r\nConnection: close\r\n{SERVER}Content-Length: 0\r\n\r\n")
+    );
+    assert_eq!(
+        exchange(
+            sim.addr(),
+            "GET /prompt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .await,
+        format!(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n{SERVER}\
+             Content-Type: application/json; charset=utf-8\r\nContent-Length: 35\r\n\r\n\
+             {{\"exec_info\":{{\"queue_remaining\":0}}}}"
+        )
+    );
+    // A plain GET on the socket route is refused the way aiohttp refuses it, and closed.
+    let refused = exchange(sim.addr(), "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(
+        refused.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .ends_with("No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only to \"WebSocket\"."),
+        "{refused}"
+    );
+    // A body over ComfyUI's upload limit is refused before it is read.
+    let big = exchange(
+        sim.addr(),
+        "POST /prompt HTTP/1.1\r\nHost: x\r\nContent-Length: 104857601\r\n\r\n",
+    )
+    .await;
+    assert!(
+        big.starts_with("HTTP/1.1 413 Payload Too Large\r\n"),
+        "{big}"
+    );
+    sim.shutdown().await;
+}

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Failing workflow(s), API format; several run one after another.
+    /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
+    /// the server's node definitions; every variant is also written as a UI workflow). Several
+    /// run one after another.
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
     #[command(flatten)]
@@ -79,6 +81,10 @@ pub struct SessionArgs {
     /// Run --restart-cmd before every run.
     #[arg(long, requires = "restart_cmd")]
     pub restart_each: bool,
+    /// Longest --restart-cmd run; past it the command and every process it started are killed
+    /// (its output is in the session's restart.log).
+    #[arg(long, default_value = "5m", value_name = "D", value_parser = crate::cli::common::parse_positive_duration)]
+    pub restart_timeout: Duration,
     /// Wait until this time before the first run: HH:MM (local) or RFC 3339.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
@@ -207,6 +213,7 @@ impl SessionArgs {
             wait_server_s: self.wait_server.as_secs(),
             restart_cmd: self.restart_cmd.clone(),
             restart_each: self.restart_each,
+            restart_timeout_s: self.restart_timeout.as_secs().max(1),
             deadline,
             start_at,
             models_dirs: self.models_dirs.clone(),
@@ -349,8 +356,12 @@ pub fn drive_session(
     };
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    let backend =
-        LiveBackend::new(rt.handle().clone(), client, cancel_rx).with_progress(progress.clone());
+    let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
+        .with_progress(progress.clone())
+        .with_restart(
+            Duration::from_secs(session.options.restart_timeout_s),
+            paths.dir.join(crate::session::restart::RESTART_LOG),
+        );
     let mut hooks = SessionHooks {
         progress: progress.clone(),
         report: ReportThrottle::default(),
@@ -502,7 +513,7 @@ pub fn start_session(
     quiet: bool,
 ) -> u8 {
     // One bisection per GPU: taken before anything is written.
-    let lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
+    let mut lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
         Ok(l) => l,
         Err(e) => {
             print_error(&e);
@@ -534,6 +545,10 @@ pub fn start_session(
                 return exit::FAILED;
             }
         };
+    // Whoever is refused from now on is told which session holds the server.
+    if let Err(e) = lock.set_session(&session.session_id) {
+        tracing::warn!("could not write the session id into the lock file: {e}");
+    }
     session.environment = Some(environment);
     for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
         if verdict.is_some() {

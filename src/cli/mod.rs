@@ -5,6 +5,7 @@
 
 pub mod bisect;
 pub mod common;
+pub mod completions;
 pub mod convert;
 pub mod demo;
 pub mod diagnose;
@@ -28,7 +29,8 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
-    /// ComfyUI server URL (http/https).
+    /// ComfyUI server URL (http/https) for validate, convert, submit, bisect and plan (resume
+    /// uses the session's server; the other commands need none).
     #[arg(
         long,
         global = true,
@@ -75,6 +77,8 @@ pub enum Command {
     Diagnose(diagnose::Args),
     /// Derive the minimal variant and the increment ladder back to the target.
     Plan(plan::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    Completions(completions::Args),
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -96,6 +100,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(args, &server),
+        Command::Completions(args) => completions::run(args),
     };
     ExitCode::from(code)
 }

@@ -17,11 +17,12 @@ pub struct Args {
     /// Simulated GPU memory (e.g. 24GiB, 12GB, 8192MiB).
     #[arg(long, default_value = "24GiB")]
     pub vram: String,
-    /// Simulated system RAM reported by /system_stats.
+    /// Simulated system RAM reported by /system_stats (a node whose images do not fit has the
+    /// server killed, as the OOM killer would).
     #[arg(long, default_value = "64GiB")]
     pub ram: String,
     /// Comma-separated faults: crash-mid-run, drop-socket, slow-history[=MS], prompt-500,
-    /// garbage-frames.
+    /// garbage-frames, socket-after-history.
     #[arg(long, default_value = "")]
     pub faults: String,
     /// Real seconds per simulated second (1 = real time; 0 = as fast as possible).

@@ -17,7 +17,8 @@ use std::time::Duration;
 /// Arguments of `submit`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Workflow file (API format, or a POST /prompt body `{"prompt": {...}}`).
+    /// Workflow file: API format, a POST /prompt body `{"prompt": {...}}`, or a UI workflow
+    /// (converted with the server's node definitions first).
     pub workflow: PathBuf,
     /// Longest run, counted from when the server starts executing it (e.g. 90s, 10m, 1h).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
@@ -78,6 +79,7 @@ pub fn run(args: Args, server: &str) -> u8 {
         request.stall_timeout = args.stall_timeout;
         request.sample_interval = Duration::from_millis(args.sample_ms);
         request.cancel = Some(cancel_rx);
+        request.server_process = crate::host::process::locate(&client.server_url()).into_request();
         let mut progress = Progress::new();
         let record = execute_with(&client, request, &mut progress).await;
         progress.finish();

@@ -518,21 +518,9 @@ fn redact_url_credentials(url: &str) -> String {
 }
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn base64(data: &[u8]) -> String {
@@ -589,6 +577,15 @@ mod tests {
             format!("Basic {}", base64(b"user:p@ss"))
         );
         assert!(!format!("{c:?}").contains("p@ss"));
+    }
+
+    #[test]
+    fn url_credentials_are_percent_decoded_as_utf8() {
+        let c = Client::new("http://us%C3%A9r:a%3Ab%25@host:1", ExtraHeaders::new()).unwrap();
+        assert_eq!(
+            c.headers.pairs()[0].1,
+            format!("Basic {}", base64("usér:a:b%".as_bytes()))
+        );
     }
 
     #[test]

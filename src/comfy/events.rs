@@ -173,6 +173,7 @@ pub struct EventTracker {
     terminal: Option<Terminal>,
     terminal_ms: Option<u64>,
     finished_ms: Option<u64>,
+    socket_ended: bool,
     blocked: Vec<ExecutionError>,
     counts: FrameCounts,
     sid: Option<String>,
@@ -193,6 +194,7 @@ impl EventTracker {
             terminal: None,
             terminal_ms: None,
             finished_ms: None,
+            socket_ended: false,
             blocked: Vec::new(),
             counts: FrameCounts::default(),
             sid: None,
@@ -281,6 +283,7 @@ impl EventTracker {
                         }
                         None => {
                             self.finish_current(at_ms);
+                            self.socket_ended = true;
                             if self.finished_ms.is_none() {
                                 self.finished_ms = Some(at_ms);
                                 out.push(TrackerEvent::Finished);
@@ -518,6 +521,12 @@ impl EventTracker {
         self.finished_ms.is_some()
     }
 
+    /// True once the socket itself sent `executing {node: null}` for our prompt: every frame
+    /// it had about the prompt has been fed (history settling the prompt does not count).
+    pub fn socket_ended(&self) -> bool {
+        self.socket_ended
+    }
+
     /// The terminal event, once known.
     pub fn terminal(&self) -> Option<&Terminal> {
         self.terminal.as_ref()
@@ -618,6 +627,30 @@ mod tests {
             3,
         );
         assert_eq!(ev, vec![TrackerEvent::Started]);
+    }
+
+    #[test]
+    fn only_the_socket_ends_the_socket() {
+        let mut t = EventTracker::new("p");
+        let entry: HistoryEntry = serde_json::from_value(serde_json::json!({
+            "prompt": [0, "p", {}, {}, []],
+            "outputs": {},
+            "status": {"status_str": "success", "completed": true, "messages": [
+                ["execution_start", {"prompt_id": "p", "timestamp": 1}],
+                ["execution_success", {"prompt_id": "p", "timestamp": 2}]
+            ]}
+        }))
+        .unwrap();
+        t.apply_history(&entry, 5);
+        assert!(t.is_finished() && !t.socket_ended());
+        t.feed_text(
+            &frame(
+                "executing",
+                serde_json::json!({"node": null, "prompt_id": "p"}),
+            ),
+            6,
+        );
+        assert!(t.socket_ended());
     }
 
     #[test]

@@ -146,6 +146,14 @@ pub struct Device {
     pub torch_vram_free: u64,
 }
 
+impl SystemInfo {
+    /// Host RAM in use (`ram_total − ram_free`; ComfyUI's `ram_free` is the memory available to
+    /// new allocations); None when the server did not report a total.
+    pub fn ram_used(&self) -> Option<u64> {
+        (self.ram_total > 0).then(|| self.ram_total.saturating_sub(self.ram_free))
+    }
+}
+
 impl Device {
     /// Device memory in use (total − free).
     pub fn used(&self) -> u64 {
@@ -582,6 +590,9 @@ mod tests {
         assert_eq!(d.kind, "cpu");
         assert_eq!(d.index, None);
         assert_eq!(d.used(), 25276502016 - 22838980608);
+        // Host RAM in use, from the system block (on --cpu the device numbers are the same).
+        assert_eq!(s.system.ram_used(), Some(25276502016 - 22838980608));
+        assert_eq!(SystemInfo::default().ram_used(), None);
         assert_eq!(s.system.comfyui_version, "0.3.64");
         assert!(s.system.argv.contains(&"--cpu".to_string()));
         assert!(s.system.extra.contains_key("embedded_python"));

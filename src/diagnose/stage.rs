@@ -424,13 +424,17 @@ pub(crate) fn resolve(
 
     // Progress: a console bar first (the last one before the failure; it proves the sampling
     // loop had started), else the timeline.
+    // A node in the run's timeline that never reported progress had started and finished no
+    // step (the same as a 0/1 `progress_state`).
     let prog = match signals.sampling_bar {
         Some((v, m)) => Some((prog_from(v, m, true), true)),
-        None => failing
-            .progress
-            .as_ref()
-            .filter(|p| p.max > 0)
-            .map(|p| (prog_from(p.value, p.max, false), false)),
+        None => failing.progress.as_ref().map(|p| {
+            if p.max > 0 {
+                (prog_from(p.value, p.max, false), false)
+            } else {
+                (Prog::NotStarted, false)
+            }
+        }),
     };
 
     use StageConfidence::{Certain, Likely};
@@ -837,6 +841,39 @@ mod tests {
         let v = verdict(&e, Kind::CudaOom, &signals);
         assert_eq!(v.stage, Stage::SampleFirst);
         assert_eq!(v.confidence, StageConfidence::Likely);
+    }
+
+    #[test]
+    fn a_timeline_node_without_progress_had_finished_no_step() {
+        let e = Evidence {
+            node_id: Some("3".into()),
+            node_type: Some("KSampler".into()),
+            exception_message: Some("CUDA out of memory.".into()),
+            traceback: vec![
+                r#"  File "/c/nodes.py", line 1, in sample"#.into(),
+                r#"  File "/c/comfy/k_diffusion/sampling.py", line 2, in sample_euler"#.into(),
+            ],
+            progress: vec![NodeProgress {
+                node_id: "3".into(),
+                class_type: Some("KSampler".into()),
+                value: 0,
+                max: 0,
+            }],
+            ..Evidence::default()
+        };
+        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::SampleFirst, "{}", v.evidence);
+        // Without the timeline entry, first and later step stay open.
+        let e = Evidence {
+            progress: vec![],
+            ..e
+        };
+        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        assert_eq!(v.stage, Stage::Unknown);
+        assert_eq!(
+            v.candidates,
+            vec![Stage::Unknown, Stage::SampleFirst, Stage::SampleMiddle]
+        );
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The hash cache (`runs/.hash-cache.json`): unchanged files are never read twice.
 //!
 //! An entry is keyed by the file's canonical path and is valid only while the file's size,
-//! modification time (ns) and inode are unchanged. The file is written atomically (temp file,
-//! fsync, rename); a corrupt or unreadable cache is reported as a warning and ignored.
+//! modification time (ns) and inode are unchanged. The file is written atomically
+//! ([`crate::atomic`]: temp file, fsync, rename); a corrupt or unreadable cache is reported as a warning and ignored.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -157,7 +157,7 @@ impl HashCache {
         };
         let mut bytes = serde_json::to_vec_pretty(&file)?;
         bytes.push(b'\n');
-        match write_atomically(&path, &bytes) {
+        match crate::atomic::write_atomic(&path, &bytes) {
             Ok(()) => {
                 self.dirty = false;
                 Ok(())
@@ -192,42 +192,6 @@ fn read_cache_file(path: &Path) -> Result<Option<BTreeMap<String, Entry>>, Strin
         ));
     }
     Ok(Some(file.files))
-}
-
-/// Temp file in the same directory, fsync, rename over `path`, fsync the directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
-    let name = path
-        .file_name()
-        .map_or_else(|| "hash-cache".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        uuid::Uuid::new_v4()
-    ));
-    let result = (|| -> anyhow::Result<()> {
-        let mut file =
-            File::create(&tmp).with_context(|| format!("creating '{}'", tmp.display()))?;
-        file.write_all(bytes)
-            .with_context(|| format!("writing '{}'", tmp.display()))?;
-        file.sync_all()
-            .with_context(|| format!("syncing '{}'", tmp.display()))?;
-        fs::rename(&tmp, path)
-            .with_context(|| format!("renaming '{}' to '{}'", tmp.display(), path.display()))?;
-        if let Ok(d) = File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -22,8 +22,6 @@ pub(crate) struct SecondPass {
     /// The nodes between them on the latent/image route (upscale, decode, scale, encode…),
     /// neither sampler included.
     pub route: IndexSet<String>,
-    /// True when the route goes through pixels (decode … encode), false for a latent upscale.
-    pub pixel: bool,
     /// The size (width, height in pixels) the second pass samples at, when known statically.
     pub size: Option<(i64, i64)>,
 }
@@ -157,7 +155,6 @@ pub(crate) fn second_passes(ctx: &Ctx) -> Vec<SecondPass> {
             first: first.to_string(),
             second: second.to_string(),
             route,
-            pixel: pixel && !latent_upscale,
             size,
         });
     }

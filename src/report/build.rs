@@ -684,6 +684,9 @@ fn row_for(
             peak_vram_mib: None,
             vram_samples: None,
             baseline_vram_mib: None,
+            peak_ram_mib: None,
+            peak_rss_mib: None,
+            peak_swap_mib: None,
             duration_s: None,
             cold: None,
             run_dir: None,
@@ -716,6 +719,9 @@ fn row_for(
         peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
         vram_samples: vram_samples(file),
         baseline_vram_mib: summary.and_then(|s| s.vram_baseline_mib),
+        peak_ram_mib: summary.and_then(|s| s.ram_peak_mib),
+        peak_rss_mib: summary.and_then(|s| s.rss_peak_mib),
+        peak_swap_mib: summary.and_then(|s| s.swap_peak_mib),
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
@@ -943,6 +949,7 @@ fn workflow_report(data: &SessionData, index: usize, job: &WorkflowJob) -> Workf
         vram: VramInfo {
             sample_interval_ms: sample_ms,
             total_mib,
+            ram_note: ram_note(job),
             note,
         },
         first_failure,
@@ -1030,6 +1037,70 @@ fn shell_word(s: &str) -> String {
     }
 }
 
+/// What the ladder's "Peak RAM", "Server RSS" and "Swap" are (None when no run sampled RAM).
+fn ram_note(job: &WorkflowJob) -> Option<String> {
+    let summaries: Vec<&crate::session::journal::RunSummary> = job
+        .runs
+        .iter()
+        .filter_map(|r| r.summary.as_ref())
+        .filter(|s| s.ram_peak_mib.is_some() || s.rss_peak_mib.is_some())
+        .collect();
+    if summaries.is_empty() {
+        return None;
+    }
+    let total = summaries
+        .iter()
+        .find_map(|s| s.ram_total_mib)
+        .map(|t| format!(" (of {:.1} GiB)", t / 1024.0))
+        .unwrap_or_default();
+    let mut note = format!(
+        "Peak RAM is the system RAM in use{total} (ram_total − ram_free of GET /system_stats, all processes), sampled with VRAM."
+    );
+    if summaries.iter().any(|s| s.rss_peak_mib.is_some()) {
+        note.push_str(" Server RSS is the server process's resident memory (VmRSS from /proc, or the kernel's high-water mark VmHWM when it rose during the run) and Swap its VmSwap: the server runs on this machine.");
+    } else {
+        note.push_str(" The server's own process was not sampled (it is not on this machine, or it was not found), so its RSS and swap are unknown.");
+    }
+    Some(note)
+}
+
+/// The host's side of a failing run: the kernel log's verdict and host-RAM peaks.
+fn host_evidence(file: Option<&RunFile>) -> (Option<crate::host::KernelEvidence>, Option<String>) {
+    let Some(f) = file else {
+        return (None, None);
+    };
+    let h = &f.record.host;
+    let gib = crate::host::human_bytes;
+    let mut parts = Vec::new();
+    if let Some(peak) = h.peak_ram_used_bytes {
+        parts.push(match h.ram_total_bytes {
+            Some(t) => format!("system RAM in use peaked at {} of {}", gib(peak), gib(t)),
+            None => format!("system RAM in use peaked at {}", gib(peak)),
+        });
+    }
+    if let (Some(p), Some(rss)) = (&h.process, h.peak_rss_bytes) {
+        parts.push(format!(
+            "the server process (pid {}) at {} resident",
+            p.pid,
+            gib(rss)
+        ));
+    }
+    if let Some(swap) = h.peak_swap_bytes.filter(|s| *s > 0) {
+        parts.push(format!("{} in swap", gib(swap)));
+    }
+    let text = (!parts.is_empty()).then(|| {
+        let mut t = parts.join(", ");
+        if let Some(first) = t.get(..1) {
+            t = first.to_uppercase() + &t[1..];
+        }
+        if h.pressure().is_some() {
+            t.push_str(": host-RAM pressure");
+        }
+        t + "."
+    });
+    (f.record.kernel.clone(), text)
+}
+
 fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
     let file = data.runs.get(&e.run_id);
     let d = diagnosis(e, file).unwrap_or_default();
@@ -1073,6 +1144,7 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         .as_ref()
         .map(|f| f.current_inputs.clone())
         .unwrap_or_default();
+    let (kernel, host_ram) = host_evidence(file);
     Evidence {
         step: e.step,
         increment: e.increment.clone(),
@@ -1096,6 +1168,10 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         traceback: full.map(|f| f.traceback).unwrap_or_default(),
         current_inputs,
         detail,
+        oom_kill: kernel.as_ref().and_then(|k| k.oom_kill.clone()),
+        kernel_log: kernel.as_ref().map(|k| k.note.clone()),
+        kernel_lines: kernel.map(|k| k.lines).unwrap_or_default(),
+        host_ram,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Mermaid `xychart-beta` charts (GitHub renders them in Markdown): peak VRAM per ladder step
-//! as bars, with the card's total as a reference line.
+//! as bars, peak RAM as a line over them, with the card's total as a reference line.
 
 /// One bar: its x-axis label and value (None = no sample; drawn as 0).
 #[derive(Debug, Clone, PartialEq)]
@@ -18,11 +18,24 @@ pub fn bar_chart(
     bars: &[Bar],
     reference: Option<f64>,
 ) -> Option<String> {
+    bar_line_chart(title, y_label, bars, &[], reference)
+}
+
+/// Like [`bar_chart`], with a second series drawn as a line over the bars (one value per bar,
+/// None drawn as 0; empty = no such line), before the reference line.
+pub fn bar_line_chart(
+    title: &str,
+    y_label: &str,
+    bars: &[Bar],
+    line: &[Option<f64>],
+    reference: Option<f64>,
+) -> Option<String> {
     let max_bar = bars.iter().filter_map(|b| b.value).fold(f64::NAN, f64::max);
     if max_bar.is_nan() {
         return None;
     }
-    let top = reference.unwrap_or(0.0).max(max_bar);
+    let max_line = line.iter().flatten().fold(0.0, |a: f64, b| a.max(*b));
+    let top = reference.unwrap_or(0.0).max(max_bar).max(max_line);
     let top = nice_ceiling(top * 1.05);
     let labels: Vec<String> = bars.iter().map(|b| quote(&b.label)).collect();
     let values: Vec<String> = bars
@@ -38,6 +51,10 @@ pub fn bar_chart(
         number(top)
     ));
     out.push_str(&format!("    bar [{}]\n", values.join(", ")));
+    if !line.is_empty() {
+        let values: Vec<String> = line.iter().map(|v| number(v.unwrap_or(0.0))).collect();
+        out.push_str(&format!("    line [{}]\n", values.join(", ")));
+    }
     if let Some(r) = reference {
         let line: Vec<String> = bars.iter().map(|_| number(r)).collect();
         out.push_str(&format!("    line [{}]\n", line.join(", ")));
@@ -105,6 +122,33 @@ mod tests {
         assert!(c.contains("line [8192, 8192, 8192]"));
         assert!(c.contains("y-axis \"MiB\" 0 --> 8800"));
         assert!(c.ends_with("```\n"));
+    }
+
+    #[test]
+    fn a_second_series_is_a_line_before_the_reference_and_raises_the_axis() {
+        let bars = vec![
+            Bar {
+                label: "0 minimal".into(),
+                value: Some(1500.0),
+            },
+            Bar {
+                label: "1 upscale".into(),
+                value: Some(2000.0),
+            },
+        ];
+        let c = bar_line_chart(
+            "t",
+            "MiB",
+            &bars,
+            &[Some(3000.0), Some(23552.0)],
+            Some(8192.0),
+        )
+        .unwrap();
+        let bar = c.find("bar [1500, 2000]").unwrap();
+        let ram = c.find("line [3000, 23552]").unwrap();
+        let total = c.find("line [8192, 8192]").unwrap();
+        assert!(bar < ram && ram < total, "{c}");
+        assert!(c.contains("y-axis \"MiB\" 0 --> 26000"), "{c}");
     }
 
     #[test]

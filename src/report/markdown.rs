@@ -1,6 +1,6 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
-use super::chart::{bar_chart, Bar};
+use super::chart::{bar_line_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
@@ -474,7 +474,13 @@ fn size(bytes: u64) -> String {
 
 fn ladder(w: &WorkflowReport, level: usize) -> String {
     let mut out = heading(level, "Ladder");
-    let mut t = Table::new(&[
+    let ram = w.ladder.iter().any(|r| r.peak_ram_mib.is_some());
+    let rss = w.ladder.iter().any(|r| r.peak_rss_mib.is_some());
+    let swap = w
+        .ladder
+        .iter()
+        .any(|r| r.peak_swap_mib.is_some_and(|s| s > 0.0));
+    let mut headers = vec![
         "Step",
         "Increment",
         "What changed",
@@ -483,17 +489,43 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         "Stage",
         "Failing node",
         "Peak VRAM",
-        "Duration",
-    ])
-    .right(0)
-    .right(7)
-    .right(8);
+    ];
+    if ram {
+        headers.push("Peak RAM");
+    }
+    if rss {
+        headers.push("Server RSS");
+    }
+    if swap {
+        headers.push("Swap");
+    }
+    headers.push("Duration");
+    let mut t = Table::new(&headers).right(0);
+    for col in 7..headers.len() {
+        t = t.right(col);
+    }
     for r in &w.ladder {
-        t.row(ladder_cells(r, w));
+        let mut cells = ladder_cells(r, w);
+        let duration = cells.pop().unwrap_or_default();
+        if ram {
+            cells.push(r.peak_ram_mib.map(mib).unwrap_or_else(|| DASH.into()));
+        }
+        if rss {
+            cells.push(r.peak_rss_mib.map(mib).unwrap_or_else(|| DASH.into()));
+        }
+        if swap {
+            cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
+        }
+        cells.push(duration);
+        t.row(cells);
     }
     out.push_str(&t.render());
     out.push('\n');
     out.push_str(&text(&w.vram.note));
+    if let Some(note) = &w.vram.ram_note {
+        out.push(' ');
+        out.push_str(&text(note));
+    }
     out.push_str("\n\n");
     let bars: Vec<Bar> = w
         .ladder
@@ -503,15 +535,26 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
             value: r.peak_vram_mib,
         })
         .collect();
-    let title = match w.vram.sample_interval_ms {
-        Some(ms) => format!("Peak VRAM per step (MiB, sampled every {ms} ms)"),
-        None => "Peak VRAM per step (MiB)".to_string(),
+    let what = if ram {
+        "Peak VRAM and RAM"
+    } else {
+        "Peak VRAM"
     };
-    if let Some(chart) = bar_chart(&title, "MiB", &bars, w.vram.total_mib) {
+    let title = match w.vram.sample_interval_ms {
+        Some(ms) => format!("{what} per step (MiB, sampled every {ms} ms)"),
+        None => format!("{what} per step (MiB)"),
+    };
+    let ram_line: Vec<Option<f64>> = w.ladder.iter().map(|r| r.peak_ram_mib).collect();
+    let ram_line: &[Option<f64>] = if ram { &ram_line } else { &[] };
+    if let Some(chart) = bar_line_chart(&title, "MiB", &bars, ram_line, w.vram.total_mib) {
         out.push_str(&chart);
         let mut caption = String::from("Bars: peak VRAM of each step's run");
+        if ram {
+            caption.push_str("; first line: peak RAM of each step's run");
+        }
         if let Some(total) = w.vram.total_mib {
-            caption.push_str(&format!("; line: the card's total ({})", mib(total)));
+            let which = if ram { "second line" } else { "line" };
+            caption.push_str(&format!("; {which}: the card's total ({})", mib(total)));
         }
         if w.ladder.iter().any(|r| r.peak_vram_mib.is_none()) {
             caption.push_str("; steps without a sample are drawn as 0");
@@ -660,6 +703,17 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
     if let Some(d) = &e.detail {
         lines.push(format!("- What happened: {}", text_with_code(d)));
     }
+    match (&e.oom_kill, &e.kernel_log) {
+        (Some(k), _) => lines.push(format!(
+            "- Killed by the kernel's OOM killer: {}",
+            text(&k.summary())
+        )),
+        (None, Some(note)) => lines.push(format!("- Kernel log: {}", text_with_code(note))),
+        _ => {}
+    }
+    if let Some(h) = &e.host_ram {
+        lines.push(format!("- Host RAM: {}", text(h)));
+    }
     out.push_str(&lines.join("\n"));
     out.push_str("\n\n");
     if let Some(t) = &e.exception_type {
@@ -693,6 +747,13 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
         if !e.numbers_notes.is_empty() {
             out.push('\n');
         }
+    }
+    if !e.kernel_lines.is_empty() {
+        out.push_str(&details(
+            "Kernel log (OOM killer lines of the run's window)",
+            &fence("text", &e.kernel_lines.join("\n")),
+        ));
+        out.push('\n');
     }
     if !e.traceback.is_empty() {
         let body = e

@@ -340,6 +340,15 @@ pub struct LadderRow {
     /// Device memory already in use before the run (after `/free` and the settle), MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_vram_mib: Option<f64>,
+    /// Peak system RAM in use in MiB (`ram_total − ram_free`, sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_ram_mib: Option<f64>,
+    /// Peak resident memory of the server process in MiB (a server on this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_mib: Option<f64>,
+    /// Peak swap of the local server process in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_swap_mib: Option<f64>,
     /// Wall time from submission to the terminal event, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
@@ -375,6 +384,9 @@ pub struct VramInfo {
     /// The device's total memory in MiB (the chart's reference line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_mib: Option<f64>,
+    /// What "Peak RAM", "Server RSS" and "Swap" are, in words (None when no run sampled RAM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_note: Option<String>,
     /// What the numbers mean and miss, in words.
     pub note: String,
 }
@@ -499,6 +511,18 @@ pub struct Evidence {
     /// What happened when there is no exception (server lost, timeout, rejection), in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The kernel's OOM kill of the server, as its log printed it (a lost local server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kill: Option<crate::host::OomKill>,
+    /// What the kernel log of the run's window showed, or why it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<String>,
+    /// The kernel log's OOM-killer lines (also in the run folder's `kernel-oom.log`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_lines: Vec<String>,
+    /// Host RAM during the run: peaks, and the pressure when it came close to the total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_ram: Option<String>,
 }
 
 /// What to check next for the failure's stage.

@@ -590,10 +590,18 @@ mod tests {
     }
 
     #[test]
-    fn redaction_is_idempotent() {
-        let once = redact_text(
-            "http://10.1.2.3:8188 /home/alice C:\\Users\\bob\\x sk-aaaaaaaaaaaaaaaaaaaa",
+    fn redaction_replaces_each_secret_once_and_is_idempotent() {
+        let raw = "http://10.1.2.3:8188 /home/alice C:\\Users\\bob\\x sk-aaaaaaaaaaaaaaaaaaaa";
+        let once = redact_text(raw);
+        // Each kind of private text is replaced by its placeholder (an identity function fails).
+        for private in ["10.1.2.3", "alice", "bob", "sk-aaaa"] {
+            assert!(!once.contains(private), "{private} left in {once:?}");
+        }
+        assert_eq!(
+            once,
+            format!("http://{IP}:8188 /home/{USER} C:\\Users\\{USER}\\x {SECRET}")
         );
+        // Redacting again changes nothing (placeholders are not redacted into something else).
         assert_eq!(redact_text(&once), once);
     }
 }

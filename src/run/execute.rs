@@ -15,6 +15,7 @@ use crate::comfy::protocol::{
     PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
+use crate::host::{HostReport, HostSample, ServerProcess};
 use crate::workflow::Workflow;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
@@ -51,6 +52,9 @@ pub struct RunRequest {
     pub settle: Duration,
     /// Set to `true` to cancel (Ctrl-C): our prompt alone is interrupted or dequeued.
     pub cancel: Option<watch::Receiver<bool>>,
+    /// The server's process when it runs on this machine (its RSS and swap are sampled), or why
+    /// it was not found; None for a remote server.
+    pub server_process: Option<Result<ServerProcess, String>>,
 }
 
 impl RunRequest {
@@ -70,6 +74,7 @@ impl RunRequest {
             interrupt_grace: Duration::from_secs(30),
             settle: Duration::from_millis(300),
             cancel: None,
+            server_process: None,
         }
     }
 }
@@ -89,6 +94,10 @@ pub async fn execute_with(
 }
 
 type PendingHttp = Arc<Mutex<Vec<(u64, HttpExchange)>>>;
+
+/// How long the socket may take to deliver the rest of a prompt's frames once `/history` has
+/// its entry (the frames are on their way by then; this bounds a socket that went silent).
+const SOCKET_DRAIN: Duration = Duration::from_secs(5);
 
 /// How the follow loop ended.
 enum End {
@@ -172,6 +181,8 @@ impl<'a> Runner<'a> {
 
     async fn go(mut self) -> RunRecord {
         let started_at = now_rfc3339();
+        let pid = self.server_pid();
+        let mem_before = pid.and_then(crate::host::process::memory);
         let outcome = self.drive().await;
         // The socket is closed in the background (nobody waits for the server's close reply);
         // the last stats (unless fetched with the history already) and the sampler's series are
@@ -181,15 +192,17 @@ impl<'a> Runner<'a> {
         }
         let want_stats = !self.stats_after_tried && !matches!(outcome, Outcome::ServerLost(_));
         let sampler = self.sampler.take();
-        let (stats_after, (mut samples, failed)) =
-            tokio::join!(self.stats_after_fetch(want_stats), async {
-                match sampler {
-                    Some(s) => s.stop().await,
-                    None => (Vec::new(), 0),
-                }
-            });
+        let (stats_after, series) = tokio::join!(self.stats_after_fetch(want_stats), async {
+            match sampler {
+                Some(s) => s.stop().await,
+                None => Default::default(),
+            }
+        });
+        let mem_after = pid.and_then(crate::host::process::memory);
         self.keep_stats_after(stats_after);
         self.flush_http();
+        let (mut samples, failed) = (series.vram, series.failed);
+        let host = self.host_report(series.host, (mem_before, mem_after));
         for (stats, t_ms) in [(&self.stats_before, 0), (&self.stats_after, self.ms())] {
             if let Some(d) = stats.as_ref().and_then(SystemStats::primary) {
                 samples.push(VramSample {
@@ -244,6 +257,8 @@ impl<'a> Runner<'a> {
             cached_nodes: self.tracker.cached().to_vec(),
             timeline,
             vram,
+            host,
+            kernel: None,
             system_stats_before: self.stats_before,
             system_stats_after: self.stats_after,
             vram_baseline_bytes: self.baseline,
@@ -253,6 +268,90 @@ impl<'a> Runner<'a> {
         };
         record.attach_diagnosis();
         record
+    }
+
+    /// The local server's pid, when known.
+    fn server_pid(&self) -> Option<u32> {
+        match &self.req.server_process {
+            Some(Ok(p)) => Some(p.pid),
+            _ => None,
+        }
+    }
+
+    /// System RAM and the server process's memory over the run: the sampler's series with the
+    /// readings before and after the run at its ends.
+    fn host_report(
+        &self,
+        mut samples: Vec<HostSample>,
+        (before, after): (
+            Option<crate::host::ProcessMemory>,
+            Option<crate::host::ProcessMemory>,
+        ),
+    ) -> HostReport {
+        let pid = self.server_pid();
+        for (stats, mem, t_ms) in [
+            (&self.stats_before, before, 0),
+            (&self.stats_after, after, self.ms()),
+        ] {
+            let ram = stats.as_ref().and_then(|s| s.system.ram_used());
+            if ram.is_some() || pid.is_some() {
+                samples.push(HostSample {
+                    t_ms,
+                    ram_used_bytes: ram,
+                    rss_bytes: mem.map(|m| m.rss_bytes),
+                    swap_bytes: mem.map(|m| m.swap_bytes),
+                });
+            }
+        }
+        samples.sort_by_key(|s| s.t_ms);
+        let gone = pid.and_then(|_| {
+            samples
+                .iter()
+                .find(|s| s.rss_bytes.is_none())
+                .map(|s| s.t_ms)
+        });
+        let ram_total = self
+            .stats_before
+            .as_ref()
+            .or(self.stats_after.as_ref())
+            .map(|s| s.system.ram_total)
+            .filter(|t| *t > 0);
+        let interval = self.req.sample_interval.as_millis();
+        let (process, note) = match &self.req.server_process {
+            Some(Ok(p)) => (
+                Some(p.clone()),
+                format!(
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) and the server \
+                     process {} ({})'s VmRSS/VmSwap from /proc, every {interval} ms; peak RSS is \
+                     the kernel's high-water mark (VmHWM) when it rose during the run",
+                    p.pid, p.name
+                ),
+            ),
+            Some(Err(why)) => (
+                None,
+                format!(
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) every \
+                     {interval} ms; the server is on this machine but its process was not \
+                     sampled: {why}"
+                ),
+            ),
+            None => (
+                None,
+                format!(
+                    "system RAM in use (ram_total − ram_free of GET /system_stats) every \
+                     {interval} ms; the server's process was not sampled (the server is not on \
+                     this machine, or it was not looked up)"
+                ),
+            ),
+        };
+        HostReport::from_samples(
+            samples,
+            ram_total,
+            process,
+            (before.map(|m| m.hwm_bytes), after.map(|m| m.hwm_bytes)),
+            gone,
+            note,
+        )
     }
 
     /// `GET /system_stats` for after the run, on a copy of the client so it can run alongside
@@ -345,6 +444,7 @@ impl<'a> Runner<'a> {
             &self.plain,
             self.req.sample_interval,
             self.t0,
+            self.server_pid(),
         ));
         if let Err(outcome) = self.submit().await {
             return outcome;
@@ -832,6 +932,10 @@ impl<'a> Runner<'a> {
                             QueuePosition::Absent => {
                                 match self.client.history(&self.prompt_id).await {
                                     Ok(Some(entry)) => {
+                                        // History can answer before the frames the socket
+                                        // already carries were read: read them first, so the
+                                        // progress they hold is in the timeline.
+                                        self.drain_socket().await;
                                         let t = self.ms();
                                         if let Some(n) = self.tracker.apply_history(&entry, t) {
                                             self.warn(n);
@@ -927,6 +1031,41 @@ impl<'a> Runner<'a> {
         });
         self.flush_http();
         removed
+    }
+
+    /// Reads our socket until it sends `executing {node: null}` for our prompt (or closes, or
+    /// [`SOCKET_DRAIN`] passes). Called when `/history` says the prompt is over while the
+    /// socket has not said so yet: the server writes the history entry before its last frames
+    /// go out, and frames received but not yet read would otherwise never reach the timeline,
+    /// so the stage would depend on which of the two answered first. Only the first socket
+    /// (the one named in `client_id`) gets our prompt's frames; after a reconnect there is
+    /// nothing to wait for.
+    async fn drain_socket(&mut self) {
+        if self.tracker.socket_ended() || self.raw.client_ids.len() != 1 {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + SOCKET_DRAIN;
+        while !self.tracker.socket_ended() {
+            let Some(sock) = self.sock.as_mut() else {
+                return;
+            };
+            match tokio::time::timeout_at(deadline, sock.next_frame()).await {
+                Ok(frame) => {
+                    let closed = matches!(frame, WsFrame::Closed(_));
+                    self.handle_frame(frame);
+                    if closed {
+                        self.sock = None;
+                    }
+                }
+                Err(_) => {
+                    self.warn(format!(
+                        "/history says the prompt is over, but the socket did not end it within                          {}s; its remaining frames (step progress) may be missing",
+                        SOCKET_DRAIN.as_secs()
+                    ));
+                    return;
+                }
+            }
+        }
     }
 
     /// Fetches `/history/{id}` with backoff (it can lag the socket) and merges it.

@@ -361,6 +361,12 @@ pub struct RunRecord {
     /// Device memory.
     #[serde(default)]
     pub vram: VramReport,
+    /// System RAM and, for a server on this machine, its process's RSS and swap.
+    #[serde(default)]
+    pub host: crate::host::HostReport,
+    /// The kernel log of the run's window, read when a local server was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::host::KernelEvidence>,
     /// `/system_stats` before the run.
     #[serde(default)]
     pub system_stats_before: Option<SystemStats>,
@@ -445,8 +451,75 @@ impl RunRecord {
         if self.outcome == OutcomeKind::Passed {
             return;
         }
-        let diagnosis = crate::diagnose::diagnose(&self.evidence());
+        let mut diagnosis = crate::diagnose::diagnose(&self.evidence());
+        self.annotate_diagnosis(&mut diagnosis);
         self.diagnosis = serde_json::to_value(diagnosis).ok();
+    }
+
+    /// Adds the host's evidence to a diagnosis of this run: the kernel's OOM kill of a lost
+    /// server with its figures (kind `process_killed`, by the OOM killer), or, without one, that
+    /// the server process died with the cause unknown (and whether the kernel log could be read);
+    /// and host-RAM pressure when the samples show it. The root cause stays unknown.
+    pub fn annotate_diagnosis(&self, d: &mut crate::diagnose::Diagnosis) {
+        use crate::diagnose::Kind;
+        if self.outcome == OutcomeKind::ServerLost {
+            if let (Some(p), Some(ms)) = (&self.host.process, self.host.process_gone_ms) {
+                d.kind_evidence.push_str(&format!(
+                    " The server process (pid {}, {}) was gone {:.1} s into the run.",
+                    p.pid,
+                    p.name,
+                    ms as f64 / 1000.0
+                ));
+            }
+        }
+        if let Some(k) = &self.kernel {
+            match &k.oom_kill {
+                Some(kill) => {
+                    d.kind = Kind::ProcessKilled;
+                    let line = k
+                        .lines
+                        .iter()
+                        .find(|l| l.contains("Killed process"))
+                        .map(|l| format!(" Kernel log: \"{}\"", l.trim()))
+                        .unwrap_or_default();
+                    d.kind_evidence = format!(
+                        "The kernel's OOM killer killed the server process: {}.{line}",
+                        kill.summary()
+                    );
+                    d.next_check
+                        .retain(|c| !c.starts_with("Check the kernel log (`dmesg"));
+                    let check = if kill.constraint.as_deref() == Some("CONSTRAINT_MEMCG")
+                        || kill.cgroup_limit
+                    {
+                        format!(
+                            "The kill was a cgroup memory limit ({}), not the whole machine: check the limit of the container or service (MemoryMax, docker --memory) against the anon-rss the server reached.",
+                            kill.cgroup.as_deref().unwrap_or("the server's cgroup")
+                        )
+                    } else {
+                        "The machine's RAM and swap ran out: compare the server's anon-rss with system RAM, see what else held RAM, and whether the server's RAM grows from run to run.".to_string()
+                    };
+                    d.next_check.insert(0, check);
+                }
+                None => {
+                    d.kind_evidence.push_str(&format!(" {}.", k.note));
+                    if k.source.is_some() {
+                        // Already read: no point in telling the user to read it.
+                        d.next_check
+                            .retain(|c| !c.starts_with("Check the kernel log (`dmesg"));
+                        d.next_check.insert(0, "The kernel log has no OOM-killer line for the server: look at the end of the server's own console output (a native crash, an abort, a supervisor that stopped it) and compare the server's RAM with system RAM and swap.".into());
+                    }
+                }
+            }
+        }
+        if let Some(pressure) = self.host.pressure() {
+            if d.kind.is_memory() || d.kind == Kind::Timeout {
+                d.kind_evidence.push_str(&format!(" {pressure}"));
+                d.candidates.insert(
+                    0,
+                    "system RAM (not VRAM) ran short: host-RAM pressure was measured during this run".into(),
+                );
+            }
+        }
     }
 }
 
@@ -483,6 +556,92 @@ mod tests {
         let v = e.current_inputs["samples"][0].as_str().unwrap();
         assert!(v.ends_with("[5000 characters]") && v.len() < 400);
         assert_eq!(e.current_inputs["samples"][1], "short");
+    }
+
+    /// A server-lost record whose kernel log of the window had `lines` (written from the kernel's
+    /// published formats; the numbers are made up).
+    fn lost_with_kernel_lines(lines: &[&str], pid: u32) -> RunRecord {
+        let (outcome, error) = Outcome::ServerLost(ServerLostInfo {
+            reason: "connection refused".into(),
+            submitted: true,
+            last_node: None,
+        })
+        .into_parts();
+        let mut record: RunRecord = serde_json::from_value(serde_json::json!({
+            "run_id": "r", "prompt_id": "r", "workflow_sha256": "h",
+            "server": "http://127.0.0.1:8188", "started_at": "", "finished_at": "",
+            "duration_ms": 1, "cold": true, "outcome": "server_lost",
+        }))
+        .unwrap();
+        record.outcome = outcome;
+        record.error = error;
+        let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        record.kernel = Some(crate::host::KernelEvidence::from_lines(
+            "journalctl -k".into(),
+            "a".into(),
+            "b".into(),
+            Some(pid),
+            &lines,
+        ));
+        record.attach_diagnosis();
+        record
+    }
+
+    #[test]
+    fn a_kernel_oom_kill_makes_the_diagnosis_name_the_oom_killer_with_its_figures() {
+        let r = lost_with_kernel_lines(
+            &[
+                "2026-12-01T03:12:44+0000 vm kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/user.slice,task=python3,pid=4414,uid=1000",
+                "2026-12-01T03:12:44+0000 vm kernel: Out of memory: Killed process 4414 (python3) total-vm:34439708kB, anon-rss:18988872kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:40000kB oom_score_adj:0",
+            ],
+            4414,
+        );
+        let d = r.diagnosis.as_ref().unwrap();
+        assert_eq!(d["kind"], "process_killed");
+        let why = d["kind_evidence"].as_str().unwrap();
+        assert!(
+            why.starts_with("The kernel's OOM killer killed the server process: pid 4414 (python3), total-vm 32.8 GiB, anon-rss 18.1 GiB"),
+            "{why}"
+        );
+        assert!(why.contains("constraint CONSTRAINT_NONE"), "{why}");
+        assert!(why.contains("Kernel log: \"2026-12-01T03:12:44+0000 vm kernel: Out of memory"));
+        let first = d["next_check"][0].as_str().unwrap();
+        assert!(
+            first.starts_with("The machine's RAM and swap ran out"),
+            "{first}"
+        );
+        assert_eq!(d["root_cause"], "unknown");
+        // A cgroup limit points at the limit instead.
+        let r = lost_with_kernel_lines(
+            &["[ 88.1] Memory cgroup out of memory: Killed process 77 (python3) total-vm:2097152kB, anon-rss:1048576kB, file-rss:0kB, shmem-rss:0kB"],
+            77,
+        );
+        let first = r.diagnosis.as_ref().unwrap()["next_check"][0]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            first.starts_with("The kill was a cgroup memory limit"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn without_an_oom_line_the_server_process_died_cause_unknown() {
+        let r = lost_with_kernel_lines(&["[ 1.0] usb 1-1: new high-speed USB device"], 4414);
+        let d = r.diagnosis.as_ref().unwrap();
+        assert_eq!(d["kind"], "process_killed");
+        let why = d["kind_evidence"].as_str().unwrap();
+        assert!(
+            why.contains("the cause is not proven to be memory"),
+            "{why}"
+        );
+        assert!(why.contains("no OOM-killer line for pid 4414"), "{why}");
+        assert!(
+            why.contains("the server process died, cause unknown"),
+            "{why}"
+        );
+        assert!(!why.contains("OOM killer killed"), "{why}");
     }
 
     #[test]
@@ -524,6 +683,8 @@ mod tests {
                 stats.primary(),
                 0,
             ),
+            host: Default::default(),
+            kernel: None,
             system_stats_before: Some(stats.clone()),
             system_stats_after: None,
             vram_baseline_bytes: None,

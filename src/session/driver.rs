@@ -8,9 +8,9 @@ use super::decide::{decide_in, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
-    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionRenderer,
-    SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
-    RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
+    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason,
+    SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    SESSION_SCHEMA_VERSION,
 };
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
@@ -129,8 +129,6 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     hash_cache: Option<HashCache>,
     /// Fsyncs of journal writes still running; waited for before every submission.
     durable: SyncBehind,
-    /// Renders `session.json`, reusing unchanged run entries.
-    renderer: SessionRenderer,
     /// Fingerprint id of the environment the next run happens in (the last one taken).
     env_now: Option<String>,
 }
@@ -159,7 +157,6 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             stop: Arc::new(AtomicBool::new(false)),
             hash_cache,
             durable: SyncBehind::default(),
-            renderer: SessionRenderer::default(),
             env_now: None,
         }
     }
@@ -181,8 +178,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     fn save(&mut self) -> DriveResult {
-        self.session
-            .save_behind(&self.paths, &mut self.durable, &mut self.renderer)
+        self.session.save_behind(&self.paths, &mut self.durable)
     }
 
     fn saved(&mut self) -> DriveResult {

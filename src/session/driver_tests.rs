@@ -246,7 +246,7 @@ fn drive(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> Sessi
         "drive() returns with every fsync done"
     );
     let loaded = SessionFile::load(paths).unwrap();
-    // The renderer wrote exactly what serde writes.
+    // session.json is serde's pretty JSON of the journal.
     let mut expected = serde_json::to_vec_pretty(&loaded).unwrap();
     expected.push(b'\n');
     assert_eq!(

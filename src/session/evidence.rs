@@ -100,7 +100,9 @@ pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagno
             evidence.node_type = s.last_node.as_deref().and_then(class_of);
         }
     }
-    Some(diagnose::diagnose(&evidence))
+    let mut diagnosis = diagnose::diagnose(&evidence);
+    record.annotate_diagnosis(&mut diagnosis);
+    Some(diagnosis)
 }
 
 /// The ladder-table numbers of a run.
@@ -120,6 +122,10 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
         vram_sample_ms: (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
         vram_total_mib: record.vram.total_bytes.map(|b| b as f64 / MIB),
         vram_baseline_mib: record.vram_baseline_bytes.map(|b| b as f64 / MIB),
+        ram_peak_mib: record.host.peak_ram_used_bytes.map(|b| b as f64 / MIB),
+        rss_peak_mib: record.host.peak_rss_bytes.map(|b| b as f64 / MIB),
+        swap_peak_mib: record.host.peak_swap_bytes.map(|b| b as f64 / MIB),
+        ram_total_mib: record.host.ram_total_bytes.map(|b| b as f64 / MIB),
         cold: record.cold,
         last_node,
         stage: diagnosis.map(|d| d.stage.as_str().to_string()),
@@ -159,6 +165,8 @@ pub fn bare_record(
         cached_nodes: vec![],
         timeline: vec![],
         vram: VramReport::from_samples(vec![], 0, None, 0),
+        host: Default::default(),
+        kernel: None,
         system_stats_before: None,
         system_stats_after: None,
         vram_baseline_bytes: None,

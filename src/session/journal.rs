@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Version of the `session.json` layout; bumped on incompatible changes.
@@ -116,6 +115,9 @@ pub struct SessionOptions {
     pub restart_cmd: Option<String>,
     /// `--restart-each`: run the restart command before every run.
     pub restart_each: bool,
+    /// `--restart-timeout`, seconds: a restart command running longer is killed.
+    #[serde(default = "default_restart_timeout_s")]
+    pub restart_timeout_s: u64,
     /// `--deadline`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
@@ -144,6 +146,10 @@ fn default_confirm_crashes() -> u32 {
     DEFAULT_CONFIRM_CRASHES
 }
 
+fn default_restart_timeout_s() -> u64 {
+    super::restart::DEFAULT_RESTART_TIMEOUT.as_secs()
+}
+
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
@@ -156,6 +162,7 @@ impl Default for SessionOptions {
             wait_server_s: 600,
             restart_cmd: None,
             restart_each: false,
+            restart_timeout_s: default_restart_timeout_s(),
             deadline: None,
             start_at: None,
             models_dirs: Vec::new(),
@@ -527,6 +534,18 @@ pub struct RunSummary {
     /// Device memory already in use before the run (after `/free` and the settle), MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_baseline_mib: Option<f64>,
+    /// Peak system RAM in use (sampled `ram_total − ram_free`), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_peak_mib: Option<f64>,
+    /// Peak resident memory of the server process (local server only), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_peak_mib: Option<f64>,
+    /// Peak swap of the local server process, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_peak_mib: Option<f64>,
+    /// The machine's total RAM, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_total_mib: Option<f64>,
     /// Models and memory were freed before the run.
     pub cold: bool,
     /// The last node that ran (or the failing one).
@@ -799,41 +818,20 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> J
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, and an
-/// fsync of the folder so the rename itself survives a crash.
+/// Writes `bytes` to `path` atomically (see [`crate::atomic`]): a temp file in the same folder,
+/// fsync, rename, and an fsync of the folder so the rename itself survives a crash.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-    let (_, dir) = replace_file(path, bytes, true)?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::atomic::write_atomic(path, bytes).map_err(JournalError::from)
 }
 
-/// Writes `bytes` to a temp file beside `path` (fsynced first when `sync`) and renames it over
-/// `path`; the written file (still open) and its folder.
-fn replace_file(
-    path: &Path,
-    bytes: &[u8],
-    sync: bool,
-) -> Result<(fs::File, PathBuf), JournalError> {
-    let dir = path
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .to_path_buf();
-    fs::create_dir_all(&dir).map_err(io_err("cannot create folder", &dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut file = fs::File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-    file.write_all(bytes)
-        .map_err(io_err("cannot write", &tmp))?;
-    if sync {
-        file.sync_all().map_err(io_err("cannot fsync", &tmp))?;
+impl From<crate::atomic::AtomicWriteError> for JournalError {
+    fn from(e: crate::atomic::AtomicWriteError) -> JournalError {
+        JournalError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        }
     }
-    fs::rename(&tmp, path).map_err(io_err("cannot rename temp file to", path))?;
-    Ok((file, dir))
 }
 
 /// Writes pretty JSON atomically.
@@ -866,7 +864,7 @@ pub struct SyncBehind {
 impl SyncBehind {
     /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
     pub fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
-        let (file, dir) = replace_file(path, bytes, false)?;
+        let (file, dir) = crate::atomic::replace(path, bytes, crate::atomic::Durability::Later)?;
         self.sync_later(file, path, Some(dir));
         Ok(())
     }
@@ -887,9 +885,7 @@ impl SyncBehind {
         self.pending.push(std::thread::spawn(move || {
             file.sync_all().map_err(io_err("cannot fsync", &path))?;
             if let Some(dir) = dir {
-                if let Ok(d) = fs::File::open(&dir) {
-                    let _ = d.sync_all();
-                }
+                crate::atomic::sync_dir(&dir);
             }
             Ok(())
         }));
@@ -926,82 +922,6 @@ impl Drop for SyncBehind {
     }
 }
 
-/// Renders `session.json` as [`write_json_atomic`] would (pretty JSON and a newline, byte for
-/// byte), reusing the rendering of every run entry that has not changed since the last save.
-///
-/// The journal holds every run of the session and is rewritten twice per run, so rendering all
-/// entries each time made a run's bookkeeping grow with the session; now only the changed
-/// entries are rendered (an entry is compared with the copy kept beside its rendering, which is
-/// much cheaper than rendering it). The session without its runs is rendered by serde as usual
-/// and the runs are set into it; if that ever does not line up, serde renders the whole file.
-#[derive(Debug, Default)]
-pub struct SessionRenderer {
-    entries: std::collections::HashMap<String, (RunEntry, String)>,
-}
-
-/// Where the (emptied) runs of a workflow stand in the pretty session: key at depth 3.
-const EMPTY_RUNS: &str = "\n      \"runs\": []";
-/// The indentation of one run entry (depth 4).
-const ENTRY_INDENT: &str = "        ";
-
-impl SessionRenderer {
-    /// The bytes of `session.json` for `session`.
-    pub fn render(&mut self, session: &mut SessionFile) -> Result<Vec<u8>, serde_json::Error> {
-        let runs: Vec<Vec<RunEntry>> = session
-            .workflows
-            .iter_mut()
-            .map(|job| std::mem::take(&mut job.runs))
-            .collect();
-        let shell = serde_json::to_string_pretty(&*session);
-        for (job, runs) in session.workflows.iter_mut().zip(runs) {
-            job.runs = runs;
-        }
-        let shell = shell?;
-        let pieces: Vec<&str> = shell.split(EMPTY_RUNS).collect();
-        if pieces.len() != session.workflows.len() + 1 {
-            // A `"runs": []` elsewhere (say in the server's stats): let serde do all of it.
-            let mut text = serde_json::to_vec_pretty(&*session)?;
-            text.push(b'\n');
-            return Ok(text);
-        }
-        let mut out = String::with_capacity(shell.len() + 4096 * self.entries.len());
-        out.push_str(pieces[0]);
-        for (job, rest) in session.workflows.iter().zip(&pieces[1..]) {
-            out.push_str("\n      \"runs\": ");
-            if job.runs.is_empty() {
-                out.push_str("[]");
-            } else {
-                out.push('[');
-                for (i, entry) in job.runs.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push('\n');
-                    out.push_str(ENTRY_INDENT);
-                    out.push_str(self.entry(entry)?);
-                }
-                out.push_str("\n      ]");
-            }
-            out.push_str(rest);
-        }
-        out.push('\n');
-        Ok(out.into_bytes())
-    }
-
-    /// The rendering of one entry at its depth, from the cache when the entry is unchanged.
-    fn entry(&mut self, entry: &RunEntry) -> Result<&str, serde_json::Error> {
-        let fresh = !matches!(self.entries.get(&entry.run_id), Some((kept, _)) if kept == entry);
-        if fresh {
-            // Pretty JSON strings hold no raw line breaks, so lines can be re-indented.
-            let text =
-                serde_json::to_string_pretty(entry)?.replace('\n', &format!("\n{ENTRY_INDENT}"));
-            self.entries
-                .insert(entry.run_id.clone(), (entry.clone(), text));
-        }
-        Ok(&self.entries[&entry.run_id].1)
-    }
-}
-
 /// Reads a JSON journal file.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, JournalError> {
     let text = fs::read_to_string(path).map_err(io_err("cannot read", path))?;
@@ -1033,21 +953,14 @@ impl SessionFile {
         write_json_atomic(&paths.session_file(), self)
     }
 
-    /// [`SessionFile::save`] with the fsync left to `sync` (see [`SyncBehind`]) and the run
-    /// entries rendered through `renderer` (see [`SessionRenderer`]).
+    /// [`SessionFile::save`] with the fsync left to `sync` (see [`SyncBehind`]).
     pub fn save_behind(
         &mut self,
         paths: &SessionPaths,
         sync: &mut SyncBehind,
-        renderer: &mut SessionRenderer,
     ) -> Result<(), JournalError> {
         self.updated_at = now_rfc3339();
-        let path = paths.session_file();
-        let bytes = renderer.render(self).map_err(|e| JournalError::Invalid {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        sync.write_atomic(&path, &bytes)
+        sync.write_json_atomic(&paths.session_file(), self)
     }
 
     /// Finds a run by id in any workflow: (workflow index, run index).
@@ -1163,9 +1076,20 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
-            .filter(|n| n.to_string_lossy().contains(".tmp-"))
+            .filter(|n| n.to_string_lossy().contains(".tmp"))
             .collect();
         assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn a_failed_journal_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("run.json");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("x"), b"x").unwrap();
+        assert!(write_atomic(&target, b"{}").is_err());
+        assert!(SyncBehind::default().write_atomic(&target, b"{}").is_err());
+        assert_no_temp_files(dir.path());
     }
 
     #[test]
@@ -1185,8 +1109,7 @@ mod tests {
         let paths = SessionPaths::new(dir.path(), "s1");
         let mut sync = SyncBehind::default();
         let mut file = sample();
-        file.save_behind(&paths, &mut sync, &mut SessionRenderer::default())
-            .unwrap();
+        file.save_behind(&paths, &mut sync).unwrap();
         let run = paths.dir.join("00-minimal-x").join(RUN_RECORD_FILE);
         sync.write_json_atomic(&run, &serde_json::json!({"a": 1}))
             .unwrap();
@@ -1206,48 +1129,6 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("plain"), "{err}");
         assert_no_temp_files(&paths.dir);
-    }
-
-    #[test]
-    fn renderer_writes_what_serde_writes_and_follows_changes() {
-        let mut session = sample();
-        let mut second = session.workflows[0].clone();
-        second.name = "wf2".into();
-        second.runs.clear();
-        session.workflows.push(second);
-        let mut third = session.workflows[0].clone();
-        third.name = "wf3".into();
-        for i in 0..3 {
-            let mut e = third.runs[0].clone();
-            e.run_id = format!("t{i}");
-            e.summary = Some(RunSummary {
-                stage: Some(format!("line\nbreak {i}")),
-                ..RunSummary::default()
-            });
-            third.runs.push(e);
-        }
-        session.workflows.push(third);
-        session.environment = Some(serde_json::json!({"devices": [{"name": "cuda:0", "x": []}]}));
-        let serde_pretty = |s: &SessionFile| {
-            let mut v = serde_json::to_vec_pretty(s).unwrap();
-            v.push(b'\n');
-            String::from_utf8(v).unwrap()
-        };
-        let mut renderer = SessionRenderer::default();
-        let first = renderer.render(&mut session).unwrap();
-        assert_eq!(String::from_utf8(first).unwrap(), serde_pretty(&session));
-        // Entries change (a run finishes, a new one starts): the cache follows.
-        session.workflows[2].runs[1].status = RunStatus::InFlight;
-        session.workflows[2].runs[2].summary = None;
-        let mut added = session.workflows[0].runs[0].clone();
-        added.run_id = "r2".into();
-        session.workflows[1].runs.push(added);
-        let again = renderer.render(&mut session).unwrap();
-        assert_eq!(String::from_utf8(again).unwrap(), serde_pretty(&session));
-        // A `"runs": []` elsewhere at the same depth falls back to serde for the whole file.
-        session.environment = Some(serde_json::json!({"a": {"b": {"runs": []}}}));
-        let odd = renderer.render(&mut session).unwrap();
-        assert_eq!(String::from_utf8(odd).unwrap(), serde_pretty(&session));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod live;
 pub mod lock;
 pub mod prepare;
 pub mod progress;
+pub mod restart;
 pub mod schedule;
 pub mod setup;
 

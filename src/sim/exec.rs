@@ -305,6 +305,12 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         let mut st = inst.lock();
         st.interrupt = false;
         st.running = Some(item.clone());
+        if let Some(cid) = cid
+            .as_deref()
+            .filter(|_| inst.shared.faults().socket_after_history)
+        {
+            st.send_raw(Some(cid), Out::Hold);
+        }
         st.broadcast_status();
     }
     let mut run = Run {
@@ -627,6 +633,9 @@ async fn run_node(
     } else {
         run.progress_state(id, json!(1.0), json!(1.0), "finished");
     }
+    if !host_ram_fits(run, &outputs).await {
+        return NodeEnd::Crashed;
+    }
     run.executed.push(id.to_string());
     values.insert(id.to_string(), outputs.clone());
     inst.lock()
@@ -634,6 +643,38 @@ async fn run_node(
         .insert(key.to_string(), CacheEntry { outputs, ui });
     NodeEnd::Done
 }
+
+/// Whether a node's IMAGE outputs fit in the simulated host RAM. When they do not, the machine
+/// runs out of RAM and the kernel's OOM killer ends the server, as on a real machine: the RAM
+/// shows as full on `/system_stats` until one request has seen it (a real server thrashes
+/// before it is killed; bounded by [`OOM_KILL_WAIT`]), then the server dies without a word.
+async fn host_ram_fits(run: &mut Run<'_>, outputs: &[Val]) -> bool {
+    let held: u64 = outputs
+        .iter()
+        .map(|v| match v {
+            Val::Image(i) => i.bytes(),
+            _ => 0,
+        })
+        .sum();
+    let seen = {
+        let mut st = run.inst.lock();
+        if st.host_ram_used() + held <= run.inst.shared.config.ram_bytes {
+            return true;
+        }
+        st.ram_exhausted = true;
+        st.stats_served
+    };
+    tracing::info!("simulated host RAM exhausted: the OOM killer ends the server");
+    let start = std::time::Instant::now();
+    while run.inst.lock().stats_served == seen && start.elapsed() < OOM_KILL_WAIT {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    run.inst.stop();
+    false
+}
+
+/// Longest real time the simulated server thrashes with full RAM before it is killed.
+const OOM_KILL_WAIT: Duration = Duration::from_secs(30);
 
 fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
     let mut executed = run.executed.clone();

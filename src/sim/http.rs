@@ -1,34 +1,44 @@
-//! A deliberately small HTTP/1.1 layer: persistent connections as aiohttp keeps them (requests
-//! answered in turn until the client closes or sends `Connection: close`), `Content-Length`
-//! bodies only, and a WebSocket upgrade hook.
+//! The simulator's HTTP/1.1 layer on hyper's server: persistent connections as aiohttp keeps
+//! them (requests answered in turn until the client closes or sends `Connection: close`),
+//! aiohttp's header set (`Server`, `Content-Type`, `Content-Length`; no `Date`), and the
+//! WebSocket upgrade handed to tokio-tungstenite. Routes see a plain [`Request`] (decoded
+//! path, query map, whole body) and return a [`Response`], so adding one is a match arm in
+//! `server.rs` with no HTTP details.
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use percent_encoding::percent_decode_str;
 use std::collections::HashMap;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Largest request body accepted (ComfyUI's default upload limit is 100 MiB).
-const MAX_BODY: usize = 100 * 1024 * 1024;
-/// Largest request head accepted.
-const MAX_HEAD: usize = 64 * 1024;
+pub const MAX_BODY: usize = 100 * 1024 * 1024;
 
-/// One parsed request.
+/// What every answer carries in its `Server` header (aiohttp's, as captured).
+const SERVER: &str = "Python/3.11 aiohttp/3.14.5";
+
+/// One request as the routes see it.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `GET`, `POST`, … as sent.
     pub method: String,
     /// Path without the query string, percent-decoded.
     pub path: String,
-    /// Query parameters (percent-decoded, last value wins).
+    /// Query parameters (percent-decoded, `+` as space, last value wins).
     pub query: HashMap<String, String>,
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
+    /// The whole body.
     pub body: Vec<u8>,
 }
 
 impl Request {
+    /// A header's value by lower-case name.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
 
-    /// True for a WebSocket upgrade request.
     /// Whether the client allows the connection to stay open after the answer (HTTP/1.1
     /// default; `Connection: close` ends it).
     pub fn keep_alive(&self) -> bool {
@@ -37,45 +47,79 @@ impl Request {
             .is_some_and(|v| v.to_ascii_lowercase().contains("close"))
     }
 
+    /// True for a WebSocket upgrade request.
     pub fn is_websocket(&self) -> bool {
         self.header("upgrade")
             .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+    }
+
+    /// The request's head, decoded (body empty until [`read_body`] fills it).
+    pub fn head_of<B>(req: &hyper::Request<B>) -> Request {
+        let headers = req
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        Request {
+            method: req.method().as_str().to_string(),
+            path: percent_decode(req.uri().path(), false),
+            query: parse_query(req.uri().query().unwrap_or("")),
+            headers,
+            body: Vec::new(),
+        }
     }
 }
 
 /// One response.
 #[derive(Debug, Clone)]
 pub struct Response {
+    /// HTTP status code.
     pub status: u16,
+    /// `Content-Type`, none for aiohttp's empty answers.
     pub content_type: Option<&'static str>,
+    /// Further headers, written after `Content-Type` in this order.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
     pub body: Vec<u8>,
 }
 
 impl Response {
-    /// A JSON body with aiohttp's content type.
-    pub fn json(status: u16, value: &serde_json::Value) -> Response {
+    /// A body with a content type and no further headers.
+    pub fn new(status: u16, content_type: Option<&'static str>, body: Vec<u8>) -> Response {
         Response {
             status,
-            content_type: Some("application/json; charset=utf-8"),
-            body: serde_json::to_vec(value).expect("JSON values serialize"),
+            content_type,
+            headers: Vec::new(),
+            body,
         }
+    }
+
+    /// A JSON body with aiohttp's content type.
+    pub fn json(status: u16, value: &serde_json::Value) -> Response {
+        Response::new(
+            status,
+            Some("application/json; charset=utf-8"),
+            serde_json::to_vec(value).expect("JSON values serialize"),
+        )
     }
 
     /// 200 with an empty body and no content type (what ComfyUI's control routes send).
     pub fn empty_ok() -> Response {
-        Response {
-            status: 200,
-            content_type: None,
-            body: Vec::new(),
-        }
+        Response::new(200, None, Vec::new())
     }
 
+    /// A plain-text body.
     pub fn text(status: u16, text: &str) -> Response {
-        Response {
+        Response::new(
             status,
-            content_type: Some("text/plain; charset=utf-8"),
-            body: text.as_bytes().to_vec(),
-        }
+            Some("text/plain; charset=utf-8"),
+            text.as_bytes().to_vec(),
+        )
     }
 
     /// aiohttp's 404 page.
@@ -85,11 +129,12 @@ impl Response {
 
     /// 404 with an empty body (`/models/<unknown>`).
     pub fn not_found_empty() -> Response {
-        Response {
-            status: 404,
-            content_type: None,
-            body: Vec::new(),
-        }
+        Response::new(404, None, Vec::new())
+    }
+
+    /// aiohttp's 405 page.
+    pub fn method_not_allowed() -> Response {
+        Response::text(405, "405: Method Not Allowed")
     }
 
     /// What aiohttp answers when a handler raises.
@@ -99,46 +144,47 @@ impl Response {
             "500 Internal Server Error\n\nServer got itself in trouble",
         )
     }
-}
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        101 => "Switching Protocols",
-        200 => "OK",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Request Entity Too Large",
-        500 => "Internal Server Error",
-        _ => "Unknown",
+    /// Adds a header (written after `Content-Type`), e.g. `Content-Disposition` for a file.
+    #[allow(dead_code)] // No route sends one yet.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        self.headers.push((name, value.into()));
+        self
     }
-}
 
-/// Percent-decodes a URL component (`+` stays `+` in paths, becomes a space in queries).
-pub fn percent_decode(s: &str, plus_is_space: bool) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b'+' if plus_is_space => out.push(b' '),
-            b => out.push(b),
+    /// The hyper response: `Connection: close` unless `keep_alive`, `Server`, `Content-Type`,
+    /// the extra headers, in that order; hyper adds `Content-Length` last.
+    pub fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
+        let mut out = hyper::Response::new(Full::new(Bytes::from(self.body)));
+        *out.status_mut() =
+            hyper::StatusCode::from_u16(self.status).unwrap_or(hyper::StatusCode::OK);
+        let h = out.headers_mut();
+        if !keep_alive {
+            h.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
         }
-        i += 1;
+        h.insert(hyper::header::SERVER, HeaderValue::from_static(SERVER));
+        if let Some(ct) = self.content_type {
+            h.insert(hyper::header::CONTENT_TYPE, HeaderValue::from_static(ct));
+        }
+        for (name, value) in self.headers {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.append(HeaderName::from_static(name), v);
+            }
+        }
+        out
     }
-    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Percent-decodes a URL component (`+` stays `+` in paths, becomes a space in queries);
+/// invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
+pub fn percent_decode(s: &str, plus_is_space: bool) -> String {
+    if plus_is_space && s.contains('+') {
+        percent_decode_str(&s.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    } else {
+        percent_decode_str(s).decode_utf8_lossy().into_owned()
+    }
 }
 
 fn parse_query(q: &str) -> HashMap<String, String> {
@@ -151,164 +197,50 @@ fn parse_query(q: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// Why a request could not be read.
+/// Why a body could not be read.
 #[derive(Debug)]
-pub enum ReadError {
-    /// The peer closed before sending a request (normal for probes).
-    Closed,
-    /// Malformed request; answer 400 and close.
-    Bad(&'static str),
-    /// Body over the limit.
+pub enum BodyError {
+    /// Over [`MAX_BODY`]: answer 413.
     TooLarge,
     /// The connection failed while reading.
     Io,
 }
 
-impl From<std::io::Error> for ReadError {
-    fn from(_: std::io::Error) -> Self {
-        ReadError::Io
+/// Reads the whole body, refusing more than [`MAX_BODY`] (hyper answers
+/// `Expect: 100-continue` when the body is polled, so a refused body is never sent).
+pub async fn read_body(body: Incoming) -> Result<Vec<u8>, BodyError> {
+    // A `Content-Length` over the limit is refused before anything is read.
+    if hyper::body::Body::size_hint(&body).lower() > MAX_BODY as u64 {
+        return Err(BodyError::TooLarge);
+    }
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes().to_vec()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Io),
     }
 }
 
-/// Reads one request head and body (the server reads them separately to answer
-/// `Expect: 100-continue` in between).
-#[cfg(test)]
-pub async fn read_request<S: AsyncRead + Unpin>(
-    reader: &mut BufReader<S>,
-) -> Result<Request, ReadError> {
-    let (mut req, len) = read_head(reader).await?;
-    read_body(reader, &mut req, len).await?;
-    Ok(req)
-}
-
-/// True when the client waits for `100 Continue` before sending the body (curl does for
-/// bodies over 1 KiB).
-pub fn expects_continue(req: &Request) -> bool {
-    req.header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
-}
-
-/// Reads the body announced by `Content-Length` into `req`.
-pub async fn read_body<S: AsyncRead + Unpin>(
-    reader: &mut BufReader<S>,
-    req: &mut Request,
-    len: usize,
-) -> Result<(), ReadError> {
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).await?;
-    req.body = body;
-    Ok(())
-}
-
-/// Reads the request line and headers; returns the request (empty body) and the body length.
-pub async fn read_head<S: AsyncRead + Unpin>(
-    reader: &mut BufReader<S>,
-) -> Result<(Request, usize), ReadError> {
-    let mut head_len = 0usize;
-    let mut line = String::new();
-    let n = reader.read_line(&mut line).await?;
-    if n == 0 {
-        return Err(ReadError::Closed);
-    }
-    head_len += n;
-    let mut parts = line.trim_end().splitn(3, ' ');
-    let method = parts.next().unwrap_or("").to_string();
-    let target = parts.next().ok_or(ReadError::Bad("no request target"))?;
-    let version = parts.next().unwrap_or("");
-    if method.is_empty() || !version.starts_with("HTTP/1.") {
-        return Err(ReadError::Bad("not an HTTP/1.x request line"));
-    }
-    let (raw_path, raw_query) = target.split_once('?').unwrap_or((target, ""));
-    let path = percent_decode(raw_path, false);
-    let query = parse_query(raw_query);
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        let n = reader.read_line(&mut h).await?;
-        if n == 0 {
-            return Err(ReadError::Bad("connection closed inside the request head"));
-        }
-        head_len += n;
-        if head_len > MAX_HEAD {
-            return Err(ReadError::Bad("request head too large"));
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-    }
-    if headers
-        .get("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-    {
-        return Err(ReadError::Bad("chunked request bodies are not supported"));
-    }
-    let len = match headers.get("content-length") {
-        Some(v) => v
-            .parse::<usize>()
-            .map_err(|_| ReadError::Bad("bad Content-Length"))?,
-        None => 0,
-    };
-    if len > MAX_BODY {
-        return Err(ReadError::TooLarge);
-    }
-    Ok((
-        Request {
-            method,
-            path,
-            query,
-            headers,
-            body: Vec::new(),
-        },
-        len,
-    ))
-}
-
-/// Writes a response and flushes it; `keep_alive` false adds `Connection: close` (the caller
-/// then closes the connection), true leaves it open for the next request as aiohttp does.
-pub async fn write_response<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    resp: &Response,
-    keep_alive: bool,
-) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\n{}Server: Python/3.11 aiohttp/3.14.5\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.body.len(),
-        if keep_alive {
-            ""
-        } else {
-            "Connection: close\r\n"
-        }
-    );
-    if let Some(ct) = resp.content_type {
-        head.push_str(&format!("Content-Type: {ct}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(&resp.body).await?;
-    stream.flush().await
-}
-
-/// Writes the `101 Switching Protocols` answer to a WebSocket upgrade request.
-pub async fn write_upgrade<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    req: &Request,
-) -> Result<(), ReadError> {
-    let key = req
-        .header("sec-websocket-key")
-        .ok_or(ReadError::Bad("missing Sec-WebSocket-Key"))?;
+/// The `101 Switching Protocols` answer to a WebSocket upgrade request, or `None` without a
+/// `Sec-WebSocket-Key`.
+pub fn upgrade_response(req: &Request) -> Option<hyper::Response<Full<Bytes>>> {
+    let key = req.header("sec-websocket-key")?;
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
-    let head = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    let mut out = hyper::Response::new(Full::new(Bytes::new()));
+    *out.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+    let h = out.headers_mut();
+    h.insert(
+        hyper::header::UPGRADE,
+        HeaderValue::from_static("websocket"),
     );
-    stream.write_all(head.as_bytes()).await?;
-    stream.flush().await?;
-    Ok(())
+    h.insert(
+        hyper::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(
+        hyper::header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::from_str(&accept).ok()?,
+    );
+    Some(out)
 }
 
 #[cfg(test)]
@@ -319,34 +251,35 @@ mod tests {
     fn percent_decoding() {
         assert_eq!(percent_decode("a%20b+c", false), "a b+c");
         assert_eq!(percent_decode("a%20b+c", true), "a b c");
+        assert_eq!(percent_decode("a%2Bb", true), "a+b");
         assert_eq!(percent_decode("100%", false), "100%");
         assert_eq!(percent_decode("%zz", false), "%zz");
+        assert_eq!(percent_decode("%C3%A9", false), "é");
     }
 
-    #[tokio::test]
-    async fn reads_head_body_and_query() {
-        let raw = b"POST /api/history?max_items=2&offset=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcdEXTRA";
-        let mut r = BufReader::new(&raw[..]);
-        let req = read_request(&mut r).await.unwrap();
-        assert_eq!(req.method, "POST");
-        assert_eq!(req.path, "/api/history");
-        assert_eq!(req.query["max_items"], "2");
-        assert_eq!(req.query["offset"], "1");
-        assert_eq!(req.body, b"abcd");
-        let mut rest = String::new();
-        r.read_to_string(&mut rest).await.unwrap();
-        assert_eq!(rest, "EXTRA");
+    #[test]
+    fn query_strings() {
+        let q = parse_query("max_items=2&offset=1&flag&name=a+b%26c&max_items=3");
+        assert_eq!(q["max_items"], "3");
+        assert_eq!(q["offset"], "1");
+        assert_eq!(q["flag"], "");
+        assert_eq!(q["name"], "a b&c");
     }
 
-    #[tokio::test]
-    async fn rejects_garbage() {
-        let raw = b"hello\r\n\r\n";
-        let mut r = BufReader::new(&raw[..]);
-        assert!(matches!(read_request(&mut r).await, Err(ReadError::Bad(_))));
-        let mut empty = BufReader::new(&b""[..]);
-        assert!(matches!(
-            read_request(&mut empty).await,
-            Err(ReadError::Closed)
-        ));
+    #[test]
+    fn response_headers_in_aiohttp_order() {
+        let r = Response::json(200, &serde_json::json!({}))
+            .with_header("content-disposition", "filename=\"a.png\"")
+            .into_hyper(false);
+        let names: Vec<&str> = r.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "connection",
+                "server",
+                "content-type",
+                "content-disposition"
+            ]
+        );
     }
 }

@@ -58,6 +58,10 @@ pub struct Faults {
     /// reports and behaves as if restarted with `--lowvram` (`lowvram-after=N`): its
     /// environment fingerprint changes between two runs.
     pub lowvram_after: Option<u64>,
+    /// Each prompt's frames to its submitter's socket are held back (in order) until a
+    /// `GET /history` answer has included the prompt: the client learns the end from history
+    /// before it can read any of the socket's frames.
+    pub socket_after_history: bool,
 }
 
 impl Faults {
@@ -96,10 +100,14 @@ impl Faults {
         self.revive_after_ms = Some(ms);
         self
     }
+    pub fn with_socket_after_history(mut self) -> Self {
+        self.socket_after_history = true;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,crash-on=N[:N…],revive-after=MS,lowvram-after=N` (`slow-history` defaults to 2000 ms;
-    /// `none` or empty = no faults).
+    /// garbage-frames,socket-after-history,crash-on=N[:N…],revive-after=MS,lowvram-after=N`
+    /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -113,6 +121,7 @@ impl Faults {
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
+                ("socket-after-history", None) => f.socket_after_history = true,
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("crash-on", Some(list)) => {
                     f.crash_on = list
@@ -144,8 +153,8 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames, crash-on=N[:N…], \
-                         revive-after=MS, lowvram-after=N"
+                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
+                         crash-on=N[:N…], revive-after=MS, lowvram-after=N"
                     ))
                 }
             }
@@ -159,7 +168,9 @@ impl Faults {
 pub struct SimConfig {
     /// Total device memory.
     pub vram_bytes: u64,
-    /// System RAM reported by `/system_stats`.
+    /// System RAM reported by `/system_stats`. What is in use moves with the memory model
+    /// (weights staged in RAM, IMAGE outputs held by the cache); a node whose images do not fit
+    /// has the server killed, as the kernel's OOM killer would.
     pub ram_bytes: u64,
     pub faults: Faults,
     /// Real seconds per simulated second (0.001 by default, so a 20-step sampler takes
@@ -200,6 +211,10 @@ impl SimConfig {
     }
     pub fn with_vram_bytes(mut self, bytes: u64) -> Self {
         self.vram_bytes = bytes;
+        self
+    }
+    pub fn with_ram_bytes(mut self, bytes: u64) -> Self {
+        self.ram_bytes = bytes;
         self
     }
     pub fn with_time_scale(mut self, scale: f64) -> Self {
@@ -412,6 +427,17 @@ impl SimHandle {
             .unwrap_or(0)
     }
 
+    /// Host RAM in use as `/system_stats` would report it now (for tests and logs).
+    pub fn host_ram_used(&self) -> u64 {
+        self.shared
+            .current
+            .lock()
+            .expect("current lock")
+            .as_ref()
+            .map(|i| i.lock().host_ram_used())
+            .unwrap_or(0)
+    }
+
     /// Stops the server and waits for its tasks.
     pub async fn shutdown(self) {
         let inst = self.shared.current.lock().expect("current lock").take();
@@ -448,10 +474,13 @@ mod tests {
     #[test]
     fn fault_lists_parse() {
         assert_eq!(Faults::parse("").unwrap(), Faults::default());
-        let f =
-            Faults::parse("crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames")
-                .unwrap();
+        let f = Faults::parse(
+            "crash-mid-run, drop-socket,slow-history=150,prompt-500,garbage-frames,\
+             socket-after-history",
+        )
+        .unwrap();
         assert!(f.crash_mid_run && f.drop_socket && f.prompt_500 && f.garbage_frames);
+        assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
         assert_eq!(

@@ -1,14 +1,20 @@
 //! Listener, routes and WebSocket sessions.
 
-use super::http::{self, ReadError, Request, Response};
+use super::http::{self, BodyError, Request, Response};
 use super::nodes::defs;
 use super::state::{Instance, Out, QueueItem};
 use super::validate::{self, py_str, Verdict};
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::protocol::{Message, Role};
 use tokio_tungstenite::WebSocketStream;
@@ -56,77 +62,77 @@ pub(crate) async fn accept_loop(inst: Arc<Instance>, listener: TcpListener) {
 
 async fn handle_connection(inst: Arc<Instance>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let mut reader = BufReader::new(stream);
+    let service = service_fn(move |req| serve(inst.clone(), req));
     // Keep-alive, as aiohttp: requests are answered one after the other on the same connection
     // until the client closes it, asks for `Connection: close`, or upgrades it to a WebSocket.
-    loop {
-        let head = async {
-            let (mut req, len) = http::read_head(&mut reader).await?;
-            if len > 0 && http::expects_continue(&req) {
-                use tokio::io::AsyncWriteExt;
-                reader
-                    .get_mut()
-                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                    .await?;
-            }
-            http::read_body(&mut reader, &mut req, len).await?;
-            Ok::<_, ReadError>(req)
-        };
-        let req = match head.await {
-            Ok(r) => r,
-            Err(ReadError::Bad(why)) => {
-                let resp = Response::text(400, why);
-                let _ = http::write_response(reader.get_mut(), &resp, false).await;
-                return;
-            }
-            Err(ReadError::TooLarge) => {
-                let resp = Response::text(413, "413: Request Entity Too Large");
-                let _ = http::write_response(reader.get_mut(), &resp, false).await;
-                return;
-            }
-            Err(_) => return,
-        };
-        if let Some((name, value)) = &inst.shared.config.require_header {
-            if req.header(&name.to_ascii_lowercase()) != Some(value.as_str()) {
-                // What a reverse proxy in front of ComfyUI answers without its credentials.
-                let resp = Response::text(401, "401: Unauthorized");
-                let _ = http::write_response(reader.get_mut(), &resp, false).await;
-                return;
-            }
-        }
-        let path = strip_api(&req.path);
-        if path == "/ws" && req.method == "GET" {
-            if !req.is_websocket() {
-                let resp = Response::text(
-                    400,
-                    "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only to \"WebSocket\".",
-                );
-                let _ = http::write_response(reader.get_mut(), &resp, false).await;
-                return;
-            }
-            if http::write_upgrade(reader.get_mut(), &req).await.is_err() {
-                return;
-            }
-            let sid = req
-                .query
-                .get("clientId")
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-            let ws = WebSocketStream::from_raw_socket(reader, Role::Server, None).await;
-            websocket_session(inst, ws, sid).await;
-            return;
-        }
-        let resp = route(&inst, &req, path);
-        let keep_alive = req.keep_alive();
-        if http::write_response(reader.get_mut(), &resp, keep_alive)
-            .await
-            .is_err()
-            || !keep_alive
-        {
-            return;
+    let _ = http1::Builder::new()
+        .keep_alive(true)
+        .title_case_headers(true)
+        .auto_date_header(false)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
+/// One request: the WebSocket upgrade, or the body read and the route's answer.
+async fn serve(
+    inst: Arc<Instance>,
+    mut req: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let mut request = Request::head_of(&req);
+    if let Some((name, value)) = &inst.shared.config.require_header {
+        if request.header(&name.to_ascii_lowercase()) != Some(value.as_str()) {
+            // What a reverse proxy in front of ComfyUI answers without its credentials.
+            return Ok(Response::text(401, "401: Unauthorized").into_hyper(false));
         }
     }
+    let path = strip_api(&request.path).to_string();
+    if path == "/ws" && request.method == "GET" {
+        return Ok(upgrade(inst, &mut req, &request));
+    }
+    match http::read_body(req.into_body()).await {
+        Ok(body) => request.body = body,
+        Err(BodyError::TooLarge) => {
+            return Ok(Response::text(413, "413: Request Entity Too Large").into_hyper(false))
+        }
+        Err(BodyError::Io) => return Ok(Response::internal_error().into_hyper(false)),
+    }
+    let keep_alive = request.keep_alive();
+    Ok(route(&inst, &request, &path).into_hyper(keep_alive))
+}
+
+/// Answers `GET /ws`: 400 without an upgrade (aiohttp's text), else 101 and the session runs
+/// on the upgraded connection once hyper hands it over.
+fn upgrade(
+    inst: Arc<Instance>,
+    req: &mut hyper::Request<Incoming>,
+    request: &Request,
+) -> hyper::Response<Full<Bytes>> {
+    if !request.is_websocket() {
+        return Response::text(
+            400,
+            "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only to \"WebSocket\".",
+        )
+        .into_hyper(false);
+    }
+    let Some(answer) = http::upgrade_response(request) else {
+        return Response::text(400, "missing Sec-WebSocket-Key").into_hyper(false);
+    };
+    let sid = request
+        .query
+        .get("clientId")
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let on_upgrade = hyper::upgrade::on(req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        websocket_session(inst, ws, sid).await;
+    });
+    answer
 }
 
 fn strip_api(path: &str) -> &str {
@@ -136,11 +142,10 @@ fn strip_api(path: &str) -> &str {
     }
 }
 
-async fn websocket_session(
-    inst: Arc<Instance>,
-    mut ws: WebSocketStream<BufReader<TcpStream>>,
-    sid: String,
-) {
+async fn websocket_session<S>(inst: Arc<Instance>, mut ws: WebSocketStream<S>, sid: String)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Out>();
     let conn = {
         let mut st = inst.lock();
@@ -165,16 +170,32 @@ async fn websocket_session(
         conn
     };
     let mut first_frame = true;
+    // Frames kept back by the socket-after-history fault.
+    let mut held: Option<Vec<Out>> = None;
     let mut stop = inst.stop_signal();
     loop {
         tokio::select! {
             out = rx.recv() => {
-                let res = match out {
-                    Some(Out::Text(t)) => ws.send(Message::Text(t)).await,
-                    Some(Out::Binary(b)) => ws.send(Message::Binary(b)).await,
-                    Some(Out::Drop) | None => break,
+                let sent = match (out, &mut held) {
+                    (Some(Out::Hold), held) => {
+                        held.get_or_insert_with(Vec::new);
+                        true
+                    }
+                    (Some(Out::Release), held) => {
+                        let mut ok = true;
+                        for frame in held.take().unwrap_or_default() {
+                            ok = ok && send_frame(&mut ws, frame).await;
+                        }
+                        ok
+                    }
+                    (Some(Out::Drop) | None, _) => false,
+                    (Some(frame), Some(held)) => {
+                        held.push(frame);
+                        true
+                    }
+                    (Some(frame), None) => send_frame(&mut ws, frame).await,
                 };
-                if res.is_err() {
+                if !sent {
                     break;
                 }
             }
@@ -193,8 +214,39 @@ async fn websocket_session(
             _ = stopped(&mut stop) => break,
         }
     }
-    // ComfyUI removes the sid when a socket closes, even if a newer socket took it over.
-    inst.lock().clients.remove(&sid);
+    // A socket unregisters only itself: a newer socket with the same clientId replaced this
+    // one in `clients`, and removing that would silence it. (ComfyUI 0.3.64 pops the sid
+    // unconditionally, so there the outcome depends on which socket's handler runs first.)
+    {
+        let mut st = inst.lock();
+        if st.clients.get(&sid).is_some_and(|c| c.conn == conn) {
+            st.clients.remove(&sid);
+        }
+    }
+    // Closed only now, so a client that sees this socket end knows it is unregistered.
+    drop(ws);
+}
+
+/// Sends one text or binary frame; false when the socket failed.
+async fn send_frame<S>(ws: &mut WebSocketStream<S>, frame: Out) -> bool
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match frame {
+        Out::Text(t) => ws.send(Message::Text(t)).await.is_ok(),
+        Out::Binary(b) => ws.send(Message::Binary(b)).await.is_ok(),
+        Out::Drop | Out::Hold | Out::Release => true,
+    }
+}
+
+/// Lets go of the frames held back for the submitters of the history entries just served
+/// (socket-after-history fault; a no-op for sockets that hold nothing).
+fn release_held<'a>(st: &super::state::State, entries: impl IntoIterator<Item = &'a Value>) {
+    for entry in entries {
+        if let Some(cid) = entry["prompt"][3]["client_id"].as_str() {
+            st.send_raw(Some(cid), Out::Release);
+        }
+    }
 }
 
 fn server_features() -> Value {
@@ -299,11 +351,11 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
         "/system_stats" if get => Response::json(200, &system_stats(inst)),
         "/features" if get => Response::json(200, &server_features()),
         "/embeddings" | "/extensions" if get => Response::json(200, &json!([])),
-        "/object_info" if get => Response {
-            status: 200,
-            content_type: Some("application/json; charset=utf-8"),
-            body: object_info_body().to_vec(),
-        },
+        "/object_info" if get => Response::new(
+            200,
+            Some("application/json; charset=utf-8"),
+            object_info_body().to_vec(),
+        ),
         "/models" if get => Response::json(200, &json!(MODEL_FOLDERS)),
         "/queue" if get => {
             let st = inst.lock();
@@ -389,7 +441,7 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
         _ => {
             if let Some(class) = path.strip_prefix("/object_info/") {
                 if !get {
-                    return Response::text(405, "405: Method Not Allowed");
+                    return Response::method_not_allowed();
                 }
                 return Response::json(
                     200,
@@ -402,18 +454,20 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             if let Some(folder) = path.strip_prefix("/models/") {
                 return match model_folder(folder) {
                     Some(list) if get => Response::json(200, &Value::Array(list)),
-                    Some(_) => Response::text(405, "405: Method Not Allowed"),
+                    Some(_) => Response::method_not_allowed(),
                     None => Response::not_found_empty(),
                 };
             }
             if let Some(id) = path.strip_prefix("/history/") {
                 if !get {
-                    return Response::text(405, "405: Method Not Allowed");
+                    return Response::method_not_allowed();
                 }
                 let st = inst.lock();
+                let found = st.history.iter().find(|(k, _)| k == id);
+                release_held(&st, found.map(|(_, v)| v));
                 return Response::json(
                     200,
-                    &match st.history.iter().find(|(k, _)| k == id) {
+                    &match found {
                         Some((k, v)) => json!({ k: v }),
                         None => json!({}),
                     },
@@ -434,7 +488,7 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 "/ws",
             ];
             if known.contains(&path) {
-                Response::text(405, "405: Method Not Allowed")
+                Response::method_not_allowed()
             } else {
                 Response::not_found()
             }
@@ -444,7 +498,14 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
 
 fn system_stats(inst: &Instance) -> Value {
     let cfg = &inst.shared.config;
-    let st = inst.lock();
+    let mut st = inst.lock();
+    st.stats_served += 1;
+    let ram_free = if st.ram_exhausted {
+        // What psutil reports as available on a machine the OOM killer is about to act on.
+        (cfg.ram_bytes / 256).min(64 * super::MIB)
+    } else {
+        cfg.ram_bytes.saturating_sub(st.host_ram_used())
+    };
     let gpu = &st.gpu;
     let port = inst.shared.addr.port().to_string();
     let mut argv = vec![
@@ -458,11 +519,6 @@ fn system_stats(inst: &Instance) -> Value {
     if inst.shared.lowvram() {
         argv.push("--lowvram".into());
     }
-    let resident = gpu.resident();
-    let ram_free = cfg
-        .ram_bytes
-        .saturating_sub(3 * super::GIB)
-        .saturating_sub(resident / 4);
     json!({
         "system": {
             "os": "posix",
@@ -507,6 +563,7 @@ fn history(inst: &Instance, req: &Request) -> Value {
     for (k, v) in st.history.iter().skip(start).take(count) {
         out.insert(k.clone(), v.clone());
     }
+    release_held(&st, out.values());
     Value::Object(out)
 }
 

@@ -18,6 +18,10 @@ pub(crate) enum Out {
     Binary(Vec<u8>),
     /// Close the TCP connection without a close frame (socket-drop fault).
     Drop,
+    /// Keep the frames that follow until [`Out::Release`] (socket-after-history fault).
+    Hold,
+    /// Send the held frames, in order, and stop holding.
+    Release,
 }
 
 pub(crate) struct Client {
@@ -81,7 +85,15 @@ pub(crate) struct State {
     pub temp_prefix: String,
     pub save_counters: HashMap<String, u64>,
     pub resets: u64,
+    /// The machine is out of host RAM (a node's output did not fit): `/system_stats` reports
+    /// RAM full until the simulated OOM killer ends the server.
+    pub ram_exhausted: bool,
+    /// `/system_stats` requests answered (the OOM kill waits until one saw the full RAM).
+    pub stats_served: u64,
 }
+
+/// Host RAM the rest of the machine uses (OS, desktop, the Python interpreter and torch).
+pub(crate) const HOST_RAM_BASE: u64 = 3 * super::GIB;
 
 /// `GET /queue`'s `queue_remaining`.
 impl State {
@@ -148,6 +160,23 @@ impl State {
         let c = self.save_counters.entry(prefix.to_string()).or_insert(0);
         *c += 1;
         *c
+    }
+
+    /// Host RAM in use as the simulator models it: the rest of the machine
+    /// ([`HOST_RAM_BASE`]), model weights staged in RAM (a quarter of what is on the device), and
+    /// every IMAGE tensor the node-output cache holds (ComfyUI keeps images in system RAM: decoded
+    /// frames, upscales, interpolated frames). `POST /free` with `free_memory` clears the cache.
+    pub fn host_ram_used(&self) -> u64 {
+        let images: u64 = self
+            .cache
+            .values()
+            .flat_map(|e| e.outputs.iter())
+            .map(|v| match v {
+                Val::Image(i) => i.bytes(),
+                _ => 0,
+            })
+            .sum();
+        HOST_RAM_BASE + self.gpu.resident() / 4 + images
     }
 
     /// Applies pending `/free` flags (the worker does this when idle or between prompts).
@@ -226,6 +255,8 @@ impl Instance {
             temp_prefix: String::new(),
             save_counters: HashMap::new(),
             resets: 0,
+            ram_exhausted: false,
+            stats_served: 0,
         };
         st.new_temp_prefix();
         let inst = Arc::new(Instance {

@@ -7,7 +7,6 @@
 //! stored prompt (`12.7` → `12` for an INT, `123` → `"123"` for a STRING).
 
 use super::nodes::Defs;
-use crate::nodedefs::types_compatible;
 use serde_json::{json, Map, Value};
 
 /// Outcome of validating one prompt.
@@ -299,7 +298,7 @@ impl<'a> Validator<'a> {
                     });
                 };
                 let lenient = class.starts_with("VHS_");
-                if !lenient && !types_compatible(&received, &ty) {
+                if !lenient && !link_type_ok(&received, &ty) {
                     errors.push(json!({
                         "type": "return_type_mismatch",
                         "message": "Return type mismatch between linked nodes",
@@ -574,8 +573,47 @@ pub fn validate(prompt: &Map<String, Value>, targets: Option<&[String]>, defs: &
     }
 }
 
+/// The link type check of ComfyUI 0.3.64 (`validate_node_input` in
+/// `comfy_execution/validation.py`, non-strict), written for the simulator on its own so that it
+/// can catch a bug in the client's rule (`nodedefs::types_compatible`) instead of sharing it.
+///
+/// Equal type strings pass. `*` in `/object_info` is the custom nodes' "any type" (a `str`
+/// subclass whose `__ne__` is always false), so it passes against anything in either position;
+/// so does a V3 `MatchType` input or output (`COMFY_MATCHTYPE_V3`), whose node checks its own
+/// types. Otherwise the comma-separated type sets must share a type.
+fn link_type_ok(received: &str, expected: &str) -> bool {
+    const ANY: &str = "*";
+    const MATCH_TYPE: &str = "COMFY_MATCHTYPE_V3";
+    if received == expected
+        || [received, expected]
+            .iter()
+            .any(|t| *t == ANY || *t == MATCH_TYPE)
+    {
+        return true;
+    }
+    let set = |s: &str| -> std::collections::BTreeSet<String> {
+        s.split(',').map(|t| t.trim().to_owned()).collect()
+    };
+    !set(received).is_disjoint(&set(expected))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn link_types_follow_comfyui() {
+        use super::link_type_ok;
+        assert!(link_type_ok("IMAGE", "IMAGE"));
+        assert!(link_type_ok("INT", "INT,FLOAT"));
+        assert!(link_type_ok("FLOAT, INT", "INT"));
+        assert!(link_type_ok("STRING,BOOLEAN", "STRING,INT"));
+        assert!(link_type_ok("*", "LATENT"));
+        assert!(link_type_ok("MODEL", "*"));
+        assert!(link_type_ok("VAE", "COMFY_MATCHTYPE_V3"));
+        assert!(!link_type_ok("IMAGE", "LATENT"));
+        assert!(!link_type_ok("INT,FLOAT", "STRING"));
+        assert!(!link_type_ok("", "IMAGE"));
+    }
+
     use super::*;
     use crate::sim::nodes::defs;
 

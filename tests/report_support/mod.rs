@@ -307,6 +307,7 @@ impl Fixture {
             last_node: Some("3".into()),
             stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
             recovered_from_history: false,
+            ..RunSummary::default()
         });
         let entry = RunEntry {
             run_id: id.clone(),
@@ -377,6 +378,8 @@ impl Fixture {
                         self.machine.stats.devices.first(),
                         0,
                     ),
+                    host: Default::default(),
+                    kernel: None,
                     system_stats_before: Some(self.machine.stats.clone()),
                     system_stats_after: None,
                     vram_baseline_bytes: None,

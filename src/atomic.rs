@@ -1,0 +1,128 @@
+//! Atomic file replacement, the one implementation every writer uses (session journal, run
+//! records, reports, hash cache): the bytes go to a uniquely named temp file beside the target,
+//! are fsynced, and the temp file is renamed over the target, then the folder is fsynced so the
+//! rename survives a crash. A reader sees the old file or the new one, never a mix, and on any
+//! error the temp file is removed (no `.tmp` leftovers).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A step of an atomic write that failed, with the path it concerned.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {}: {source}", path.display())]
+pub struct AtomicWriteError {
+    /// What was being done (`cannot create folder`, `cannot write`, …).
+    pub action: &'static str,
+    /// The file or folder.
+    pub path: PathBuf,
+    /// The error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Whether [`replace`] waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the file before the rename and the folder after it.
+    Now,
+    /// No fsync: the caller fsyncs the returned file and folder later (write-behind).
+    Later,
+}
+
+/// Writes `bytes` to `path` atomically, fsynced (file, then folder).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    replace(path, bytes, Durability::Now).map(|_| ())
+}
+
+/// Writes `bytes` to a temp file beside `path` and renames it over `path`; the written file
+/// (still open) and its folder, for a later fsync with [`Durability::Later`].
+pub fn replace(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> Result<(File, PathBuf), AtomicWriteError> {
+    let fail = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| AtomicWriteError {
+            action,
+            path,
+            source,
+        }
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(fail("cannot create folder", &dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Dropped on any error below: the temp file is deleted.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(fail("cannot create a temp file in", &dir))?;
+    tmp.write_all(bytes)
+        .map_err(fail("cannot write", tmp.path()))?;
+    if durability == Durability::Now {
+        tmp.as_file()
+            .sync_all()
+            .map_err(fail("cannot fsync", tmp.path()))?;
+    }
+    let file = tmp
+        .persist(path)
+        .map_err(|e| fail("cannot rename a temp file to", path)(e.error))?;
+    if durability == Durability::Now {
+        sync_dir(&dir);
+    }
+    Ok((file, dir))
+}
+
+/// fsyncs a folder (so a rename in it is durable); best effort, as not every platform allows it.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn replaces_the_file_and_leaves_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/session.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        let (_, folder) = replace(&path, b"three", Durability::Later).unwrap();
+        assert_eq!(folder, dir.path().join("sub"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"three");
+        assert_eq!(names(&dir.path().join("sub")), ["session.json"]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temp_file_and_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a folder that is not empty: the rename fails.
+        let target = dir.path().join("report.md");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), b"x").unwrap();
+        let e = write_atomic(&target, b"new").unwrap_err();
+        assert!(e.to_string().contains("report.md"), "{e}");
+        assert_eq!(names(dir.path()), ["report.md"]);
+        assert_eq!(names(&target), ["keep"]);
+    }
+}

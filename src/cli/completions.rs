@@ -1,0 +1,38 @@
+//! `comfy-bisect completions SHELL`: the shell completion script, generated from the same
+//! argument definitions the binary parses (clap_complete), printed on stdout.
+
+use crate::error::exit;
+use clap::CommandFactory;
+use std::io::Write;
+
+/// Arguments of `completions`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Where to put the script (then open a new shell):
+  bash        comfy-bisect completions bash > ~/.local/share/bash-completion/completions/comfy-bisect
+  zsh         comfy-bisect completions zsh > ~/.zfunc/_comfy-bisect
+              (with `fpath+=~/.zfunc; autoload -Uz compinit; compinit` in ~/.zshrc)
+  fish        comfy-bisect completions fish > ~/.config/fish/completions/comfy-bisect.fish
+  powershell  comfy-bisect completions powershell >> $PROFILE
+  elvish      comfy-bisect completions elvish >> ~/.config/elvish/rc.elv")]
+pub struct Args {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Writes the completion script for `args.shell` to stdout (a closed pipe, as with `| head`,
+/// ends it quietly).
+pub fn run(args: Args) -> u8 {
+    let mut command = super::Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "comfy-bisect", &mut script);
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&script).and_then(|()| out.flush()) {
+        Ok(()) => exit::OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
+        Err(e) => {
+            super::common::print_error(&format!("cannot write the completion script: {e}"));
+            exit::FAILED
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! `comfy-bisect demo`, the README's first command, run the way a user runs it (from a folder of
+//! their own, so the built-in examples and simulator are all it needs).
+
+use std::process::Command;
+
+#[test]
+fn demo_bisects_both_examples_and_writes_their_reports() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        // As fast as the simulator goes: the verdicts do not depend on time.
+        .args(["demo", "--quiet", "--time-scale", "0"])
+        .current_dir(home.path())
+        .env_remove("COMFY_BISECT_SERVER")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // One verdict per example, each a first failure (the demo's cards are chosen for that).
+    for example in [
+        "sd15_txt2img_lora_upscale",
+        "wan22_t2v_experts_lora_cache_rife",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(example) && l.contains("first failure at increment")),
+            "{example}: {stdout}"
+        );
+    }
+    // Both sessions are under ./runs with their reports, as the README says.
+    let runs = home.path().join("runs");
+    let sessions: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("session.json").is_file())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{stdout}");
+    for s in &sessions {
+        let report = std::fs::read_to_string(s.path().join("report.md")).unwrap();
+        assert!(report.starts_with("# comfy-bisect report"), "{report}");
+        assert!(report.contains("Root cause: unknown"), "{report}");
+    }
+    // And `runs` lists them.
+    let listed = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["runs", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(listed.status.code(), Some(0));
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    for s in &sessions {
+        let id = s.file_name().to_string_lossy().into_owned();
+        assert!(listed.contains(&id), "{id} not listed: {listed}");
+    }
+}
