@@ -69,6 +69,8 @@ fn push(job: &mut WorkflowJob, step: usize, role: RunRole, pass: bool) {
         }),
         summary: Some(RunSummary::default()),
         diagnosis: None,
+        confirms: None,
+        fingerprint: None,
     });
 }
 
@@ -80,6 +82,7 @@ fn session(n: usize, fail_at: usize, options: &SessionOptions) -> (Verdict, Vec<
     for _ in 0..(4 * n + 8) {
         match decide(&j, options).1 {
             Decision::Finish(v) => return (v, made),
+            Decision::Confirm { .. } => unreachable!("no run crashes here"),
             Decision::Run { step, role } => {
                 made.push(step);
                 push(&mut j, step, role, step < fail_at);

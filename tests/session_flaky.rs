@@ -1,6 +1,7 @@
 //! `--repeat`: when the repeats of the boundary steps disagree the verdict is "flaky" with the
-//! counts. The disagreement is made on the simulator by crashing it during one repeat (a
-//! variant that takes the server down counts as failing), with `--restart-cmd` bringing it back.
+//! counts. The disagreement is made on the simulator by crashing it during one repeat (with
+//! `--confirm-crashes 0` a variant that takes the server down counts as failing at once), with
+//! `--restart-cmd` bringing it back.
 
 mod session_support;
 
@@ -72,6 +73,7 @@ fn disagreeing_repeats_are_flaky_with_counts() {
     let tmp = tempfile::tempdir().unwrap();
     let options = SessionOptions {
         repeat: 1,
+        confirm_crashes: 0,
         wait_server_s: 30,
         restart_cmd: Some("restart the simulator".into()),
         ..SessionOptions::default()

@@ -48,6 +48,15 @@ pub struct SessionArgs {
     /// Re-run the first failing and last passing steps N more times; disagreement = flaky.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub repeat: u32,
+    /// Re-run a run that crashed the server or timed out up to N times before it counts as a
+    /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
+    #[arg(long, default_value_t = crate::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
+    pub confirm_crashes: u32,
+    /// When the server's environment changes between runs (versions, launch arguments, node
+    /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
+    /// the session ("incomplete: environment changed").
+    #[arg(long, value_enum, default_value = "reanchor", value_name = "ACTION")]
+    pub on_drift: crate::session::journal::OnDrift,
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
@@ -214,6 +223,8 @@ impl SessionArgs {
             start_at,
             models_dirs: self.models_dirs.clone(),
             plan_args: ladder.as_args(),
+            confirm_crashes: self.confirm_crashes,
+            on_drift: self.on_drift,
         })
     }
 }
@@ -389,7 +400,10 @@ pub fn exit_code(session: &SessionFile) -> u8 {
         SessionState::Stopped { reason, .. } => match reason {
             StopReason::Interrupted => exit::INTERRUPTED,
             StopReason::ServerLost => exit::UNREACHABLE,
-            StopReason::Deadline | StopReason::Preflight | StopReason::Error => exit::FAILED,
+            StopReason::Deadline
+            | StopReason::Preflight
+            | StopReason::Error
+            | StopReason::EnvironmentChanged => exit::FAILED,
         },
         _ => exit::FAILED,
     }

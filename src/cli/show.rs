@@ -57,6 +57,7 @@ fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                         .unwrap_or_default(),
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
+                    fingerprint: run.fingerprint.clone(),
                 });
             }
         }

@@ -234,6 +234,22 @@ impl Client {
             .await
     }
 
+    /// `GET route`, the body as text; `None` when the server answers 404 (a route it does not
+    /// have, such as an extension's that is not installed).
+    pub async fn get_text_opt(&self, route: &str) -> Result<Option<String>, ClientError> {
+        let (status, text) = self.send("GET", route, None).await?;
+        match status {
+            404 => Ok(None),
+            200..=299 => Ok(Some(text)),
+            _ => Err(ClientError::Status {
+                method: "GET".into(),
+                url: self.url_for(route).to_string(),
+                status,
+                body: trim_text(&text),
+            }),
+        }
+    }
+
     /// `GET /queue`.
     pub async fn queue(&self) -> Result<QueueState, ClientError> {
         self.get_json(routes::QUEUE).await

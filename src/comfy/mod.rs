@@ -4,6 +4,7 @@
 pub mod client;
 pub mod console;
 pub mod events;
+pub mod fingerprint;
 pub mod headers;
 pub mod protocol;
 pub mod ws;
@@ -11,6 +12,7 @@ pub mod ws;
 pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
 pub use console::{MemoryEvent, VaeStage};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
+pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};
 pub use protocol::{
     Device, ExecutionError, ExecutionInterrupted, HistoryEntry, LogEntry, LogsData,

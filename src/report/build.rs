@@ -5,15 +5,16 @@
 
 use super::environment::environment;
 use super::model::{
-    AttachedRun, Attachments, Candidate, Component, ControlRow, Evidence, LadderRow, NextSteps,
-    NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Report, Settings, Verdict, VerdictKind,
-    VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
+    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, DriftRow, Evidence,
+    LadderRow, NextSteps, NodePackRow, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow,
+    Report, Settings, Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport, SCHEMA_VERSION,
 };
 use crate::comfy::{ExecutionError, SystemStats};
 use crate::diagnose;
 use crate::session::journal::{
-    Outcome, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState,
-    StopReason, Verdict as SessionVerdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths,
+    SessionState, StopReason, Verdict as SessionVerdict, WorkflowJob, RUN_RECORD_FILE,
+    RUN_WORKFLOW_FILE,
 };
 use anyhow::Context;
 use serde_json::{Map, Value};
@@ -142,7 +143,26 @@ pub fn build(data: &SessionData) -> Report {
     } else {
         "mixed"
     };
-    let environment = env_stats.as_ref().map(|st| environment(st, runs_kind));
+    let mut environment = env_stats.as_ref().map(|st| environment(st, runs_kind));
+    let last_fingerprint = all_runs
+        .iter()
+        .rev()
+        .filter_map(|r| r.fingerprint.as_ref())
+        .find_map(|id| s.fingerprints.get(id));
+    if let (Some(env), Some(fp)) = (environment.as_mut(), last_fingerprint) {
+        env.fingerprint = Some(fp.id.clone());
+        env.pack_versions_from = fp.pack_versions_from.clone();
+        env.node_packs = fp
+            .packs
+            .iter()
+            .map(|p| NodePackRow {
+                name: p.name.clone(),
+                classes: p.nodes.classes,
+                definitions_sha256: p.nodes.definitions_sha256.clone(),
+                version: p.version_text().to_string(),
+            })
+            .collect();
+    }
     let (state, stopped_because) = match &s.state {
         SessionState::Preflight => ("preflight".to_string(), None),
         SessionState::Waiting { until } => (format!("waiting until {until}"), None),
@@ -155,6 +175,7 @@ pub fn build(data: &SessionData) -> Report {
     };
     let mut warnings = data.load_warnings.clone();
     warnings.extend(drift_warnings(data, env_stats.as_ref()));
+    warnings.extend(baseline_warning(&all_runs));
     let mut seen = HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
@@ -194,7 +215,46 @@ pub fn build(data: &SessionData) -> Report {
         .enumerate()
         .map(|(i, job)| workflow_report(data, i, job))
         .collect();
+    let environment_changes = s
+        .drifts
+        .iter()
+        .map(|d| {
+            let job = s.workflows.get(d.workflow);
+            let anchor_runs = job
+                .map(|job| {
+                    job.runs
+                        .iter()
+                        .filter(|r| {
+                            r.role == RunRole::Anchor && r.fingerprint.as_deref() == Some(&d.to)
+                        })
+                        .map(|r| {
+                            format!(
+                                "step {} ({}) re-run {}: {}",
+                                r.step,
+                                r.increment,
+                                short(&r.run_id),
+                                outcome_name(r)
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            DriftRow {
+                detected_at: d.detected_at.clone(),
+                workflow: job.map(|j| j.name.clone()).unwrap_or_default(),
+                from: d.from.clone(),
+                to: d.to.clone(),
+                changes: d.changes.clone(),
+                action: serde_json::to_value(d.action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                anchor_runs,
+            }
+        })
+        .collect();
     Report {
+        environment_changes,
         schema_version: SCHEMA_VERSION,
         generator: format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
         session_id: s.session_id.clone(),
@@ -224,6 +284,36 @@ pub fn build(data: &SessionData) -> Report {
     }
 }
 
+/// Growth of the memory held before each run, from the first run to the last, that calls for
+/// a warning (MiB).
+pub const BASELINE_GROWTH_MIB: f64 = 256.0;
+
+/// A warning when the memory held before the runs (after `/free`) grows from run to run: never
+/// going down over at least three runs and by [`BASELINE_GROWTH_MIB`] or more in all.
+fn baseline_warning(runs: &[&RunEntry]) -> Option<String> {
+    let series: Vec<(&RunEntry, f64)> = runs
+        .iter()
+        .filter_map(|r| Some((*r, r.summary.as_ref()?.vram_baseline_mib?)))
+        .collect();
+    if series.len() < 3 || series.windows(2).any(|w| w[1].1 < w[0].1) {
+        return None;
+    }
+    let (first, last) = (series[0], series[series.len() - 1]);
+    (last.1 - first.1 >= BASELINE_GROWTH_MIB).then(|| {
+        format!(
+            "the memory held before each run (after /free) grew from run to run: {:.0} MiB before run {} (step {} {}) to {:.0} MiB before run {} (step {} {}); other processes use the device, or memory is not given back between runs, so later runs had less room",
+            first.1,
+            short(&first.0.run_id),
+            first.0.step,
+            first.0.increment,
+            last.1,
+            short(&last.0.run_id),
+            last.0.step,
+            last.0.increment
+        )
+    })
+}
+
 fn stop_reason(r: StopReason) -> &'static str {
     match r {
         StopReason::Deadline => "deadline reached",
@@ -231,6 +321,7 @@ fn stop_reason(r: StopReason) -> &'static str {
         StopReason::ServerLost => "server lost",
         StopReason::Preflight => "preflight failed",
         StopReason::Error => "error",
+        StopReason::EnvironmentChanged => "environment changed",
     }
 }
 
@@ -593,6 +684,7 @@ fn row_for(
             failing_node: None,
             peak_vram_mib: None,
             vram_samples: None,
+            baseline_vram_mib: None,
             peak_ram_mib: None,
             peak_rss_mib: None,
             peak_swap_mib: None,
@@ -600,6 +692,7 @@ fn row_for(
             cold: None,
             run_dir: None,
             memory_fallbacks: Vec::new(),
+            crash_check: None,
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -627,6 +720,7 @@ fn row_for(
         failing_node: failing_node(entry),
         peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
         vram_samples: vram_samples(file),
+        baseline_vram_mib: summary.and_then(|s| s.vram_baseline_mib),
         peak_ram_mib: summary.and_then(|s| s.ram_peak_mib),
         peak_rss_mib: summary.and_then(|s| s.rss_peak_mib),
         peak_swap_mib: summary.and_then(|s| s.swap_peak_mib),
@@ -636,6 +730,7 @@ fn row_for(
         memory_fallbacks: summary
             .map(|s| s.memory_fallbacks.clone())
             .unwrap_or_default(),
+        crash_check: None,
     }
 }
 
@@ -691,6 +786,16 @@ fn workflow_report(data: &SessionData, index: usize, job: &WorkflowJob) -> Workf
             })
             .collect()
     };
+    let mut ladder = ladder;
+    for row in &mut ladder {
+        let entry = row
+            .run_id
+            .as_ref()
+            .and_then(|id| job.runs.iter().find(|r| &r.run_id == id));
+        if let Some(entry) = entry {
+            row.crash_check = crash_check_row(job, entry, data.session.options.confirm_crashes);
+        }
+    }
     let verdict = verdict(data, job, steps_total, &ladder, &increment_of);
     let failing_run: Option<&RunEntry> = match &job.verdict {
         Some(SessionVerdict::FirstFailure { run_id, .. })
@@ -912,6 +1017,8 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
             RunRole::Minimal | RunRole::Target | RunRole::Search => "ladder",
             RunRole::Repeat => "repeat",
             RunRole::Control => "control",
+            RunRole::Confirm => "confirm",
+            RunRole::Anchor => "anchor",
         }
         .into(),
         run_id: e.run_id.clone(),
@@ -1154,6 +1261,38 @@ fn progress_text(job: &WorkflowJob, steps_total: usize) -> String {
     parts.join("; ")
 }
 
+/// How often the crash of run `run_id` was seen, when its re-runs confirmed it.
+fn reproduced(job: &WorkflowJob, run_id: &str, n: u32) -> Option<u32> {
+    let run = job.runs.iter().find(|r| r.run_id == run_id)?;
+    match job.crash_check(run, n) {
+        CrashCheck::Confirmed { times, .. } => Some(times),
+        _ => None,
+    }
+}
+
+/// The ladder table's note on a crashed run: what its re-runs said.
+fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashCheckRow> {
+    let (result, times, rerun_ids) = match job.crash_check(entry, n) {
+        CrashCheck::NotACrash => return None,
+        CrashCheck::Pending => {
+            let ids: Vec<String> = job
+                .runs
+                .iter()
+                .filter(|r| r.confirms.as_deref() == Some(&entry.run_id))
+                .map(|r| r.run_id.clone())
+                .collect();
+            ("pending", 1, ids)
+        }
+        CrashCheck::NotReproduced { by } => ("not_reproduced", 1, vec![by]),
+        CrashCheck::Confirmed { times, by } => ("confirmed", times, by),
+    };
+    Some(CrashCheckRow {
+        result: result.into(),
+        times,
+        rerun_ids,
+    })
+}
+
 fn verdict(
     data: &SessionData,
     job: &WorkflowJob,
@@ -1174,6 +1313,7 @@ fn verdict(
         first_fallback_step: None,
         first_fallback_increment: None,
         first_fallbacks: Vec::new(),
+        reproduced: None,
         root_cause: "unknown".into(),
     };
     match &job.verdict {
@@ -1181,8 +1321,10 @@ fn verdict(
             step,
             increment,
             stage,
+            run_id,
             ..
         }) => {
+            v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
             v.kind = VerdictKind::FirstFailure;
             v.step = Some(*step);
             v.increment = Some(increment.clone());
@@ -1191,7 +1333,8 @@ fn verdict(
                 .clone()
                 .or_else(|| row(*step).and_then(|r| r.stage.clone()));
         }
-        Some(SessionVerdict::MinimalFails { stage, .. }) => {
+        Some(SessionVerdict::MinimalFails { stage, run_id }) => {
+            v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
             v.kind = VerdictKind::MinimalFails;
             v.step = Some(0);
             v.increment = Some(increment_of(0));
@@ -1325,6 +1468,52 @@ fn verdict(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_baseline_that_grows_from_run_to_run_is_called_out() {
+        let run = |i: usize, baseline: Option<f64>| RunEntry {
+            run_id: format!("run{i}-0000"),
+            step: i,
+            increment: format!("inc{i}"),
+            role: RunRole::Search,
+            dir: String::new(),
+            workflow_sha256: String::new(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(Outcome::Passed),
+            summary: Some(crate::session::journal::RunSummary {
+                vram_baseline_mib: baseline,
+                ..Default::default()
+            }),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+        };
+        let growing = [
+            run(0, Some(300.0)),
+            run(1, Some(420.0)),
+            run(2, Some(700.0)),
+        ];
+        let refs: Vec<&RunEntry> = growing.iter().collect();
+        let w = baseline_warning(&refs).expect("growth called out");
+        assert!(w.contains("300 MiB before run run0-000"), "{w}");
+        assert!(
+            w.contains("700 MiB before run run2-000 (step 2 inc2)"),
+            "{w}"
+        );
+        // Going down once, too little growth, or too few runs: nothing to say.
+        for series in [
+            vec![Some(300.0), Some(900.0), Some(800.0)],
+            vec![Some(300.0), Some(350.0), Some(400.0)],
+            vec![Some(300.0), Some(900.0)],
+            vec![None, None, None],
+        ] {
+            let runs: Vec<RunEntry> = series.iter().enumerate().map(|(i, b)| run(i, *b)).collect();
+            let refs: Vec<&RunEntry> = runs.iter().collect();
+            assert_eq!(baseline_warning(&refs), None, "{series:?}");
+        }
+    }
 
     #[test]
     fn changes_join_resolution_and_diff_objects() {

@@ -250,6 +250,9 @@ pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
         argv: system.argv.clone(),
         memory_flags: memory_flags(&system.argv),
         runs: runs.to_string(),
+        fingerprint: None,
+        node_packs: Vec::new(),
+        pack_versions_from: None,
     }
 }
 

@@ -3,8 +3,8 @@
 use super::chart::{bar_line_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
-    kind_phrase, AttachedRun, Environment, Evidence, LadderRow, NodeRef, Report, VerdictKind,
-    WorkflowReport,
+    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
+    VerdictKind, WorkflowReport,
 };
 use super::ReportFormat;
 
@@ -51,6 +51,9 @@ pub fn render(report: &Report) -> String {
     out.push_str("\n\n");
     if let Some(env) = &report.environment {
         out.push_str(&environment(env, 2));
+    }
+    if !report.environment_changes.is_empty() {
+        out.push_str(&environment_changes(&report.environment_changes, 2));
     }
     for w in &report.workflows {
         let level = if single {
@@ -227,7 +230,69 @@ fn environment(env: &Environment, level: usize) -> String {
         other => text(other),
     };
     row("Runs", runs);
+    if let Some(id) = &env.fingerprint {
+        row("Fingerprint", code(id));
+    }
     out.push_str(&t.render());
+    out.push('\n');
+    if env.fingerprint.is_some() {
+        if env.node_packs.is_empty() {
+            out.push_str("Custom node packs: none.\n\n");
+        } else {
+            let source = match &env.pack_versions_from {
+                Some(s) => format!("versions from {}", text(s)),
+                None => "the server exposes no versions (no ComfyUI-Manager)".to_string(),
+            };
+            out.push_str(&format!(
+                "Custom node packs ({}; {source}):\n\n",
+                env.node_packs.len()
+            ));
+            let mut packs = Table::new(&["Pack", "Classes", "Definitions hash", "Version"]);
+            for p in &env.node_packs {
+                packs.row(vec![
+                    text(&p.name),
+                    p.classes.to_string(),
+                    code(&p.definitions_sha256),
+                    text(&p.version),
+                ]);
+            }
+            out.push_str(&packs.render());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn environment_changes(drifts: &[DriftRow], level: usize) -> String {
+    let mut out = heading(level, "Environment changes");
+    out.push_str(
+        "The server's environment changed between runs; results from before and after are not \
+         compared with each other: the last passing step was run again under the new \
+         environment (`--on-drift reanchor`), or the session stopped (`--on-drift stop`).\n\n",
+    );
+    for d in drifts {
+        out.push_str(&format!(
+            "- {} ({}): fingerprint {} → {}\n",
+            text(&d.detected_at),
+            code(&d.workflow),
+            code(&d.from),
+            code(&d.to)
+        ));
+        for c in &d.changes {
+            out.push_str(&format!("  - {}\n", text(c)));
+        }
+        match d.action.as_str() {
+            "stop" => out.push_str("  - the session stopped here (`--on-drift stop`)\n"),
+            _ if d.anchor_runs.is_empty() => {
+                out.push_str("  - re-anchored: no step needed to be run again\n")
+            }
+            _ => {
+                for a in &d.anchor_runs {
+                    out.push_str(&format!("  - re-anchored: {}\n", text(a)));
+                }
+            }
+        }
+    }
     out.push('\n');
     out
 }
@@ -514,11 +579,27 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         ),
         None => r.outcome.replace('_', " "),
     };
-    let outcome = if is_verdict_step {
+    let mut outcome = if is_verdict_step {
         md::bold(&outcome)
     } else {
         text(&outcome)
     };
+    if let Some(c) = &r.crash_check {
+        let reruns: Vec<String> = c.rerun_ids.iter().map(|id| code(&short(id))).collect();
+        outcome.push_str("<br>");
+        outcome.push_str(&match c.result.as_str() {
+            "not_reproduced" => format!(
+                "crash not reproduced: re-run {} passed, the step counts as passed",
+                reruns.join(", ")
+            ),
+            "confirmed" => format!(
+                "crash confirmed: reproduced {} times (re-runs {})",
+                c.times,
+                reruns.join(", ")
+            ),
+            _ => "crash not confirmed yet (re-run pending)".to_string(),
+        });
+    }
     let changes = if r.changes.is_empty() {
         if r.step == 0 {
             "minimal variant".to_string()
@@ -539,11 +620,14 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         }
         lines.join("<br>")
     };
-    let peak = match (r.peak_vram_mib, r.vram_samples) {
+    let mut peak = match (r.peak_vram_mib, r.vram_samples) {
         (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
         (Some(p), None) => mib(p),
         _ => DASH.into(),
     };
+    if let Some(b) = r.baseline_vram_mib {
+        peak.push_str(&format!("<br>held before: {}", mib(b)));
+    }
     let increment = match (&r.increment_kind, r.step) {
         (Some(k), s) if s > 0 && k != &r.increment => {
             format!("{} ({})", text(&r.increment), text(k))

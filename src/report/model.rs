@@ -32,10 +32,32 @@ pub struct Report {
     /// The server's versions, hardware and launch arguments (absent before preflight).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Environment>,
+    /// Environment changes between runs (the fingerprint changed), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment_changes: Vec<DriftRow>,
     /// One entry per workflow of the session, in the order they were run.
     pub workflows: Vec<WorkflowReport>,
     /// Things the reader should know (environment changed mid-session, warm cache hits, …).
     pub warnings: Vec<String>,
+}
+
+/// The environment changed between two runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriftRow {
+    /// When it was seen (before the next run).
+    pub detected_at: String,
+    /// The workflow being worked on.
+    pub workflow: String,
+    /// Fingerprint id before.
+    pub from: String,
+    /// Fingerprint id after.
+    pub to: String,
+    /// What changed, one line each.
+    pub changes: Vec<String>,
+    /// `reanchor` or `stop`.
+    pub action: String,
+    /// The runs made again under the new environment (`anchor` runs): short description each.
+    pub anchor_runs: Vec<String>,
 }
 
 /// The report of one workflow of the session.
@@ -138,6 +160,10 @@ pub struct Verdict {
     /// What fell back there (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_fallbacks: Vec<String>,
+    /// When the failing run crashed (server lost, timeout): how often the failure was seen,
+    /// the crash and its confirming re-runs together (`--confirm-crashes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<u32>,
     /// Always `unknown`: a bisection locates a failure, it does not prove its cause.
     pub root_cause: String,
 }
@@ -224,6 +250,28 @@ pub struct Environment {
     pub memory_flags: Vec<MemoryFlag>,
     /// `cold` (models unloaded before every run), `warm`, `mixed` or `unknown`.
     pub runs: String,
+    /// Short id of the environment fingerprint of the session's last run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Custom node packs the server has (from that fingerprint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_packs: Vec<NodePackRow>,
+    /// Where the packs' versions came from (`ComfyUI-Manager`), when anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack_versions_from: Option<String>,
+}
+
+/// One custom node pack of the environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodePackRow {
+    /// The pack (its folder under `custom_nodes/`).
+    pub name: String,
+    /// Number of node classes.
+    pub classes: usize,
+    /// Hash of their definitions (first 16 hex digits of a sha256).
+    pub definitions_sha256: String,
+    /// Version, or `version unknown`.
+    pub version: String,
 }
 
 /// The device ComfyUI runs on.
@@ -299,6 +347,9 @@ pub struct LadderRow {
     /// How many VRAM samples were taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_samples: Option<usize>,
+    /// Device memory already in use before the run (after `/free` and the settle), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_vram_mib: Option<f64>,
     /// Peak system RAM in use in MiB (`ram_total − ram_free`, sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_ram_mib: Option<f64>,
@@ -321,6 +372,21 @@ pub struct LadderRow {
     /// with any is the early warning a bisection looks for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// The run crashed (server lost, timeout) and was re-run to confirm it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_check: Option<CrashCheckRow>,
+}
+
+/// What the re-runs of a crashed run said (`--confirm-crashes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashCheckRow {
+    /// `not_reproduced` (a re-run passed: the step counts as passed), `confirmed` (the
+    /// re-runs failed too) or `pending` (not re-run yet).
+    pub result: String,
+    /// How often the failure was seen, the crash included.
+    pub times: u32,
+    /// The re-runs, in order.
+    pub rerun_ids: Vec<String>,
 }
 
 /// How peak VRAM was measured.
@@ -665,21 +731,27 @@ impl Verdict {
             )),
             _ => None,
         };
+        let reproduced = || match self.reproduced {
+            Some(n) => format!(" (the crash was reproduced {n} times)"),
+            None => String::new(),
+        };
         match self.kind {
             VerdictKind::FirstFailure => match fallback {
                 Some(f) => format!(
-                    "{}{}; first failure at {} (step {} of {steps}): {}. Root cause: unknown.",
+                    "{}{}; first failure at {} (step {} of {steps}): {}{}. Root cause: unknown.",
                     f[..1].to_uppercase(),
                     &f[1..],
                     emph(self.increment.as_deref().unwrap_or("?")),
                     self.step.unwrap_or_default(),
-                    what()
+                    what(),
+                    reproduced()
                 ),
                 None => format!(
-                    "First failure when adding {} (step {} of {steps}): {}. Root cause: unknown.",
+                    "First failure when adding {} (step {} of {steps}): {}{}. Root cause: unknown.",
                     emph(self.increment.as_deref().unwrap_or("?")),
                     self.step.unwrap_or_default(),
-                    what()
+                    what(),
+                    reproduced()
                 ),
             },
             VerdictKind::CouldNotReproduce if fallback.is_some() => format!(
@@ -687,8 +759,9 @@ impl Verdict {
                 fallback.unwrap_or_default()
             ),
             VerdictKind::MinimalFails => format!(
-                "The minimal variant already fails (step 0 of {steps}): {}. Nothing to bisect. Root cause: unknown.",
-                what()
+                "The minimal variant already fails (step 0 of {steps}): {}{}. Nothing to bisect. Root cause: unknown.",
+                what(),
+                reproduced()
             ),
             VerdictKind::CouldNotReproduce => format!(
                 "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here."

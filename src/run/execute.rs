@@ -132,6 +132,8 @@ struct Runner<'a> {
     stats_before: Option<SystemStats>,
     stats_after: Option<SystemStats>,
     stats_after_tried: bool,
+    /// Device memory in use after `/free` and the settle (cold runs).
+    baseline: Option<u64>,
     sampler: Option<Sampler>,
     partial: Option<Rejection>,
     submitted: bool,
@@ -175,6 +177,7 @@ impl<'a> Runner<'a> {
             stats_before: None,
             stats_after: None,
             stats_after_tried: false,
+            baseline: None,
             sampler: None,
             partial: None,
             submitted: false,
@@ -287,6 +290,7 @@ impl<'a> Runner<'a> {
             kernel: None,
             system_stats_before: self.stats_before,
             system_stats_after: self.stats_after,
+            vram_baseline_bytes: self.baseline,
             history: self.history,
             warnings: self.warnings,
             console: Some(console),
@@ -435,9 +439,16 @@ impl<'a> Runner<'a> {
         if let Some(outcome) = self.wait_idle().await {
             return outcome;
         }
-        // The socket is opened while the worker settles after freeing memory.
+        // The socket is opened while the worker settles after freeing memory; then the memory
+        // still held (the run's baseline) is read.
         let settle = self.req.settle;
         let (_, socket) = tokio::join!(tokio::time::sleep(settle), self.open_socket());
+        match self.client.system_stats().await {
+            Ok(s) => self.baseline = s.primary().map(|d| d.used()),
+            Err(e) => self.warn(format!(
+                "GET /system_stats after /free failed, no memory baseline: {e}"
+            )),
+        }
         self.submit_and_follow(socket).await
     }
 

@@ -374,6 +374,11 @@ pub struct RunRecord {
     /// `/system_stats` after the run.
     #[serde(default)]
     pub system_stats_after: Option<SystemStats>,
+    /// Device memory already in use (total − free) after `POST /free` and the settle, just
+    /// before submitting (cold runs only): memory of other processes, or memory ComfyUI did not
+    /// give back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_baseline_bytes: Option<u64>,
     /// The server's history entry (the truth about the outcome).
     #[serde(default)]
     pub history: Option<HistoryEntry>,
@@ -704,6 +709,7 @@ mod tests {
             kernel: None,
             system_stats_before: Some(stats.clone()),
             system_stats_after: None,
+            vram_baseline_bytes: None,
             history: None,
             warnings: vec![],
             console: None,

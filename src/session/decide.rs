@@ -3,7 +3,8 @@
 //! are never repeated because the decision sees them.
 
 use super::journal::{
-    FlakyCount, Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict, WorkflowJob,
+    CrashCheck, FlakyCount, Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict,
+    WorkflowJob,
 };
 
 /// What to do next for one workflow.
@@ -16,15 +17,86 @@ pub enum Decision {
         /// Why.
         role: RunRole,
     },
+    /// Re-run a crashed run of `step` to confirm the crash (`--confirm-crashes`).
+    Confirm {
+        /// Ladder step (for a control: the step of its increment).
+        step: usize,
+        /// The crashed run.
+        crashed: String,
+    },
     /// The workflow has its verdict.
     Finish(Verdict),
 }
 
-/// The recorded, conclusive result of `step`: the first done run (not a control) that passed
-/// or failed, in submission order.
-fn first_result(job: &WorkflowJob, step: usize) -> Option<&RunEntry> {
-    job.runs.iter().find(|r| {
-        r.step == step && r.role != RunRole::Control && r.role != RunRole::Repeat && conclusive(r)
+/// The recorded, conclusive result of a step.
+#[derive(Debug, Clone, Copy)]
+struct StepResult<'a> {
+    /// The run that stands for the step (a crash that was not reproduced: that crashed run).
+    run: &'a RunEntry,
+    /// The step passed (a crash not reproduced counts as passed).
+    passed: bool,
+    /// The run that shows the pass (the passing re-run when a crash was not reproduced).
+    pass_run: &'a RunEntry,
+}
+
+/// Whether a conclusive run counts as passed, crash confirmation taken into account (every
+/// crash here is settled: [`decide`] confirms pending ones first).
+fn resolve<'a>(job: &'a WorkflowJob, r: &'a RunEntry, n: u32) -> StepResult<'a> {
+    match job.crash_check(r, n) {
+        CrashCheck::NotReproduced { by } => StepResult {
+            run: r,
+            passed: true,
+            pass_run: job.runs.iter().find(|x| x.run_id == by).unwrap_or(r),
+        },
+        _ => StepResult {
+            run: r,
+            passed: r.passed(),
+            pass_run: r,
+        },
+    }
+}
+
+/// The recorded, conclusive result of `step`: the first done run (not a control, repeat or
+/// re-run) that passed or failed, in submission order, with its crash confirmation. A run made
+/// in the current environment `env` (fingerprint id) comes before runs made in others.
+fn first_result<'a>(
+    job: &'a WorkflowJob,
+    step: usize,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> Option<StepResult<'a>> {
+    let counts = |r: &&RunEntry| {
+        r.step == step
+            && !matches!(
+                r.role,
+                RunRole::Control | RunRole::Repeat | RunRole::Confirm
+            )
+            && conclusive(r)
+    };
+    let here = env.and_then(|e| {
+        job.runs
+            .iter()
+            .filter(counts)
+            .find(|r| r.fingerprint.as_deref() == Some(e))
+    });
+    here.or_else(|| job.runs.iter().find(counts))
+        .map(|r| resolve(job, r, options.confirm_crashes))
+}
+
+/// `--on-drift reanchor`: when the result of `step` was made in another environment than the
+/// current one, re-run it here (an `anchor` run).
+fn anchor(
+    job: &WorkflowJob,
+    step: usize,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> Option<Decision> {
+    let env = env?;
+    let r = first_result(job, step, options, Some(env))?;
+    let made_in = r.run.fingerprint.as_deref()?;
+    (made_in != env).then_some(Decision::Run {
+        step,
+        role: RunRole::Anchor,
     })
 }
 
@@ -32,14 +104,28 @@ fn conclusive(r: &RunEntry) -> bool {
     r.passed() || r.failed()
 }
 
-/// All conclusive runs of `step` (not controls): (passed, failed).
-fn counts(job: &WorkflowJob, step: usize) -> (u32, u32) {
+/// All conclusive runs of `step` (not controls; a crash and its re-runs count once, as their
+/// confirmation says): (passed, failed).
+fn counts(job: &WorkflowJob, step: usize, options: &SessionOptions) -> (u32, u32) {
     job.runs
         .iter()
-        .filter(|r| r.step == step && r.role != RunRole::Control)
-        .fold((0, 0), |(p, f), r| {
-            (p + u32::from(r.passed()), f + u32::from(r.failed()))
+        .filter(|r| {
+            r.step == step
+                && !matches!(r.role, RunRole::Control | RunRole::Confirm)
+                && conclusive(r)
         })
+        .fold((0, 0), |(p, f), r| {
+            let passed = resolve(job, r, options.confirm_crashes).passed;
+            (p + u32::from(passed), f + u32::from(!passed))
+        })
+}
+
+/// The first crashed run (not a control) whose confirmation still needs a re-run.
+fn pending_crash<'a>(job: &'a WorkflowJob, options: &SessionOptions) -> Option<&'a RunEntry> {
+    job.runs.iter().find(|r| {
+        r.role != RunRole::Control
+            && job.crash_check(r, options.confirm_crashes) == CrashCheck::Pending
+    })
 }
 
 fn stage_of(r: &RunEntry) -> Option<String> {
@@ -56,8 +142,21 @@ fn role_for(step: usize, n: usize) -> RunRole {
     }
 }
 
-/// The next action for `job` under `options`, and the phase it belongs to.
+/// The next action for `job` under `options`, and the phase it belongs to (no environment
+/// known: results count wherever they were made).
 pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) {
+    decide_in(job, options, None)
+}
+
+/// [`decide`] in the environment `env` (the fingerprint id taken before the next run): a step
+/// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
+/// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
+/// verdict, so both ends of the verdict come from one environment.
+pub fn decide_in(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> (Phase, Decision) {
     let n = job.steps.len().saturating_sub(1);
     // A rejection says nothing about the variant and will not change on a re-run.
     if let Some(r) = job.runs.iter().find(|r| {
@@ -80,8 +179,25 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         );
     }
 
+    // A crash decides nothing alone: re-run it before anything else (`--confirm-crashes`).
+    if let Some(r) = pending_crash(job, options) {
+        let phase = match r.role {
+            RunRole::Minimal => Phase::Minimal,
+            RunRole::Target => Phase::Target,
+            RunRole::Repeat => Phase::Repeat,
+            _ => Phase::Search,
+        };
+        return (
+            phase,
+            Decision::Confirm {
+                step: r.step,
+                crashed: r.run_id.clone(),
+            },
+        );
+    }
+
     // Endpoint: the minimal variant must pass.
-    match first_result(job, 0) {
+    match first_result(job, 0, options, env) {
         None => {
             return (
                 Phase::Minimal,
@@ -91,10 +207,10 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
                 },
             )
         }
-        Some(r) if r.failed() => {
+        Some(r) if !r.passed => {
             let verdict = Verdict::MinimalFails {
-                run_id: r.run_id.clone(),
-                stage: stage_of(r),
+                run_id: r.run.run_id.clone(),
+                stage: stage_of(r.run),
             };
             return (Phase::Done, Decision::Finish(verdict));
         }
@@ -102,7 +218,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
             return (
                 Phase::Done,
                 Decision::Finish(Verdict::CouldNotReproduce {
-                    run_id: r.run_id.clone(),
+                    run_id: r.pass_run.run_id.clone(),
                 }),
             )
         }
@@ -111,7 +227,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 
     // Endpoint: the target must fail (unless assumed).
     if !options.assume_fails {
-        match first_result(job, n) {
+        match first_result(job, n, options, env) {
             None => {
                 return (
                     Phase::Target,
@@ -121,11 +237,11 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
                     },
                 )
             }
-            Some(r) if r.passed() => {
+            Some(r) if r.passed => {
                 return (
                     Phase::Done,
                     Decision::Finish(Verdict::CouldNotReproduce {
-                        run_id: r.run_id.clone(),
+                        run_id: r.pass_run.run_id.clone(),
                     }),
                 )
             }
@@ -138,22 +254,26 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         Strategy::Linear => {
             let mut k = 1;
             loop {
-                match first_result(job, k) {
+                match first_result(job, k, options, env) {
                     None => {
+                        // Before going on: the last pass must hold in this environment.
+                        if let Some(d) = anchor(job, k - 1, options, env) {
+                            return (Phase::Search, d);
+                        }
                         return (
                             Phase::Search,
                             Decision::Run {
                                 step: k,
                                 role: role_for(k, n),
                             },
-                        )
+                        );
                     }
-                    Some(r) if r.passed() => {
+                    Some(r) if r.passed => {
                         if k == n {
                             return (
                                 Phase::Done,
                                 Decision::Finish(Verdict::CouldNotReproduce {
-                                    run_id: r.run_id.clone(),
+                                    run_id: r.pass_run.run_id.clone(),
                                 }),
                             );
                         }
@@ -164,14 +284,14 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
             }
         }
         Strategy::Binary => {
-            let result = |k: usize| first_result(job, k).map(|r| r.passed());
+            let result = |k: usize| first_result(job, k, options, env).map(|r| r.passed);
             let hi = (1..=n).find(|&k| result(k) == Some(false)).unwrap_or(n);
             if hi == n {
-                if let Some(r) = first_result(job, n).filter(|r| r.passed()) {
+                if let Some(r) = first_result(job, n, options, env).filter(|r| r.passed) {
                     return (
                         Phase::Done,
                         Decision::Finish(Verdict::CouldNotReproduce {
-                            run_id: r.run_id.clone(),
+                            run_id: r.pass_run.run_id.clone(),
                         }),
                     );
                 }
@@ -181,6 +301,9 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
                 .find(|&k| result(k) == Some(true))
                 .unwrap_or(0);
             if hi - lo > 1 {
+                if let Some(d) = anchor(job, lo, options, env) {
+                    return (Phase::Search, d);
+                }
                 let mid = lo + (hi - lo) / 2;
                 return (
                     Phase::Search,
@@ -204,10 +327,17 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         }
     };
 
+    // The verdict's two ends come from one environment (the current one).
+    for step in [lo, hi] {
+        if let Some(d) = anchor(job, step, options, env) {
+            return (Phase::Search, d);
+        }
+    }
+
     // --repeat: re-run the first failing and the last passing step.
     if options.repeat > 0 {
         for step in [hi, lo] {
-            let (p, f) = counts(job, step);
+            let (p, f) = counts(job, step, options);
             if p + f < 1 + options.repeat {
                 return (
                     Phase::Repeat,
@@ -221,7 +351,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         let flaky: Vec<FlakyCount> = [lo, hi]
             .iter()
             .map(|&step| {
-                let (passed, failed) = counts(job, step);
+                let (passed, failed) = counts(job, step, options);
                 FlakyCount {
                     step,
                     increment: job.steps[step].increment.clone(),
@@ -258,8 +388,12 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
         }
     }
 
-    let fail = first_result(job, hi).expect("the boundary's failing step has a result");
-    let pass = first_result(job, lo).expect("the boundary's passing step has a result");
+    let fail = first_result(job, hi, options, env)
+        .expect("the boundary's failing step has a result")
+        .run;
+    let pass = first_result(job, lo, options, env)
+        .expect("the boundary's passing step has a result")
+        .pass_run;
     let not_run: Vec<usize> = (1..n)
         .filter(|&k| {
             !job.runs
@@ -353,6 +487,8 @@ mod tests {
                 ..RunSummary::default()
             }),
             diagnosis: None,
+            confirms: None,
+            fingerprint: None,
         });
     }
 
@@ -368,6 +504,7 @@ mod tests {
         for _ in 0..100 {
             match decide(&j, options).1 {
                 Decision::Finish(v) => return (v, made),
+                Decision::Confirm { .. } => panic!("no crash was recorded"),
                 Decision::Run { step, role } => {
                     let attempt = made.iter().filter(|(s, _)| *s == step).count();
                     made.push((step, role));
@@ -539,6 +676,252 @@ mod tests {
             decide(&j, &opts).1,
             Decision::Finish(Verdict::Inconclusive { .. })
         ));
+    }
+
+    /// What a simulated run does.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Sim {
+        Pass,
+        Oom,
+        Crash,
+    }
+
+    /// Like [`simulate`] with crashes: `outcome(step, attempt at that step)`.
+    fn simulate_crashes(
+        n: usize,
+        options: &SessionOptions,
+        outcome: impl Fn(usize, usize) -> Sim,
+    ) -> (Verdict, WorkflowJob) {
+        let mut j = job(n);
+        for _ in 0..100 {
+            let (step, role, confirms) = match decide(&j, options).1 {
+                Decision::Finish(v) => return (v, j),
+                Decision::Run { step, role } => (step, role, None),
+                Decision::Confirm { step, crashed } => (step, RunRole::Confirm, Some(crashed)),
+            };
+            let attempt = j.runs.iter().filter(|r| r.step == step).count();
+            let sim = outcome(step, attempt);
+            record(&mut j, step, role, sim == Sim::Pass);
+            let last = j.runs.last_mut().unwrap();
+            last.confirms = confirms;
+            if sim == Sim::Crash {
+                last.outcome = Some(Outcome::ServerLost {
+                    detail: "connection refused".into(),
+                });
+            }
+        }
+        panic!("decide did not finish in 100 runs: {:?}", j.runs);
+    }
+
+    #[test]
+    fn a_crash_that_does_not_repeat_counts_as_a_pass() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            let opts = SessionOptions {
+                strategy,
+                ..SessionOptions::default()
+            };
+            // Steps >= 3 fail with OOM; step 2 crashes once (another job killed the server).
+            let (v, j) = simulate_crashes(5, &opts, |s, attempt| match (s, attempt) {
+                (2, 0) => Sim::Crash,
+                (s, _) if s >= 3 => Sim::Oom,
+                _ => Sim::Pass,
+            });
+            let crash = j.runs.iter().find(|r| r.crashed()).unwrap();
+            let confirm = j
+                .runs
+                .iter()
+                .find(|r| r.role == RunRole::Confirm)
+                .expect("the crash was re-run");
+            assert_eq!(confirm.confirms.as_deref(), Some(crash.run_id.as_str()));
+            assert_eq!(confirm.step, 2);
+            match v {
+                Verdict::FirstFailure {
+                    step,
+                    last_pass_step,
+                    last_pass_run_id,
+                    ..
+                } => {
+                    assert_eq!((step, last_pass_step), (3, 2), "{strategy:?}");
+                    assert_eq!(last_pass_run_id, confirm.run_id);
+                }
+                other => panic!("{strategy:?}: {other:?}"),
+            }
+            assert!(matches!(
+                j.crash_check(crash, 1),
+                CrashCheck::NotReproduced { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_crash_that_repeats_is_a_confirmed_failure() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            for n in [1u32, 2] {
+                let opts = SessionOptions {
+                    strategy,
+                    confirm_crashes: n,
+                    ..SessionOptions::default()
+                };
+                // Steps >= 2 take the server down every time.
+                let (v, j) =
+                    simulate_crashes(4, &opts, |s, _| if s >= 2 { Sim::Crash } else { Sim::Pass });
+                let Verdict::FirstFailure { step, run_id, .. } = &v else {
+                    panic!("{strategy:?} n={n}: {v:?}");
+                };
+                assert_eq!(*step, 2);
+                let crash = j.runs.iter().find(|r| &r.run_id == run_id).unwrap();
+                match j.crash_check(crash, n) {
+                    CrashCheck::Confirmed { times, by } => {
+                        assert_eq!(times, n + 1);
+                        assert_eq!(by.len() as u32, n);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // An OOM on the re-run confirms at once, even when more re-runs were allowed.
+        let opts = SessionOptions {
+            confirm_crashes: 3,
+            ..SessionOptions::default()
+        };
+        let (v, j) = simulate_crashes(2, &opts, |s, attempt| match (s, attempt) {
+            (2, 0) => Sim::Crash,
+            (2, _) => Sim::Oom,
+            _ => Sim::Pass,
+        });
+        assert!(matches!(v, Verdict::FirstFailure { step: 2, .. }), "{v:?}");
+        assert_eq!(
+            j.runs.iter().filter(|r| r.role == RunRole::Confirm).count(),
+            1
+        );
+    }
+
+    #[test]
+    fn without_confirmation_a_crash_decides_as_before() {
+        let opts = SessionOptions {
+            confirm_crashes: 0,
+            ..SessionOptions::default()
+        };
+        // Step 1 crashes once, steps >= 2 run out of memory: the crash is the verdict.
+        let (v, j) = simulate_crashes(3, &opts, |s, attempt| match (s, attempt) {
+            (1, 0) => Sim::Crash,
+            (s, _) if s >= 2 => Sim::Oom,
+            _ => Sim::Pass,
+        });
+        assert!(!j.runs.iter().any(|r| r.role == RunRole::Confirm));
+        assert!(matches!(v, Verdict::FirstFailure { step: 1, .. }), "{v:?}");
+        // With the default, the same night finds step 2.
+        let (v, _) = simulate_crashes(3, &SessionOptions::default(), |s, attempt| {
+            match (s, attempt) {
+                (1, 0) => Sim::Crash,
+                (s, _) if s >= 2 => Sim::Oom,
+                _ => Sim::Pass,
+            }
+        });
+        assert!(matches!(v, Verdict::FirstFailure { step: 2, .. }), "{v:?}");
+    }
+
+    #[test]
+    fn a_crash_of_the_minimal_variant_or_a_repeat_is_confirmed_too() {
+        let opts = SessionOptions::default();
+        let (v, j) = simulate_crashes(2, &opts, |s, attempt| match (s, attempt) {
+            (0, 0) => Sim::Crash,
+            (s, _) if s >= 1 => Sim::Oom,
+            _ => Sim::Pass,
+        });
+        assert!(matches!(v, Verdict::FirstFailure { step: 1, .. }), "{v:?}");
+        assert_eq!(j.runs[1].role, RunRole::Confirm);
+        // A repeat that crashes once does not make the verdict flaky.
+        let opts = SessionOptions {
+            repeat: 1,
+            ..SessionOptions::default()
+        };
+        let (v, j) = simulate_crashes(2, &opts, |s, attempt| match (s, attempt) {
+            (0, 1) => Sim::Crash,
+            (s, _) if s >= 1 => Sim::Oom,
+            _ => Sim::Pass,
+        });
+        assert!(matches!(v, Verdict::FirstFailure { step: 1, .. }), "{v:?}");
+        assert!(j
+            .runs
+            .iter()
+            .any(|r| r.role == RunRole::Confirm && r.step == 0));
+    }
+
+    /// Drives `decide_in` where the environment is "a" for the first `switch` runs and "b"
+    /// after; `pass(step, env)` says what a run does.
+    fn simulate_drift(
+        n: usize,
+        options: &SessionOptions,
+        switch: usize,
+        pass: impl Fn(usize, &str) -> bool,
+    ) -> (Verdict, WorkflowJob) {
+        let mut j = job(n);
+        for _ in 0..100 {
+            let env = if j.runs.len() < switch { "a" } else { "b" };
+            let (step, role) = match decide_in(&j, options, Some(env)).1 {
+                Decision::Finish(v) => return (v, j),
+                Decision::Run { step, role } => (step, role),
+                Decision::Confirm { .. } => panic!("no crash here"),
+            };
+            record(&mut j, step, role, pass(step, env));
+            j.runs.last_mut().unwrap().fingerprint = Some(env.to_string());
+        }
+        panic!("no verdict: {:?}", j.runs);
+    }
+
+    #[test]
+    fn a_changed_environment_reanchors_the_last_pass_before_going_on() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            let opts = SessionOptions {
+                strategy,
+                ..SessionOptions::default()
+            };
+            // Same behaviour in both environments: one anchor run, same verdict.
+            let (v, j) = simulate_drift(5, &opts, 3, |s, _| s < 3);
+            let anchors: Vec<usize> = j
+                .runs
+                .iter()
+                .filter(|r| r.role == RunRole::Anchor)
+                .map(|r| r.step)
+                .collect();
+            assert_eq!(anchors.len(), 1, "{strategy:?}: {:?}", j.runs);
+            let Verdict::FirstFailure {
+                step,
+                run_id,
+                last_pass_run_id,
+                ..
+            } = &v
+            else {
+                panic!("{v:?}");
+            };
+            assert_eq!(*step, 3, "{strategy:?}");
+            for id in [run_id, last_pass_run_id] {
+                let r = j.runs.iter().find(|r| &r.run_id == id).unwrap();
+                assert_eq!(r.fingerprint.as_deref(), Some("b"), "{strategy:?}");
+            }
+        }
+        // In the new environment less fits: the re-anchored step fails, and the search walks
+        // down until a pass in that environment brackets the failure.
+        let opts = SessionOptions::default();
+        let (v, j) = simulate_drift(5, &opts, 3, |s, env| if env == "a" { s < 4 } else { s < 1 });
+        assert!(matches!(v, Verdict::FirstFailure { step: 1, .. }), "{v:?}");
+        let Verdict::FirstFailure {
+            last_pass_run_id, ..
+        } = &v
+        else {
+            unreachable!()
+        };
+        let pass = j
+            .runs
+            .iter()
+            .find(|r| &r.run_id == last_pass_run_id)
+            .unwrap();
+        assert_eq!((pass.step, pass.fingerprint.as_deref()), (0, Some("b")));
+        // Without fingerprints nothing changes.
+        let (v, j) = simulate(5, &opts, |s, _, _| s < 3);
+        assert!(matches!(v, Verdict::FirstFailure { step: 3, .. }));
+        assert!(!j.iter().any(|(_, r)| *r == RunRole::Anchor));
     }
 
     #[test]

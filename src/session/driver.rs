@@ -4,13 +4,15 @@
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
-use super::decide::{decide, Decision};
+use super::decide::{decide_in, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
-    now_rfc3339, read_json, run_dir_name, InFlight, JournalError, Outcome, Phase, RunEntry,
-    RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason, SyncBehind,
-    Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
+    now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
+    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason,
+    SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    SESSION_SCHEMA_VERSION,
 };
+use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
 use crate::run::{InterruptedBy, RunRecord};
 use crate::workflow::Workflow;
@@ -67,8 +69,8 @@ pub trait Backend {
     fn alive(&mut self) -> bool;
     /// Runs `--restart-cmd`; the error in words.
     fn restart(&mut self, command: &str) -> Result<(), String>;
-    /// The server fingerprint (`/system_stats`), when it answers.
-    fn fingerprint(&mut self) -> Option<serde_json::Value> {
+    /// The environment fingerprint, taken before each run (`None`: the server did not say).
+    fn environment(&mut self) -> Option<Fingerprint> {
         None
     }
 }
@@ -127,6 +129,8 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     hash_cache: Option<HashCache>,
     /// Fsyncs of journal writes still running; waited for before every submission.
     durable: SyncBehind,
+    /// Fingerprint id of the environment the next run happens in (the last one taken).
+    env_now: Option<String>,
 }
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
@@ -153,6 +157,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             stop: Arc::new(AtomicBool::new(false)),
             hash_cache,
             durable: SyncBehind::default(),
+            env_now: None,
         }
     }
 
@@ -306,7 +311,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Works on one workflow until its verdict; false when the session had to stop.
     fn drive_workflow(&mut self, w: usize) -> Result<bool, JournalError> {
         loop {
-            let (phase, decision) = decide(&self.session.workflows[w], &self.session.options);
+            let (phase, decision) = decide_in(
+                &self.session.workflows[w],
+                &self.session.options,
+                self.env_now.as_deref(),
+            );
             self.session.workflows[w].phase = phase;
             match decision {
                 Decision::Finish(verdict) => {
@@ -318,7 +327,17 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     self.saved()?;
                     return Ok(true);
                 }
-                Decision::Run { step, role } => {
+                Decision::Run { .. } | Decision::Confirm { .. } => {
+                    let (step, role, confirms) = match decision {
+                        Decision::Run { step, role } => (step, role, None),
+                        Decision::Confirm { step, crashed } => {
+                            self.hooks.note(&format!(
+                                "run {crashed} (step {step}) crashed; re-running it to confirm (--confirm-crashes)"
+                            ));
+                            (step, RunRole::Confirm, Some(crashed))
+                        }
+                        Decision::Finish(_) => unreachable!("handled above"),
+                    };
                     if !self.may_continue(w)? {
                         return Ok(false);
                     }
@@ -332,7 +351,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     if !self.ensure_server(w)? {
                         return Ok(false);
                     }
-                    if !self.one_run(w, step, role)? {
+                    let fingerprint = match self.take_environment(w)? {
+                        EnvCheck::Same(id) => id,
+                        EnvCheck::Changed => continue,
+                        EnvCheck::Stop => return Ok(false),
+                    };
+                    if !self.one_run(w, step, role, confirms, fingerprint)? {
                         return Ok(false);
                     }
                 }
@@ -440,8 +464,106 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok((workflow, increment))
     }
 
+    /// Takes the environment fingerprint before a run and compares it with the one the
+    /// session's previous run saw. A change is journaled as a drift; then the next decision is
+    /// made again in the new environment (re-anchoring) or, with `--on-drift stop`, the
+    /// session ends.
+    fn take_environment(&mut self, w: usize) -> Result<EnvCheck, JournalError> {
+        let Some(fp) = self.backend.environment() else {
+            return Ok(EnvCheck::Same(None));
+        };
+        let id = fp.id.clone();
+        let previous = self
+            .env_now
+            .clone()
+            .or_else(|| self.session.last_run_fingerprint().map(str::to_string));
+        let before = previous
+            .as_ref()
+            .and_then(|p| self.session.fingerprints.get(p))
+            .cloned();
+        self.session
+            .fingerprints
+            .entry(id.clone())
+            .or_insert(fp.clone());
+        self.env_now = Some(id.clone());
+        let Some(from) = previous.filter(|p| *p != id) else {
+            return Ok(EnvCheck::Same(Some(id)));
+        };
+        let mut changes = before
+            .map(|b| crate::comfy::fingerprint::diff(&b, &fp))
+            .unwrap_or_default();
+        if changes.is_empty() {
+            changes.push(format!("fingerprint {from} → {id}"));
+        }
+        let action = self.session.options.on_drift;
+        self.hooks.note(&format!(
+            "the server's environment changed ({}); {}",
+            changes.join("; "),
+            match action {
+                OnDrift::Reanchor =>
+                    "re-running the last passing step under it (--on-drift reanchor)",
+                OnDrift::Stop => "stopping (--on-drift stop)",
+            }
+        ));
+        self.session.drifts.push(Drift {
+            detected_at: now_rfc3339(),
+            workflow: w,
+            from,
+            to: id,
+            changes: changes.clone(),
+            action,
+        });
+        if action == OnDrift::Stop {
+            self.stop_session(
+                Some(w),
+                StopReason::EnvironmentChanged,
+                format!("environment changed: {}", changes.join("; ")),
+            )?;
+            return Ok(EnvCheck::Stop);
+        }
+        self.save()?;
+        Ok(EnvCheck::Changed)
+    }
+
+    /// After a crash that will be re-run to confirm it: with `--restart-cmd` the server is
+    /// restarted (even when it answers: a crash may leave it in a bad state), then waited for.
+    fn back_after_crash(&mut self, w: usize) -> Result<bool, JournalError> {
+        if self.session.options.restart_cmd.is_none() {
+            return self.ensure_server(w);
+        }
+        if self.wait_for_server(true) {
+            return Ok(true);
+        }
+        let detail = format!(
+            "server {} not back within {}s after --restart-cmd (--wait-server); `comfy-bisect resume` continues",
+            self.session.server, self.session.options.wait_server_s
+        );
+        self.stop_session(Some(w), StopReason::ServerLost, detail)?;
+        Ok(false)
+    }
+
+    /// Whether the crash of run `run_id` of workflow `w` is going to be re-run.
+    fn will_confirm(&self, w: usize, run_id: &str) -> bool {
+        let job = &self.session.workflows[w];
+        job.runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .is_some_and(|r| {
+                r.role != RunRole::Control
+                    && job.crash_check(r, self.session.options.confirm_crashes)
+                        == super::journal::CrashCheck::Pending
+            })
+    }
+
     /// Submits one run and journals it; false when the session had to stop.
-    fn one_run(&mut self, w: usize, step: usize, role: RunRole) -> Result<bool, JournalError> {
+    fn one_run(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        confirms: Option<String>,
+        fingerprint: Option<String>,
+    ) -> Result<bool, JournalError> {
         let (workflow, increment) = self.variant(w, step, role)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let dir = run_dir_name(step, &increment, &run_id);
@@ -469,6 +591,8 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             outcome: None,
             summary: None,
             diagnosis: None,
+            confirms,
+            fingerprint,
         };
         self.session.workflows[w].runs.push(entry.clone());
         self.session.in_flight = Some(InFlight {
@@ -513,6 +637,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             Attempt::Done(record) => {
                 let outcome = self.finish_run(w, &run_id, *record, &workflow, false)?;
                 match outcome {
+                    Outcome::ServerLost { .. } | Outcome::Timeout { .. }
+                        if self.will_confirm(w, &run_id) =>
+                    {
+                        // A crash decides nothing alone: it is re-run once the server is back.
+                        self.back_after_crash(w)
+                    }
                     Outcome::ServerLost { .. } => {
                         // The variant killed the server: it counts as failing and is not
                         // resubmitted (beyond --repeat); the session needs the server back.
@@ -592,6 +722,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             entry: entry.clone(),
             component_hashes: components.clone(),
             node_hashes,
+            environment: entry
+                .fingerprint
+                .as_ref()
+                .and_then(|id| self.session.fingerprints.get(id))
+                .cloned(),
             record,
         };
         self.durable
@@ -646,6 +781,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
+                fingerprint: entry.fingerprint.clone(),
             },
             &mut self.durable,
         )
@@ -725,6 +861,16 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         }
     }
+}
+
+/// What the environment check before a run found.
+enum EnvCheck {
+    /// Same environment as the previous run (its fingerprint id, if the server gave one).
+    Same(Option<String>),
+    /// The environment changed: decide again in the new one.
+    Changed,
+    /// The environment changed and the session stopped (`--on-drift stop`).
+    Stop,
 }
 
 /// The outcome of an interrupted run tells whether the user asked for it.

@@ -52,6 +52,8 @@ struct FakeBackend {
     budget: i64,
     /// Sizes that crash the server instead of failing.
     crash_at: Option<i64>,
+    /// How many times `crash_at` crashes before it runs normally (None: always).
+    crashes_left: Rc<Cell<Option<u32>>>,
     run_time: Duration,
     alive: Rc<Cell<bool>>,
     restart_revives: bool,
@@ -68,6 +70,7 @@ impl FakeBackend {
             clock: clock.clone(),
             budget,
             crash_at: None,
+            crashes_left: Rc::new(Cell::new(None)),
             run_time: Duration::from_secs(600),
             alive: Rc::new(Cell::new(true)),
             restart_revives: false,
@@ -77,7 +80,11 @@ impl FakeBackend {
         }
     }
     fn act(&self, size: i64) -> Act {
-        if Some(size) == self.crash_at {
+        let crashes = Some(size) == self.crash_at && self.crashes_left.get() != Some(0);
+        if crashes {
+            if let Some(n) = self.crashes_left.get() {
+                self.crashes_left.set(Some(n - 1));
+            }
             Act::Crash
         } else if size >= self.budget {
             Act::Oom
@@ -354,6 +361,16 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
 
 /// Puts a run in flight as a killed tool leaves it.
 fn leave_in_flight(paths: &SessionPaths, step: usize) -> String {
+    leave_in_flight_as(paths, step, RunRole::Minimal, None)
+}
+
+/// [`leave_in_flight`] with a role (and the crashed run a `confirm` run re-runs).
+fn leave_in_flight_as(
+    paths: &SessionPaths,
+    step: usize,
+    role: RunRole,
+    confirms: Option<String>,
+) -> String {
     let mut s = SessionFile::load(paths).unwrap();
     let run_id = uuid::Uuid::new_v4().to_string();
     let dir = run_dir_name(step, &s.workflows[0].steps[step].increment, &run_id);
@@ -363,7 +380,7 @@ fn leave_in_flight(paths: &SessionPaths, step: usize) -> String {
         run_id: run_id.clone(),
         step,
         increment,
-        role: RunRole::Minimal,
+        role,
         dir,
         workflow_sha256: variant(step as i64).sha256(),
         status: RunStatus::InFlight,
@@ -372,6 +389,8 @@ fn leave_in_flight(paths: &SessionPaths, step: usize) -> String {
         outcome: None,
         summary: None,
         diagnosis: None,
+        confirms,
+        fingerprint: None,
     });
     s.in_flight = Some(InFlight {
         workflow: 0,
@@ -425,11 +444,12 @@ fn in_flight_run_unknown_to_the_server_is_run_again() {
 }
 
 #[test]
-fn a_variant_that_kills_the_server_stops_the_session_and_is_not_resubmitted_on_resume() {
+fn without_confirmation_a_variant_that_kills_the_server_is_not_resubmitted_on_resume() {
     let dir = tempfile::tempdir().unwrap();
     let clock = FakeClock::new();
     let options = SessionOptions {
         wait_server_s: 30,
+        confirm_crashes: 0,
         ..SessionOptions::default()
     };
     let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
@@ -469,6 +489,167 @@ fn a_variant_that_kills_the_server_stops_the_session_and_is_not_resubmitted_on_r
 }
 
 #[test]
+fn a_crash_is_rerun_once_the_server_is_back_and_a_pass_lets_the_search_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 5)],
+    );
+    // Step 2 takes the server down once (something else happened); a supervisor brings it
+    // back after a minute.
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.crash_at = Some(2);
+    backend.crashes_left.set(Some(1));
+    let calls = backend.calls.clone();
+    let alive = backend.alive.clone();
+    let mut hooks = ReviveAfter(alive);
+    let session = SessionFile::load(&paths).unwrap();
+    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut hooks);
+    driver.drive().unwrap();
+    let s = SessionFile::load(&paths).unwrap();
+    assert_eq!(*calls.borrow(), vec![0, 5, 1, 2, 2, 3, 4]);
+    let job = &s.workflows[0];
+    let crash = &job.runs[3];
+    let confirm = &job.runs[4];
+    assert_eq!(crash.outcome.as_ref().unwrap().name(), "server_lost");
+    assert_eq!(confirm.role, RunRole::Confirm);
+    assert_eq!(confirm.confirms.as_deref(), Some(crash.run_id.as_str()));
+    assert!(confirm.passed());
+    assert_ne!(confirm.run_id, crash.run_id);
+    // Both runs have their own folder, record and index line.
+    let index = index::read_all(dir.path()).unwrap();
+    for run in [crash, confirm] {
+        assert!(paths.run_dir(run).join(RUN_RECORD_FILE).is_file());
+        assert!(index.iter().any(|e| e.run_id == run.run_id));
+    }
+    match &job.verdict {
+        Some(Verdict::FirstFailure {
+            step,
+            last_pass_step,
+            ..
+        }) => assert_eq!((*step, *last_pass_step), (4, 3)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Hooks that bring the fake server back when the driver says it waits for it.
+struct ReviveAfter(Rc<Cell<bool>>);
+
+impl Hooks for ReviveAfter {
+    fn note(&mut self, text: &str) {
+        if text.starts_with("waiting up to") {
+            self.0.set(true);
+        }
+    }
+}
+
+#[test]
+fn a_crash_that_repeats_is_confirmed_and_the_restart_cmd_runs_before_the_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 30,
+        restart_cmd: Some("systemctl restart comfyui".into()),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.crash_at = Some(2);
+    backend.restart_revives = true;
+    let restarts = backend.restarts.clone();
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![0, 4, 1, 2, 2]);
+    assert_eq!(
+        restarts.get(),
+        2,
+        "one restart before the re-run, one after it"
+    );
+    let job = &s.workflows[0];
+    match &job.verdict {
+        Some(Verdict::FirstFailure { step, run_id, .. }) => {
+            assert_eq!(*step, 2);
+            let crash = job.runs.iter().find(|r| &r.run_id == run_id).unwrap();
+            assert!(matches!(
+                job.crash_check(crash, 1),
+                crate::session::journal::CrashCheck::Confirmed { times: 2, .. }
+            ));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_kill_during_the_confirmation_is_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 5,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
+    // Night one: step 2 crashes and the server does not come back.
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.crash_at = Some(2);
+    let s = drive(&paths, backend, &clock);
+    assert!(matches!(
+        s.state,
+        SessionState::Stopped {
+            reason: StopReason::ServerLost,
+            ..
+        }
+    ));
+    let crashed = s.workflows[0].runs.last().unwrap().run_id.clone();
+    // The re-run was submitted, then the tool was killed; the server forgot it (restarted).
+    let lost = leave_in_flight_as(&paths, 2, RunRole::Confirm, Some(crashed.clone()));
+    let backend = FakeBackend::new(&clock, 4);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![2, 3], "the re-run is made again");
+    let job = &s.workflows[0];
+    assert!(s.find_run(&lost).is_none());
+    let confirm = job
+        .runs
+        .iter()
+        .find(|r| r.role == RunRole::Confirm)
+        .unwrap();
+    assert_eq!(confirm.confirms.as_deref(), Some(crashed.as_str()));
+    assert!(confirm.passed());
+    assert!(matches!(
+        job.verdict,
+        Some(Verdict::FirstFailure { step: 4, .. })
+    ));
+
+    // Killed after the re-run's record was written: only the bookkeeping is finished.
+    let dir2 = tempfile::tempdir().unwrap();
+    let (paths2, _) = new_session(
+        dir2.path(),
+        SessionOptions {
+            wait_server_s: 5,
+            ..SessionOptions::default()
+        },
+        vec![prepared("a", 4)],
+    );
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.crash_at = Some(2);
+    let s = drive(&paths2, backend, &clock);
+    let crashed = s.workflows[0].runs.last().unwrap().run_id.clone();
+    let lost = leave_in_flight_as(&paths2, 2, RunRole::Confirm, Some(crashed));
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.history.insert(lost.clone(), true);
+    let calls = backend.calls.clone();
+    let s = drive(&paths2, backend, &clock);
+    assert_eq!(
+        *calls.borrow(),
+        vec![3],
+        "the recovered re-run is not repeated"
+    );
+    assert!(s.find_run(&lost).is_some());
+}
+
+#[test]
 fn restart_cmd_brings_the_server_back_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let clock = FakeClock::new();
@@ -482,8 +663,11 @@ fn restart_cmd_brings_the_server_back_after_a_crash() {
     backend.crash_at = Some(4);
     backend.restart_revives = true;
     let restarts = backend.restarts.clone();
+    let calls = backend.calls.clone();
     let s = drive(&paths, backend, &clock);
-    assert_eq!(restarts.get(), 1);
+    // The target crashes twice (confirmed); each crash is followed by a restart.
+    assert_eq!(*calls.borrow(), vec![0, 4, 4, 1, 2, 3]);
+    assert_eq!(restarts.get(), 2);
     assert_eq!(s.state, SessionState::Done);
     assert!(matches!(
         s.workflows[0].verdict,

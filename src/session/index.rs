@@ -41,6 +41,9 @@ pub struct IndexEntry {
     pub dir: String,
     /// RFC 3339 time the run finished.
     pub finished_at: String,
+    /// Short id of the environment fingerprint the run saw (its `run.json` holds the whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// The index file of a runs folder.
@@ -171,6 +174,7 @@ mod tests {
             memory_fallbacks: vec![],
             dir: format!("s/01-lora-{id}"),
             finished_at: "2026-11-29T01:00:00Z".into(),
+            fingerprint: None,
         }
     }
 

@@ -7,9 +7,11 @@
 //! driver goes on, and it waits for all of them before it submits the next prompt (a machine
 //! that dies while the GPU works loses no journal entry).
 
+use crate::comfy::Fingerprint;
 use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +55,41 @@ pub struct SessionFile {
     /// Server fingerprint (`/system_stats`) taken at preflight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Value>,
+    /// Every environment fingerprint the session's runs saw, by id (each run names its own
+    /// in `fingerprint`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprints: BTreeMap<String, Fingerprint>,
+    /// Environment changes seen between two runs, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drifts: Vec<Drift>,
+}
+
+/// The environment changed between two runs of a session (`--on-drift`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// RFC 3339 time it was seen (before the next run).
+    pub detected_at: String,
+    /// Index into `workflows` of the workflow being worked on.
+    pub workflow: usize,
+    /// Fingerprint id of the runs before.
+    pub from: String,
+    /// Fingerprint id now.
+    pub to: String,
+    /// What changed, one line each (`launch arguments: … → …`, `node pack added: …`).
+    pub changes: Vec<String>,
+    /// What the session did about it.
+    pub action: OnDrift,
+}
+
+/// What a session does when the environment changes (`--on-drift`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDrift {
+    /// Re-run the last passing step under the new environment, then go on.
+    #[default]
+    Reanchor,
+    /// End the session: "incomplete: environment changed".
+    Stop,
 }
 
 /// The options of `bisect` that shape the session (saved so `resume` continues the same way).
@@ -96,6 +133,20 @@ pub struct SessionOptions {
     /// Ladder options as given (`--order`, `--keep`, `--min-resolution`, …), for the record.
     #[serde(default)]
     pub plan_args: Vec<String>,
+    /// `--confirm-crashes N`: a run that ends `server_lost` or `timeout` is re-run up to N
+    /// times before it counts (0 = a crash counts as a failure at once).
+    #[serde(default = "default_confirm_crashes")]
+    pub confirm_crashes: u32,
+    /// `--on-drift`: what to do when the environment fingerprint changes between runs.
+    #[serde(default)]
+    pub on_drift: OnDrift,
+}
+
+/// The default of `--confirm-crashes`.
+pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
+
+fn default_confirm_crashes() -> u32 {
+    DEFAULT_CONFIRM_CRASHES
 }
 
 fn default_restart_timeout_s() -> u64 {
@@ -120,6 +171,8 @@ impl Default for SessionOptions {
             start_at: None,
             models_dirs: Vec::new(),
             plan_args: Vec::new(),
+            confirm_crashes: DEFAULT_CONFIRM_CRASHES,
+            on_drift: OnDrift::Reanchor,
         }
     }
 }
@@ -175,6 +228,8 @@ pub enum StopReason {
     Preflight,
     /// Another error (named in `detail`).
     Error,
+    /// The environment fingerprint changed between runs and `--on-drift stop` was given.
+    EnvironmentChanged,
 }
 
 /// One workflow of the session and everything run for it.
@@ -270,6 +325,12 @@ pub enum RunRole {
     Repeat,
     /// Minimal + one later increment alone (`--controls`); `increment` names it.
     Control,
+    /// A re-run of a run that crashed (`server_lost` or `timeout`), to confirm the crash
+    /// (`--confirm-crashes`); `confirms` names the crashed run.
+    Confirm,
+    /// A re-run of a step under a new environment (`--on-drift reanchor`), so that the first
+    /// failure is bracketed by a pass and a fail in one environment.
+    Anchor,
 }
 
 /// Whether a run is finished.
@@ -313,9 +374,20 @@ pub struct RunEntry {
     /// The diagnosis of a failed run (the `diagnose --json` object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// For a `confirm` run: the run id of the crashed run it re-runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirms: Option<String>,
+    /// Id of the environment fingerprint taken before the run (see `SessionFile::fingerprints`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 impl RunEntry {
+    /// True when the run is done and crashed: the server went away or the run timed out.
+    pub fn crashed(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_crash)
+    }
+
     /// True when the run is done and passed.
     pub fn passed(&self) -> bool {
         matches!(self.outcome, Some(Outcome::Passed))
@@ -395,6 +467,68 @@ impl Outcome {
                 | Outcome::MemoryFallback { .. }
         )
     }
+
+    /// A crash: the server went away or the run timed out. Either can have causes outside
+    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
+    /// (`--confirm-crashes`).
+    pub fn is_crash(&self) -> bool {
+        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
+    }
+}
+
+/// What the re-runs of a crashed run say (`--confirm-crashes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrashCheck {
+    /// The run did not crash (or crashes are not confirmed): it stands as it is.
+    NotACrash,
+    /// More re-runs are needed; none is conclusive yet.
+    Pending,
+    /// A re-run passed: the crash is not reproduced and the step counts as passed.
+    NotReproduced {
+        /// The passing re-run.
+        by: String,
+    },
+    /// The re-runs failed too (crashed again, or ran out of memory).
+    Confirmed {
+        /// How often the failure was seen, the crash included.
+        times: u32,
+        /// The failing re-runs, in order.
+        by: Vec<String>,
+    },
+}
+
+impl WorkflowJob {
+    /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
+    /// looked at in order: a pass means "not reproduced"; a failure that is not a crash (an
+    /// out-of-memory error, …) confirms at once; a crash counts towards `n`.
+    pub fn crash_check(&self, run: &RunEntry, n: u32) -> CrashCheck {
+        if n == 0 || run.role == RunRole::Confirm || !run.crashed() {
+            return CrashCheck::NotACrash;
+        }
+        let mut by = Vec::new();
+        for r in self
+            .runs
+            .iter()
+            .filter(|r| r.role == RunRole::Confirm && r.confirms.as_deref() == Some(&run.run_id))
+        {
+            if r.passed() {
+                return CrashCheck::NotReproduced {
+                    by: r.run_id.clone(),
+                };
+            }
+            if !r.failed() {
+                continue;
+            }
+            by.push(r.run_id.clone());
+            if !r.crashed() || by.len() as u32 >= n {
+                return CrashCheck::Confirmed {
+                    times: by.len() as u32 + 1,
+                    by,
+                };
+            }
+        }
+        CrashCheck::Pending
+    }
 }
 
 /// Numbers of one run the ladder table shows.
@@ -411,6 +545,9 @@ pub struct RunSummary {
     /// The card's total VRAM, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_total_mib: Option<f64>,
+    /// Device memory already in use before the run (after `/free` and the settle), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_baseline_mib: Option<f64>,
     /// Peak system RAM in use (sampled `ram_total − ram_free`), MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ram_peak_mib: Option<f64>,
@@ -609,6 +746,9 @@ pub struct RunFile {
     /// Per-node component hashes: node id → sha256 of its canonical class_type + inputs.
     #[serde(default)]
     pub node_hashes: serde_json::Map<String, Value>,
+    /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Fingerprint>,
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
     /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
     pub record: crate::run::RunRecord,
@@ -850,6 +990,16 @@ impl SessionFile {
         })
     }
 
+    /// The fingerprint id of the session's last run that has one (workflows run one after
+    /// another, so the last such run of the last workflow with runs).
+    pub fn last_run_fingerprint(&self) -> Option<&str> {
+        self.workflows
+            .iter()
+            .rev()
+            .flat_map(|job| job.runs.iter().rev())
+            .find_map(|r| r.fingerprint.as_deref())
+    }
+
     /// True when every workflow has a verdict that is not `incomplete`.
     pub fn is_finished(&self) -> bool {
         self.workflows.iter().all(|w| {
@@ -924,6 +1074,8 @@ mod tests {
                     }),
                     summary: Some(RunSummary::default()),
                     diagnosis: None,
+                    confirms: None,
+                    fingerprint: None,
                 }],
                 verdict: Some(Verdict::MinimalFails {
                     run_id: "r1".into(),
@@ -932,6 +1084,8 @@ mod tests {
             }],
             in_flight: None,
             environment: None,
+            fingerprints: BTreeMap::new(),
+            drifts: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use super::driver::{Attempt, Backend, Recovery, RunSpec};
 use super::evidence::record_from_history;
 use super::progress::ProgressView;
 use crate::comfy::protocol::QueuePosition;
-use crate::comfy::Client;
+use crate::comfy::{Client, Fingerprint, Fingerprinter};
 use crate::host::{process, KernelEvidence, Located, ServerProcess};
 use crate::run::{execute_with, Both, NdjsonWriter, RunRequest};
 use crate::workflow::Workflow;
@@ -39,6 +39,7 @@ pub struct LiveBackend {
     server: String,
     cancel: watch::Receiver<bool>,
     progress: Option<ProgressView>,
+    fingerprinter: Fingerprinter,
     /// The server's process when the server is on this machine (Err: why it was not found);
     /// None for a remote server.
     server_process: Option<Result<ServerProcess, String>>,
@@ -58,6 +59,7 @@ impl LiveBackend {
         let server = client.server_url();
         let mut backend = LiveBackend {
             handle,
+            fingerprinter: Fingerprinter::new(client.clone()),
             client,
             server,
             cancel,
@@ -249,10 +251,20 @@ impl Backend for LiveBackend {
         super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
     }
 
-    fn fingerprint(&mut self) -> Option<serde_json::Value> {
-        let client = self.client.clone();
-        self.handle
-            .block_on(async move { client.system_stats().await.ok() })
-            .and_then(|s| serde_json::to_value(s).ok())
+    fn environment(&mut self) -> Option<Fingerprint> {
+        let started = Instant::now();
+        let fingerprinter = &mut self.fingerprinter;
+        let fp = self.handle.block_on(fingerprinter.take());
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "environment fingerprint taken"
+        );
+        match fp {
+            Ok(fp) => Some(fp),
+            Err(e) => {
+                tracing::warn!("no environment fingerprint: {e}");
+                None
+            }
+        }
     }
 }

@@ -226,6 +226,8 @@ mod tests {
             outcome: Some(outcome),
             summary: None,
             diagnosis: None,
+            confirms: None,
+            fingerprint: None,
         };
         let job = WorkflowJob {
             name: "wf".into(),

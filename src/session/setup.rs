@@ -154,6 +154,8 @@ pub fn create_session(
         workflows: jobs,
         in_flight: None,
         environment: None,
+        fingerprints: Default::default(),
+        drifts: Vec::new(),
     };
     session.save(&paths)?;
     Ok((paths, session))

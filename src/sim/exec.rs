@@ -184,6 +184,8 @@ struct Run<'a> {
     mid_run_fired: bool,
     exec_count: usize,
     expected_exec: usize,
+    /// 1-based ordinal of this prompt among all executed ones (for `crash-on`).
+    ordinal: u64,
 }
 
 enum NodeEnd {
@@ -250,8 +252,11 @@ impl Run<'_> {
         }
         self.mid_run_fired = true;
         let faults = self.inst.shared.faults();
-        if faults.crash_mid_run {
-            self.inst.shared.crash_fired();
+        if faults.crash_mid_run || faults.crash_on.contains(&self.ordinal) {
+            if faults.crash_mid_run {
+                self.inst.shared.crash_fired();
+            }
+            self.inst.shared.crashed();
             self.inst.stop();
             return false;
         }
@@ -319,6 +324,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         mid_run_fired: false,
         exec_count: 0,
         expected_exec: 0,
+        ordinal: inst.shared.next_execution(),
     };
     let pid = run.pid().to_string();
     let began = std::time::Instant::now();
@@ -449,6 +455,9 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
             });
         }
         st.broadcast_status();
+        if inst.shared.prompt_finished(run.ordinal) {
+            st.gpu.lowvram = true;
+        }
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
     inst.lock().log(&format!(

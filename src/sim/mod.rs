@@ -48,6 +48,16 @@ pub struct Faults {
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
     pub garbage_frames: bool,
+    /// The prompts (1-based, counted in the order they start executing, across restarts) that
+    /// kill the server mid-run, like [`Faults::crash_mid_run`] (`crash-on=3` or `crash-on=3:4`).
+    pub crash_on: Vec<u64>,
+    /// After a crash the server comes back by itself on the same port after this many real
+    /// milliseconds, as under a supervisor (`revive-after=MS`).
+    pub revive_after_ms: Option<u64>,
+    /// Once the prompt with this ordinal (1-based, in execution order) has finished, the server
+    /// reports and behaves as if restarted with `--lowvram` (`lowvram-after=N`): its
+    /// environment fingerprint changes between two runs.
+    pub lowvram_after: Option<u64>,
     /// Each prompt's frames to its submitter's socket are held back (in order) until a
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
@@ -80,6 +90,21 @@ impl Faults {
         self.garbage_frames = true;
         self
     }
+    /// Crash during the prompts with these ordinals (1-based, in execution order).
+    pub fn with_crash_on(mut self, ordinals: &[u64]) -> Self {
+        self.crash_on = ordinals.to_vec();
+        self
+    }
+    /// Switch to `--lowvram` once prompt `n` (1-based) has finished.
+    pub fn with_lowvram_after(mut self, n: u64) -> Self {
+        self.lowvram_after = Some(n);
+        self
+    }
+    /// Come back by itself `ms` milliseconds after a crash.
+    pub fn with_revive_after_ms(mut self, ms: u64) -> Self {
+        self.revive_after_ms = Some(ms);
+        self
+    }
     pub fn with_socket_after_history(mut self) -> Self {
         self.socket_after_history = true;
         self
@@ -94,7 +119,8 @@ impl Faults {
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS`
+    /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS,crash-on=N[:N…],
+    /// revive-after=MS,lowvram-after=N`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -115,6 +141,28 @@ impl Faults {
                     f.missing_output = Some(class.to_string())
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
+                ("crash-on", Some(list)) => {
+                    f.crash_on = list
+                        .split(':')
+                        .map(|n| n.trim().parse::<u64>().ok().filter(|n| *n > 0))
+                        .collect::<Option<Vec<u64>>>()
+                        .ok_or_else(|| {
+                            format!(
+                                "--faults: crash-on={list} is not a list of prompt numbers \
+                                 (1-based, colon-separated: crash-on=3:4)"
+                            )
+                        })?
+                }
+                ("lowvram-after", Some(n)) => {
+                    f.lowvram_after = Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--faults: lowvram-after={n} is not a prompt number (1-based)")
+                    })?)
+                }
+                ("revive-after", Some(ms)) => {
+                    f.revive_after_ms = Some(ms.trim_end_matches("ms").parse().map_err(|_| {
+                        format!("--faults: revive-after={ms} is not a number of milliseconds")
+                    })?)
+                }
                 ("slow-history", Some(ms)) => {
                     f.slow_history_ms = ms.trim_end_matches("ms").parse().map_err(|_| {
                         format!("--faults: slow-history={ms} is not a number of milliseconds")
@@ -124,7 +172,8 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, missing-output=CLASS"
+                         no-internal-logs, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
+                         lowvram-after=N"
                     ))
                 }
             }
@@ -239,9 +288,69 @@ pub(crate) struct Shared {
     faults: Mutex<Faults>,
     submitted: Mutex<Vec<Value>>,
     current: Mutex<Option<Arc<state::Instance>>>,
+    /// Prompts that started executing, across restarts (for [`Faults::crash_on`]).
+    executed: std::sync::atomic::AtomicU64,
+    /// `--lowvram` now (from the config, or switched on by [`Faults::lowvram_after`]).
+    lowvram: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
+    /// Whether the server runs with `--lowvram` now.
+    pub(crate) fn lowvram(&self) -> bool {
+        self.lowvram.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A prompt finished: applies [`Faults::lowvram_after`]; true when the server switched.
+    pub(crate) fn prompt_finished(&self, ordinal: u64) -> bool {
+        if self.faults().lowvram_after == Some(ordinal) && !self.lowvram() {
+            self.lowvram
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
+    /// Counts a prompt that starts executing; its 1-based ordinal.
+    pub(crate) fn next_execution(&self) -> u64 {
+        self.executed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1
+    }
+
+    /// Brings a fresh server back on the same port, stopping the current one if it still runs.
+    pub(crate) async fn relaunch(self: &Arc<Self>) -> std::io::Result<()> {
+        if let Some(inst) = self.current.lock().expect("current lock").take() {
+            inst.stop();
+        }
+        // The old listener closes asynchronously; retry briefly until the port is free.
+        let mut last = None;
+        for _ in 0..50 {
+            match server::bind(self.addr) {
+                Ok(listener) => {
+                    let inst = state::Instance::launch(self.clone(), listener);
+                    *self.current.lock().expect("current lock") = Some(inst);
+                    return Ok(());
+                }
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("could not rebind")))
+    }
+
+    /// After a crash: with [`Faults::revive_after_ms`], a fresh server comes back by itself.
+    pub(crate) fn crashed(self: &Arc<Self>) {
+        if let Some(ms) = self.faults().revive_after_ms {
+            let shared = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                if let Err(e) = shared.relaunch().await {
+                    tracing::warn!("simulator could not come back after the crash: {e}");
+                }
+            });
+        }
+    }
+
     pub(crate) fn faults(&self) -> Faults {
         self.faults.lock().expect("faults lock").clone()
     }
@@ -268,9 +377,11 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
     let shared = Arc::new(Shared {
         addr,
         faults: Mutex::new(config.faults.clone()),
+        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
         config,
         submitted: Mutex::new(Vec::new()),
         current: Mutex::new(None),
+        executed: std::sync::atomic::AtomicU64::new(0),
     });
     let inst = state::Instance::launch(shared.clone(), listener);
     *shared.current.lock().expect("current lock") = Some(inst);
@@ -321,21 +432,7 @@ impl SimHandle {
     /// Brings a fresh server (empty queue, history and cache, nothing loaded) back on the
     /// same port, stopping the old one if it still runs.
     pub async fn restart(&self) -> std::io::Result<()> {
-        self.crash();
-        // The old listener closes asynchronously; retry briefly until the port is free.
-        let mut last = None;
-        for _ in 0..50 {
-            match server::bind(self.shared.addr) {
-                Ok(listener) => {
-                    let inst = state::Instance::launch(self.shared.clone(), listener);
-                    *self.shared.current.lock().expect("current lock") = Some(inst);
-                    return Ok(());
-                }
-                Err(e) => last = Some(e),
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        Err(last.unwrap_or_else(|| std::io::Error::other("could not rebind")))
+        self.shared.relaunch().await
     }
 
     /// Bytes the simulated GPU has allocated right now (for tests and logs).
@@ -409,6 +506,17 @@ mod tests {
         assert!(f.no_internal_logs);
         assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
         assert!(Faults::parse("missing-output").is_err());
+        assert_eq!(
+            Faults::parse("lowvram-after=2").unwrap().lowvram_after,
+            Some(2)
+        );
+        assert!(Faults::parse("lowvram-after=0").is_err());
+        let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
+        assert_eq!(f.crash_on, vec![3, 4]);
+        assert_eq!(f.revive_after_ms, Some(200));
+        assert!(Faults::parse("crash-on=0").is_err());
+        assert!(Faults::parse("crash-on=x").is_err());
+        assert!(Faults::parse("revive-after=soon").is_err());
         let err = Faults::parse("explode").unwrap_err();
         assert!(err.contains("unknown fault 'explode'"));
     }

@@ -561,7 +561,7 @@ fn system_stats(inst: &Instance) -> Value {
         port,
         "--disable-auto-launch".into(),
     ];
-    if cfg.lowvram {
+    if inst.shared.lowvram() {
         argv.push("--lowvram".into());
     }
     json!({

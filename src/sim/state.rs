@@ -298,7 +298,7 @@ impl Instance {
             cache: HashMap::new(),
             gpu: {
                 let mut gpu = Gpu::new(shared.config.vram_bytes);
-                gpu.lowvram = shared.config.lowvram;
+                gpu.lowvram = shared.lowvram();
                 gpu
             },
             interrupt: false,

@@ -176,6 +176,8 @@ impl Fixture {
             }],
             in_flight: None,
             environment: Some(serde_json::to_value(&machine.stats).unwrap()),
+            fingerprints: Default::default(),
+            drifts: Vec::new(),
         };
         Fixture {
             machine,
@@ -300,6 +302,7 @@ impl Fixture {
             vram_peak_mib: Some(peak_mib as f64),
             vram_sample_ms: Some(500),
             vram_total_mib: Some(total_mib),
+            vram_baseline_mib: None,
             cold: true,
             last_node: Some("3".into()),
             stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
@@ -323,6 +326,8 @@ impl Fixture {
             outcome: outcome.clone(),
             summary,
             diagnosis,
+            confirms: None,
+            fingerprint: None,
         };
         let file = done.then(|| {
             let samples: Vec<VramSample> = (0..(seconds * 2).max(1))
@@ -347,6 +352,7 @@ impl Fixture {
                 entry: entry.clone(),
                 component_hashes: components(),
                 node_hashes: Default::default(),
+                environment: None,
                 record: RunRecord {
                     run_id: id.clone(),
                     prompt_id: id.clone(),
@@ -376,6 +382,7 @@ impl Fixture {
                     kernel: None,
                     system_stats_before: Some(self.machine.stats.clone()),
                     system_stats_after: None,
+                    vram_baseline_bytes: None,
                     history: None,
                     warnings: vec![],
                     console: None,

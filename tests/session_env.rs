@@ -1,0 +1,192 @@
+//! The environment of every run, end to end from the command line on the simulator: the
+//! fingerprint taken before each run (run.json, the index, the report's Environment section
+//! with the custom node packs).
+
+mod session_support;
+
+use comfy_bisect::session::index;
+use comfy_bisect::session::journal::{
+    read_json, OnDrift, RunFile, RunRole, SessionFile, SessionState, StopReason, Verdict,
+    RUN_RECORD_FILE,
+};
+use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use serde_json::{json, Value};
+use session_support::*;
+
+const SD15: &str = "sd15_txt2img_lora_upscale";
+
+#[test]
+fn every_run_records_the_environment_fingerprint() {
+    let sim = Sim::with_vram_mib(16384, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "sd15",
+        &example(SD15, &[("5", "batch_size", json!(1))]),
+    );
+    let runs = tmp.path().join("runs");
+    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
+    let (dir, session) = only_session(&runs);
+    let job = &session.workflows[0];
+    assert!(!job.runs.is_empty(), "{}", text(&out));
+    let idx = index::read_all(&runs).unwrap();
+    let first = job.runs[0].fingerprint.clone().expect("a fingerprint id");
+    assert_eq!(first.len(), 12);
+    for run in &job.runs {
+        assert_eq!(
+            run.fingerprint.as_ref(),
+            Some(&first),
+            "one environment all night"
+        );
+        let file: RunFile = read_json(&dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+        let env = file
+            .environment
+            .expect("run.json holds the whole fingerprint");
+        assert_eq!(env.id, first);
+        assert_eq!(env.compute_id(), env.id);
+        let line = idx.iter().find(|e| e.run_id == run.run_id).unwrap();
+        assert_eq!(line.fingerprint.as_ref(), Some(&first));
+        // Cold runs record the memory held after /free and the settle.
+        let baseline = file.record.vram_baseline_bytes.expect("baseline recorded");
+        assert!(baseline < file.record.vram.total_bytes.unwrap());
+        assert!(run.summary.as_ref().unwrap().vram_baseline_mib.is_some());
+    }
+    let fp = &session.fingerprints[&first];
+    assert_eq!(fp.comfyui_version.as_deref(), Some("0.3.64"));
+    assert_eq!(fp.devices[0].kind, "cuda");
+    // The simulator's node definitions carry the custom-node fixture's packs.
+    let wan = fp.pack("ComfyUI-WanVideoWrapper").expect("pack listed");
+    assert_eq!(wan.nodes.classes, 15);
+    assert!(wan.version.is_none(), "no ComfyUI-Manager on the simulator");
+    assert!(!fp.models.is_empty(), "model listings recorded");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains(&format!("`{first}`")), "{report}");
+    assert!(report.contains("Custom node packs (14;"), "{report}");
+    assert!(
+        report.contains("| ComfyUI-WanVideoWrapper | 15 |"),
+        "{report}"
+    );
+    assert!(report.contains("version unknown"), "{report}");
+    assert!(report.contains("<br>held before: "), "{report}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["environment"]["fingerprint"], first.as_str());
+    assert_eq!(
+        json["environment"]["node_packs"].as_array().unwrap().len(),
+        14
+    );
+}
+
+/// The SD1.5 example (batch 1) on a simulator that is "restarted with `--lowvram`" once
+/// `after` prompts have finished.
+fn drift_scenario(
+    after: u64,
+    extra: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, SessionFile, String) {
+    let sim = Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(1792 * MIB)
+            .with_time_scale(0.0)
+            .with_faults(Faults::default().with_lowvram_after(after)),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "sd15",
+        &example(SD15, &[("5", "batch_size", json!(1))]),
+    );
+    let runs = tmp.path().join("runs");
+    let mut args = vec![wf.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = bisect(&sim.url(), &runs, &args);
+    let (dir, session) = only_session(&runs);
+    (tmp, dir, session, text(&out))
+}
+
+#[test]
+fn a_server_restarted_with_other_flags_is_drift_and_the_last_pass_is_reanchored() {
+    // Prompts: minimal, target; then the server comes back with --lowvram.
+    let (_t, dir, s, out) = drift_scenario(2, &[]);
+    assert_eq!(s.state, SessionState::Done, "{out}");
+    assert_eq!(s.drifts.len(), 1, "{out}");
+    let drift = &s.drifts[0];
+    assert_eq!(drift.action, OnDrift::Reanchor);
+    assert!(
+        drift
+            .changes
+            .iter()
+            .any(|c| c.starts_with("launch arguments:") && c.ends_with("--lowvram`")),
+        "{:?}",
+        drift.changes
+    );
+    let job = &s.workflows[0];
+    // The runs before the change are in one environment, the rest in the other.
+    assert_eq!(
+        job.runs[0].fingerprint.as_deref(),
+        Some(drift.from.as_str())
+    );
+    assert_eq!(
+        job.runs[1].fingerprint.as_deref(),
+        Some(drift.from.as_str())
+    );
+    let anchor = &job.runs[2];
+    assert_eq!(
+        (anchor.step, anchor.role),
+        (0, RunRole::Anchor),
+        "the last passing step (the minimal variant) is run again first:\n{out}"
+    );
+    assert_eq!(anchor.fingerprint.as_deref(), Some(drift.to.as_str()));
+    for r in &job.runs[2..] {
+        assert_eq!(r.fingerprint.as_deref(), Some(drift.to.as_str()));
+    }
+    // Whatever the verdict, both of its ends come from the new environment.
+    let ends: Vec<&str> = match &job.verdict {
+        Some(Verdict::FirstFailure {
+            run_id,
+            last_pass_run_id,
+            ..
+        }) => vec![run_id, last_pass_run_id],
+        Some(Verdict::CouldNotReproduce { run_id }) => vec![run_id],
+        Some(Verdict::MinimalFails { run_id, .. }) => vec![run_id],
+        other => panic!("{other:?}\n{out}"),
+    };
+    for id in ends {
+        let r = job.runs.iter().find(|r| r.run_id == id).unwrap();
+        assert_eq!(r.fingerprint.as_deref(), Some(drift.to.as_str()), "{out}");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Environment changes"), "{report}");
+    assert!(report.contains("--lowvram"), "{report}");
+    assert!(report.contains("re-anchored: step 0 (minimal)"), "{report}");
+    let problems = comfy_bisect::report::md::check(&report);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn on_drift_stop_ends_the_session_as_incomplete() {
+    let (_t, dir, s, out) = drift_scenario(2, &["--on-drift", "stop"]);
+    assert!(
+        matches!(
+            s.state,
+            SessionState::Stopped {
+                reason: StopReason::EnvironmentChanged,
+                ..
+            }
+        ),
+        "{out}"
+    );
+    let job = &s.workflows[0];
+    assert_eq!(job.runs.len(), 2, "nothing ran after the change");
+    let v = job.verdict.as_ref().unwrap();
+    assert!(
+        v.headline()
+            .starts_with("incomplete: environment changed: launch arguments"),
+        "{}",
+        v.headline()
+    );
+    assert!(out.contains("environment changed"), "{out}");
+    assert!(out.starts_with("exit Some(1)"), "{out}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Environment changes"), "{report}");
+    assert!(report.contains("the session stopped here"), "{report}");
+}
