@@ -6,6 +6,16 @@
 //! submission and its evidence) → `diagnose` (failure classification) →
 //! `session` (the bisection driver and journal) → `report` (Markdown/JSON).
 
+/// A function returning a regex compiled once (`regex!(name, r"…")` defines `fn name()`).
+macro_rules! regex {
+    ($vis:vis $name:ident, $re:expr) => {
+        $vis fn $name() -> &'static regex::Regex {
+            static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            RE.get_or_init(|| regex::Regex::new($re).expect("static regex"))
+        }
+    };
+}
+
 pub mod atomic;
 pub mod catalog;
 pub mod cli;

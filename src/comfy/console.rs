@@ -11,9 +11,7 @@
 //! user reports (`tests/fixtures/oom-reports/`).
 
 use super::protocol::LogEntry;
-use regex::Regex;
 use serde::{Deserialize, Serialize};
-use std::sync::OnceLock;
 
 /// Which VAE pass fell back to tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -103,15 +101,6 @@ pub enum ConsoleLine {
     Bar(BarState),
 }
 
-macro_rules! regex {
-    ($name:ident, $re:expr) => {
-        fn $name() -> &'static Regex {
-            static RE: OnceLock<Regex> = OnceLock::new();
-            RE.get_or_init(|| Regex::new($re).expect("static regex"))
-        }
-    };
-}
-
 regex!(requested_re, r"(?i)^requested to load\s+(?P<class>\S+)");
 regex!(
     loaded_old_re,
@@ -137,7 +126,7 @@ regex!(
     r"(?i)^got an oom, unloading all loaded models"
 );
 regex!(
-    exception_re,
+    pub(crate) exception_re,
     r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
 );
 regex!(got_prompt_re, r"(?i)^got prompt\s*$");

@@ -6,10 +6,8 @@
 
 use super::{Evidence, NodeProgress, RunOutcomeHint};
 use crate::comfy::console::{self, BarState, ConsoleLine, VaeStage};
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::OnceLock;
 
 /// Why pasted text could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -476,15 +474,6 @@ fn parse_ws_stream(values: &[Value]) -> Result<ParsedInput, ParseError> {
 // ---------------------------------------------------------------------------------------------
 // Console logs and pasted text
 
-macro_rules! regex {
-    ($name:ident, $re:expr) => {
-        fn $name() -> &'static Regex {
-            static RE: OnceLock<Regex> = OnceLock::new();
-            RE.get_or_init(|| Regex::new($re).expect("static regex"))
-        }
-    };
-}
-
 regex!(quote_re, r"^\s*(?:>\s?)+");
 regex!(
     timestamp_re,
@@ -510,10 +499,6 @@ regex!(
 regex!(
     frame_re,
     r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
-);
-regex!(
-    exc_proc_re,
-    r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
 );
 regex!(
     err_occ_re,
@@ -745,7 +730,7 @@ fn is_boundary(line: &str) -> bool {
     t.is_empty()
         || is_frame(t)
         || traceback_re().is_match(t)
-        || exc_proc_re().is_match(t)
+        || crate::comfy::console::exception_re().is_match(t)
         || err_occ_re().is_match(t)
         || md_header_re().is_match(t)
         || t.starts_with("- **")
@@ -858,7 +843,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         } else if md_header_re().is_match(t) {
             mark(&mut f, i);
-        } else if let Some(c) = exc_proc_re().captures(t) {
+        } else if let Some(c) = crate::comfy::console::exception_re().captures(t) {
             exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
             exc_proc_at = Some(i);
             mark(&mut f, i);
