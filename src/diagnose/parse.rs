@@ -22,7 +22,7 @@ pub enum ParseError {
     #[error("the log shows no failure: {0}. Paste the part of the console from `got prompt` to the error")]
     NoFailureInLog(String),
     /// Text that looks like none of the supported inputs.
-    #[error("no failure found in the input: expected a ComfyUI console log with `!!! Exception during processing !!!`, a Python traceback, an out-of-memory message (e.g. `CUDA out of memory. Tried to allocate …`), an execution_error JSON or a /history JSON")]
+    #[error("expected a ComfyUI console log with `!!! Exception during processing !!!`, a Python traceback, an out-of-memory message (e.g. `CUDA out of memory. Tried to allocate …`), an execution_error JSON or a /history JSON")]
     Unrecognised,
 }
 
