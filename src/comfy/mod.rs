@@ -6,10 +6,12 @@ pub mod console;
 pub mod events;
 pub mod fingerprint;
 pub mod headers;
+pub mod media;
 pub mod protocol;
 pub mod ws;
 
-pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
+pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, DEFAULT_REQUEST_TIMEOUT,
+};
 pub use console::{MemoryEvent, VaeStage};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
 pub use fingerprint::{Fingerprint, Fingerprinter};

@@ -9,6 +9,7 @@
 mod context;
 mod math;
 mod passes;
+pub mod product;
 mod reduce;
 
 pub use reduce::quantized_file_name;

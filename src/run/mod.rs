@@ -4,6 +4,7 @@
 pub mod console;
 pub mod execute;
 pub mod observer;
+pub mod product;
 pub mod record;
 pub mod sampler;
 
@@ -12,6 +13,6 @@ pub use observer::{
     Both, ChannelObserver, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver,
 };
 pub use record::{
-    InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
+    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
     ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

@@ -63,6 +63,14 @@ pub fn outcome_of(record: &RunRecord) -> Outcome {
         RunOutcome::ServerLost(s) => Outcome::ServerLost {
             detail: s.reason.clone(),
         },
+        RunOutcome::IncompleteOutput(i) => {
+            let first = i.nodes.first();
+            Outcome::IncompleteOutput {
+                node_id: first.map(|n| n.node_id.clone()).unwrap_or_default(),
+                node_type: first.map(|n| n.class_type.clone()).unwrap_or_default(),
+                message: i.message.clone(),
+            }
+        }
     }
 }
 
@@ -111,6 +119,11 @@ pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagno
             evidence.outcome = Some(RunOutcomeHint::ServerLost);
             evidence.node_id = s.last_node.clone();
             evidence.node_type = s.last_node.as_deref().and_then(class_of);
+        }
+        RunOutcome::IncompleteOutput(i) => {
+            evidence.outcome = Some(RunOutcomeHint::IncompleteOutput);
+            evidence.node_id = i.nodes.first().map(|n| n.node_id.clone());
+            evidence.node_type = i.nodes.first().map(|n| n.class_type.clone());
         }
     }
     // The run's own console lines, read like a pasted log.
@@ -193,6 +206,7 @@ pub fn bare_record(
         console: None,
         memory_events: vec![],
         memory_fallbacks: vec![],
+        product: None,
         raw: RawLog::default(),
         server_log: String::new(),
     }

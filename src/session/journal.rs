@@ -439,6 +439,16 @@ pub enum Outcome {
         /// The fallbacks, e.g. `tiled VAE decode fallback`.
         fallbacks: Vec<String>,
     },
+    /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
+    /// `incomplete_output`.
+    IncompleteOutput {
+        /// The (first) node without outputs.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// What is missing, in one sentence.
+        message: String,
+    },
 }
 
 impl Outcome {
@@ -452,6 +462,7 @@ impl Outcome {
             Outcome::Timeout { .. } => "timeout",
             Outcome::ServerLost { .. } => "server_lost",
             Outcome::MemoryFallback { .. } => "memory_fallback",
+            Outcome::IncompleteOutput { .. } => "failed",
         }
     }
 
@@ -465,6 +476,7 @@ impl Outcome {
                 | Outcome::Timeout { .. }
                 | Outcome::ServerLost { .. }
                 | Outcome::MemoryFallback { .. }
+                | Outcome::IncompleteOutput { .. }
         )
     }
 

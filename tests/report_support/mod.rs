@@ -388,6 +388,7 @@ impl Fixture {
                     console: None,
                     memory_events: vec![],
                     memory_fallbacks: vec![],
+                    product: None,
                     raw: RawLog::default(),
                     server_log: String::new(),
                 },
