@@ -42,9 +42,7 @@ fn request(v: &Value, cold: bool) -> RunRequest {
 }
 
 async fn sim(config: SimConfig) -> SimHandle {
-    start(config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
+    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
 }
 
 fn client(sim: &SimHandle) -> Client {
@@ -92,11 +90,17 @@ async fn every_output_file_is_recorded_with_its_header_size_and_no_mismatch() {
     assert_eq!(p.summary().unwrap(), "2 × PNG 512×384, 2 × PNG 768×576");
     // Each file's record: node, class, file, subfolder, type, byte size.
     let f = p.files.iter().find(|f| f.node_id == "9").unwrap();
-    assert_eq!((f.class_type.as_str(), f.kind.as_str()), ("SaveImage", "output"));
+    assert_eq!(
+        (f.class_type.as_str(), f.kind.as_str()),
+        ("SaveImage", "output")
+    );
     assert!(f.filename.starts_with("test_") && f.filename.ends_with(".png"));
     assert!(f.bytes.is_some_and(|b| b > 24));
     let t = p.files.iter().find(|f| f.node_id == "11").unwrap();
-    assert_eq!((t.class_type.as_str(), t.kind.as_str()), ("PreviewImage", "temp"));
+    assert_eq!(
+        (t.class_type.as_str(), t.kind.as_str()),
+        ("PreviewImage", "temp")
+    );
     // The header reads went through the recorded client like every other request.
     let views = r
         .raw
@@ -150,7 +154,10 @@ async fn a_silently_missing_output_fails_the_run_as_incomplete_output() {
         .map(|n| (n.node_id.as_str(), n.produced))
         .collect();
     assert!(produced.contains(&("9", Produced::History)), "{produced:?}");
-    assert!(produced.contains(&("11", Produced::Missing)), "{produced:?}");
+    assert!(
+        produced.contains(&("11", Produced::Missing)),
+        "{produced:?}"
+    );
     // run.json round trip keeps outcome and error.
     let back: RunRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back.outcome().kind(), OutcomeKind::Failed);
@@ -169,7 +176,10 @@ async fn a_fully_cached_resubmission_passes_with_the_earlier_files() {
     let again = execute(&c, request(&sd15(512, 512, 1), false)).await;
     assert_eq!(again.outcome, OutcomeKind::Passed, "{:?}", again.error);
     let p = again.product.as_ref().unwrap();
-    assert!(p.nodes.iter().all(|n| n.cached && n.produced == Produced::History));
+    assert!(p
+        .nodes
+        .iter()
+        .all(|n| n.cached && n.produced == Produced::History));
     let names = |r: &RunRecord| -> Vec<String> {
         let mut v: Vec<String> = r
             .product

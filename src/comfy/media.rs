@@ -41,7 +41,11 @@ pub fn parse(bytes: &[u8]) -> Header {
         let known = [PNG, b"\xff\xd8", b"GIF8", b"RIFF"]
             .iter()
             .any(|sig| sig.starts_with(bytes) || bytes.starts_with(sig));
-        return if known { Header::NeedMore } else { Header::Unknown };
+        return if known {
+            Header::NeedMore
+        } else {
+            Header::Unknown
+        };
     }
     if bytes.starts_with(PNG) {
         return png(bytes);
@@ -233,7 +237,11 @@ mod tests {
     fn jpeg_baseline_and_progressive_frame_headers() {
         for name in ["baseline_37x21.jpg", "progressive_37x21.jpg"] {
             let bytes = fixture(name);
-            assert_eq!(size(parse(&bytes)), ("jpeg".into(), 37, 21, false), "{name}");
+            assert_eq!(
+                size(parse(&bytes)),
+                ("jpeg".into(), 37, 21, false),
+                "{name}"
+            );
             // The frame header comes after the quantisation tables: a short read asks for more.
             assert_eq!(parse(&bytes[..40]), Header::NeedMore, "{name}");
         }
@@ -248,7 +256,10 @@ mod tests {
 
     #[test]
     fn other_files_are_unknown_at_once() {
-        assert_eq!(parse(b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00"), Header::Unknown);
+        assert_eq!(
+            parse(b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00"),
+            Header::Unknown
+        );
         assert_eq!(parse(b"\x1aE\xdf\xa3 webm ebml header"), Header::Unknown);
         assert_eq!(parse(b"{\"json\": true}"), Header::Unknown);
         assert_eq!(parse(b"RIFF\x10\0\0\0WAVEfmt "), Header::Unknown);

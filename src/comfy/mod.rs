@@ -10,7 +10,9 @@ pub mod media;
 pub mod protocol;
 pub mod ws;
 
-pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, DEFAULT_REQUEST_TIMEOUT,
+pub use client::{
+    Client, ClientError, HttpExchange, Recorder, Submitted, ViewFile, ViewHead,
+    DEFAULT_REQUEST_TIMEOUT,
 };
 pub use console::{MemoryEvent, VaeStage};
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};

@@ -89,11 +89,7 @@ fn image_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
         "ImageScale" => {
             let u = up("image")?;
             let (width, height) = explicit_size(w, node, u)?;
-            Some(ExpectedImages {
-                width,
-                height,
-                ..u
-            })
+            Some(ExpectedImages { width, height, ..u })
         }
         "ImageScaleBy" => {
             let u = up("image")?;

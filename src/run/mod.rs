@@ -3,6 +3,7 @@
 
 pub mod console;
 pub mod execute;
+mod follow;
 pub mod observer;
 pub mod product;
 pub mod record;
@@ -13,6 +14,6 @@ pub use observer::{
     Both, ChannelObserver, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver,
 };
 pub use record::{
-    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
-    ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError,
+    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

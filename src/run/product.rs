@@ -304,7 +304,11 @@ pub fn check(
             cached: cached.contains(&id),
         });
     }
-    if product.nodes.iter().any(|n| n.cached && n.produced == Produced::History) {
+    if product
+        .nodes
+        .iter()
+        .any(|n| n.cached && n.produced == Produced::History)
+    {
         product.notes.push(
             "cached output nodes report an earlier run's files (no new file was written)".into(),
         );
@@ -349,7 +353,9 @@ pub async fn read_headers(client: &Client, product: &mut Product) {
                         f.height = Some(info.height);
                     }
                     _ if video => {
-                        f.note = Some("a video: byte size only (frame count and size are not read)".into())
+                        f.note = Some(
+                            "a video: byte size only (frame count and size are not read)".into(),
+                        )
                     }
                     _ => f.note = Some("no image size in the file's first bytes".into()),
                 }
@@ -484,7 +490,11 @@ mod tests {
         let p = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &cached);
         assert_eq!(p.incomplete(), None);
         assert!(p.nodes.iter().all(|n| n.cached));
-        assert!(p.notes.iter().any(|n| n.contains("earlier run")), "{:?}", p.notes);
+        assert!(
+            p.notes.iter().any(|n| n.contains("earlier run")),
+            "{:?}",
+            p.notes
+        );
     }
 
     #[test]
@@ -533,7 +543,11 @@ mod tests {
         let mut p = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &[]);
         // The sizes /view answered in ws_core_success.ndjson.
         for f in &mut p.files {
-            let (w, h) = if f.node_id == "3" { (128, 96) } else { (64, 64) };
+            let (w, h) = if f.node_id == "3" {
+                (128, 96)
+            } else {
+                (64, 64)
+            };
             (f.format, f.width, f.height) = (Some("png".into()), Some(w), Some(h));
         }
         assert_eq!(mismatches(&p), Vec::<String>::new());
@@ -545,7 +559,8 @@ mod tests {
         p.files.push(p.files[1].clone());
         let m = mismatches(&p);
         assert!(
-            m.iter().any(|m| m.contains("wrote 2 image(s), the graph asks for 1")),
+            m.iter()
+                .any(|m| m.contains("wrote 2 image(s), the graph asks for 1")),
             "{m:?}"
         );
     }
