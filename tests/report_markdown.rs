@@ -404,7 +404,7 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
     let doc = render(&dir, true);
     assert_well_formed(&doc, "oom-killer");
     assert!(
-        doc.contains("| Peak RAM | Server RSS | Swap | Duration |"),
+        doc.contains("| Peak RAM | Server RSS | Swap | Product | Duration |"),
         "{doc}"
     );
     assert!(

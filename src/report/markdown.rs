@@ -328,6 +328,7 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
     }
     if !w.ladder.is_empty() {
         out.push_str(&ladder(w, level));
+        out.push_str(&product_warnings(w));
     }
     if let Some(e) = &w.first_failure {
         let decided = matches!(
@@ -499,10 +500,16 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if swap {
         headers.push("Swap");
     }
+    let product = w.ladder.iter().any(|r| r.product.is_some());
+    if product {
+        headers.push("Product");
+    }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
     for col in 7..headers.len() {
-        t = t.right(col);
+        if headers[col] != "Product" {
+            t = t.right(col);
+        }
     }
     for r in &w.ladder {
         let mut cells = ladder_cells(r, w);
@@ -515,6 +522,9 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         }
         if swap {
             cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
+        }
+        if product {
+            cells.push(product_cell(r));
         }
         cells.push(duration);
         t.row(cells);
@@ -561,6 +571,48 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         }
         out.push_str(&format!("\n{caption}.\n\n"));
     }
+    out
+}
+
+/// The ladder's product cell: what the output nodes wrote, with a warning sign when it differs
+/// from what the variant asked for.
+fn product_cell(r: &LadderRow) -> String {
+    let line = r
+        .product
+        .as_deref()
+        .map(text)
+        .unwrap_or_else(|| DASH.into());
+    if r.product_warnings.is_empty() {
+        line
+    } else {
+        format!("{line} ⚠")
+    }
+}
+
+/// The steps whose product differs from what their variant asked for (warnings, not failures).
+fn product_warnings(w: &WorkflowReport) -> String {
+    let rows: Vec<&LadderRow> = w
+        .ladder
+        .iter()
+        .filter(|r| !r.product_warnings.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "⚠ **Product differs from what the variant asked for** (a warning, not a failure):\n\n",
+    );
+    for r in rows {
+        for m in &r.product_warnings {
+            out.push_str(&format!(
+                "- step {} ({}): {}\n",
+                r.step,
+                text(&r.increment),
+                text(m)
+            ));
+        }
+    }
+    out.push('\n');
     out
 }
 

@@ -372,6 +372,12 @@ pub struct LadderRow {
     /// with any is the early warning a bisection looks for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (a warning, not a failure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
     /// The run crashed (server lost, timeout) and was re-run to confirm it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash_check: Option<CrashCheckRow>,
@@ -686,6 +692,7 @@ pub fn kind_phrase(kind: &str) -> String {
         "timeout" => "timed out".into(),
         "rejected" => "rejected by the server".into(),
         "other" => "an error that is not a memory failure".into(),
+        "incomplete_output" => "an output node produced nothing (incomplete product)".into(),
         "memory_fallback" => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }

@@ -283,6 +283,7 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
         Outcome::ServerLost { .. } => Some("process_killed".into()),
         Outcome::Rejected { .. } => Some("rejected".into()),
         Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
+        Outcome::IncompleteOutput { .. } => Some("incomplete_output".into()),
         _ => None,
     }
 }
@@ -290,6 +291,9 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
 fn failing_node(entry: &RunEntry) -> Option<NodeRef> {
     match entry.outcome.as_ref()? {
         Outcome::Failed {
+            node_id, node_type, ..
+        }
+        | Outcome::IncompleteOutput {
             node_id, node_type, ..
         } => Some(NodeRef {
             id: node_id.clone(),
@@ -335,6 +339,8 @@ fn row_for(
             cold: None,
             run_dir: None,
             memory_fallbacks: Vec::new(),
+            product: None,
+            product_warnings: Vec::new(),
             crash_check: None,
         };
     };
@@ -372,6 +378,10 @@ fn row_for(
         run_dir: Some(display(&run_dir(data, entry))),
         memory_fallbacks: summary
             .map(|s| s.memory_fallbacks.clone())
+            .unwrap_or_default(),
+        product: summary.and_then(|s| s.product.clone()),
+        product_warnings: summary
+            .map(|s| s.product_warnings.clone())
             .unwrap_or_default(),
         crash_check: None,
     }

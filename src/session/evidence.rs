@@ -164,6 +164,12 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .iter()
             .any(|w| w.starts_with(RECOVERED_WARNING)),
         memory_fallbacks: record.memory_fallbacks.clone(),
+        product: record.product.as_ref().and_then(|p| p.summary()),
+        product_warnings: record
+            .product
+            .as_ref()
+            .map(|p| p.mismatches.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -307,6 +307,14 @@ impl Fixture {
             last_node: Some("3".into()),
             stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
             recovered_from_history: false,
+            // What the output node wrote (read from the files' headers in a real run); the
+            // minimal variant's also shows a size warning.
+            product: matches!(did, Did::Pass).then(|| "1 × PNG 1024×1024".to_string()),
+            product_warnings: if matches!(did, Did::Pass) && step == 0 {
+                vec!["SaveImage #9 wrote 1024×1024, the graph asks for 512×512".into()]
+            } else {
+                vec![]
+            },
             ..RunSummary::default()
         });
         let entry = RunEntry {

@@ -581,6 +581,12 @@ pub struct RunSummary {
     /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote, in one line (`4 × PNG 768×1024`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (warnings, not failures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
 }
 
 /// The submitted-but-unrecorded run.
