@@ -8,7 +8,9 @@ mod session_support;
 
 use comfy_bisect::run::RunError;
 use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{read_json, Outcome, RunFile, RunRole, RUN_RECORD_FILE};
+use comfy_bisect::session::journal::{
+    read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
+};
 use comfy_bisect::sim::{Faults, SimConfig, MIB};
 use serde_json::Value;
 use session_support::*;
@@ -111,7 +113,13 @@ fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
         "{md}"
     );
     assert!(md.contains("`SaveImage #9`"), "{md}");
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    // A verdict was reached (exit 0): the minimal variant already fails.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        matches!(job.verdict, Some(Verdict::MinimalFails { .. })),
+        "{:?}",
+        job.verdict
+    );
 }
 
 #[test]
