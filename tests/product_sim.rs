@@ -211,3 +211,26 @@ async fn a_socket_only_output_node_passes() {
     assert!(p.files.is_empty());
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_reads_carry_the_clients_extra_headers() {
+    // A proxy that refuses every request without the header: the /view reads pass it too.
+    let sim = sim(SimConfig::default()
+        .with_vram_gib(12)
+        .with_required_header("X-Proxy-Token", "s3cret"))
+    .await;
+    let mut headers = ExtraHeaders::new();
+    headers.push("X-Proxy-Token", "s3cret").unwrap();
+    let c = Client::new(&sim.base_url(), headers).unwrap();
+    let r = execute(&c, request(&sd15(512, 384, 1), true)).await;
+    assert_eq!(r.outcome, OutcomeKind::Passed, "{:?}", r.error);
+    let p = r.product.as_ref().unwrap();
+    assert!(
+        p.files
+            .iter()
+            .all(|f| f.width.is_some() && f.note.is_none()),
+        "{:?}",
+        p.files
+    );
+    sim.shutdown().await;
+}
