@@ -379,8 +379,8 @@ impl Crate {
         }
     }
 
-    /// Every cycle (a set of files that reach each other), each with the edges inside it.
-    fn cycles(&self) -> Vec<String> {
+    /// Every cycle: the files that reach each other, and the edges between them.
+    fn cycles(&self) -> Vec<(BTreeSet<String>, String)> {
         let edges = self.folder_edges();
         let nodes: BTreeSet<&ModPath> = edges.keys().flat_map(|(a, b)| [a, b]).collect();
         let reach = |from: &ModPath| -> BTreeSet<ModPath> {
@@ -416,7 +416,11 @@ impl Crate {
                     format!("{} → {} ({path})", self.files[a].shown, self.files[b].shown)
                 })
                 .collect();
-            found.push(inside.join("; "));
+            let shown = members
+                .iter()
+                .map(|m| self.files[*m].shown.clone())
+                .collect();
+            found.push((shown, inside.join("; ")));
         }
         found
     }
@@ -486,13 +490,42 @@ fn no_import_cycles_between_sibling_files_of_a_module_folder() {
         krate.folder_edges().len()
     );
     let cycles = krate.cycles();
+    let known = |files: &BTreeSet<String>| {
+        KNOWN_CYCLES
+            .iter()
+            .any(|k| files.iter().all(|f| k.contains(&f.as_str())))
+    };
+    let new: Vec<&str> = cycles
+        .iter()
+        .filter(|(files, _)| !known(files))
+        .map(|(_, edges)| edges.as_str())
+        .collect();
     assert!(
-        cycles.is_empty(),
+        new.is_empty(),
         "import cycles between sibling files of one folder (break them by moving what both \
          need into its own file, or by calling both from the folder's mod.rs):\n{}",
-        cycles.join("\n")
+        new.join("\n")
     );
+    for k in KNOWN_CYCLES {
+        assert!(
+            cycles
+                .iter()
+                .any(|(files, _)| files.iter().all(|f| k.contains(&f.as_str()))),
+            "the cycle between {k:?} is broken: take it off KNOWN_CYCLES"
+        );
+    }
 }
+
+/// Cycles not broken yet (each a set of files; a cycle among some of them passes). An entry
+/// whose cycle is gone fails the test, so the list only shrinks.
+const KNOWN_CYCLES: &[&[&str]] = &[
+    // From the split of report/build.rs (being reworked on another branch).
+    &[
+        "src/report/build.rs",
+        "src/report/verdict.rs",
+        "src/report/workflow_report.rs",
+    ],
+];
 
 #[test]
 fn the_check_sees_use_trees_inline_paths_and_reexports() {
@@ -527,16 +560,12 @@ fn the_check_sees_use_trees_inline_paths_and_reexports() {
         edges,
         ["a/w>a/z", "a/x>a/w", "a/x>a/y", "a/y>a/x", "a/z>a/w"]
     );
-    let cycles = krate.cycles();
-    assert_eq!(cycles.len(), 2, "{cycles:?}");
-    assert!(
-        cycles.iter().any(|c| c.contains("a/x.rs → a/y.rs")),
-        "{cycles:?}"
-    );
-    assert!(
-        cycles
-            .iter()
-            .any(|c| c.contains("a/z.rs → a/w.rs (crate::a::Named)")),
-        "{cycles:?}"
+    let cycles: Vec<String> = krate.cycles().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(
+        cycles,
+        [
+            "a/w.rs → a/z.rs (crate::a::z::k); a/z.rs → a/w.rs (crate::a::Named)",
+            "a/x.rs → a/y.rs (super::y); a/y.rs → a/x.rs (super::x::f)",
+        ]
     );
 }
