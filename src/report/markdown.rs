@@ -506,8 +506,8 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
-    for col in 7..headers.len() {
-        if headers[col] != "Product" {
+    for (col, name) in headers.iter().enumerate().skip(7) {
+        if *name != "Product" {
             t = t.right(col);
         }
     }
