@@ -3,7 +3,9 @@
 //! arguments), `/object_info` (the custom node packs, from each class's `python_module`
 //! `custom_nodes.<pack>`: class count and a hash of their definitions), ComfyUI-Manager's
 //! installed-pack list when that extension answers (the packs' versions), and the model
-//! folders' listings (`/experiment/models/{folder}`: names and sizes).
+//! folders' listings (`/experiment/models/{folder}`: names and sizes) and where those folders
+//! are on the server's machine (`/internal/folder_paths`, for hashing the model files when the
+//! server runs on this machine).
 //!
 //! The short [`Fingerprint::id`] covers everything that changes how a workflow runs (versions,
 //! devices, launch arguments, node packs and core node definitions); the model listings are
@@ -32,7 +34,7 @@ pub const VERSION_UNKNOWN: &str = "version unknown";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
     /// Short id: the first [`ID_LEN`] hex digits of the sha256 of the canonical JSON of the
-    /// fields below except `models`, `models_sha256` and `object_info_sha256`.
+    /// fields below except `models`, `models_sha256`, `model_paths` and `object_info_sha256`.
     pub id: String,
     /// ComfyUI version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +72,10 @@ pub struct Fingerprint {
     /// sha256 of the canonical JSON of `models`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models_sha256: Option<String>,
+    /// The server's model folders on its own machine, per folder kind
+    /// (`GET /internal/folder_paths`); empty when the server does not say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_paths: BTreeMap<String, Vec<String>>,
     /// sha256 of the raw `/object_info` body (lets the next fingerprint skip parsing it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_info_sha256: Option<String>,
@@ -297,7 +303,13 @@ impl Fingerprint {
     pub fn compute_id(&self) -> String {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
-            for k in ["id", "models", "models_sha256", "object_info_sha256"] {
+            for k in [
+                "id",
+                "models",
+                "models_sha256",
+                "model_paths",
+                "object_info_sha256",
+            ] {
                 o.remove(k);
             }
         }
@@ -459,7 +471,7 @@ impl Fingerprinter {
     pub async fn take(&mut self) -> Result<Fingerprint, ClientError> {
         let client = self.client.clone();
         let started = std::time::Instant::now();
-        let (stats, object_info, manager, models) = tokio::join!(
+        let (stats, object_info, manager, models, folder_paths) = tokio::join!(
             client.system_stats(),
             client.get_text_opt(routes::OBJECT_INFO),
             async {
@@ -472,7 +484,8 @@ impl Fingerprinter {
                 }
                 None
             },
-            model_listings(&client)
+            model_listings(&client),
+            client.get_text_opt(routes::FOLDER_PATHS)
         );
         let fetched_ms = started.elapsed().as_millis() as u64;
         let stats = stats?;
@@ -497,6 +510,9 @@ impl Fingerprinter {
         };
         let mut fp = build(&stats, nodes.as_ref(), manager.as_ref(), models);
         fp.object_info_sha256 = body_hash;
+        if let Ok(Some(text)) = folder_paths {
+            fp.model_paths = parse_folder_paths(&text);
+        }
         tracing::debug!(
             fetched_ms,
             total_ms = started.elapsed().as_millis() as u64,
@@ -504,6 +520,12 @@ impl Fingerprinter {
         );
         Ok(fp)
     }
+}
+
+/// The body of `GET /internal/folder_paths` (`{"checkpoints": ["/…/models/checkpoints", …]}`);
+/// empty when it has another shape.
+pub fn parse_folder_paths(text: &str) -> BTreeMap<String, Vec<String>> {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 /// Every model folder's listing: `/experiment/models` (names and sizes) when the server has
@@ -734,5 +756,32 @@ mod tests {
             .unwrap()
             .iter()
             .any(|f| f["name"] == "checkpoints"));
+    }
+
+    #[test]
+    fn folder_paths_from_the_capture_and_outside_the_id() {
+        let text = std::fs::read_to_string(
+            "tests/fixtures/comfyui/GET__internal__folder_paths.initial.json",
+        )
+        .unwrap();
+        let paths = parse_folder_paths(&text);
+        assert_eq!(
+            paths["diffusion_models"],
+            [
+                "/home/user/ComfyUI/models/unet",
+                "/home/user/ComfyUI/models/diffusion_models",
+                "/home/user/ComfyUI/output/diffusion_models"
+            ]
+        );
+        assert_eq!(
+            paths["checkpoints"][0],
+            "/home/user/ComfyUI/models/checkpoints"
+        );
+        assert!(parse_folder_paths("[1, 2]").is_empty());
+        // Where the folders are does not change how a workflow runs: not part of the id.
+        let fp = build(&stats(), None, None, vec![]);
+        let mut moved = fp.clone();
+        moved.model_paths = paths;
+        assert_eq!(moved.compute_id(), fp.id);
     }
 }

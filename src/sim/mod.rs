@@ -203,7 +203,14 @@ pub struct SimConfig {
     /// Stand in for an authenticating reverse proxy: every request (HTTP and the WebSocket
     /// handshake) without this header (name case-insensitive, value exact) gets 401.
     pub require_header: Option<(String, String)>,
+    /// The ComfyUI folder `GET /internal/folder_paths` names (`<root>/models/checkpoints` …).
+    /// By default a folder that exists on no machine ([`SIM_MODELS_ROOT`]), so the simulator
+    /// looks like a remote server; point it at a folder with model files to hash them.
+    pub models_root: std::path::PathBuf,
 }
+
+/// The default [`SimConfig::models_root`]: a path that exists nowhere.
+pub const SIM_MODELS_ROOT: &str = "/comfyui-simulator-remote/ComfyUI";
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -215,6 +222,7 @@ impl Default for SimConfig {
             allocator: Allocator::Native,
             lowvram: false,
             require_header: None,
+            models_root: SIM_MODELS_ROOT.into(),
         }
     }
 }
@@ -242,6 +250,12 @@ impl SimConfig {
     }
     pub fn with_allocator(mut self, allocator: Allocator) -> Self {
         self.allocator = allocator;
+        self
+    }
+    /// Serves `root`'s model folders in `GET /internal/folder_paths` (see
+    /// [`SimConfig::models_root`]).
+    pub fn with_models_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.models_root = root.into();
         self
     }
     pub fn with_lowvram(mut self) -> Self {

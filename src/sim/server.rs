@@ -337,6 +337,30 @@ fn model_folder(folder: &str) -> Option<Vec<Value>> {
     Some(src.iter().flat_map(|(c, i)| combo_files(c, i)).collect())
 }
 
+/// `GET /internal/folder_paths` in the captured shape (the capture's folders, with the
+/// capture's install folder `/home/user/ComfyUI` replaced by `root`).
+fn folder_paths(root: &std::path::Path) -> Value {
+    const CAPTURED: &str =
+        include_str!("../../tests/fixtures/comfyui/GET__internal__folder_paths.initial.json");
+    const CAPTURED_ROOT: &str = "/home/user/ComfyUI";
+    let captured: serde_json::Map<String, Value> =
+        serde_json::from_str(CAPTURED).expect("the captured folder_paths is a JSON object");
+    let root = root.to_string_lossy();
+    captured
+        .into_iter()
+        .map(|(kind, dirs)| {
+            let dirs: Vec<Value> = dirs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|d| Value::String(d.replacen(CAPTURED_ROOT, &root, 1)))
+                .collect();
+            (kind, Value::Array(dirs))
+        })
+        .collect()
+}
+
 fn parse_body(req: &Request) -> Option<Value> {
     if req.body.is_empty() {
         return None;
@@ -369,6 +393,9 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 200,
                 &json!({"entries": entries, "size": super::state::log_size()}),
             )
+        }
+        "/internal/folder_paths" if get => {
+            Response::json(200, &folder_paths(&inst.shared.config.models_root))
         }
         "/view" if get => view(inst, req),
         "/system_stats" if get => Response::json(200, &system_stats(inst)),
