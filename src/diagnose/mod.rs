@@ -246,6 +246,16 @@ pub struct Diagnosis {
     pub outcome: Option<RunOutcomeHint>,
 }
 
+/// Reads a stored diagnosis (in `run.json` or `session.json`) leniently: one this version
+/// cannot read (a shape older tools wrote) is `None`, so the reader diagnoses the run afresh
+/// from its record instead of refusing the whole file.
+pub fn lenient_diagnosis<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Diagnosis>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
 /// Diagnoses one failed run from its evidence (pure).
 pub fn diagnose(evidence: &Evidence) -> Diagnosis {
     diagnose_with_signals(evidence, &ConsoleSignals::default())
