@@ -40,6 +40,10 @@ pub struct Evidence {
     pub progress: Vec<NodeProgress>,
     /// How the run ended when it did not end with an execution_error.
     pub outcome: Option<RunOutcomeHint>,
+    /// Nodes the server served from its cache: they did not run in this run (their outputs
+    /// were held from an earlier one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_nodes: Vec<String>,
 }
 
 /// The last progress seen for one node of the run.
@@ -244,6 +248,10 @@ pub struct Diagnosis {
     pub last_progress: Option<NodeProgress>,
     /// How the run ended, when it was not an execution_error.
     pub outcome: Option<RunOutcomeHint>,
+    /// Nodes the server served from its cache in this run (they did not run, so the failure
+    /// is not in them; their outputs were held in memory from an earlier run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_nodes: Vec<String>,
 }
 
 /// Reads a stored diagnosis (in `run.json` or `session.json`) leniently: one this version
@@ -292,6 +300,7 @@ pub fn no_failure(reason: &str) -> Diagnosis {
         message: None,
         last_progress: None,
         outcome: None,
+        cached_nodes: Vec::new(),
     }
 }
 
@@ -369,6 +378,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
         message,
         last_progress: failing.progress.clone(),
         outcome: evidence.outcome,
+        cached_nodes: evidence.cached_nodes.clone(),
     }
 }
 

@@ -136,6 +136,7 @@ fn evidence_from_error(data: &Value) -> Evidence {
         traceback: traceback_lines(data.get("traceback")),
         progress: Vec::new(),
         outcome: None,
+        cached_nodes: Vec::new(),
     }
 }
 
@@ -1066,6 +1067,7 @@ fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         traceback: seg.traceback.clone(),
         progress: Vec::new(),
         outcome: None,
+        cached_nodes: Vec::new(),
     };
     if seg.message.is_none() && seg.death.is_some() {
         evidence.outcome = Some(RunOutcomeHint::ServerLost);

@@ -12,6 +12,7 @@ use super::model::{
 use super::verdict::verdict;
 use crate::comfy::ExecutionError;
 use crate::diagnose::{self, Diagnosis};
+use crate::session::evidence::record_of_entry;
 use crate::session::journal::{
     CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict as SessionVerdict,
     WorkflowJob, RUN_WORKFLOW_FILE,
@@ -101,52 +102,30 @@ fn progress_seen(file: Option<&RunFile>) -> Vec<(String, Option<String>, u64, u6
     .unwrap_or_default()
 }
 
-/// The diagnosis of a failing run: the recorded one, else one computed from the record.
-fn diagnosis(entry: &RunEntry, file: Option<&RunFile>) -> Option<Diag> {
-    let recorded = entry
+/// The diagnosis of a failing run: the recorded one, else the one builder's
+/// ([`crate::run::RunRecord::diagnose`]) from its `run.json`, or from what the journal says of
+/// the run when it has none.
+fn run_diagnosis(data: &SessionData, entry: &RunEntry) -> Option<Diagnosis> {
+    let file = data.runs.get(&entry.run_id);
+    if let Some(d) = entry
         .diagnosis
         .as_ref()
-        .or_else(|| file.and_then(|f| f.record.diagnosis.as_ref()));
-    if let Some(d) = recorded {
-        return Some(Diag::from(d));
+        .or_else(|| file.and_then(|f| f.record.diagnosis.as_ref()))
+    {
+        return Some(d.clone());
     }
-    let outcome = entry.outcome.as_ref()?;
-    if !outcome.is_failure() {
+    if !entry.failed() {
         return None;
     }
-    let mut evidence = diagnose::Evidence::default();
-    match outcome {
-        Outcome::Failed {
-            node_id,
-            node_type,
-            exception_type,
-            exception_message,
-        } => {
-            let full = execution_error(file);
-            evidence.node_id = Some(node_id.clone());
-            evidence.node_type = Some(node_type.clone());
-            evidence.exception_type = Some(exception_type.clone());
-            evidence.exception_message = Some(
-                full.as_ref()
-                    .map(|e| e.exception_message.clone())
-                    .unwrap_or_else(|| exception_message.clone()),
-            );
-            evidence.traceback = full.map(|e| e.traceback).unwrap_or_default();
-        }
-        Outcome::Timeout { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::Timeout),
-        Outcome::ServerLost { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::ServerLost),
-        _ => return None,
+    match file {
+        Some(f) => f.record.diagnose(None),
+        None => record_of_entry(entry, &data.session.server)?.diagnose(None),
     }
-    evidence.progress = progress_seen(file)
-        .into_iter()
-        .map(|(node_id, class_type, value, max)| diagnose::NodeProgress {
-            node_id,
-            class_type,
-            value,
-            max,
-        })
-        .collect();
-    Some(Diag::from(&diagnose::diagnose(&evidence)))
+}
+
+/// [`run_diagnosis`] as the report shows it.
+fn diagnosis(data: &SessionData, entry: &RunEntry) -> Option<Diag> {
+    run_diagnosis(data, entry).map(|d| Diag::from(&d))
 }
 
 /// The last progress any node of the run reported, from the timeline.
@@ -226,7 +205,7 @@ fn row_for(
     };
     let file = data.runs.get(&entry.run_id);
     let diag = if entry.failed() {
-        diagnosis(entry, file)
+        diagnosis(data, entry)
     } else {
         None
     };
@@ -362,7 +341,7 @@ pub(super) fn workflow_report(
     };
     let first_failure = failing_run.map(|e| evidence(data, e));
     let next_steps = failing_run.and_then(|e| {
-        let d = diagnosis(e, data.runs.get(&e.run_id))?;
+        let d = diagnosis(data, e)?;
         let mut candidates: Vec<Candidate> = d
             .candidates
             .iter()
@@ -392,11 +371,7 @@ pub(super) fn workflow_report(
         .iter()
         .filter(|r| r.role == RunRole::Control)
         .map(|r| {
-            let d = if r.failed() {
-                diagnosis(r, data.runs.get(&r.run_id))
-            } else {
-                None
-            };
+            let d = if r.failed() { diagnosis(data, r) } else { None };
             ControlRow {
                 step: r.step,
                 increment: r.increment.clone(),
@@ -642,7 +617,7 @@ fn host_evidence(file: Option<&RunFile>) -> (Option<crate::host::KernelEvidence>
 
 fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
     let file = data.runs.get(&e.run_id);
-    let d = diagnosis(e, file).unwrap_or_default();
+    let d = diagnosis(data, e).unwrap_or_default();
     let full = execution_error(file);
     let (exception_type, exception_message, detail) = match &e.outcome {
         Some(Outcome::Failed {
@@ -778,4 +753,156 @@ fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashC
         times,
         rerun_ids,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comfy::events::{NodeTiming, Progress};
+    use crate::run::{RunError, RunRecord, ServerLostInfo};
+    use crate::session::evidence::{diagnose_record, server_lost_record, summary_of};
+    use crate::session::journal::{
+        Outcome, Phase, RunFile, RunRole, SessionFile, SessionOptions, SessionState, WorkflowJob,
+        SESSION_SCHEMA_VERSION,
+    };
+    use crate::workflow::Workflow;
+    use std::collections::HashMap;
+
+    const PROMPT: &str = r#"{
+        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "a.safetensors"}},
+        "3": {"class_type": "KSampler", "inputs": {"steps": 20, "model": ["4", 0]}}
+    }"#;
+
+    fn timing(node: &str, class: &str, cached: bool, progress: Option<(f64, f64)>) -> NodeTiming {
+        NodeTiming {
+            node_id: node.into(),
+            display_node: None,
+            class_type: Some(class.into()),
+            cached,
+            started_ms: (!cached).then_some(100),
+            finished_ms: None,
+            progress: progress.map(|(value, max)| Progress { value, max }),
+            state: if cached { "cached" } else { "running" }.into(),
+            output: None,
+        }
+    }
+
+    /// The server went away while KSampler #3 sampled; the checkpoint loader #4 came from the
+    /// cache of an earlier run.
+    fn lost_run(workflow: &Workflow) -> RunRecord {
+        let mut r = server_lost_record("run-1", workflow, "http://127.0.0.1:8188", false, "gone");
+        r.error = Some(RunError::ServerLost(ServerLostInfo {
+            reason: "socket closed and 3 connection attempts refused".into(),
+            submitted: true,
+            last_node: Some("3".into()),
+        }));
+        r.cached_nodes = vec!["4".into()];
+        r.timeline = vec![
+            timing("4", "CheckpointLoaderSimple", true, None),
+            timing("3", "KSampler", false, Some((7.0, 20.0))),
+        ];
+        r
+    }
+
+    fn session_with(entry: RunEntry, file: Option<RunFile>) -> SessionData {
+        let session = SessionFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            tool_version: "0".into(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            server: "http://127.0.0.1:8188".into(),
+            options: SessionOptions::default(),
+            state: SessionState::Done,
+            workflows: vec![WorkflowJob {
+                name: "wf".into(),
+                source: "wf.json".into(),
+                target_sha256: String::new(),
+                steps: vec![],
+                controls: vec![],
+                not_separable: vec![],
+                kept: vec![],
+                phase: Phase::Done,
+                runs: vec![entry],
+                verdict: None,
+            }],
+            in_flight: None,
+            environment: None,
+            fingerprints: Default::default(),
+            drifts: vec![],
+        };
+        SessionData {
+            session,
+            runs: file
+                .map(|f| HashMap::from([(f.entry.run_id.clone(), f)]))
+                .unwrap_or_default(),
+            session_dir: PathBuf::from("runs/s"),
+            ui_workflows: HashMap::new(),
+            source_formats: vec![],
+            load_warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn runner_session_and_report_build_the_same_diagnosis_with_cached_nodes_and_the_lost_node() {
+        let workflow = Workflow::from_json_str(PROMPT, "wf.json").unwrap();
+        let record = lost_run(&workflow);
+        // The runner (`submit`).
+        let mut by_runner = record.clone();
+        by_runner.attach_diagnosis();
+        let by_runner = by_runner
+            .diagnosis
+            .expect("the runner diagnoses a lost server");
+        // The session (the journal).
+        let by_session = diagnose_record(&record, &workflow).expect("the session diagnoses it");
+        // The report, for a run journaled without a diagnosis (an older journal).
+        let entry = RunEntry {
+            run_id: "run-1".into(),
+            step: 1,
+            increment: "lora".into(),
+            role: RunRole::Search,
+            dir: "01-lora-run-1".into(),
+            workflow_sha256: workflow.sha256(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(Outcome::ServerLost {
+                detail: "gone".into(),
+            }),
+            summary: Some(summary_of(&record, None)),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+        };
+        let file = RunFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            workflow: "wf".into(),
+            entry: entry.clone(),
+            component_hashes: vec![],
+            node_hashes: Default::default(),
+            environment: None,
+            record: record.clone(),
+        };
+        let data = session_with(entry.clone(), Some(file));
+        let by_report = run_diagnosis(&data, &entry).expect("the report diagnoses it");
+        for d in [&by_runner, &by_session, &by_report] {
+            assert_eq!(d.cached_nodes, ["4"], "{d:?}");
+            assert_eq!(
+                (d.node_id.as_deref(), d.node_type.as_deref()),
+                (Some("3"), Some("KSampler")),
+                "{d:?}"
+            );
+            assert_eq!(d.kind.as_str(), "process_killed", "{d:?}");
+            let progress = d.last_progress.as_ref().expect("the node's progress");
+            assert_eq!((progress.value, progress.max), (7, 20));
+        }
+        assert_eq!(by_runner, by_session);
+        assert_eq!(by_session, by_report);
+        // Without its run.json the report still names the lost node, from the journal.
+        let bare = session_with(entry.clone(), None);
+        let d = run_diagnosis(&bare, &entry).expect("diagnosed from the journal");
+        assert_eq!(d.node_id.as_deref(), Some("3"), "{d:?}");
+        assert_eq!(d.kind.as_str(), "process_killed", "{d:?}");
+    }
 }

@@ -432,51 +432,9 @@ impl RunRecord {
         }
     }
 
-    /// What the diagnosis module reads: the execution_error fields, the nodes that ran with
-    /// their last progress, and how the run ended when there was no execution_error.
-    pub fn evidence(&self) -> crate::diagnose::Evidence {
-        use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
-        let e = self.execution_error();
-        Evidence {
-            node_id: e.map(|e| e.node_id.clone()),
-            node_type: e.map(|e| e.node_type.clone()),
-            exception_type: e.map(|e| e.exception_type.clone()),
-            exception_message: e.map(|e| e.exception_message.clone()),
-            traceback: e.map(|e| e.traceback.clone()).unwrap_or_default(),
-            progress: self
-                .timeline
-                .iter()
-                .filter(|n| !n.cached)
-                .map(|n| NodeProgress {
-                    node_id: n.node_id.clone(),
-                    class_type: n.class_type.clone(),
-                    value: n.progress.map(|p| p.value.max(0.0) as u64).unwrap_or(0),
-                    max: n.progress.map(|p| p.max.max(0.0) as u64).unwrap_or(0),
-                })
-                .collect(),
-            outcome: match self.outcome {
-                OutcomeKind::Passed | OutcomeKind::Failed => None,
-                OutcomeKind::Rejected => Some(RunOutcomeHint::Rejected),
-                OutcomeKind::Interrupted => Some(RunOutcomeHint::Interrupted),
-                OutcomeKind::Timeout => Some(RunOutcomeHint::Timeout),
-                OutcomeKind::ServerLost => Some(RunOutcomeHint::ServerLost),
-            },
-        }
-    }
-
-    /// Fills `diagnosis` for a run that did not pass (a passed run keeps `null`).
+    /// Fills `diagnosis` for a run that did not pass (see [`RunRecord::diagnose`]).
     pub fn attach_diagnosis(&mut self) {
-        if self.outcome == OutcomeKind::Passed {
-            return;
-        }
-        // The run's own console lines, read by the same parser as a pasted log.
-        let input = crate::diagnose::ParsedInput {
-            evidence: self.evidence(),
-            signals: crate::diagnose::console_signals(&self.server_log),
-        };
-        let mut diagnosis = crate::diagnose::diagnose_input(&input);
-        self.annotate_diagnosis(&mut diagnosis);
-        self.diagnosis = Some(diagnosis);
+        self.diagnosis = self.diagnose(None);
     }
 
     /// Adds the host's evidence to a diagnosis of this run: the kernel's OOM kill of a lost

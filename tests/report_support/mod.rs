@@ -292,6 +292,7 @@ impl Fixture {
                     })
                     .collect(),
                 outcome: None,
+                cached_nodes: Vec::new(),
             })),
             Some(RunError::ServerLost(_)) => Some(diagnose::diagnose(&diagnose::Evidence {
                 outcome: Some(diagnose::RunOutcomeHint::ServerLost),
