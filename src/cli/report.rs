@@ -1,6 +1,7 @@
 //! `comfy-bisect report SESSION`: prints a session's report (Markdown or JSON), redacted unless
 //! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder.
 
+use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
 use crate::report::{self, format_by_name};
 use crate::session::journal::SESSION_FILE;
@@ -27,36 +28,24 @@ pub struct Args {
 }
 
 /// Prints the report; exit 2 when the session cannot be found or read.
-pub fn run(args: Args) -> u8 {
-    let dir = match resolve_session(&args.session, &args.runs_dir) {
-        Ok(d) => d,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let dir = resolve_session(&args.session, &args.runs_dir).or_usage()?;
     let redact = !args.no_redact;
     let Some(format) = format_by_name(&args.format) else {
-        eprintln!("error: unknown format {:?}; use md or json", args.format);
-        return exit::USAGE;
+        return Err(CliError::usage(format!(
+            "unknown format {:?}; use md or json",
+            args.format
+        )));
     };
     if args.write {
-        if let Err(e) = report::write_session_reports(&dir, redact) {
-            eprintln!("error: {e:#}");
-            return exit::USAGE;
-        }
+        report::write_session_reports(&dir, redact)
+            .map_err(|e| CliError::usage(format!("{e:#}")))?;
     }
-    let result = report::session_report(&dir, redact, false).and_then(|r| format.render(&r));
-    match result {
-        Ok(text) => {
-            print!("{text}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            exit::USAGE
-        }
-    }
+    let text = report::session_report(&dir, redact, false)
+        .and_then(|r| format.render(&r))
+        .map_err(|e| CliError::usage(format!("{e:#}")))?;
+    print!("{text}");
+    Ok(exit::OK)
 }
 
 /// Finds the session folder: `session` as a folder holding session.json, else a session id or

@@ -214,6 +214,19 @@ pub enum PlanError {
     Empty,
 }
 
+/// The target seen through the catalog, with its second sampling passes (found by reading the
+/// context, so they are added once it is built).
+fn context<'a>(
+    target: &'a Workflow,
+    defs: &'a NodeDefs,
+    catalog: &'a Catalog,
+    options: &'a PlanOptions,
+) -> Ctx<'a> {
+    let mut ctx = Ctx::new(target, defs, catalog, options);
+    ctx.passes = passes::second_passes(&ctx);
+    ctx
+}
+
 /// Builds the ladder for `target`.
 pub fn plan(
     target: &Workflow,
@@ -224,7 +237,7 @@ pub fn plan(
     if target.nodes.is_empty() {
         return Err(PlanError::Empty);
     }
-    let ctx = Ctx::new(target, defs, catalog, options);
+    let ctx = context(target, defs, catalog, options);
     let baseline = error_keys(target, defs);
     let mut not_separable = Vec::new();
     // Each reduction on its own: it must change something and keep the graph valid.
