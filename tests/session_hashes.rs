@@ -32,6 +32,21 @@ fn components(config: SimConfig) -> (Vec<ComponentHash>, String, String) {
         .max_by_key(|f| f.component_hashes.len())
         .expect("a run");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // `show` prints each component with its hash or why it has none.
+    let shown = cli(&[
+        "show",
+        &file.entry.run_id,
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ]);
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    for c in &file.component_hashes {
+        let line = match &c.autov2 {
+            Some(a) => format!("{}/{}  AutoV2 {a}", c.folder, c.file),
+            None => format!("{}/{}  unhashed", c.folder, c.file),
+        };
+        assert!(shown.contains(&line), "{line}\n{shown}");
+    }
     (file.component_hashes, report, text(&out))
 }
 

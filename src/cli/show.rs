@@ -195,7 +195,12 @@ fn print_record(file: &RunFile) {
         for c in &file.component_hashes {
             match (&c.autov2, &c.reason) {
                 (Some(a), _) => println!("    {}/{}  AutoV2 {a}", c.folder, c.file),
-                (None, Some(reason)) => println!("    {}/{}  unhashed: {reason}", c.folder, c.file),
+                (None, Some(reason)) => println!(
+                    "    {}/{}  unhashed{}: {reason}",
+                    c.folder,
+                    c.file,
+                    c.size.map(|n| format!(" ({n} bytes)")).unwrap_or_default()
+                ),
                 (None, None) => println!("    {}/{}", c.folder, c.file),
             }
         }
