@@ -293,7 +293,7 @@ pub(super) fn workflow_report(
                     data,
                     st.index,
                     &st.increment,
-                    crate::ladder::describe_changes(&st.changes),
+                    crate::ladder::describe_changes(&st.changes, st.index > 0),
                     main_run(st.index),
                 )
             })
