@@ -3,8 +3,9 @@
 //!
 //! The module owns the classification rules (`kind`, `stage`, and `frames`: the table from
 //! well-known traceback functions and files to stages), the allocator-number parser and
-//! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs,
-//! tracebacks, execution_error / history / WebSocket JSON), the advice per stage (`advice`) and the
+//! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs
+//! and tracebacks in `parse/console.rs`, execution_error / history / WebSocket JSON in
+//! `parse/json.rs`), the advice per stage (`advice`) and the
 //! human rendering (`render`). Everything here is pure: no network, no file system.
 
 mod advice;
