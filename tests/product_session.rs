@@ -99,7 +99,7 @@ fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        file.record.diagnosis.as_ref().unwrap()["kind"],
+        file.record.diagnosis.as_ref().unwrap().kind.as_str(),
         "incomplete_output"
     );
     let idx = index::read_all(&runs).unwrap();

@@ -143,9 +143,9 @@ async fn a_silently_missing_output_fails_the_run_as_incomplete_output() {
         other => panic!("{other:?}"),
     }
     let d = r.diagnosis.as_ref().unwrap();
-    assert_eq!(d["kind"], "incomplete_output");
-    assert_eq!(d["node_id"], "11");
-    assert_eq!(d["root_cause"], "unknown");
+    assert_eq!(d.kind.as_str(), "incomplete_output");
+    assert_eq!(d.node_id.as_deref(), Some("11"));
+    assert_eq!(d.node_type.as_deref(), Some("PreviewImage"));
     // The other output is recorded as produced.
     let p = r.product.as_ref().unwrap();
     let produced: Vec<(&str, Produced)> = p
