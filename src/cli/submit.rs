@@ -211,18 +211,12 @@ pub fn summary(record: &RunRecord) -> String {
         ));
     }
     if let Some(d) = &record.diagnosis {
-        let field = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
         out.push_str(&format!(
             "diagnosis: {} at stage {} (comfy-bisect diagnose explains more)\n",
-            field("kind"),
-            field("stage")
+            d.kind.as_str(),
+            d.stage.as_str()
         ));
-        if let Some(next) = d
-            .get("next_check")
-            .and_then(|v| v.as_array())
-            .and_then(|a| a.first())
-            .and_then(|v| v.as_str())
-        {
+        if let Some(next) = d.next_check.first() {
             out.push_str(&format!("next check: {next}\n"));
         }
     }

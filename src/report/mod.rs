@@ -14,6 +14,7 @@ pub mod load;
 pub mod markdown;
 pub mod md;
 pub mod model;
+pub mod naming;
 pub mod redact;
 pub mod verdict;
 pub mod workflow_report;

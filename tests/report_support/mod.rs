@@ -111,8 +111,10 @@ pub fn set(node: &str, class: &str, input: &str, from: Value, to: Value) -> Valu
     json!({"node": node, "class_type": class, "action": "set", "input": input, "from": from, "to": to})
 }
 
+/// A node a step brings back: the ladder records it as the `bypass` (or `remove`) that the
+/// step before it made.
 pub fn restore(node: &str, class: &str) -> Value {
-    json!({"node": node, "class_type": class, "action": "restore"})
+    json!({"node": node, "class_type": class, "action": "bypass"})
 }
 
 /// A session under construction.
@@ -146,7 +148,11 @@ impl Fixture {
                 increment: s.increment.to_string(),
                 file: format!("workflows/{name}/{i:02}-{}.json", s.increment),
                 sha256: format!("{:064x}", 0xabc0 + i),
-                changes: s.changes,
+                changes: s
+                    .changes
+                    .into_iter()
+                    .map(|c| serde_json::from_value(c).expect("a ladder change"))
+                    .collect(),
             })
             .collect();
         let session = SessionFile {
@@ -288,6 +294,7 @@ impl Fixture {
                     })
                     .collect(),
                 outcome: None,
+                cached_nodes: Vec::new(),
             })),
             Some(RunError::ServerLost(_)) => Some(diagnose::diagnose(&diagnose::Evidence {
                 outcome: Some(diagnose::RunOutcomeHint::ServerLost),

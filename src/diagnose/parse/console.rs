@@ -598,6 +598,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         traceback: seg.traceback.clone(),
         progress: Vec::new(),
         outcome: None,
+        cached_nodes: Vec::new(),
     };
     if seg.message.is_none() && seg.death.is_some() {
         evidence.outcome = Some(RunOutcomeHint::ServerLost);

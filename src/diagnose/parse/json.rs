@@ -50,6 +50,7 @@ fn evidence_from_error(data: &Value) -> Evidence {
         traceback: traceback_lines(data.get("traceback")),
         progress: Vec::new(),
         outcome: None,
+        cached_nodes: Vec::new(),
     }
 }
 
