@@ -693,6 +693,8 @@ fn row_for(
             run_dir: None,
             memory_fallbacks: Vec::new(),
             crash_check: None,
+            models: Vec::new(),
+            memory_events: Vec::new(),
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -731,6 +733,12 @@ fn row_for(
             .map(|s| s.memory_fallbacks.clone())
             .unwrap_or_default(),
         crash_check: None,
+        models: file
+            .map(|f| super::memory::model_rows(&f.record.memory_events))
+            .unwrap_or_default(),
+        memory_events: file
+            .map(|f| super::memory::event_notes(&f.record.memory_events))
+            .unwrap_or_default(),
     }
 }
 

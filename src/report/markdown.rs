@@ -2,6 +2,7 @@
 
 use super::chart::{bar_line_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
+use super::memory;
 use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
@@ -499,6 +500,10 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if swap {
         headers.push("Swap");
     }
+    let models = memory::any(&w.ladder);
+    if models {
+        headers.push("Models loaded");
+    }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
     for col in 7..headers.len() {
@@ -516,6 +521,9 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         if swap {
             cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
         }
+        if models {
+            cells.push(memory::markdown_cell(r));
+        }
         cells.push(duration);
         t.row(cells);
     }
@@ -527,6 +535,7 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         out.push_str(&text(note));
     }
     out.push_str("\n\n");
+    out.push_str(&memory::markdown_details(&w.ladder));
     let bars: Vec<Bar> = w
         .ladder
         .iter()

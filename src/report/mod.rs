@@ -11,6 +11,7 @@ pub mod environment;
 pub mod json;
 pub mod markdown;
 pub mod md;
+pub mod memory;
 pub mod model;
 pub mod redact;
 
