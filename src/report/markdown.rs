@@ -2,12 +2,12 @@
 
 use super::chart::{bar_line_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use super::memory;
 use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
 };
 use super::ReportFormat;
+use super::{console, memory};
 
 /// The Markdown format.
 #[derive(Debug, Clone, Copy, Default)]
@@ -779,6 +779,11 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
         out.push_str(&details("Traceback", &fence("text", &body)));
         out.push('\n');
     }
+    out.push_str(&console::markdown(
+        e,
+        console::EXCERPT_LINES,
+        console::LINE_CHARS,
+    ));
     if !e.current_inputs.is_empty() {
         let json = serde_json::to_string_pretty(&e.current_inputs).unwrap_or_default();
         out.push_str(&details(

@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod chart;
+pub mod console;
 pub mod environment;
 pub mod json;
 pub mod markdown;

@@ -566,6 +566,16 @@ pub struct Evidence {
     /// Host RAM during the run: peaks, and the pressure when it came close to the total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_ram: Option<String>,
+    /// The run's server console, whole: its `server.log` lines (`<server time> <line>`), from
+    /// our prompt's `got prompt` to its end. report.md shows an excerpt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console: Vec<String>,
+    /// The file holding the console (`<run folder>/server.log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console_file: Option<String>,
+    /// The run's folder (its `run.json` holds the traceback and inputs whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
 }
 
 /// What to check next for the failure's stage.
