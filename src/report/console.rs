@@ -5,6 +5,7 @@
 //! redacted report (so they are redacted like the rest) and are shown in a fenced block, where
 //! GitHub links no mention or reference (like the traceback).
 
+use super::budget::trim_middle;
 use super::md::{code, details, fence};
 use super::model::Evidence;
 use crate::comfy::console::{classify, ConsoleLine};
@@ -12,7 +13,7 @@ use crate::comfy::console::{classify, ConsoleLine};
 /// Lines of the excerpt shown in report.md by default.
 pub const EXCERPT_LINES: usize = 60;
 /// Characters of one console line shown by default (longer ones are cut, saying how much).
-pub const LINE_CHARS: usize = 400;
+pub const LINE_CHARS: usize = 1000;
 
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,35 +63,13 @@ pub fn excerpt(lines: &[String], max_lines: usize, line_chars: usize) -> Excerpt
         }
         kept.push(line);
     }
-    let mut omitted = 0;
-    let mut shown: Vec<String> = if kept.len() > max_lines.max(3) {
-        // The end (the exception, `Prompt executed`) matters most: a quarter from the head.
-        let max = max_lines.max(3);
-        let head = (max - 1) / 4;
-        let tail = max - 1 - head;
-        omitted = kept.len() - head - tail;
-        let mut v: Vec<String> = kept[..head].iter().map(|s| s.to_string()).collect();
-        v.push(format!("[… {omitted} lines left out here …]"));
-        v.extend(kept[kept.len() - tail..].iter().map(|s| s.to_string()));
-        v
-    } else {
-        kept.iter().map(|s| s.to_string()).collect()
-    };
-    let mut cut_lines = 0;
-    for l in &mut shown {
-        let n = l.chars().count();
-        if n > line_chars {
-            let keep: String = l.chars().take(line_chars).collect();
-            *l = format!("{keep} [… {} more characters]", n - line_chars);
-            cut_lines += 1;
-        }
-    }
+    let t = trim_middle(&kept, max_lines, line_chars);
     Excerpt {
-        lines: shown,
+        lines: t.lines,
         total: lines.len(),
         folded_bars,
-        omitted,
-        cut_lines,
+        omitted: t.omitted,
+        cut_lines: t.cut,
     }
 }
 

@@ -5,6 +5,7 @@
 //! not be published; each format is one file implementing [`ReportFormat`] ([`markdown`],
 //! [`json`]). Adding a format is one new file and one entry in [`formats`].
 
+pub mod budget;
 pub mod build;
 pub mod chart;
 pub mod console;
