@@ -1,8 +1,9 @@
 //! The increment report: `report.md` (for a GitHub issue) and `report.json` (for machines),
 //! written into the session folder after every run and on demand by `comfy-bisect report`.
 //!
-//! [`build`] reads the session journal into one [`Report`] value; [`redact`] removes what must
-//! not be published; each format is one file implementing [`ReportFormat`] ([`markdown`],
+//! [`load`] reads the session folder; [`build`] turns it into one [`Report`] value, with one
+//! [`workflow_report`] per workflow and its [`verdict`]; [`redact`] removes what must not be
+//! published; each format is one file implementing [`ReportFormat`] ([`markdown`],
 //! [`json`]). Adding a format is one new file and one entry in [`formats`].
 
 pub mod budget;
@@ -11,14 +12,18 @@ pub mod chart;
 pub mod console;
 pub mod environment;
 pub mod json;
+pub mod load;
 pub mod markdown;
 pub mod md;
 pub mod memory;
 pub mod model;
 pub mod redact;
+pub mod verdict;
+pub mod workflow_report;
 
-pub use build::{build, load, SessionData};
+pub use build::build;
 pub use json::Json;
+pub use load::{load, SessionData};
 pub use markdown::Markdown;
 pub use model::{Report, SCHEMA_VERSION};
 

@@ -1,13 +1,13 @@
-//! One run: optional cold start, socket first, submit, follow our prompt, reconcile with
-//! history, sample VRAM, and turn all of it into a [`RunRecord`]. Every loop here is bounded in
-//! time (run, stall, queue, reconnect and grace limits).
+//! One run: optional cold start, socket first, submit, follow our prompt (`run/follow.rs`),
+//! reconcile with history, sample VRAM, and turn all of it into a [`RunRecord`]. Every loop here
+//! is bounded in time (run, stall, queue, reconnect and grace limits). The outcome of a
+//! submitted prompt is decided in one place, `Runner::decide`.
 
 use super::console::RunConsole;
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
     trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
-    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
-    WsTextRecord,
+    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample, WsTextRecord,
 };
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
@@ -96,39 +96,35 @@ pub async fn execute_with(
 
 type PendingHttp = Arc<Mutex<Vec<(u64, HttpExchange)>>>;
 
-/// How long the socket may take to deliver the rest of a prompt's frames once `/history` has
-/// its entry (the frames are on their way by then; this bounds a socket that went silent).
-const SOCKET_DRAIN: Duration = Duration::from_secs(5);
-
-/// How the follow loop ended.
-enum End {
+/// How following our prompt ended ([`Runner::follow`], `run/follow.rs`); [`Runner::decide`]
+/// turns it into the run's [`Outcome`].
+pub(super) enum End {
+    /// The prompt ended on the server (its terminal event or history decides how).
     Finished,
+    /// The user cancelled; `removed` when our prompt was still pending and got dequeued.
     Cancelled { removed: bool },
+    /// A run, stall or queue limit passed and our prompt was interrupted.
     Timeout(TimeoutInfo),
+    /// The server went away or our prompt vanished.
     Lost(ServerLostInfo),
 }
 
-enum Wake {
-    Frame(WsFrame),
-    Tick,
-    Cancel,
-}
-
-struct Runner<'a> {
-    client: Client,
+/// One run in progress: the request, the client, and everything observed so far.
+pub(super) struct Runner<'a> {
+    pub(super) client: Client,
     plain: Client,
-    req: RunRequest,
-    obs: &'a mut dyn RunObserver,
+    pub(super) req: RunRequest,
+    pub(super) obs: &'a mut dyn RunObserver,
     t0: Instant,
-    prompt_id: String,
-    tracker: EventTracker,
+    pub(super) prompt_id: String,
+    pub(super) tracker: EventTracker,
     pending_http: PendingHttp,
-    raw: RawLog,
+    pub(super) raw: RawLog,
     warnings: Vec<String>,
-    queue: QueueInfo,
-    sock: Option<WsConnection>,
-    sockets_opened: u32,
-    history: Option<HistoryEntry>,
+    pub(super) queue: QueueInfo,
+    pub(super) sock: Option<WsConnection>,
+    pub(super) sockets_opened: u32,
+    pub(super) history: Option<HistoryEntry>,
     stats_before: Option<SystemStats>,
     stats_after: Option<SystemStats>,
     stats_after_tried: bool,
@@ -136,7 +132,7 @@ struct Runner<'a> {
     baseline: Option<u64>,
     sampler: Option<Sampler>,
     partial: Option<Rejection>,
-    submitted: bool,
+    pub(super) submitted: bool,
     /// Our share of the server console.
     console: RunConsole,
     /// `Some(true)` once the server took a log subscription, `Some(false)` when it has none.
@@ -144,7 +140,7 @@ struct Runner<'a> {
     /// Why there is no console (no route, subscription failed).
     logs_note: Option<String>,
     /// A socket closed during the run (console lines may be missing).
-    socket_dropped: bool,
+    pub(super) socket_dropped: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -188,7 +184,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn ms(&self) -> u64 {
+    pub(super) fn ms(&self) -> u64 {
         self.t0.elapsed().as_millis() as u64
     }
 
@@ -499,6 +495,9 @@ impl<'a> Runner<'a> {
         self.decide(end)
     }
 
+    /// The run's outcome: how following ended, the prompt's terminal event, and a partial
+    /// rejection (an accepted prompt with `node_errors`). The one place an outcome of a
+    /// submitted prompt is decided.
     fn decide(&mut self, end: End) -> Outcome {
         let interrupted = |t: Option<&Terminal>| match t {
             Some(Terminal::Interrupted(i)) => (
@@ -567,7 +566,7 @@ impl<'a> Runner<'a> {
         })
     }
 
-    fn last_node(&self) -> Option<String> {
+    pub(super) fn last_node(&self) -> Option<String> {
         self.tracker
             .current_node()
             .or_else(|| self.tracker.timeline().iter().rev().find(|n| !n.cached))
@@ -737,7 +736,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Opens a socket with a fresh session id and waits for the server's greeting.
-    async fn open_socket(&mut self) -> Result<(), ClientError> {
+    pub(super) async fn open_socket(&mut self) -> Result<(), ClientError> {
         let client_id = Uuid::new_v4().to_string();
         let mut sock = self.client.connect_ws(&client_id).await?;
         let socket = self.sockets_opened;
@@ -912,320 +911,6 @@ impl<'a> Runner<'a> {
         known
     }
 
-    async fn follow(&mut self) -> End {
-        let mut cancel = self.req.cancel.take();
-        if cancel.as_ref().is_some_and(|c| *c.borrow()) {
-            // Ctrl-C came before the prompt was even submitted.
-            let removed = self.stop_our_prompt().await;
-            return End::Cancelled { removed };
-        }
-        let poll = self.req.poll_interval;
-        let mut next_poll = Instant::now();
-        let mut last_activity = Instant::now();
-        let mut running_since: Option<Instant> = None;
-        let pending_since = Instant::now();
-        let mut unreachable_since: Option<Instant> = None;
-        let mut socket_lost_at: Option<Instant> = None;
-        let mut next_reconnect = Instant::now();
-        let mut reconnect_delay = Duration::from_millis(200);
-        let mut polling_only_warned = false;
-        // History can lag the queue (it does on some servers and in the simulator's slow-history
-        // fault), so a prompt counts as vanished only after it stayed missing for a while.
-        let mut vanished: Option<(u32, Instant)> = None;
-        let mut ending: Option<(End, Instant)> = None;
-        let mut last_ahead: Option<usize> = None;
-        loop {
-            if self.tracker.is_finished() {
-                return ending.map(|(e, _)| e).unwrap_or(End::Finished);
-            }
-            let now = Instant::now();
-            if self.tracker.started_ms().is_some() {
-                running_since.get_or_insert(now);
-            }
-            match &ending {
-                Some((_, deadline)) if now >= *deadline => {
-                    let (end, _) = ending.take().expect("checked");
-                    self.note("the server did not confirm the interrupt in time");
-                    return end;
-                }
-                Some(_) => {}
-                None => {
-                    let limit = match running_since {
-                        Some(since) if now - since > self.req.timeout => {
-                            Some((TimeoutReason::Run, self.req.timeout))
-                        }
-                        // Only the first socket (the one named in client_id) receives our
-                        // prompt's events; after a reconnect silence proves nothing.
-                        Some(_)
-                            if self.sock.is_some()
-                                && self.raw.client_ids.len() == 1
-                                && now - last_activity > self.req.stall_timeout =>
-                        {
-                            Some((TimeoutReason::Stall, self.req.stall_timeout))
-                        }
-                        None if now - pending_since > self.req.queue_timeout => {
-                            Some((TimeoutReason::Queue, self.req.queue_timeout))
-                        }
-                        _ => None,
-                    };
-                    if let Some((reason, limit)) = limit {
-                        self.warn(format!(
-                            "{} timeout after {}s: interrupting our prompt",
-                            match reason {
-                                TimeoutReason::Run => "run",
-                                TimeoutReason::Stall => "stall (no event)",
-                                TimeoutReason::Queue => "queue",
-                            },
-                            limit.as_secs_f64()
-                        ));
-                        let removed = self.stop_our_prompt().await;
-                        let info = TimeoutInfo {
-                            reason,
-                            limit_ms: limit.as_millis() as u64,
-                            last_node: self.last_node(),
-                            interrupt_sent: true,
-                            interrupt_confirmed: removed,
-                        };
-                        ending = Some((End::Timeout(info), now + self.req.interrupt_grace));
-                        next_poll = now;
-                    }
-                }
-            }
-
-            let wake_at = if self.sock.is_none() {
-                next_poll.min(next_reconnect)
-            } else {
-                next_poll
-            };
-            let wake = {
-                let sock = self.sock.as_mut();
-                tokio::select! {
-                    f = next_frame(sock) => Wake::Frame(f),
-                    _ = tokio::time::sleep_until(wake_at.into()) => Wake::Tick,
-                    _ = cancelled(&mut cancel) => Wake::Cancel,
-                }
-            };
-            match wake {
-                Wake::Frame(frame) => {
-                    let ours = self.tracker.counts().ours;
-                    let closed = matches!(frame, WsFrame::Closed(_));
-                    self.handle_frame(frame);
-                    if self.tracker.counts().ours > ours {
-                        last_activity = Instant::now();
-                    }
-                    if closed {
-                        self.sock = None;
-                        self.socket_dropped = true;
-                        socket_lost_at = Some(Instant::now());
-                        next_reconnect = Instant::now();
-                        reconnect_delay = Duration::from_millis(200);
-                        next_poll = Instant::now();
-                    }
-                }
-                Wake::Cancel => {
-                    cancel = None;
-                    if ending.is_none() {
-                        self.warn("cancelled by the user: interrupting our prompt only".into());
-                        let removed = self.stop_our_prompt().await;
-                        ending = Some((
-                            End::Cancelled { removed },
-                            Instant::now() + self.req.interrupt_grace.min(Duration::from_secs(10)),
-                        ));
-                        next_poll = Instant::now();
-                    }
-                }
-                Wake::Tick => {}
-            }
-
-            let now = Instant::now();
-            if self.sock.is_none() && now >= next_reconnect {
-                match self.open_socket().await {
-                    Ok(()) => {
-                        let n = self.sockets_opened - 1;
-                        self.warn(format!(
-                            "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
-                             events still go to the old one, so the run is followed through /queue \
-                             and /history (the stall timeout no longer applies)"
-                        ));
-                        socket_lost_at = None;
-                        next_poll = Instant::now();
-                    }
-                    Err(e) => {
-                        next_reconnect = Instant::now() + reconnect_delay;
-                        reconnect_delay = (reconnect_delay * 2).min(Duration::from_secs(2));
-                        let down_for = socket_lost_at.map(|t| t.elapsed()).unwrap_or_default();
-                        if down_for > self.req.reconnect_window && !polling_only_warned {
-                            polling_only_warned = true;
-                            self.note(&format!("WebSocket still unavailable: {e}"));
-                        }
-                    }
-                }
-            }
-
-            let quiet = now.duration_since(last_activity) >= poll * 2;
-            let want_poll =
-                self.sock.is_none() || ending.is_some() || running_since.is_none() || quiet;
-            if now >= next_poll && !want_poll {
-                next_poll = now + poll;
-            } else if now >= next_poll {
-                next_poll = now + poll;
-                match self.client.queue().await {
-                    Ok(q) => {
-                        unreachable_since = None;
-                        match q.position(&self.prompt_id) {
-                            QueuePosition::Running => {
-                                vanished = None;
-                                running_since.get_or_insert(now);
-                            }
-                            QueuePosition::Pending { ahead } => {
-                                vanished = None;
-                                // Waiting behind others is not stalling.
-                                last_activity = now;
-                                self.queue.max_ahead = self.queue.max_ahead.max(ahead);
-                                if last_ahead != Some(ahead) {
-                                    last_ahead = Some(ahead);
-                                    self.obs.on_event(&RunEvent::Queued { ahead });
-                                }
-                            }
-                            QueuePosition::Absent => {
-                                match self.client.history(&self.prompt_id).await {
-                                    Ok(Some(entry)) => {
-                                        // History can answer before the frames the socket
-                                        // already carries were read: read them first, so the
-                                        // progress they hold is in the timeline.
-                                        self.drain_socket().await;
-                                        let t = self.ms();
-                                        if let Some(n) = self.tracker.apply_history(&entry, t) {
-                                            self.warn(n);
-                                        }
-                                        self.history = Some(entry);
-                                    }
-                                    Ok(None) => {
-                                        let (count, since) = vanished.get_or_insert((0, now));
-                                        *count += 1;
-                                        let (count, missing_for) = (*count, now - *since);
-                                        if let Some((end, _)) = ending.take() {
-                                            // Removed from the queue by us, or interrupted
-                                            // before it started: nothing more will come.
-                                            self.flush_http();
-                                            return match end {
-                                                End::Timeout(mut info) => {
-                                                    info.interrupt_confirmed = true;
-                                                    End::Timeout(info)
-                                                }
-                                                other => other,
-                                            };
-                                        }
-                                        if count >= 2 && missing_for >= self.req.reconnect_window {
-                                            self.flush_http();
-                                            return End::Lost(ServerLostInfo {
-                                                reason:
-                                                    "our prompt vanished: it is neither in /queue \
-                                                     nor in /history (the server restarted or \
-                                                     someone deleted it)"
-                                                        .into(),
-                                                submitted: true,
-                                                last_node: self.last_node(),
-                                            });
-                                        }
-                                    }
-                                    Err(e) => self.note(&format!("GET /history failed: {e}")),
-                                }
-                            }
-                        }
-                    }
-                    Err(e) if e.is_unreachable() => {
-                        let since = *unreachable_since.get_or_insert(now);
-                        if self.sock.is_none()
-                            && now.duration_since(since) > self.req.reconnect_window
-                        {
-                            self.flush_http();
-                            return End::Lost(ServerLostInfo {
-                                reason: format!(
-                                    "the WebSocket closed and HTTP has been unreachable for {}s: {e}",
-                                    now.duration_since(since).as_secs()
-                                ),
-                                submitted: true,
-                                last_node: self.last_node(),
-                            });
-                        }
-                    }
-                    Err(e) => self.note(&format!("GET /queue failed: {e}")),
-                }
-                self.flush_http();
-            }
-        }
-    }
-
-    /// Removes our prompt from the queue if it waits, and interrupts it if it runs. Both calls
-    /// name our prompt id, so other clients' prompts are never touched. Returns true when the
-    /// prompt was still pending and got removed.
-    async fn stop_our_prompt(&mut self) -> bool {
-        let mut removed = false;
-        if !self.submitted {
-            return false;
-        }
-        if let Ok(q) = self.client.queue().await {
-            if let QueuePosition::Pending { .. } = q.position(&self.prompt_id) {
-                let id = self.prompt_id.clone();
-                if self.client.delete_from_queue(&[&id]).await.is_ok() {
-                    removed = matches!(
-                        self.client.queue().await.map(|q| q.position(&id)),
-                        Ok(QueuePosition::Absent)
-                    );
-                }
-            }
-        }
-        if !removed {
-            let id = self.prompt_id.clone();
-            if let Err(e) = self.client.interrupt(&id).await {
-                self.warn(format!("POST /interrupt for our prompt failed: {e}"));
-            }
-        }
-        self.note(if removed {
-            "removed our pending prompt from the queue"
-        } else {
-            "sent POST /interrupt {prompt_id} for our prompt"
-        });
-        self.flush_http();
-        removed
-    }
-
-    /// Reads our socket until it sends `executing {node: null}` for our prompt (or closes, or
-    /// [`SOCKET_DRAIN`] passes). Called when `/history` says the prompt is over while the
-    /// socket has not said so yet: the server writes the history entry before its last frames
-    /// go out, and frames received but not yet read would otherwise never reach the timeline,
-    /// so the stage would depend on which of the two answered first. Only the first socket
-    /// (the one named in `client_id`) gets our prompt's frames; after a reconnect there is
-    /// nothing to wait for.
-    async fn drain_socket(&mut self) {
-        if self.tracker.socket_ended() || self.raw.client_ids.len() != 1 {
-            return;
-        }
-        let deadline = tokio::time::Instant::now() + SOCKET_DRAIN;
-        while !self.tracker.socket_ended() {
-            let Some(sock) = self.sock.as_mut() else {
-                return;
-            };
-            match tokio::time::timeout_at(deadline, sock.next_frame()).await {
-                Ok(frame) => {
-                    let closed = matches!(frame, WsFrame::Closed(_));
-                    self.handle_frame(frame);
-                    if closed {
-                        self.sock = None;
-                    }
-                }
-                Err(_) => {
-                    self.warn(format!(
-                        "/history says the prompt is over, but the socket did not end it within                          {}s; its remaining frames (step progress) may be missing",
-                        SOCKET_DRAIN.as_secs()
-                    ));
-                    return;
-                }
-            }
-        }
-    }
-
     /// Fetches `/history/{id}` with backoff (it can lag the socket) and merges it.
     async fn reconcile_history(&mut self) {
         if self.history.is_some() {
@@ -1261,7 +946,7 @@ impl<'a> Runner<'a> {
         ));
     }
 
-    fn handle_frame(&mut self, frame: WsFrame) {
+    pub(super) fn handle_frame(&mut self, frame: WsFrame) {
         let t_ms = self.ms();
         let socket = self.sockets_opened.saturating_sub(1);
         match frame {
@@ -1356,7 +1041,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn flush_http(&mut self) {
+    pub(super) fn flush_http(&mut self) {
         let drained: Vec<(u64, HttpExchange)> = match self.pending_http.lock() {
             Ok(mut v) => std::mem::take(&mut *v),
             Err(_) => return,
@@ -1393,36 +1078,15 @@ impl<'a> Runner<'a> {
         self.note(text);
     }
 
-    fn note(&mut self, text: &str) {
+    pub(super) fn note(&mut self, text: &str) {
         let t_ms = self.ms();
         self.obs.on_raw(&RawEvent::Note { t_ms, text });
     }
 
-    fn warn(&mut self, text: String) {
+    pub(super) fn warn(&mut self, text: String) {
         self.note(&text);
         self.obs.on_event(&RunEvent::Warning(text.clone()));
         self.warnings.push(text);
-    }
-}
-
-async fn next_frame(sock: Option<&mut WsConnection>) -> WsFrame {
-    match sock {
-        Some(s) => s.next_frame().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn cancelled(rx: &mut Option<watch::Receiver<bool>>) {
-    match rx {
-        Some(r) => loop {
-            if *r.borrow_and_update() {
-                return;
-            }
-            if r.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        },
-        None => std::future::pending().await,
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod console;
 pub mod execute;
+mod follow;
 pub mod observer;
 pub mod record;
 pub mod sampler;

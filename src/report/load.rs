@@ -1,0 +1,107 @@
+//! Reads a session folder into [`SessionData`]: `session.json` (the session module's journal
+//! types), each run's `run.json`, and the UI companions of the variant files. The only part of
+//! the report that touches the file system; [`super::build`] is pure, so tests build reports
+//! from journals made in memory.
+
+use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
+use anyhow::Context;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A session folder as read from disk.
+#[derive(Debug, Clone)]
+pub struct SessionData {
+    /// `session.json`.
+    pub session: SessionFile,
+    /// `run.json` of every run that has one, by run id.
+    pub runs: HashMap<String, RunFile>,
+    /// The session folder as given (paths in the report are shown relative to it as given).
+    pub session_dir: PathBuf,
+    /// UI-format companions found on disk (`workflow.ui.json` in a run folder, or the step's
+    /// `NN-<increment>.ui.json`), by run id.
+    pub ui_workflows: HashMap<String, PathBuf>,
+    /// Input format of each workflow's source file (`api` or `ui`), when it could be read.
+    pub source_formats: Vec<Option<String>>,
+    /// Problems met while reading (unreadable run records), for the report's warnings.
+    pub load_warnings: Vec<String>,
+    /// The console lines (`server.log`) of every run that did not pass, by run id.
+    pub server_logs: HashMap<String, Vec<String>>,
+}
+
+/// Reads `session.json` and every `run.json` of the session folder.
+pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
+    let runs_dir = session_dir.parent().unwrap_or_else(|| Path::new("."));
+    let session_id = session_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let paths = SessionPaths::new(runs_dir, &session_id);
+    let session = SessionFile::load(&paths).with_context(|| {
+        format!(
+            "cannot read the session journal {}: is {} a session folder (runs/<session-id>)?",
+            paths.session_file().display(),
+            session_dir.display()
+        )
+    })?;
+    let mut runs = HashMap::new();
+    let mut ui_workflows = HashMap::new();
+    let mut load_warnings = Vec::new();
+    let mut source_formats = Vec::new();
+    let mut server_logs = HashMap::new();
+    for job in &session.workflows {
+        source_formats.push(detect_format(Path::new(&job.source)));
+        for entry in &job.runs {
+            let dir = session_dir.join(&entry.dir);
+            if entry
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o != &Outcome::Passed)
+            {
+                let log = dir.join(crate::run::console::SERVER_LOG_FILE);
+                if let Ok(text) = std::fs::read_to_string(&log) {
+                    server_logs.insert(
+                        entry.run_id.clone(),
+                        text.lines().map(str::to_string).collect(),
+                    );
+                }
+            }
+            let record = dir.join(RUN_RECORD_FILE);
+            if record.exists() {
+                match crate::session::journal::read_json::<RunFile>(&record) {
+                    Ok(file) => {
+                        runs.insert(entry.run_id.clone(), file);
+                    }
+                    Err(e) => load_warnings.push(format!("run record not used: {e}")),
+                }
+            }
+            let mut candidates = vec![dir.join("workflow.ui.json")];
+            if let Some(step) = job.steps.iter().find(|s| s.index == entry.step) {
+                let file = session_dir.join(&step.file);
+                if let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) {
+                    candidates.push(PathBuf::from(format!("{stem}.ui.json")));
+                }
+            }
+            if let Some(ui) = candidates.into_iter().find(|p| p.is_file()) {
+                ui_workflows.insert(entry.run_id.clone(), ui);
+            }
+        }
+    }
+    Ok(SessionData {
+        session,
+        runs,
+        session_dir: session_dir.to_path_buf(),
+        ui_workflows,
+        source_formats,
+        load_warnings,
+        server_logs,
+    })
+}
+
+/// `ui` for a UI-format workflow file (`nodes` array and `links`), `api` for a prompt.
+fn detect_format(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let is_ui = value.get("nodes").is_some_and(Value::is_array) && value.get("links").is_some();
+    Some(if is_ui { "ui" } else { "api" }.to_string())
+}

@@ -1,0 +1,500 @@
+//! Following our submitted prompt to its end. [`Follow`] is the state of the follow (limits,
+//! reconnects, queue polling); its loop is a few small steps over that state:
+//!
+//! 1. [`Follow::finished`]: the socket (or history) ended our prompt;
+//! 2. [`Follow::check_limits`]: the run, stall and queue limits, and the grace for the server to
+//!    confirm an interrupt we sent;
+//! 3. [`Follow::wait`] + [`Follow::on_wake`]: a frame, the next tick, or Ctrl-C;
+//! 4. [`Follow::reconnect`]: a new socket after the old one closed (with backoff);
+//! 5. [`Follow::poll`]: `/queue`, and `/history` when our prompt left the queue.
+//!
+//! The loop returns how the follow ended ([`End`]); `run/execute.rs` (`Runner::decide`) turns
+//! that into the run's outcome.
+
+use super::execute::{End, Runner};
+use super::observer::RunEvent;
+use super::record::{ServerLostInfo, TimeoutInfo, TimeoutReason};
+use crate::comfy::protocol::QueuePosition;
+use crate::comfy::{ClientError, WsConnection, WsFrame};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How long the socket may take to deliver the rest of a prompt's frames once `/history` has
+/// its entry (the frames are on their way by then; this bounds a socket that went silent).
+const SOCKET_DRAIN: Duration = Duration::from_secs(5);
+
+/// The first wait before reconnecting a closed socket (doubled per failure, up to 2 s).
+const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(200);
+
+/// What ended a wait in the follow loop.
+enum Wake {
+    Frame(WsFrame),
+    Tick,
+    Cancel,
+}
+
+/// The state of following one prompt.
+struct Follow<'r, 'a> {
+    runner: &'r mut Runner<'a>,
+    /// Ctrl-C; dropped once it fired.
+    cancel: Option<watch::Receiver<bool>>,
+    /// When `/queue` is checked next.
+    next_poll: Instant,
+    /// The last event for our prompt (or queue movement); the stall limit counts from here.
+    last_activity: Instant,
+    /// When our prompt was first seen running; the run limit counts from here.
+    running_since: Option<Instant>,
+    /// When following began; the queue limit counts from here until the prompt runs.
+    pending_since: Instant,
+    /// Since when HTTP has been unreachable.
+    unreachable_since: Option<Instant>,
+    /// When the socket closed (None while one is open or after a reconnect).
+    socket_lost_at: Option<Instant>,
+    /// When the next reconnect is tried.
+    next_reconnect: Instant,
+    /// The wait after the next failed reconnect.
+    reconnect_delay: Duration,
+    /// "WebSocket still unavailable" was noted.
+    polling_only_warned: bool,
+    /// History can lag the queue (it does on some servers and in the simulator's slow-history
+    /// fault), so a prompt counts as vanished only after it stayed missing for a while: how
+    /// many polls found it in neither, since when.
+    vanished: Option<(u32, Instant)>,
+    /// An end waiting for the server to confirm our interrupt (or dequeue), with its deadline.
+    ending: Option<(End, Instant)>,
+    /// The queue position last reported to the observer.
+    last_ahead: Option<usize>,
+}
+
+impl Runner<'_> {
+    /// Follows our submitted prompt until it ends, a limit passes, the user cancels or the
+    /// server is lost.
+    pub(super) async fn follow(&mut self) -> End {
+        let cancel = self.req.cancel.take();
+        if cancel.as_ref().is_some_and(|c| *c.borrow()) {
+            // Ctrl-C came before the prompt was even submitted.
+            let removed = self.stop_our_prompt().await;
+            return End::Cancelled { removed };
+        }
+        Follow::new(self, cancel).run().await
+    }
+
+    /// Removes our prompt from the queue if it waits, and interrupts it if it runs. Both calls
+    /// name our prompt id, so other clients' prompts are never touched. Returns true when the
+    /// prompt was still pending and got removed.
+    async fn stop_our_prompt(&mut self) -> bool {
+        let mut removed = false;
+        if !self.submitted {
+            return false;
+        }
+        if let Ok(q) = self.client.queue().await {
+            if let QueuePosition::Pending { .. } = q.position(&self.prompt_id) {
+                let id = self.prompt_id.clone();
+                if self.client.delete_from_queue(&[&id]).await.is_ok() {
+                    removed = matches!(
+                        self.client.queue().await.map(|q| q.position(&id)),
+                        Ok(QueuePosition::Absent)
+                    );
+                }
+            }
+        }
+        if !removed {
+            let id = self.prompt_id.clone();
+            if let Err(e) = self.client.interrupt(&id).await {
+                self.warn(format!("POST /interrupt for our prompt failed: {e}"));
+            }
+        }
+        self.note(if removed {
+            "removed our pending prompt from the queue"
+        } else {
+            "sent POST /interrupt {prompt_id} for our prompt"
+        });
+        self.flush_http();
+        removed
+    }
+
+    /// Reads our socket until it sends `executing {node: null}` for our prompt (or closes, or
+    /// [`SOCKET_DRAIN`] passes). Called when `/history` says the prompt is over while the
+    /// socket has not said so yet: the server writes the history entry before its last frames
+    /// go out, and frames received but not yet read would otherwise never reach the timeline,
+    /// so the stage would depend on which of the two answered first. Only the first socket
+    /// (the one named in `client_id`) gets our prompt's frames; after a reconnect there is
+    /// nothing to wait for.
+    async fn drain_socket(&mut self) {
+        if self.tracker.socket_ended() || self.raw.client_ids.len() != 1 {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + SOCKET_DRAIN;
+        while !self.tracker.socket_ended() {
+            let Some(sock) = self.sock.as_mut() else {
+                return;
+            };
+            match tokio::time::timeout_at(deadline, sock.next_frame()).await {
+                Ok(frame) => {
+                    let closed = matches!(frame, WsFrame::Closed(_));
+                    self.handle_frame(frame);
+                    if closed {
+                        self.sock = None;
+                    }
+                }
+                Err(_) => {
+                    self.warn(format!(
+                        "/history says the prompt is over, but the socket did not end it within                          {}s; its remaining frames (step progress) may be missing",
+                        SOCKET_DRAIN.as_secs()
+                    ));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl<'r, 'a> Follow<'r, 'a> {
+    fn new(runner: &'r mut Runner<'a>, cancel: Option<watch::Receiver<bool>>) -> Self {
+        let now = Instant::now();
+        Follow {
+            runner,
+            cancel,
+            next_poll: now,
+            last_activity: now,
+            running_since: None,
+            pending_since: now,
+            unreachable_since: None,
+            socket_lost_at: None,
+            next_reconnect: now,
+            reconnect_delay: FIRST_RECONNECT_DELAY,
+            polling_only_warned: false,
+            vanished: None,
+            ending: None,
+            last_ahead: None,
+        }
+    }
+
+    /// The loop: every pass is bounded by the next poll or reconnect time.
+    async fn run(mut self) -> End {
+        loop {
+            if let Some(end) = self.finished() {
+                return end;
+            }
+            if let Some(end) = self.check_limits().await {
+                return end;
+            }
+            let wake = self.wait().await;
+            self.on_wake(wake).await;
+            let now = Instant::now();
+            self.reconnect(now).await;
+            if let Some(end) = self.poll(now).await {
+                return end;
+            }
+        }
+    }
+
+    /// The prompt's end came: the end we were waiting to confirm, or [`End::Finished`].
+    fn finished(&mut self) -> Option<End> {
+        if !self.runner.tracker.is_finished() {
+            return None;
+        }
+        Some(self.ending.take().map(|(e, _)| e).unwrap_or(End::Finished))
+    }
+
+    /// Starts the run limit once the prompt runs; interrupts our prompt when a limit passed;
+    /// ends the follow when the server did not confirm an interrupt within its grace.
+    async fn check_limits(&mut self) -> Option<End> {
+        let now = Instant::now();
+        if self.runner.tracker.started_ms().is_some() {
+            self.running_since.get_or_insert(now);
+        }
+        match &self.ending {
+            Some((_, deadline)) if now >= *deadline => {
+                let (end, _) = self.ending.take().expect("checked");
+                self.runner
+                    .note("the server did not confirm the interrupt in time");
+                Some(end)
+            }
+            Some(_) => None,
+            None => {
+                if let Some((reason, limit)) = self.limit_passed(now) {
+                    self.time_out(reason, limit, now).await;
+                }
+                None
+            }
+        }
+    }
+
+    /// The run, stall or queue limit that passed, with its length.
+    fn limit_passed(&self, now: Instant) -> Option<(TimeoutReason, Duration)> {
+        let req = &self.runner.req;
+        match self.running_since {
+            Some(since) if now - since > req.timeout => Some((TimeoutReason::Run, req.timeout)),
+            // Only the first socket (the one named in client_id) receives our prompt's events;
+            // after a reconnect silence proves nothing.
+            Some(_)
+                if self.runner.sock.is_some()
+                    && self.runner.raw.client_ids.len() == 1
+                    && now - self.last_activity > req.stall_timeout =>
+            {
+                Some((TimeoutReason::Stall, req.stall_timeout))
+            }
+            None if now - self.pending_since > req.queue_timeout => {
+                Some((TimeoutReason::Queue, req.queue_timeout))
+            }
+            _ => None,
+        }
+    }
+
+    /// Interrupts (or dequeues) our prompt for a passed limit and waits for the server to
+    /// confirm within the interrupt grace.
+    async fn time_out(&mut self, reason: TimeoutReason, limit: Duration, now: Instant) {
+        self.runner.warn(format!(
+            "{} timeout after {}s: interrupting our prompt",
+            match reason {
+                TimeoutReason::Run => "run",
+                TimeoutReason::Stall => "stall (no event)",
+                TimeoutReason::Queue => "queue",
+            },
+            limit.as_secs_f64()
+        ));
+        let removed = self.runner.stop_our_prompt().await;
+        let info = TimeoutInfo {
+            reason,
+            limit_ms: limit.as_millis() as u64,
+            last_node: self.runner.last_node(),
+            interrupt_sent: true,
+            interrupt_confirmed: removed,
+        };
+        self.ending = Some((End::Timeout(info), now + self.runner.req.interrupt_grace));
+        self.next_poll = now;
+    }
+
+    /// Waits for a frame, the next poll (or reconnect) time, or Ctrl-C.
+    async fn wait(&mut self) -> Wake {
+        let wake_at = if self.runner.sock.is_none() {
+            self.next_poll.min(self.next_reconnect)
+        } else {
+            self.next_poll
+        };
+        tokio::select! {
+            f = next_frame(self.runner.sock.as_mut()) => Wake::Frame(f),
+            _ = tokio::time::sleep_until(wake_at.into()) => Wake::Tick,
+            _ = cancelled(&mut self.cancel) => Wake::Cancel,
+        }
+    }
+
+    async fn on_wake(&mut self, wake: Wake) {
+        match wake {
+            Wake::Frame(frame) => self.on_frame(frame),
+            Wake::Cancel => self.on_cancel().await,
+            Wake::Tick => {}
+        }
+    }
+
+    /// A frame: our prompt's events count as activity; a close starts reconnecting.
+    fn on_frame(&mut self, frame: WsFrame) {
+        let ours = self.runner.tracker.counts().ours;
+        let closed = matches!(frame, WsFrame::Closed(_));
+        self.runner.handle_frame(frame);
+        if self.runner.tracker.counts().ours > ours {
+            self.last_activity = Instant::now();
+        }
+        if closed {
+            self.runner.sock = None;
+            self.runner.socket_dropped = true;
+            self.socket_lost_at = Some(Instant::now());
+            self.next_reconnect = Instant::now();
+            self.reconnect_delay = FIRST_RECONNECT_DELAY;
+            self.next_poll = Instant::now();
+        }
+    }
+
+    /// Ctrl-C: stops our prompt only, and waits (briefly) for the server to confirm.
+    async fn on_cancel(&mut self) {
+        self.cancel = None;
+        if self.ending.is_none() {
+            self.runner
+                .warn("cancelled by the user: interrupting our prompt only".into());
+            let removed = self.runner.stop_our_prompt().await;
+            self.ending = Some((
+                End::Cancelled { removed },
+                Instant::now() + self.runner.req.interrupt_grace.min(Duration::from_secs(10)),
+            ));
+            self.next_poll = Instant::now();
+        }
+    }
+
+    /// Tries a new socket when the old one closed and the backoff has passed.
+    async fn reconnect(&mut self, now: Instant) {
+        if self.runner.sock.is_some() || now < self.next_reconnect {
+            return;
+        }
+        match self.runner.open_socket().await {
+            Ok(()) => {
+                let n = self.runner.sockets_opened - 1;
+                self.runner.warn(format!(
+                    "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
+                     events still go to the old one, so the run is followed through /queue \
+                     and /history (the stall timeout no longer applies)"
+                ));
+                self.socket_lost_at = None;
+                self.next_poll = Instant::now();
+            }
+            Err(e) => {
+                self.next_reconnect = Instant::now() + self.reconnect_delay;
+                self.reconnect_delay = (self.reconnect_delay * 2).min(Duration::from_secs(2));
+                let down_for = self.socket_lost_at.map(|t| t.elapsed()).unwrap_or_default();
+                if down_for > self.runner.req.reconnect_window && !self.polling_only_warned {
+                    self.polling_only_warned = true;
+                    self.runner
+                        .note(&format!("WebSocket still unavailable: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Checks `/queue` when it is time and the socket alone cannot be trusted (no socket, an
+    /// end to confirm, not yet running, or quiet for two poll intervals).
+    async fn poll(&mut self, now: Instant) -> Option<End> {
+        if now < self.next_poll {
+            return None;
+        }
+        let poll = self.runner.req.poll_interval;
+        self.next_poll = now + poll;
+        let quiet = now.duration_since(self.last_activity) >= poll * 2;
+        let want_poll = self.runner.sock.is_none()
+            || self.ending.is_some()
+            || self.running_since.is_none()
+            || quiet;
+        if !want_poll {
+            return None;
+        }
+        let end = self.poll_queue(now).await;
+        self.runner.flush_http();
+        end
+    }
+
+    /// One `GET /queue`, and `GET /history` when our prompt is not in the queue.
+    async fn poll_queue(&mut self, now: Instant) -> Option<End> {
+        match self.runner.client.queue().await {
+            Ok(q) => {
+                self.unreachable_since = None;
+                match q.position(&self.runner.prompt_id) {
+                    QueuePosition::Running => {
+                        self.vanished = None;
+                        self.running_since.get_or_insert(now);
+                        None
+                    }
+                    QueuePosition::Pending { ahead } => {
+                        self.on_pending(ahead, now);
+                        None
+                    }
+                    QueuePosition::Absent => self.poll_history(now).await,
+                }
+            }
+            Err(e) if e.is_unreachable() => self.on_unreachable(e, now),
+            Err(e) => {
+                self.runner.note(&format!("GET /queue failed: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Our prompt waits behind others: not a stall; the observer hears of a new position.
+    fn on_pending(&mut self, ahead: usize, now: Instant) {
+        self.vanished = None;
+        self.last_activity = now;
+        self.runner.queue.max_ahead = self.runner.queue.max_ahead.max(ahead);
+        if self.last_ahead != Some(ahead) {
+            self.last_ahead = Some(ahead);
+            self.runner.obs.on_event(&RunEvent::Queued { ahead });
+        }
+    }
+
+    /// Our prompt left the queue: its history entry is merged, or it went missing.
+    async fn poll_history(&mut self, now: Instant) -> Option<End> {
+        match self.runner.client.history(&self.runner.prompt_id).await {
+            Ok(Some(entry)) => {
+                // History can answer before the frames the socket already carries were read:
+                // read them first, so the progress they hold is in the timeline.
+                self.runner.drain_socket().await;
+                let t = self.runner.ms();
+                if let Some(n) = self.runner.tracker.apply_history(&entry, t) {
+                    self.runner.warn(n);
+                }
+                self.runner.history = Some(entry);
+                None
+            }
+            Ok(None) => self.on_missing(now),
+            Err(e) => {
+                self.runner.note(&format!("GET /history failed: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Our prompt is in neither `/queue` nor `/history`: the end we were waiting to confirm,
+    /// or lost once it stayed missing for the reconnect window.
+    fn on_missing(&mut self, now: Instant) -> Option<End> {
+        let (count, since) = self.vanished.get_or_insert((0, now));
+        *count += 1;
+        let (count, missing_for) = (*count, now - *since);
+        if let Some((end, _)) = self.ending.take() {
+            // Removed from the queue by us, or interrupted before it started: nothing more
+            // will come.
+            return Some(match end {
+                End::Timeout(mut info) => {
+                    info.interrupt_confirmed = true;
+                    End::Timeout(info)
+                }
+                other => other,
+            });
+        }
+        if count >= 2 && missing_for >= self.runner.req.reconnect_window {
+            return Some(End::Lost(ServerLostInfo {
+                reason: "our prompt vanished: it is neither in /queue nor in /history (the \
+                         server restarted or someone deleted it)"
+                    .into(),
+                submitted: true,
+                last_node: self.runner.last_node(),
+            }));
+        }
+        None
+    }
+
+    /// HTTP is unreachable: the server counts as lost once the socket is gone too and HTTP
+    /// stayed unreachable for the reconnect window.
+    fn on_unreachable(&mut self, e: ClientError, now: Instant) -> Option<End> {
+        let since = *self.unreachable_since.get_or_insert(now);
+        let down_for = now.duration_since(since);
+        if self.runner.sock.is_none() && down_for > self.runner.req.reconnect_window {
+            return Some(End::Lost(ServerLostInfo {
+                reason: format!(
+                    "the WebSocket closed and HTTP has been unreachable for {}s: {e}",
+                    down_for.as_secs()
+                ),
+                submitted: true,
+                last_node: self.runner.last_node(),
+            }));
+        }
+        None
+    }
+}
+
+async fn next_frame(sock: Option<&mut WsConnection>) -> WsFrame {
+    match sock {
+        Some(s) => s.next_frame().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn cancelled(rx: &mut Option<watch::Receiver<bool>>) {
+    match rx {
+        Some(r) => loop {
+            if *r.borrow_and_update() {
+                return;
+            }
+            if r.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        },
+        None => std::future::pending().await,
+    }
+}

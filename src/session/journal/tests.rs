@@ -1,0 +1,154 @@
+//! Tests of the journal: round trips, atomic and write-behind writes, names.
+
+use super::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+fn sample() -> SessionFile {
+    SessionFile {
+        schema_version: SESSION_SCHEMA_VERSION,
+        session_id: "20261129-010000-abcd".into(),
+        tool_version: "0.1.0".into(),
+        created_at: now_rfc3339(),
+        updated_at: now_rfc3339(),
+        server: "http://127.0.0.1:8188".into(),
+        options: SessionOptions::default(),
+        state: SessionState::Running { workflow: 0 },
+        workflows: vec![WorkflowJob {
+            name: "wf".into(),
+            source: "wf.json".into(),
+            target_sha256: "ab".into(),
+            steps: vec![],
+            controls: vec![],
+            not_separable: vec![],
+            kept: vec![],
+            phase: Phase::Search,
+            runs: vec![RunEntry {
+                run_id: "r1".into(),
+                step: 0,
+                increment: MINIMAL.into(),
+                role: RunRole::Minimal,
+                dir: run_dir_name(0, MINIMAL, "r1"),
+                workflow_sha256: "cd".into(),
+                status: RunStatus::Done,
+                started_at: now_rfc3339(),
+                finished_at: Some(now_rfc3339()),
+                outcome: Some(Outcome::Failed {
+                    node_id: "3".into(),
+                    node_type: "KSampler".into(),
+                    exception_type: "torch.OutOfMemoryError".into(),
+                    exception_message: "CUDA out of memory.".into(),
+                }),
+                summary: Some(RunSummary::default()),
+                diagnosis: None,
+                confirms: None,
+                fingerprint: None,
+            }],
+            verdict: Some(Verdict::MinimalFails {
+                run_id: "r1".into(),
+                stage: Some("load".into()),
+            }),
+        }],
+        in_flight: None,
+        environment: None,
+        fingerprints: BTreeMap::new(),
+        drifts: Vec::new(),
+    }
+}
+
+fn assert_no_temp_files(dir: &Path) {
+    let leftovers: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+}
+
+#[test]
+fn a_failed_journal_write_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("run.json");
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("x"), b"x").unwrap();
+    assert!(write_atomic(&target, b"{}").is_err());
+    assert!(SyncBehind::default().write_atomic(&target, b"{}").is_err());
+    assert_no_temp_files(dir.path());
+}
+
+#[test]
+fn session_round_trips_through_an_atomic_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SessionPaths::new(dir.path(), "s1");
+    let mut file = sample();
+    file.save(&paths).unwrap();
+    let back = SessionFile::load(&paths).unwrap();
+    assert_eq!(back, file);
+    assert_no_temp_files(&paths.dir);
+}
+
+#[test]
+fn write_behind_lands_at_once_and_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SessionPaths::new(dir.path(), "s1");
+    let mut sync = SyncBehind::default();
+    let mut file = sample();
+    file.save_behind(&paths, &mut sync).unwrap();
+    let run = paths.dir.join("00-minimal-x").join(RUN_RECORD_FILE);
+    sync.write_json_atomic(&run, &serde_json::json!({"a": 1}))
+        .unwrap();
+    // Readable (renamed into place) before any fsync was waited for.
+    assert_eq!(SessionFile::load(&paths).unwrap(), file);
+    assert_eq!(
+        read_json::<Value>(&run).unwrap(),
+        serde_json::json!({"a": 1})
+    );
+    assert_eq!(sync.pending(), 2);
+    sync.wait().unwrap();
+    assert_eq!(sync.pending(), 0);
+    // A write that cannot land fails at once, naming the file.
+    fs::write(dir.path().join("plain"), "x").unwrap();
+    let err = sync
+        .write_atomic(&dir.path().join("plain").join("f.json"), b"{}")
+        .unwrap_err();
+    assert!(err.to_string().contains("plain"), "{err}");
+    assert_no_temp_files(&paths.dir);
+}
+
+#[test]
+fn verdict_and_outcome_serialize_with_kind_tags() {
+    let v = serde_json::to_value(&sample().workflows[0].verdict).unwrap();
+    assert_eq!(v["kind"], "minimal_fails");
+    assert_eq!(v["stage"], "load");
+    let o = serde_json::to_value(&sample().workflows[0].runs[0].outcome).unwrap();
+    assert_eq!(o["kind"], "failed");
+    assert_eq!(o["node_type"], "KSampler");
+}
+
+#[test]
+fn newer_schema_is_refused_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SessionPaths::new(dir.path(), "s1");
+    let mut file = sample();
+    file.schema_version = SESSION_SCHEMA_VERSION + 1;
+    write_json_atomic(&paths.session_file(), &file).unwrap();
+    let err = SessionFile::load(&paths).unwrap_err().to_string();
+    assert!(err.contains("update comfy-bisect"), "{err}");
+}
+
+#[test]
+fn run_dir_names_are_safe_and_sorted_by_step() {
+    assert_eq!(run_dir_name(3, "lora", "abc"), "03-lora-abc");
+    assert_eq!(run_dir_name(12, "a/b c", "x"), "12-a_b_c-x");
+}
+
+#[test]
+fn failure_classes() {
+    assert!(Outcome::ServerLost { detail: "".into() }.is_failure());
+    assert!(Outcome::Timeout { detail: "".into() }.is_failure());
+    assert!(!Outcome::Rejected { message: "".into() }.is_failure());
+    assert!(!Outcome::Interrupted.is_failure());
+    assert!(!Outcome::Passed.is_failure());
+}
