@@ -1,5 +1,6 @@
 //! `comfy-bisect report SESSION`: prints a session's report (Markdown or JSON), redacted unless
-//! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder.
+//! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder;
+//! `--bundle out.zip` packs the report and the boundary runs' files for attaching to an issue.
 
 use crate::error::exit;
 use crate::report::{self, format_by_name};
@@ -21,6 +22,11 @@ pub struct Args {
     /// Also rewrite report.md and report.json in the session folder.
     #[arg(long)]
     pub write: bool,
+    /// Write a zip to attach to the issue instead of printing: report.md, report.json, and the
+    /// last passing and first failing run's workflow (API, and UI when the input was UI),
+    /// run.json and server.log, redacted like the report.
+    #[arg(long, value_name = "OUT.zip")]
+    pub bundle: Option<PathBuf>,
     /// The runs folder.
     #[arg(long, default_value = "runs", value_name = "DIR")]
     pub runs_dir: PathBuf,
@@ -45,6 +51,21 @@ pub fn run(args: Args) -> u8 {
             eprintln!("error: {e:#}");
             return exit::USAGE;
         }
+    }
+    if let Some(out) = &args.bundle {
+        return match report::bundle::write_bundle(&dir, out, redact) {
+            Ok(names) => {
+                eprintln!("wrote {} ({} files):", out.display(), names.len());
+                for n in names {
+                    eprintln!("  {n}");
+                }
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::USAGE
+            }
+        };
     }
     let result = report::session_report(&dir, redact, false).and_then(|r| format.render(&r));
     match result {

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod build;
+pub mod bundle;
 pub mod chart;
 pub mod console;
 pub mod environment;
