@@ -1,7 +1,6 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
 use super::budget::{self, Limits, Trimmed};
-use super::chart::{bar_line_chart, Bar};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
@@ -558,39 +557,9 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     }
     out.push_str("\n\n");
     out.push_str(&memory::markdown_details(&w.ladder));
-    let bars: Vec<Bar> = w
-        .ladder
-        .iter()
-        .map(|r| Bar {
-            label: format!("{} {}", r.step, r.increment),
-            value: r.peak_vram_mib,
-        })
-        .collect();
-    let what = if ram {
-        "Peak VRAM and RAM"
-    } else {
-        "Peak VRAM"
-    };
-    let title = match w.vram.sample_interval_ms {
-        Some(ms) => format!("{what} per step (MiB, sampled every {ms} ms)"),
-        None => format!("{what} per step (MiB)"),
-    };
-    let ram_line: Vec<Option<f64>> = w.ladder.iter().map(|r| r.peak_ram_mib).collect();
-    let ram_line: &[Option<f64>] = if ram { &ram_line } else { &[] };
-    if let Some(chart) = bar_line_chart(&title, "MiB", &bars, ram_line, w.vram.total_mib) {
+    if let Some((chart, caption)) = super::chart::ladder_chart(w) {
         out.push_str(&chart);
-        let mut caption = String::from("Bars: peak VRAM of each step's run");
-        if ram {
-            caption.push_str("; first line: peak RAM of each step's run");
-        }
-        if let Some(total) = w.vram.total_mib {
-            let which = if ram { "second line" } else { "line" };
-            caption.push_str(&format!("; {which}: the card's total ({})", mib(total)));
-        }
-        if w.ladder.iter().any(|r| r.peak_vram_mib.is_none()) {
-            caption.push_str("; steps without a sample are drawn as 0");
-        }
-        out.push_str(&format!("\n{caption}.\n\n"));
+        out.push_str(&format!("\n{caption}\n\n"));
     }
     out
 }
