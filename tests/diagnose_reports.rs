@@ -49,6 +49,7 @@ fn record_evidence(record: &Value) -> Evidence {
             .unwrap_or_default(),
         progress: Vec::new(),
         outcome: None,
+        cached_nodes: Vec::new(),
     }
 }
 

@@ -44,7 +44,7 @@ fn every_scenario_renders_well_formed_markdown() {
 fn hostile() -> Fixture {
     let mut f = scenario("first-failure");
     f.session.workflows[0].steps[4].increment = "LoRA | *strong* <b>".into();
-    f.session.workflows[0].steps[1].changes[0]["to"] = serde_json::json!("12|80\n`x`");
+    f.session.workflows[0].steps[1].changes[0].to = Some(serde_json::json!("12|80\n`x`"));
     for entry in &mut f.session.workflows[0].runs {
         if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {
             *node_type = "Bad|Node`s <i>".into();
@@ -93,7 +93,7 @@ fn pinging() -> Fixture {
     let mut f = scenario("first-failure");
     let job = &mut f.session.workflows[0];
     job.steps[4].increment = "LoRA for @alice".into();
-    job.steps[1].changes[0]["to"] = serde_json::json!("see owner/repo#12 and GH-34");
+    job.steps[1].changes[0].to = Some(serde_json::json!("see owner/repo#12 and GH-34"));
     let class = "Sampler by @bob (#56)";
     for entry in &mut job.runs {
         if let Some(Outcome::Failed { node_type, .. }) = &mut entry.outcome {

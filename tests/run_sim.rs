@@ -161,8 +161,8 @@ async fn oom_run_fails_with_the_complete_execution_error() {
         .diagnosis
         .as_ref()
         .expect("a failed run is diagnosed");
-    assert_eq!(diagnosis["kind"], "cuda_oom", "{diagnosis}");
-    assert_eq!(diagnosis["node_id"], e.node_id.as_str());
+    assert_eq!(diagnosis.kind.as_str(), "cuda_oom", "{diagnosis:?}");
+    assert_eq!(diagnosis.node_id.as_deref(), Some(e.node_id.as_str()));
     sim.shutdown().await;
 }
 
@@ -606,8 +606,9 @@ async fn stage_does_not_depend_on_whether_history_or_the_socket_answers_first() 
             .as_ref()
             .expect("a failed run is diagnosed");
         assert_eq!(
-            diagnosis["stage"], "sample_middle",
-            "{faults:?}: {diagnosis}"
+            diagnosis.stage.as_str(),
+            "sample_middle",
+            "{faults:?}: {diagnosis:?}"
         );
         assert!(
             record

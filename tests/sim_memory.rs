@@ -513,6 +513,7 @@ fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect::diagnose::Diagnosis {
         traceback,
         progress,
         outcome: None,
+        cached_nodes: Vec::new(),
     })
 }
 

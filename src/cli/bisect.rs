@@ -2,7 +2,9 @@
 //! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
 //! driving a session with the live backend, the hooks (progress + report), the summary.
 
-use super::common::{fetch_object_info, print_error, read_loaded_with, ConnectArgs, Connection};
+use super::common::{
+    fetch_object_info, print_error, read_loaded_with, CliResult, ConnectArgs, Connection, OrExit,
+};
 use crate::catalog::Catalog;
 use crate::comfy::Client;
 use crate::error::exit;
@@ -348,16 +350,11 @@ pub fn drive_session(
     session: SessionFile,
     quiet: bool,
     lock: Option<SessionLock>,
-) -> u8 {
+) -> CliResult {
     let _lock = match lock {
         Some(l) => l,
-        None => match SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id) {
-            Ok(l) => l,
-            Err(e) => {
-                print_error(&e);
-                return exit::FAILED;
-            }
-        },
+        None => SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id)
+            .or_failed()?,
     };
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
@@ -383,13 +380,10 @@ pub fn drive_session(
     ctrl_c.abort();
     progress.finish();
     write_reports(&paths.dir, &progress);
-    if let Err(e) = result {
-        print_error(&e);
-        return exit::FAILED;
-    }
+    result.or_failed()?;
     let session = driver.session.clone();
     print_summary(&paths, &session);
-    exit_code(&session)
+    Ok(exit_code(&session))
 }
 
 /// The exit code of a session: 0 every workflow has a verdict, 130 interrupted, 3 server lost,
@@ -444,39 +438,19 @@ pub struct Target {
 }
 
 /// Runs `bisect`.
-pub fn run(args: Args, server: &str) -> u8 {
-    let options = match args.session.options(&args.ladder) {
-        Ok(o) => o,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let catalog = match args.ladder.catalog() {
-        Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args, server: &str) -> CliResult {
+    let options = args.session.options(&args.ladder).or_usage()?;
+    let catalog = args.ladder.catalog().or_usage()?;
     // One client for every request (headers, URL credentials, request timeout).
-    let connection = match args.session.connect.connect(server) {
-        Ok(c) => c,
-        Err(e) => return e.report(),
-    };
+    let connection = args.session.connect.connect(server)?;
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for path in &args.workflows {
         // UI workflows are converted with the server's node definitions.
-        let loaded = match read_loaded_with(path, || {
+        let loaded = read_loaded_with(path, || {
             fetch_object_info(&connection).map_err(|e| e.to_string())
-        }) {
-            Ok(l) => l,
-            Err(e) => {
-                print_error(&e);
-                return exit::USAGE;
-            }
-        };
+        })
+        .or_usage()?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -516,22 +490,11 @@ pub fn start_session(
     targets: Vec<Target>,
     config: &LadderConfig,
     quiet: bool,
-) -> u8 {
+) -> CliResult {
     // One bisection per GPU: taken before anything is written.
-    let mut lock = match SessionLock::acquire(runs_dir, &client.server_url(), "(starting)") {
-        Ok(l) => l,
-        Err(e) => {
-            print_error(&e);
-            return exit::FAILED;
-        }
-    };
-    let (defs, environment) = match server_preflight(rt, &client) {
-        Ok(x) => x,
-        Err(e) => {
-            print_error(&e);
-            return exit::UNREACHABLE;
-        }
-    };
+    let mut lock =
+        SessionLock::acquire(runs_dir, &client.server_url(), "(starting)").or_failed()?;
+    let (defs, environment) = server_preflight(rt, &client).or_unreachable()?;
     let (prepared, failed) = prepare_all(targets, &defs, config);
     let verdicts: Vec<Option<crate::session::Verdict>> = prepared
         .iter()
@@ -543,13 +506,7 @@ pub fn start_session(
         })
         .collect();
     let (paths, mut session) =
-        match create_session(runs_dir, &client.server_url(), options, prepared) {
-            Ok(x) => x,
-            Err(e) => {
-                print_error(&e);
-                return exit::FAILED;
-            }
-        };
+        create_session(runs_dir, &client.server_url(), options, prepared).or_failed()?;
     // Whoever is refused from now on is told which session holds the server.
     if let Err(e) = lock.set_session(&session.session_id) {
         tracing::warn!("could not write the session id into the lock file: {e}");
@@ -574,16 +531,14 @@ pub fn start_session(
             ),
         };
         if let Err(e) = session.save(&paths) {
+            // The problems and the summary below still matter more than the journal.
             print_error(&e);
         }
         write_reports(&paths.dir, &ProgressView::new(true));
         print_summary(&paths, &session);
-        return exit::FAILED;
+        return Ok(exit::FAILED);
     }
-    if let Err(e) = session.save(&paths) {
-        print_error(&e);
-        return exit::FAILED;
-    }
+    session.save(&paths).or_failed()?;
     if !quiet {
         let steps: Vec<String> = session
             .workflows

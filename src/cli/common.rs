@@ -40,14 +40,20 @@ pub struct Connection {
     pub runtime: tokio::runtime::Runtime,
 }
 
-/// A command failure: the message for stderr and the exit code.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A command failure: the message for stderr and the exit code. Every subcommand returns
+/// [`CliResult`]; [`super::main`] prints the message (as `error: …`) in one place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct CliError {
     /// The exit code (see [`crate::error::exit`]).
     pub code: u8,
     /// What went wrong and how to fix it.
     pub message: String,
 }
+
+/// What a subcommand returns: the exit code when it ran to its end (which may itself say
+/// "failed", e.g. an invalid workflow), or the error that stopped it.
+pub type CliResult = Result<u8, CliError>;
 
 impl CliError {
     /// A failure with this exit code.
@@ -58,10 +64,50 @@ impl CliError {
         }
     }
 
-    /// Prints the message on stderr and returns the exit code.
+    /// A usage or input error (exit 2).
+    pub fn usage(message: impl std::fmt::Display) -> CliError {
+        CliError::new(exit::USAGE, message)
+    }
+
+    /// The checked thing is bad or the command could not finish (exit 1).
+    pub fn failed(message: impl std::fmt::Display) -> CliError {
+        CliError::new(exit::FAILED, message)
+    }
+
+    /// The server could not be reached (exit 3).
+    pub fn unreachable(message: impl std::fmt::Display) -> CliError {
+        CliError::new(exit::UNREACHABLE, message)
+    }
+
+    /// Prints the message on stderr and returns the exit code (for the dispatcher, and for a
+    /// command that goes on after one part failed).
     pub fn report(self) -> u8 {
         print_error(&self.message);
         self.code
+    }
+}
+
+/// Turns any displayable error into a [`CliError`] with the exit code the call site chooses.
+pub trait OrExit<T> {
+    /// The error as a usage/input error (exit 2).
+    fn or_usage(self) -> Result<T, CliError>;
+    /// The error as a failure (exit 1).
+    fn or_failed(self) -> Result<T, CliError>;
+    /// The error as an unreachable server (exit 3).
+    fn or_unreachable(self) -> Result<T, CliError>;
+}
+
+impl<T, E: std::fmt::Display> OrExit<T> for Result<T, E> {
+    fn or_usage(self) -> Result<T, CliError> {
+        self.map_err(CliError::usage)
+    }
+
+    fn or_failed(self) -> Result<T, CliError> {
+        self.map_err(CliError::failed)
+    }
+
+    fn or_unreachable(self) -> Result<T, CliError> {
+        self.map_err(CliError::unreachable)
     }
 }
 
@@ -69,28 +115,33 @@ impl ConnectArgs {
     /// The client for `server` (headers from `--header` and the environment) and a runtime.
     /// Nothing is sent yet. Bad headers or URL: exit 2.
     pub fn connect(&self, server: &str) -> Result<Connection, CliError> {
-        let headers = ExtraHeaders::from_args_and_env(&self.headers).map_err(|e| {
-            CliError::new(
-                exit::USAGE,
-                format!("{e} (in --header or {})", crate::comfy::HEADERS_ENV),
-            )
-        })?;
-        let client = Client::new(server, headers)
-            .map_err(|e| CliError::new(exit::USAGE, e))?
-            .with_request_timeout(self.request_timeout);
-        let runtime = runtime().map_err(|e| {
-            CliError::new(exit::FAILED, format!("cannot start the async runtime: {e}"))
-        })?;
+        let client = self.client(server)?;
+        let runtime = runtime()?;
         Ok(Connection { client, runtime })
+    }
+
+    /// The client alone, for a command that already has a runtime (`demo`). Bad headers or
+    /// URL: exit 2.
+    pub fn client(&self, server: &str) -> Result<Client, CliError> {
+        let headers = ExtraHeaders::from_args_and_env(&self.headers).map_err(|e| {
+            CliError::usage(format!(
+                "{e} (in --header or {})",
+                crate::comfy::HEADERS_ENV
+            ))
+        })?;
+        Ok(Client::new(server, headers)
+            .map_err(CliError::usage)?
+            .with_request_timeout(self.request_timeout))
     }
 }
 
 /// The runtime of the commands that talk to a server (the session driver blocks on it).
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
+        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))
 }
 
 /// A duration option that must be more than zero (see [`parse_duration`]).
@@ -132,18 +183,21 @@ pub enum DefsSourceError {
     },
 }
 
+impl From<DefsSourceError> for CliError {
+    fn from(e: DefsSourceError) -> CliError {
+        match e {
+            DefsSourceError::Server { .. } => CliError::unreachable(e),
+            DefsSourceError::Connect(c) => c,
+            DefsSourceError::File(_) => CliError::usage(e),
+        }
+    }
+}
+
 impl DefsArgs {
-    /// Like [`DefsArgs::load`], printing the error and returning the exit code on failure:
-    /// 3 when the server could not be asked, 2 when a file, a header or the URL is unusable.
-    pub fn load_or_report(&self, server: &str) -> Result<NodeDefs, u8> {
-        self.load(server).map_err(|e| {
-            print_error(&e);
-            match e {
-                DefsSourceError::Server { .. } => exit::UNREACHABLE,
-                DefsSourceError::Connect(c) => c.code,
-                DefsSourceError::File(_) => exit::USAGE,
-            }
-        })
+    /// Like [`DefsArgs::load`], with the exit code for the command line: 3 when the server
+    /// could not be asked, 2 when a file, a header or the URL is unusable.
+    pub fn load_cli(&self, server: &str) -> Result<NodeDefs, CliError> {
+        self.load(server).map_err(CliError::from)
     }
 
     /// Loads the definitions from the files, or from `GET {server}/object_info` (with the
@@ -228,4 +282,42 @@ pub fn read_loaded_with(
 /// Prints an error for the user on stderr.
 pub fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_definition_failures_keep_their_exit_codes() {
+        let server = DefsSourceError::Server {
+            url: "http://127.0.0.1:8188/object_info".into(),
+            reason: "connection refused".into(),
+        };
+        let e = CliError::from(server);
+        assert_eq!(e.code, exit::UNREACHABLE);
+        assert!(e
+            .message
+            .starts_with("cannot get node definitions from http://127.0.0.1:8188"));
+        let connect = DefsSourceError::Connect(CliError::usage("bad header"));
+        assert_eq!(CliError::from(connect), CliError::usage("bad header"));
+    }
+
+    #[test]
+    fn or_exit_chooses_the_code_and_keeps_the_message() {
+        let failed: Result<(), String> = Err("no".into());
+        assert_eq!(
+            failed.clone().or_usage(),
+            Err(CliError::new(exit::USAGE, "no"))
+        );
+        assert_eq!(
+            failed.clone().or_failed(),
+            Err(CliError::new(exit::FAILED, "no"))
+        );
+        assert_eq!(
+            failed.or_unreachable(),
+            Err(CliError::new(exit::UNREACHABLE, "no"))
+        );
+        assert_eq!(Ok::<u8, String>(7).or_usage(), Ok(7));
+    }
 }

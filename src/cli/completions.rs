@@ -1,6 +1,7 @@
 //! `comfy-bisect completions SHELL`: the shell completion script, generated from the same
 //! argument definitions the binary parses (clap_complete), printed on stdout.
 
+use super::common::{CliError, CliResult};
 use crate::error::exit;
 use clap::CommandFactory;
 use std::io::Write;
@@ -22,17 +23,16 @@ pub struct Args {
 
 /// Writes the completion script for `args.shell` to stdout (a closed pipe, as with `| head`,
 /// ends it quietly).
-pub fn run(args: Args) -> u8 {
+pub fn run(args: Args) -> CliResult {
     let mut command = super::Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "comfy-bisect", &mut script);
     let mut out = std::io::stdout().lock();
     match out.write_all(&script).and_then(|()| out.flush()) {
-        Ok(()) => exit::OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
-        Err(e) => {
-            super::common::print_error(&format!("cannot write the completion script: {e}"));
-            exit::FAILED
-        }
+        Ok(()) => Ok(exit::OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(exit::OK),
+        Err(e) => Err(CliError::failed(format!(
+            "cannot write the completion script: {e}"
+        ))),
     }
 }

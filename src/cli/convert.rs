@@ -1,7 +1,7 @@
 //! `comfy-bisect convert UI.json [--object-info FILE…] [-o OUT]`: a UI workflow converted into
 //! the API prompt the official ComfyUI frontend would queue.
 
-use super::common::{print_error, DefsArgs};
+use super::common::{CliError, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
 use crate::workflow::ui::{load_workflow_file, LoadAnyError};
 use std::path::PathBuf;
@@ -23,22 +23,12 @@ pub struct Args {
 
 /// Converts the workflow; exit 0 on success, 1 when it cannot be converted for this server
 /// (unknown node types…), 2 on input errors, 3 when the server is unreachable.
-pub fn run(args: Args, server: &str) -> u8 {
-    let defs = match args.defs.load_or_report(server) {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
-    let loaded = match load_workflow_file(&args.workflow, &defs) {
-        Ok(l) => l,
-        Err(e @ LoadAnyError::Convert { .. }) => {
-            print_error(&e);
-            return exit::FAILED;
-        }
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args, server: &str) -> CliResult {
+    let defs = args.defs.load_cli(server)?;
+    let loaded = load_workflow_file(&args.workflow, &defs).map_err(|e| match e {
+        LoadAnyError::Convert { .. } => CliError::failed(e),
+        _ => CliError::usage(e),
+    })?;
     if let Some((_, converted)) = &loaded.ui {
         for w in &converted.warnings {
             eprintln!("warning: {}: {w}", args.workflow.display());
@@ -52,10 +42,9 @@ pub fn run(args: Args, server: &str) -> u8 {
     let text = loaded.workflow.to_pretty_json() + "\n";
     match &args.output {
         Some(out) => {
-            if let Err(e) = std::fs::write(out, &text) {
-                print_error(&format!("cannot write '{}': {e}", out.display()));
-                return exit::USAGE;
-            }
+            std::fs::write(out, &text)
+                .map_err(|e| format!("cannot write '{}': {e}", out.display()))
+                .or_usage()?;
             eprintln!(
                 "{}: {} API nodes, sha256 {} → {}",
                 args.workflow.display(),
@@ -85,10 +74,9 @@ pub fn run(args: Args, server: &str) -> u8 {
             })
             .unwrap_or_else(|| serde_json::json!({}));
         let body = serde_json::to_string_pretty(&map).expect("JSON values serialize") + "\n";
-        if let Err(e) = std::fs::write(path, body) {
-            print_error(&format!("cannot write '{}': {e}", path.display()));
-            return exit::USAGE;
-        }
+        std::fs::write(path, body)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))
+            .or_usage()?;
     }
-    exit::OK
+    Ok(exit::OK)
 }

@@ -4,9 +4,8 @@
 
 use super::bisect::{start_session, LadderArgs, SessionArgs};
 use super::common::runtime;
-use super::common::{print_error, read_loaded_with};
+use super::common::{read_loaded_with, CliError, CliResult, OrExit};
 use crate::catalog::Catalog;
-use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
 use crate::session::prepare::LadderConfig;
 use crate::sim::{start, SimConfig, MIB};
@@ -78,14 +77,8 @@ pub struct Args {
 }
 
 /// Runs `demo`.
-pub fn run(args: Args) -> u8 {
-    let options = match args.session.options(&args.ladder) {
-        Ok(o) => o,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let options = args.session.options(&args.ladder).or_usage()?;
     let config = LadderConfig {
         catalog: Catalog::builtin(),
         options: args.ladder.plan_options(),
@@ -94,13 +87,7 @@ pub fn run(args: Args) -> u8 {
     let mut groups: Vec<Group> = Vec::new();
     if args.workflows.is_empty() {
         for case in cases() {
-            let workflow = match Workflow::from_json_str(case.json, case.name) {
-                Ok(w) => w,
-                Err(e) => {
-                    print_error(&e);
-                    return exit::FAILED;
-                }
-            };
+            let workflow = Workflow::from_json_str(case.json, case.name).or_failed()?;
             groups.push((
                 case.vram_bytes,
                 case.card.to_string(),
@@ -113,24 +100,13 @@ pub fn run(args: Args) -> u8 {
             ));
         }
     } else {
-        let vram = match crate::sim::parse_size(&args.vram) {
-            Ok(v) => v,
-            Err(e) => {
-                print_error(&format!("--vram: {e}"));
-                return exit::USAGE;
-            }
-        };
+        let vram = crate::sim::parse_size(&args.vram)
+            .map_err(|e| CliError::usage(format!("--vram: {e}")))?;
         let mut targets = Vec::new();
         let mut names = Vec::new();
         for path in &args.workflows {
             // UI workflows are converted with the simulator's node definitions.
-            let loaded = match read_loaded_with(path, sim_defs) {
-                Ok(l) => l,
-                Err(e) => {
-                    print_error(&e);
-                    return exit::USAGE;
-                }
-            };
+            let loaded = read_loaded_with(path, sim_defs).or_usage()?;
             let stem = path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -146,42 +122,30 @@ pub fn run(args: Args) -> u8 {
         }
         groups.push((vram, args.vram.clone(), targets));
     }
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            print_error(&format!("cannot start the async runtime: {e}"));
-            return exit::FAILED;
-        }
-    };
+    let rt = runtime()?;
     let mut worst = exit::OK;
     for (vram, card, targets) in groups {
         let sim_config = SimConfig::default()
             .with_vram_bytes(vram)
             .with_time_scale(args.time_scale);
-        let sim = match rt.block_on(start(
-            sim_config,
-            "127.0.0.1:0".parse().expect("loopback address"),
-        )) {
-            Ok(s) => s,
-            Err(e) => {
-                print_error(&format!(
+        let sim = rt
+            .block_on(start(
+                sim_config,
+                "127.0.0.1:0".parse().expect("loopback address"),
+            ))
+            .map_err(|e| {
+                CliError::failed(format!(
                     "cannot start the simulator on a loopback port: {e}"
-                ));
-                return exit::FAILED;
-            }
-        };
+                ))
+            })?;
         eprintln!(
             "demo: ComfyUI simulator on {} with {} MiB of VRAM ({card})",
             sim.base_url(),
             vram / MIB
         );
-        let client = match Client::new(&sim.base_url(), ExtraHeaders::new()) {
-            Ok(c) => c,
-            Err(e) => {
-                print_error(&e);
-                return exit::FAILED;
-            }
-        };
+        // The same client set-up as every other command (--header, --request-timeout).
+        let client = args.session.connect.client(&sim.base_url())?;
+        // One card's failure is said here; the next card's examples still run.
         let code = start_session(
             &rt,
             client,
@@ -190,10 +154,11 @@ pub fn run(args: Args) -> u8 {
             targets,
             &config,
             args.session.quiet,
-        );
+        )
+        .unwrap_or_else(CliError::report);
         rt.block_on(sim.shutdown());
         if code == exit::INTERRUPTED {
-            return code;
+            return Ok(code);
         }
         if code != exit::OK {
             worst = code;
@@ -204,5 +169,5 @@ pub fn run(args: Args) -> u8 {
         args.session.runs_dir.display(),
         args.session.runs_dir.display()
     );
-    worst
+    Ok(worst)
 }

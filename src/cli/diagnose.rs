@@ -1,5 +1,6 @@
 //! `comfy-bisect diagnose [FILE|-] [--json]`: classify a failure from pasted text.
 
+use super::common::{CliError, CliResult};
 use crate::diagnose;
 use crate::error::exit;
 use std::io::{IsTerminal, Read, Write};
@@ -20,52 +21,42 @@ pub struct Args {
 /// Runs the subcommand and returns the exit code: 0 diagnosed, 1 no failure found in the input,
 /// 2 the input could not be read. With `--json`, JSON is printed in every case (kind `unknown`
 /// and the reason when there is no failure to diagnose).
-pub fn run(args: Args) -> u8 {
+pub fn run(args: Args) -> CliResult {
     let (source, text) = match read_input(args.file.as_ref()) {
         Ok(x) => x,
         Err(message) => {
-            eprintln!("error: {message}");
             if args.json {
-                print_json(&diagnose::no_failure(&message));
+                print_json(&diagnose::no_failure(&message))?;
             }
-            return exit::USAGE;
+            return Err(CliError::usage(message));
         }
     };
     let diagnosis = match diagnose::diagnose_text(&text) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("error: cannot diagnose {source}: {e}");
             if args.json {
-                print_json(&diagnose::no_failure(&e.to_string()));
+                print_json(&diagnose::no_failure(&e.to_string()))?;
             }
-            return exit::FAILED;
+            return Err(CliError::failed(format!("cannot diagnose {source}: {e}")));
         }
     };
     if args.json {
-        if !print_json(&diagnosis) {
-            return exit::FAILED;
-        }
+        print_json(&diagnosis)?;
     } else {
         // A closed pipe (e.g. `| head`) is not an error worth a panic.
         let _ = std::io::stdout()
             .lock()
             .write_all(diagnose::render_text(&diagnosis).as_bytes());
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
-/// Prints a diagnosis as pretty JSON; false when it could not be serialized.
-fn print_json(diagnosis: &diagnose::Diagnosis) -> bool {
-    match serde_json::to_string_pretty(diagnosis) {
-        Ok(json) => {
-            let _ = std::io::stdout().lock().write_all((json + "\n").as_bytes());
-            true
-        }
-        Err(e) => {
-            eprintln!("error: could not serialize the diagnosis: {e}");
-            false
-        }
-    }
+/// Prints a diagnosis as pretty JSON (exit 1 when it could not be serialized).
+fn print_json(diagnosis: &diagnose::Diagnosis) -> Result<(), CliError> {
+    let json = serde_json::to_string_pretty(diagnosis)
+        .map_err(|e| CliError::failed(format!("could not serialize the diagnosis: {e}")))?;
+    let _ = std::io::stdout().lock().write_all((json + "\n").as_bytes());
+    Ok(())
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<(String, String), String> {

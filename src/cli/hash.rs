@@ -1,6 +1,6 @@
 //! `comfy-bisect hash WORKFLOW`: the canonical workflow hash and node count.
 
-use super::common::print_error;
+use super::common::{CliResult, OrExit};
 use crate::error::exit;
 use crate::workflow::load_api_file;
 use std::path::PathBuf;
@@ -16,14 +16,8 @@ pub struct Args {
 }
 
 /// Prints the workflow hash.
-pub fn run(args: Args) -> u8 {
-    let workflow = match load_api_file(&args.workflow) {
-        Ok(w) => w,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let workflow = load_api_file(&args.workflow).or_usage()?;
     let sha = workflow.sha256();
     if args.json {
         let out = serde_json::json!({
@@ -39,5 +33,5 @@ pub fn run(args: Args) -> u8 {
             args.workflow.display()
         );
     }
-    exit::OK
+    Ok(exit::OK)
 }

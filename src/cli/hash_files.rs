@@ -1,5 +1,6 @@
 //! `comfy-bisect hash-files FILE... [--cache FILE] [--json]`: size, sha256 and AutoV2 per file.
 
+use super::common::{print_error, CliError, CliResult};
 use crate::error::exit;
 use crate::hashing::{hash_files, FileHash, HashCache, HashOptions};
 use serde::Serialize;
@@ -38,17 +39,21 @@ struct Output<'a> {
 }
 
 /// Runs the subcommand; returns the exit code.
-pub fn run(args: Args) -> u8 {
+pub fn run(args: Args) -> CliResult {
     for file in &args.files {
         match std::fs::metadata(file) {
             Ok(meta) if meta.is_file() => {}
             Ok(_) => {
-                eprintln!("error: '{}' is not a regular file", file.display());
-                return exit::USAGE;
+                return Err(CliError::usage(format!(
+                    "'{}' is not a regular file",
+                    file.display()
+                )))
             }
             Err(e) => {
-                eprintln!("error: cannot read '{}': {e}", file.display());
-                return exit::USAGE;
+                return Err(CliError::usage(format!(
+                    "cannot read '{}': {e}",
+                    file.display()
+                )))
             }
         }
     }
@@ -71,7 +76,8 @@ pub fn run(args: Args) -> u8 {
         match result {
             Ok(hash) => hashes.push(hash),
             Err(e) => {
-                eprintln!("error: {e}");
+                // The other files are still hashed and printed; the exit code says one failed.
+                print_error(&e);
                 failed = true;
             }
         }
@@ -108,11 +114,7 @@ pub fn run(args: Args) -> u8 {
             cached
         );
     }
-    if failed {
-        exit::USAGE
-    } else {
-        exit::OK
-    }
+    Ok(if failed { exit::USAGE } else { exit::OK })
 }
 
 fn print_table(hashes: &[FileHash]) {

@@ -1,7 +1,8 @@
 //! Command-line interface: argument definitions and one function per subcommand.
 //!
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
-//! returns the process exit code; this module only dispatches.
+//! returns [`common::CliResult`]: the exit code, or a [`common::CliError`] (message and exit
+//! code) that this module prints in one place. This module only dispatches.
 
 pub mod bisect;
 pub mod common;
@@ -85,7 +86,7 @@ pub enum Command {
 pub fn main(cli: Cli) -> ExitCode {
     init_logging(cli.verbose);
     let server = cli.server.clone();
-    let code: u8 = match cli.command {
+    let result: common::CliResult = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
         Command::Hash(args) => hash::run(args),
         Command::Convert(args) => convert::run(args, &server),
@@ -102,7 +103,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Plan(args) => plan::run(args, &server),
         Command::Completions(args) => completions::run(args),
     };
-    ExitCode::from(code)
+    ExitCode::from(result.unwrap_or_else(common::CliError::report))
 }
 
 fn init_logging(verbose: u8) {

@@ -2,7 +2,7 @@
 //! optionally written as `DIR/plan.json` plus one API-format file per step.
 
 use super::bisect::LadderArgs;
-use super::common::{print_error, read_loaded, DefsArgs};
+use super::common::{read_loaded, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
 use crate::ladder::{plan, Increment, Plan};
 use crate::nodedefs::NodeDefs;
@@ -37,43 +37,21 @@ impl clap::ValueEnum for Increment {
 }
 
 /// Plans the ladder; exit 0 on success, 2 on input errors, 3 when the server is unreachable.
-pub fn run(args: Args, server: &str) -> u8 {
-    let catalog = match args.ladder.catalog() {
-        Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let defs = match args.defs.load_or_report(server) {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
-    let loaded = match read_loaded(&args.workflow, &defs) {
-        Ok(l) => l,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args, server: &str) -> CliResult {
+    let catalog = args.ladder.catalog().or_usage()?;
+    let defs = args.defs.load_cli(server)?;
+    let loaded = read_loaded(&args.workflow, &defs).or_usage()?;
     let target = &loaded.workflow;
-    let planned = match plan(target, &defs, &catalog, &args.ladder.plan_options()) {
-        Ok(p) => p,
-        Err(e) => {
-            print_error(&format!("{}: {e}", args.workflow.display()));
-            return exit::USAGE;
-        }
-    };
+    let planned = plan(target, &defs, &catalog, &args.ladder.plan_options())
+        .map_err(|e| format!("{}: {e}", args.workflow.display()))
+        .or_usage()?;
     if let Some(dir) = &args.out {
         let ui = loaded.ui.as_ref().map(|(doc, converted)| UiSource {
             document: doc,
             converted,
             defs: &defs,
         });
-        if let Err(e) = write_plan(&planned, dir, ui) {
-            print_error(&e);
-            return exit::USAGE;
-        }
+        write_plan(&planned, dir, ui).or_usage()?;
     }
     if args.json {
         println!(
@@ -83,7 +61,7 @@ pub fn run(args: Args, server: &str) -> u8 {
     } else {
         print!("{}", render(&planned, &args.workflow));
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 /// The UI workflow a plan was made from, for writing each step back as a UI file.

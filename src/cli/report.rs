@@ -2,6 +2,7 @@
 //! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder;
 //! `--bundle out.zip` packs the report and the boundary runs' files for attaching to an issue.
 
+use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
 use crate::report::{self, format_by_name};
 use crate::session::journal::SESSION_FILE;
@@ -33,51 +34,33 @@ pub struct Args {
 }
 
 /// Prints the report; exit 2 when the session cannot be found or read.
-pub fn run(args: Args) -> u8 {
-    let dir = match resolve_session(&args.session, &args.runs_dir) {
-        Ok(d) => d,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let dir = resolve_session(&args.session, &args.runs_dir).or_usage()?;
     let redact = !args.no_redact;
     let Some(format) = format_by_name(&args.format) else {
-        eprintln!("error: unknown format {:?}; use md or json", args.format);
-        return exit::USAGE;
+        return Err(CliError::usage(format!(
+            "unknown format {:?}; use md or json",
+            args.format
+        )));
     };
     if args.write {
-        if let Err(e) = report::write_session_reports(&dir, redact) {
-            eprintln!("error: {e:#}");
-            return exit::USAGE;
-        }
+        report::write_session_reports(&dir, redact)
+            .map_err(|e| CliError::usage(format!("{e:#}")))?;
     }
     if let Some(out) = &args.bundle {
-        return match report::bundle::write_bundle(&dir, out, redact) {
-            Ok(names) => {
-                eprintln!("wrote {} ({} files):", out.display(), names.len());
-                for n in names {
-                    eprintln!("  {n}");
-                }
-                exit::OK
-            }
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                exit::USAGE
-            }
-        };
-    }
-    let result = report::session_report(&dir, redact, false).and_then(|r| format.render(&r));
-    match result {
-        Ok(text) => {
-            print!("{text}");
-            exit::OK
+        let names = report::bundle::write_bundle(&dir, out, redact)
+            .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        eprintln!("wrote {} ({} files):", out.display(), names.len());
+        for n in names {
+            eprintln!("  {n}");
         }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            exit::USAGE
-        }
+        return Ok(exit::OK);
     }
+    let text = report::session_report(&dir, redact, false)
+        .and_then(|r| format.render(&r))
+        .map_err(|e| CliError::usage(format!("{e:#}")))?;
+    print!("{text}");
+    Ok(exit::OK)
 }
 
 /// Finds the session folder: `session` as a folder holding session.json, else a session id or

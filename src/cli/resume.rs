@@ -3,7 +3,7 @@
 //! server's history by its prompt_id, else run again.
 
 use super::bisect::{drive_session, print_summary};
-use super::common::{print_error, ConnectArgs, Connection};
+use super::common::{CliError, CliResult, ConnectArgs, Connection, OrExit};
 use crate::error::exit;
 use crate::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
 use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
@@ -76,21 +76,9 @@ pub fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String
 }
 
 /// Runs `resume`.
-pub fn run(args: Args) -> u8 {
-    let paths = match find_session(&args.runs_dir, &args.session) {
-        Ok(p) => p,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
-    let mut session = match SessionFile::load(&paths) {
-        Ok(s) => s,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let paths = find_session(&args.runs_dir, &args.session).or_usage()?;
+    let mut session = SessionFile::load(&paths).or_usage()?;
     if args.no_deadline {
         session.options.deadline = None;
     }
@@ -99,13 +87,9 @@ pub fn run(args: Args) -> u8 {
         if let Some(w) = warning.filter(|_| d.trim().len() <= 5) {
             eprintln!("warning: {w}");
         }
-        match parse_when(d, jiff::Timestamp::now(), &zone) {
-            Ok(t) => session.options.deadline = Some(rfc3339(&t)),
-            Err(e) => {
-                print_error(&format!("--deadline: {e}"));
-                return exit::USAGE;
-            }
-        }
+        let t = parse_when(d, jiff::Timestamp::now(), &zone)
+            .map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
+        session.options.deadline = Some(rfc3339(&t));
     }
     if let Some(w) = args.wait_server {
         session.options.wait_server_s = w.as_secs();
@@ -114,16 +98,10 @@ pub fn run(args: Args) -> u8 {
     session.options.start_at = None;
     if session.is_finished() && session.in_flight.is_none() {
         print_summary(&paths, &session);
-        return exit::OK;
+        return Ok(exit::OK);
     }
-    if let Err(e) = session.save(&paths) {
-        print_error(&e);
-        return exit::FAILED;
-    }
-    let Connection { client, runtime } = match args.connect.connect(&session.server) {
-        Ok(c) => c,
-        Err(e) => return e.report(),
-    };
+    session.save(&paths).or_failed()?;
+    let Connection { client, runtime } = args.connect.connect(&session.server)?;
     if !args.quiet {
         eprintln!(
             "resuming session {} on {}",

@@ -1,6 +1,6 @@
 //! `comfy-bisect runs`: the sessions in the runs folder with their verdicts.
 
-use super::common::print_error;
+use super::common::{CliResult, OrExit};
 use crate::error::exit;
 use crate::session::journal::{read_json, SessionFile, SessionState, SESSION_FILE};
 use std::path::PathBuf;
@@ -36,17 +36,15 @@ pub fn state_text(state: &SessionState) -> String {
 }
 
 /// Runs `runs`.
-pub fn run(args: Args) -> u8 {
-    let dirs = match std::fs::read_dir(&args.runs_dir) {
-        Ok(d) => d,
-        Err(e) => {
-            print_error(&format!(
+pub fn run(args: Args) -> CliResult {
+    let dirs = std::fs::read_dir(&args.runs_dir)
+        .map_err(|e| {
+            format!(
                 "cannot read the runs folder {}: {e} (pass --runs-dir DIR)",
                 args.runs_dir.display()
-            ));
-            return exit::USAGE;
-        }
-    };
+            )
+        })
+        .or_usage()?;
     let mut sessions: Vec<SessionFile> = dirs
         .filter_map(Result::ok)
         .filter_map(|d| read_json::<SessionFile>(&d.path().join(SESSION_FILE)).ok())
@@ -54,7 +52,7 @@ pub fn run(args: Args) -> u8 {
     sessions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
     if sessions.is_empty() && !args.json {
         println!("no sessions in {}", args.runs_dir.display());
-        return exit::OK;
+        return Ok(exit::OK);
     }
     for s in &sessions {
         let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
@@ -90,5 +88,5 @@ pub fn run(args: Args) -> u8 {
             println!("    {}: {verdict}", w.name);
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }

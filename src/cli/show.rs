@@ -1,7 +1,7 @@
 //! `comfy-bisect show RUN_ID`: one run (a unique prefix of its id is enough), found through
 //! `runs/index.jsonl`.
 
-use super::common::print_error;
+use super::common::{CliError, CliResult};
 use crate::error::exit;
 use crate::session::index::{self, IndexEntry, Lookup};
 use crate::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
@@ -66,44 +66,37 @@ fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
 }
 
 /// Runs `show`.
-pub fn run(args: Args) -> u8 {
+pub fn run(args: Args) -> CliResult {
     let entries = all_entries(&args.runs_dir);
     let entry = match index::lookup(&entries, &args.run_id) {
         Lookup::Found(e) => e,
         Lookup::NotFound => {
-            print_error(&format!(
+            return Err(CliError::usage(format!(
                 "no run id starts with '{}' in {} (`comfy-bisect runs` lists sessions)",
                 args.run_id,
                 args.runs_dir.display()
-            ));
-            return exit::USAGE;
+            )))
         }
         Lookup::Ambiguous(ids) => {
-            print_error(&format!(
+            return Err(CliError::usage(format!(
                 "'{}' matches {} runs: {}; give more of the id",
                 args.run_id,
                 ids.len(),
                 ids.join(", ")
-            ));
-            return exit::USAGE;
+            )))
         }
     };
     let run_dir = args.runs_dir.join(&entry.dir);
     let record_path = run_dir.join(RUN_RECORD_FILE);
     if args.json {
-        return match std::fs::read_to_string(&record_path) {
-            Ok(text) => {
-                print!("{text}");
-                exit::OK
-            }
-            Err(e) => {
-                print_error(&format!(
-                    "cannot read {}: {e} (the run may still be in flight)",
-                    record_path.display()
-                ));
-                exit::USAGE
-            }
-        };
+        let text = std::fs::read_to_string(&record_path).map_err(|e| {
+            CliError::usage(format!(
+                "cannot read {}: {e} (the run may still be in flight)",
+                record_path.display()
+            ))
+        })?;
+        print!("{text}");
+        return Ok(exit::OK);
     }
     println!("run {}", entry.run_id);
     println!(
@@ -126,7 +119,7 @@ pub fn run(args: Args) -> u8 {
         Ok(file) => print_record(&file),
         Err(e) => println!("  (no run.json: {e})"),
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn print_record(file: &RunFile) {

@@ -1,6 +1,6 @@
 //! `comfy-bisect simulate`: run the in-tree ComfyUI simulator until Ctrl-C.
 
-use super::common::print_error;
+use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
 use crate::sim::{parse_size, run_blocking, Allocator, Faults, SimConfig};
 use std::net::{IpAddr, SocketAddr};
@@ -41,24 +41,15 @@ pub struct Args {
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
-pub fn run(args: Args) -> u8 {
-    let config = match config_from(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: Args) -> CliResult {
+    let config = config_from(&args).or_usage()?;
     let bind = SocketAddr::new(args.listen, args.port);
-    match run_blocking(config, bind) {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            print_error(&format!(
-                "cannot run the simulator on {bind}: {e} (is the port already in use? try --port 0)"
-            ));
-            exit::USAGE
-        }
-    }
+    run_blocking(config, bind).map_err(|e| {
+        CliError::usage(format!(
+            "cannot run the simulator on {bind}: {e} (is the port already in use? try --port 0)"
+        ))
+    })?;
+    Ok(exit::OK)
 }
 
 fn config_from(args: &Args) -> Result<SimConfig, String> {

@@ -2,8 +2,8 @@
 //! whole run record with `--json`).
 
 use super::common::{
-    parse_positive_duration as parse_duration, print_error, read_workflow_with, ConnectArgs,
-    Connection,
+    parse_positive_duration as parse_duration, print_error, read_workflow_with, CliError,
+    CliResult, ConnectArgs, Connection, OrExit,
 };
 use crate::comfy::{Client, ClientError, TrackerEvent};
 use crate::error::exit;
@@ -40,28 +40,19 @@ pub struct Args {
 }
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
-pub fn run(args: Args, server: &str) -> u8 {
-    let Connection { client, runtime } = match args.connect.connect(server) {
-        Ok(c) => c,
-        Err(e) => return e.report(),
-    };
-    let workflow = match read_workflow_with(&args.workflow, || {
+pub fn run(args: Args, server: &str) -> CliResult {
+    let Connection { client, runtime } = args.connect.connect(server)?;
+    let workflow = read_workflow_with(&args.workflow, || {
         let info = runtime
             .block_on(client.object_info(None))
             .map_err(|e| unreachable_message(&client, &e))?;
         crate::nodedefs::NodeDefs::from_value(&info)
             .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
-    }) {
-        Ok(w) => w,
-        Err(e) => {
-            print_error(&e);
-            return exit::USAGE;
-        }
-    };
+    })
+    .or_usage()?;
     runtime.block_on(async {
         if let Err(e) = client.system_stats().await {
-            print_error(&unreachable_message(&client, &e));
-            return exit::UNREACHABLE;
+            return Err(CliError::unreachable(unreachable_message(&client, &e)));
         }
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -93,13 +84,13 @@ pub fn run(args: Args, server: &str) -> u8 {
         }
         let code = exit_code(&record);
         if code == exit::UNREACHABLE {
-            eprintln!(
-                "error: lost contact with ComfyUI at {}. Check that the server is still running \
+            return Err(CliError::unreachable(format!(
+                "lost contact with ComfyUI at {}. Check that the server is still running \
                  (it may have crashed or been OOM-killed) and reachable.",
                 record.server
-            );
+            )));
         }
-        code
+        Ok(code)
     })
 }
 
@@ -220,18 +211,12 @@ pub fn summary(record: &RunRecord) -> String {
         ));
     }
     if let Some(d) = &record.diagnosis {
-        let field = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
         out.push_str(&format!(
             "diagnosis: {} at stage {} (comfy-bisect diagnose explains more)\n",
-            field("kind"),
-            field("stage")
+            d.kind.as_str(),
+            d.stage.as_str()
         ));
-        if let Some(next) = d
-            .get("next_check")
-            .and_then(|v| v.as_array())
-            .and_then(|a| a.first())
-            .and_then(|v| v.as_str())
-        {
+        if let Some(next) = d.next_check.first() {
             out.push_str(&format!("next check: {next}\n"));
         }
     }

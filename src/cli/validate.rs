@@ -1,6 +1,6 @@
 //! `comfy-bisect validate WORKFLOW...`: offline validation against the server's node definitions.
 
-use super::common::{print_error, read_workflow, DefsArgs};
+use super::common::{read_workflow, CliError, CliResult, DefsArgs};
 use crate::error::exit;
 use crate::workflow::ui::LoadAnyError;
 use crate::workflow::validate::{validate, ProblemKind};
@@ -20,26 +20,20 @@ pub struct Args {
 }
 
 /// Validates each workflow; exit 0 when all are valid, 1 when any is invalid, 2 on input errors.
-pub fn run(args: Args, server: &str) -> u8 {
-    let defs = match args.defs.load_or_report(server) {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
+pub fn run(args: Args, server: &str) -> CliResult {
+    let defs = args.defs.load_cli(server)?;
     let mut code = exit::OK;
     let mut results = Vec::new();
     for path in &args.workflows {
         let workflow = match read_workflow(path, &defs) {
             Ok(w) => w,
             Err(e @ LoadAnyError::Convert { .. }) => {
-                // A UI workflow this server cannot run (unknown node types, loops…).
-                print_error(&e);
-                code = exit::FAILED;
+                // A UI workflow this server cannot run (unknown node types, loops…): said
+                // here, and the other workflows are still validated.
+                code = CliError::failed(e).report();
                 continue;
             }
-            Err(e) => {
-                print_error(&e);
-                return exit::USAGE;
-            }
+            Err(e) => return Err(CliError::usage(e)),
         };
         let report = validate(&workflow, &defs);
         if !report.is_valid() {
@@ -99,5 +93,5 @@ pub fn run(args: Args, server: &str) -> u8 {
             serde_json::to_string_pretty(&results).expect("JSON values serialize")
         );
     }
-    code
+    Ok(code)
 }

@@ -3,14 +3,16 @@
 
 pub mod client;
 pub mod console;
+pub mod error;
 pub mod events;
 pub mod fingerprint;
 pub mod headers;
 pub mod protocol;
 pub mod ws;
 
-pub use client::{Client, ClientError, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
+pub use client::{Client, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
 pub use console::{MemoryEvent, VaeStage};
+pub use error::ClientError;
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};
 pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};

@@ -1,7 +1,7 @@
 //! The WebSocket side of the client: connect with a session id and extra headers (never an
 //! Origin header), then read frames as text, binary sizes, or the end of the connection.
 
-use super::client::ClientError;
+use super::error::ClientError;
 use super::headers::ExtraHeaders;
 use super::protocol::binary_event_type;
 use futures_util::{SinkExt, StreamExt};

@@ -3,8 +3,9 @@
 //!
 //! The module owns the classification rules (`kind`, `stage`, and `frames`: the table from
 //! well-known traceback functions and files to stages), the allocator-number parser and
-//! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs,
-//! tracebacks, execution_error / history / WebSocket JSON), the advice per stage (`advice`) and the
+//! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs
+//! and tracebacks in `parse/console.rs`, execution_error / history / WebSocket JSON in
+//! `parse/json.rs`), the advice per stage (`advice`) and the
 //! human rendering (`render`). Everything here is pure: no network, no file system.
 
 mod advice;
@@ -40,6 +41,10 @@ pub struct Evidence {
     pub progress: Vec<NodeProgress>,
     /// How the run ended when it did not end with an execution_error.
     pub outcome: Option<RunOutcomeHint>,
+    /// Nodes the server served from its cache: they did not run in this run (their outputs
+    /// were held from an earlier one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_nodes: Vec<String>,
 }
 
 /// The last progress seen for one node of the run.
@@ -244,6 +249,20 @@ pub struct Diagnosis {
     pub last_progress: Option<NodeProgress>,
     /// How the run ended, when it was not an execution_error.
     pub outcome: Option<RunOutcomeHint>,
+    /// Nodes the server served from its cache in this run (they did not run, so the failure
+    /// is not in them; their outputs were held in memory from an earlier run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_nodes: Vec<String>,
+}
+
+/// Reads a stored diagnosis (in `run.json` or `session.json`) leniently: one this version
+/// cannot read (a shape older tools wrote) is `None`, so the reader diagnoses the run afresh
+/// from its record instead of refusing the whole file.
+pub fn lenient_diagnosis<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Diagnosis>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// Diagnoses one failed run from its evidence (pure).
@@ -282,6 +301,7 @@ pub fn no_failure(reason: &str) -> Diagnosis {
         message: None,
         last_progress: None,
         outcome: None,
+        cached_nodes: Vec::new(),
     }
 }
 
@@ -359,6 +379,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
         message,
         last_progress: failing.progress.clone(),
         outcome: evidence.outcome,
+        cached_nodes: evidence.cached_nodes.clone(),
     }
 }
 

@@ -1,8 +1,8 @@
 //! What every reduction needs to know about the target: node roles, consumers, reachability,
-//! input definitions and statically known values (literals, constants, switches).
+//! input definitions, statically known values (literals, constants, switches) and its second
+//! sampling passes ([`SecondPass`], found by `ladder/passes.rs` from this context).
 
 use super::math::{eval, Num};
-use super::passes::{second_passes, SecondPass};
 use super::PlanOptions;
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::{InputDef, NodeDefs};
@@ -25,7 +25,8 @@ pub(crate) struct Ctx<'a> {
     pub reach: crate::workflow::IdSet,
     /// Topological position of each node.
     pub topo: HashMap<String, usize>,
-    /// The second sampling passes (hires fix and the like).
+    /// The second sampling passes (hires fix and the like): filled right after [`Ctx::new`]
+    /// by `passes::second_passes`, which reads the context (see `ladder::context`).
     pub passes: Vec<SecondPass>,
 }
 
@@ -61,7 +62,7 @@ impl<'a> Ctx<'a> {
             .enumerate()
             .map(|(i, id)| (id, i))
             .collect();
-        let mut ctx = Ctx {
+        Ctx {
             w,
             defs,
             opts,
@@ -70,9 +71,7 @@ impl<'a> Ctx<'a> {
             reach: w.reachable_from_outputs(defs),
             topo,
             passes: Vec::new(),
-        };
-        ctx.passes = second_passes(&ctx);
-        ctx
+        }
     }
 
     /// Whether `id` belongs to a second sampling pass (its sampler or a node of its route).
@@ -338,5 +337,26 @@ pub(crate) fn literal_f64(v: &Value) -> Option<f64> {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
+    }
+}
+
+/// One second sampling pass of the target.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SecondPass {
+    /// The sampler whose result the pass refines (the nearest one upstream).
+    pub first: String,
+    /// The second pass's sampler.
+    pub second: String,
+    /// The nodes between them on the latent/image route (upscale, decode, scale, encode…),
+    /// neither sampler included.
+    pub route: IndexSet<String>,
+    /// The size (width, height in pixels) the second pass samples at, when known statically.
+    pub size: Option<(i64, i64)>,
+}
+
+impl SecondPass {
+    /// The pass's size as `1024×1024`, `None` when not known statically.
+    pub fn size_text(&self) -> Option<String> {
+        self.size.map(|(w, h)| format!("{w}×{h}"))
     }
 }

@@ -7,10 +7,12 @@
 //! not done and is reported as not separable. Pure graph logic: no network, no files.
 
 mod context;
+mod describe;
 mod math;
 mod passes;
 mod reduce;
 
+pub use describe::{describe_changes, second_pass_text};
 pub use reduce::quantized_file_name;
 
 use crate::catalog::{Catalog, Role};
@@ -212,6 +214,19 @@ pub enum PlanError {
     Empty,
 }
 
+/// The target seen through the catalog, with its second sampling passes (found by reading the
+/// context, so they are added once it is built).
+fn context<'a>(
+    target: &'a Workflow,
+    defs: &'a NodeDefs,
+    catalog: &'a Catalog,
+    options: &'a PlanOptions,
+) -> Ctx<'a> {
+    let mut ctx = Ctx::new(target, defs, catalog, options);
+    ctx.passes = passes::second_passes(&ctx);
+    ctx
+}
+
 /// Builds the ladder for `target`.
 pub fn plan(
     target: &Workflow,
@@ -222,7 +237,7 @@ pub fn plan(
     if target.nodes.is_empty() {
         return Err(PlanError::Empty);
     }
-    let ctx = Ctx::new(target, defs, catalog, options);
+    let ctx = context(target, defs, catalog, options);
     let baseline = error_keys(target, defs);
     let mut not_separable = Vec::new();
     // Each reduction on its own: it must change something and keep the graph valid.
@@ -565,124 +580,10 @@ fn kept(ctx: &Ctx) -> Vec<Kept> {
     out
 }
 
-fn display_value(v: &Value) -> String {
+pub(crate) fn display_value(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-impl Step {
-    /// One human line: what this step changes, e.g. `45 EmptyHunyuanLatentVideo 256×144 → 1280×720`.
-    pub fn describe(&self) -> String {
-        if self.changes.is_empty() {
-            return if self.index == 0 {
-                "the target itself (nothing to reduce)".into()
-            } else {
-                "no visible change".into()
-            };
-        }
-        let mut parts: Vec<String> = Vec::new();
-        let mut used = vec![false; self.changes.len()];
-        for (i, c) in self.changes.iter().enumerate() {
-            if used[i] {
-                continue;
-            }
-            used[i] = true;
-            match c.action.as_str() {
-                SECOND_PASS => parts.push(second_pass_text(c)),
-                "set" => {
-                    let input = c.input.clone().unwrap_or_default();
-                    // Width and height of one node read as one size.
-                    if input.contains("width") {
-                        let h = input.replace("width", "height");
-                        if let Some(j) = self.changes.iter().position(|d| {
-                            d.node == c.node && d.action == "set" && d.input.as_deref() == Some(&h)
-                        }) {
-                            used[j] = true;
-                            let d = &self.changes[j];
-                            parts.push(format!(
-                                "{} {} {}×{} → {}×{}",
-                                c.node,
-                                c.class_type,
-                                short(&c.from),
-                                short(&d.from),
-                                short(&c.to),
-                                short(&d.to)
-                            ));
-                            continue;
-                        }
-                    }
-                    parts.push(format!(
-                        "{} {}.{} {} → {}",
-                        c.node,
-                        c.class_type,
-                        input,
-                        short(&c.from),
-                        short(&c.to)
-                    ));
-                }
-                "bypass" => parts.push(format!(
-                    "{} {} {}",
-                    if self.index == 0 { "bypass" } else { "re-add" },
-                    c.node,
-                    c.class_type
-                )),
-                _ => match &c.input {
-                    Some(input) => parts.push(format!(
-                        "{} {}.{} {}",
-                        c.node,
-                        c.class_type,
-                        input,
-                        if self.index == 0 {
-                            "disconnected"
-                        } else {
-                            "reconnected"
-                        }
-                    )),
-                    None => parts.push(format!(
-                        "{} {} {}",
-                        if self.index == 0 { "remove" } else { "re-add" },
-                        c.node,
-                        c.class_type
-                    )),
-                },
-            }
-        }
-        parts.join("; ")
-    }
-}
-
-/// "hires pass: KSampler #11 at 1024×1024" (coming back) or "without the hires pass …" (left
-/// out), for a [`SECOND_PASS`] change.
-pub fn second_pass_text(c: &Change) -> String {
-    let at = |v: &Option<Value>| match v {
-        Some(Value::String(s)) => format!(" at {s}"),
-        _ => String::new(),
-    };
-    if c.to.is_some() {
-        format!("hires pass: {} #{}{}", c.class_type, c.node, at(&c.to))
-    } else {
-        format!(
-            "without the hires pass ({} #{}{})",
-            c.class_type,
-            c.node,
-            at(&c.from)
-        )
-    }
-}
-
-fn short(v: &Option<Value>) -> String {
-    match v {
-        None => "∅".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) if a.len() == 2 => {
-            format!("[{}:{}]", display_value(&a[0]), display_value(&a[1]))
-        }
-        Some(Value::Object(o)) if o.contains_key("on") => {
-            format!("on={}", o.get("on").map(display_value).unwrap_or_default())
-        }
-        Some(other) => other.to_string(),
     }
 }
 

@@ -4,34 +4,13 @@
 //! runs the first pass only, and the `postprocess` increment brings the second pass back at
 //! its target size (its size is never part of the `resolution` increment).
 
-use super::context::{literal_f64, Ctx};
+use super::context::{literal_f64, Ctx, SecondPass};
 use crate::catalog::Role;
 use crate::workflow::Input;
 use regex::Regex;
 use std::sync::OnceLock;
 
 type IndexSet<T> = indexmap::IndexSet<T, rustc_hash::FxBuildHasher>;
-
-/// One second sampling pass of the target.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SecondPass {
-    /// The sampler whose result the pass refines (the nearest one upstream).
-    pub first: String,
-    /// The second pass's sampler.
-    pub second: String,
-    /// The nodes between them on the latent/image route (upscale, decode, scale, encode…),
-    /// neither sampler included.
-    pub route: IndexSet<String>,
-    /// The size (width, height in pixels) the second pass samples at, when known statically.
-    pub size: Option<(i64, i64)>,
-}
-
-impl SecondPass {
-    /// The pass's size as `1024×1024`, `None` when not known statically.
-    pub fn size_text(&self) -> Option<String> {
-        self.size.map(|(w, h)| format!("{w}×{h}"))
-    }
-}
 
 /// Inputs of types that carry the picture being refined.
 const CARRIERS: [&str; 2] = ["LATENT", "IMAGE"];

@@ -69,7 +69,12 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
             let record = dir.join(RUN_RECORD_FILE);
             if record.exists() {
                 match crate::session::journal::read_json::<RunFile>(&record) {
-                    Ok(file) => {
+                    Ok(mut file) => {
+                        // The run's console, which the diagnosis of a run without one reads.
+                        let log = dir.join(crate::run::console::SERVER_LOG_FILE);
+                        if let Ok(text) = std::fs::read_to_string(log) {
+                            file.record.server_log = text;
+                        }
                         runs.insert(entry.run_id.clone(), file);
                     }
                     Err(e) => load_warnings.push(format!("run record not used: {e}")),

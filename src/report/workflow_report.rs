@@ -11,7 +11,8 @@ use super::model::{
 };
 use super::verdict::verdict;
 use crate::comfy::ExecutionError;
-use crate::diagnose;
+use crate::diagnose::{self, Diagnosis};
+use crate::session::evidence::record_of_entry;
 use crate::session::journal::{
     CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict as SessionVerdict,
     WorkflowJob, RUN_WORKFLOW_FILE,
@@ -20,106 +21,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Formats one ladder change (`{"node","class_type","action","input","from","to"}`), joining a
-/// width and height change of the same node into one resolution change.
-pub fn describe_changes(changes: &[Value]) -> Vec<String> {
-    let get = |c: &Value, k: &str| c.get(k).cloned();
-    let str_of = |c: &Value, k: &str| {
-        c.get(k)
-            .and_then(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .or_else(|| Some(v.to_string()))
-            })
-            .unwrap_or_default()
-    };
-    let mut used = vec![false; changes.len()];
-    let mut out = Vec::new();
-    for (i, c) in changes.iter().enumerate() {
-        if used[i] {
-            continue;
-        }
-        let input = str_of(c, "input");
-        let node = str_of(c, "node");
-        let class = str_of(c, "class_type");
-        let action = str_of(c, "action");
-        if action == crate::ladder::SECOND_PASS {
-            if let Ok(change) = serde_json::from_value::<crate::workflow::Change>(c.clone()) {
-                used[i] = true;
-                out.push(crate::ladder::second_pass_text(&change));
-                continue;
-            }
-        }
-        if action == "set" && input == "width" {
-            if let Some(j) = changes.iter().enumerate().position(|(j, d)| {
-                j != i
-                    && !used[j]
-                    && str_of(d, "node") == node
-                    && str_of(d, "input") == "height"
-                    && str_of(d, "action") == "set"
-            }) {
-                used[i] = true;
-                used[j] = true;
-                let h = &changes[j];
-                out.push(format!(
-                    "resolution {}×{} → {}×{} ({class} #{node})",
-                    value_text(get(c, "from")),
-                    value_text(get(h, "from")),
-                    value_text(get(c, "to")),
-                    value_text(get(h, "to")),
-                ));
-                continue;
-            }
-        }
-        used[i] = true;
-        let target = format!("{class} #{node}");
-        if let (Some(Value::Object(from)), Some(Value::Object(to))) = (get(c, "from"), get(c, "to"))
-        {
-            let mut keys: Vec<&String> = from.keys().chain(to.keys()).collect();
-            keys.dedup();
-            let mut seen = std::collections::BTreeSet::new();
-            for key in keys {
-                if !seen.insert(key.clone()) || from.get(key) == to.get(key) {
-                    continue;
-                }
-                out.push(format!(
-                    "{input}.{key} {} → {} ({target})",
-                    value_text(from.get(key).cloned()),
-                    value_text(to.get(key).cloned())
-                ));
-            }
-            continue;
-        }
-        out.push(match (action.as_str(), input.is_empty()) {
-            ("set", false) => format!(
-                "{input} {} → {} ({target})",
-                value_text(get(c, "from")),
-                value_text(get(c, "to"))
-            ),
-            (_, false) => format!(
-                "{action} {input} of {target}: {} → {}",
-                value_text(get(c, "from")),
-                value_text(get(c, "to"))
-            ),
-            (_, true) => format!("{action} {target}"),
-        });
-    }
-    out
-}
-
-fn value_text(v: Option<Value>) -> String {
-    match v {
-        None | Some(Value::Null) => "none".into(),
-        Some(Value::String(s)) => s,
-        Some(Value::Array(a)) if a.len() == 2 && a[0].is_string() && a[1].is_u64() => {
-            format!("output {} of #{}", a[1], a[0].as_str().unwrap_or_default())
-        }
-        Some(other) => other.to_string(),
-    }
-}
-
-/// What the diagnosis of a run says, read from the `diagnose --json` object (or computed from
-/// the run record when the run has none).
+/// What the report shows of a run's diagnosis, taken from the typed [`Diagnosis`].
 #[derive(Debug, Clone, Default)]
 struct Diag {
     kind: Option<String>,
@@ -136,52 +38,43 @@ struct Diag {
     last_progress: Option<ProgressSeen>,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    match v {
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|x| x.as_str().map(str::to_string))
-            .collect(),
-        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
-        _ => Vec::new(),
+impl From<&Diagnosis> for Diag {
+    fn from(d: &Diagnosis) -> Diag {
+        Diag {
+            kind: Some(d.kind.as_str().to_string()),
+            stage: Some(d.stage.as_str().to_string()),
+            stage_evidence: Some(d.stage_evidence.clone()),
+            stage_confidence: Some(d.stage_confidence.as_str().to_string()),
+            numbers: report_numbers(&d.numbers),
+            numbers_consistent: Some(d.numbers_consistent),
+            inconsistencies: d.inconsistencies.clone(),
+            next_check: d.next_check.clone(),
+            candidates: d.candidates.clone(),
+            fragmentation: d.fragmentation.clone(),
+            async_unreliable: d.asynchronous_error_location_unreliable,
+            last_progress: d.last_progress.as_ref().map(|p| ProgressSeen {
+                node: NodeRef {
+                    id: p.node_id.clone(),
+                    class_type: p.class_type.clone().unwrap_or_else(|| "?".into()),
+                },
+                value: p.value,
+                max: p.max,
+            }),
+        }
     }
 }
 
-fn diag_from_value(v: &Value) -> Diag {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let last_progress = v.get("last_progress").and_then(|p| {
-        Some(ProgressSeen {
-            node: NodeRef {
-                id: p.get("node_id")?.as_str()?.to_string(),
-                class_type: p
-                    .get("class_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_string(),
-            },
-            value: p.get("value")?.as_u64()?,
-            max: p.get("max")?.as_u64()?,
-        })
-    });
-    Diag {
-        kind: s("kind"),
-        stage: s("stage"),
-        stage_evidence: s("stage_evidence"),
-        stage_confidence: s("stage_confidence"),
-        numbers: v
-            .get("numbers")
-            .and_then(|n| serde_json::from_value(n.clone()).ok())
-            .unwrap_or_default(),
-        numbers_consistent: v.get("numbers_consistent").and_then(Value::as_bool),
-        inconsistencies: strings(v.get("inconsistencies")),
-        next_check: strings(v.get("next_check")),
-        candidates: strings(v.get("candidates")),
-        fragmentation: s("fragmentation"),
-        async_unreliable: v
-            .get("asynchronous_error_location_unreliable")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        last_progress,
+/// The report's allocator numbers (the diagnosis contract's eight) from the diagnosis's.
+fn report_numbers(n: &diagnose::Numbers) -> Numbers {
+    Numbers {
+        requested_mib: n.requested_mib,
+        gpu_index: n.gpu_index.map(i64::from),
+        total_mib: n.total_mib,
+        free_mib: n.free_mib,
+        process_in_use_mib: n.process_in_use_mib,
+        allocated_mib: n.allocated_mib,
+        reserved_unallocated_mib: n.reserved_unallocated_mib,
+        device_limit_mib: n.device_limit_mib,
     }
 }
 
@@ -189,92 +82,64 @@ fn execution_error(file: Option<&RunFile>) -> Option<ExecutionError> {
     file?.record.execution_error().cloned()
 }
 
-/// The run's node timeline as JSON objects (`node_id`, `class_type`, `progress {value,max}`).
-fn timeline(file: Option<&RunFile>) -> Vec<Value> {
+/// The nodes of the run's timeline that reported progress: (id, class, value, max).
+fn progress_seen(file: Option<&RunFile>) -> Vec<(String, Option<String>, u64, u64)> {
     file.map(|f| {
         f.record
             .timeline
             .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
+            .filter_map(|t| {
+                let p = t.progress.as_ref()?;
+                Some((
+                    t.node_id.clone(),
+                    t.class_type.clone(),
+                    p.value as u64,
+                    p.max as u64,
+                ))
+            })
             .collect()
     })
     .unwrap_or_default()
 }
 
-/// The diagnosis of a failing run: the recorded one, else one computed from the record.
-fn diagnosis(entry: &RunEntry, file: Option<&RunFile>) -> Option<Diag> {
-    let recorded = entry
+/// The diagnosis of a failing run: the recorded one, else the one builder's
+/// ([`crate::run::RunRecord::diagnose`]) from its `run.json`, or from what the journal says of
+/// the run when it has none.
+fn run_diagnosis(data: &SessionData, entry: &RunEntry) -> Option<Diagnosis> {
+    let file = data.runs.get(&entry.run_id);
+    if let Some(d) = entry
         .diagnosis
         .as_ref()
-        .and_then(|d| serde_json::to_value(d).ok())
-        .or_else(|| file.and_then(|f| f.record.diagnosis.clone()))
-        .filter(|v| v.is_object());
-    if let Some(v) = recorded {
-        return Some(diag_from_value(&v));
+        .or_else(|| file.and_then(|f| f.record.diagnosis.as_ref()))
+    {
+        return Some(d.clone());
     }
-    let outcome = entry.outcome.as_ref()?;
-    if !outcome.is_failure() {
+    if !entry.failed() {
         return None;
     }
-    let mut evidence = diagnose::Evidence::default();
-    match outcome {
-        Outcome::Failed {
-            node_id,
-            node_type,
-            exception_type,
-            exception_message,
-        } => {
-            let full = execution_error(file);
-            evidence.node_id = Some(node_id.clone());
-            evidence.node_type = Some(node_type.clone());
-            evidence.exception_type = Some(exception_type.clone());
-            evidence.exception_message = Some(
-                full.as_ref()
-                    .map(|e| e.exception_message.clone())
-                    .unwrap_or_else(|| exception_message.clone()),
-            );
-            evidence.traceback = full.map(|e| e.traceback).unwrap_or_default();
-        }
-        Outcome::Timeout { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::Timeout),
-        Outcome::ServerLost { .. } => evidence.outcome = Some(diagnose::RunOutcomeHint::ServerLost),
-        _ => return None,
+    match file {
+        Some(f) => f.record.diagnose(None),
+        None => record_of_entry(entry, &data.session.server)?.diagnose(None),
     }
-    evidence.progress = timeline(file)
-        .iter()
-        .filter_map(|t| {
-            let p = t.get("progress")?;
-            Some(diagnose::NodeProgress {
-                node_id: t.get("node_id")?.as_str()?.to_string(),
-                class_type: t
-                    .get("class_type")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                value: p.get("value")?.as_f64()? as u64,
-                max: p.get("max")?.as_f64()? as u64,
-            })
-        })
-        .collect();
-    let d = diagnose::diagnose(&evidence);
-    serde_json::to_value(&d).ok().map(|v| diag_from_value(&v))
+}
+
+/// [`run_diagnosis`] as the report shows it.
+fn diagnosis(data: &SessionData, entry: &RunEntry) -> Option<Diag> {
+    run_diagnosis(data, entry).map(|d| Diag::from(&d))
 }
 
 /// The last progress any node of the run reported, from the timeline.
 fn last_progress_from_timeline(file: Option<&RunFile>) -> Option<ProgressSeen> {
-    timeline(file).iter().rev().find_map(|t| {
-        let p = t.get("progress")?;
-        Some(ProgressSeen {
+    progress_seen(file)
+        .pop()
+        .map(|(id, class_type, value, max)| ProgressSeen {
             node: NodeRef {
-                id: t.get("node_id")?.as_str()?.to_string(),
-                class_type: t
-                    .get("class_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_string(),
+                id,
+                class_type: class_type.unwrap_or_else(|| "?".into()),
             },
-            value: p.get("value")?.as_f64()? as u64,
-            max: p.get("max")?.as_f64()? as u64,
+            value,
+            max,
         })
-    })
 }
 
 fn fallback_kind(entry: &RunEntry) -> Option<String> {
@@ -342,7 +207,7 @@ fn row_for(
     };
     let file = data.runs.get(&entry.run_id);
     let diag = if entry.failed() {
-        diagnosis(entry, file)
+        diagnosis(data, entry)
     } else {
         None
     };
@@ -436,7 +301,7 @@ pub(super) fn workflow_report(
                     data,
                     st.index,
                     &st.increment,
-                    describe_changes(&st.changes),
+                    crate::ladder::describe_changes(&st.changes),
                     main_run(st.index),
                 )
             })
@@ -484,7 +349,7 @@ pub(super) fn workflow_report(
     };
     let first_failure = failing_run.map(|e| evidence(data, e));
     let next_steps = failing_run.and_then(|e| {
-        let d = diagnosis(e, data.runs.get(&e.run_id))?;
+        let d = diagnosis(data, e)?;
         let mut candidates: Vec<Candidate> = d
             .candidates
             .iter()
@@ -514,11 +379,7 @@ pub(super) fn workflow_report(
         .iter()
         .filter(|r| r.role == RunRole::Control)
         .map(|r| {
-            let d = if r.failed() {
-                diagnosis(r, data.runs.get(&r.run_id))
-            } else {
-                None
-            };
+            let d = if r.failed() { diagnosis(data, r) } else { None };
             ControlRow {
                 step: r.step,
                 increment: r.increment.clone(),
@@ -764,7 +625,7 @@ fn host_evidence(file: Option<&RunFile>) -> (Option<crate::host::KernelEvidence>
 
 fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
     let file = data.runs.get(&e.run_id);
-    let d = diagnosis(e, file).unwrap_or_default();
+    let d = diagnosis(data, e).unwrap_or_default();
     let full = execution_error(file);
     let (exception_type, exception_message, detail) = match &e.outcome {
         Some(Outcome::Failed {
@@ -911,26 +772,152 @@ fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::comfy::events::{NodeTiming, Progress};
+    use crate::run::{RunError, RunRecord, ServerLostInfo};
+    use crate::session::evidence::{diagnose_record, server_lost_record, summary_of};
+    use crate::session::journal::{
+        Outcome, Phase, RunFile, RunRole, SessionFile, SessionOptions, SessionState, WorkflowJob,
+        SESSION_SCHEMA_VERSION,
+    };
+    use crate::workflow::Workflow;
+    use std::collections::HashMap;
+
+    const PROMPT: &str = r#"{
+        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "a.safetensors"}},
+        "3": {"class_type": "KSampler", "inputs": {"steps": 20, "model": ["4", 0]}}
+    }"#;
+
+    fn timing(node: &str, class: &str, cached: bool, progress: Option<(f64, f64)>) -> NodeTiming {
+        NodeTiming {
+            node_id: node.into(),
+            display_node: None,
+            class_type: Some(class.into()),
+            cached,
+            started_ms: (!cached).then_some(100),
+            finished_ms: None,
+            progress: progress.map(|(value, max)| Progress { value, max }),
+            state: if cached { "cached" } else { "running" }.into(),
+            output: None,
+        }
+    }
+
+    /// The server went away while KSampler #3 sampled; the checkpoint loader #4 came from the
+    /// cache of an earlier run.
+    fn lost_run(workflow: &Workflow) -> RunRecord {
+        let mut r = server_lost_record("run-1", workflow, "http://127.0.0.1:8188", false, "gone");
+        r.error = Some(RunError::ServerLost(ServerLostInfo {
+            reason: "socket closed and 3 connection attempts refused".into(),
+            submitted: true,
+            last_node: Some("3".into()),
+        }));
+        r.cached_nodes = vec!["4".into()];
+        r.timeline = vec![
+            timing("4", "CheckpointLoaderSimple", true, None),
+            timing("3", "KSampler", false, Some((7.0, 20.0))),
+        ];
+        r
+    }
+
+    fn session_with(entry: RunEntry, file: Option<RunFile>) -> SessionData {
+        let session = SessionFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            tool_version: "0".into(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            server: "http://127.0.0.1:8188".into(),
+            options: SessionOptions::default(),
+            state: SessionState::Done,
+            workflows: vec![WorkflowJob {
+                name: "wf".into(),
+                source: "wf.json".into(),
+                target_sha256: String::new(),
+                steps: vec![],
+                controls: vec![],
+                not_separable: vec![],
+                kept: vec![],
+                phase: Phase::Done,
+                runs: vec![entry],
+                verdict: None,
+            }],
+            in_flight: None,
+            environment: None,
+            fingerprints: Default::default(),
+            drifts: vec![],
+        };
+        SessionData {
+            session,
+            runs: file
+                .map(|f| HashMap::from([(f.entry.run_id.clone(), f)]))
+                .unwrap_or_default(),
+            session_dir: PathBuf::from("runs/s"),
+            ui_workflows: HashMap::new(),
+            source_formats: vec![],
+            load_warnings: vec![],
+            server_logs: HashMap::new(),
+        }
+    }
 
     #[test]
-    fn changes_join_resolution_and_diff_objects() {
-        let changes = vec![
-            json!({"node": "5", "class_type": "EmptyLatentImage", "action": "set", "input": "width", "from": 256, "to": 1280}),
-            json!({"node": "5", "class_type": "EmptyLatentImage", "action": "set", "input": "height", "from": 144, "to": 720}),
-            json!({"node": "6", "class_type": "Power Lora Loader (rgthree)", "action": "set", "input": "lora_1",
-                   "from": {"on": false, "lora": "a.safetensors"}, "to": {"on": true, "lora": "a.safetensors"}}),
-            json!({"node": "3", "class_type": "KSampler", "action": "set", "input": "latent_image", "from": ["14", 0], "to": ["13", 0]}),
-            json!({"node": "9", "class_type": "EasyCache", "action": "bypass"}),
-        ];
-        assert_eq!(
-            describe_changes(&changes),
-            vec![
-                "resolution 256×144 → 1280×720 (EmptyLatentImage #5)",
-                "lora_1.on false → true (Power Lora Loader (rgthree) #6)",
-                "latent_image output 0 of #14 → output 0 of #13 (KSampler #3)",
-                "bypass EasyCache #9",
-            ]
-        );
+    fn runner_session_and_report_build_the_same_diagnosis_with_cached_nodes_and_the_lost_node() {
+        let workflow = Workflow::from_json_str(PROMPT, "wf.json").unwrap();
+        let record = lost_run(&workflow);
+        // The runner (`submit`).
+        let mut by_runner = record.clone();
+        by_runner.attach_diagnosis();
+        let by_runner = by_runner
+            .diagnosis
+            .expect("the runner diagnoses a lost server");
+        // The session (the journal).
+        let by_session = diagnose_record(&record, &workflow).expect("the session diagnoses it");
+        // The report, for a run journaled without a diagnosis (an older journal).
+        let entry = RunEntry {
+            run_id: "run-1".into(),
+            step: 1,
+            increment: "lora".into(),
+            role: RunRole::Search,
+            dir: "01-lora-run-1".into(),
+            workflow_sha256: workflow.sha256(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(Outcome::ServerLost {
+                detail: "gone".into(),
+            }),
+            summary: Some(summary_of(&record, None)),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+        };
+        let file = RunFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            workflow: "wf".into(),
+            entry: entry.clone(),
+            component_hashes: vec![],
+            node_hashes: Default::default(),
+            environment: None,
+            record: record.clone(),
+        };
+        let data = session_with(entry.clone(), Some(file));
+        let by_report = run_diagnosis(&data, &entry).expect("the report diagnoses it");
+        for d in [&by_runner, &by_session, &by_report] {
+            assert_eq!(d.cached_nodes, ["4"], "{d:?}");
+            assert_eq!(
+                (d.node_id.as_deref(), d.node_type.as_deref()),
+                (Some("3"), Some("KSampler")),
+                "{d:?}"
+            );
+            assert_eq!(d.kind.as_str(), "process_killed", "{d:?}");
+            let progress = d.last_progress.as_ref().expect("the node's progress");
+            assert_eq!((progress.value, progress.max), (7, 20));
+        }
+        assert_eq!(by_runner, by_session);
+        assert_eq!(by_session, by_report);
+        // Without its run.json the report still names the lost node, from the journal.
+        let bare = session_with(entry.clone(), None);
+        let d = run_diagnosis(&bare, &entry).expect("diagnosed from the journal");
+        assert_eq!(d.node_id.as_deref(), Some("3"), "{d:?}");
+        assert_eq!(d.kind.as_str(), "process_killed", "{d:?}");
     }
 }

@@ -347,9 +347,10 @@ pub struct RunRecord {
     /// The execution_error, rejection, … that explains a non-passing outcome.
     #[serde(default)]
     pub error: Option<RunError>,
-    /// Filled in by the diagnosis module.
-    #[serde(default)]
-    pub diagnosis: Option<Value>,
+    /// The diagnosis of a run that did not pass (the `diagnose --json` object). A record whose
+    /// diagnosis this version cannot read (written by an older one) loads without it.
+    #[serde(default, deserialize_with = "crate::diagnose::lenient_diagnosis")]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
     /// Queue timing.
     #[serde(default)]
     pub queue: QueueInfo,
@@ -431,51 +432,9 @@ impl RunRecord {
         }
     }
 
-    /// What the diagnosis module reads: the execution_error fields, the nodes that ran with
-    /// their last progress, and how the run ended when there was no execution_error.
-    pub fn evidence(&self) -> crate::diagnose::Evidence {
-        use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
-        let e = self.execution_error();
-        Evidence {
-            node_id: e.map(|e| e.node_id.clone()),
-            node_type: e.map(|e| e.node_type.clone()),
-            exception_type: e.map(|e| e.exception_type.clone()),
-            exception_message: e.map(|e| e.exception_message.clone()),
-            traceback: e.map(|e| e.traceback.clone()).unwrap_or_default(),
-            progress: self
-                .timeline
-                .iter()
-                .filter(|n| !n.cached)
-                .map(|n| NodeProgress {
-                    node_id: n.node_id.clone(),
-                    class_type: n.class_type.clone(),
-                    value: n.progress.map(|p| p.value.max(0.0) as u64).unwrap_or(0),
-                    max: n.progress.map(|p| p.max.max(0.0) as u64).unwrap_or(0),
-                })
-                .collect(),
-            outcome: match self.outcome {
-                OutcomeKind::Passed | OutcomeKind::Failed => None,
-                OutcomeKind::Rejected => Some(RunOutcomeHint::Rejected),
-                OutcomeKind::Interrupted => Some(RunOutcomeHint::Interrupted),
-                OutcomeKind::Timeout => Some(RunOutcomeHint::Timeout),
-                OutcomeKind::ServerLost => Some(RunOutcomeHint::ServerLost),
-            },
-        }
-    }
-
-    /// Fills `diagnosis` for a run that did not pass (a passed run keeps `null`).
+    /// Fills `diagnosis` for a run that did not pass (see [`RunRecord::diagnose`]).
     pub fn attach_diagnosis(&mut self) {
-        if self.outcome == OutcomeKind::Passed {
-            return;
-        }
-        // The run's own console lines, read by the same parser as a pasted log.
-        let input = crate::diagnose::ParsedInput {
-            evidence: self.evidence(),
-            signals: crate::diagnose::console_signals(&self.server_log),
-        };
-        let mut diagnosis = crate::diagnose::diagnose_input(&input);
-        self.annotate_diagnosis(&mut diagnosis);
-        self.diagnosis = serde_json::to_value(diagnosis).ok();
+        self.diagnosis = self.diagnose(None);
     }
 
     /// Adds the host's evidence to a diagnosis of this run: the kernel's OOM kill of a lost
@@ -619,29 +578,26 @@ mod tests {
             4414,
         );
         let d = r.diagnosis.as_ref().unwrap();
-        assert_eq!(d["kind"], "process_killed");
-        let why = d["kind_evidence"].as_str().unwrap();
+        assert_eq!(d.kind.as_str(), "process_killed");
+        let why = &d.kind_evidence;
         assert!(
             why.starts_with("The kernel's OOM killer killed the server process: pid 4414 (python3), total-vm 32.8 GiB, anon-rss 18.1 GiB"),
             "{why}"
         );
         assert!(why.contains("constraint CONSTRAINT_NONE"), "{why}");
         assert!(why.contains("Kernel log: \"2026-12-01T03:12:44+0000 vm kernel: Out of memory"));
-        let first = d["next_check"][0].as_str().unwrap();
+        let first = &d.next_check[0];
         assert!(
             first.starts_with("The machine's RAM and swap ran out"),
             "{first}"
         );
-        assert_eq!(d["root_cause"], "unknown");
+        assert_eq!(d.root_cause, crate::diagnose::RootCause::Unknown);
         // A cgroup limit points at the limit instead.
         let r = lost_with_kernel_lines(
             &["[ 88.1] Memory cgroup out of memory: Killed process 77 (python3) total-vm:2097152kB, anon-rss:1048576kB, file-rss:0kB, shmem-rss:0kB"],
             77,
         );
-        let first = r.diagnosis.as_ref().unwrap()["next_check"][0]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let first = r.diagnosis.as_ref().unwrap().next_check[0].clone();
         assert!(
             first.starts_with("The kill was a cgroup memory limit"),
             "{first}"
@@ -652,8 +608,8 @@ mod tests {
     fn without_an_oom_line_the_server_process_died_cause_unknown() {
         let r = lost_with_kernel_lines(&["[ 1.0] usb 1-1: new high-speed USB device"], 4414);
         let d = r.diagnosis.as_ref().unwrap();
-        assert_eq!(d["kind"], "process_killed");
-        let why = d["kind_evidence"].as_str().unwrap();
+        assert_eq!(d.kind.as_str(), "process_killed");
+        let why = &d.kind_evidence;
         assert!(
             why.contains("the cause is not proven to be memory"),
             "{why}"

@@ -675,7 +675,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     ) -> Result<Outcome, JournalError> {
         let diagnosis = super::evidence::diagnose_record(&record, workflow);
         if let Some(d) = &diagnosis {
-            record.diagnosis = serde_json::to_value(d).ok();
+            record.diagnosis = Some(d.clone());
         }
         let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
         let summary = super::evidence::summary_of(&record, diagnosis.as_ref());

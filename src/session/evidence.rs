@@ -1,11 +1,12 @@
 //! From a run record to what the session keeps about it: the outcome, the ladder-table numbers
 //! and the diagnosis (built from the execution_error, the node timeline and the outcome).
 
-use super::journal::{Outcome, RunSummary};
-use crate::comfy::protocol::{HistoryEntry, Terminal};
-use crate::diagnose::{self, Diagnosis, Evidence, NodeProgress, RunOutcomeHint};
+use super::journal::{Outcome, RunEntry, RunSummary};
+use crate::comfy::protocol::{ExecutionError, HistoryEntry, Terminal};
+use crate::diagnose::Diagnosis;
 use crate::run::record::{
-    InterruptedBy, Interruption, QueueInfo, RawLog, ServerLostInfo, TimeoutReason, VramReport,
+    InterruptedBy, Interruption, OutcomeKind, QueueInfo, RawLog, ServerLostInfo, TimeoutInfo,
+    TimeoutReason, VramReport,
 };
 use crate::run::{Outcome as RunOutcome, RunRecord};
 use crate::workflow::Workflow;
@@ -66,60 +67,13 @@ pub fn outcome_of(record: &RunRecord) -> Outcome {
     }
 }
 
-/// The diagnosis of a run that did not pass (None for a pass or a rejection).
+/// The diagnosis the journal keeps of a run: the one builder's ([`RunRecord::diagnose`]), none
+/// for a pass or a rejection (which says nothing about the variant).
 pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagnosis> {
-    let class_of = |id: &str| workflow.node(id).map(|n| n.class_type.clone());
-    let progress: Vec<NodeProgress> = record
-        .timeline
-        .iter()
-        .filter(|t| !t.cached)
-        .map(|t| NodeProgress {
-            node_id: t.node_id.clone(),
-            class_type: t.class_type.clone().or_else(|| class_of(&t.node_id)),
-            value: t
-                .progress
-                .as_ref()
-                .map(|p| p.value.max(0.0) as u64)
-                .unwrap_or(0),
-            max: t
-                .progress
-                .as_ref()
-                .map(|p| p.max.max(0.0) as u64)
-                .unwrap_or(0),
-        })
-        .collect();
-    let mut evidence = Evidence {
-        progress,
-        ..Evidence::default()
-    };
-    match record.outcome() {
-        RunOutcome::Passed | RunOutcome::Rejected(_) => return None,
-        RunOutcome::Failed(e) => {
-            evidence.node_id = Some(e.node_id.clone());
-            evidence.node_type = Some(e.node_type.clone());
-            evidence.exception_type = Some(e.exception_type.clone());
-            evidence.exception_message = Some(e.exception_message.clone());
-            evidence.traceback = e.traceback.clone();
-        }
-        RunOutcome::Interrupted(_) => evidence.outcome = Some(RunOutcomeHint::Interrupted),
-        RunOutcome::Timeout(t) => {
-            evidence.outcome = Some(RunOutcomeHint::Timeout);
-            evidence.node_id = t.last_node.clone();
-            evidence.node_type = t.last_node.as_deref().and_then(class_of);
-        }
-        RunOutcome::ServerLost(s) => {
-            evidence.outcome = Some(RunOutcomeHint::ServerLost);
-            evidence.node_id = s.last_node.clone();
-            evidence.node_type = s.last_node.as_deref().and_then(class_of);
-        }
+    match record.outcome {
+        OutcomeKind::Passed | OutcomeKind::Rejected => None,
+        _ => record.diagnose(Some(workflow)),
     }
-    // The run's own console lines, read like a pasted log.
-    let mut diagnosis = diagnose::diagnose_input(&diagnose::ParsedInput {
-        evidence,
-        signals: diagnose::console_signals(&record.server_log),
-    });
-    record.annotate_diagnosis(&mut diagnosis);
-    Some(diagnosis)
 }
 
 /// The ladder-table numbers of a run.
@@ -165,12 +119,69 @@ pub fn bare_record(
     cold: bool,
     outcome: RunOutcome,
 ) -> RunRecord {
+    bare(run_id, workflow.sha256(), server, cold, outcome)
+}
+
+/// A bare record of a journaled run whose `run.json` is missing or unreadable, rebuilt from
+/// what the journal says of it (the outcome, the last node), so that it is diagnosed like any
+/// other run; None when the run did not fail.
+pub fn record_of_entry(entry: &RunEntry, server: &str) -> Option<RunRecord> {
+    let last_node = entry.summary.as_ref().and_then(|s| s.last_node.clone());
+    let outcome = match entry.outcome.as_ref()? {
+        Outcome::Failed {
+            node_id,
+            node_type,
+            exception_type,
+            exception_message,
+        } => RunOutcome::Failed(ExecutionError {
+            prompt_id: entry.run_id.clone(),
+            node_id: node_id.clone(),
+            node_type: node_type.clone(),
+            exception_type: exception_type.clone(),
+            exception_message: exception_message.clone(),
+            ..ExecutionError::default()
+        }),
+        Outcome::Timeout { detail } => RunOutcome::Timeout(TimeoutInfo {
+            reason: if detail.starts_with("no event") {
+                TimeoutReason::Stall
+            } else {
+                TimeoutReason::Run
+            },
+            limit_ms: 0,
+            last_node,
+            interrupt_sent: false,
+            interrupt_confirmed: false,
+        }),
+        Outcome::ServerLost { detail } => RunOutcome::ServerLost(ServerLostInfo {
+            reason: detail.clone(),
+            submitted: true,
+            last_node,
+        }),
+        _ => return None,
+    };
+    let cold = entry.summary.as_ref().is_none_or(|s| s.cold);
+    Some(bare(
+        &entry.run_id,
+        entry.workflow_sha256.clone(),
+        server,
+        cold,
+        outcome,
+    ))
+}
+
+fn bare(
+    run_id: &str,
+    workflow_sha256: String,
+    server: &str,
+    cold: bool,
+    outcome: RunOutcome,
+) -> RunRecord {
     let now = super::journal::now_rfc3339();
     let (kind, error) = outcome.into_parts();
     RunRecord {
         run_id: run_id.to_string(),
         prompt_id: run_id.to_string(),
-        workflow_sha256: workflow.sha256(),
+        workflow_sha256,
         server: server.to_string(),
         started_at: now.clone(),
         finished_at: now,

@@ -199,10 +199,7 @@ pub fn prepare(
         .map(|(i, s)| PreparedStep {
             increment: s.increment.name().to_string(),
             workflow: s.workflow.clone(),
-            changes: plan_json["steps"][i]["changes"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default(),
+            changes: s.changes.clone(),
             ui: ui.and_then(|(doc, converted)| {
                 write_variant(doc, converted, &s.edits, defs)
                     .map_err(|e| {
@@ -242,14 +239,8 @@ pub fn prepare(
         target,
         steps,
         controls,
-        not_separable: serde_json::to_value(&planned.not_separable)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default(),
-        kept: serde_json::to_value(&planned.kept)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default(),
+        not_separable: planned.not_separable.clone(),
+        kept: planned.kept.clone(),
         plan_json: Some(plan_json),
     };
     if problems.is_empty() {

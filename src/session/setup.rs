@@ -6,7 +6,8 @@ use super::journal::{
     SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, WorkflowJob,
     SESSION_SCHEMA_VERSION,
 };
-use crate::workflow::Workflow;
+use crate::ladder::{Kept, NotSeparable};
+use crate::workflow::{Change, Workflow};
 use serde_json::Value;
 
 /// One variant of a prepared ladder.
@@ -16,8 +17,8 @@ pub struct PreparedStep {
     pub increment: String,
     /// The variant.
     pub workflow: Workflow,
-    /// What it changes compared to the previous step (ladder `changes` as JSON).
-    pub changes: Vec<Value>,
+    /// What it changes compared to the previous step (the ladder's changes).
+    pub changes: Vec<Change>,
     /// The same variant as a UI workflow (the original UI file with the same edits made the UI
     /// way), when the input was a UI workflow; written as `NN-<increment>.ui.json`.
     pub ui: Option<Value>,
@@ -36,10 +37,10 @@ pub struct PreparedWorkflow {
     pub steps: Vec<PreparedStep>,
     /// Control variants: (step, increment, minimal + that increment alone).
     pub controls: Vec<(usize, String, Workflow)>,
-    /// Ladder `not_separable` as JSON.
-    pub not_separable: Vec<Value>,
-    /// Ladder `kept` as JSON.
-    pub kept: Vec<Value>,
+    /// Reductions the ladder could not do safely.
+    pub not_separable: Vec<NotSeparable>,
+    /// Memory savers the ladder keeps in every variant.
+    pub kept: Vec<Kept>,
     /// `plan.json` of the ladder, written next to the variants when given.
     pub plan_json: Option<Value>,
 }

@@ -327,7 +327,7 @@ impl Shared {
         for _ in 0..50 {
             match server::bind(self.addr) {
                 Ok(listener) => {
-                    let inst = state::Instance::launch(self.clone(), listener);
+                    let inst = launch(self.clone(), listener);
                     *self.current.lock().expect("current lock") = Some(inst);
                     return Ok(());
                 }
@@ -365,6 +365,16 @@ impl Shared {
     }
 }
 
+/// Starts a server on `listener`: a fresh [`state::Instance`], its accept loop
+/// ([`server::accept_loop`]) and its worker ([`exec::worker`]).
+fn launch(shared: Arc<Shared>, listener: tokio::net::TcpListener) -> Arc<state::Instance> {
+    let inst = state::Instance::new(shared);
+    let accept = tokio::spawn(server::accept_loop(inst.clone(), listener));
+    let worker = tokio::spawn(exec::worker(inst.clone()));
+    inst.keep_tasks([accept, worker]);
+    inst
+}
+
 /// A running simulator.
 pub struct SimHandle {
     shared: Arc<Shared>,
@@ -383,7 +393,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
         current: Mutex::new(None),
         executed: std::sync::atomic::AtomicU64::new(0),
     });
-    let inst = state::Instance::launch(shared.clone(), listener);
+    let inst = launch(shared.clone(), listener);
     *shared.current.lock().expect("current lock") = Some(inst);
     Ok(SimHandle { shared })
 }

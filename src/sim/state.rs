@@ -286,7 +286,9 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    pub fn launch(shared: Arc<Shared>, listener: tokio::net::TcpListener) -> Arc<Instance> {
+    /// A fresh server's state (empty queue, history and cache); `sim::launch` starts its
+    /// listener and worker.
+    pub fn new(shared: Arc<Shared>) -> Arc<Instance> {
         let (stop_tx, _) = watch::channel(false);
         let mut st = State {
             number: 0,
@@ -314,20 +316,19 @@ impl Instance {
             files: HashMap::new(),
         };
         st.new_temp_prefix();
-        let inst = Arc::new(Instance {
+        Arc::new(Instance {
             shared,
             state: Mutex::new(st),
             wake: Notify::new(),
             stop_tx,
             tasks: Mutex::new(Vec::new()),
-        });
-        let accept = tokio::spawn(super::server::accept_loop(inst.clone(), listener));
-        let worker = tokio::spawn(super::exec::worker(inst.clone()));
-        inst.tasks
-            .lock()
-            .expect("tasks lock")
-            .extend([accept, worker]);
-        inst
+        })
+    }
+
+    /// Keeps the server's tasks, so that [`Instance::stop`] aborts them and
+    /// [`Instance::join`] waits for them.
+    pub fn keep_tasks(&self, tasks: impl IntoIterator<Item = JoinHandle<()>>) {
+        self.tasks.lock().expect("tasks lock").extend(tasks);
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {

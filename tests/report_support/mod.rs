@@ -149,7 +149,11 @@ impl Fixture {
                 increment: s.increment.to_string(),
                 file: format!("workflows/{name}/{i:02}-{}.json", s.increment),
                 sha256: format!("{:064x}", 0xabc0 + i),
-                changes: s.changes,
+                changes: s
+                    .changes
+                    .into_iter()
+                    .map(|c| serde_json::from_value(c).expect("a ladder change"))
+                    .collect(),
             })
             .collect();
         let session = SessionFile {
@@ -291,6 +295,7 @@ impl Fixture {
                     })
                     .collect(),
                 outcome: None,
+                cached_nodes: Vec::new(),
             })),
             Some(RunError::ServerLost(_)) => Some(diagnose::diagnose(&diagnose::Evidence {
                 outcome: Some(diagnose::RunOutcomeHint::ServerLost),

@@ -4,6 +4,8 @@
 
 use crate::comfy::Fingerprint;
 use crate::hashing::ComponentHash;
+use crate::ladder::{Kept, NotSeparable};
+use crate::workflow::Change;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -240,12 +242,12 @@ pub struct WorkflowJob {
     /// Control variants (`--controls`): minimal + one increment alone, one per step ≥ 1.
     #[serde(default)]
     pub controls: Vec<ControlVariant>,
-    /// Reductions that could not be done safely (ladder's `not_separable`, as JSON).
+    /// Reductions that could not be done safely (the ladder's `not_separable`).
     #[serde(default)]
-    pub not_separable: Vec<Value>,
-    /// Memory-saving settings kept in every variant (ladder's `kept`, as JSON).
+    pub not_separable: Vec<NotSeparable>,
+    /// Memory-saving settings kept in every variant (the ladder's `kept`).
     #[serde(default)]
-    pub kept: Vec<Value>,
+    pub kept: Vec<Kept>,
     /// What the driver is doing for this workflow (derived from `runs`, saved for readers).
     pub phase: Phase,
     /// Every run, in the order submitted (a run appears once it is submitted).
@@ -266,10 +268,11 @@ pub struct StepInfo {
     pub file: String,
     /// Canonical sha256 of the variant.
     pub sha256: String,
-    /// What this step changes compared to the previous one (ladder's `changes`, as JSON:
-    /// `{"node","class_type","action","input","from","to"}`).
+    /// What this step changes compared to the previous one (the ladder's changes, written as
+    /// `{"node","class_type","action","input","from","to"}`; their text comes from
+    /// [`crate::ladder::describe_changes`]).
     #[serde(default)]
-    pub changes: Vec<Value>,
+    pub changes: Vec<Change>,
 }
 
 /// A control variant: the minimal variant plus the increment of `step` alone.
@@ -365,8 +368,13 @@ pub struct RunEntry {
     /// Summary numbers of the run (when done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<RunSummary>,
-    /// The diagnosis of a failed run (the `diagnose --json` object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The diagnosis of a failed run (the `diagnose --json` object; one this version cannot
+    /// read loads as none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::diagnose::lenient_diagnosis"
+    )]
     pub diagnosis: Option<crate::diagnose::Diagnosis>,
     /// For a `confirm` run: the run id of the crashed run it re-runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,71 @@
+//! The client's one error type, shared by its HTTP side (`comfy/client.rs`) and its WebSocket
+//! side (`comfy/ws.rs`).
+
+/// What went wrong talking to the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server URL is not usable.
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Connection refused, DNS failure, TLS failure, timeout, reset: no HTTP answer.
+    #[error("cannot reach ComfyUI at {url} ({detail})")]
+    Unreachable {
+        /// The URL tried (without credentials).
+        url: String,
+        /// The transport error.
+        detail: String,
+    },
+    /// An HTTP answer with an unexpected status.
+    #[error("{method} {url} answered HTTP {status}: {body}")]
+    Status {
+        /// Request method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+    },
+    /// A 2xx answer whose body is not the promised shape.
+    #[error("{method} {url} answered something that is not the expected JSON: {detail}")]
+    Decode {
+        /// Request method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// The parse error.
+        detail: String,
+    },
+    /// The WebSocket could not be opened.
+    #[error("cannot open the WebSocket {url} ({detail})")]
+    WebSocket {
+        /// The ws URL (without credentials or client id).
+        url: String,
+        /// The error.
+        detail: String,
+    },
+}
+
+impl ClientError {
+    /// True when no server answered at all (connection-level failure).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Unreachable { .. } | ClientError::WebSocket { .. }
+        )
+    }
+
+    /// HTTP status of a [`ClientError::Status`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

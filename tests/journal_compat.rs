@@ -1,0 +1,115 @@
+//! Sessions written before the journal stored typed ladder changes and diagnoses still load:
+//! `tests/fixtures/journal-v1/` is a session folder written by that version (a `demo` run of
+//! `workflows/sd15_txt2img_lora_upscale.json` on the simulator; see tests/fixtures/README.md).
+//! Users resume such sessions overnight, so the on-disk shape must not change under them.
+
+use comfy_bisect::report::session_report;
+use comfy_bisect::session::journal::{read_json, RunFile, SessionFile, SessionPaths};
+use comfy_bisect::workflow::Change;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const RUNS: &str = "tests/fixtures/journal-v1";
+const SESSION: &str = "20261201-181130-b479";
+const FIRST_FAILING: &str = "02-batch-d67d0f0d-daa4-4ac3-b55a-a0bc9dd69b34";
+const LAST_PASSING: &str = "01-resolution-b0af6704-3a0c-46f1-8d84-5656f33120df";
+
+fn session_dir() -> PathBuf {
+    Path::new(RUNS).join(SESSION)
+}
+
+fn json_of(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn an_old_session_json_loads_with_typed_ladder_changes_and_keeps_its_shape() {
+    let paths = SessionPaths::new(Path::new(RUNS), SESSION);
+    let session = SessionFile::load(&paths).expect("the old journal loads");
+    let job = &session.workflows[0];
+    assert_eq!(job.steps.len(), 5);
+    assert_eq!(
+        job.steps[3].changes,
+        vec![Change {
+            node: "10".into(),
+            class_type: "LoraLoader".into(),
+            action: "bypass".into(),
+            input: None,
+            from: None,
+            to: None,
+        }]
+    );
+    let width = &job.steps[1].changes[0];
+    assert_eq!(
+        (width.input.as_deref(), width.from.clone(), width.to.clone()),
+        (
+            Some("width"),
+            Some(Value::from(256)),
+            Some(Value::from(768))
+        )
+    );
+    let failed = job.runs.iter().find(|r| r.failed()).unwrap();
+    assert_eq!(failed.diagnosis.as_ref().unwrap().kind.as_str(), "cuda_oom");
+    // Written back, it is the same document: the shape on disk did not change.
+    assert_eq!(
+        serde_json::to_value(&session).unwrap(),
+        json_of(&paths.session_file())
+    );
+}
+
+#[test]
+fn an_old_run_json_loads_with_its_typed_diagnosis_and_keeps_its_shape() {
+    for dir in [FIRST_FAILING, LAST_PASSING] {
+        let path = session_dir().join(dir).join("run.json");
+        let file: RunFile = read_json(&path).expect("the old run record loads");
+        assert_eq!(
+            serde_json::to_value(&file).unwrap(),
+            json_of(&path),
+            "{dir}"
+        );
+    }
+    let file: RunFile = read_json(&session_dir().join(FIRST_FAILING).join("run.json")).unwrap();
+    let d = file.record.diagnosis.expect("the failed run's diagnosis");
+    assert_eq!(
+        (d.kind.as_str(), d.stage.as_str(), d.node_id.as_deref()),
+        ("cuda_oom", "sample_first", Some("3"))
+    );
+}
+
+#[test]
+fn a_stored_diagnosis_this_version_cannot_read_loads_as_none_not_as_an_error() {
+    let path = session_dir().join(FIRST_FAILING).join("run.json");
+    let mut value = json_of(&path);
+    value["record"]["diagnosis"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kind");
+    value["entry"]["diagnosis"] = serde_json::json!({"kind": "a kind from elsewhere"});
+    let file: RunFile = serde_json::from_value(value).expect("the record still loads");
+    assert!(file.record.diagnosis.is_none() && file.entry.diagnosis.is_none());
+    assert!(file.record.execution_error().is_some());
+}
+
+#[test]
+fn the_report_of_an_old_session_reads_its_changes_and_diagnosis() {
+    let report = session_report(&session_dir(), false, false).expect("report of the old session");
+    let w = &report.workflows[0];
+    let changes: Vec<&[String]> = w.ladder.iter().map(|r| r.changes.as_slice()).collect();
+    assert_eq!(
+        changes[1],
+        ["resolution 256×336 → 768×1024 (EmptyLatentImage #5)"]
+    );
+    assert_eq!(changes[2], ["batch_size 1 → 4 (EmptyLatentImage #5)"]);
+    assert_eq!(w.verdict.step, Some(2));
+    let first = w
+        .first_failure
+        .as_ref()
+        .expect("the first failure's evidence");
+    assert_eq!(first.failure_kind.as_deref(), Some("cuda_oom"));
+    assert_eq!(first.stage.as_deref(), Some("sample_first"));
+    assert!(
+        report.warnings.iter().all(|w| !w.contains("not used")),
+        "{:?}",
+        report.warnings
+    );
+}
