@@ -100,6 +100,15 @@ fn the_report_of_an_old_session_reads_its_changes_and_diagnosis() {
         ["resolution 256×336 → 768×1024 (EmptyLatentImage #5)"]
     );
     assert_eq!(changes[2], ["batch_size 1 → 4 (EmptyLatentImage #5)"]);
+    // The re-add steps of the LoRA and the upscale say what comes back.
+    assert_eq!(changes[3], ["LoraLoader #10 re-added"]);
+    assert_eq!(
+        changes[4],
+        [
+            "ImageUpscaleWithModel #12 re-added",
+            "UpscaleModelLoader #11 re-added"
+        ]
+    );
     assert_eq!(w.verdict.step, Some(2));
     let first = w
         .first_failure

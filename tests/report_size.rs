@@ -70,7 +70,7 @@ fn check_fits(doc: &str, what: &str) {
     );
     assert!(doc.contains("## Ladder\n\n| Step | Increment |"), "{what}");
     assert!(
-        doc.contains("| 4 | LoRA | restore LoraLoader `#10` |"),
+        doc.contains("| 4 | LoRA | LoraLoader `#10` re-added | `5e550005` |"),
         "{what}"
     );
     let problems = md::check(doc);

@@ -83,11 +83,20 @@ fn drift_scenario(
     after: u64,
     extra: &[&str],
 ) -> (tempfile::TempDir, std::path::PathBuf, SessionFile, String) {
+    faulty_scenario(Faults::default().with_lowvram_after(after), 1792, extra)
+}
+
+/// The SD1.5 example (batch 1) on a simulator with `faults` and `mib` of VRAM.
+fn faulty_scenario(
+    faults: Faults,
+    mib: u64,
+    extra: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, SessionFile, String) {
     let sim = Sim::start(
         SimConfig::default()
-            .with_vram_bytes(1792 * MIB)
+            .with_vram_bytes(mib * MIB)
             .with_time_scale(0.0)
-            .with_faults(Faults::default().with_lowvram_after(after)),
+            .with_faults(faults),
     );
     let tmp = tempfile::tempdir().unwrap();
     let wf = write_workflow(
@@ -189,4 +198,63 @@ fn on_drift_stop_ends_the_session_as_incomplete() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Environment changes"), "{report}");
     assert!(report.contains("the session stopped here"), "{report}");
+}
+
+#[test]
+fn a_node_pack_added_mid_session_is_drift_that_names_the_pack() {
+    // Prompts: minimal, target; then the server has one more custom node pack.
+    let (_t, dir, s, out) = faulty_scenario(Faults::default().with_pack_added_after(2), 1792, &[]);
+    assert_eq!(s.drifts.len(), 1, "{out}");
+    let drift = &s.drifts[0];
+    assert_eq!(drift.action, OnDrift::Reanchor);
+    assert_eq!(
+        drift.changes,
+        vec![format!(
+            "node pack added: {} (2 classes, version unknown)",
+            comfy_bisect::sim::EXTRA_PACK
+        )],
+        "only the pack changed"
+    );
+    let after = &s.fingerprints[&drift.to];
+    assert!(after.pack(comfy_bisect::sim::EXTRA_PACK).is_some());
+    assert!(s.fingerprints[&drift.from]
+        .pack(comfy_bisect::sim::EXTRA_PACK)
+        .is_none());
+    let job = &s.workflows[0];
+    assert_eq!(
+        (job.runs[2].step, job.runs[2].role),
+        (0, RunRole::Anchor),
+        "re-anchored under the new node set:\n{out}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Environment changes"), "{report}");
+    assert!(report.contains(comfy_bisect::sim::EXTRA_PACK), "{report}");
+}
+
+#[test]
+fn memory_not_given_back_after_each_run_is_called_out_in_the_report() {
+    // Minimal, target (fails), then step by step; each prompt keeps 160 MiB.
+    let (_t, dir, s, out) = faulty_scenario(
+        Faults::default().with_leak_bytes(160 * MIB),
+        1792,
+        &["--strategy", "linear"],
+    );
+    let job = &s.workflows[0];
+    let baselines: Vec<f64> = job
+        .runs
+        .iter()
+        .filter_map(|r| r.summary.as_ref()?.vram_baseline_mib)
+        .collect();
+    assert!(baselines.len() >= 3, "{baselines:?}\n{out}");
+    for w in baselines.windows(2) {
+        assert!(
+            (w[1] - w[0] - 160.0).abs() < 1.0,
+            "160 MiB more held before every run: {baselines:?}"
+        );
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("the memory held before each run (after /free) grew from run to run"),
+        "{report}"
+    );
 }

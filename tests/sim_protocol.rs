@@ -179,6 +179,42 @@ async fn validation_responses_match_the_captured_cases() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folder_paths_have_the_captured_shape_and_no_api_prefix() {
+    let sim = sim(SimConfig::default().with_models_root("/srv/comfy")).await;
+    let base = sim.base_url();
+    let (s, paths) = get(&base, "/internal/folder_paths").await;
+    assert_eq!(s, 200);
+    let captured: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{FIXTURES}/GET__internal__folder_paths.initial.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let (got, want) = (paths.as_object().unwrap(), captured.as_object().unwrap());
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (kind, dirs) in want {
+        let moved: Vec<Value> = dirs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                json!(d
+                    .as_str()
+                    .unwrap()
+                    .replace("/home/user/ComfyUI", "/srv/comfy"))
+            })
+            .collect();
+        assert_eq!(got[kind], json!(moved), "{kind}");
+    }
+    // As captured: the /internal sub-app is not served under /api.
+    assert_eq!(get(&base, "/api/internal/folder_paths").await.0, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_answer_with_and_without_the_api_prefix() {
     let sim = sim(SimConfig::default().with_vram_gib(12)).await;
     let base = sim.base_url();

@@ -1,18 +1,22 @@
-//! `comfy-bisect report SESSION`: prints a session's report (Markdown or JSON), redacted unless
-//! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder;
-//! `--bundle out.zip` packs the report and the boundary runs' files for attaching to an issue.
+//! `comfy-bisect report SESSION…`: prints a session's report (Markdown or JSON), redacted unless
+//! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder.
+//! Sessions are found in one or several runs folders (one per machine). `--bundle out.zip`
+//! packs one session's report and boundary runs' files for attaching to an issue.
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
 use crate::report::{self, format_by_name};
+use crate::session::folders;
 use crate::session::journal::SESSION_FILE;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `report`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session: its id (a unique prefix is enough) under --runs-dir, or its folder.
-    pub session: String,
+    /// The session(s): an id (a unique prefix is enough) under --runs-dir, or a session folder.
+    /// Several are printed one after another (Markdown) or as a JSON array.
+    #[arg(required = true, num_args = 1..)]
+    pub sessions: Vec<String>,
     /// Output format.
     #[arg(long, default_value = "md", value_parser = ["md", "markdown", "json"])]
     pub format: String,
@@ -23,19 +27,20 @@ pub struct Args {
     /// Also rewrite report.md and report.json in the session folder.
     #[arg(long)]
     pub write: bool,
-    /// Write a zip to attach to the issue instead of printing: report.md, report.json, and the
-    /// last passing and first failing run's workflow (API, and UI when the input was UI),
-    /// run.json and server.log, redacted like the report.
+    /// Write a zip to attach to the issue instead of printing (one session): report.md,
+    /// report.json, and the last passing and first failing run's workflow (API, and UI when the
+    /// input was UI), run.json and server.log, redacted like the report.
     #[arg(long, value_name = "OUT.zip")]
     pub bundle: Option<PathBuf>,
-    /// The runs folder.
-    #[arg(long, default_value = "runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
+    /// The runs folder; repeat it (or give a pattern such as 'machines/*/runs') to find the
+    /// sessions in the runs folders of several machines.
+    #[arg(long = "runs-dir", default_value = "runs", value_name = "DIR")]
+    pub runs_dirs: Vec<PathBuf>,
 }
 
-/// Prints the report; exit 2 when the session cannot be found or read.
+/// Prints the report(s); exit 2 when a session cannot be found or read.
 pub fn run(args: Args) -> CliResult {
-    let dir = resolve_session(&args.session, &args.runs_dir).or_usage()?;
+    let runs_dirs = folders::expand(&args.runs_dirs).or_usage()?;
     let redact = !args.no_redact;
     let Some(format) = format_by_name(&args.format) else {
         return Err(CliError::usage(format!(
@@ -43,12 +48,24 @@ pub fn run(args: Args) -> CliResult {
             args.format
         )));
     };
-    if args.write {
-        report::write_session_reports(&dir, redact)
-            .map_err(|e| CliError::usage(format!("{e:#}")))?;
-    }
+    let dirs = args
+        .sessions
+        .iter()
+        .map(|s| resolve_session(s, &runs_dirs))
+        .collect::<Result<Vec<_>, _>>()
+        .or_usage()?;
     if let Some(out) = &args.bundle {
-        let names = report::bundle::write_bundle(&dir, out, redact)
+        let [dir] = dirs.as_slice() else {
+            return Err(CliError::usage(format!(
+                "--bundle packs one session; {} were given",
+                dirs.len()
+            )));
+        };
+        if args.write {
+            report::write_session_reports(dir, redact)
+                .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        }
+        let names = report::bundle::write_bundle(dir, out, redact)
             .map_err(|e| CliError::usage(format!("{e:#}")))?;
         eprintln!("wrote {} ({} files):", out.display(), names.len());
         for n in names {
@@ -56,56 +73,120 @@ pub fn run(args: Args) -> CliResult {
         }
         return Ok(exit::OK);
     }
-    let text = report::session_report(&dir, redact, false)
-        .and_then(|r| format.render(&r))
-        .map_err(|e| CliError::usage(format!("{e:#}")))?;
-    print!("{text}");
+    let mut texts = Vec::new();
+    for dir in &dirs {
+        if args.write {
+            report::write_session_reports(dir, redact)
+                .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        }
+        let text = report::session_report(dir, redact, false)
+            .and_then(|r| format.render(&r))
+            .map_err(|e| CliError::usage(format!("{}: {e:#}", dir.display())))?;
+        texts.push(text);
+    }
+    if texts.len() == 1 {
+        print!("{}", texts[0]);
+    } else if args.format == "json" {
+        // One JSON array of the reports.
+        let values = texts
+            .iter()
+            .map(|t| serde_json::from_str::<serde_json::Value>(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::failed(format!("a JSON report does not parse: {e}")))?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&values).expect("JSON values serialize")
+        );
+    } else {
+        print!("{}", texts.join("\n---\n\n"));
+    }
     Ok(exit::OK)
 }
 
 /// Finds the session folder: `session` as a folder holding session.json, else a session id or
-/// unique id prefix under `runs_dir`.
-pub fn resolve_session(session: &str, runs_dir: &Path) -> Result<PathBuf, String> {
+/// unique id prefix under the runs folders. An id in more than one runs folder is an error
+/// naming them (never one picked silently).
+pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
     let as_path = Path::new(session);
     if as_path.join(SESSION_FILE).is_file() {
         return Ok(as_path.to_path_buf());
     }
-    let exact = runs_dir.join(session);
-    if exact.join(SESSION_FILE).is_file() {
-        return Ok(exact);
-    }
-    let entries = std::fs::read_dir(runs_dir).map_err(|e| {
-        format!(
-            "no session {session:?}: cannot read the runs folder {} ({e}); pass --runs-dir DIR or the session folder",
-            runs_dir.display()
-        )
-    })?;
-    let mut matches: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.join(SESSION_FILE).is_file()
-                && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with(session))
-        })
+    let where_ = runs_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let exact: Vec<PathBuf> = runs_dirs
+        .iter()
+        .map(|d| d.join(session))
+        .filter(|p| p.join(SESSION_FILE).is_file())
         .collect();
+    match exact.len() {
+        1 => return Ok(exact[0].clone()),
+        0 => {}
+        _ => {
+            return Err(folders::Duplicate {
+                what: "session",
+                id: session.to_string(),
+                places: exact
+                    .iter()
+                    .filter_map(|p| p.parent().map(Path::to_path_buf))
+                    .collect(),
+            }
+            .to_string())
+        }
+    }
+    let mut matches: Vec<PathBuf> = Vec::new();
+    let mut unreadable = Vec::new();
+    for runs_dir in runs_dirs {
+        match std::fs::read_dir(runs_dir) {
+            Ok(entries) => matches.extend(entries.filter_map(Result::ok).map(|e| e.path()).filter(
+                |p| {
+                    p.join(SESSION_FILE).is_file()
+                        && p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with(session))
+                },
+            )),
+            Err(e) => unreadable.push(format!(
+                "cannot read the runs folder {} ({e})",
+                runs_dir.display()
+            )),
+        }
+    }
+    if matches.is_empty() && !unreadable.is_empty() {
+        return Err(format!(
+            "no session {session:?}: {}; pass --runs-dir DIR or the session folder",
+            unreadable.join("; ")
+        ));
+    }
     matches.sort();
+    let names: Vec<String> = matches
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
     match matches.len() {
         1 => Ok(matches.remove(0)),
         0 => Err(format!(
-            "no session {session:?} under {}: `comfy-bisect runs --runs-dir {}` lists the sessions",
-            runs_dir.display(),
-            runs_dir.display()
-        )),
-        _ => Err(format!(
-            "{session:?} matches {} sessions under {} ({}); give more of the id",
-            matches.len(),
-            runs_dir.display(),
-            matches
+            "no session {session:?} under {where_}: `comfy-bisect runs --runs-dir {}` lists the sessions",
+            runs_dirs
                 .iter()
-                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(" --runs-dir ")
+        )),
+        _ if names.iter().all(|n| *n == names[0]) => Err(folders::Duplicate {
+            what: "session",
+            id: names[0].clone(),
+            places: matches
+                .iter()
+                .filter_map(|p| p.parent().map(Path::to_path_buf))
+                .collect(),
+        }
+        .to_string()),
+        _ => Err(format!(
+            "{session:?} matches {} sessions under {where_} ({}); give more of the id",
+            matches.len(),
+            names.join(", ")
         )),
     }
 }

@@ -1,17 +1,22 @@
-//! `comfy-bisect runs`: the sessions in the runs folder with their verdicts.
+//! `comfy-bisect runs`: the sessions of one or several runs folders (one per machine) with their
+//! verdicts, grouped by environment fingerprint; `--json` prints one line per session.
 
 use super::common::{CliResult, OrExit};
+use crate::comfy::Fingerprint;
 use crate::error::exit;
-use crate::session::journal::{read_json, SessionFile, SessionState, SESSION_FILE};
+use crate::session::folders::{self, FoundSession};
+use crate::session::journal::{SessionFile, SessionState};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Arguments of `runs`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Where sessions are written.
-    #[arg(long, default_value = "runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
-    /// One JSON object per session instead of text.
+    /// Where sessions are written; repeat it (or give a pattern such as 'machines/*/runs') to
+    /// list the runs folders of several machines as one.
+    #[arg(long = "runs-dir", default_value = "runs", value_name = "DIR")]
+    pub runs_dirs: Vec<PathBuf>,
+    /// One JSON line per session (for a scheduler to collect) instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -35,57 +40,147 @@ pub fn state_text(state: &SessionState) -> String {
     }
 }
 
-/// Runs `runs`.
-pub fn run(args: Args) -> CliResult {
-    let dirs = std::fs::read_dir(&args.runs_dir)
-        .map_err(|e| {
-            format!(
-                "cannot read the runs folder {}: {e} (pass --runs-dir DIR)",
-                args.runs_dir.display()
-            )
-        })
-        .or_usage()?;
-    let mut sessions: Vec<SessionFile> = dirs
-        .filter_map(Result::ok)
-        .filter_map(|d| read_json::<SessionFile>(&d.path().join(SESSION_FILE)).ok())
+/// The environment a session ended in: the fingerprint id of its last run.
+fn environment_of(s: &SessionFile) -> Option<&str> {
+    s.last_run_fingerprint()
+}
+
+/// One line about an environment: versions, devices, launch arguments, node packs.
+fn environment_line(fp: &Fingerprint) -> String {
+    let devices: Vec<String> = fp
+        .devices
+        .iter()
+        .map(|d| format!("{} ({} MiB)", d.name, d.total_bytes / (1024 * 1024)))
         .collect();
-    sessions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-    if sessions.is_empty() && !args.json {
-        println!("no sessions in {}", args.runs_dir.display());
+    format!(
+        "ComfyUI {}, PyTorch {}, {}, {} node pack(s), `{}`",
+        fp.comfyui_version.as_deref().unwrap_or("?"),
+        fp.pytorch_version.as_deref().unwrap_or("?"),
+        if devices.is_empty() {
+            "no device listed".to_string()
+        } else {
+            devices.join(", ")
+        },
+        fp.packs.len(),
+        fp.argv.join(" ")
+    )
+}
+
+/// The `--json` line of one session.
+fn json_line(found: &FoundSession) -> serde_json::Value {
+    let s = &found.session;
+    let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
+    let mut fingerprints: Vec<&str> = Vec::new();
+    for r in s.workflows.iter().flat_map(|w| &w.runs) {
+        if let Some(f) = r.fingerprint.as_deref() {
+            if !fingerprints.contains(&f) {
+                fingerprints.push(f);
+            }
+        }
+    }
+    serde_json::json!({
+        "session_id": s.session_id,
+        "runs_dir": found.runs_dir.display().to_string(),
+        "dir": found.dir.display().to_string(),
+        "server": s.server,
+        "fingerprint": environment_of(s),
+        "fingerprints": fingerprints,
+        "drifts": s.drifts.len(),
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+        "state": s.state,
+        "state_text": state_text(&s.state),
+        "runs": runs,
+        "workflows": s.workflows.iter().map(|w| serde_json::json!({
+            "name": w.name,
+            "steps": w.steps.len(),
+            "runs": w.runs.len(),
+            "verdict": w.verdict,
+            "headline": w.verdict.as_ref().map(|v| v.headline()),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Runs `runs`: the sessions of every runs folder, grouped by the environment they ended in
+/// (text), or one JSON line per session (`--json`). Ids found in two folders are said on
+/// stderr and listed once per folder.
+pub fn run(args: Args) -> CliResult {
+    let dirs = folders::expand(&args.runs_dirs).or_usage()?;
+    let (sessions, duplicates) = folders::sessions(&dirs).or_usage()?;
+    for d in &duplicates {
+        eprintln!("warning: {d}");
+    }
+    if args.json {
+        for found in &sessions {
+            println!("{}", json_line(found));
+        }
         return Ok(exit::OK);
     }
-    for s in &sessions {
-        let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
-        if args.json {
-            let line = serde_json::json!({
-                "session_id": s.session_id,
-                "created_at": s.created_at,
-                "updated_at": s.updated_at,
-                "state": s.state,
-                "runs": runs,
-                "workflows": s.workflows.iter().map(|w| serde_json::json!({
-                    "name": w.name,
-                    "steps": w.steps.len(),
-                    "verdict": w.verdict,
-                })).collect::<Vec<_>>(),
-            });
-            println!("{line}");
-            continue;
+    let several = dirs.len() > 1;
+    let where_ = || {
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if sessions.is_empty() {
+        println!("no sessions in {}", where_());
+        return Ok(exit::OK);
+    }
+    // Grouped by environment; sessions without a fingerprint last.
+    let mut groups: BTreeMap<(bool, String), Vec<&FoundSession>> = BTreeMap::new();
+    for found in &sessions {
+        let key = match environment_of(&found.session) {
+            Some(id) => (false, id.to_string()),
+            None => (true, String::new()),
+        };
+        groups.entry(key).or_default().push(found);
+    }
+    let grouped = groups.len() > 1 || several;
+    for ((unknown, id), members) in &groups {
+        if grouped {
+            if *unknown {
+                println!("environment unknown (no fingerprint recorded):");
+            } else {
+                let fp = members
+                    .iter()
+                    .find_map(|f| f.session.fingerprints.get(id.as_str()));
+                println!(
+                    "environment {id}: {}",
+                    fp.map(environment_line)
+                        .unwrap_or_else(|| "details not recorded".into())
+                );
+            }
         }
-        println!(
-            "{}  {}  {} run(s)  {}",
-            s.session_id,
-            s.created_at,
-            runs,
-            state_text(&s.state)
-        );
-        for w in &s.workflows {
-            let verdict = w
-                .verdict
-                .as_ref()
-                .map(|v| v.headline())
-                .unwrap_or_else(|| "no verdict yet".into());
-            println!("    {}: {verdict}", w.name);
+        for found in members {
+            let s = &found.session;
+            let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
+            let mut line = format!(
+                "{}  {}  {} run(s)  {}",
+                s.session_id,
+                s.created_at,
+                runs,
+                state_text(&s.state)
+            );
+            if several {
+                line.push_str(&format!("  [{} on {}]", found.runs_dir.display(), s.server));
+            }
+            if !s.drifts.is_empty() {
+                line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
+            }
+            println!("{}{line}", if grouped { "  " } else { "" });
+            for w in &s.workflows {
+                let verdict = w
+                    .verdict
+                    .as_ref()
+                    .map(|v| v.headline())
+                    .unwrap_or_else(|| "no verdict yet".into());
+                println!(
+                    "{}    {}: {verdict}",
+                    if grouped { "  " } else { "" },
+                    w.name
+                );
+            }
         }
     }
     Ok(exit::OK)

@@ -1,8 +1,9 @@
 //! `comfy-bisect show RUN_ID`: one run (a unique prefix of its id is enough), found through
-//! `runs/index.jsonl`.
+//! `runs/index.jsonl` of one or several runs folders.
 
-use super::common::{CliError, CliResult};
+use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
+use crate::session::folders;
 use crate::session::index::{self, IndexEntry, Lookup};
 use crate::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
 use crate::session::SessionFile;
@@ -13,9 +14,10 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     /// Run id or a unique prefix of it (as printed in the ladder table).
     pub run_id: String,
-    /// Where sessions are written.
-    #[arg(long, default_value = "runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
+    /// Where sessions are written; repeat it (or give a pattern such as 'machines/*/runs') to
+    /// look in the runs folders of several machines.
+    #[arg(long = "runs-dir", default_value = "runs", value_name = "DIR")]
+    pub runs_dirs: Vec<PathBuf>,
     /// Print run.json instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -67,14 +69,32 @@ fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
 
 /// Runs `show`.
 pub fn run(args: Args) -> CliResult {
-    let entries = all_entries(&args.runs_dir);
+    let dirs = folders::expand(&args.runs_dirs).or_usage()?;
+    let tagged: Vec<(&PathBuf, IndexEntry)> = dirs
+        .iter()
+        .flat_map(|d| all_entries(d).into_iter().map(move |e| (d, e)))
+        .collect();
+    let entries: Vec<IndexEntry> = tagged.iter().map(|(_, e)| e.clone()).collect();
+    let places = |run_id: &str| {
+        let mut places: Vec<PathBuf> = Vec::new();
+        for (d, e) in &tagged {
+            if e.run_id == run_id && !places.contains(d) {
+                places.push((*d).clone());
+            }
+        }
+        places
+    };
+    let where_ = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let entry = match index::lookup(&entries, &args.run_id) {
         Lookup::Found(e) => e,
         Lookup::NotFound => {
             return Err(CliError::usage(format!(
                 "no run id starts with '{}' in {} (`comfy-bisect runs` lists sessions)",
-                args.run_id,
-                args.runs_dir.display()
+                args.run_id, where_
             )))
         }
         Lookup::Ambiguous(ids) => {
@@ -86,7 +106,17 @@ pub fn run(args: Args) -> CliResult {
             )))
         }
     };
-    let run_dir = args.runs_dir.join(&entry.dir);
+    let places = places(&entry.run_id);
+    if places.len() > 1 {
+        let mut places = places;
+        places.sort();
+        return Err(CliError::usage(folders::Duplicate {
+            what: "run",
+            id: entry.run_id.clone(),
+            places,
+        }));
+    }
+    let run_dir = places[0].join(&entry.dir);
     let record_path = run_dir.join(RUN_RECORD_FILE);
     if args.json {
         let text = std::fs::read_to_string(&record_path).map_err(|e| {
@@ -165,7 +195,12 @@ fn print_record(file: &RunFile) {
         for c in &file.component_hashes {
             match (&c.autov2, &c.reason) {
                 (Some(a), _) => println!("    {}/{}  AutoV2 {a}", c.folder, c.file),
-                (None, Some(reason)) => println!("    {}/{}  unhashed: {reason}", c.folder, c.file),
+                (None, Some(reason)) => println!(
+                    "    {}/{}  unhashed{}: {reason}",
+                    c.folder,
+                    c.file,
+                    c.size.map(|n| format!(" ({n} bytes)")).unwrap_or_default()
+                ),
                 (None, None) => println!("    {}/{}", c.folder, c.file),
             }
         }

@@ -38,6 +38,10 @@ pub struct Args {
     /// header, 'Name: value' (to try --header).
     #[arg(long, value_name = "NAME: VALUE")]
     pub require_header: Option<String>,
+    /// The ComfyUI folder whose `models/…` folders GET /internal/folder_paths names (default:
+    /// a folder that exists nowhere, so the simulator looks like a remote server).
+    #[arg(long, value_name = "DIR")]
+    pub models_root: Option<std::path::PathBuf>,
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
@@ -91,6 +95,10 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         allocator,
         lowvram: args.lowvram,
         require_header,
+        models_root: args
+            .models_root
+            .clone()
+            .unwrap_or_else(|| crate::sim::SIM_MODELS_ROOT.into()),
     })
 }
 
@@ -109,6 +117,7 @@ mod tests {
             allocator: "cudaMallocAsync".into(),
             lowvram: true,
             require_header: None,
+            models_root: None,
         }
     }
 

@@ -3,7 +3,9 @@
 //! arguments), `/object_info` (the custom node packs, from each class's `python_module`
 //! `custom_nodes.<pack>`: class count and a hash of their definitions), ComfyUI-Manager's
 //! installed-pack list when that extension answers (the packs' versions), and the model
-//! folders' listings (`/experiment/models/{folder}`: names and sizes).
+//! folders' listings (`/experiment/models/{folder}`: names and sizes) and where those folders
+//! are on the server's machine (`/internal/folder_paths`, for hashing the model files when the
+//! server runs on this machine).
 //!
 //! The short [`Fingerprint::id`] covers everything that changes how a workflow runs (versions,
 //! devices, launch arguments, node packs and core node definitions); the model listings are
@@ -11,8 +13,8 @@
 //! folder changes them without changing the server.
 //!
 //! Building is pure ([`build`], [`node_sets`], [`apply_manager_versions`], [`diff`]);
-//! [`Fingerprinter`] fetches the answers and skips re-parsing `/object_info` when its body
-//! hashes the same as last time.
+//! [`Fingerprinter`] fetches the answers, and `/object_info` only when something suggests the
+//! node set may have changed (see there).
 
 use super::protocol::{routes, SystemStats};
 use super::{Client, ClientError};
@@ -32,7 +34,7 @@ pub const VERSION_UNKNOWN: &str = "version unknown";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
     /// Short id: the first [`ID_LEN`] hex digits of the sha256 of the canonical JSON of the
-    /// fields below except `models`, `models_sha256` and `object_info_sha256`.
+    /// fields below except `models`, `models_sha256`, `model_paths` and `object_info_sha256`.
     pub id: String,
     /// ComfyUI version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +72,10 @@ pub struct Fingerprint {
     /// sha256 of the canonical JSON of `models`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models_sha256: Option<String>,
+    /// The server's model folders on its own machine, per folder kind
+    /// (`GET /internal/folder_paths`); empty when the server does not say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_paths: BTreeMap<String, Vec<String>>,
     /// sha256 of the raw `/object_info` body (lets the next fingerprint skip parsing it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_info_sha256: Option<String>,
@@ -297,7 +303,13 @@ impl Fingerprint {
     pub fn compute_id(&self) -> String {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
-            for k in ["id", "models", "models_sha256", "object_info_sha256"] {
+            for k in [
+                "id",
+                "models",
+                "models_sha256",
+                "model_paths",
+                "object_info_sha256",
+            ] {
                 o.remove(k);
             }
         }
@@ -437,12 +449,26 @@ fn model_changes(before: &[ModelFolder], after: &[ModelFolder]) -> Vec<String> {
 pub const MANAGER_INSTALLED_ROUTES: [&str; 2] =
     ["/customnode/installed", "/v2/customnode/installed"];
 
-/// Takes fingerprints of one server, remembering the last `/object_info` body's hash and what
-/// it gave so an unchanged body is not parsed again.
+/// Takes fingerprints of one server. `/object_info` (megabytes on a server with many packs) is
+/// fetched only when something suggests the node set may have changed since the last fetch:
+/// none was fetched yet; [`Fingerprinter::invalidate`] was called (a run lost the server, the
+/// server was restarted); the last run's socket reconnected ([`Fingerprinter::ran`]); the
+/// server no longer has the last run's prompt in its history (it restarted since); or the
+/// cheap answers changed: `/system_stats` without its free-memory numbers (versions, devices,
+/// launch arguments) or `/extensions` (the packs' front-end scripts). Otherwise the last node
+/// sets are reused. A body that hashes the same as last time is not parsed again.
 #[derive(Debug)]
 pub struct Fingerprinter {
     client: Client,
     last_nodes: Option<(String, (NodeSet, Vec<NodePack>))>,
+    /// `/system_stats` (without free memory) and `/extensions` when `/object_info` was last
+    /// fetched.
+    last_key: Option<String>,
+    /// Something says the node set may have changed: fetch `/object_info` next time.
+    stale: bool,
+    /// The last run's prompt id, looked up in the server's history before the next fingerprint.
+    last_prompt: Option<String>,
+    object_info_fetches: u64,
 }
 
 impl Fingerprinter {
@@ -451,17 +477,41 @@ impl Fingerprinter {
         Fingerprinter {
             client,
             last_nodes: None,
+            last_key: None,
+            stale: true,
+            last_prompt: None,
+            object_info_fetches: 0,
         }
     }
 
-    /// Fetches everything and builds the fingerprint. Only `/system_stats` must answer; the
-    /// other parts are left out when their route fails.
+    /// The next fingerprint fetches `/object_info` again (the server was lost or restarted).
+    pub fn invalidate(&mut self) {
+        self.stale = true;
+    }
+
+    /// A run was made with prompt `prompt_id`; `reconnected`: its socket had to reconnect (the
+    /// server may have restarted under it), so the next fingerprint fetches `/object_info`.
+    pub fn ran(&mut self, prompt_id: &str, reconnected: bool) {
+        self.last_prompt = Some(prompt_id.to_string());
+        if reconnected {
+            self.stale = true;
+        }
+    }
+
+    /// How many times `/object_info` was fetched.
+    pub fn object_info_fetches(&self) -> u64 {
+        self.object_info_fetches
+    }
+
+    /// Fetches what is needed and builds the fingerprint. Only `/system_stats` must answer;
+    /// the other parts are left out when their route fails.
     pub async fn take(&mut self) -> Result<Fingerprint, ClientError> {
         let client = self.client.clone();
         let started = std::time::Instant::now();
-        let (stats, object_info, manager, models) = tokio::join!(
+        let last_prompt = self.last_prompt.clone();
+        let (stats, extensions, manager, models, folder_paths, history) = tokio::join!(
             client.system_stats(),
-            client.get_text_opt(routes::OBJECT_INFO),
+            client.get_text_opt(routes::EXTENSIONS),
             async {
                 for route in MANAGER_INSTALLED_ROUTES {
                     match client.get_text_opt(route).await {
@@ -472,38 +522,76 @@ impl Fingerprinter {
                 }
                 None
             },
-            model_listings(&client)
-        );
-        let fetched_ms = started.elapsed().as_millis() as u64;
-        let stats = stats?;
-        let mut body_hash = None;
-        let nodes = match object_info {
-            Ok(Some(body)) => {
-                let hash = sha256_hex(body.as_bytes());
-                body_hash = Some(hash.clone());
-                match &self.last_nodes {
-                    Some((h, nodes)) if *h == hash => Some(nodes.clone()),
-                    _ => match serde_json::from_str::<Value>(&body) {
-                        Ok(v) => {
-                            let nodes = node_sets(&v);
-                            self.last_nodes = Some((hash, nodes.clone()));
-                            Some(nodes)
-                        }
-                        Err(_) => None,
-                    },
+            model_listings(&client),
+            client.get_text_opt(routes::FOLDER_PATHS),
+            async {
+                match &last_prompt {
+                    Some(id) => Some(client.history(id).await.map(|h| h.is_some())),
+                    None => None,
                 }
             }
-            _ => None,
+        );
+        let stats = stats?;
+        // The cheap answers: versions, devices, launch arguments, front-end scripts.
+        let key = format!(
+            "{}|{}",
+            build(&stats, None, None, Vec::new()).id,
+            sha256_hex(extensions.ok().flatten().unwrap_or_default().as_bytes())
+        );
+        // The last run's prompt gone from history: the server restarted since.
+        let restarted = matches!(history, Some(Ok(false)) | Some(Err(_)));
+        let reuse = !self.stale
+            && !restarted
+            && self.last_nodes.is_some()
+            && self.last_key.as_deref() == Some(key.as_str());
+        let (nodes, body_hash) = if reuse {
+            let (hash, nodes) = self.last_nodes.clone().expect("checked above");
+            (Some(nodes), Some(hash))
+        } else {
+            self.fetch_nodes(key).await
         };
         let mut fp = build(&stats, nodes.as_ref(), manager.as_ref(), models);
         fp.object_info_sha256 = body_hash;
+        if let Ok(Some(text)) = folder_paths {
+            fp.model_paths = parse_folder_paths(&text);
+        }
         tracing::debug!(
-            fetched_ms,
+            reused_object_info = reuse,
             total_ms = started.elapsed().as_millis() as u64,
-            "fingerprint: answers fetched, then built"
+            "fingerprint taken"
         );
         Ok(fp)
     }
+
+    /// `GET /object_info` and its node sets (parsed again only when the body changed); `key`
+    /// is remembered when it answered.
+    async fn fetch_nodes(
+        &mut self,
+        key: String,
+    ) -> (Option<(NodeSet, Vec<NodePack>)>, Option<String>) {
+        self.object_info_fetches += 1;
+        let Ok(Some(body)) = self.client.get_text_opt(routes::OBJECT_INFO).await else {
+            return (None, None);
+        };
+        let hash = sha256_hex(body.as_bytes());
+        let nodes = match &self.last_nodes {
+            Some((h, nodes)) if *h == hash => nodes.clone(),
+            _ => match serde_json::from_str::<Value>(&body) {
+                Ok(v) => node_sets(&v),
+                Err(_) => return (None, Some(hash)),
+            },
+        };
+        self.last_nodes = Some((hash.clone(), nodes.clone()));
+        self.last_key = Some(key);
+        self.stale = false;
+        (Some(nodes), Some(hash))
+    }
+}
+
+/// The body of `GET /internal/folder_paths` (`{"checkpoints": ["/…/models/checkpoints", …]}`);
+/// empty when it has another shape.
+pub fn parse_folder_paths(text: &str) -> BTreeMap<String, Vec<String>> {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 /// Every model folder's listing: `/experiment/models` (names and sizes) when the server has
@@ -734,5 +822,32 @@ mod tests {
             .unwrap()
             .iter()
             .any(|f| f["name"] == "checkpoints"));
+    }
+
+    #[test]
+    fn folder_paths_from_the_capture_and_outside_the_id() {
+        let text = std::fs::read_to_string(
+            "tests/fixtures/comfyui/GET__internal__folder_paths.initial.json",
+        )
+        .unwrap();
+        let paths = parse_folder_paths(&text);
+        assert_eq!(
+            paths["diffusion_models"],
+            [
+                "/home/user/ComfyUI/models/unet",
+                "/home/user/ComfyUI/models/diffusion_models",
+                "/home/user/ComfyUI/output/diffusion_models"
+            ]
+        );
+        assert_eq!(
+            paths["checkpoints"][0],
+            "/home/user/ComfyUI/models/checkpoints"
+        );
+        assert!(parse_folder_paths("[1, 2]").is_empty());
+        // Where the folders are does not change how a workflow runs: not part of the id.
+        let fp = build(&stats(), None, None, vec![]);
+        let mut moved = fp.clone();
+        moved.model_paths = paths;
+        assert_eq!(moved.compute_id(), fp.id);
     }
 }

@@ -36,6 +36,12 @@ pub mod routes {
     pub const LOGS_SUBSCRIBE: &str = "/internal/logs/subscribe";
     /// `GET` the console's ring buffer (the last 300 writes since start) as [`super::LogsData`].
     pub const LOGS_RAW: &str = "/internal/logs/raw";
+    /// `GET` the front-end scripts of ComfyUI and of each custom node pack that has some
+    /// (`["/extensions/core/groupNode.js", …, "/extensions/<pack>/….js"]`).
+    pub const EXTENSIONS: &str = "/extensions";
+    /// `GET` the absolute folders of each model folder kind on the server's machine
+    /// (`{"checkpoints": ["/…/models/checkpoints", …], …}`). Not served under `/api`.
+    pub const FOLDER_PATHS: &str = "/internal/folder_paths";
     /// `GET /view?filename=&subfolder=&type=`: an output file's bytes.
     pub const VIEW: &str = "/view";
 }

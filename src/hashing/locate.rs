@@ -1,11 +1,14 @@
-//! Finding a referenced model file under the `--models-dir` roots, and nowhere else.
+//! Finding a referenced model file under the `--models-dir` roots, or in the server's own
+//! model folders when the server runs on this machine, and nowhere else.
 //!
 //! A root is ComfyUI's `models/` directory. A reference is looked up as
 //! `<root>/<folder>/<file>` for each root (in the order given) and each of its folders (in
-//! ComfyUI's order). Absolute names and `..` are refused, and so is any path whose real location
+//! ComfyUI's order). Without `--models-dir`, the server's folders (`GET /internal/folder_paths`,
+//! absolute folders per kind) are searched the same way when they exist here. Absolute names and `..` are refused, and so is any path whose real location
 //! (after following symlinks) is outside every root. Nothing is ever guessed.
 
 use super::refs::ModelRef;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
@@ -28,7 +31,6 @@ pub enum Location {
 
 /// Looks `model` up under `roots` (each a ComfyUI `models/` directory).
 pub fn locate(model: &ModelRef, roots: &[PathBuf]) -> Location {
-    let unhashed = |reason: String| Location::Unhashed { reason };
     if roots.is_empty() {
         return unhashed(
             "no --models-dir given (remote server?); pass --models-dir <ComfyUI>/models to hash model files"
@@ -39,47 +41,109 @@ pub fn locate(model: &ModelRef, roots: &[PathBuf]) -> Location {
         Ok(relative) => relative,
         Err(reason) => return unhashed(reason),
     };
+    let candidates = roots
+        .iter()
+        .flat_map(|root| {
+            model
+                .folders
+                .iter()
+                .map(|&folder| (root.join(folder).join(&relative), folder))
+        })
+        .collect();
+    search(
+        candidates,
+        roots,
+        "every --models-dir root",
+        "any --models-dir root",
+    )
+}
+
+/// Looks `model` up in the server's own folders (`GET /internal/folder_paths`: absolute
+/// folders per folder kind, on the server's machine), for a server on this machine: each
+/// folder of each of the reference's kinds, in ComfyUI's order. A real path outside those
+/// folders is refused, as under `--models-dir`. (Whether the server is on this machine at all
+/// is the caller's question.)
+pub fn locate_in_server_folders(
+    model: &ModelRef,
+    folder_paths: &BTreeMap<String, Vec<PathBuf>>,
+) -> Location {
+    let dirs: Vec<(&PathBuf, &'static str)> = model
+        .folders
+        .iter()
+        .flat_map(|&kind| {
+            folder_paths
+                .get(kind)
+                .into_iter()
+                .flatten()
+                .map(move |d| (d, kind))
+        })
+        .collect();
+    let relative = match checked_relative(&model.file) {
+        Ok(relative) => relative,
+        Err(reason) => return unhashed(reason),
+    };
+    let roots: Vec<PathBuf> = dirs.iter().map(|(d, _)| (*d).clone()).collect();
+    let candidates = dirs
+        .iter()
+        .map(|(d, kind)| (d.join(&relative), *kind))
+        .collect();
+    search(
+        candidates,
+        &roots,
+        "the server's model folders (GET /internal/folder_paths)",
+        "the server's model folders (GET /internal/folder_paths)",
+    )
+}
+
+fn unhashed(reason: String) -> Location {
+    Location::Unhashed { reason }
+}
+
+/// The first candidate that is a regular file whose real path is under one of `roots`.
+fn search(
+    candidates: Vec<(PathBuf, &'static str)>,
+    roots: &[PathBuf],
+    outside: &str,
+    not_found: &str,
+) -> Location {
     let real_roots: Vec<PathBuf> = roots
         .iter()
         .filter_map(|r| fs::canonicalize(r).ok())
         .collect();
     let mut searched = Vec::new();
     let mut refusals = Vec::new();
-    for root in roots {
-        for &folder in &model.folders {
-            let candidate = root.join(folder).join(&relative);
-            searched.push(candidate.display().to_string());
-            if fs::symlink_metadata(&candidate).is_err() {
-                continue;
-            }
-            let real = match fs::canonicalize(&candidate) {
-                Ok(real) => real,
-                Err(e) => {
-                    refusals.push(format!(
-                        "'{}' exists but cannot be resolved ({e}; a dangling symlink?)",
-                        candidate.display()
-                    ));
-                    continue;
-                }
-            };
-            if !real_roots.iter().any(|r| real.starts_with(r)) {
+    for (candidate, folder) in candidates {
+        searched.push(candidate.display().to_string());
+        if fs::symlink_metadata(&candidate).is_err() {
+            continue;
+        }
+        let real = match fs::canonicalize(&candidate) {
+            Ok(real) => real,
+            Err(e) => {
                 refusals.push(format!(
-                    "refused '{}': it resolves to '{}', outside every --models-dir root (add the root that holds it with --models-dir if you trust it)",
-                    candidate.display(),
-                    real.display()
+                    "'{}' exists but cannot be resolved ({e}; a dangling symlink?)",
+                    candidate.display()
                 ));
                 continue;
             }
-            if !real.is_file() {
-                refusals.push(format!("'{}' is not a regular file", candidate.display()));
-                continue;
-            }
-            return Location::Located { path: real, folder };
+        };
+        if !real_roots.iter().any(|r| real.starts_with(r)) {
+            refusals.push(format!(
+                "refused '{}': it resolves to '{}', outside {outside} (add the root that holds it with --models-dir if you trust it)",
+                candidate.display(),
+                real.display()
+            ));
+            continue;
         }
+        if !real.is_file() {
+            refusals.push(format!("'{}' is not a regular file", candidate.display()));
+            continue;
+        }
+        return Location::Located { path: real, folder };
     }
     if refusals.is_empty() {
         unhashed(format!(
-            "not found under any --models-dir root (searched: {})",
+            "not found under {not_found} (searched: {})",
             searched.join(", ")
         ))
     } else {

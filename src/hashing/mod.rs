@@ -2,9 +2,11 @@
 //! model files a workflow's loader nodes reference under ComfyUI's `models/` folders.
 //!
 //! Data flows one way: [`refs::model_references`] reads a prompt (pure, no file system) →
-//! [`locate::locate`] maps each reference to a file under the `--models-dir` roots →
-//! [`parallel::hash_files`] hashes them (several at once, through the [`cache::HashCache`]) →
-//! [`components::hash_components`] returns the serializable records a run stores.
+//! [`locate::locate`] maps each reference to a file under the `--models-dir` roots (without
+//! them, [`locate::locate_in_server_folders`] looks in the server's own folders when the server
+//! runs on this machine) → [`parallel::hash_files`] hashes them (several at once, through the
+//! [`cache::HashCache`]) → [`components::hash_components`] /
+//! [`components::hash_server_components`] return the serializable records a run stores.
 
 pub mod cache;
 pub mod components;
@@ -14,9 +16,11 @@ pub mod parallel;
 pub mod refs;
 
 pub use cache::HashCache;
-pub use components::{hash_components, ComponentHash, ComponentStatus};
+pub use components::{
+    hash_components, hash_server_components, ComponentHash, ComponentStatus, ServerModels,
+};
 pub use file::{autov2, hash_file, hash_file_with, FileHash, HashError, HashOptions};
-pub use locate::{locate, Location};
+pub use locate::{locate, locate_in_server_folders, Location};
 pub use parallel::hash_files;
 pub use refs::{model_references, ModelRef};
 

@@ -122,8 +122,12 @@ fn short(v: &Option<Value>) -> String {
 
 /// One line per change, as the report shows a step: a width and height change of the same
 /// node read as one resolution change (`resolution 256×144 → 1280×720 (EmptyLatentImage #5)`),
-/// an object value as its changed keys, a link as `output N of #id`.
-pub fn describe_changes(changes: &[Change]) -> Vec<String> {
+/// an object value as its changed keys, a link as `output N of #id`. With `re_adds` (the
+/// changes of a step k ≥ 1, which re-adds what step k−1 left out) a bypassed or removed node
+/// reads as what comes back, one line per class (`ImageScaleBy #12, #13 re-added`), and a
+/// disconnected input as reconnected; without it (step 0) as what the minimal variant does
+/// (`bypass LoraLoader #10`).
+pub fn describe_changes(changes: &[Change], re_adds: bool) -> Vec<String> {
     let mut used = vec![false; changes.len()];
     let mut out = Vec::new();
     for (i, c) in changes.iter().enumerate() {
@@ -137,6 +141,28 @@ pub fn describe_changes(changes: &[Change]) -> Vec<String> {
         if action == SECOND_PASS {
             used[i] = true;
             out.push(second_pass_text(c));
+            continue;
+        }
+        if re_adds && comes_back(c) {
+            let mut ids = Vec::new();
+            for (j, d) in changes.iter().enumerate().skip(i) {
+                if !used[j] && comes_back(d) && &d.class_type == class {
+                    used[j] = true;
+                    ids.push(format!("#{}", d.node));
+                }
+            }
+            out.push(format!("{class} {} re-added", ids.join(", ")));
+            continue;
+        }
+        if re_adds && action == "remove" && !input.is_empty() {
+            used[i] = true;
+            out.push(match c.from.as_ref() {
+                Some(link) => format!(
+                    "{input} of {class} #{node} reconnected ({})",
+                    value_text(Some(link))
+                ),
+                None => format!("{input} of {class} #{node} reconnected"),
+            });
             continue;
         }
         if action == "set" && input == "width" {
@@ -195,6 +221,11 @@ pub fn describe_changes(changes: &[Change]) -> Vec<String> {
     out
 }
 
+/// A whole node that a step leaves out (bypassed or removed) and the next step brings back.
+fn comes_back(c: &Change) -> bool {
+    c.input.is_none() && matches!(c.action.as_str(), "bypass" | "remove")
+}
+
 /// A change's value in words: `none`, a string as it is, a link as `output N of #id`.
 fn value_text(v: Option<&Value>) -> String {
     match v {
@@ -230,13 +261,43 @@ mod tests {
         .map(change)
         .collect();
         assert_eq!(
-            describe_changes(&changes),
+            describe_changes(&changes, false),
             vec![
                 "resolution 256×144 → 1280×720 (EmptyLatentImage #5)",
                 "lora_1.on false → true (Power Lora Loader (rgthree) #6)",
                 "latent_image output 0 of #14 → output 0 of #13 (KSampler #3)",
                 "bypass EasyCache #9",
             ]
+        );
+    }
+
+    #[test]
+    fn a_re_add_step_says_what_comes_back_one_line_per_class() {
+        let changes: Vec<Change> = [
+            json!({"node": "12", "class_type": "ImageScaleBy", "action": "bypass"}),
+            json!({"node": "10", "class_type": "LoraLoader", "action": "bypass"}),
+            json!({"node": "13", "class_type": "ImageScaleBy", "action": "bypass"}),
+            json!({"node": "11", "class_type": "UpscaleModelLoader", "action": "remove"}),
+            json!({"node": "7", "class_type": "WanVideoSampler", "action": "remove", "input": "lora", "from": ["20", 0]}),
+            json!({"node": "5", "class_type": "EmptyLatentImage", "action": "set", "input": "batch_size", "from": 1, "to": 4}),
+        ]
+        .into_iter()
+        .map(change)
+        .collect();
+        assert_eq!(
+            describe_changes(&changes, true),
+            vec![
+                "ImageScaleBy #12, #13 re-added",
+                "LoraLoader #10 re-added",
+                "UpscaleModelLoader #11 re-added",
+                "lora of WanVideoSampler #7 reconnected (output 0 of #20)",
+                "batch_size 1 → 4 (EmptyLatentImage #5)",
+            ]
+        );
+        // Step 0 says what the minimal variant does to the same nodes.
+        assert_eq!(
+            describe_changes(&changes[..2], false),
+            vec!["bypass ImageScaleBy #12", "bypass LoraLoader #10"]
         );
     }
 }

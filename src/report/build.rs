@@ -6,26 +6,11 @@
 use super::environment::environment;
 use super::load::SessionData;
 use super::model::{DriftRow, NodePackRow, Report, Settings, SCHEMA_VERSION};
+use super::naming::{display, outcome_name, short, stop_reason};
 use super::workflow_report::workflow_report;
 use crate::comfy::SystemStats;
-use crate::session::journal::{RunEntry, RunRole, RunStatus, SessionState, StopReason};
+use crate::session::journal::{RunEntry, RunRole, SessionState};
 use std::collections::HashSet;
-use std::path::Path;
-
-/// A path as text.
-pub(super) fn display(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
-/// The first 8 characters of a run id, as the report shows it.
-pub(super) fn short(run_id: &str) -> String {
-    run_id.chars().take(8).collect()
-}
-
-/// A run of the ladder itself (endpoints and search), not a repeat, control or re-run.
-pub(super) fn is_main(role: RunRole) -> bool {
-    matches!(role, RunRole::Minimal | RunRole::Target | RunRole::Search)
-}
 
 /// Builds the report (not redacted; see [`super::redact`]).
 pub fn build(data: &SessionData) -> Report {
@@ -228,18 +213,6 @@ fn baseline_warning(runs: &[&RunEntry]) -> Option<String> {
     })
 }
 
-/// Why a session stopped, in words.
-pub(super) fn stop_reason(r: StopReason) -> &'static str {
-    match r {
-        StopReason::Deadline => "deadline reached",
-        StopReason::Interrupted => "interrupted",
-        StopReason::ServerLost => "server lost",
-        StopReason::Preflight => "preflight failed",
-        StopReason::Error => "error",
-        StopReason::EnvironmentChanged => "environment changed",
-    }
-}
-
 /// Warnings when the server's versions, launch arguments or device changed between runs.
 fn drift_warnings(data: &SessionData, reference: Option<&SystemStats>) -> Vec<String> {
     let Some(reference) = reference else {
@@ -284,19 +257,10 @@ fn drift_warnings(data: &SessionData, reference: Option<&SystemStats>) -> Vec<St
     out
 }
 
-/// The outcome's name, `running` while in flight.
-pub(super) fn outcome_name(entry: &RunEntry) -> String {
-    match (&entry.status, &entry.outcome) {
-        (RunStatus::InFlight, _) => "running".into(),
-        (_, Some(o)) => o.name().into(),
-        (_, None) => "unknown".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::journal::Outcome;
+    use crate::session::journal::{Outcome, RunStatus};
 
     #[test]
     fn a_baseline_that_grows_from_run_to_run_is_called_out() {

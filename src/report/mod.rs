@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod md;
 pub mod memory;
 pub mod model;
+pub mod naming;
 pub mod redact;
 pub mod verdict;
 pub mod workflow_report;

@@ -2,9 +2,9 @@
 //! not reproduce, flaky, preflight, inconclusive, incomplete or in progress), the first memory
 //! fallback before it, and the sentence that says so.
 
-use super::build::{is_main, short, stop_reason};
 use super::load::SessionData;
 use super::model::{LadderRow, Verdict, VerdictKind};
+use super::naming::{is_main, short, stop_reason};
 use crate::session::journal::{
     CrashCheck, RunStatus, SessionState, Verdict as SessionVerdict, WorkflowJob,
 };

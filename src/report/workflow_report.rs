@@ -2,13 +2,13 @@
 //! ended), the first failure's evidence and next steps, repeats, controls, preflight
 //! findings, component hashes and attachments.
 
-use super::build::{display, is_main, outcome_name};
 use super::load::SessionData;
 use super::model::{
     AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
     NextSteps, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind,
     VramInfo, WorkflowInfo, WorkflowReport,
 };
+use super::naming::{display, is_main, outcome_name};
 use super::verdict::verdict;
 use crate::comfy::ExecutionError;
 use crate::diagnose::{self, Diagnosis};
@@ -301,7 +301,7 @@ pub(super) fn workflow_report(
                     data,
                     st.index,
                     &st.increment,
-                    crate::ladder::describe_changes(&st.changes),
+                    crate::ladder::describe_changes(&st.changes, st.index > 0),
                     main_run(st.index),
                 )
             })

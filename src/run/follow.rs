@@ -138,10 +138,7 @@ impl Runner<'_> {
                     }
                 }
                 Err(_) => {
-                    self.warn(format!(
-                        "/history says the prompt is over, but the socket did not end it within                          {}s; its remaining frames (step progress) may be missing",
-                        SOCKET_DRAIN.as_secs()
-                    ));
+                    self.warn(drain_timeout_warning(SOCKET_DRAIN));
                     return;
                 }
             }
@@ -478,6 +475,15 @@ impl<'r, 'a> Follow<'r, 'a> {
     }
 }
 
+/// The warning when the socket did not end our prompt within `limit` of `/history` doing so.
+fn drain_timeout_warning(limit: Duration) -> String {
+    format!(
+        "/history says the prompt is over, but the socket did not end it within {}s; its \
+         remaining frames (step progress) may be missing",
+        limit.as_secs()
+    )
+}
+
 async fn next_frame(sock: Option<&mut WsConnection>) -> WsFrame {
     match sock {
         Some(s) => s.next_frame().await,
@@ -496,5 +502,21 @@ async fn cancelled(rx: &mut Option<watch::Receiver<bool>>) {
             }
         },
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drain_warning_is_one_sentence_with_single_spaces() {
+        let text = drain_timeout_warning(Duration::from_secs(5));
+        assert_eq!(
+            text,
+            "/history says the prompt is over, but the socket did not end it within 5s; its \
+             remaining frames (step progress) may be missing"
+        );
+        assert!(!text.contains("  "), "{text:?}");
     }
 }

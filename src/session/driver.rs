@@ -679,7 +679,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         }
         let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
         let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
-        let components = self.component_hashes(workflow);
+        let run_fingerprint = self.session.workflows[w]
+            .runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .and_then(|r| r.fingerprint.clone());
+        let components = self.component_hashes(workflow, run_fingerprint.as_deref());
         let node_hashes: serde_json::Map<String, serde_json::Value> = workflow
             .nodes
             .keys()
@@ -787,10 +792,30 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         )
     }
 
-    fn component_hashes(&mut self, workflow: &Workflow) -> Vec<ComponentHash> {
-        let roots = self.session.options.models_dirs.clone();
+    /// The run's model files hashed: under `--models-dir` when given, else in the server's own
+    /// folders as the run's fingerprint describes them (`/internal/folder_paths` and the
+    /// listings), when they are on this machine.
+    fn component_hashes(
+        &mut self,
+        workflow: &Workflow,
+        fingerprint: Option<&str>,
+    ) -> Vec<ComponentHash> {
         let prompt = workflow.to_value();
-        let hashes = crate::hashing::hash_components(&prompt, &roots, self.hash_cache.as_mut());
+        let roots = self.session.options.models_dirs.clone();
+        let hashes = if roots.is_empty() {
+            let server = fingerprint
+                .and_then(|id| self.session.fingerprints.get(id))
+                .map(server_models)
+                .unwrap_or_default();
+            if self.hash_cache.is_none() && !server.folder_paths.is_empty() {
+                self.hash_cache = Some(HashCache::open(
+                    self.paths.runs_dir.join(crate::hashing::DEFAULT_CACHE_FILE),
+                ));
+            }
+            crate::hashing::hash_server_components(&prompt, &server, self.hash_cache.as_mut())
+        } else {
+            crate::hashing::hash_components(&prompt, &roots, self.hash_cache.as_mut())
+        };
         if let Some(cache) = self.hash_cache.as_mut() {
             let _ = cache.save();
         }
@@ -905,6 +930,27 @@ pub fn describe_run(entry: &RunEntry) -> String {
         outcome,
         stage
     )
+}
+
+/// What a fingerprint says about the server's model folders, for hashing without `--models-dir`.
+fn server_models(fp: &Fingerprint) -> crate::hashing::ServerModels {
+    crate::hashing::ServerModels {
+        folder_paths: fp
+            .model_paths
+            .iter()
+            .map(|(kind, dirs)| (kind.clone(), dirs.iter().map(PathBuf::from).collect()))
+            .collect(),
+        listed: fp
+            .models
+            .iter()
+            .map(|f| {
+                (
+                    f.folder.clone(),
+                    f.files.iter().map(|x| (x.name.clone(), x.size)).collect(),
+                )
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

@@ -189,7 +189,11 @@ impl Backend for LiveBackend {
             tracing::warn!("events.ndjson: {e}");
         }
         let mut record = record;
+        // What the next fingerprint needs to know: a reconnected socket may mean a restart.
+        self.fingerprinter
+            .ran(&record.prompt_id, record.raw.client_ids.len() > 1);
         if let crate::run::Outcome::ServerLost(info) = record.outcome() {
+            self.fingerprinter.invalidate();
             if !info.submitted {
                 return Attempt::NotSubmitted(info.reason);
             }
@@ -241,13 +245,21 @@ impl Backend for LiveBackend {
 
     fn alive(&mut self) -> bool {
         let client = self.client.with_request_timeout(Duration::from_secs(5));
-        self.handle
-            .block_on(async move { client.system_stats().await.is_ok() })
+        let alive = self
+            .handle
+            .block_on(async move { client.system_stats().await.is_ok() });
+        if !alive {
+            // Whatever answers next may be another server process.
+            self.fingerprinter.invalidate();
+        }
+        alive
     }
 
     fn restart(&mut self, command: &str) -> Result<(), String> {
-        // The restarted server is a new process: looked up again before the next run.
+        // The restarted server is a new process: looked up again before the next run, and its
+        // node set is fetched again.
         self.server_process = self.server_process.take().map(|_| Err("restarted".into()));
+        self.fingerprinter.invalidate();
         super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
     }
 

@@ -5,6 +5,7 @@
 pub mod decide;
 pub mod driver;
 pub mod evidence;
+pub mod folders;
 pub mod index;
 pub mod journal;
 pub mod live;

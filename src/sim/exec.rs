@@ -444,6 +444,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         st.running = None;
         st.executing = None;
         st.gpu.empty_cache();
+        st.gpu.leaked += run.inst.shared.faults().leak_bytes;
         if slow == 0 {
             st.insert_history(pid.clone(), entry);
         } else {

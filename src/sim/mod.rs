@@ -58,6 +58,15 @@ pub struct Faults {
     /// reports and behaves as if restarted with `--lowvram` (`lowvram-after=N`): its
     /// environment fingerprint changes between two runs.
     pub lowvram_after: Option<u64>,
+    /// Once the prompt with this ordinal (1-based) has finished, the server has one more custom
+    /// node pack ([`EXTRA_PACK`]: its classes in `/object_info`, its script in `/extensions`),
+    /// as after a restart with the pack installed (`pack-added-after=N`): the environment
+    /// fingerprint changes and names the pack.
+    pub pack_added_after: Option<u64>,
+    /// Device memory not given back after each prompt (`leak=SIZE`): held outside PyTorch's
+    /// allocator until the server restarts, so the memory in use after `/free` grows from run
+    /// to run.
+    pub leak_bytes: u64,
     /// Each prompt's frames to its submitter's socket are held back (in order) until a
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
@@ -100,6 +109,16 @@ impl Faults {
         self.lowvram_after = Some(n);
         self
     }
+    /// Load [`EXTRA_PACK`] once prompt `n` (1-based) has finished.
+    pub fn with_pack_added_after(mut self, n: u64) -> Self {
+        self.pack_added_after = Some(n);
+        self
+    }
+    /// Keep `bytes` of device memory after every prompt.
+    pub fn with_leak_bytes(mut self, bytes: u64) -> Self {
+        self.leak_bytes = bytes;
+        self
+    }
     /// Come back by itself `ms` milliseconds after a crash.
     pub fn with_revive_after_ms(mut self, ms: u64) -> Self {
         self.revive_after_ms = Some(ms);
@@ -120,7 +139,7 @@ impl Faults {
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS,crash-on=N[:N…],
-    /// revive-after=MS,lowvram-after=N`
+    /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -158,6 +177,17 @@ impl Faults {
                         format!("--faults: lowvram-after={n} is not a prompt number (1-based)")
                     })?)
                 }
+                ("pack-added-after", Some(n)) => {
+                    f.pack_added_after =
+                        Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            format!(
+                                "--faults: pack-added-after={n} is not a prompt number (1-based)"
+                            )
+                        })?)
+                }
+                ("leak", Some(size)) => {
+                    f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
+                }
                 ("revive-after", Some(ms)) => {
                     f.revive_after_ms = Some(ms.trim_end_matches("ms").parse().map_err(|_| {
                         format!("--faults: revive-after={ms} is not a number of milliseconds")
@@ -173,7 +203,7 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
-                         lowvram-after=N"
+                         lowvram-after=N, pack-added-after=N, leak=SIZE"
                     ))
                 }
             }
@@ -203,7 +233,14 @@ pub struct SimConfig {
     /// Stand in for an authenticating reverse proxy: every request (HTTP and the WebSocket
     /// handshake) without this header (name case-insensitive, value exact) gets 401.
     pub require_header: Option<(String, String)>,
+    /// The ComfyUI folder `GET /internal/folder_paths` names (`<root>/models/checkpoints` …).
+    /// By default a folder that exists on no machine ([`SIM_MODELS_ROOT`]), so the simulator
+    /// looks like a remote server; point it at a folder with model files to hash them.
+    pub models_root: std::path::PathBuf,
 }
+
+/// The default [`SimConfig::models_root`]: a path that exists nowhere.
+pub const SIM_MODELS_ROOT: &str = "/comfyui-simulator-remote/ComfyUI";
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -215,6 +252,7 @@ impl Default for SimConfig {
             allocator: Allocator::Native,
             lowvram: false,
             require_header: None,
+            models_root: SIM_MODELS_ROOT.into(),
         }
     }
 }
@@ -242,6 +280,12 @@ impl SimConfig {
     }
     pub fn with_allocator(mut self, allocator: Allocator) -> Self {
         self.allocator = allocator;
+        self
+    }
+    /// Serves `root`'s model folders in `GET /internal/folder_paths` (see
+    /// [`SimConfig::models_root`]).
+    pub fn with_models_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.models_root = root.into();
         self
     }
     pub fn with_lowvram(mut self) -> Self {
@@ -292,7 +336,12 @@ pub(crate) struct Shared {
     executed: std::sync::atomic::AtomicU64,
     /// `--lowvram` now (from the config, or switched on by [`Faults::lowvram_after`]).
     lowvram: std::sync::atomic::AtomicBool,
+    /// [`EXTRA_PACK`] is loaded (switched on by [`Faults::pack_added_after`]).
+    extra_pack: std::sync::atomic::AtomicBool,
 }
+
+/// The custom node pack [`Faults::pack_added_after`] adds.
+pub const EXTRA_PACK: &str = "ComfyUI-Sim-Extra-Pack";
 
 impl Shared {
     /// Whether the server runs with `--lowvram` now.
@@ -300,8 +349,18 @@ impl Shared {
         self.lowvram.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// A prompt finished: applies [`Faults::lowvram_after`]; true when the server switched.
+    /// Whether [`EXTRA_PACK`] is loaded now.
+    pub(crate) fn extra_pack(&self) -> bool {
+        self.extra_pack.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A prompt finished: applies [`Faults::pack_added_after`] and [`Faults::lowvram_after`];
+    /// true when the server switched to `--lowvram`.
     pub(crate) fn prompt_finished(&self, ordinal: u64) -> bool {
+        if self.faults().pack_added_after == Some(ordinal) {
+            self.extra_pack
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         if self.faults().lowvram_after == Some(ordinal) && !self.lowvram() {
             self.lowvram
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -388,6 +447,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
         addr,
         faults: Mutex::new(config.faults.clone()),
         lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
+        extra_pack: std::sync::atomic::AtomicBool::new(false),
         config,
         submitted: Mutex::new(Vec::new()),
         current: Mutex::new(None),
@@ -521,6 +581,11 @@ mod tests {
             Some(2)
         );
         assert!(Faults::parse("lowvram-after=0").is_err());
+        let f = Faults::parse("pack-added-after=3,leak=256MiB").unwrap();
+        assert_eq!(f.pack_added_after, Some(3));
+        assert_eq!(f.leak_bytes, 256 * MIB);
+        assert!(Faults::parse("pack-added-after=x").is_err());
+        assert!(Faults::parse("leak=lots").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
         assert_eq!(f.revive_after_ms, Some(200));

@@ -1,6 +1,7 @@
 //! What the simulator knows about node classes: the shipped definitions (`object_info`), the
 //! role tags, and how each node transforms the values flowing through the graph (models,
-//! latents, images…) into [`Work`] for the memory model.
+//! latents, images…) into [`Work`] for the memory model: [`evaluate`] hands each node to the
+//! handler its role (or class) has in `HANDLERS`.
 
 use super::memory::{
     checkpoint_clip_bytes, lora_file_bytes, quant_factor, text_encoder_bytes, upscale_model,
@@ -403,389 +404,111 @@ fn scale_image(img: ImageVal, inp: &Inputs) -> ImageVal {
     }
 }
 
+/// How [`HANDLERS`] recognise a node: by a role in `roles.sim.json`, by class, or (text
+/// encoders) by taking a CLIP and giving conditioning.
+enum Match {
+    Role(&'static str),
+    Class(&'static [&'static str]),
+    TextEncode,
+}
+
+impl Match {
+    fn matches(&self, n: &Node) -> bool {
+        match self {
+            Match::Role(role) => defs().has_role(n.inp.class, role),
+            Match::Class(classes) => classes.contains(&n.inp.class),
+            Match::TextEncode => {
+                n.inp.links.values().any(|v| matches!(v, Val::Clip { .. }))
+                    && n.out_types
+                        .iter()
+                        .any(|t| t == "CONDITIONING" || t == "WANVIDEOTEXTEMBEDS")
+            }
+        }
+    }
+}
+
+/// A node's handler: fills in the work and the modelled outputs.
+type Handler = fn(&mut Node);
+
+/// From node role (or class) to its handler; the first that matches handles the node, and a
+/// node no entry matches is CPU work that passes its inputs through.
+const HANDLERS: &[(Match, Handler)] = &[
+    (Match::Role("diffusion_loaders"), diffusion_loader),
+    (Match::Role("text_encoder_loaders"), text_encoder_loader),
+    (Match::Role("vae_loaders"), vae_loader),
+    (Match::Class(&["UpscaleModelLoader"]), upscale_model_loader),
+    (Match::Class(&["WanVideoBlockSwap"]), block_swap),
+    (
+        Match::Class(&["WanVideoTeaCache", "WanVideoMagCache", "WanVideoEasyCache"]),
+        cache_args,
+    ),
+    (Match::Role("lora"), lora),
+    (Match::Role("cache_step"), step_cache),
+    (Match::Role("guiders"), guider),
+    (Match::Role("schedulers"), scheduler),
+    (Match::Role("samplers"), sampler),
+    (Match::Role("vae_decode"), vae_decode),
+    (Match::Role("vae_encode"), vae_encode),
+    (
+        Match::Class(&["ImageUpscaleWithModel", "ImageUpscaleWithModelBatched"]),
+        upscale_with_model,
+    ),
+    (Match::Role("frame_interp"), frame_interpolation),
+    (Match::TextEncode, text_encode),
+    (Match::Class(&["EmptyImage"]), empty_image),
+    (Match::Class(&["LoadImage"]), load_image),
+    (Match::Class(&["VHS_LoadVideo"]), load_video),
+    (Match::Role("image_rescale"), image_rescale),
+    (Match::Role("size_helpers"), image_rescale),
+    (
+        Match::Class(&["LatentUpscale", "LatentUpscaleBy"]),
+        latent_upscale,
+    ),
+    (Match::Class(&["INTConstant", "PrimitiveInt"]), int_constant),
+    (Match::Class(&["PrimitiveFloat"]), float_constant),
+];
+
+/// One node being evaluated: what its handler fills in.
+struct Node<'a> {
+    inp: &'a Inputs<'a>,
+    out_types: Vec<String>,
+    ctx: NodeContext,
+    work: Work,
+    /// Per output type, a specific value when the class is modelled.
+    special: HashMap<&'static str, Val>,
+    /// Every output, when the handler decided them all itself.
+    outputs: Option<Vec<Val>>,
+}
+
 /// Evaluates one node: its output values and the work it asks of the GPU.
 pub fn evaluate(inp: &Inputs) -> Eval {
-    let class = inp.class;
-    let d = defs();
-    let out_types = d.output_types(class);
-    let mut ctx = NodeContext::default();
-    let mut work = Work::Cpu { seconds: 0.01 };
-    // Per output slot, a specific value when the class is modelled.
-    let mut special: HashMap<&str, Val> = HashMap::new();
-
-    let files = inp.files();
-    let is = |role: &str| d.has_role(class, role);
-
-    if is("diffusion_loaders") {
-        let name = files.first().cloned().unwrap_or_else(|| class.to_string());
-        let wrapper = class == "WanVideoModelLoader";
-        let mut m = ModelVal::from_file(&name, !wrapper);
-        apply_dtype_widget(&mut m, inp);
-        if let Some(Val::Loras(l)) = inp.links.values().find(|v| matches!(v, Val::Loras(_))) {
-            m.loras.extend(l.iter().cloned());
-        }
-        if let Some(Val::BlockSwap(f)) = inp.links.values().find(|v| matches!(v, Val::BlockSwap(_)))
-        {
-            m.offload = *f;
-        }
-        // All-in-one loaders with LoRA widgets.
-        if let Some(l) = inp.str("lora_name") {
-            if l != "None" && is_model_file(l) {
-                m.loras.push((l.to_string(), lora_file_bytes(l, m.family)));
-            }
-        }
-        let clip_bytes = checkpoint_clip_bytes(m.family);
-        let key = name.clone();
-        work = Work::Cpu {
-            seconds: load_seconds(m.bytes + clip_bytes),
-        };
-        ctx.family = Some(m.family);
-        special.insert("MODEL", Val::Model(m.clone()));
-        special.insert("WANVIDEOMODEL", Val::Model(m.clone()));
-        special.insert(
-            "CLIP",
-            Val::Clip {
-                key: format!("{key}:clip"),
-                bytes: clip_bytes,
-                full: false,
-            },
-        );
-        special.insert(
-            "VAE",
-            Val::Vae {
-                key: format!("{key}:vae"),
-                kind: VaeKind::for_family(m.family),
-            },
-        );
-        let mut w = inp.int(&["empty_latent_width", "width"], 0);
-        let mut h = inp.int(&["empty_latent_height", "height"], 0);
-        // Easy-Use presets ("512 x 768") win over the stale custom size widgets.
-        if let Some((pw, ph)) = inp.str("resolution").and_then(parse_preset) {
-            w = pw;
-            h = ph;
-        }
-        if w > 0 && h > 0 {
-            special.insert(
-                "LATENT",
-                Val::Latent(LatentVal {
-                    width: w,
-                    height: h,
-                    frames: 1,
-                    batch: inp.int(&["batch_size"], 1),
-                }),
-            );
-        }
-    } else if is("text_encoder_loaders") {
-        let mut bytes: u64 = files.iter().map(|f| text_encoder_bytes(f)).sum();
-        let full = class == "LoadWanVideoT5TextEncoder";
-        let q = inp.str("quantization").unwrap_or("");
-        if q.contains("fp8") && files.iter().all(|f| quant_factor(f) >= 1.0) {
-            bytes /= 2;
-        }
-        work = Work::Cpu {
-            seconds: load_seconds(bytes),
-        };
-        let clip = Val::Clip {
-            key: files.join("+"),
-            bytes,
-            full,
-        };
-        special.insert("CLIP", clip.clone());
-        special.insert("WANTEXTENCODER", clip);
-    } else if is("vae_loaders") {
-        let name = files
-            .first()
-            .cloned()
-            .or_else(|| inp.str("vae_name").map(str::to_string))
-            .unwrap_or_default();
-        let kind = VaeKind::from_name(&name);
-        work = Work::Cpu {
-            seconds: load_seconds(kind.weights()),
-        };
-        let v = Val::Vae { key: name, kind };
-        special.insert("VAE", v.clone());
-        special.insert("WANVAE", v);
-    } else if class == "UpscaleModelLoader" {
-        let name = files.first().cloned().unwrap_or_default();
-        let (bytes, scale) = upscale_model(&name);
-        special.insert(
-            "UPSCALE_MODEL",
-            Val::Upscale {
-                key: name,
-                bytes,
-                scale,
-            },
-        );
-    } else if class == "WanVideoBlockSwap" {
-        let blocks = inp.int(&["blocks_to_swap"], 20) as f64;
-        special.insert("BLOCKSWAPARGS", Val::BlockSwap((blocks / 40.0).min(1.0)));
-    } else if matches!(
-        class,
-        "WanVideoTeaCache" | "WanVideoMagCache" | "WanVideoEasyCache"
-    ) {
-        special.insert("CACHEARGS", Val::CacheArgs(class.to_string()));
-    } else if is("lora") {
-        let model = inp.model();
-        let family = model.as_ref().map(|m| m.family).unwrap_or(Family::Other);
-        let mut rows = lora_rows(inp, family);
-        if let Some(name) = inp.str("lora_name").or_else(|| inp.str("lora")) {
-            let strength = inp.float(&["strength_model", "strength"], 1.0);
-            if name != "None" && strength != 0.0 && is_model_file(name) {
-                rows.push((name.to_string(), lora_file_bytes(name, family)));
-            }
-        }
-        let mut prev: Vec<(String, u64)> = inp
-            .links
-            .values()
-            .find_map(|v| match v {
-                Val::Loras(l) => Some(l.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        if let Some(mut m) = model {
-            m.loras.extend(rows.iter().cloned());
-            special.insert("MODEL", Val::Model(m));
-        }
-        prev.extend(rows);
-        special.insert("WANVIDLORA", Val::Loras(prev.clone()));
-        special.insert("LORA_STACK", Val::Loras(prev));
-    } else if is("cache_step") {
-        if let Some(mut m) = inp.model() {
-            m.step_cache = Some(class.to_string());
-            special.insert("MODEL", Val::Model(m));
-        }
-    } else if is("guiders") {
-        if let Some(model) = inp.model() {
-            let cfg = inp.float(&["cfg"], 1.0);
-            special.insert("GUIDER", Val::Guider { model, cfg });
-        }
-    } else if is("schedulers") {
-        let steps = inp.int(&["steps"], 20) as u32;
-        special.insert("SIGMAS", Val::Sigmas(steps));
-    } else if is("samplers") {
-        let (w, e) = evaluate_sampler(inp, &mut ctx);
-        work = w;
-        if let Some(e) = e {
-            special.insert(
-                if out_types.iter().any(|t| t == "IMAGE") {
-                    "IMAGE"
-                } else {
-                    "LATENT"
-                },
-                e,
-            );
-        }
-    } else if is("vae_decode") {
-        if let (Some(l), Some((key, kind))) = (inp.latent(), inp.vae()) {
-            let video = kind != VaeKind::Image || l.frames > 1;
-            ctx.video = video;
-            let tiled = if class == "VAEDecodeTiled" {
-                Some((
-                    inp.int(&["tile_size"], 512),
-                    inp.int(&["temporal_size"], 64),
-                ))
-            } else if class == "WanVideoDecode" && inp.flag("enable_vae_tiling") {
-                Some((inp.int(&["tile_x"], 272), 64))
-            } else {
-                None
-            };
-            work = Work::Decode {
-                key,
-                vae: kind,
-                width: l.width,
-                height: l.height,
-                frames: l.frames,
-                batch: l.batch,
-                tiled,
-                fallback: class == "VAEDecode",
-                encode: false,
-            };
-            let img = ImageVal {
-                width: l.width,
-                height: l.height,
-                count: l.frames.max(1) * l.batch.max(1),
-            };
-            special.insert("IMAGE", Val::Image(img));
-        }
-    } else if is("vae_encode") {
-        if let (Some(img), Some((key, kind))) = (inp.image(), inp.vae()) {
-            work = Work::Decode {
-                key,
-                vae: kind,
-                width: img.width,
-                height: img.height,
-                frames: 1,
-                batch: img.count,
-                tiled: class
-                    .contains("Tiled")
-                    .then(|| (inp.int(&["tile_size"], 512), 64)),
-                fallback: class == "VAEEncode",
-                encode: true,
-            };
-            special.insert(
-                "LATENT",
-                Val::Latent(LatentVal {
-                    width: img.width,
-                    height: img.height,
-                    frames: 1,
-                    batch: img.count,
-                }),
-            );
-        }
-    } else if class == "ImageUpscaleWithModel" || class == "ImageUpscaleWithModelBatched" {
-        let up = inp.linked(|v| match v {
-            Val::Upscale { key, bytes, scale } => Some((key.clone(), *bytes, *scale)),
-            _ => None,
-        });
-        if let (Some((key, bytes, scale)), Some(image)) = (up, inp.image()) {
-            work = Work::Upscale {
-                key,
-                bytes,
-                scale,
-                image,
-                per_batch: (class == "ImageUpscaleWithModelBatched")
-                    .then(|| inp.int(&["per_batch"], 16)),
-            };
-            special.insert(
-                "IMAGE",
-                Val::Image(ImageVal {
-                    width: image.width * scale,
-                    height: image.height * scale,
-                    count: image.count,
-                }),
-            );
-        }
-    } else if is("frame_interp") {
-        if let Some(image) = inp.image() {
-            let multiplier = inp.int(&["multiplier"], 2).max(1);
-            work = Work::Interpolate {
-                key: class.to_string(),
-                film: class.starts_with("FILM"),
-                image,
-                multiplier,
-                clear_after: inp.int(&["clear_cache_after_n_frames"], 10),
-            };
-            special.insert(
-                "IMAGE",
-                Val::Image(ImageVal {
-                    count: image.count.saturating_sub(1) * multiplier + 1,
-                    ..image
-                }),
-            );
-        }
-    } else if inp.links.values().any(|v| matches!(v, Val::Clip { .. }))
-        && out_types
-            .iter()
-            .any(|t| t == "CONDITIONING" || t == "WANVIDEOTEXTEMBEDS")
-    {
-        if let Some(Val::Clip { key, bytes, full }) =
-            inp.links.values().find(|v| matches!(v, Val::Clip { .. }))
-        {
-            work = Work::Encode {
-                key: key.clone(),
-                bytes: *bytes,
-                full: *full,
-            };
-        }
-    } else if class == "EmptyImage" {
-        special.insert(
-            "IMAGE",
-            Val::Image(ImageVal {
-                width: inp.int(&["width"], 512),
-                height: inp.int(&["height"], 512),
-                count: inp.int(&["batch_size"], 1),
-            }),
-        );
-    } else if class == "LoadImage" {
-        special.insert(
-            "IMAGE",
-            Val::Image(ImageVal {
-                width: 1024,
-                height: 1024,
-                count: 1,
-            }),
-        );
-    } else if class == "VHS_LoadVideo" {
-        let cap = inp.int(&["frame_load_cap"], 0);
-        let w = inp.int(&["custom_width"], 0);
-        let h = inp.int(&["custom_height"], 0);
-        let count = if cap == 0 { 81 } else { cap };
-        special.insert(
-            "IMAGE",
-            Val::Image(ImageVal {
-                width: if w == 0 { 832 } else { w },
-                height: if h == 0 { 480 } else { h },
-                count,
-            }),
-        );
-        special.insert("INT", Val::Int(count as i64));
-    } else if is("image_rescale") || is("size_helpers") {
-        if let Some(img) = inp.image() {
-            let out = scale_image(img, inp);
-            work = Work::Cpu {
-                seconds: 0.01 + (out.width * out.height * out.count) as f64 * 2.0e-8,
-            };
-            special.insert("IMAGE", Val::Image(out));
-            if class == "GetImageSizeAndCount" {
-                // Outputs: image, width, height, count.
-                return Eval {
-                    outputs: vec![
-                        Val::Image(img),
-                        Val::Int(img.width as i64),
-                        Val::Int(img.height as i64),
-                        Val::Int(img.count as i64),
-                    ],
-                    work,
-                    ctx,
-                };
-            }
-        }
-    } else if class == "LatentUpscale" || class == "LatentUpscaleBy" {
-        if let Some(l) = inp.latent() {
-            let s = inp.num("scale_by");
-            let (w, h) = match s {
-                Some(s) => ((l.width as f64 * s) as u64, (l.height as f64 * s) as u64),
-                None => (inp.int(&["width"], l.width), inp.int(&["height"], l.height)),
-            };
-            special.insert(
-                "LATENT",
-                Val::Latent(LatentVal {
-                    width: w,
-                    height: h,
-                    ..l
-                }),
-            );
-        }
-    } else if class == "INTConstant" || class == "PrimitiveInt" {
-        special.insert("INT", Val::Int(inp.int(&["value"], 0) as i64));
-    } else if class == "PrimitiveFloat" {
-        special.insert("FLOAT", Val::Float(inp.float(&["value"], 0.0)));
+    let mut n = Node {
+        inp,
+        out_types: defs().output_types(inp.class),
+        ctx: NodeContext::default(),
+        work: Work::Cpu { seconds: 0.01 },
+        special: HashMap::new(),
+        outputs: None,
+    };
+    if let Some((_, handler)) = HANDLERS.iter().find(|(m, _)| m.matches(&n)) {
+        handler(&mut n);
     }
-
-    // Size sources: any node that makes a latent from width/height widgets.
-    if (is("size_sources") || out_types.iter().any(|t| t == "LATENT"))
-        && !special.contains_key("LATENT")
-        && (inp.num("width").is_some() && inp.num("height").is_some())
-    {
-        let frames = inp.int(&["length", "num_frames", "video_frames", "frames"], 1);
-        let l = LatentVal {
-            width: inp.int(&["width"], 512),
-            height: inp.int(&["height"], 512),
-            frames,
-            batch: inp.int(&["batch_size"], 1),
+    if let Some(outputs) = n.outputs.take() {
+        return Eval {
+            outputs,
+            work: n.work,
+            ctx: n.ctx,
         };
-        special.insert("LATENT", Val::Latent(l));
-        special.insert("WANVIDIMAGE_EMBEDS", Val::Latent(l));
     }
-
-    if d.is_output(class) {
-        ctx.images = inp.image().map(|i| i.count).unwrap_or(0);
+    size_source(&mut n);
+    if defs().is_output(inp.class) {
+        n.ctx.images = inp.image().map(|i| i.count).unwrap_or(0);
     }
-
-    let outputs = out_types
+    let outputs = n
+        .out_types
         .iter()
         .map(|t| {
-            if let Some(v) = special.get(t.as_str()) {
+            if let Some(v) = n.special.get(t.as_str()) {
                 return v.clone();
             }
             if t == "*" {
@@ -802,7 +525,472 @@ pub fn evaluate(inp: &Inputs) -> Eval {
                 .unwrap_or(Val::Other)
         })
         .collect();
-    Eval { outputs, work, ctx }
+    Eval {
+        outputs,
+        work: n.work,
+        ctx: n.ctx,
+    }
+}
+
+/// Size sources: any node that makes a latent from width/height widgets (after its handler,
+/// unless that gave the latent).
+fn size_source(n: &mut Node) {
+    let inp = n.inp;
+    if (defs().has_role(inp.class, "size_sources") || n.out_types.iter().any(|t| t == "LATENT"))
+        && !n.special.contains_key("LATENT")
+        && (inp.num("width").is_some() && inp.num("height").is_some())
+    {
+        let frames = inp.int(&["length", "num_frames", "video_frames", "frames"], 1);
+        let l = LatentVal {
+            width: inp.int(&["width"], 512),
+            height: inp.int(&["height"], 512),
+            frames,
+            batch: inp.int(&["batch_size"], 1),
+        };
+        n.special.insert("LATENT", Val::Latent(l));
+        n.special.insert("WANVIDIMAGE_EMBEDS", Val::Latent(l));
+    }
+}
+
+/// A diffusion-model loader (checkpoint, UNet, GGUF, wrapper): the model with its LoRAs and
+/// block swap, the checkpoint's CLIP and VAE, and the latent of loaders with size widgets.
+fn diffusion_loader(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    let files = inp.files();
+    let name = files.first().cloned().unwrap_or_else(|| class.to_string());
+    let wrapper = class == "WanVideoModelLoader";
+    let mut m = ModelVal::from_file(&name, !wrapper);
+    apply_dtype_widget(&mut m, inp);
+    if let Some(Val::Loras(l)) = inp.links.values().find(|v| matches!(v, Val::Loras(_))) {
+        m.loras.extend(l.iter().cloned());
+    }
+    if let Some(Val::BlockSwap(f)) = inp.links.values().find(|v| matches!(v, Val::BlockSwap(_))) {
+        m.offload = *f;
+    }
+    // All-in-one loaders with LoRA widgets.
+    if let Some(l) = inp.str("lora_name") {
+        if l != "None" && is_model_file(l) {
+            m.loras.push((l.to_string(), lora_file_bytes(l, m.family)));
+        }
+    }
+    let clip_bytes = checkpoint_clip_bytes(m.family);
+    let key = name.clone();
+    n.work = Work::Cpu {
+        seconds: load_seconds(m.bytes + clip_bytes),
+    };
+    n.ctx.family = Some(m.family);
+    n.special.insert("MODEL", Val::Model(m.clone()));
+    n.special.insert("WANVIDEOMODEL", Val::Model(m.clone()));
+    n.special.insert(
+        "CLIP",
+        Val::Clip {
+            key: format!("{key}:clip"),
+            bytes: clip_bytes,
+            full: false,
+        },
+    );
+    n.special.insert(
+        "VAE",
+        Val::Vae {
+            key: format!("{key}:vae"),
+            kind: VaeKind::for_family(m.family),
+        },
+    );
+    let mut w = inp.int(&["empty_latent_width", "width"], 0);
+    let mut h = inp.int(&["empty_latent_height", "height"], 0);
+    // Easy-Use presets ("512 x 768") win over the stale custom size widgets.
+    if let Some((pw, ph)) = inp.str("resolution").and_then(parse_preset) {
+        w = pw;
+        h = ph;
+    }
+    if w > 0 && h > 0 {
+        n.special.insert(
+            "LATENT",
+            Val::Latent(LatentVal {
+                width: w,
+                height: h,
+                frames: 1,
+                batch: inp.int(&["batch_size"], 1),
+            }),
+        );
+    }
+}
+
+/// A text-encoder loader: the encoder's weights (halved by an fp8 quantization widget).
+fn text_encoder_loader(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    let files = inp.files();
+    let mut bytes: u64 = files.iter().map(|f| text_encoder_bytes(f)).sum();
+    let full = class == "LoadWanVideoT5TextEncoder";
+    let q = inp.str("quantization").unwrap_or("");
+    if q.contains("fp8") && files.iter().all(|f| quant_factor(f) >= 1.0) {
+        bytes /= 2;
+    }
+    n.work = Work::Cpu {
+        seconds: load_seconds(bytes),
+    };
+    let clip = Val::Clip {
+        key: files.join("+"),
+        bytes,
+        full,
+    };
+    n.special.insert("CLIP", clip.clone());
+    n.special.insert("WANTEXTENCODER", clip);
+}
+
+/// A VAE loader.
+fn vae_loader(n: &mut Node) {
+    let inp = n.inp;
+    let files = inp.files();
+    let name = files
+        .first()
+        .cloned()
+        .or_else(|| inp.str("vae_name").map(str::to_string))
+        .unwrap_or_default();
+    let kind = VaeKind::from_name(&name);
+    n.work = Work::Cpu {
+        seconds: load_seconds(kind.weights()),
+    };
+    let v = Val::Vae { key: name, kind };
+    n.special.insert("VAE", v.clone());
+    n.special.insert("WANVAE", v);
+}
+
+/// An upscale-model loader: its size and scale from the file name.
+fn upscale_model_loader(n: &mut Node) {
+    let inp = n.inp;
+    let files = inp.files();
+    let name = files.first().cloned().unwrap_or_default();
+    let (bytes, scale) = upscale_model(&name);
+    n.special.insert(
+        "UPSCALE_MODEL",
+        Val::Upscale {
+            key: name,
+            bytes,
+            scale,
+        },
+    );
+}
+
+/// WanVideo block swap: the share of blocks kept off the GPU.
+fn block_swap(n: &mut Node) {
+    let inp = n.inp;
+    let blocks = inp.int(&["blocks_to_swap"], 20) as f64;
+    n.special
+        .insert("BLOCKSWAPARGS", Val::BlockSwap((blocks / 40.0).min(1.0)));
+}
+
+/// WanVideo step-cache arguments.
+fn cache_args(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    n.special
+        .insert("CACHEARGS", Val::CacheArgs(class.to_string()));
+}
+
+/// A LoRA loader or stack: adds its rows to the model and to the stack it passes on.
+fn lora(n: &mut Node) {
+    let inp = n.inp;
+    let model = inp.model();
+    let family = model.as_ref().map(|m| m.family).unwrap_or(Family::Other);
+    let mut rows = lora_rows(inp, family);
+    if let Some(name) = inp.str("lora_name").or_else(|| inp.str("lora")) {
+        let strength = inp.float(&["strength_model", "strength"], 1.0);
+        if name != "None" && strength != 0.0 && is_model_file(name) {
+            rows.push((name.to_string(), lora_file_bytes(name, family)));
+        }
+    }
+    let mut prev: Vec<(String, u64)> = inp
+        .links
+        .values()
+        .find_map(|v| match v {
+            Val::Loras(l) => Some(l.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if let Some(mut m) = model {
+        m.loras.extend(rows.iter().cloned());
+        n.special.insert("MODEL", Val::Model(m));
+    }
+    prev.extend(rows);
+    n.special.insert("WANVIDLORA", Val::Loras(prev.clone()));
+    n.special.insert("LORA_STACK", Val::Loras(prev));
+}
+
+/// A step cache on the model (TeaCache, FirstBlockCache…).
+fn step_cache(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    if let Some(mut m) = inp.model() {
+        m.step_cache = Some(class.to_string());
+        n.special.insert("MODEL", Val::Model(m));
+    }
+}
+
+/// A guider: the model with its cfg.
+fn guider(n: &mut Node) {
+    let inp = n.inp;
+    if let Some(model) = inp.model() {
+        let cfg = inp.float(&["cfg"], 1.0);
+        n.special.insert("GUIDER", Val::Guider { model, cfg });
+    }
+}
+
+/// A scheduler: its step count.
+fn scheduler(n: &mut Node) {
+    let inp = n.inp;
+    let steps = inp.int(&["steps"], 20) as u32;
+    n.special.insert("SIGMAS", Val::Sigmas(steps));
+}
+
+/// A sampler (see [`evaluate_sampler`]).
+fn sampler(n: &mut Node) {
+    let inp = n.inp;
+    let (w, e) = evaluate_sampler(inp, &mut n.ctx);
+    n.work = w;
+    if let Some(e) = e {
+        n.special.insert(
+            if n.out_types.iter().any(|t| t == "IMAGE") {
+                "IMAGE"
+            } else {
+                "LATENT"
+            },
+            e,
+        );
+    }
+}
+
+/// VAE decode (tiled, WanVideo, or core with its tiled fallback).
+fn vae_decode(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    if let (Some(l), Some((key, kind))) = (inp.latent(), inp.vae()) {
+        let video = kind != VaeKind::Image || l.frames > 1;
+        n.ctx.video = video;
+        let tiled = if class == "VAEDecodeTiled" {
+            Some((
+                inp.int(&["tile_size"], 512),
+                inp.int(&["temporal_size"], 64),
+            ))
+        } else if class == "WanVideoDecode" && inp.flag("enable_vae_tiling") {
+            Some((inp.int(&["tile_x"], 272), 64))
+        } else {
+            None
+        };
+        n.work = Work::Decode {
+            key,
+            vae: kind,
+            width: l.width,
+            height: l.height,
+            frames: l.frames,
+            batch: l.batch,
+            tiled,
+            fallback: class == "VAEDecode",
+            encode: false,
+        };
+        let img = ImageVal {
+            width: l.width,
+            height: l.height,
+            count: l.frames.max(1) * l.batch.max(1),
+        };
+        n.special.insert("IMAGE", Val::Image(img));
+    }
+}
+
+/// VAE encode.
+fn vae_encode(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    if let (Some(img), Some((key, kind))) = (inp.image(), inp.vae()) {
+        n.work = Work::Decode {
+            key,
+            vae: kind,
+            width: img.width,
+            height: img.height,
+            frames: 1,
+            batch: img.count,
+            tiled: class
+                .contains("Tiled")
+                .then(|| (inp.int(&["tile_size"], 512), 64)),
+            fallback: class == "VAEEncode",
+            encode: true,
+        };
+        n.special.insert(
+            "LATENT",
+            Val::Latent(LatentVal {
+                width: img.width,
+                height: img.height,
+                frames: 1,
+                batch: img.count,
+            }),
+        );
+    }
+}
+
+/// Upscaling images with a model.
+fn upscale_with_model(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    let up = inp.linked(|v| match v {
+        Val::Upscale { key, bytes, scale } => Some((key.clone(), *bytes, *scale)),
+        _ => None,
+    });
+    if let (Some((key, bytes, scale)), Some(image)) = (up, inp.image()) {
+        n.work = Work::Upscale {
+            key,
+            bytes,
+            scale,
+            image,
+            per_batch: (class == "ImageUpscaleWithModelBatched")
+                .then(|| inp.int(&["per_batch"], 16)),
+        };
+        n.special.insert(
+            "IMAGE",
+            Val::Image(ImageVal {
+                width: image.width * scale,
+                height: image.height * scale,
+                count: image.count,
+            }),
+        );
+    }
+}
+
+/// Frame interpolation (RIFE, FILM).
+fn frame_interpolation(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    if let Some(image) = inp.image() {
+        let multiplier = inp.int(&["multiplier"], 2).max(1);
+        n.work = Work::Interpolate {
+            key: class.to_string(),
+            film: class.starts_with("FILM"),
+            image,
+            multiplier,
+            clear_after: inp.int(&["clear_cache_after_n_frames"], 10),
+        };
+        n.special.insert(
+            "IMAGE",
+            Val::Image(ImageVal {
+                count: image.count.saturating_sub(1) * multiplier + 1,
+                ..image
+            }),
+        );
+    }
+}
+
+/// Text encoding: a node that takes a CLIP and gives conditioning.
+fn text_encode(n: &mut Node) {
+    let inp = n.inp;
+    if let Some(Val::Clip { key, bytes, full }) =
+        inp.links.values().find(|v| matches!(v, Val::Clip { .. }))
+    {
+        n.work = Work::Encode {
+            key: key.clone(),
+            bytes: *bytes,
+            full: *full,
+        };
+    }
+}
+
+/// An empty image of the widget size.
+fn empty_image(n: &mut Node) {
+    let inp = n.inp;
+    n.special.insert(
+        "IMAGE",
+        Val::Image(ImageVal {
+            width: inp.int(&["width"], 512),
+            height: inp.int(&["height"], 512),
+            count: inp.int(&["batch_size"], 1),
+        }),
+    );
+}
+
+/// A loaded image (1024×1024).
+fn load_image(n: &mut Node) {
+    n.special.insert(
+        "IMAGE",
+        Val::Image(ImageVal {
+            width: 1024,
+            height: 1024,
+            count: 1,
+        }),
+    );
+}
+
+/// A loaded video: frame cap and custom size, or 81 frames of 832×480.
+fn load_video(n: &mut Node) {
+    let inp = n.inp;
+    let cap = inp.int(&["frame_load_cap"], 0);
+    let w = inp.int(&["custom_width"], 0);
+    let h = inp.int(&["custom_height"], 0);
+    let count = if cap == 0 { 81 } else { cap };
+    n.special.insert(
+        "IMAGE",
+        Val::Image(ImageVal {
+            width: if w == 0 { 832 } else { w },
+            height: if h == 0 { 480 } else { h },
+            count,
+        }),
+    );
+    n.special.insert("INT", Val::Int(count as i64));
+}
+
+/// Image rescaling and size helpers (`GetImageSizeAndCount` gives all its outputs).
+fn image_rescale(n: &mut Node) {
+    let inp = n.inp;
+    let class = inp.class;
+    if let Some(img) = inp.image() {
+        let out = scale_image(img, inp);
+        n.work = Work::Cpu {
+            seconds: 0.01 + (out.width * out.height * out.count) as f64 * 2.0e-8,
+        };
+        n.special.insert("IMAGE", Val::Image(out));
+        if class == "GetImageSizeAndCount" {
+            // Outputs: image, width, height, count.
+            n.outputs = Some(vec![
+                Val::Image(img),
+                Val::Int(img.width as i64),
+                Val::Int(img.height as i64),
+                Val::Int(img.count as i64),
+            ]);
+        }
+    }
+}
+
+/// A latent upscale, by factor or to a size.
+fn latent_upscale(n: &mut Node) {
+    let inp = n.inp;
+    if let Some(l) = inp.latent() {
+        let s = inp.num("scale_by");
+        let (w, h) = match s {
+            Some(s) => ((l.width as f64 * s) as u64, (l.height as f64 * s) as u64),
+            None => (inp.int(&["width"], l.width), inp.int(&["height"], l.height)),
+        };
+        n.special.insert(
+            "LATENT",
+            Val::Latent(LatentVal {
+                width: w,
+                height: h,
+                ..l
+            }),
+        );
+    }
+}
+
+/// An integer constant.
+fn int_constant(n: &mut Node) {
+    let inp = n.inp;
+    n.special
+        .insert("INT", Val::Int(inp.int(&["value"], 0) as i64));
+}
+
+/// A float constant.
+fn float_constant(n: &mut Node) {
+    let inp = n.inp;
+    n.special
+        .insert("FLOAT", Val::Float(inp.float(&["value"], 0.0)));
 }
 
 fn evaluate_sampler(inp: &Inputs, ctx: &mut NodeContext) -> (Work, Option<Val>) {

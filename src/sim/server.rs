@@ -276,6 +276,32 @@ fn object_info_body() -> &'static [u8] {
     BODY.get_or_init(|| serde_json::to_vec(&defs().map).expect("object_info serializes"))
 }
 
+/// The node classes of [`super::EXTRA_PACK`] (an image pass-through and a latent one, in the
+/// captured `/object_info` shape).
+fn extra_pack_defs() -> serde_json::Map<String, Value> {
+    let module = format!("custom_nodes.{}", super::EXTRA_PACK);
+    ["IMAGE", "LATENT"]
+        .iter()
+        .map(|kind| {
+            let name = format!("SimExtraPass{}", kind.to_ascii_lowercase());
+            let def = json!({
+                "input": {"required": {"value": [kind]}},
+                "input_order": {"required": ["value"]},
+                "output": [kind],
+                "output_is_list": [false],
+                "output_name": [kind],
+                "name": name,
+                "display_name": format!("Extra pass-through ({kind})"),
+                "description": "",
+                "python_module": module,
+                "category": "utils",
+                "output_node": false,
+            });
+            (name, def)
+        })
+        .collect()
+}
+
 fn combo_files(class: &str, input: &str) -> Vec<Value> {
     let Some((_, spec)) = defs().input_spec(class, input) else {
         return Vec::new();
@@ -337,6 +363,30 @@ fn model_folder(folder: &str) -> Option<Vec<Value>> {
     Some(src.iter().flat_map(|(c, i)| combo_files(c, i)).collect())
 }
 
+/// `GET /internal/folder_paths` in the captured shape (the capture's folders, with the
+/// capture's install folder `/home/user/ComfyUI` replaced by `root`).
+fn folder_paths(root: &std::path::Path) -> Value {
+    const CAPTURED: &str =
+        include_str!("../../tests/fixtures/comfyui/GET__internal__folder_paths.initial.json");
+    const CAPTURED_ROOT: &str = "/home/user/ComfyUI";
+    let captured: serde_json::Map<String, Value> =
+        serde_json::from_str(CAPTURED).expect("the captured folder_paths is a JSON object");
+    let root = root.to_string_lossy();
+    captured
+        .into_iter()
+        .map(|(kind, dirs)| {
+            let dirs: Vec<Value> = dirs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|d| Value::String(d.replacen(CAPTURED_ROOT, &root, 1)))
+                .collect();
+            (kind, Value::Array(dirs))
+        })
+        .collect()
+}
+
 fn parse_body(req: &Request) -> Option<Value> {
     if req.body.is_empty() {
         return None;
@@ -370,10 +420,26 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 &json!({"entries": entries, "size": super::state::log_size()}),
             )
         }
+        "/internal/folder_paths" if get => {
+            Response::json(200, &folder_paths(&inst.shared.config.models_root))
+        }
         "/view" if get => view(inst, req),
         "/system_stats" if get => Response::json(200, &system_stats(inst)),
         "/features" if get => Response::json(200, &server_features()),
-        "/embeddings" | "/extensions" if get => Response::json(200, &json!([])),
+        "/embeddings" if get => Response::json(200, &json!([])),
+        "/extensions" if get => Response::json(
+            200,
+            &if inst.shared.extra_pack() {
+                json!([format!("/extensions/{}/extra.js", super::EXTRA_PACK)])
+            } else {
+                json!([])
+            },
+        ),
+        "/object_info" if get && inst.shared.extra_pack() => {
+            let mut all = defs().map.clone();
+            all.extend(extra_pack_defs());
+            Response::json(200, &Value::Object(all))
+        }
         "/object_info" if get => Response::new(
             200,
             Some("application/json; charset=utf-8"),
@@ -466,9 +532,14 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 if !get {
                     return Response::method_not_allowed();
                 }
+                let extra = inst
+                    .shared
+                    .extra_pack()
+                    .then(extra_pack_defs)
+                    .and_then(|mut m| m.remove(class));
                 return Response::json(
                     200,
-                    &match defs().get(class) {
+                    &match defs().get(class).or(extra.as_ref()) {
                         Some(info) => json!({ class: info }),
                         None => json!({}),
                     },

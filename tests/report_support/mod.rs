@@ -114,8 +114,10 @@ pub fn set(node: &str, class: &str, input: &str, from: Value, to: Value) -> Valu
     json!({"node": node, "class_type": class, "action": "set", "input": input, "from": from, "to": to})
 }
 
+/// A node a step brings back: the ladder records it as the `bypass` (or `remove`) that the
+/// step before it made.
 pub fn restore(node: &str, class: &str) -> Value {
-    json!({"node": node, "class_type": class, "action": "restore"})
+    json!({"node": node, "class_type": class, "action": "bypass"})
 }
 
 /// A session under construction.

@@ -23,6 +23,8 @@ pub struct Gpu {
     pub cached: u64,
     /// `--lowvram`: partial loads leave room for the full activation estimate (and then some).
     pub lowvram: bool,
+    /// Device memory held outside PyTorch's allocator and never given back (the `leak` fault).
+    pub leaked: u64,
     /// Console lines of the loads made while planning the current node (ComfyUI's
     /// `Requested to load X` / `loaded completely|partially …`), moved into
     /// [`Plan::console`](super::Plan::console).
@@ -38,13 +40,16 @@ impl Gpu {
             active: 0,
             cached: 0,
             lowvram: false,
+            leaked: 0,
             console: Vec::new(),
         }
     }
 
     /// Bytes PyTorch may use at all.
     pub fn budget(&self) -> u64 {
-        self.total.saturating_sub(NON_TORCH_OVERHEAD)
+        self.total
+            .saturating_sub(NON_TORCH_OVERHEAD)
+            .saturating_sub(self.leaked)
     }
 
     /// Bytes held by loaded models.
@@ -66,6 +71,7 @@ impl Gpu {
     pub fn free(&self) -> u64 {
         self.total
             .saturating_sub(NON_TORCH_OVERHEAD)
+            .saturating_sub(self.leaked)
             .saturating_sub(self.reserved())
     }
 

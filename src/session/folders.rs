@@ -1,0 +1,253 @@
+//! Several runs folders read as one record: one session per server, each writing its own
+//! `runs/` (one folder per machine, collected by a scheduler), listed, shown and reported
+//! together. Run and session ids are UUIDs, unique across machines; an id found in two folders
+//! (a folder copied twice, or merged by hand) is reported, never silently merged.
+//!
+//! A `--runs-dir` value is a folder, or a pattern with `*`, `?` or `[…]` in its components
+//! (`machines/*/runs`), expanded here so that a scheduler's quoted pattern works without a shell.
+
+use super::journal::{read_json, SessionFile, SESSION_FILE};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+/// One session found in one runs folder.
+#[derive(Debug, Clone)]
+pub struct FoundSession {
+    /// The runs folder it is in (as given, or as the pattern expanded).
+    pub runs_dir: PathBuf,
+    /// Its folder (`runs_dir/<session id>`).
+    pub dir: PathBuf,
+    /// Its journal.
+    pub session: SessionFile,
+}
+
+/// The same id in more than one runs folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    /// `run` or `session`.
+    pub what: &'static str,
+    /// The id.
+    pub id: String,
+    /// The folders holding it (sorted).
+    pub places: Vec<PathBuf>,
+}
+
+impl std::fmt::Display for Duplicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} is in {} runs folders ({}): the same records copied twice, or two records with one id; they are kept apart, not merged (pass only one of those folders to read one)",
+            self.what,
+            self.id,
+            self.places.len(),
+            self.places
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+fn has_pattern(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// A glob component as a regex: `*` any run of characters, `?` one, `[…]` a class.
+fn component_regex(glob: &str) -> Result<regex::Regex, String> {
+    let mut re = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                let mut class = String::new();
+                let mut closed = false;
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        closed = true;
+                        break;
+                    }
+                    class.push(d);
+                }
+                if !closed || class.is_empty() {
+                    return Err(format!("'{glob}': a '[' without its ']'"));
+                }
+                let class = match class.strip_prefix('!') {
+                    Some(rest) => format!("^{}", rest.replace('\\', "\\\\")),
+                    None => class.replace('\\', "\\\\"),
+                };
+                re.push('[');
+                re.push_str(&class);
+                re.push(']');
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    regex::Regex::new(&re).map_err(|e| format!("'{glob}': {e}"))
+}
+
+/// Expands `--runs-dir` values: a value without a pattern is kept as given; a pattern is
+/// replaced by the folders it matches (sorted). Duplicates are dropped. A pattern that matches
+/// no folder is an error.
+pub fn expand(values: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for value in values {
+        let text = value.to_string_lossy();
+        let found = if has_pattern(&text) {
+            let found = expand_pattern(value)?;
+            if found.is_empty() {
+                return Err(format!("--runs-dir {text}: the pattern matches no folder"));
+            }
+            found
+        } else {
+            vec![value.clone()]
+        };
+        for f in found {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn expand_pattern(pattern: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut current: Vec<PathBuf> = vec![PathBuf::new()];
+    for component in pattern.components() {
+        let part = match component {
+            Component::Normal(p) => p.to_string_lossy().into_owned(),
+            other => {
+                for c in current.iter_mut() {
+                    c.push(other.as_os_str());
+                }
+                continue;
+            }
+        };
+        if !has_pattern(&part) {
+            for c in current.iter_mut() {
+                c.push(&part);
+            }
+            continue;
+        }
+        let re = component_regex(&part)?;
+        let mut next = Vec::new();
+        for base in &current {
+            let dir = if base.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                base.as_path()
+            };
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.') && re.is_match(n))
+                .collect();
+            names.sort();
+            next.extend(names.into_iter().map(|n| base.join(n)));
+        }
+        current = next;
+    }
+    Ok(current.into_iter().filter(|p| p.is_dir()).collect())
+}
+
+/// Every session in every runs folder (sorted by session id, then folder), and the ids that
+/// are in more than one folder. A folder that cannot be read is an error naming it.
+pub fn sessions(runs_dirs: &[PathBuf]) -> Result<(Vec<FoundSession>, Vec<Duplicate>), String> {
+    let mut found = Vec::new();
+    for runs_dir in runs_dirs {
+        let entries = std::fs::read_dir(runs_dir).map_err(|e| {
+            format!(
+                "cannot read the runs folder {}: {e} (pass --runs-dir DIR)",
+                runs_dir.display()
+            )
+        })?;
+        for entry in entries.filter_map(Result::ok) {
+            let dir = entry.path();
+            if let Ok(session) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
+                found.push(FoundSession {
+                    runs_dir: runs_dir.clone(),
+                    dir,
+                    session,
+                });
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        (&a.session.session_id, &a.runs_dir).cmp(&(&b.session.session_id, &b.runs_dir))
+    });
+    let duplicates = duplicates(&found);
+    Ok((found, duplicates))
+}
+
+/// Session and run ids that occur in more than one runs folder.
+pub fn duplicates(found: &[FoundSession]) -> Vec<Duplicate> {
+    let mut places: BTreeMap<(&'static str, String), Vec<PathBuf>> = BTreeMap::new();
+    for f in found {
+        let mut add = |what: &'static str, id: &str| {
+            let list = places.entry((what, id.to_string())).or_default();
+            if !list.contains(&f.runs_dir) {
+                list.push(f.runs_dir.clone());
+            }
+        };
+        add("session", &f.session.session_id);
+        for job in &f.session.workflows {
+            for run in &job.runs {
+                add("run", &run.run_id);
+            }
+        }
+    }
+    places
+        .into_iter()
+        .filter(|(_, p)| p.len() > 1)
+        .map(|((what, id), mut places)| {
+            places.sort();
+            Duplicate { what, id, places }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_components_match_like_a_shell() {
+        let re = component_regex("gpu-[0-9]*").unwrap();
+        assert!(re.is_match("gpu-1"));
+        assert!(re.is_match("gpu-12x"));
+        assert!(!re.is_match("gpu-a"));
+        let re = component_regex("run?.d").unwrap();
+        assert!(re.is_match("runs.d"));
+        assert!(!re.is_match("runs_d"), "the dot is literal");
+        assert!(component_regex("[!a]x").unwrap().is_match("bx"));
+        assert!(component_regex("[abc").is_err());
+    }
+
+    #[test]
+    fn patterns_expand_to_folders_and_plain_values_stay() {
+        let tmp = tempfile::tempdir().unwrap();
+        for m in ["gpu-1", "gpu-2", "other"] {
+            std::fs::create_dir_all(tmp.path().join(m).join("runs")).unwrap();
+        }
+        std::fs::write(tmp.path().join("gpu-3"), b"a file, not a machine").unwrap();
+        let pattern = tmp.path().join("gpu-*").join("runs");
+        let got = expand(&[pattern.clone(), tmp.path().join("gpu-1/runs")]).unwrap();
+        assert_eq!(
+            got,
+            vec![tmp.path().join("gpu-1/runs"), tmp.path().join("gpu-2/runs")]
+        );
+        let missing = tmp.path().join("nothing-*");
+        assert!(expand(&[missing])
+            .unwrap_err()
+            .contains("matches no folder"));
+        let plain = tmp.path().join("not-yet");
+        assert_eq!(expand(std::slice::from_ref(&plain)).unwrap(), vec![plain]);
+    }
+}
