@@ -153,4 +153,19 @@ fn no_redact_keeps_everything_and_a_bad_target_is_an_error() {
         .unwrap();
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("cannot write the bundle"));
+
+    // One bundle is one session.
+    let run = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .arg("report")
+        .arg(&dir)
+        .arg(&dir)
+        .arg("--bundle")
+        .arg(tmp.path().join("two.zip"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("--bundle packs one session; 2 were given")
+    );
+    assert!(!tmp.path().join("two.zip").exists());
 }
