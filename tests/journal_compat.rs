@@ -4,7 +4,7 @@
 //! Users resume such sessions overnight, so the on-disk shape must not change under them.
 
 use comfy_bisect::report::session_report;
-use comfy_bisect::session::journal::{read_json, RunFile, SessionFile, SessionPaths};
+use comfy_bisect::session::journal::{read_json, RunFile, SessionFile, SessionPaths, Verdict};
 use comfy_bisect::workflow::Change;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -121,4 +121,30 @@ fn the_report_of_an_old_session_reads_its_changes_and_diagnosis() {
         "{:?}",
         report.warnings
     );
+}
+
+#[test]
+fn an_old_preflight_verdict_loads_its_missing_models_typed_and_keeps_its_shape() {
+    // What the previous version wrote for a preflight failure (its `json!` entry; `node`,
+    // `class_type` and `input` are null when unknown).
+    let old = serde_json::json!({
+        "kind": "preflight_failed",
+        "unknown_nodes": [],
+        "missing_models": [
+            {"file": "detail.safetensors", "folder": "loras", "node": "10",
+             "class_type": "LoraLoader", "input": "lora_name"},
+            {"file": "x.safetensors", "folder": "", "node": null, "class_type": null, "input": null}
+        ],
+        "other": []
+    });
+    let verdict: Verdict = serde_json::from_value(old.clone()).expect("the old verdict loads");
+    let Verdict::PreflightFailed { missing_models, .. } = &verdict else {
+        panic!("{verdict:?}")
+    };
+    assert_eq!(
+        missing_models[0].describe(),
+        "loras/detail.safetensors (node #10 LoraLoader, input lora_name)"
+    );
+    assert_eq!(missing_models[1].describe(), "x.safetensors");
+    assert_eq!(serde_json::to_value(&verdict).unwrap(), old);
 }

@@ -297,10 +297,13 @@ fn preflight_failure_lists_what_to_install() {
     f.records.clear();
     f.verdict(Verdict::PreflightFailed {
         unknown_nodes: vec!["WanVideoSampler".into()],
-        missing_models: vec![
-            serde_json::json!({"folder": "loras", "file": "detail.safetensors",
-            "node": "10", "class_type": "LoraLoader", "input": "lora_name"}),
-        ],
+        missing_models: vec![comfy_bisect::session::journal::MissingModel {
+            folder: "loras".into(),
+            file: "detail.safetensors".into(),
+            node: Some("10".into()),
+            class_type: Some("LoraLoader".into()),
+            input: Some("lora_name".into()),
+        }],
         other: vec![],
     });
     let dir = f.write(tmp.path());

@@ -105,7 +105,7 @@ impl Client {
     }
 
     /// A copy of this client that reports every exchange to `recorder`.
-    pub fn recording(&self, recorder: Recorder) -> Client {
+    pub(crate) fn recording(&self, recorder: Recorder) -> Client {
         Client {
             recorder: Some(recorder),
             ..self.clone()
@@ -113,7 +113,7 @@ impl Client {
     }
 
     /// A copy of this client with another per-request timeout.
-    pub fn with_request_timeout(&self, timeout: Duration) -> Client {
+    pub(crate) fn with_request_timeout(&self, timeout: Duration) -> Client {
         Client {
             request_timeout: timeout,
             ..self.clone()
@@ -126,7 +126,7 @@ impl Client {
     }
 
     /// The WebSocket URL for a session id (`ws`/`wss` derived from `http`/`https`).
-    pub fn ws_url(&self, client_id: &str) -> String {
+    pub(crate) fn ws_url(&self, client_id: &str) -> String {
         let mut url = self.base.clone();
         let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
         // Changing between "special" schemes http→ws / https→wss is always allowed.
@@ -168,7 +168,7 @@ impl Client {
 
     /// `GET route`, the body as text; `None` when the server answers 404 (a route it does not
     /// have, such as an extension's that is not installed).
-    pub async fn get_text_opt(&self, route: &str) -> Result<Option<String>, ClientError> {
+    pub(crate) async fn get_text_opt(&self, route: &str) -> Result<Option<String>, ClientError> {
         let (status, text) = self.send("GET", route, None).await?;
         match status {
             404 => Ok(None),
@@ -243,7 +243,7 @@ impl Client {
     }
 
     /// `POST /queue {"delete": [...]}`: removes pending prompts (not the running one).
-    pub async fn delete_from_queue(&self, prompt_ids: &[&str]) -> Result<(), ClientError> {
+    pub(crate) async fn delete_from_queue(&self, prompt_ids: &[&str]) -> Result<(), ClientError> {
         self.post_ok(routes::QUEUE, json!({ "delete": prompt_ids }))
             .await
     }
@@ -275,7 +275,7 @@ impl Client {
 
     /// `GET /internal/logs/raw`: the console's ring buffer; `None` when the server has no such
     /// route (404/405).
-    pub async fn logs_raw(&self) -> Result<Option<LogsData>, ClientError> {
+    pub(crate) async fn logs_raw(&self) -> Result<Option<LogsData>, ClientError> {
         let (status, text) = self.send("GET", routes::LOGS_RAW, None).await?;
         match status {
             200..=299 => serde_json::from_str(&text)

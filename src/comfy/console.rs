@@ -334,7 +334,7 @@ impl MemoryEvent {
 }
 
 /// Splits console writes into lines (at `\n` and `\r`), each with the time of its write.
-pub fn lines_of(entries: &[LogEntry]) -> impl Iterator<Item = (&str, &str)> {
+pub(crate) fn lines_of(entries: &[LogEntry]) -> impl Iterator<Item = (&str, &str)> {
     entries.iter().flat_map(|e| {
         e.m.split(['\n', '\r'])
             .filter(|l| !l.trim().is_empty())
@@ -345,7 +345,7 @@ pub fn lines_of(entries: &[LogEntry]) -> impl Iterator<Item = (&str, &str)> {
 /// Turns console lines into memory events; `Requested to load` names the next load, each
 /// progress bar is reduced to its last state.
 #[derive(Debug, Default)]
-pub struct MemoryParser {
+pub(crate) struct MemoryParser {
     events: Vec<MemoryEvent>,
     requested: Option<String>,
     bar: Option<(Option<String>, BarState)>,
@@ -364,7 +364,7 @@ impl MemoryParser {
     }
 
     /// Feeds one line written at server time `t`; returns what it was.
-    pub fn feed(&mut self, t: Option<&str>, line: &str) -> Option<ConsoleLine> {
+    pub(crate) fn feed(&mut self, t: Option<&str>, line: &str) -> Option<ConsoleLine> {
         let c = classify(line)?;
         let t = t.map(str::to_string);
         if let ConsoleLine::Bar(bar) = &c {

@@ -54,7 +54,7 @@ pub enum ClientError {
 
 impl ClientError {
     /// True when no server answered at all (connection-level failure).
-    pub fn is_unreachable(&self) -> bool {
+    pub(crate) fn is_unreachable(&self) -> bool {
         matches!(
             self,
             ClientError::Unreachable { .. } | ClientError::WebSocket { .. }

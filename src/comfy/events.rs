@@ -174,11 +174,9 @@ pub struct EventTracker {
     terminal_ms: Option<u64>,
     finished_ms: Option<u64>,
     socket_ended: bool,
-    blocked: Vec<ExecutionError>,
     counts: FrameCounts,
     sid: Option<String>,
     queue_remaining: Option<u64>,
-    last_event_ms: Option<u64>,
 }
 
 impl EventTracker {
@@ -195,11 +193,9 @@ impl EventTracker {
             terminal_ms: None,
             finished_ms: None,
             socket_ended: false,
-            blocked: Vec::new(),
             counts: FrameCounts::default(),
             sid: None,
             queue_remaining: None,
-            last_event_ms: None,
         }
     }
 
@@ -225,7 +221,7 @@ impl EventTracker {
     }
 
     /// Feeds one parsed message received at `at_ms`.
-    pub fn feed_message(&mut self, m: &WsMessage, at_ms: u64) -> Vec<TrackerEvent> {
+    pub(crate) fn feed_message(&mut self, m: &WsMessage, at_ms: u64) -> Vec<TrackerEvent> {
         let mut out = Vec::new();
         if m.kind == msg::STATUS {
             if let Ok(s) = serde_json::from_value::<StatusData>(m.data.clone()) {
@@ -261,7 +257,6 @@ impl EventTracker {
             }
         }
         self.counts.ours += 1;
-        self.last_event_ms = Some(at_ms);
         match m.kind.as_str() {
             msg::EXECUTION_START => {
                 self.mark_started(at_ms, &mut out);
@@ -370,10 +365,9 @@ impl EventTracker {
                     None => {
                         if let Ok(e) = serde_json::from_value::<ExecutionError>(m.data.clone()) {
                             out.push(TrackerEvent::Blocked {
-                                node: e.node_id.clone(),
-                                message: e.exception_message.clone(),
+                                node: e.node_id,
+                                message: e.exception_message,
                             });
-                            self.blocked.push(e);
                         }
                     }
                 }
@@ -512,7 +506,7 @@ impl EventTracker {
     }
 
     /// True between the first event of our prompt and its end.
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.started_ms.is_some() && self.terminal.is_none() && self.finished_ms.is_none()
     }
 
@@ -523,7 +517,7 @@ impl EventTracker {
 
     /// True once the socket itself sent `executing {node: null}` for our prompt: every frame
     /// it had about the prompt has been fed (history settling the prompt does not count).
-    pub fn socket_ended(&self) -> bool {
+    pub(crate) fn socket_ended(&self) -> bool {
         self.socket_ended
     }
 
@@ -542,19 +536,9 @@ impl EventTracker {
         &self.nodes
     }
 
-    /// Mutable timeline (to fill in class types).
-    pub fn timeline_mut(&mut self) -> &mut [NodeTiming] {
-        &mut self.nodes
-    }
-
     /// The node running now.
-    pub fn current_node(&self) -> Option<&NodeTiming> {
+    pub(crate) fn current_node(&self) -> Option<&NodeTiming> {
         self.current.map(|i| &self.nodes[i])
-    }
-
-    /// Non-fatal `ExecutionBlocked` errors seen.
-    pub fn blocked(&self) -> &[ExecutionError] {
-        &self.blocked
     }
 
     /// Frame counters.
@@ -572,11 +556,6 @@ impl EventTracker {
         self.queue_remaining
     }
 
-    /// Time of the last frame about our prompt.
-    pub fn last_event_ms(&self) -> Option<u64> {
-        self.last_event_ms
-    }
-
     /// Time our prompt started (first event about it).
     pub fn started_ms(&self) -> Option<u64> {
         self.started_ms
@@ -585,11 +564,6 @@ impl EventTracker {
     /// Time of `executing {node: null}`.
     pub fn finished_ms(&self) -> Option<u64> {
         self.finished_ms
-    }
-
-    /// Time of the terminal event.
-    pub fn terminal_ms(&self) -> Option<u64> {
-        self.terminal_ms
     }
 
     /// Server epoch-ms timestamp of `execution_start`.

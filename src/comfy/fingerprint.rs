@@ -24,11 +24,11 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Length of the short fingerprint id (hex digits of a sha256).
-pub const ID_LEN: usize = 12;
+pub(crate) const ID_LEN: usize = 12;
 /// `python_module` prefix of the classes of a custom node pack.
-pub const CUSTOM_NODES_PREFIX: &str = "custom_nodes.";
+pub(crate) const CUSTOM_NODES_PREFIX: &str = "custom_nodes.";
 /// What the report says for a pack whose version the server does not expose.
-pub const VERSION_UNKNOWN: &str = "version unknown";
+pub(crate) const VERSION_UNKNOWN: &str = "version unknown";
 
 /// The environment of one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -121,7 +121,7 @@ pub struct NodePack {
 
 impl NodePack {
     /// The version, or "version unknown".
-    pub fn version_text(&self) -> &str {
+    pub(crate) fn version_text(&self) -> &str {
         self.version.as_deref().unwrap_or(VERSION_UNKNOWN)
     }
 }
@@ -151,7 +151,7 @@ fn short_hash(value: &Value, len: usize) -> String {
 
 /// The core node set and the custom node packs of a `/object_info` answer (pack versions
 /// unknown; see [`apply_manager_versions`]).
-pub fn node_sets(object_info: &Value) -> (NodeSet, Vec<NodePack>) {
+pub(crate) fn node_sets(object_info: &Value) -> (NodeSet, Vec<NodePack>) {
     let mut core = Map::new();
     let mut packs: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     if let Some(classes) = object_info.as_object() {
@@ -192,7 +192,7 @@ pub fn node_sets(object_info: &Value) -> (NodeSet, Vec<NodePack>) {
 /// (`GET /customnode/installed`: `{folder: {"ver", "cnr_id", "aux_id", "enabled"}}`), matching
 /// the pack name to the folder name or the registry id, ignoring case. True when the list had
 /// that shape.
-pub fn apply_manager_versions(packs: &mut [NodePack], installed: &Value) -> bool {
+pub(crate) fn apply_manager_versions(packs: &mut [NodePack], installed: &Value) -> bool {
     let Some(map) = installed.as_object() else {
         return false;
     };
@@ -219,7 +219,7 @@ pub fn apply_manager_versions(packs: &mut [NodePack], installed: &Value) -> bool
 
 /// A model folder from `GET /experiment/models/{folder}` (`[{"name", "size", …}]`) or
 /// `GET /models/{folder}` (`["name", …]`), sorted by name.
-pub fn model_folder(folder: &str, listing: &Value) -> ModelFolder {
+pub(crate) fn model_folder(folder: &str, listing: &Value) -> ModelFolder {
     let mut files: Vec<ModelFile> = listing
         .as_array()
         .map(|items| {
@@ -446,7 +446,7 @@ fn model_changes(before: &[ModelFolder], after: &[ModelFolder]) -> Vec<String> {
 }
 
 /// ComfyUI-Manager's installed-pack list (legacy and `/v2` routes).
-pub const MANAGER_INSTALLED_ROUTES: [&str; 2] =
+pub(crate) const MANAGER_INSTALLED_ROUTES: [&str; 2] =
     ["/customnode/installed", "/v2/customnode/installed"];
 
 /// Takes fingerprints of one server. `/object_info` (megabytes on a server with many packs) is

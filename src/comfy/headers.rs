@@ -59,7 +59,7 @@ impl ExtraHeaders {
     }
 
     /// Reads `--header` values and `COMFY_BISECT_HEADERS` from the process environment.
-    pub fn from_args_and_env(args: &[String]) -> Result<ExtraHeaders, HeaderError> {
+    pub(crate) fn from_args_and_env(args: &[String]) -> Result<ExtraHeaders, HeaderError> {
         let env = std::env::var(HEADERS_ENV).ok();
         ExtraHeaders::from_sources(args, env.as_deref())
     }

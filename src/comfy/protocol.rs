@@ -10,32 +10,32 @@ use std::collections::BTreeMap;
 /// HTTP and WebSocket routes (each is also served under `/api`; the plain form is used).
 pub mod routes {
     /// `GET` server and device information.
-    pub const SYSTEM_STATS: &str = "/system_stats";
+    pub(crate) const SYSTEM_STATS: &str = "/system_stats";
     /// `GET` node definitions (all, or `/object_info/{class}`).
-    pub const OBJECT_INFO: &str = "/object_info";
+    pub(crate) const OBJECT_INFO: &str = "/object_info";
     /// `GET /models/{folder}`: files of one model folder (404 for an unknown folder).
-    pub const MODELS: &str = "/models";
+    pub(crate) const MODELS: &str = "/models";
     /// `GET` running and pending queue items; `POST {"delete": [...]}` removes pending items.
-    pub const QUEUE: &str = "/queue";
+    pub(crate) const QUEUE: &str = "/queue";
     /// `GET /history/{prompt_id}`: `{id: entry}`, or `{}` when unknown or not finished yet.
-    pub const HISTORY: &str = "/history";
+    pub(crate) const HISTORY: &str = "/history";
     /// `POST` submit a prompt.
-    pub const PROMPT: &str = "/prompt";
+    pub(crate) const PROMPT: &str = "/prompt";
     /// `POST {"unload_models", "free_memory"}`: acted on by the worker when idle.
-    pub const FREE: &str = "/free";
+    pub(crate) const FREE: &str = "/free";
     /// `POST {"prompt_id"}`: interrupts that prompt only if it is running.
-    pub const INTERRUPT: &str = "/interrupt";
+    pub(crate) const INTERRUPT: &str = "/interrupt";
     /// `GET` server feature flags.
-    pub const FEATURES: &str = "/features";
+    pub(crate) const FEATURES: &str = "/features";
     /// WebSocket endpoint; the session id goes in the `clientId` query parameter.
-    pub const WS: &str = "/ws";
+    pub(crate) const WS: &str = "/ws";
     /// Name of the WebSocket query parameter carrying the session id.
-    pub const WS_CLIENT_ID_PARAM: &str = "clientId";
+    pub(crate) const WS_CLIENT_ID_PARAM: &str = "clientId";
     /// `PATCH {"clientId", "enabled"}`: the server sends its console to that socket as `logs`
     /// frames (200 with an empty body). Not served under `/api` (the `/internal` sub-app).
-    pub const LOGS_SUBSCRIBE: &str = "/internal/logs/subscribe";
+    pub(crate) const LOGS_SUBSCRIBE: &str = "/internal/logs/subscribe";
     /// `GET` the console's ring buffer (the last 300 writes since start) as [`super::LogsData`].
-    pub const LOGS_RAW: &str = "/internal/logs/raw";
+    pub(crate) const LOGS_RAW: &str = "/internal/logs/raw";
     /// `GET` the front-end scripts of ComfyUI and of each custom node pack that has some
     /// (`["/extensions/core/groupNode.js", …, "/extensions/<pack>/….js"]`).
     pub const EXTENSIONS: &str = "/extensions";
@@ -49,46 +49,40 @@ pub mod routes {
 /// WebSocket message `type` values the client acts on.
 pub mod msg {
     /// Queue size broadcast; the first frame of a connection also carries `sid`.
-    pub const STATUS: &str = "status";
+    pub(crate) const STATUS: &str = "status";
     /// The worker took the prompt.
-    pub const EXECUTION_START: &str = "execution_start";
+    pub(crate) const EXECUTION_START: &str = "execution_start";
     /// Node ids served from the output cache.
-    pub const EXECUTION_CACHED: &str = "execution_cached";
+    pub(crate) const EXECUTION_CACHED: &str = "execution_cached";
     /// A node starts; `node: null` means the prompt is finished (history already written).
-    pub const EXECUTING: &str = "executing";
+    pub(crate) const EXECUTING: &str = "executing";
     /// Step progress of a node.
-    pub const PROGRESS: &str = "progress";
+    pub(crate) const PROGRESS: &str = "progress";
     /// Snapshot of every non-pending node (broadcast when the prompt has no client_id).
-    pub const PROGRESS_STATE: &str = "progress_state";
+    pub(crate) const PROGRESS_STATE: &str = "progress_state";
     /// An output node finished, with its UI output.
-    pub const EXECUTED: &str = "executed";
+    pub(crate) const EXECUTED: &str = "executed";
     /// The prompt completed successfully.
-    pub const EXECUTION_SUCCESS: &str = "execution_success";
+    pub(crate) const EXECUTION_SUCCESS: &str = "execution_success";
     /// A node raised; see [`super::ExecutionError`].
-    pub const EXECUTION_ERROR: &str = "execution_error";
+    pub(crate) const EXECUTION_ERROR: &str = "execution_error";
     /// The prompt was interrupted.
-    pub const EXECUTION_INTERRUPTED: &str = "execution_interrupted";
-    /// Feature-flag negotiation reply.
-    pub const FEATURE_FLAGS: &str = "feature_flags";
+    pub(crate) const EXECUTION_INTERRUPTED: &str = "execution_interrupted";
     /// Console writes, sent to sockets subscribed through `/internal/logs/subscribe`.
-    pub const LOGS: &str = "logs";
+    pub(crate) const LOGS: &str = "logs";
 }
 
 /// `exception_type` of a non-fatal `execution_error` (an ExecutionBlocker): the prompt continues.
-pub const EXECUTION_BLOCKED: &str = "ExecutionBlocked";
+pub(crate) const EXECUTION_BLOCKED: &str = "ExecutionBlocked";
 
 /// Binary WebSocket frame event types (first 4 bytes, big-endian).
 pub mod binary {
     /// `[u32 1][u32 format 1=JPEG 2=PNG][image]`.
     pub const PREVIEW_IMAGE: u32 = 1;
-    /// `[u32 3][u32 len][node id][text]`.
-    pub const TEXT: u32 = 3;
-    /// `[u32 4][u32 len][metadata JSON][image]`.
-    pub const PREVIEW_IMAGE_WITH_METADATA: u32 = 4;
 }
 
 /// The value for `extra_data.preview_method` that turns sampler previews off.
-pub const PREVIEW_METHOD_NONE: &str = "none";
+pub(crate) const PREVIEW_METHOD_NONE: &str = "none";
 
 /// `GET /system_stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -101,7 +95,7 @@ pub struct SystemStats {
 
 impl SystemStats {
     /// The primary device (the one ComfyUI runs on).
-    pub fn primary(&self) -> Option<&Device> {
+    pub(crate) fn primary(&self) -> Option<&Device> {
         self.devices.first()
     }
 }
@@ -164,7 +158,7 @@ pub struct Device {
 impl SystemInfo {
     /// Host RAM in use (`ram_total − ram_free`; ComfyUI's `ram_free` is the memory available to
     /// new allocations); None when the server did not report a total.
-    pub fn ram_used(&self) -> Option<u64> {
+    pub(crate) fn ram_used(&self) -> Option<u64> {
         (self.ram_total > 0).then(|| self.ram_total.saturating_sub(self.ram_free))
     }
 }
@@ -219,7 +213,7 @@ impl QueueState {
     }
 
     /// Ids of the pending prompts in execution order (sorted by number).
-    pub fn pending_ids(&self) -> Vec<&str> {
+    pub(crate) fn pending_ids(&self) -> Vec<&str> {
         let mut items: Vec<&Vec<Value>> = self.queue_pending.iter().collect();
         items.sort_by(|a, b| Self::item_number(a).total_cmp(&Self::item_number(b)));
         items.into_iter().filter_map(|i| Self::item_id(i)).collect()
@@ -240,7 +234,7 @@ impl QueueState {
     }
 
     /// True when nothing runs and nothing waits.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.queue_running.is_empty() && self.queue_pending.is_empty()
     }
 }
@@ -336,7 +330,7 @@ pub struct ExecutionError {
 
 impl ExecutionError {
     /// True for the non-fatal ExecutionBlocker error (the prompt continues).
-    pub fn is_blocked(&self) -> bool {
+    pub(crate) fn is_blocked(&self) -> bool {
         self.exception_type == EXECUTION_BLOCKED
     }
 }
@@ -435,7 +429,7 @@ impl HistoryEntry {
 
 /// Parses a terminal message (`execution_success` / fatal `execution_error` /
 /// `execution_interrupted`); `None` for anything else, including `ExecutionBlocked` errors.
-pub fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal> {
+pub(crate) fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal> {
     match name {
         msg::EXECUTION_SUCCESS => Some(Terminal::Success {
             timestamp: data.get("timestamp").and_then(Value::as_u64),
@@ -453,32 +447,26 @@ pub fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal> {
 
 /// Data of `execution_cached`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct CachedData {
+pub(crate) struct CachedData {
     /// Cached node ids.
     #[serde(default)]
     pub nodes: Vec<String>,
-    /// The prompt.
-    #[serde(default)]
-    pub prompt_id: Option<String>,
 }
 
 /// Data of `executing` (`node: null` = prompt finished; no `prompt_id` on the reconnect greeting).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ExecutingData {
+pub(crate) struct ExecutingData {
     /// Node id (may be a flattened subgraph id like `"20:2"`).
     #[serde(default)]
     pub node: Option<String>,
     /// Node of the submitted prompt it maps to.
     #[serde(default)]
     pub display_node: Option<String>,
-    /// The prompt.
-    #[serde(default)]
-    pub prompt_id: Option<String>,
 }
 
 /// Data of `progress`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ProgressData {
+pub(crate) struct ProgressData {
     /// Steps done (integer or float on the wire).
     #[serde(default)]
     pub value: f64,
@@ -488,17 +476,11 @@ pub struct ProgressData {
     /// The node.
     #[serde(default)]
     pub node: Option<String>,
-    /// The prompt.
-    #[serde(default)]
-    pub prompt_id: Option<String>,
 }
 
 /// Data of `progress_state`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ProgressStateData {
-    /// The prompt.
-    #[serde(default)]
-    pub prompt_id: Option<String>,
+pub(crate) struct ProgressStateData {
     /// Node id → state of every non-pending node.
     #[serde(default)]
     pub nodes: BTreeMap<String, NodeProgressState>,
@@ -506,7 +488,7 @@ pub struct ProgressStateData {
 
 /// One node of `progress_state.nodes`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct NodeProgressState {
+pub(crate) struct NodeProgressState {
     /// Progress value.
     #[serde(default)]
     pub value: f64,
@@ -523,24 +505,18 @@ pub struct NodeProgressState {
 
 /// Data of `executed`.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ExecutedData {
+pub(crate) struct ExecutedData {
     /// The node.
     #[serde(default)]
     pub node: Option<String>,
-    /// Node of the submitted prompt it maps to.
-    #[serde(default)]
-    pub display_node: Option<String>,
     /// UI output (may be null).
     #[serde(default)]
     pub output: Value,
-    /// The prompt.
-    #[serde(default)]
-    pub prompt_id: Option<String>,
 }
 
 /// Data of `status` (`sid` only on a connection's first frame).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct StatusData {
+pub(crate) struct StatusData {
     /// `{"exec_info": {"queue_remaining": N}}`.
     #[serde(default)]
     pub status: Value,
@@ -561,7 +537,7 @@ impl StatusData {
 
 /// Body of `PATCH /internal/logs/subscribe`.
 #[derive(Debug, Clone, Serialize)]
-pub struct LogsSubscribe<'a> {
+pub(crate) struct LogsSubscribe<'a> {
     /// The socket's session id.
     #[serde(rename = "clientId")]
     pub client_id: &'a str,
@@ -595,7 +571,7 @@ pub struct LogsData {
 
 /// A WebSocket text frame: `{"type": T, "data": {...}}`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct WsMessage {
+pub(crate) struct WsMessage {
     /// Message type.
     #[serde(rename = "type")]
     pub kind: String,
@@ -617,7 +593,7 @@ impl WsMessage {
 }
 
 /// The event type of a binary frame (first 4 bytes, big-endian), if it has 4 bytes.
-pub fn binary_event_type(frame: &[u8]) -> Option<u32> {
+pub(crate) fn binary_event_type(frame: &[u8]) -> Option<u32> {
     let head: [u8; 4] = frame.get(..4)?.try_into().ok()?;
     Some(u32::from_be_bytes(head))
 }

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::Message;
 
 /// How long the WebSocket handshake may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Stream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -79,7 +79,7 @@ impl WsConnection {
     }
 
     /// The next text or binary frame (pings and pongs are skipped).
-    pub async fn next_frame(&mut self) -> WsFrame {
+    pub(crate) async fn next_frame(&mut self) -> WsFrame {
         loop {
             match self.stream.next().await {
                 None => return WsFrame::Closed("connection closed".into()),
@@ -117,7 +117,7 @@ impl WsConnection {
 
     /// Sends the close frame from a background task and returns at once: nothing waits for the
     /// server's reply (the task gives up after 2 s; dropping the stream closes the connection).
-    pub fn close_in_background(self) {
+    pub(crate) fn close_in_background(self) {
         tokio::spawn(self.close());
     }
 }

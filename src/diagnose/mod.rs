@@ -24,7 +24,7 @@ pub use parse::{
 };
 
 /// What a run left behind when it failed: the execution_error fields, the node timeline and the
-/// outcome. Built by the run module from WebSocket frames, or by [`parse_text`] from pasted text.
+/// outcome. Built by the run module from WebSocket frames, or by [`parse_input`] from pasted text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// `node_id` of the execution_error (the node ComfyUI was executing).
@@ -129,7 +129,7 @@ impl Kind {
     }
 
     /// True when the failure is about memory (GPU, host RAM, or a killed process).
-    pub fn is_memory(self) -> bool {
+    pub(crate) fn is_memory(self) -> bool {
         self.is_gpu_oom() || matches!(self, Kind::HostRam | Kind::ProcessKilled)
     }
 }
@@ -303,11 +303,6 @@ pub fn no_failure(reason: &str) -> Diagnosis {
         outcome: None,
         cached_nodes: Vec::new(),
     }
-}
-
-/// Parses pasted text (console log, traceback, execution_error / history / WebSocket JSON).
-pub fn parse_text(text: &str) -> Result<Evidence, ParseError> {
-    parse_input(text).map(|p| p.evidence)
 }
 
 /// Parses pasted text and diagnoses it.

@@ -230,7 +230,7 @@ impl Numbers {
     }
 
     /// The reserved-but-unallocated gap, from the new or the old message format.
-    pub fn reserved_gap_mib(&self) -> Option<f64> {
+    pub(crate) fn reserved_gap_mib(&self) -> Option<f64> {
         self.reserved_unallocated_mib.or_else(|| {
             match (self.reserved_total_mib, self.allocated_mib) {
                 (Some(r), Some(a)) if r >= a => Some(round3(r - a)),

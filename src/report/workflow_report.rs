@@ -454,7 +454,7 @@ pub(super) fn workflow_report(
             other,
         }) => Some(Preflight {
             unknown_nodes: unknown_nodes.clone(),
-            missing_models: missing_models.iter().map(describe_missing_model).collect(),
+            missing_models: missing_models.iter().map(|m| m.describe()).collect(),
             other: other.clone(),
         }),
         _ => None,
@@ -482,34 +482,6 @@ pub(super) fn workflow_report(
         components,
         attachments,
     }
-}
-
-fn describe_missing_model(v: &Value) -> String {
-    let s = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let file = match s("folder").as_str() {
-        "" => s("file"),
-        folder => format!("{folder}/{}", s("file")),
-    };
-    let mut out = file;
-    let node = s("node");
-    if !node.is_empty() {
-        let class = s("class_type");
-        let input = s("input");
-        out.push_str(&format!(" (node #{node}"));
-        if !class.is_empty() {
-            out.push_str(&format!(" {class}"));
-        }
-        if !input.is_empty() {
-            out.push_str(&format!(", input {input}"));
-        }
-        out.push(')');
-    }
-    out
 }
 
 fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {

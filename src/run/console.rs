@@ -53,7 +53,7 @@ enum Phase {
 
 /// Collects one run's console lines.
 #[derive(Debug)]
-pub struct RunConsole {
+pub(crate) struct RunConsole {
     phase: Phase,
     kept: Vec<(String, String)>,
     /// Inside another client's validation output (after its `got prompt`).
@@ -123,7 +123,7 @@ impl RunConsole {
     }
 
     /// `Prompt executed` of our prompt was seen: no more lines are ours.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.phase == Phase::Done
     }
 
@@ -132,13 +132,8 @@ impl RunConsole {
         self.kept.len()
     }
 
-    /// No line kept.
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
-    }
-
     /// Feeds console writes in the order they arrived on our socket.
-    pub fn feed(&mut self, entries: &[LogEntry]) {
+    pub(crate) fn feed(&mut self, entries: &[LogEntry]) {
         for (t, line) in lines_of(entries) {
             self.line(t, line);
         }

@@ -5,14 +5,12 @@ pub mod console;
 pub mod diagnosis;
 pub mod execute;
 mod follow;
-pub mod observer;
+pub(crate) mod observer;
 pub mod record;
 pub mod sampler;
 
 pub use execute::{execute, execute_with, RunRequest};
-pub use observer::{
-    Both, ChannelObserver, NdjsonWriter, NoObserver, RawEvent, RunEvent, RunObserver,
-};
+pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};
 pub use record::{
     InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
     ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,

@@ -84,7 +84,7 @@ pub trait RunObserver: Send {
 
 /// An observer that ignores everything.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NoObserver;
+pub(crate) struct NoObserver;
 
 impl RunObserver for NoObserver {}
 
@@ -129,29 +129,6 @@ impl<W: Write + Send> RunObserver for NdjsonWriter<W> {
     }
 }
 
-/// Sends every [`RunEvent`] into a channel (for a progress display running in another task).
-/// A closed receiver is ignored.
-pub struct ChannelObserver {
-    tx: tokio::sync::mpsc::UnboundedSender<RunEvent>,
-}
-
-impl ChannelObserver {
-    /// An observer and the receiving end of its channel.
-    pub fn new() -> (
-        ChannelObserver,
-        tokio::sync::mpsc::UnboundedReceiver<RunEvent>,
-    ) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (ChannelObserver { tx }, rx)
-    }
-}
-
-impl RunObserver for ChannelObserver {
-    fn on_event(&mut self, event: &RunEvent) {
-        let _ = self.tx.send(event.clone());
-    }
-}
-
 /// Forwards to two observers (e.g. a progress bar and an `events.ndjson` writer).
 pub struct Both<'a, A: RunObserver + ?Sized, B: RunObserver + ?Sized>(pub &'a mut A, pub &'a mut B);
 
@@ -169,15 +146,6 @@ impl<A: RunObserver + ?Sized, B: RunObserver + ?Sized> RunObserver for Both<'_, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn channel_observer_forwards_events_and_survives_a_closed_receiver() {
-        let (mut obs, mut rx) = ChannelObserver::new();
-        obs.on_event(&RunEvent::Queued { ahead: 2 });
-        assert_eq!(rx.try_recv().unwrap(), RunEvent::Queued { ahead: 2 });
-        drop(rx);
-        obs.on_event(&RunEvent::Phase("x".into()));
-    }
 
     #[test]
     fn ndjson_writer_writes_one_line_per_event() {

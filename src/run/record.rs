@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Longest kept text of one `current_inputs` value (tensors print as huge multi-line strings).
-pub const CURRENT_INPUT_LIMIT: usize = 300;
+pub(crate) const CURRENT_INPUT_LIMIT: usize = 300;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ impl Outcome {
     }
 
     /// Splits into the record's `outcome` and `error` fields.
-    pub fn into_parts(self) -> (OutcomeKind, Option<RunError>) {
+    pub(crate) fn into_parts(self) -> (OutcomeKind, Option<RunError>) {
         let kind = self.kind();
         let error = match self {
             Outcome::Passed => None,
@@ -441,7 +441,7 @@ impl RunRecord {
     /// server with its figures (kind `process_killed`, by the OOM killer), or, without one, that
     /// the server process died with the cause unknown (and whether the kernel log could be read);
     /// and host-RAM pressure when the samples show it. The root cause stays unknown.
-    pub fn annotate_diagnosis(&self, d: &mut crate::diagnose::Diagnosis) {
+    pub(crate) fn annotate_diagnosis(&self, d: &mut crate::diagnose::Diagnosis) {
         use crate::diagnose::Kind;
         if self.outcome == OutcomeKind::ServerLost {
             if let (Some(p), Some(ms)) = (&self.host.process, self.host.process_gone_ms) {
@@ -505,7 +505,7 @@ impl RunRecord {
 }
 
 /// Trims each `current_inputs` value to [`CURRENT_INPUT_LIMIT`] characters.
-pub fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
+pub(crate) fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
     fn trim(v: &mut Value) {
         match v {
             Value::String(s) if s.chars().count() > CURRENT_INPUT_LIMIT => {

@@ -8,7 +8,7 @@
 
 use super::journal::{read_json, SessionFile, SESSION_FILE};
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// One session found in one runs folder.
 #[derive(Debug, Clone)]
@@ -53,42 +53,6 @@ fn has_pattern(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// A glob component as a regex: `*` any run of characters, `?` one, `[…]` a class.
-fn component_regex(glob: &str) -> Result<regex::Regex, String> {
-    let mut re = String::from("^");
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut class = String::new();
-                let mut closed = false;
-                for d in chars.by_ref() {
-                    if d == ']' {
-                        closed = true;
-                        break;
-                    }
-                    class.push(d);
-                }
-                if !closed || class.is_empty() {
-                    return Err(format!("'{glob}': a '[' without its ']'"));
-                }
-                let class = match class.strip_prefix('!') {
-                    Some(rest) => format!("^{}", rest.replace('\\', "\\\\")),
-                    None => class.replace('\\', "\\\\"),
-                };
-                re.push('[');
-                re.push_str(&class);
-                re.push(']');
-            }
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    re.push('$');
-    regex::Regex::new(&re).map_err(|e| format!("'{glob}': {e}"))
-}
-
 /// Expands `--runs-dir` values: a value without a pattern is kept as given; a pattern is
 /// replaced by the folders it matches (sorted). Duplicates are dropped. A pattern that matches
 /// no folder is an error.
@@ -114,47 +78,24 @@ pub fn expand(values: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+/// The folders a shell-style pattern matches (`*`, `?`, `[…]`, `[!…]`), sorted; hidden folders
+/// are left out unless the pattern names them.
 fn expand_pattern(pattern: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut current: Vec<PathBuf> = vec![PathBuf::new()];
-    for component in pattern.components() {
-        let part = match component {
-            Component::Normal(p) => p.to_string_lossy().into_owned(),
-            other => {
-                for c in current.iter_mut() {
-                    c.push(other.as_os_str());
-                }
-                continue;
-            }
-        };
-        if !has_pattern(&part) {
-            for c in current.iter_mut() {
-                c.push(&part);
-            }
-            continue;
-        }
-        let re = component_regex(&part)?;
-        let mut next = Vec::new();
-        for base in &current {
-            let dir = if base.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                base.as_path()
-            };
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            let mut names: Vec<String> = entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_dir())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.') && re.is_match(n))
-                .collect();
-            names.sort();
-            next.extend(names.into_iter().map(|n| base.join(n)));
-        }
-        current = next;
-    }
-    Ok(current.into_iter().filter(|p| p.is_dir()).collect())
+    let text = pattern.to_string_lossy();
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let paths = glob::glob_with(&text, options).map_err(|e| {
+        format!("--runs-dir {text}: not a valid pattern ({e}); use * ? [abc] [!abc], quoted so the shell leaves it alone")
+    })?;
+    let mut found: Vec<PathBuf> = paths
+        .filter_map(Result::ok)
+        .filter(|p| p.is_dir())
+        .collect();
+    found.sort();
+    Ok(found)
 }
 
 /// Every session in every runs folder (sorted by session id, then folder), and the ids that
@@ -218,16 +159,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn glob_components_match_like_a_shell() {
-        let re = component_regex("gpu-[0-9]*").unwrap();
-        assert!(re.is_match("gpu-1"));
-        assert!(re.is_match("gpu-12x"));
-        assert!(!re.is_match("gpu-a"));
-        let re = component_regex("run?.d").unwrap();
-        assert!(re.is_match("runs.d"));
-        assert!(!re.is_match("runs_d"), "the dot is literal");
-        assert!(component_regex("[!a]x").unwrap().is_match("bx"));
-        assert!(component_regex("[abc").is_err());
+    fn patterns_match_like_a_shell() {
+        let tmp = tempfile::tempdir().unwrap();
+        for m in [
+            "gpu-1",
+            "gpu-12x",
+            "gpu-a",
+            "runs.d",
+            "runs_d",
+            ".hidden-gpu",
+        ] {
+            std::fs::create_dir_all(tmp.path().join(m)).unwrap();
+        }
+        let names = |pattern: &str| -> Vec<String> {
+            expand_pattern(&tmp.path().join(pattern))
+                .unwrap()
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names("gpu-[0-9]*"), ["gpu-1", "gpu-12x"]);
+        assert_eq!(names("runs?d"), ["runs.d", "runs_d"]);
+        assert_eq!(names("runs.d"), ["runs.d"], "the dot is literal");
+        assert_eq!(names("[!g]*"), ["runs.d", "runs_d"]);
+        assert_eq!(
+            names("*gpu*"),
+            ["gpu-1", "gpu-12x", "gpu-a"],
+            "hidden folders need a literal dot"
+        );
+        let err = expand(&[tmp.path().join("[abc")]).unwrap_err();
+        assert!(err.contains("not a valid pattern"), "{err}");
     }
 
     #[test]

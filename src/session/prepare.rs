@@ -3,7 +3,7 @@
 //! variant. Unknown node classes and missing model files become a per-workflow list of what to
 //! install (the `preflight_failed` verdict).
 
-use super::journal::Verdict;
+use super::journal::{MissingModel, Verdict};
 use super::setup::{PreparedStep, PreparedWorkflow};
 use crate::catalog::Catalog;
 use crate::hashing::model_references;
@@ -12,7 +12,7 @@ use crate::nodedefs::NodeDefs;
 use crate::workflow::ui::{write_variant, Converted};
 use crate::workflow::validate::{validate, ProblemKind};
 use crate::workflow::Workflow;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// What preflight found wrong with one workflow.
@@ -20,8 +20,8 @@ use std::collections::BTreeSet;
 pub struct Problems {
     /// Node classes the server does not know.
     pub unknown_nodes: BTreeSet<String>,
-    /// Model files the server does not list: `{file, folder, node, class_type, input}`.
-    pub missing_models: Vec<Value>,
+    /// Model files the server does not list.
+    pub missing_models: Vec<MissingModel>,
     /// Anything else, in words (with the variant it was found in).
     pub other: Vec<String>,
 }
@@ -67,17 +67,17 @@ impl Problems {
                         })
                         .and_then(|r| r.folders.first().copied())
                         .unwrap_or_default();
-                    let entry = json!({
-                        "file": file,
-                        "folder": folder,
-                        "node": p.node,
-                        "class_type": p.class_type,
-                        "input": p.input,
-                    });
+                    let entry = MissingModel {
+                        file,
+                        folder: folder.to_string(),
+                        node: p.node.clone(),
+                        class_type: p.class_type.clone(),
+                        input: p.input.clone(),
+                    };
                     if !self
                         .missing_models
                         .iter()
-                        .any(|m| m["file"] == entry["file"] && m["node"] == entry["node"])
+                        .any(|m| m.file == entry.file && m.node == entry.node)
                     {
                         self.missing_models.push(entry);
                     }
@@ -106,11 +106,11 @@ impl Problems {
             for m in &self.missing_models {
                 out.push_str(&format!(
                     "    - models/{}/{}  (node {} {}, input {})\n",
-                    m["folder"].as_str().unwrap_or("?"),
-                    m["file"].as_str().unwrap_or("?"),
-                    m["node"].as_str().unwrap_or("?"),
-                    m["class_type"].as_str().unwrap_or("?"),
-                    m["input"].as_str().unwrap_or("?"),
+                    if m.folder.is_empty() { "?" } else { &m.folder },
+                    if m.file.is_empty() { "?" } else { &m.file },
+                    m.node.as_deref().unwrap_or("?"),
+                    m.class_type.as_deref().unwrap_or("?"),
+                    m.input.as_deref().unwrap_or("?"),
                 ));
             }
         }
@@ -319,8 +319,8 @@ mod tests {
                     vec!["MadeUpNode"]
                 );
                 assert_eq!(problems.missing_models.len(), 1);
-                assert_eq!(problems.missing_models[0]["file"], "not-there.safetensors");
-                assert_eq!(problems.missing_models[0]["folder"], "checkpoints");
+                assert_eq!(problems.missing_models[0].file, "not-there.safetensors");
+                assert_eq!(problems.missing_models[0].folder, "checkpoints");
                 let text = problems.render("t");
                 assert!(
                     text.contains("install the custom nodes")

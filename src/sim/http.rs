@@ -13,7 +13,7 @@ use percent_encoding::percent_decode_str;
 use std::collections::HashMap;
 
 /// Largest request body accepted (ComfyUI's default upload limit is 100 MiB).
-pub const MAX_BODY: usize = 100 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 100 * 1024 * 1024;
 
 /// What every answer carries in its `Server` header (aiohttp's, as captured).
 const SERVER: &str = "Python/3.11 aiohttp/3.14.5";
@@ -41,20 +41,20 @@ impl Request {
 
     /// Whether the client allows the connection to stay open after the answer (HTTP/1.1
     /// default; `Connection: close` ends it).
-    pub fn keep_alive(&self) -> bool {
+    pub(crate) fn keep_alive(&self) -> bool {
         !self
             .header("connection")
             .is_some_and(|v| v.to_ascii_lowercase().contains("close"))
     }
 
     /// True for a WebSocket upgrade request.
-    pub fn is_websocket(&self) -> bool {
+    pub(crate) fn is_websocket(&self) -> bool {
         self.header("upgrade")
             .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
     }
 
     /// The request's head, decoded (body empty until [`read_body`] fills it).
-    pub fn head_of<B>(req: &hyper::Request<B>) -> Request {
+    pub(crate) fn head_of<B>(req: &hyper::Request<B>) -> Request {
         let headers = req
             .headers()
             .iter()
@@ -77,7 +77,7 @@ impl Request {
 
 /// One response.
 #[derive(Debug, Clone)]
-pub struct Response {
+pub(crate) struct Response {
     /// HTTP status code.
     pub status: u16,
     /// `Content-Type`, none for aiohttp's empty answers.
@@ -109,7 +109,7 @@ impl Response {
     }
 
     /// 200 with an empty body and no content type (what ComfyUI's control routes send).
-    pub fn empty_ok() -> Response {
+    pub(crate) fn empty_ok() -> Response {
         Response::new(200, None, Vec::new())
     }
 
@@ -123,22 +123,22 @@ impl Response {
     }
 
     /// aiohttp's 404 page.
-    pub fn not_found() -> Response {
+    pub(crate) fn not_found() -> Response {
         Response::text(404, "404: Not Found")
     }
 
     /// 404 with an empty body (`/models/<unknown>`).
-    pub fn not_found_empty() -> Response {
+    pub(crate) fn not_found_empty() -> Response {
         Response::new(404, None, Vec::new())
     }
 
     /// aiohttp's 405 page.
-    pub fn method_not_allowed() -> Response {
+    pub(crate) fn method_not_allowed() -> Response {
         Response::text(405, "405: Method Not Allowed")
     }
 
     /// What aiohttp answers when a handler raises.
-    pub fn internal_error() -> Response {
+    pub(crate) fn internal_error() -> Response {
         Response::text(
             500,
             "500 Internal Server Error\n\nServer got itself in trouble",
@@ -147,14 +147,14 @@ impl Response {
 
     /// Adds a header (written after `Content-Type`), e.g. `Content-Disposition` for a file.
     #[allow(dead_code)] // No route sends one yet.
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+    pub(crate) fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
         self.headers.push((name, value.into()));
         self
     }
 
     /// The hyper response: `Connection: close` unless `keep_alive`, `Server`, `Content-Type`,
     /// the extra headers, in that order; hyper adds `Content-Length` last.
-    pub fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
+    pub(crate) fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
         let mut out = hyper::Response::new(Full::new(Bytes::from(self.body)));
         *out.status_mut() =
             hyper::StatusCode::from_u16(self.status).unwrap_or(hyper::StatusCode::OK);
@@ -177,7 +177,7 @@ impl Response {
 
 /// Percent-decodes a URL component (`+` stays `+` in paths, becomes a space in queries);
 /// invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
-pub fn percent_decode(s: &str, plus_is_space: bool) -> String {
+pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> String {
     if plus_is_space && s.contains('+') {
         percent_decode_str(&s.replace('+', " "))
             .decode_utf8_lossy()
@@ -199,7 +199,7 @@ fn parse_query(q: &str) -> HashMap<String, String> {
 
 /// Why a body could not be read.
 #[derive(Debug)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// Over [`MAX_BODY`]: answer 413.
     TooLarge,
     /// The connection failed while reading.
@@ -208,7 +208,7 @@ pub enum BodyError {
 
 /// Reads the whole body, refusing more than [`MAX_BODY`] (hyper answers
 /// `Expect: 100-continue` when the body is polled, so a refused body is never sent).
-pub async fn read_body(body: Incoming) -> Result<Vec<u8>, BodyError> {
+pub(crate) async fn read_body(body: Incoming) -> Result<Vec<u8>, BodyError> {
     // A `Content-Length` over the limit is refused before anything is read.
     if hyper::body::Body::size_hint(&body).lower() > MAX_BODY as u64 {
         return Err(BodyError::TooLarge);
@@ -222,7 +222,7 @@ pub async fn read_body(body: Incoming) -> Result<Vec<u8>, BodyError> {
 
 /// The `101 Switching Protocols` answer to a WebSocket upgrade request, or `None` without a
 /// `Sec-WebSocket-Key`.
-pub fn upgrade_response(req: &Request) -> Option<hyper::Response<Full<Bytes>>> {
+pub(crate) fn upgrade_response(req: &Request) -> Option<hyper::Response<Full<Bytes>>> {
     let key = req.header("sec-websocket-key")?;
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let mut out = hyper::Response::new(Full::new(Bytes::new()));

@@ -302,7 +302,7 @@ impl SimConfig {
 
 /// Parses a byte size such as `24GiB`, `12 GB`, `8192MiB` (binary units; `GB` is read as GiB,
 /// the way GPU memory is usually quoted).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -505,17 +505,6 @@ impl SimHandle {
         self.shared.relaunch().await
     }
 
-    /// Bytes the simulated GPU has allocated right now (for tests and logs).
-    pub fn vram_allocated(&self) -> u64 {
-        self.shared
-            .current
-            .lock()
-            .expect("current lock")
-            .as_ref()
-            .map(|i| i.vram_allocated())
-            .unwrap_or(0)
-    }
-
     /// Host RAM in use as `/system_stats` would report it now (for tests and logs).
     pub fn host_ram_used(&self) -> u64 {
         self.shared
@@ -538,7 +527,7 @@ impl SimHandle {
 }
 
 /// Runs a simulator until Ctrl-C (for `comfy-bisect simulate`). Prints the URL on stderr.
-pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> {
+pub(crate) fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -5,7 +5,7 @@
 
 use super::memory::{
     checkpoint_clip_bytes, lora_file_bytes, quant_factor, text_encoder_bytes, upscale_model,
-    Family, ImageVal, LatentVal, ModelVal, VaeKind, Work, GIB, MIB,
+    Family, ImageVal, LatentVal, ModelVal, VaeKind, Work, GIB,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -52,14 +52,14 @@ impl Defs {
     }
 
     /// `OUTPUT_NODE` of the class.
-    pub fn is_output(&self, class: &str) -> bool {
+    pub(crate) fn is_output(&self, class: &str) -> bool {
         self.get(class)
             .and_then(|d| d.get("output_node"))
             .and_then(Value::as_bool)
             .unwrap_or(false)
     }
 
-    pub fn output_types(&self, class: &str) -> Vec<String> {
+    pub(crate) fn output_types(&self, class: &str) -> Vec<String> {
         self.get(class)
             .and_then(|d| d.get("output"))
             .and_then(Value::as_array)
@@ -75,14 +75,14 @@ impl Defs {
             .unwrap_or_default()
     }
 
-    pub fn has_role(&self, class: &str, role: &str) -> bool {
+    pub(crate) fn has_role(&self, class: &str, role: &str) -> bool {
         self.roles
             .get(class)
             .is_some_and(|r| r.iter().any(|t| t == role))
     }
 
     /// The declared spec of an input: (section, spec) where section is required/optional/hidden.
-    pub fn input_spec(&self, class: &str, name: &str) -> Option<(&'static str, &Value)> {
+    pub(crate) fn input_spec(&self, class: &str, name: &str) -> Option<(&'static str, &Value)> {
         let input = self.get(class)?.get("input")?;
         for sec in ["required", "optional", "hidden"] {
             if let Some(spec) = input.get(sec).and_then(|s| s.get(name)) {
@@ -91,20 +91,10 @@ impl Defs {
         }
         None
     }
-
-    /// The declared type of an input (`COMBO` for list-valued specs).
-    pub fn input_type(&self, class: &str, name: &str) -> Option<String> {
-        let (_, spec) = self.input_spec(class, name)?;
-        Some(match spec.get(0) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(_)) => "COMBO".to_string(),
-            _ => "*".to_string(),
-        })
-    }
 }
 
 /// True for classes that sample (their failures have sampler tracebacks).
-pub fn is_sampler_class(class: &str) -> bool {
+pub(crate) fn is_sampler_class(class: &str) -> bool {
     defs().has_role(class, "samplers") || class.contains("KSampler") || class.contains("Sampler")
 }
 
@@ -131,7 +121,7 @@ pub enum Val {
 
 impl Val {
     /// The Python `str()` ComfyUI puts into `current_inputs` for a linked value.
-    pub fn python_repr(&self, salt: u64) -> String {
+    pub(crate) fn python_repr(&self, salt: u64) -> String {
         let addr = 0x7f3a_0000_0000u64 + (salt.wrapping_mul(0x9e37_79b9) & 0xffff_fff0);
         match self {
             Val::Model(_) => format!("<comfy.model_patcher.ModelPatcher object at {addr:#x}>"),
@@ -183,7 +173,7 @@ impl Val {
 
 /// What the executor needs to know to tell the failure story of a node.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct NodeContext {
+pub(crate) struct NodeContext {
     pub family: Option<Family>,
     pub sampler_name: String,
     pub step_cache: Option<String>,
@@ -195,7 +185,7 @@ pub struct NodeContext {
 
 /// The result of evaluating one node.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Eval {
+pub(crate) struct Eval {
     pub outputs: Vec<Val>,
     pub work: Work,
     pub ctx: NodeContext,
@@ -481,7 +471,7 @@ struct Node<'a> {
 }
 
 /// Evaluates one node: its output values and the work it asks of the GPU.
-pub fn evaluate(inp: &Inputs) -> Eval {
+pub(crate) fn evaluate(inp: &Inputs) -> Eval {
     let mut n = Node {
         inp,
         out_types: defs().output_types(inp.class),
@@ -1093,15 +1083,6 @@ fn evaluate_sampler(inp: &Inputs, ctx: &mut NodeContext) -> (Work, Option<Val>) 
     (work, Some(Val::Latent(latent)))
 }
 
-/// Memory of a loaded model other than the diffusion model (for `/system_stats` numbers).
-pub fn describe_bytes(bytes: u64) -> String {
-    if bytes >= GIB {
-        format!("{:.2} GB", bytes as f64 / 1e9)
-    } else {
-        format!("{:.1} MB", bytes as f64 / MIB as f64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1136,7 +1117,9 @@ mod tests {
             ["MODEL", "CLIP", "VAE"]
         );
         assert!(d.has_role("KSampler", "samplers"));
-        assert_eq!(d.input_type("KSampler", "sampler_name").unwrap(), "COMBO");
+        let (section, spec) = d.input_spec("KSampler", "sampler_name").unwrap();
+        assert_eq!(section, "required");
+        assert!(spec[0].is_array(), "a COMBO: {spec}");
     }
 
     #[test]

@@ -6,13 +6,13 @@
 use super::memory::{Family, Oom, Stage};
 
 /// Install prefix used in simulated tracebacks (the same rewritten prefix as the captures).
-pub const ROOT: &str = "/home/user/ComfyUI";
+pub(crate) const ROOT: &str = "/home/user/ComfyUI";
 
 /// ComfyUI's sentence appended to every OOM (`execution.py`).
-pub const OOM_TIPS: &str = "This error means you ran out of memory on your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the batch_size to a large number.";
+pub(crate) const OOM_TIPS: &str = "This error means you ran out of memory on your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the batch_size to a large number.";
 
 /// The exception class ComfyUI reports for a CUDA OOM on current PyTorch.
-pub const OOM_EXCEPTION_TYPE: &str = "torch.OutOfMemoryError";
+pub(crate) const OOM_EXCEPTION_TYPE: &str = "torch.OutOfMemoryError";
 
 /// PyTorch CUDA allocator backend; decides the OOM wording and the device name suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,7 +26,7 @@ pub enum Allocator {
 
 impl Allocator {
     /// The name `torch.cuda.get_allocator_backend()` returns.
-    pub fn backend_name(self) -> &'static str {
+    pub(crate) fn backend_name(self) -> &'static str {
         match self {
             Allocator::Native => "native",
             Allocator::CudaMallocAsync => "cudaMallocAsync",
@@ -44,7 +44,7 @@ impl Allocator {
 
 /// PyTorch's `format_size` (c10/cuda/CUDACachingAllocator.cpp): bytes up to 1 KiB, then KiB,
 /// MiB, GiB with two decimals.
-pub fn format_size(size: u64) -> String {
+pub(crate) fn format_size(size: u64) -> String {
     if size <= 1024 {
         format!("{size} bytes")
     } else if size <= 1_048_576 {
@@ -57,7 +57,7 @@ pub fn format_size(size: u64) -> String {
 }
 
 /// The exception text PyTorch raises.
-pub fn torch_message(oom: &Oom, allocator: Allocator) -> String {
+pub(crate) fn torch_message(oom: &Oom, allocator: Allocator) -> String {
     match allocator {
         Allocator::Native => {
             let in_use = oom.total.saturating_sub(oom.free);
@@ -109,7 +109,7 @@ fn frame(path: &str, line: u32, func: &str, code: &str) -> String {
 }
 
 /// The four `execution.py` frames every node error starts with (copied from the captures).
-pub fn execution_frames() -> Vec<String> {
+pub(crate) fn execution_frames() -> Vec<String> {
     vec![
         "  File \"/home/user/ComfyUI/execution.py\", line 496, in execute\n    output_data, output_ui, has_subgraph, has_pending_tasks = await get_output_data(prompt_id, unique_id, obj, input_data_all, execution_block_cb=execution_block_cb, pre_execute_cb=pre_execute_cb, hidden_inputs=hidden_inputs)\n                                                              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n".to_string(),
         "  File \"/home/user/ComfyUI/execution.py\", line 315, in get_output_data\n    return_values = await _async_map_node_over_list(prompt_id, unique_id, obj, input_data_all, obj.FUNCTION, allow_interrupt=True, execution_block_cb=execution_block_cb, pre_execute_cb=pre_execute_cb, hidden_inputs=hidden_inputs)\n                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n".to_string(),

@@ -132,7 +132,7 @@ impl State {
         self.pending.len() + usize::from(self.running.is_some())
     }
 
-    pub fn status_message(&self, sid: Option<&str>) -> Value {
+    pub(crate) fn status_message(&self, sid: Option<&str>) -> Value {
         let mut data =
             json!({"status": {"exec_info": {"queue_remaining": self.queue_remaining()}}});
         if let Some(sid) = sid {
@@ -142,13 +142,13 @@ impl State {
     }
 
     /// Sends a JSON message to one socket (dropped silently if it is not connected).
-    pub fn send_to(&self, sid: &str, msg: &Value) {
+    pub(crate) fn send_to(&self, sid: &str, msg: &Value) {
         if let Some(c) = self.clients.get(sid) {
             let _ = c.tx.send(Out::Text(msg.to_string()));
         }
     }
 
-    pub fn send_raw(&self, sid: Option<&str>, out: Out) {
+    pub(crate) fn send_raw(&self, sid: Option<&str>, out: Out) {
         match sid {
             Some(sid) => {
                 if let Some(c) = self.clients.get(sid) {
@@ -191,12 +191,12 @@ impl State {
         }
     }
 
-    pub fn broadcast_status(&self) {
+    pub(crate) fn broadcast_status(&self) {
         self.broadcast(&self.status_message(None));
     }
 
     /// The five-letter random part of PreviewImage's temp file names.
-    pub fn new_temp_prefix(&mut self) {
+    pub(crate) fn new_temp_prefix(&mut self) {
         self.resets += 1;
         let mut x = self.resets.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
         let mut s = String::from("ComfyUI_temp_");
@@ -208,7 +208,7 @@ impl State {
         self.temp_prefix = s;
     }
 
-    pub fn next_counter(&mut self, prefix: &str) -> u64 {
+    pub(crate) fn next_counter(&mut self, prefix: &str) -> u64 {
         let c = self.save_counters.entry(prefix.to_string()).or_insert(0);
         *c += 1;
         *c
@@ -232,7 +232,7 @@ impl State {
     }
 
     /// Applies pending `/free` flags (the worker does this when idle or between prompts).
-    pub fn apply_free_flags(&mut self) {
+    pub(crate) fn apply_free_flags(&mut self) {
         if let Some((unload, free)) = self.free_flags.take() {
             if unload || free {
                 self.gpu.unload_all();
@@ -245,7 +245,7 @@ impl State {
     }
 
     /// Pops the next prompt by (number, prompt_id).
-    pub fn take_next(&mut self) -> Option<QueueItem> {
+    pub(crate) fn take_next(&mut self) -> Option<QueueItem> {
         let idx = self
             .pending
             .iter()
@@ -260,7 +260,7 @@ impl State {
         Some(self.pending.remove(idx))
     }
 
-    pub fn insert_history(&mut self, id: String, entry: Value) {
+    pub(crate) fn insert_history(&mut self, id: String, entry: Value) {
         self.history.retain(|(k, _)| k != &id);
         self.history.push((id, entry));
         if self.history.len() > 10_000 {
@@ -327,7 +327,7 @@ impl Instance {
 
     /// Keeps the server's tasks, so that [`Instance::stop`] aborts them and
     /// [`Instance::join`] waits for them.
-    pub fn keep_tasks(&self, tasks: impl IntoIterator<Item = JoinHandle<()>>) {
+    pub(crate) fn keep_tasks(&self, tasks: impl IntoIterator<Item = JoinHandle<()>>) {
         self.tasks.lock().expect("tasks lock").extend(tasks);
     }
 
@@ -335,11 +335,11 @@ impl Instance {
         self.state.lock().expect("simulator state lock")
     }
 
-    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+    pub(crate) fn stop_signal(&self) -> watch::Receiver<bool> {
         self.stop_tx.subscribe()
     }
 
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         *self.stop_tx.borrow()
     }
 
@@ -363,9 +363,5 @@ impl Instance {
         for t in tasks {
             let _ = t.await;
         }
-    }
-
-    pub fn vram_allocated(&self) -> u64 {
-        self.lock().gpu.allocated()
     }
 }

@@ -31,7 +31,7 @@ fn top_error(kind: &str, message: &str, details: &str) -> Value {
 }
 
 /// Python's `repr()` of a JSON literal, as it appears in messages.
-pub fn py_repr(v: &Value) -> String {
+pub(crate) fn py_repr(v: &Value) -> String {
     match v {
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),
@@ -56,7 +56,7 @@ pub fn py_repr(v: &Value) -> String {
 }
 
 /// Python's `str()`.
-pub fn py_str(v: &Value) -> String {
+pub(crate) fn py_str(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => py_repr(other),
@@ -94,7 +94,7 @@ struct Validator<'a> {
 
 mod indexmap_like {
     /// A tiny insertion-ordered map (validation order matters for `dependent_outputs`).
-    pub struct Ordered<V> {
+    pub(crate) struct Ordered<V> {
         keys: Vec<String>,
         map: std::collections::HashMap<String, V>,
     }

@@ -634,9 +634,9 @@ pub enum Verdict {
         /// Node classes the server does not know (install the custom nodes).
         #[serde(default)]
         unknown_nodes: Vec<String>,
-        /// Model files the server does not have: `{folder?, file, node, input}`.
+        /// Model files the server does not have.
         #[serde(default)]
-        missing_models: Vec<Value>,
+        missing_models: Vec<MissingModel>,
         /// Other problems, in words.
         #[serde(default)]
         other: Vec<String>,
@@ -655,6 +655,44 @@ pub enum Verdict {
         /// In words.
         detail: String,
     },
+}
+
+/// A model file a workflow names that the server does not list (written as
+/// `{"file","folder","node","class_type","input"}`, unknown values as `""` or `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MissingModel {
+    /// The file name as the workflow gives it.
+    pub file: String,
+    /// The models folder it belongs in (`loras`, `checkpoints`, …), empty when unknown.
+    pub folder: String,
+    /// The node that names it.
+    pub node: Option<String>,
+    /// That node's class.
+    pub class_type: Option<String>,
+    /// The input that names it.
+    pub input: Option<String>,
+}
+
+impl MissingModel {
+    /// `loras/detail.safetensors (node #10 LoraLoader, input lora_name)`.
+    pub fn describe(&self) -> String {
+        let mut out = match self.folder.as_str() {
+            "" => self.file.clone(),
+            folder => format!("{folder}/{}", self.file),
+        };
+        if let Some(node) = self.node.as_deref().filter(|n| !n.is_empty()) {
+            out.push_str(&format!(" (node #{node}"));
+            if let Some(class) = self.class_type.as_deref().filter(|c| !c.is_empty()) {
+                out.push_str(&format!(" {class}"));
+            }
+            if let Some(input) = self.input.as_deref().filter(|i| !i.is_empty()) {
+                out.push_str(&format!(", input {input}"));
+            }
+            out.push(')');
+        }
+        out
+    }
 }
 
 /// Pass/fail counts of one repeated step.

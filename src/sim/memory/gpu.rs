@@ -53,7 +53,7 @@ impl Gpu {
     }
 
     /// Bytes held by loaded models.
-    pub fn resident(&self) -> u64 {
+    pub(crate) fn resident(&self) -> u64 {
         self.loaded.iter().map(|l| l.bytes).sum()
     }
 
@@ -83,7 +83,7 @@ impl Gpu {
     }
 
     /// Unloads everything (`/free`, or after an OOM).
-    pub fn unload_all(&mut self) {
+    pub(crate) fn unload_all(&mut self) {
         self.loaded.clear();
         self.active = 0;
         self.cached = 0;
@@ -95,13 +95,13 @@ impl Gpu {
     }
 
     /// End of a node: activations are freed, the allocator keeps a little cached.
-    pub fn finish_node(&mut self) {
+    pub(crate) fn finish_node(&mut self) {
         self.cached = (self.active / 8).min(512 * MIB);
         self.active = 0;
     }
 
     /// End of a prompt: `soft_empty_cache` returns cached blocks.
-    pub fn empty_cache(&mut self) {
+    pub(crate) fn empty_cache(&mut self) {
         self.cached = 0;
         self.active = 0;
     }

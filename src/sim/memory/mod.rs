@@ -27,6 +27,6 @@ pub const GIB: u64 = 1 << 30;
 pub const MIB: u64 = 1 << 20;
 
 /// Memory the CUDA context and non-PyTorch allocations take before any tensor exists.
-pub const NON_TORCH_OVERHEAD: u64 = 420 * MIB;
+pub(crate) const NON_TORCH_OVERHEAD: u64 = 420 * MIB;
 /// Headroom ComfyUI keeps free for inference when it partially loads a model.
-pub const INFERENCE_RESERVE: u64 = GIB;
+pub(crate) const INFERENCE_RESERVE: u64 = GIB;

@@ -23,7 +23,7 @@ pub enum Family {
 
 impl Family {
     /// True for the video families (frames matter, cfg runs sequentially).
-    pub fn is_video(self) -> bool {
+    pub(crate) fn is_video(self) -> bool {
         matches!(
             self,
             Family::Wan14
@@ -36,7 +36,7 @@ impl Family {
     }
 
     /// Guesses the family from a model file name.
-    pub fn from_name(name: &str) -> Family {
+    pub(crate) fn from_name(name: &str) -> Family {
         let n = name.to_ascii_lowercase();
         if n.contains("wan") {
             if n.contains("5b") || n.contains("ti2v") {
@@ -75,7 +75,7 @@ impl Family {
     }
 
     /// Diffusion-model weights at fp16/bf16.
-    pub fn fp16_weights(self) -> u64 {
+    pub(crate) fn fp16_weights(self) -> u64 {
         match self {
             Family::Sd15 => 1_720 * MIB,
             Family::Sdxl => 4_900 * MIB,
@@ -93,7 +93,7 @@ impl Family {
     }
 
     /// Activation bytes per latent token for one sampling pass.
-    pub fn activation_per_token(self) -> u64 {
+    pub(crate) fn activation_per_token(self) -> u64 {
         1024 * match self {
             Family::Sd15 => 80,
             Family::Sdxl => 160,
@@ -126,7 +126,7 @@ impl Family {
     }
 
     /// Simulated seconds of compute per latent token and pass.
-    pub fn seconds_per_token(self) -> f64 {
+    pub(crate) fn seconds_per_token(self) -> f64 {
         match self {
             Family::Sd15 => 1.0e-5,
             Family::Sdxl => 4.0e-5,
@@ -144,7 +144,7 @@ impl Family {
     }
 
     /// Latent tokens the diffusion model sees for one sample.
-    pub fn tokens(self, width: u64, height: u64, frames: u64) -> u64 {
+    pub(crate) fn tokens(self, width: u64, height: u64, frames: u64) -> u64 {
         let frames = frames.max(1);
         let t4 = (frames - 1) / 4 + 1;
         let t8 = (frames - 1) / 8 + 1;
@@ -159,7 +159,7 @@ impl Family {
     }
 
     /// Default LoRA file size when the name gives no hint.
-    pub fn lora_bytes(self) -> u64 {
+    pub(crate) fn lora_bytes(self) -> u64 {
         match self {
             Family::Sd15 => 144 * MIB,
             Family::Sdxl => 436 * MIB,
@@ -188,7 +188,7 @@ pub enum VaeKind {
 }
 
 impl VaeKind {
-    pub fn from_name(name: &str) -> VaeKind {
+    pub(crate) fn from_name(name: &str) -> VaeKind {
         let n = name.to_ascii_lowercase();
         if n == "pixel_space" {
             VaeKind::None
@@ -205,7 +205,7 @@ impl VaeKind {
         }
     }
 
-    pub fn for_family(f: Family) -> VaeKind {
+    pub(crate) fn for_family(f: Family) -> VaeKind {
         match f {
             Family::Wan14 | Family::Wan1_3 => VaeKind::Wan21,
             Family::Wan5 => VaeKind::Wan22,
@@ -228,7 +228,7 @@ impl VaeKind {
 
     /// Bytes of decode working memory per output pixel (and per latent frame when
     /// [`VaeKind::frames_count`]).
-    pub fn decode_per_pixel(self) -> u64 {
+    pub(crate) fn decode_per_pixel(self) -> u64 {
         match self {
             VaeKind::Image => 4_356,
             VaeKind::Wan21 => 12_000,
@@ -240,12 +240,12 @@ impl VaeKind {
     }
 
     /// Whether latent frames multiply the decode memory.
-    pub fn frames_count(self) -> bool {
+    pub(crate) fn frames_count(self) -> bool {
         matches!(self, VaeKind::Hunyuan | VaeKind::Ltx)
     }
 
     /// Latent frames for `frames` output frames.
-    pub fn latent_frames(self, frames: u64) -> u64 {
+    pub(crate) fn latent_frames(self, frames: u64) -> u64 {
         let f = frames.max(1);
         match self {
             VaeKind::Ltx => (f - 1) / 8 + 1,
@@ -302,7 +302,7 @@ pub struct ModelVal {
 }
 
 impl ModelVal {
-    pub fn from_file(name: &str, partial_ok: bool) -> ModelVal {
+    pub(crate) fn from_file(name: &str, partial_ok: bool) -> ModelVal {
         let family = Family::from_name(name);
         let bytes = (family.fp16_weights() as f64 * quant_factor(name)) as u64;
         ModelVal {
@@ -316,7 +316,7 @@ impl ModelVal {
         }
     }
 
-    pub fn lora_total(&self) -> u64 {
+    pub(crate) fn lora_total(&self) -> u64 {
         self.loras.iter().map(|l| l.1).sum()
     }
 }
