@@ -207,6 +207,8 @@ fn row_for(
             product: None,
             product_warnings: Vec::new(),
             crash_check: None,
+            models: Vec::new(),
+            memory_events: Vec::new(),
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -249,6 +251,12 @@ fn row_for(
             .map(|s| s.product_warnings.clone())
             .unwrap_or_default(),
         crash_check: None,
+        models: file
+            .map(|f| super::memory::model_rows(&f.record.memory_events))
+            .unwrap_or_default(),
+        memory_events: file
+            .map(|f| super::memory::event_notes(&f.record.memory_events))
+            .unwrap_or_default(),
     }
 }
 
@@ -668,6 +676,12 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         kernel_log: kernel.as_ref().map(|k| k.note.clone()),
         kernel_lines: kernel.map(|k| k.lines).unwrap_or_default(),
         host_ram,
+        console: data.server_logs.get(&e.run_id).cloned().unwrap_or_default(),
+        console_file: data
+            .server_logs
+            .contains_key(&e.run_id)
+            .then(|| display(&run_dir(data, e).join(crate::run::console::SERVER_LOG_FILE))),
+        run_dir: Some(display(&run_dir(data, e))),
     }
 }
 
@@ -822,6 +836,7 @@ mod tests {
             ui_workflows: HashMap::new(),
             source_formats: vec![],
             load_warnings: vec![],
+            server_logs: HashMap::new(),
         }
     }
 
