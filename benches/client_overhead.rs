@@ -26,9 +26,9 @@
 //! run to its first frame of the next is the tool's whole per-run cost in a session (plus the
 //! server's own acceptance of the next prompt), measured from the server side.
 //!
-//! **Console and product** (issue 14): the direct pass is repeated against the simulator with
-//! its `no-internal-logs` fault (no console frames to read, no `Prompt executed` line to wait
-//! for, no unsubscribe), and the two requests the run adds are timed alone, 200 times each on a
+//! **Console and product** (issue 14): direct runs in blocks of 10, alternating the simulator
+//! with its `no-internal-logs` fault (no console frames to read, no `Prompt executed` line to
+//! wait for, no unsubscribe) and without it, so load drift falls on both series alike; and the two requests the run adds are timed alone, 200 times each on a
 //! warm client: `PATCH /internal/logs/subscribe` (on the path before `POST /prompt`) and the
 //! header read of one output file through `GET /view` (on the path after `/history`; the bench
 //! workflow writes one image per run).
@@ -505,6 +505,7 @@ fn session_table(p: &SessionPass) {
 /// The console's and the product's share of a run (issue 14).
 struct ConsoleProduct {
     no_logs: Series,
+    with_logs: Series,
     subscribe: Vec<f64>,
     view: Vec<f64>,
     files_per_run: usize,
@@ -516,16 +517,23 @@ async fn console_and_product(
     runs: usize,
     dir: &Path,
 ) -> ConsoleProduct {
-    sim.set_faults(Faults::default().with_no_internal_logs());
-    let no_logs = pass(
-        &sim.base_url(),
-        None,
-        steps,
-        4000..4000 + runs as u64,
-        false,
-        dir,
-    )
-    .await;
+    // Blocks of 10 runs, alternating a server without /internal/logs and the normal one, so
+    // that load drift over the minute the passes take falls on both series alike.
+    let mut no_logs = Series::default();
+    let mut with_logs = Series::default();
+    let blocks = runs.div_ceil(10).max(1) as u64;
+    for b in 0..blocks {
+        for (half, faults, into) in [
+            (0, Faults::default().with_no_internal_logs(), &mut no_logs),
+            (10, Faults::default(), &mut with_logs),
+        ] {
+            sim.set_faults(faults);
+            let seed = 4000 + b * 20 + half;
+            let part = pass(&sim.base_url(), None, steps, seed..seed + 10, false, dir).await;
+            into.overhead.extend(part.overhead);
+            into.finish.extend(part.finish);
+        }
+    }
     sim.set_faults(Faults::default());
     let client = Client::new(&sim.base_url(), ExtraHeaders::new()).expect("client");
     let record = comfy_bisect::run::execute(&client, request(steps, 5000, false)).await;
@@ -556,13 +564,15 @@ async fn console_and_product(
     }
     ConsoleProduct {
         no_logs,
+        with_logs,
         subscribe,
         view,
         files_per_run: files.len(),
     }
 }
 
-fn console_product_table(direct: &Series, c: &ConsoleProduct) {
+fn console_product_table(c: &ConsoleProduct) {
+    let direct = &c.with_logs;
     println!("\n### Console subscription and product header reads (issue 14)\n");
     println!("| ms per run | n | min | median | p99 | max |");
     println!("|---|---:|---:|---:|---:|---:|");
@@ -653,7 +663,7 @@ fn main() {
         table("Direct (no relay; finish counted from the tool's receipt of the terminal event)", &direct);
         table("Cold runs (POST /free, idle wait, 300 ms settle by design)", &cold);
         session_table(&session);
-        console_product_table(&direct, &console);
+        console_product_table(&console);
 
         let od = stats(&tapped.overhead);
         let dd = stats(&tapped.detection);
