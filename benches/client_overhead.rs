@@ -26,16 +26,24 @@
 //! run to its first frame of the next is the tool's whole per-run cost in a session (plus the
 //! server's own acceptance of the next prompt), measured from the server side.
 //!
+//! **Console and product** (issue 14): the direct pass is repeated against the simulator with
+//! its `no-internal-logs` fault (no console frames to read, no `Prompt executed` line to wait
+//! for, no unsubscribe), and the two requests the run adds are timed alone, 200 times each on a
+//! warm client: `PATCH /internal/logs/subscribe` (on the path before `POST /prompt`) and the
+//! header read of one output file through `GET /view` (on the path after `/history`; the bench
+//! workflow writes one image per run).
+//!
 //! Environment: `CLIENT_BENCH_RUNS` (default 100), `CLIENT_BENCH_COLD` (default 5 cold runs,
 //! reported separately: the cold start waits 300 ms on purpose), `CLIENT_BENCH_STEPS` (sampler
 //! steps, default 20).
 
 mod common;
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
+use comfy_bisect::comfy::media::{self, Header};
+use comfy_bisect::comfy::{Client, ExtraHeaders, ViewFile};
 use comfy_bisect::run::{execute_with, RawEvent, RunEvent, RunObserver, RunRequest};
 use comfy_bisect::session::journal::write_json_atomic;
-use comfy_bisect::sim::{start, SimConfig};
+use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
 use comfy_bisect::workflow::Workflow;
 use common::{ms, stats, Stats, WsTap};
 use std::path::Path;
@@ -494,6 +502,113 @@ fn session_table(p: &SessionPass) {
     }
 }
 
+/// The console's and the product's share of a run (issue 14).
+struct ConsoleProduct {
+    no_logs: Series,
+    subscribe: Vec<f64>,
+    view: Vec<f64>,
+    files_per_run: usize,
+}
+
+async fn console_and_product(
+    sim: &SimHandle,
+    steps: u64,
+    runs: usize,
+    dir: &Path,
+) -> ConsoleProduct {
+    sim.set_faults(Faults::default().with_no_internal_logs());
+    let no_logs = pass(
+        &sim.base_url(),
+        None,
+        steps,
+        4000..4000 + runs as u64,
+        false,
+        dir,
+    )
+    .await;
+    sim.set_faults(Faults::default());
+    let client = Client::new(&sim.base_url(), ExtraHeaders::new()).expect("client");
+    let record = comfy_bisect::run::execute(&client, request(steps, 5000, false)).await;
+    let files = record.product.map(|p| p.files).unwrap_or_default();
+    let mut subscribe = Vec::new();
+    let mut view = Vec::new();
+    for i in 0..200 {
+        let id = format!("bench-{i}");
+        let t = Instant::now();
+        client.logs_subscribe(&id, true).await.expect("subscribe");
+        subscribe.push(ms(t, Instant::now()));
+        client
+            .logs_subscribe(&id, false)
+            .await
+            .expect("unsubscribe");
+        if let Some(f) = files.first() {
+            let file = ViewFile {
+                filename: &f.filename,
+                subfolder: &f.subfolder,
+                kind: &f.kind,
+            };
+            let enough = |b: &[u8]| !matches!(media::parse(b), Header::NeedMore);
+            let t = Instant::now();
+            let head = client.view_head(&file, &enough).await.expect("view");
+            view.push(ms(t, Instant::now()));
+            assert!(head.is_some(), "the simulator serves the file it wrote");
+        }
+    }
+    ConsoleProduct {
+        no_logs,
+        subscribe,
+        view,
+        files_per_run: files.len(),
+    }
+}
+
+fn console_product_table(direct: &Series, c: &ConsoleProduct) {
+    println!("\n### Console subscription and product header reads (issue 14)\n");
+    println!("| ms per run | n | min | median | p99 | max |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "{}",
+        row(
+            "overhead, direct (console read + headers read)",
+            &direct.overhead
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "overhead, direct, server without /internal/logs",
+            &c.no_logs.overhead
+        )
+    );
+    println!("{}", row("finish, direct", &direct.finish));
+    println!(
+        "{}",
+        row("finish, direct, without /internal/logs", &c.no_logs.finish)
+    );
+    println!(
+        "{}",
+        row(
+            "PATCH /internal/logs/subscribe alone (before POST /prompt)",
+            &c.subscribe
+        )
+    );
+    println!(
+        "{}",
+        row("GET /view header read alone, per output file", &c.view)
+    );
+    let (with, without) = (stats(&direct.overhead), stats(&c.no_logs.overhead));
+    let sub = stats(&c.subscribe);
+    let view = stats(&c.view);
+    println!(
+        "\nMedian extra per run: console frames {:.2} ms (difference of the overhead medians) + subscribe {:.2} ms + {} header read(s) × {:.2} ms = {:.2} ms.",
+        with.median - without.median,
+        sub.median,
+        c.files_per_run,
+        view.median,
+        with.median - without.median + sub.median + c.files_per_run as f64 * view.median
+    );
+}
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -531,12 +646,14 @@ fn main() {
         let direct = pass(&sim.base_url(), None, steps, 2000..2000 + runs as u64, false, dir.path()).await;
         let cold = pass(&tap.base_url(), Some(&tap), steps, 3000..3000 + cold_runs as u64, true, dir.path()).await;
         let session = session_pass(&tap, steps, repeat, dir.path()).await;
+        let console = console_and_product(&sim, steps, runs, dir.path()).await;
         println!("- after the passes: {}", common::load());
 
         table("Through the timestamping relay (server-side instants)", &tapped);
         table("Direct (no relay; finish counted from the tool's receipt of the terminal event)", &direct);
         table("Cold runs (POST /free, idle wait, 300 ms settle by design)", &cold);
         session_table(&session);
+        console_product_table(&direct, &console);
 
         let od = stats(&tapped.overhead);
         let dd = stats(&tapped.detection);

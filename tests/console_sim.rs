@@ -255,8 +255,10 @@ async fn the_missing_output_fault_leaves_the_node_out_of_history() {
         .with_faults(Faults::default().with_missing_output("SaveImage")))
     .await;
     let r = execute(&client(&sim), request(&sd15(512, 2))).await;
-    // The server still calls it a success; only the history shows the missing output.
-    assert_eq!(r.outcome, OutcomeKind::Passed);
+    // The server still calls it a success; only the history shows the missing output (and the
+    // run fails as incomplete_output: tests/product_sim.rs).
+    assert_eq!(r.history.as_ref().unwrap().status.status_str, "success");
+    assert_eq!(r.outcome, OutcomeKind::Failed);
     let h = r.history.as_ref().unwrap();
     assert!(h.outputs.get("9").is_none(), "{:?}", h.outputs);
     assert!(r

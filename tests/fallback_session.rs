@@ -67,6 +67,27 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
         md.contains("First memory fallback at **resolution** (step 1: tiled VAE decode fallback); first failure at **batch** (step 2 of"),
         "{md}"
     );
+    // Per step, the models the simulator's console said it loaded, and the fallback.
+    assert!(md.contains("| Models loaded |"), "{md}");
+    let step1 = md
+        .lines()
+        .find(|l| l.starts_with("- Step 1 (resolution): "))
+        .unwrap_or_else(|| panic!("no models line for step 1:\n{md}"));
+    assert!(
+        step1.contains(" MiB") && step1.contains("**tiled VAE decode fallback**"),
+        "{step1}"
+    );
+    // The failing run's console, from its `got prompt`, in a details block.
+    let console = md
+        .split("<summary>Server console of the failing run")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no console block:\n{md}"));
+    let console = &console[..console.find("</details>").unwrap()];
+    assert!(console.contains(" got prompt\n"), "{console}");
+    assert!(console.contains("Prompt executed in"), "{console}");
+    // The chart: the fallback step passed, the failing step is in the failed series.
+    assert!(md.contains("\"1 resolution (passed, fallback)\""), "{md}");
+    assert!(md.contains("\"2 batch (failed)\""), "{md}");
 }
 
 #[test]

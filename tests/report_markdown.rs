@@ -61,6 +61,9 @@ fn hostile() -> Fixture {
                     .push_str("| a | b |\n```\n</details>\n<details>\n~~~\n");
                 e.traceback
                     .push("  File \"x.py\", line 1, in <module>\n    a = '```'\n".into());
+                file.record.server_log.push_str(
+                    "2026-11-29T01:00:13.000000 ````\n2026-11-29T01:00:14.000000 </details>\n",
+                );
             }
         }
     }
@@ -112,6 +115,9 @@ fn pinging() -> Fixture {
                     "Ping @dave about #90, commit 1a2b3c4d5e. {}",
                     e.exception_message
                 );
+                file.record
+                    .server_log
+                    .push_str("2026-11-29T01:00:13.000000 custom node by @erin, see #91\n");
             }
         }
     }
@@ -182,6 +188,7 @@ fn mentions_and_references_stay_in_code_where_github_does_not_link_them() {
             "#56",
             "@dave",
             "#90",
+            "by @erin, see #91",
         ] {
             assert!(
                 doc.contains(token),
@@ -407,7 +414,7 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
     let doc = render(&dir, true);
     assert_well_formed(&doc, "oom-killer");
     assert!(
-        doc.contains("| Peak RAM | Server RSS | Swap | Duration |"),
+        doc.contains("| Peak RAM | Server RSS | Swap | Product | Duration |"),
         "{doc}"
     );
     assert!(

@@ -1,6 +1,7 @@
 //! `comfy-bisect report SESSION…`: prints a session's report (Markdown or JSON), redacted unless
 //! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder.
-//! Sessions are found in one or several runs folders (one per machine).
+//! Sessions are found in one or several runs folders (one per machine). `--bundle out.zip`
+//! packs one session's report and boundary runs' files for attaching to an issue.
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
@@ -26,6 +27,11 @@ pub struct Args {
     /// Also rewrite report.md and report.json in the session folder.
     #[arg(long)]
     pub write: bool,
+    /// Write a zip to attach to the issue instead of printing (one session): report.md,
+    /// report.json, and the last passing and first failing run's workflow (API, and UI when the
+    /// input was UI), run.json and server.log, redacted like the report.
+    #[arg(long, value_name = "OUT.zip")]
+    pub bundle: Option<PathBuf>,
     /// The runs folder; repeat it (or give a pattern such as 'machines/*/runs') to find the
     /// sessions in the runs folders of several machines.
     #[arg(long = "runs-dir", default_value = "runs", value_name = "DIR")]
@@ -48,6 +54,25 @@ pub fn run(args: Args) -> CliResult {
         .map(|s| resolve_session(s, &runs_dirs))
         .collect::<Result<Vec<_>, _>>()
         .or_usage()?;
+    if let Some(out) = &args.bundle {
+        let [dir] = dirs.as_slice() else {
+            return Err(CliError::usage(format!(
+                "--bundle packs one session; {} were given",
+                dirs.len()
+            )));
+        };
+        if args.write {
+            report::write_session_reports(dir, redact)
+                .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        }
+        let names = report::bundle::write_bundle(dir, out, redact)
+            .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        eprintln!("wrote {} ({} files):", out.display(), names.len());
+        for n in names {
+            eprintln!("  {n}");
+        }
+        return Ok(exit::OK);
+    }
     let mut texts = Vec::new();
     for dir in &dirs {
         if args.write {

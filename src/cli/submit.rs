@@ -199,8 +199,17 @@ pub fn summary(record: &RunRecord) -> String {
                 .unwrap_or_default()
         ),
         Outcome::ServerLost(s) => format!(": {}", s.reason),
+        Outcome::IncompleteOutput(i) => format!(" (incomplete_output): {}", i.message),
     };
     out.push_str(&format!("outcome: {}{detail}\n", record.outcome));
+    if let Some(p) = &record.product {
+        if let Some(line) = p.summary() {
+            out.push_str(&format!("product: {line}\n"));
+        }
+        for m in &p.mismatches {
+            out.push_str(&format!("warning: {m}\n"));
+        }
+    }
     if let Some(peak) = record.vram.peak_used_bytes {
         out.push_str(&format!(
             "peak memory: {} used, {} reserved by torch ({} samples, every {} ms; shorter spikes are missed)\n",

@@ -64,6 +64,28 @@ pub enum Submitted {
     },
 }
 
+/// An output file as `/history` names it (the `/view` query).
+#[derive(Debug, Clone, Copy)]
+pub struct ViewFile<'a> {
+    /// `filename`.
+    pub filename: &'a str,
+    /// `subfolder` (often empty).
+    pub subfolder: &'a str,
+    /// `type`: `output`, `temp` or `input`.
+    pub kind: &'a str,
+}
+
+/// The start of a `/view` answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewHead {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Length`: the file's size in bytes.
+    pub content_length: Option<u64>,
+    /// The bytes read (the header; never more than asked for plus one chunk).
+    pub head: Vec<u8>,
+}
+
 /// Client for one ComfyUI server (HTTP + WebSocket). Cheap to clone.
 #[derive(Clone)]
 pub struct Client {
@@ -289,6 +311,97 @@ impl Client {
                 body: trim_text(&text),
             }),
         }
+    }
+
+    /// `GET /view?filename=&subfolder=&type=` reading only the start of the body: chunks are
+    /// read until `enough` says the bytes so far suffice (or [`super::media::MAX_HEADER_BYTES`]
+    /// are in), then the response is dropped unread. `None` on 404 (no such file). The recorded
+    /// exchange names the route with its query and summarises the answer instead of the bytes.
+    pub async fn view_head(
+        &self,
+        file: &ViewFile<'_>,
+        enough: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<Option<ViewHead>, ClientError> {
+        let mut url = self.url_for(routes::VIEW);
+        url.query_pairs_mut()
+            .append_pair("filename", file.filename)
+            .append_pair("subfolder", file.subfolder)
+            .append_pair("type", file.kind);
+        let route = format!("{}?{}", routes::VIEW, url.query().unwrap_or_default());
+        let started = Instant::now();
+        let req = self
+            .http
+            .get(url.clone())
+            .headers(self.headers.to_header_map())
+            .timeout(self.request_timeout);
+        let result = async {
+            let mut resp = req.send().await?;
+            let status = resp.status().as_u16();
+            let content_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let content_length = resp.content_length();
+            let mut head = Vec::new();
+            if (200..300).contains(&status) {
+                while head.len() < super::media::MAX_HEADER_BYTES && !enough(&head) {
+                    match resp.chunk().await? {
+                        Some(chunk) => head.extend_from_slice(&chunk),
+                        None => break,
+                    }
+                }
+            }
+            Ok::<_, reqwest::Error>((status, content_type, content_length, head))
+        }
+        .await;
+        let mut exchange = HttpExchange {
+            method: "GET".into(),
+            path: route.clone(),
+            request_body: None,
+            status: None,
+            response_body: None,
+            response_text: None,
+            error: None,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        };
+        let out = match result {
+            Ok((status, content_type, content_length, head)) => {
+                exchange.status = Some(status);
+                exchange.response_text = Some(format!(
+                    "<{}, {} bytes; the first {} read>",
+                    content_type.as_deref().unwrap_or("no content type"),
+                    content_length.map_or("?".into(), |n| n.to_string()),
+                    head.len()
+                ));
+                match status {
+                    200..=299 => Ok(Some(ViewHead {
+                        content_type,
+                        content_length,
+                        head,
+                    })),
+                    404 => Ok(None),
+                    _ => Err(ClientError::Status {
+                        method: "GET".into(),
+                        url: url.to_string(),
+                        status,
+                        body: String::new(),
+                    }),
+                }
+            }
+            Err(e) => {
+                let detail = describe_reqwest_error(&e);
+                exchange.error = Some(detail.clone());
+                Err(ClientError::Unreachable {
+                    url: url.to_string(),
+                    detail,
+                })
+            }
+        };
+        if let Some(rec) = &self.recorder {
+            rec(exchange);
+        }
+        out
     }
 
     async fn post_ok(&self, route: &str, body: Value) -> Result<(), ClientError> {

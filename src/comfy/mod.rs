@@ -7,10 +7,13 @@ pub mod error;
 pub mod events;
 pub mod fingerprint;
 pub mod headers;
+pub mod media;
 pub mod protocol;
 pub mod ws;
 
-pub use client::{Client, HttpExchange, Recorder, Submitted, DEFAULT_REQUEST_TIMEOUT};
+pub use client::{
+    Client, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, DEFAULT_REQUEST_TIMEOUT,
+};
 pub use console::{MemoryEvent, VaeStage};
 pub use error::ClientError;
 pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, TrackerEvent};

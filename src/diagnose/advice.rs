@@ -107,6 +107,13 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                 candidates,
             };
         }
+        Kind::IncompleteOutput => {
+            next_check.push("Read the run's server.log around the output node: a save node that writes nothing (a disabled or misconfigured custom save node, a full or read-only output folder) is not a memory failure.".into());
+            return Advice {
+                next_check,
+                candidates,
+            };
+        }
         Kind::Rejected => {
             next_check.push("Fix what the server's validation reported (node_errors: missing models, values outside their range or list, broken links), then submit again.".into());
             return Advice {

@@ -177,6 +177,17 @@ pub(crate) fn classify(
                 "The server rejected the prompt before running it (validation failed).".into(),
             )
         }
+        Some(RunOutcomeHint::IncompleteOutput) => {
+            let node = match (&evidence.node_type, &evidence.node_id) {
+                (Some(class), Some(id)) => format!("{class} #{id}"),
+                (None, Some(id)) => format!("node #{id}"),
+                _ => "an output node".into(),
+            };
+            return verdict(
+                Kind::IncompleteOutput,
+                format!("ComfyUI reported success, but {node} produced nothing in /history: the product is incomplete."),
+            );
+        }
         Some(RunOutcomeHint::Interrupted) => {
             return verdict(
                 Kind::Other,
@@ -351,6 +362,7 @@ mod tests {
             (RunOutcomeHint::Timeout, Kind::Timeout),
             (RunOutcomeHint::Rejected, Kind::Rejected),
             (RunOutcomeHint::Interrupted, Kind::Other),
+            (RunOutcomeHint::IncompleteOutput, Kind::IncompleteOutput),
         ] {
             let e = Evidence {
                 outcome: Some(outcome),

@@ -72,6 +72,8 @@ pub enum RunOutcomeHint {
     Rejected,
     /// The run was interrupted (not a failure of the workflow).
     Interrupted,
+    /// ComfyUI reported success, but an output node produced nothing (`node_id` names it).
+    IncompleteOutput,
 }
 
 /// Failure kind, decided by the wording of the error (not by the vendor of the card).
@@ -96,6 +98,8 @@ pub enum Kind {
     Timeout,
     /// The prompt was rejected by the server.
     Rejected,
+    /// ComfyUI reported success, but an output node produced nothing in `/history`.
+    IncompleteOutput,
     /// Not a memory failure (including look-alikes) or not a failure at all.
     Other,
     /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
@@ -115,6 +119,7 @@ impl Kind {
             Kind::ProcessKilled => "process_killed",
             Kind::Timeout => "timeout",
             Kind::Rejected => "rejected",
+            Kind::IncompleteOutput => "incomplete_output",
             Kind::Other => "other",
             Kind::Unknown => "unknown",
         }

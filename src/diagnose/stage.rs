@@ -382,6 +382,12 @@ pub(crate) fn resolve(
             "The prompt never ran, so no stage applies.".into(),
         );
     }
+    if kind == Kind::IncompleteOutput {
+        return single(
+            Stage::Unknown,
+            "The prompt ran to its end: no stage failed, an output is missing.".into(),
+        );
+    }
     if evidence.outcome == Some(RunOutcomeHint::Interrupted) {
         return single(Stage::Unknown, format!(
             "The run was interrupted{in_node}{progress_text}; an interrupt is not a failure, so no failure stage applies."

@@ -10,6 +10,7 @@ mod context;
 mod describe;
 mod math;
 mod passes;
+pub mod product;
 mod reduce;
 
 pub use describe::describe_changes;

@@ -142,7 +142,7 @@ pub(crate) fn second_passes(ctx: &Ctx) -> Vec<SecondPass> {
 
 /// The scale of an upscale model guessed from its file name (`4x-UltraSharp`,
 /// `RealESRGAN_x4plus`); `None` when the name does not say.
-fn model_scale(name: &str) -> Option<f64> {
+pub(crate) fn model_scale(name: &str) -> Option<f64> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(r"(?i)(?:^|[^a-z0-9])(?:([1-8])x|x([1-8]))(?:[^a-z0-9]|plus|$)")

@@ -3,7 +3,7 @@
 //! the report that touches the file system; [`super::build`] is pure, so tests build reports
 //! from journals made in memory.
 
-use crate::session::journal::{RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
+use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
 use anyhow::Context;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -25,6 +25,8 @@ pub struct SessionData {
     pub source_formats: Vec<Option<String>>,
     /// Problems met while reading (unreadable run records), for the report's warnings.
     pub load_warnings: Vec<String>,
+    /// The console lines (`server.log`) of every run that did not pass, by run id.
+    pub server_logs: HashMap<String, Vec<String>>,
 }
 
 /// Reads `session.json` and every `run.json` of the session folder.
@@ -46,10 +48,24 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
     let mut ui_workflows = HashMap::new();
     let mut load_warnings = Vec::new();
     let mut source_formats = Vec::new();
+    let mut server_logs = HashMap::new();
     for job in &session.workflows {
         source_formats.push(detect_format(Path::new(&job.source)));
         for entry in &job.runs {
             let dir = session_dir.join(&entry.dir);
+            if entry
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o != &Outcome::Passed)
+            {
+                let log = dir.join(crate::run::console::SERVER_LOG_FILE);
+                if let Ok(text) = std::fs::read_to_string(&log) {
+                    server_logs.insert(
+                        entry.run_id.clone(),
+                        text.lines().map(str::to_string).collect(),
+                    );
+                }
+            }
             let record = dir.join(RUN_RECORD_FILE);
             if record.exists() {
                 match crate::session::journal::read_json::<RunFile>(&record) {
@@ -83,6 +99,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         ui_workflows,
         source_formats,
         load_warnings,
+        server_logs,
     })
 }
 

@@ -1,12 +1,13 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
-use super::chart::{bar_line_chart, Bar};
+use super::budget::{self, Limits, Trimmed};
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
 };
 use super::ReportFormat;
+use super::{console, memory};
 
 /// The Markdown format.
 #[derive(Debug, Clone, Copy, Default)]
@@ -28,8 +29,23 @@ impl ReportFormat for Markdown {
 
 const DASH: &str = "—";
 
-/// Renders the whole report.
+/// Renders the whole report, within GitHub's issue-body limit: the first of the trimming levels
+/// ([`budget::LEVELS`]) whose document fits is used; when none does, the tightest one is cut at
+/// a section boundary ([`budget::cut_to_fit`]). The verdict and the ladder come first, so they
+/// are always there.
 pub fn render(report: &Report) -> String {
+    let mut doc = String::new();
+    for limits in &budget::LEVELS {
+        doc = render_with(report, limits);
+        if budget::github_length(&doc) <= budget::GITHUB_BODY_LIMIT {
+            return doc;
+        }
+    }
+    budget::cut_to_fit(&doc, budget::GITHUB_BODY_LIMIT)
+}
+
+/// Renders the whole report with the long parts trimmed to `limits`.
+pub fn render_with(report: &Report, limits: &Limits) -> String {
     let mut out = String::new();
     let single = report.workflows.len() == 1;
     out.push_str("# comfy-bisect report\n\n");
@@ -66,12 +82,18 @@ pub fn render(report: &Report) -> String {
             ));
             3
         };
-        out.push_str(&workflow(w, level, report));
+        out.push_str(&workflow(w, level, report, limits));
     }
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
-        for warning in &report.warnings {
+        for warning in report.warnings.iter().take(limits.warnings) {
             out.push_str(&format!("- {}\n", text_with_code(warning)));
+        }
+        if report.warnings.len() > limits.warnings {
+            out.push_str(&format!(
+                "- … and {} more warnings (report.json lists all)\n",
+                report.warnings.len() - limits.warnings
+            ));
         }
         out.push('\n');
     }
@@ -297,7 +319,7 @@ fn environment_changes(drifts: &[DriftRow], level: usize) -> String {
     out
 }
 
-fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
+fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) -> String {
     let mut out = String::new();
     if let Some(path) = &w.workflow.path {
         let mut line = format!("Workflow {}", code(path));
@@ -328,13 +350,14 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
     }
     if !w.ladder.is_empty() {
         out.push_str(&ladder(w, level));
+        out.push_str(&product_warnings(w));
     }
     if let Some(e) = &w.first_failure {
         let decided = matches!(
             w.verdict.kind,
             VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
         );
-        out.push_str(&evidence(e, level, decided));
+        out.push_str(&evidence(e, level, decided, limits));
     }
     if let Some(n) = &w.next_steps {
         out.push_str(&heading(level, "What to check next"));
@@ -455,7 +478,7 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report) -> String {
         out.push_str(&t.render());
         out.push_str("\nsha256 is over the whole file; AutoV2 is its first 10 hex digits (what Civitai and A1111 show).\n\n");
     }
-    out.push_str(&attachments(w, level, report));
+    out.push_str(&attachments(w, level, report, limits));
     out
 }
 
@@ -499,10 +522,20 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if swap {
         headers.push("Swap");
     }
+    let product = w.ladder.iter().any(|r| r.product.is_some());
+    if product {
+        headers.push("Product");
+    }
+    let models = memory::any(&w.ladder);
+    if models {
+        headers.push("Models loaded");
+    }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
-    for col in 7..headers.len() {
-        t = t.right(col);
+    for (col, name) in headers.iter().enumerate().skip(7) {
+        if *name != "Product" {
+            t = t.right(col);
+        }
     }
     for r in &w.ladder {
         let mut cells = ladder_cells(r, w);
@@ -516,6 +549,12 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         if swap {
             cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
         }
+        if product {
+            cells.push(product_cell(r));
+        }
+        if models {
+            cells.push(memory::markdown_cell(r));
+        }
         cells.push(duration);
         t.row(cells);
     }
@@ -527,40 +566,53 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         out.push_str(&text(note));
     }
     out.push_str("\n\n");
-    let bars: Vec<Bar> = w
+    out.push_str(&memory::markdown_details(&w.ladder));
+    if let Some((chart, caption)) = super::chart::ladder_chart(w) {
+        out.push_str(&chart);
+        out.push_str(&format!("\n{caption}\n\n"));
+    }
+    out
+}
+
+/// The ladder's product cell: what the output nodes wrote, with a warning sign when it differs
+/// from what the variant asked for.
+fn product_cell(r: &LadderRow) -> String {
+    let line = r
+        .product
+        .as_deref()
+        .map(text)
+        .unwrap_or_else(|| DASH.into());
+    if r.product_warnings.is_empty() {
+        line
+    } else {
+        format!("{line} ⚠")
+    }
+}
+
+/// The steps whose product differs from what their variant asked for (warnings, not failures).
+fn product_warnings(w: &WorkflowReport) -> String {
+    let rows: Vec<&LadderRow> = w
         .ladder
         .iter()
-        .map(|r| Bar {
-            label: format!("{} {}", r.step, r.increment),
-            value: r.peak_vram_mib,
-        })
+        .filter(|r| !r.product_warnings.is_empty())
         .collect();
-    let what = if ram {
-        "Peak VRAM and RAM"
-    } else {
-        "Peak VRAM"
-    };
-    let title = match w.vram.sample_interval_ms {
-        Some(ms) => format!("{what} per step (MiB, sampled every {ms} ms)"),
-        None => format!("{what} per step (MiB)"),
-    };
-    let ram_line: Vec<Option<f64>> = w.ladder.iter().map(|r| r.peak_ram_mib).collect();
-    let ram_line: &[Option<f64>] = if ram { &ram_line } else { &[] };
-    if let Some(chart) = bar_line_chart(&title, "MiB", &bars, ram_line, w.vram.total_mib) {
-        out.push_str(&chart);
-        let mut caption = String::from("Bars: peak VRAM of each step's run");
-        if ram {
-            caption.push_str("; first line: peak RAM of each step's run");
-        }
-        if let Some(total) = w.vram.total_mib {
-            let which = if ram { "second line" } else { "line" };
-            caption.push_str(&format!("; {which}: the card's total ({})", mib(total)));
-        }
-        if w.ladder.iter().any(|r| r.peak_vram_mib.is_none()) {
-            caption.push_str("; steps without a sample are drawn as 0");
-        }
-        out.push_str(&format!("\n{caption}.\n\n"));
+    if rows.is_empty() {
+        return String::new();
     }
+    let mut out = String::from(
+        "⚠ **Product differs from what the variant asked for** (a warning, not a failure):\n\n",
+    );
+    for r in rows {
+        for m in &r.product_warnings {
+            out.push_str(&format!(
+                "- step {} ({}): {}\n",
+                r.step,
+                text(&r.increment),
+                text(m)
+            ));
+        }
+    }
+    out.push('\n');
     out
 }
 
@@ -653,7 +705,31 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
     ]
 }
 
-fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
+/// Where the whole of a trimmed part is: the run's `run.json` and report.json.
+fn whole_in(e: &Evidence, what: &str) -> String {
+    match &e.run_dir {
+        Some(dir) => format!(
+            "the whole {what} is in {} and report.json",
+            code(&format!("{dir}/run.json"))
+        ),
+        None => format!("the whole {what} is in report.json"),
+    }
+}
+
+/// A trimmed part in a fenced block, with what was left out above it.
+fn trimmed_block(e: &Evidence, what: &str, info: &str, t: &Trimmed, line_chars: usize) -> String {
+    let mut body = String::new();
+    if let Some(note) = t.note(line_chars) {
+        let mut note = format!("{note}; {}.", whole_in(e, what));
+        note[..1].make_ascii_uppercase();
+        body.push_str(&note);
+        body.push_str("\n\n");
+    }
+    body.push_str(&fence(info, &t.lines.join("\n")));
+    body
+}
+
+fn evidence(e: &Evidence, level: usize, decided: bool, limits: &Limits) -> String {
     let title = if !decided {
         format!(
             "Lowest failing step so far (step {}, {}; no verdict yet)",
@@ -725,7 +801,9 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
         out.push_str(&format!("Exception {}:\n\n", code(t)));
     }
     if let Some(m) = &e.exception_message {
-        out.push_str(&fence("text", m.trim_end()));
+        let lines: Vec<&str> = m.trim_end().lines().collect();
+        let t = budget::trim_middle(&lines, limits.message_lines, limits.line_chars);
+        out.push_str(&trimmed_block(e, "message", "text", &t, limits.line_chars));
         out.push('\n');
     }
     if !e.numbers.is_empty() {
@@ -754,27 +832,47 @@ fn evidence(e: &Evidence, level: usize, decided: bool) -> String {
         }
     }
     if !e.kernel_lines.is_empty() {
+        let t = budget::trim_middle(&e.kernel_lines, limits.kernel_lines, limits.line_chars);
+        let body = trimmed_block(e, "kernel log", "text", &t, limits.line_chars);
         out.push_str(&details(
             "Kernel log (OOM killer lines of the run's window)",
-            &fence("text", &e.kernel_lines.join("\n")),
+            &body,
         ));
         out.push('\n');
     }
     if !e.traceback.is_empty() {
-        let body = e
+        let lines: Vec<&str> = e
             .traceback
             .iter()
-            .map(|l| l.trim_end_matches('\n'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        out.push_str(&details("Traceback", &fence("text", &body)));
+            .flat_map(|l| l.trim_end_matches('\n').lines())
+            .collect();
+        let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
+        let summary = if t.omitted > 0 {
+            format!(
+                "Traceback ({} of {} lines shown)",
+                lines.len() - t.omitted,
+                lines.len()
+            )
+        } else {
+            "Traceback".to_string()
+        };
+        let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
+        out.push_str(&details(&summary, &body));
         out.push('\n');
     }
+    out.push_str(&console::markdown(
+        e,
+        limits.console_lines,
+        limits.line_chars,
+    ));
     if !e.current_inputs.is_empty() {
         let json = serde_json::to_string_pretty(&e.current_inputs).unwrap_or_default();
+        let lines: Vec<&str> = json.lines().collect();
+        let t = budget::trim_middle(&lines, limits.inputs_lines, limits.line_chars);
+        let body = trimmed_block(e, "inputs", "json", &t, limits.line_chars);
         out.push_str(&details(
             "Failing node's inputs (as ComfyUI printed them, trimmed)",
-            &fence("json", &json),
+            &body,
         ));
         out.push('\n');
     }
@@ -802,7 +900,7 @@ fn attachment_line(label: &str, a: &AttachedRun) -> String {
     line
 }
 
-fn attachments(w: &WorkflowReport, level: usize, report: &Report) -> String {
+fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) -> String {
     let a = &w.attachments;
     let mut out = heading(level, "Attachments");
     if let Some(p) = &a.minimal_passing {
@@ -842,7 +940,25 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report) -> String {
         }
         out.push_str(":\n\n");
         let mut body = String::new();
-        for r in &a.runs {
+        let key = |r: &AttachedRun| {
+            [&a.minimal_passing, &a.first_failing]
+                .iter()
+                .any(|k| k.as_ref().is_some_and(|k| k.run_id == r.run_id))
+        };
+        let mut others = 0;
+        let shown: Vec<&AttachedRun> = a
+            .runs
+            .iter()
+            .filter(|r| {
+                if key(r) {
+                    return true;
+                }
+                others += 1;
+                others <= limits.reproduce
+            })
+            .collect();
+        let left_out = a.runs.len() - shown.len();
+        for r in shown {
             body.push_str(&format!(
                 "# step {} {} ({}) — {}, run {}\n{}\n",
                 r.step,
@@ -851,6 +967,11 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report) -> String {
                 r.outcome,
                 short(&r.run_id),
                 r.reproduce
+            ));
+        }
+        if left_out > 0 {
+            body.push_str(&format!(
+                "# … {left_out} more runs: report.json (attachments.runs) has every command\n"
             ));
         }
         out.push_str(&fence("sh", body.trim_end()));

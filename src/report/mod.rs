@@ -6,13 +6,17 @@
 //! published; each format is one file implementing [`ReportFormat`] ([`markdown`],
 //! [`json`]). Adding a format is one new file and one entry in [`formats`].
 
+pub mod budget;
 pub mod build;
+pub mod bundle;
 pub mod chart;
+pub mod console;
 pub mod environment;
 pub mod json;
 pub mod load;
 pub mod markdown;
 pub mod md;
+pub mod memory;
 pub mod model;
 pub mod naming;
 pub mod redact;

@@ -372,9 +372,44 @@ pub struct LadderRow {
     /// with any is the early warning a bisection looks for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (a warning, not a failure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
     /// The run crashed (server lost, timeout) and was re-run to confirm it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash_check: Option<CrashCheckRow>,
+    /// The models ComfyUI put on the device during the run, in order, from its console
+    /// (`Requested to load X` + `loaded completely/partially …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelLoadRow>,
+    /// Other memory events of the run's console, in words (`ComfyUI ran out of memory and
+    /// unloaded all models`, `2 models unloaded to make room`); fallbacks are in
+    /// `memory_fallbacks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_events: Vec<String>,
+}
+
+/// One model load of a run, as ComfyUI's console printed it. ComfyUI prints these figures as
+/// "MB" but computes them as bytes / 1024², so they are MiB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelLoadRow {
+    /// The model class (`BaseModel`, `SD1ClipModel`, `AutoencoderKL`, `WAN21`, …), when the
+    /// `Requested to load` line was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// `true` for `loaded completely`, `false` for `loaded partially`.
+    pub full: bool,
+    /// MiB of the model placed on the device.
+    pub loaded_mib: f64,
+    /// MiB left in system memory (partial loads; only newer ComfyUI prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloaded_mib: Option<f64>,
+    /// Weights patched on the fly (partial loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowvram_patches: Option<u64>,
 }
 
 /// What the re-runs of a crashed run said (`--confirm-crashes`).
@@ -537,6 +572,16 @@ pub struct Evidence {
     /// Host RAM during the run: peaks, and the pressure when it came close to the total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_ram: Option<String>,
+    /// The run's server console, whole: its `server.log` lines (`<server time> <line>`), from
+    /// our prompt's `got prompt` to its end. report.md shows an excerpt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console: Vec<String>,
+    /// The file holding the console (`<run folder>/server.log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console_file: Option<String>,
+    /// The run's folder (its `run.json` holds the traceback and inputs whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
 }
 
 /// What to check next for the failure's stage.
@@ -686,6 +731,7 @@ pub fn kind_phrase(kind: &str) -> String {
         "timeout" => "timed out".into(),
         "rejected" => "rejected by the server".into(),
         "other" => "an error that is not a memory failure".into(),
+        "incomplete_output" => "an output node produced nothing (incomplete product)".into(),
         "memory_fallback" => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }

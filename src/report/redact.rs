@@ -30,6 +30,7 @@ struct Patterns {
     ipv4: Regex,
     ipv6: Regex,
     secret_value: Regex,
+    header: Regex,
     path_token: Regex,
 }
 
@@ -61,6 +62,12 @@ fn patterns() -> &'static Patterns {
             r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|comfyui-[A-Za-z0-9]{32,}|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})|(?i:\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}",
         )
         .expect("secret pattern"),
+        // A credential header written as `Name: value` (or `Name=value`) in free text: a
+        // `--header` value, a proxy's or a custom node's log line.
+        header: Regex::new(
+            r#"(?i)\b((?:proxy-)?authorization|cookie|set-cookie|x-api-key|api-key|x-auth-token|x-access-token)(\s*[:=]\s*)(?:(?:basic|bearer|digest|token)\s+)?[^\s"',;]+"#,
+        )
+        .expect("header pattern"),
         path_token: Regex::new(r#"[/\\]([^/\\\s"'<>]+)"#).expect("path token pattern"),
     })
 }
@@ -268,6 +275,12 @@ impl Redactor {
     pub fn redact_text(&self, text: &str) -> String {
         let p = patterns();
         let mut out = p.secret_value.replace_all(text, SECRET).into_owned();
+        out = p
+            .header
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{}{}{SECRET}", &c[1], &c[2])
+            })
+            .into_owned();
         out = p
             .url
             .replace_all(&out, |c: &regex::Captures| {
@@ -603,5 +616,19 @@ mod tests {
         );
         // Redacting again changes nothing (placeholders are not redacted into something else).
         assert_eq!(redact_text(&once), once);
+    }
+
+    #[test]
+    fn credential_header_values_in_text() {
+        let raw = "--header 'Authorization: Basic dXNlcjpodW50ZXIy' proxy-authorization=Bearer abcdefghijk X-API-Key: planted-123; Cookie: session=s3cr3t, max_tokens: 5";
+        let out = redact_text(raw);
+        for private in ["dXNlcjpodW50ZXIy", "abcdefghijk", "planted-123", "s3cr3t"] {
+            assert!(!out.contains(private), "{private} left in {out:?}");
+        }
+        assert_eq!(
+            out,
+            format!("--header 'Authorization: {SECRET}' proxy-authorization={SECRET} X-API-Key: {SECRET}; Cookie: {SECRET}, max_tokens: 5")
+        );
+        assert_eq!(redact_text(&out), out);
     }
 }

@@ -148,6 +148,7 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
         Outcome::ServerLost { .. } => Some("process_killed".into()),
         Outcome::Rejected { .. } => Some("rejected".into()),
         Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
+        Outcome::IncompleteOutput { .. } => Some("incomplete_output".into()),
         _ => None,
     }
 }
@@ -155,6 +156,9 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
 fn failing_node(entry: &RunEntry) -> Option<NodeRef> {
     match entry.outcome.as_ref()? {
         Outcome::Failed {
+            node_id, node_type, ..
+        }
+        | Outcome::IncompleteOutput {
             node_id, node_type, ..
         } => Some(NodeRef {
             id: node_id.clone(),
@@ -200,7 +204,11 @@ fn row_for(
             cold: None,
             run_dir: None,
             memory_fallbacks: Vec::new(),
+            product: None,
+            product_warnings: Vec::new(),
             crash_check: None,
+            models: Vec::new(),
+            memory_events: Vec::new(),
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -238,7 +246,17 @@ fn row_for(
         memory_fallbacks: summary
             .map(|s| s.memory_fallbacks.clone())
             .unwrap_or_default(),
+        product: summary.and_then(|s| s.product.clone()),
+        product_warnings: summary
+            .map(|s| s.product_warnings.clone())
+            .unwrap_or_default(),
         crash_check: None,
+        models: file
+            .map(|f| super::memory::model_rows(&f.record.memory_events))
+            .unwrap_or_default(),
+        memory_events: file
+            .map(|f| super::memory::event_notes(&f.record.memory_events))
+            .unwrap_or_default(),
     }
 }
 
@@ -658,6 +676,12 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         kernel_log: kernel.as_ref().map(|k| k.note.clone()),
         kernel_lines: kernel.map(|k| k.lines).unwrap_or_default(),
         host_ram,
+        console: data.server_logs.get(&e.run_id).cloned().unwrap_or_default(),
+        console_file: data
+            .server_logs
+            .contains_key(&e.run_id)
+            .then(|| display(&run_dir(data, e).join(crate::run::console::SERVER_LOG_FILE))),
+        run_dir: Some(display(&run_dir(data, e))),
     }
 }
 
@@ -812,6 +836,7 @@ mod tests {
             ui_workflows: HashMap::new(),
             source_formats: vec![],
             load_warnings: vec![],
+            server_logs: HashMap::new(),
         }
     }
 

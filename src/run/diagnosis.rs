@@ -60,6 +60,10 @@ impl RunRecord {
                 evidence.traceback = e.traceback.clone();
                 None
             }
+            Some(RunError::IncompleteOutput(i)) => {
+                evidence.outcome = Some(RunOutcomeHint::IncompleteOutput);
+                i.nodes.first().map(|n| n.node_id.clone())
+            }
             Some(RunError::Timeout(t)) => t.last_node.clone(),
             Some(RunError::ServerLost(s)) => s.last_node.clone(),
             _ => None,

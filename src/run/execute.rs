@@ -141,6 +141,10 @@ pub(super) struct Runner<'a> {
     logs_note: Option<String>,
     /// A socket closed during the run (console lines may be missing).
     pub(super) socket_dropped: bool,
+    /// What the output nodes produced (a run the server called a success).
+    product: Option<super::product::Product>,
+    /// Nodes that were running when binary (image) frames came.
+    pub(super) streamed: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -181,6 +185,8 @@ impl<'a> Runner<'a> {
             logs: None,
             logs_note: None,
             socket_dropped: false,
+            product: None,
+            streamed: Default::default(),
         }
     }
 
@@ -266,6 +272,10 @@ impl<'a> Runner<'a> {
                 memory_fallbacks.push(d);
             }
         }
+        let product = self.product.take();
+        for m in product.iter().flat_map(|p| &p.mismatches) {
+            self.warnings.push(format!("product: {m}"));
+        }
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
@@ -292,6 +302,7 @@ impl<'a> Runner<'a> {
             console: Some(console),
             memory_events,
             memory_fallbacks,
+            product,
             raw: self.raw,
             server_log,
         };
@@ -488,6 +499,20 @@ impl<'a> Runner<'a> {
                 tokio::join!(stats, self.reconcile_history(), unsubscribe);
             self.keep_stats_after(stats);
             self.keep_unsubscribe(unsubscribed);
+            if let Some(Terminal::Success { .. }) = self.tracker.terminal() {
+                let (w, t) = (&self.req.workflow, &self.tracker);
+                let cached = t.cached();
+                let mut p = super::product::check(
+                    w,
+                    self.history.as_ref(),
+                    t.timeline(),
+                    &self.streamed,
+                    cached,
+                );
+                super::product::read_headers(&self.client, &mut p).await;
+                self.flush_http();
+                self.product = Some(p);
+            }
         } else {
             let unsubscribed = unsubscribe.await;
             self.keep_unsubscribe(unsubscribed);
@@ -527,7 +552,11 @@ impl<'a> Runner<'a> {
             End::Lost(info) => Outcome::ServerLost(info),
             End::Finished => {
                 let run = match self.tracker.terminal().cloned() {
-                    Some(Terminal::Success { .. }) => Outcome::Passed,
+                    Some(Terminal::Success { .. }) => self
+                        .product
+                        .as_ref()
+                        .and_then(super::product::Product::incomplete)
+                        .map_or(Outcome::Passed, Outcome::IncompleteOutput),
                     Some(Terminal::Error(e)) => Outcome::Failed(trim_current_inputs(*e)),
                     Some(t @ Terminal::Interrupted(_)) => {
                         let (node_id, node_type, executed) = interrupted(Some(&t));
@@ -1020,6 +1049,9 @@ impl<'a> Runner<'a> {
                     reason: None,
                 });
                 self.tracker.feed_binary(len);
+                if let Some(n) = self.tracker.current_node() {
+                    self.streamed.insert(n.node_id.clone());
+                }
             }
             WsFrame::Closed(reason) => {
                 self.obs.on_raw(&RawEvent::Ws {

@@ -6,12 +6,13 @@ pub mod diagnosis;
 pub mod execute;
 mod follow;
 pub(crate) mod observer;
+pub mod product;
 pub mod record;
 pub mod sampler;
 
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};
 pub use record::{
-    InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError, RunRecord,
-    ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError,
+    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

@@ -1,6 +1,7 @@
 //! The run record (`run.json`): what was submitted, what happened, and the raw evidence.
 
 pub use super::console::ConsoleInfo;
+pub use super::product::{IncompleteOutput, Product};
 use crate::comfy::events::{FrameCounts, NodeTiming};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, SystemStats};
 use crate::comfy::{HttpExchange, MemoryEvent};
@@ -63,6 +64,9 @@ pub enum Outcome {
     Timeout(TimeoutInfo),
     /// Why the server counts as lost.
     ServerLost(ServerLostInfo),
+    /// ComfyUI said success, but an output node produced nothing (outcome `failed`, kind
+    /// `incomplete_output`).
+    IncompleteOutput(IncompleteOutput),
 }
 
 impl Outcome {
@@ -75,6 +79,7 @@ impl Outcome {
             Outcome::Interrupted(_) => OutcomeKind::Interrupted,
             Outcome::Timeout(_) => OutcomeKind::Timeout,
             Outcome::ServerLost(_) => OutcomeKind::ServerLost,
+            Outcome::IncompleteOutput(_) => OutcomeKind::Failed,
         }
     }
 
@@ -88,6 +93,7 @@ impl Outcome {
             Outcome::Interrupted(i) => Some(RunError::Interrupted(i)),
             Outcome::Timeout(t) => Some(RunError::Timeout(t)),
             Outcome::ServerLost(s) => Some(RunError::ServerLost(s)),
+            Outcome::IncompleteOutput(i) => Some(RunError::IncompleteOutput(i)),
         };
         (kind, error)
     }
@@ -107,6 +113,8 @@ pub enum RunError {
     Timeout(TimeoutInfo),
     /// `{"server_lost": {reason, submitted, …}}`.
     ServerLost(ServerLostInfo),
+    /// `{"incomplete_output": {nodes: [{node_id, class_type}], message}}`.
+    IncompleteOutput(IncompleteOutput),
 }
 
 /// The server refused (part of) the prompt.
@@ -394,6 +402,10 @@ pub struct RunRecord {
     /// fallbacks, ComfyUI's OOM unload, progress bars' last state).
     #[serde(default)]
     pub memory_events: Vec<MemoryEvent>,
+    /// What the output nodes produced: every file with its size, mismatches with what the
+    /// variant asked for. `None` for a run that did not succeed, or a record made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<Product>,
     /// The silent memory fallbacks the run survived through ("tiled VAE decode fallback"): a
     /// passed run with any is a pass with a warning.
     #[serde(default)]
@@ -419,6 +431,9 @@ impl RunRecord {
             (OutcomeKind::Timeout, Some(RunError::Timeout(t))) => Outcome::Timeout(t.clone()),
             (OutcomeKind::ServerLost, Some(RunError::ServerLost(s))) => {
                 Outcome::ServerLost(s.clone())
+            }
+            (OutcomeKind::Failed, Some(RunError::IncompleteOutput(i))) => {
+                Outcome::IncompleteOutput(i.clone())
             }
             _ => Outcome::Passed,
         }
@@ -671,6 +686,7 @@ mod tests {
             console: None,
             memory_events: vec![],
             memory_fallbacks: vec![],
+            product: None,
             server_log: String::new(),
             raw: RawLog {
                 http: vec![HttpRecord {

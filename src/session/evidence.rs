@@ -64,6 +64,14 @@ pub fn outcome_of(record: &RunRecord) -> Outcome {
         RunOutcome::ServerLost(s) => Outcome::ServerLost {
             detail: s.reason.clone(),
         },
+        RunOutcome::IncompleteOutput(i) => {
+            let first = i.nodes.first();
+            Outcome::IncompleteOutput {
+                node_id: first.map(|n| n.node_id.clone()).unwrap_or_default(),
+                node_type: first.map(|n| n.class_type.clone()).unwrap_or_default(),
+                message: i.message.clone(),
+            }
+        }
     }
 }
 
@@ -105,6 +113,12 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .iter()
             .any(|w| w.starts_with(RECOVERED_WARNING)),
         memory_fallbacks: record.memory_fallbacks.clone(),
+        product: record.product.as_ref().and_then(|p| p.summary()),
+        product_warnings: record
+            .product
+            .as_ref()
+            .map(|p| p.mismatches.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -204,6 +218,7 @@ fn bare(
         console: None,
         memory_events: vec![],
         memory_fallbacks: vec![],
+        product: None,
         raw: RawLog::default(),
         server_log: String::new(),
     }
@@ -218,8 +233,19 @@ pub fn record_from_history(
     cold: bool,
     entry: &HistoryEntry,
 ) -> Option<RunRecord> {
+    // The product from the entry alone (no header reads: the sizes of a recovered run are not
+    // read; its socket frames are gone, so only the known socket-only classes are exempt).
+    let product = crate::run::product::check(
+        workflow,
+        Some(entry),
+        &[],
+        &Default::default(),
+        &entry.cached_nodes(),
+    );
     let outcome = match entry.terminal()? {
-        Terminal::Success { .. } => RunOutcome::Passed,
+        Terminal::Success { .. } => product
+            .incomplete()
+            .map_or(RunOutcome::Passed, RunOutcome::IncompleteOutput),
         Terminal::Error(e) => RunOutcome::Failed(crate::run::record::trim_current_inputs(*e)),
         Terminal::Interrupted(i) => RunOutcome::Interrupted(Interruption {
             by: InterruptedBy::Other,
@@ -232,6 +258,9 @@ pub fn record_from_history(
     let mut record = bare_record(run_id, workflow, server, cold, outcome);
     record.history = Some(entry.clone());
     record.cached_nodes = entry.cached_nodes();
+    if matches!(entry.terminal(), Some(Terminal::Success { .. })) {
+        record.product = Some(product);
+    }
     record.warnings.push(format!(
         "{RECOVERED_WARNING}: comfy-bisect was not running when this prompt finished, so there is no node timeline, VRAM series or event log"
     ));
@@ -257,4 +286,42 @@ pub fn server_lost_record(
             last_node: None,
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(name: &str) -> (Workflow, HistoryEntry) {
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("tests/fixtures/comfyui/{name}")).unwrap(),
+        )
+        .unwrap();
+        let (_, e) = v.as_object().unwrap().iter().next().unwrap();
+        let entry: HistoryEntry = serde_json::from_value(e.clone()).unwrap();
+        let w = Workflow::from_json_str(&entry.prompt[2].to_string(), "p.json").unwrap();
+        (w, entry)
+    }
+
+    #[test]
+    fn a_recovered_success_without_an_output_is_incomplete() {
+        let (w, entry) = captured("history_sd15_lora_upscale.json");
+        let r = record_from_history("r", &w, "s", true, &entry).unwrap();
+        assert_eq!(outcome_of(&r), Outcome::Passed);
+        assert_eq!(r.product.as_ref().unwrap().files.len(), 2);
+        let mut entry = entry;
+        entry.outputs.remove("9");
+        let r = record_from_history("r", &w, "s", true, &entry).unwrap();
+        match outcome_of(&r) {
+            Outcome::IncompleteOutput {
+                node_id, node_type, ..
+            } => assert_eq!((node_id.as_str(), node_type.as_str()), ("9", "SaveImage")),
+            other => panic!("{other:?}"),
+        }
+        // A failed prompt keeps its execution error and records no product.
+        let (w, entry) = captured("history_sd15_execution_error_oom_1024px.json");
+        let r = record_from_history("r", &w, "s", true, &entry).unwrap();
+        assert!(matches!(outcome_of(&r), Outcome::Failed { .. }));
+        assert!(r.product.is_none());
+    }
 }

@@ -367,8 +367,9 @@ fn scale_image(img: ImageVal, inp: &Inputs) -> ImageVal {
     let mut w = inp.int(&["width"], 0);
     let mut h = inp.int(&["height"], 0);
     if let Some(s) = inp.num("scale_by") {
-        w = (img.width as f64 * s) as u64;
-        h = (img.height as f64 * s) as u64;
+        // ComfyUI's ImageScaleBy rounds (`round(width * scale_by)`).
+        w = (img.width as f64 * s).round() as u64;
+        h = (img.height as f64 * s).round() as u64;
     } else if let Some(mp) = inp.num("megapixels") {
         let s = (mp * 1_048_576.0 / (img.width * img.height).max(1) as f64).sqrt();
         w = (img.width as f64 * s) as u64;
@@ -780,9 +781,10 @@ fn vae_decode(n: &mut Node) {
             fallback: class == "VAEDecode",
             encode: false,
         };
+        // A latent is 1/8 of the pixels (rounded down), so that is what decodes.
         let img = ImageVal {
-            width: l.width,
-            height: l.height,
+            width: (l.width / 8 * 8).max(8),
+            height: (l.height / 8 * 8).max(8),
             count: l.frames.max(1) * l.batch.max(1),
         };
         n.special.insert("IMAGE", Val::Image(img));

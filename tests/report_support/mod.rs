@@ -3,10 +3,13 @@
 
 #![allow(dead_code)]
 
+use comfy_bisect::comfy::console::LoadFigures;
 use comfy_bisect::comfy::events::{NodeTiming, Progress};
+use comfy_bisect::comfy::MemoryEvent;
 use comfy_bisect::comfy::{ExecutionError, SystemStats};
 use comfy_bisect::diagnose;
 use comfy_bisect::hashing::{ComponentHash, ComponentStatus};
+use comfy_bisect::run::console::SERVER_LOG_FILE;
 use comfy_bisect::run::record::{OutcomeKind, QueueInfo, RawLog, RunError, RunRecord};
 use comfy_bisect::run::{ServerLostInfo, VramReport, VramSample};
 use comfy_bisect::session::journal::{
@@ -314,6 +317,14 @@ impl Fixture {
             last_node: Some("3".into()),
             stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
             recovered_from_history: false,
+            // What the output node wrote (read from the files' headers in a real run); the
+            // minimal variant's also shows a size warning.
+            product: matches!(did, Did::Pass).then(|| "1 × PNG 1024×1024".to_string()),
+            product_warnings: if matches!(did, Did::Pass) && step == 0 {
+                vec!["SaveImage #9 wrote 1024×1024, the graph asks for 512×512".into()]
+            } else {
+                vec![]
+            },
             ..RunSummary::default()
         });
         let entry = RunEntry {
@@ -395,6 +406,7 @@ impl Fixture {
                     console: None,
                     memory_events: vec![],
                     memory_fallbacks: vec![],
+                    product: None,
                     raw: RawLog::default(),
                     server_log: String::new(),
                 },
@@ -411,6 +423,18 @@ impl Fixture {
         self.session.updated_at = self.stamp(0);
         self.records.push((entry, file));
         id
+    }
+
+    /// Gives run `id` console evidence: its memory events (run.json) and its `server.log`.
+    pub fn console(&mut self, id: &str, events: Vec<MemoryEvent>, server_log: &str) {
+        let (_, file) = self
+            .records
+            .iter_mut()
+            .find(|(e, _)| e.run_id == id)
+            .expect("no such run");
+        let record = &mut file.as_mut().expect("a finished run").record;
+        record.memory_events = events;
+        record.server_log = server_log.to_string();
     }
 
     /// Writes the journal under `<root>/runs/<SESSION_ID>/` and returns the session folder.
@@ -434,6 +458,9 @@ impl Fixture {
             }
             if let Some(file) = file {
                 write_json_atomic(&dir.join(RUN_RECORD_FILE), file).unwrap();
+                if !file.record.server_log.is_empty() {
+                    std::fs::write(dir.join(SERVER_LOG_FILE), &file.record.server_log).unwrap();
+                }
             }
         }
         paths.dir
@@ -700,6 +727,38 @@ pub fn scenario(name: &str) -> Fixture {
             f.run(6, RunRole::Control, Did::Pass, 3100, 25);
             f.run(7, RunRole::Control, Did::Pass, 2900, 21);
             f.ui_runs = vec![pass.clone(), fail.clone()];
+            let minimal = run_id(0, 0);
+            f.console(
+                &minimal,
+                vec![
+                    load_event("WanTEModel", true, 1100.25, None),
+                    load_event("WAN21", true, 812.5, None),
+                    load_event("WanVAE", true, 242.03, None),
+                ],
+                &console_log(&["got prompt"], &[]),
+            );
+            f.console(
+                &pass,
+                vec![
+                    load_event("WanTEModel", true, 1100.25, None),
+                    load_event("WAN21", true, 7350.0, None),
+                    MemoryEvent::ModelUnload {
+                        t: None,
+                        models: Some(1),
+                    },
+                    load_event("WanVAE", true, 242.03, None),
+                ],
+                &console_log(&["got prompt"], &[]),
+            );
+            f.console(
+                &fail,
+                vec![
+                    load_event("WanTEModel", true, 1100.25, None),
+                    load_event("WAN21", false, 9177.97, Some(3390.29)),
+                    MemoryEvent::OomUnload { t: None },
+                ],
+                &failing_console(),
+            );
             let stage = stage_of(&f, &fail);
             f.verdict(Verdict::FirstFailure {
                 step: 4,
@@ -802,5 +861,52 @@ pub fn normalize(text: &str, root: &Path) -> String {
     text.replace(&root, "").replace(
         &format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
         "comfy-bisect VERSION",
+    )
+}
+
+/// A model load as the console parser reports it.
+pub fn load_event(class: &str, full: bool, mib: f64, offloaded: Option<f64>) -> MemoryEvent {
+    MemoryEvent::ModelLoad {
+        t: None,
+        class: Some(class.into()),
+        figures: LoadFigures {
+            full,
+            usable_mb: Some(10500.0),
+            loaded_mb: mib,
+            offloaded_mb: offloaded,
+            lowvram_patches: (!full).then_some(0),
+        },
+    }
+}
+
+/// `server.log` text: `lines` with server times, then `tail` lines.
+pub fn console_log(lines: &[&str], tail: &[&str]) -> String {
+    lines
+        .iter()
+        .chain(tail)
+        .enumerate()
+        .map(|(i, l)| format!("2026-11-29T01:{:02}:{:02}.000000 {l}\n", i / 60, i % 60))
+        .collect()
+}
+
+/// The failing LoRA run's console: the loads, the sampler's progress bar, the OOM.
+pub fn failing_console() -> String {
+    console_log(
+        &[
+            "got prompt",
+            "Using pytorch attention in VAE",
+            "Requested to load WanTEModel",
+            "loaded completely 10500.0 1100.25 True",
+            "Requested to load WAN21",
+            "loaded partially; 9178.35 MB usable, 9177.97 MB loaded, 3390.29 MB offloaded, lowvram patches: 0",
+            "  0%|          | 0/20 [00:00<?, ?it/s]",
+            "Got an OOM, unloading all loaded models.",
+            "!!! Exception during processing !!! Allocation on device 0 would exceed allowed memory. (out of memory)",
+            "Traceback (most recent call last):",
+            "  File \"/home/alice/ComfyUI/execution.py\", line 496, in execute",
+            "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)",
+            "Prompt executed in 40.00 seconds",
+        ],
+        &[],
     )
 }

@@ -441,6 +441,16 @@ pub enum Outcome {
         /// The fallbacks, e.g. `tiled VAE decode fallback`.
         fallbacks: Vec<String>,
     },
+    /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
+    /// `incomplete_output`.
+    IncompleteOutput {
+        /// The (first) node without outputs.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// What is missing, in one sentence.
+        message: String,
+    },
 }
 
 impl Outcome {
@@ -454,6 +464,7 @@ impl Outcome {
             Outcome::Timeout { .. } => "timeout",
             Outcome::ServerLost { .. } => "server_lost",
             Outcome::MemoryFallback { .. } => "memory_fallback",
+            Outcome::IncompleteOutput { .. } => "failed",
         }
     }
 
@@ -467,6 +478,7 @@ impl Outcome {
                 | Outcome::Timeout { .. }
                 | Outcome::ServerLost { .. }
                 | Outcome::MemoryFallback { .. }
+                | Outcome::IncompleteOutput { .. }
         )
     }
 
@@ -577,6 +589,12 @@ pub struct RunSummary {
     /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote, in one line (`4 × PNG 768×1024`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (warnings, not failures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
 }
 
 /// The submitted-but-unrecorded run.

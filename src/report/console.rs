@@ -1,0 +1,251 @@
+//! The server console of the first failing run in `report.md`: its lines from our prompt's
+//! `got prompt` to the end (the run folder's `server.log`, `<server time> <line>`), with the
+//! progress bars' intermediate states folded into their last one and the middle left out when
+//! it is long — what was left out is said, and where the whole file is. The lines come from the
+//! redacted report (so they are redacted like the rest) and are shown in a fenced block, where
+//! GitHub links no mention or reference (like the traceback).
+
+use super::budget::trim_middle;
+use super::md::{code, details, fence};
+use super::model::Evidence;
+use crate::comfy::console::{classify, ConsoleLine};
+
+/// Lines of the excerpt shown in report.md by default.
+pub const EXCERPT_LINES: usize = 60;
+/// Characters of one console line shown by default (longer ones are cut, saying how much).
+pub const LINE_CHARS: usize = 1000;
+
+/// What the Markdown shows of a console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The lines shown (a marker line stands where lines were left out).
+    pub lines: Vec<String>,
+    /// Lines in the whole console (from `got prompt`).
+    pub total: usize,
+    /// Intermediate progress-bar states not shown (their bar's last state is).
+    pub folded_bars: usize,
+    /// Lines left out in the middle.
+    pub omitted: usize,
+    /// Lines cut to `line_chars`.
+    pub cut_lines: usize,
+}
+
+/// The text of a `server.log` line (after its server time).
+fn body(line: &str) -> &str {
+    line.split_once(' ').map(|(_, b)| b).unwrap_or(line)
+}
+
+/// The excerpt of `lines` (`server.log` lines) with at most `max_lines` lines of at most
+/// `line_chars` characters each.
+pub fn excerpt(lines: &[String], max_lines: usize, line_chars: usize) -> Excerpt {
+    let start = lines
+        .iter()
+        .position(|l| classify(body(l)) == Some(ConsoleLine::GotPrompt))
+        .unwrap_or(0);
+    let lines = &lines[start..];
+    // Fold each bar's run of states into its last one.
+    let mut kept: Vec<&String> = Vec::new();
+    let mut folded_bars = 0;
+    let mut last_bar: Option<(String, u64, u64)> = None;
+    for line in lines {
+        match classify(body(line)) {
+            Some(ConsoleLine::Bar(bar)) => {
+                let same = last_bar
+                    .as_ref()
+                    .is_some_and(|(d, v, m)| *d == bar.desc && *m == bar.max && bar.value >= *v);
+                if same {
+                    kept.pop();
+                    folded_bars += 1;
+                }
+                last_bar = Some((bar.desc, bar.value, bar.max));
+            }
+            _ => last_bar = None,
+        }
+        kept.push(line);
+    }
+    let t = trim_middle(&kept, max_lines, line_chars);
+    Excerpt {
+        lines: t.lines,
+        total: lines.len(),
+        folded_bars,
+        omitted: t.omitted,
+        cut_lines: t.cut,
+    }
+}
+
+/// The `<details>` block with the failing run's console (empty when it has none).
+pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
+    if e.console.is_empty() {
+        return String::new();
+    }
+    let x = excerpt(&e.console, max_lines, line_chars);
+    let mut notes = Vec::new();
+    if x.folded_bars > 0 {
+        notes.push(format!(
+            "{} intermediate progress-bar states are shown as each bar's last state",
+            x.folded_bars
+        ));
+    }
+    if x.omitted > 0 {
+        notes.push(format!("{} lines are left out in the middle", x.omitted));
+    }
+    if x.cut_lines > 0 {
+        notes.push(format!(
+            "{} long lines are cut after {line_chars} characters",
+            x.cut_lines
+        ));
+    }
+    let mut body = String::new();
+    if !notes.is_empty() {
+        let whole = match &e.console_file {
+            Some(f) => format!("the whole console is in {} and report.json", code(f)),
+            None => "the whole console is in report.json".to_string(),
+        };
+        body.push_str(&format!("{}; {whole}.\n\n", capitalize(&notes.join("; "))));
+    }
+    body.push_str(&fence("text", &x.lines.join("\n")));
+    let summary = if x.lines.len() == x.total {
+        format!(
+            "Server console of the failing run ({} lines, from got prompt)",
+            x.total
+        )
+    } else {
+        format!(
+            "Server console of the failing run ({} lines from got prompt, {} shown)",
+            x.total,
+            x.lines.len()
+        )
+    };
+    let mut out = details(&summary, &body);
+    out.push('\n');
+    out
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(lines: &[&str]) -> Vec<String> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("2026-12-01T10:00:{i:02}.000000 {l}"))
+            .collect()
+    }
+
+    #[test]
+    fn lines_before_got_prompt_are_skipped_and_bars_fold_into_their_last_state() {
+        let lines = log(&[
+            "Prompt executed in 1.00 seconds",
+            "got prompt",
+            "  0%|          | 0/20 [00:00<?, ?it/s]",
+            " 50%|█████     | 10/20 [00:05<00:05,  2.0it/s]",
+            " 60%|██████    | 12/20 [00:06<00:04,  2.0it/s]",
+            "  0%|          | 0/4 [00:00<?, ?it/s]",
+            "  25%|██       | 1/4 [00:00<?, ?it/s]",
+            "Got an OOM, unloading all loaded models.",
+        ]);
+        let x = excerpt(&lines, 60, 400);
+        assert_eq!(x.total, 7);
+        assert_eq!(x.folded_bars, 3);
+        assert_eq!(x.omitted, 0);
+        let bodies: Vec<&str> = x.lines.iter().map(|l| body(l)).collect();
+        assert_eq!(
+            bodies,
+            vec![
+                "got prompt",
+                " 60%|██████    | 12/20 [00:06<00:04,  2.0it/s]",
+                "  25%|██       | 1/4 [00:00<?, ?it/s]",
+                "Got an OOM, unloading all loaded models."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_console_keeps_its_head_and_a_longer_tail_and_says_what_is_left_out() {
+        let mut lines = vec!["got prompt".to_string()];
+        lines.extend((0..200).map(|i| format!("line {i}")));
+        lines.push("Prompt executed in 9.00 seconds".into());
+        let lines = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let x = excerpt(&lines, 21, 400);
+        assert_eq!(x.lines.len(), 21);
+        assert_eq!(x.omitted, 202 - 20);
+        assert_eq!(body(&x.lines[0]), "got prompt");
+        assert_eq!(x.lines[5], "[… 182 lines left out here …]");
+        assert!(x.lines[20].ends_with("Prompt executed in 9.00 seconds"));
+        let e = Evidence {
+            console: lines,
+            console_file: Some("runs/s/04-LoRA-x/server.log".into()),
+            ..evidence()
+        };
+        let md = markdown(&e, 21, 400);
+        assert!(md.starts_with("<details>\n<summary>Server console of the failing run (202 lines from got prompt, 21 shown)</summary>\n\n182 lines are left out in the middle; the whole console is in `runs/s/04-LoRA-x/server.log` and report.json.\n\n```text\n"), "{md}");
+        assert!(super::super::md::check(&md).is_empty());
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_mentions_stay_inside_the_fence() {
+        let long = format!("got prompt {}", "x".repeat(1000));
+        let lines = log(&[
+            &long,
+            "ping @alice about #12 and GH-3",
+            "Prompt executed in 1 s",
+        ]);
+        let x = excerpt(&lines, 60, 100);
+        assert_eq!(x.cut_lines, 1);
+        assert!(x.lines[0].ends_with(&format!("[… {} more characters]", 27 + 1011 - 100)));
+        let e = Evidence {
+            console: lines,
+            ..evidence()
+        };
+        let md = markdown(&e, 60, 100);
+        let fence_start = md.find("```text\n").unwrap();
+        let fence_end = md.rfind("```\n").unwrap();
+        let at = md.find("@alice").unwrap();
+        assert!(fence_start < at && at < fence_end, "{md}");
+        assert!(md.contains("the whole console is in report.json"));
+    }
+
+    #[test]
+    fn no_console_no_block() {
+        assert_eq!(markdown(&evidence(), 60, 400), "");
+    }
+
+    fn evidence() -> Evidence {
+        Evidence {
+            step: 4,
+            increment: "LoRA".into(),
+            run_id: None,
+            outcome: "failed".into(),
+            node: None,
+            exception_type: None,
+            exception_message: None,
+            failure_kind: None,
+            stage: None,
+            stage_evidence: None,
+            stage_confidence: None,
+            numbers: Default::default(),
+            numbers_consistent: None,
+            numbers_notes: vec![],
+            last_progress: None,
+            traceback: vec![],
+            current_inputs: Default::default(),
+            detail: None,
+            oom_kill: None,
+            kernel_log: None,
+            kernel_lines: vec![],
+            host_ram: None,
+            console: vec![],
+            console_file: None,
+            run_dir: None,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The product of every run, from the command line against the simulator: a session records
+//! what each step's output nodes wrote (sizes from the files' headers) with no mismatch against
+//! what the variant asked for; a session whose output node silently produces nothing
+//! (`missing-output=SaveImage`) fails at that step with kind `incomplete_output`, the node
+//! named in run.json, session.json, the index and the report; `submit` says the same.
+
+mod session_support;
+
+use comfy_bisect::run::RunError;
+use comfy_bisect::session::index;
+use comfy_bisect::session::journal::{
+    read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
+};
+use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use serde_json::Value;
+use session_support::*;
+
+/// The SD1.5 example passes its minimal variant and resolution step on this card and runs out
+/// at batch (tests/fallback_session.rs).
+const PASSES_TWO_STEPS: u64 = 2560;
+
+fn target() -> Value {
+    example("sd15_txt2img_lora_upscale", &[])
+}
+
+#[test]
+fn a_session_records_each_steps_product_without_mismatch() {
+    let sim = Sim::with_vram_mib(PASSES_TWO_STEPS, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &target());
+    let runs = tmp.path().join("runs");
+    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
+    let (dir, session) = only_session(&runs);
+    let job = &session.workflows[0];
+    let main = |step: usize| {
+        job.runs
+            .iter()
+            .find(|r| r.step == step && r.role != RunRole::Control)
+            .unwrap_or_else(|| panic!("step {step}\n{}", text(&out)))
+    };
+    // Step 0: 256×336, batch 1, no upscaler; step 1: the full 768×1024.
+    for (step, want) in [(0, "1 × PNG 256×336"), (1, "1 × PNG 768×1024")] {
+        let r = main(step);
+        assert_eq!(r.outcome, Some(Outcome::Passed), "{}", text(&out));
+        let s = r.summary.as_ref().unwrap();
+        assert_eq!(s.product.as_deref(), Some(want), "step {step}");
+        assert!(s.product_warnings.is_empty(), "{:?}", s.product_warnings);
+        let file: RunFile = read_json(&dir.join(&r.dir).join(RUN_RECORD_FILE)).unwrap();
+        let p = file.record.product.as_ref().unwrap();
+        assert!(p.mismatches.is_empty(), "{:?}", p.mismatches);
+        assert_eq!(p.files.len(), 1);
+        assert_eq!(p.files[0].node_id, "9");
+        assert_eq!(p.files[0].class_type, "SaveImage");
+        assert_eq!(p.files[0].subfolder, "comfy-bisect");
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("| Product |"), "{md}");
+    assert!(md.contains("| 1 × PNG 768×1024 |"), "{md}");
+    assert!(!md.contains("Product differs"), "{md}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let ladder = json["workflows"][0]["ladder"].as_array().unwrap();
+    assert_eq!(ladder[1]["product"], "1 × PNG 768×1024");
+}
+
+#[test]
+fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
+    let sim = Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(24 * 1024 * MIB)
+            .with_time_scale(0.0)
+            .with_faults(Faults::default().with_missing_output("SaveImage")),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &target());
+    let runs = tmp.path().join("runs");
+    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
+    let (dir, session) = only_session(&runs);
+    let job = &session.workflows[0];
+    // Every variant has the SaveImage, so the first step run shows it: the minimal variant.
+    let r = job
+        .runs
+        .iter()
+        .find(|r| r.step == 0 && r.role != RunRole::Control)
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    match &r.outcome {
+        Some(Outcome::IncompleteOutput {
+            node_id, node_type, ..
+        }) => assert_eq!((node_id.as_str(), node_type.as_str()), ("9", "SaveImage")),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    assert_eq!(r.outcome.as_ref().unwrap().name(), "failed");
+    let file: RunFile = read_json(&dir.join(&r.dir).join(RUN_RECORD_FILE)).unwrap();
+    assert_eq!(file.record.outcome.as_str(), "failed");
+    match &file.record.error {
+        Some(RunError::IncompleteOutput(i)) => {
+            assert!(i.message.contains("SaveImage #9"), "{}", i.message)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        file.record.diagnosis.as_ref().unwrap().kind.as_str(),
+        "incomplete_output"
+    );
+    let idx = index::read_all(&runs).unwrap();
+    assert_eq!(
+        idx.iter().find(|e| e.run_id == r.run_id).unwrap().outcome,
+        "failed"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("failed (an output node produced nothing (incomplete product))"),
+        "{md}"
+    );
+    assert!(md.contains("`SaveImage #9`"), "{md}");
+    // A verdict was reached (exit 0): the minimal variant already fails.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        matches!(job.verdict, Some(Verdict::MinimalFails { .. })),
+        "{:?}",
+        job.verdict
+    );
+}
+
+#[test]
+fn submit_says_which_output_node_produced_nothing() {
+    let sim = Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(24 * 1024 * MIB)
+            .with_time_scale(0.0)
+            .with_faults(Faults::default().with_missing_output("SaveImage")),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &target());
+    let out = cli(&["--server", &sim.url(), "submit", wf.to_str().unwrap()]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("outcome: failed (incomplete_output): ComfyUI reported success, but SaveImage #9 produced no output in /history"),
+        "{all}"
+    );
+    // Without the fault the same command passes and names the product.
+    sim.set_faults(Faults::default());
+    let out = cli(&["--server", &sim.url(), "submit", wf.to_str().unwrap()]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("product: 4 × PNG 1536×2048"), "{all}");
+}
