@@ -3,7 +3,7 @@
 
 mod sim_common;
 
-use comfy_bisect::sim::SimConfig;
+use comfy_bisect::sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::*;
 
@@ -212,6 +212,100 @@ async fn folder_paths_have_the_captured_shape_and_no_api_prefix() {
     }
     // As captured: the /internal sub-app is not served under /api.
     assert_eq!(get(&base, "/api/internal/folder_paths").await.0, 404);
+}
+
+fn captured(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap()).unwrap()
+}
+
+/// The JSON type of each field, in order: the shape a client parses.
+fn field_types(entry: &Value) -> Vec<(String, &'static str)> {
+    entry
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let t = match v {
+                Value::String(_) => "string",
+                Value::Number(n) if n.is_u64() => "integer",
+                Value::Number(_) => "float",
+                Value::Array(_) => "array",
+                _ => "other",
+            };
+            (k.clone(), t)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn experiment_models_have_the_captured_shape() {
+    let comfy = tempfile::tempdir().unwrap();
+    let sim = sim(SimConfig::default().with_models_root(comfy.path())).await;
+    let base = sim.base_url();
+    // The folder kinds with their directories, as captured (install folder moved).
+    let (s, kinds) = get(&base, "/experiment/models").await;
+    assert_eq!(s, 200);
+    let want = captured("GET__experiment__models.initial.json");
+    let root = comfy.path().to_str().unwrap();
+    let moved: Value = serde_json::from_str(
+        &serde_json::to_string(&want)
+            .unwrap()
+            .replace("/home/user/ComfyUI", root),
+    )
+    .unwrap();
+    assert_eq!(kinds, moved);
+    assert_eq!(get(&base, "/api/experiment/models").await.1, moved);
+
+    // Each file with the captured fields and types, in the captured order.
+    let want = captured("GET__experiment__models__checkpoints.final.json");
+    let want = field_types(&want[0]);
+    let (s, files) = get(&base, "/experiment/models/checkpoints").await;
+    assert_eq!(s, 200);
+    let files = files.as_array().unwrap();
+    assert!(!files.is_empty());
+    for f in files {
+        assert_eq!(field_types(f), want, "{f}");
+        assert_eq!(f["pathIndex"], 0, "{f}");
+        assert!(
+            f["size"].as_u64().unwrap() > 1 << 30,
+            "a checkpoint is gigabytes: {f}"
+        );
+    }
+    // A file that is in one of the folder's directories is listed with that directory and
+    // its real size.
+    let name = files[0]["name"].as_str().unwrap().to_string();
+    let second = comfy.path().join("output").join("checkpoints");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::write(second.join(&name), b"twelve bytes").unwrap();
+    let (_, files) = get(&base, "/experiment/models/checkpoints").await;
+    let f = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name.as_str())
+        .unwrap();
+    assert_eq!(
+        (&f["pathIndex"], &f["size"]),
+        (&json!(1), &json!(12)),
+        "{f}"
+    );
+    // Kinds /experiment/models leaves out, and unknown ones: 404 with an empty body.
+    for folder in ["configs", "custom_nodes", "no_such_folder"] {
+        let (s, body) = get(&base, &format!("/experiment/models/{folder}")).await;
+        assert_eq!((s, body), (404, json!("")), "{folder}");
+    }
+    sim.shutdown().await;
+
+    // An older server (or a proxy) without the routes.
+    let older = sim_common::sim(
+        SimConfig::default().with_faults(Faults::default().with_no_experiment_models()),
+    )
+    .await;
+    let base = older.base_url();
+    assert_eq!(get(&base, "/experiment/models").await.0, 404);
+    assert_eq!(get(&base, "/experiment/models/checkpoints").await.0, 404);
+    assert_eq!(get(&base, "/models/checkpoints").await.0, 200);
+    older.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,7 +69,7 @@ pub enum Role {
 
 impl Role {
     /// Every role, for listing.
-    pub const ALL: [Role; 24] = [
+    pub(crate) const ALL: [Role; 24] = [
         Role::DiffusionLoader,
         Role::TextEncoderLoader,
         Role::VaeLoader,

@@ -22,7 +22,8 @@ pub struct Args {
     #[arg(long, default_value = "64GiB")]
     pub ram: String,
     /// Comma-separated faults: crash-mid-run, drop-socket, slow-history[=MS], prompt-500,
-    /// garbage-frames, socket-after-history, no-internal-logs, missing-output=CLASS.
+    /// garbage-frames, socket-after-history, no-internal-logs, no-experiment-models,
+    /// missing-output=CLASS.
     #[arg(long, default_value = "")]
     pub faults: String,
     /// Real seconds per simulated second (1 = real time; 0 = as fast as possible).

@@ -53,7 +53,7 @@ pub struct ComponentHash {
 /// The model folders of the server as the server describes them, for hashing without
 /// `--models-dir`: where they are on its machine and what it lists in them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerModels {
+pub(crate) struct ServerModels {
     /// `GET /internal/folder_paths`: absolute folders per folder kind.
     pub folder_paths: BTreeMap<String, Vec<PathBuf>>,
     /// The server's listing per folder kind: file name → size in bytes (`None`: the server
@@ -63,7 +63,7 @@ pub struct ServerModels {
 
 impl ServerModels {
     /// Whether the server's model folders are on this machine (any of them exists here).
-    pub fn is_here(&self) -> bool {
+    pub(crate) fn is_here(&self) -> bool {
         self.folder_paths.values().flatten().any(|d| d.is_dir())
     }
 
@@ -96,7 +96,7 @@ pub fn hash_components(
 /// Like [`hash_components`] without `--models-dir`: each file is looked up in the server's own
 /// folders when they exist on this machine (and hashed only when its size is the one the server
 /// lists); otherwise it is "unhashed (remote server)" with the name and size the server lists.
-pub fn hash_server_components(
+pub(crate) fn hash_server_components(
     prompt: &Value,
     server: &ServerModels,
     cache: Option<&mut HashCache>,

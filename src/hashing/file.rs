@@ -11,7 +11,7 @@ use std::thread;
 /// Read size per `read` call, chosen with `cargo bench --bench hashing` (docs/PERFORMANCE.md):
 /// small enough that each block is still in the L2 cache when it is hashed right after the
 /// kernel copied it; 256 KiB and more cost ~50% more CPU time.
-pub const DEFAULT_BUFFER_SIZE: usize = 128 << 10;
+pub(crate) const DEFAULT_BUFFER_SIZE: usize = 128 << 10;
 
 /// How a file is read while it is hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -63,7 +63,7 @@ pub fn locate(model: &ModelRef, roots: &[PathBuf]) -> Location {
 /// folder of each of the reference's kinds, in ComfyUI's order. A real path outside those
 /// folders is refused, as under `--models-dir`. (Whether the server is on this machine at all
 /// is the caller's question.)
-pub fn locate_in_server_folders(
+pub(crate) fn locate_in_server_folders(
     model: &ModelRef,
     folder_paths: &BTreeMap<String, Vec<PathBuf>>,
 ) -> Location {

@@ -16,18 +16,12 @@ pub mod parallel;
 pub mod refs;
 
 pub use cache::HashCache;
-pub use components::{
-    hash_components, hash_server_components, ComponentHash, ComponentStatus, ServerModels,
-};
+pub use components::{hash_components, ComponentHash, ComponentStatus};
+pub(crate) use components::{hash_server_components, ServerModels};
 pub use file::{autov2, hash_file, hash_file_with, FileHash, HashError, HashOptions};
-pub use locate::{locate, locate_in_server_folders, Location};
+pub use locate::{locate, Location};
 pub use parallel::hash_files;
 pub use refs::{model_references, ModelRef};
 
 /// Where session commands keep the hash cache, relative to the runs folder.
-pub const DEFAULT_CACHE_FILE: &str = ".hash-cache.json";
-
-/// The default hash cache of a runs folder: `<runs_dir>/.hash-cache.json`.
-pub fn default_cache_path(runs_dir: &std::path::Path) -> std::path::PathBuf {
-    runs_dir.join(DEFAULT_CACHE_FILE)
-}
+pub(crate) const DEFAULT_CACHE_FILE: &str = ".hash-cache.json";

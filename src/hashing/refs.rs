@@ -172,7 +172,7 @@ impl Input {
 
 /// The model folders for `input` of `class_type`, or `None` when it does not name a model file
 /// kept under `models/`.
-pub fn folders_for(class_type: &str, input: &str) -> Option<&'static [&'static str]> {
+pub(crate) fn folders_for(class_type: &str, input: &str) -> Option<&'static [&'static str]> {
     RULES
         .iter()
         .find(|r| r.class.matches(class_type) && r.input.matches(input))

@@ -68,7 +68,7 @@ impl OomKill {
 }
 
 /// Whether a kernel log line belongs to the OOM killer's report.
-pub fn is_oom_line(line: &str) -> bool {
+pub(crate) fn is_oom_line(line: &str) -> bool {
     [
         "invoked oom-killer",
         "Out of memory",
@@ -133,7 +133,7 @@ fn summary_field(line: &str, key: &str) -> Option<String> {
 
 /// Reads the OOM kill of process `pid` from kernel log lines (any prefix: dmesg's
 /// `[seconds]`, journalctl's date and host); None when no line names that pid.
-pub fn parse_kill(lines: &[String], pid: u32) -> Option<OomKill> {
+pub(crate) fn parse_kill(lines: &[String], pid: u32) -> Option<OomKill> {
     let mine: Vec<&String> = lines
         .iter()
         .filter(|l| is_oom_line(l) && line_pid(l) == Some(pid))
@@ -163,7 +163,7 @@ pub fn parse_kill(lines: &[String], pid: u32) -> Option<OomKill> {
 }
 
 /// The pids of processes whose name looks like Python that the OOM killer killed in `lines`.
-pub fn python_kills(lines: &[String]) -> Vec<u32> {
+pub(crate) fn python_kills(lines: &[String]) -> Vec<u32> {
     let mut pids: Vec<u32> = lines
         .iter()
         .filter(|l| l.contains("Killed process"))
@@ -253,7 +253,7 @@ impl KernelEvidence {
 
 /// Reads the kernel log between two Unix times (seconds) — `journalctl -k`, else `dmesg`
 /// filtered to the window — and matches it to `pid`. Says so when neither can be read.
-pub fn read_window(since_unix: i64, until_unix: i64, pid: Option<u32>) -> KernelEvidence {
+pub(crate) fn read_window(since_unix: i64, until_unix: i64, pid: Option<u32>) -> KernelEvidence {
     let rfc = |t: i64| {
         time::OffsetDateTime::from_unix_timestamp(t)
             .ok()
@@ -341,7 +341,7 @@ fn dmesg(since: i64, until: i64) -> Result<Vec<String>, String> {
 }
 
 /// The Unix time of a `dmesg --time-format iso` line (`2026-12-01T03:12:44,123456+00:00 …`).
-pub fn iso_time(line: &str) -> Option<i64> {
+pub(crate) fn iso_time(line: &str) -> Option<i64> {
     let stamp = line.split_whitespace().next()?;
     let (date_time, offset) = match stamp.find(['+', 'Z']).or_else(|| stamp.rfind('-')) {
         Some(i) if i > 10 => stamp.split_at(i),

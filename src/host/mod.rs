@@ -6,7 +6,7 @@
 //! reading of it ([`HostReport::pressure`]); `run` samples, `session` reads the kernel log after a
 //! lost server, `report` shows peaks.
 
-pub mod kernel_log;
+pub(crate) mod kernel_log;
 pub mod process;
 
 pub use kernel_log::{KernelEvidence, OomKill};
@@ -15,7 +15,7 @@ pub use process::{Located, ProcessMemory, ServerProcess};
 use serde::{Deserialize, Serialize};
 
 /// A byte count for people: GiB with one decimal from 1 GiB on, else MiB.
-pub fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
     let b = bytes as f64;
     if b >= 1024.0 * MIB {

@@ -40,7 +40,7 @@ pub enum Located {
 
 impl Located {
     /// As [`crate::run::RunRequest::server_process`] takes it: None for a remote server.
-    pub fn into_request(self) -> Option<Result<ServerProcess, String>> {
+    pub(crate) fn into_request(self) -> Option<Result<ServerProcess, String>> {
         match self {
             Located::Remote => None,
             Located::Found(p) => Some(Ok(p)),
@@ -50,7 +50,7 @@ impl Located {
 }
 
 /// Host and port of an `http(s)://host[:port]/…` URL (port defaulted by scheme).
-pub fn host_port(url: &str) -> Option<(String, u16)> {
+pub(crate) fn host_port(url: &str) -> Option<(String, u16)> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
     let authority = authority.rsplit('@').next()?;
@@ -75,7 +75,7 @@ pub fn host_port(url: &str) -> Option<(String, u16)> {
 
 /// Whether `ip` is an address of this machine: loopback, unspecified, or one a socket can be
 /// bound to (only local interface addresses can).
-pub fn is_local_ip(ip: IpAddr) -> bool {
+pub(crate) fn is_local_ip(ip: IpAddr) -> bool {
     ip.is_loopback() || ip.is_unspecified() || UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
@@ -102,20 +102,20 @@ pub fn locate(server_url: &str) -> Located {
 
 /// Finds the process listening on `port` at one of `ips` (or on a wildcard address).
 #[cfg(target_os = "linux")]
-pub fn locate_listener(ips: &[IpAddr], port: u16) -> Located {
+pub(crate) fn locate_listener(ips: &[IpAddr], port: u16) -> Located {
     locate_in(Path::new("/proc"), ips, port)
 }
 
 /// Finds the process listening on `port` (implemented for Linux only).
 #[cfg(not(target_os = "linux"))]
-pub fn locate_listener(_ips: &[IpAddr], port: u16) -> Located {
+pub(crate) fn locate_listener(_ips: &[IpAddr], port: u16) -> Located {
     Located::NotFound(format!(
         "finding the process listening on port {port} is implemented for Linux (/proc) only"
     ))
 }
 
 /// [`locate_listener`] under a `/proc`-like root (tests point it elsewhere).
-pub fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located {
+pub(crate) fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located {
     let mut inodes = Vec::new();
     for table in ["net/tcp", "net/tcp6"] {
         if let Ok(text) = std::fs::read_to_string(proc_root.join(table)) {
@@ -145,7 +145,7 @@ pub fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located {
 
 /// Socket inodes in LISTEN state on `port` at one of `ips` or a wildcard address, from the text
 /// of `/proc/net/tcp` or `/proc/net/tcp6`.
-pub fn listening_inodes(table: &str, ips: &[IpAddr], port: u16) -> Vec<u64> {
+pub(crate) fn listening_inodes(table: &str, ips: &[IpAddr], port: u16) -> Vec<u64> {
     const LISTEN: &str = "0A";
     table
         .lines()
@@ -218,7 +218,7 @@ fn owner_of(proc_root: &Path, inodes: &[u64]) -> Option<u32> {
 /// Whether `pid` still owns a socket listening on `port` (a cheap check before each run that
 /// the process found earlier is still the server).
 #[cfg(target_os = "linux")]
-pub fn still_serving(pid: u32, ips: &[IpAddr], port: u16) -> bool {
+pub(crate) fn still_serving(pid: u32, ips: &[IpAddr], port: u16) -> bool {
     let root = Path::new("/proc");
     let mut inodes = Vec::new();
     for table in ["net/tcp", "net/tcp6"] {
@@ -240,7 +240,7 @@ pub fn still_serving(pid: u32, ips: &[IpAddr], port: u16) -> bool {
 
 /// Whether `pid` still owns a socket listening on `port` (Linux only; elsewhere false).
 #[cfg(not(target_os = "linux"))]
-pub fn still_serving(_pid: u32, _ips: &[IpAddr], _port: u16) -> bool {
+pub(crate) fn still_serving(_pid: u32, _ips: &[IpAddr], _port: u16) -> bool {
     false
 }
 
@@ -252,7 +252,7 @@ pub fn memory(pid: u32) -> Option<ProcessMemory> {
 
 /// VmRSS, VmSwap and VmHWM of a `/proc/PID/status` text (None when VmRSS is missing, as for a
 /// zombie or a kernel thread).
-pub fn parse_status(text: &str) -> Option<ProcessMemory> {
+pub(crate) fn parse_status(text: &str) -> Option<ProcessMemory> {
     let field = |name: &str| -> Option<u64> {
         let line = text.lines().find(|l| l.starts_with(name))?;
         let rest = line[name.len()..].trim_start_matches(':').trim();

@@ -75,7 +75,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether `id` belongs to a second sampling pass (its sampler or a node of its route).
-    pub fn in_second_pass(&self, id: &str) -> bool {
+    pub(crate) fn in_second_pass(&self, id: &str) -> bool {
         self.passes
             .iter()
             .any(|p| p.second == id || p.route.contains(id))
@@ -87,7 +87,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Reachable node ids with `role`, in file order.
-    pub fn with_role(&self, role: Role) -> Vec<&'a str> {
+    pub(crate) fn with_role(&self, role: Role) -> Vec<&'a str> {
         self.w
             .nodes
             .keys()
@@ -97,17 +97,21 @@ impl<'a> Ctx<'a> {
     }
 
     /// Every consumer of any output of `id`: (consumer id, input, slot).
-    pub fn consumers_of(&self, id: &str) -> Vec<(&'a str, &'a str, usize)> {
+    pub(crate) fn consumers_of(&self, id: &str) -> Vec<(&'a str, &'a str, usize)> {
         self.consumers.get(id).cloned().unwrap_or_default()
     }
 
     /// Every node downstream of `id` (not including it).
-    pub fn downstream(&self, id: &str) -> IndexSet<&'a str> {
+    pub(crate) fn downstream(&self, id: &str) -> IndexSet<&'a str> {
         self.downstream_until(id, |_| false)
     }
 
     /// Nodes downstream of `id`, not expanding past nodes for which `stop` holds.
-    pub fn downstream_until(&self, id: &str, stop: impl Fn(&str) -> bool) -> IndexSet<&'a str> {
+    pub(crate) fn downstream_until(
+        &self,
+        id: &str,
+        stop: impl Fn(&str) -> bool,
+    ) -> IndexSet<&'a str> {
         let mut seen: IndexSet<&str> = IndexSet::default();
         let mut stack: Vec<&str> = self
             .consumers_of(id)
@@ -123,7 +127,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Nodes downstream of any node with `role` (one pass over the graph).
-    pub fn downstream_of_role(&self, role: Role) -> IndexSet<&'a str> {
+    pub(crate) fn downstream_of_role(&self, role: Role) -> IndexSet<&'a str> {
         let mut seen: IndexSet<&str> = IndexSet::default();
         let mut stack: Vec<&str> = Vec::new();
         for id in self.w.nodes.keys() {
@@ -141,7 +145,7 @@ impl<'a> Ctx<'a> {
 
     /// Nodes upstream of the given inputs of `id`, walking links but not through nodes for
     /// which `stop` holds (those are included, not expanded).
-    pub fn upstream_until(
+    pub(crate) fn upstream_until(
         &self,
         id: &str,
         inputs: &[&str],
@@ -176,7 +180,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The declaration of `input` on node `id` (dotted children of V3 inputs included).
-    pub fn input_def(&self, id: &str, input: &str) -> Option<InputDef> {
+    pub(crate) fn input_def(&self, id: &str, input: &str) -> Option<InputDef> {
         let node = self.w.nodes.get(id)?;
         let def = self.defs.get(&node.class_type)?;
         if let Some(spec) = def.input(input) {
@@ -188,12 +192,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// The declared type of an input, `None` when unknown.
-    pub fn input_type(&self, id: &str, input: &str) -> Option<String> {
+    pub(crate) fn input_type(&self, id: &str, input: &str) -> Option<String> {
         self.input_def(id, input).map(|d| d.type_name().to_string())
     }
 
     /// The statically known integer value of an input (literal, constant, switch, preset).
-    pub fn int_value(&self, id: &str, input: &str) -> Option<i64> {
+    pub(crate) fn int_value(&self, id: &str, input: &str) -> Option<i64> {
         match self.w.nodes.get(id)?.inputs.get(input)? {
             Input::Literal(v) => literal_int(v),
             Input::Link(l) => self.link_int(l, 0),
@@ -257,7 +261,7 @@ impl<'a> Ctx<'a> {
     /// Edits that give each `(node, input)` its new integer value. Where the value arrives
     /// from a constant node whose every consumer asks for the same value, the constant is
     /// edited (so all consumers stay consistent); otherwise the consuming input is overridden.
-    pub fn value_edits(&self, requests: &[(String, String, i64)]) -> Vec<Edit> {
+    pub(crate) fn value_edits(&self, requests: &[(String, String, i64)]) -> Vec<Edit> {
         let mut by_source: IndexMap<String, Vec<&(String, String, i64)>> = IndexMap::new();
         let mut edits = Vec::new();
         for req in requests {
@@ -356,7 +360,7 @@ pub(crate) struct SecondPass {
 
 impl SecondPass {
     /// The pass's size as `1024×1024`, `None` when not known statically.
-    pub fn size_text(&self) -> Option<String> {
+    pub(crate) fn size_text(&self) -> Option<String> {
         self.size.map(|(w, h)| format!("{w}×{h}"))
     }
 }

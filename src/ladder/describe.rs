@@ -89,7 +89,7 @@ impl Step {
 
 /// "hires pass: KSampler #11 at 1024×1024" (coming back) or "without the hires pass …" (left
 /// out), for a [`SECOND_PASS`] change.
-pub fn second_pass_text(c: &Change) -> String {
+pub(crate) fn second_pass_text(c: &Change) -> String {
     let at = |v: &Option<Value>| match v {
         Some(Value::String(s)) => format!(" at {s}"),
         _ => String::new(),

@@ -21,7 +21,7 @@ impl Num {
     }
 
     /// Python's `int()`: truncation toward zero.
-    pub fn to_int(self) -> Option<i64> {
+    pub(crate) fn to_int(self) -> Option<i64> {
         match self {
             Num::Int(i) => Some(i),
             Num::Float(f) if f.is_finite() => Some(f.trunc() as i64),

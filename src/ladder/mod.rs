@@ -13,8 +13,7 @@ mod passes;
 pub mod product;
 mod reduce;
 
-pub use describe::{describe_changes, second_pass_text};
-pub use reduce::quantized_file_name;
+pub use describe::describe_changes;
 
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::NodeDefs;

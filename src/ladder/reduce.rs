@@ -674,7 +674,7 @@ fn disconnect_or_note(ctx: &Ctx, r: &mut Reduction, consumer: &str, input: &str,
 // quantization
 
 /// Whether a model file name says it is quantized (fp8, GGUF Q4_K_M, int8, nf4…).
-pub fn quantized_file_name(name: &str) -> bool {
+pub(crate) fn quantized_file_name(name: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(r"(?i)(fp8|e4m3|e5m2|fp4|nvfp4|mxfp4|int8|int4|\bq[2-8](_|k|\b)|_q[2-8]_|gguf|bnb|nf4|awq|svdq|_mixed|scaled)")

@@ -7,11 +7,11 @@ use serde_json::{Map, Number, Value};
 use std::path::Path;
 
 /// The V3 input type that accepts any linked type (ComfyUI's `MatchType`).
-pub const MATCHTYPE_V3: &str = "COMFY_MATCHTYPE_V3";
+pub(crate) const MATCHTYPE_V3: &str = "COMFY_MATCHTYPE_V3";
 /// The V3 input type whose children arrive as `parent.child` inputs, one per grown slot.
-pub const AUTOGROW_V3: &str = "COMFY_AUTOGROW_V3";
+pub(crate) const AUTOGROW_V3: &str = "COMFY_AUTOGROW_V3";
 /// The V3 combo whose selected option brings its own `parent.child` inputs.
-pub const DYNAMICCOMBO_V3: &str = "COMFY_DYNAMICCOMBO_V3";
+pub(crate) const DYNAMICCOMBO_V3: &str = "COMFY_DYNAMICCOMBO_V3";
 
 /// All node classes a server knows, by class name.
 #[derive(Debug, Clone, Default)]
@@ -164,7 +164,7 @@ impl NodeDefs {
     }
 
     /// Adds the classes of `other`, replacing same-named ones.
-    pub fn merge(&mut self, other: NodeDefs) {
+    pub(crate) fn merge(&mut self, other: NodeDefs) {
         self.classes.extend(other.classes);
     }
 
@@ -277,11 +277,6 @@ impl NodeDef {
     pub fn visible_inputs(&self) -> impl Iterator<Item = &InputDef> {
         self.inputs.iter().filter(|i| i.section != Section::Hidden)
     }
-
-    /// Whether the class comes from a custom node pack.
-    pub fn is_custom(&self) -> bool {
-        self.python_module.starts_with("custom_nodes")
-    }
 }
 
 fn output_type_name(v: &Value) -> String {
@@ -295,7 +290,7 @@ fn output_type_name(v: &Value) -> String {
 
 impl InputDef {
     /// Parses a `[TYPE, options]` spec (V1 nodes write hidden specs as a bare string).
-    pub fn from_spec(name: &str, section: Section, spec: &Value) -> InputDef {
+    pub(crate) fn from_spec(name: &str, section: Section, spec: &Value) -> InputDef {
         let (ty, options) = match spec {
             Value::Array(parts) => (
                 parts.first().cloned().unwrap_or(Value::Null),
@@ -363,7 +358,7 @@ impl InputDef {
     }
 
     /// True for an input that can only be linked (no widget).
-    pub fn force_input(&self) -> bool {
+    pub(crate) fn force_input(&self) -> bool {
         self.options
             .get("forceInput")
             .and_then(Value::as_bool)
@@ -371,7 +366,7 @@ impl InputDef {
     }
 
     /// True when the combo lists files the user uploads (LoadImage and friends).
-    pub fn is_upload(&self) -> bool {
+    pub(crate) fn is_upload(&self) -> bool {
         [
             "image_upload",
             "video_upload",
@@ -391,7 +386,7 @@ impl InputDef {
 
     /// The spec of a dotted child `parent.child` of a V3 autogrow or dynamic-combo input.
     /// `selected` is the value of the parent input in the prompt (the chosen option key).
-    pub fn child_spec(&self, child: &str, selected: Option<&Value>) -> Option<InputDef> {
+    pub(crate) fn child_spec(&self, child: &str, selected: Option<&Value>) -> Option<InputDef> {
         match self.type_name() {
             AUTOGROW_V3 => {
                 let template = self.options.get("template")?.as_object()?;
@@ -441,7 +436,7 @@ impl InputDef {
 
     /// For a V3 autogrow input, the least number of grown slots (0 when the template says none
     /// are needed or gives no minimum); `None` for other inputs.
-    pub fn autogrow_min(&self) -> Option<u64> {
+    pub(crate) fn autogrow_min(&self) -> Option<u64> {
         if self.type_name() != AUTOGROW_V3 {
             return None;
         }
@@ -455,7 +450,7 @@ impl InputDef {
     }
 
     /// Required children of a dynamic combo for the selected option.
-    pub fn required_children(&self, selected: Option<&Value>) -> Vec<String> {
+    pub(crate) fn required_children(&self, selected: Option<&Value>) -> Vec<String> {
         if self.type_name() != DYNAMICCOMBO_V3 {
             return Vec::new();
         }
@@ -479,7 +474,7 @@ impl InputDef {
 
 /// Whether an output of type `received` may feed an input of type `expected`
 /// (`*` matches anything, comma-separated unions overlap, V3 MatchType accepts anything).
-pub fn types_compatible(received: &str, expected: &str) -> bool {
+pub(crate) fn types_compatible(received: &str, expected: &str) -> bool {
     if received == expected || received == "*" || expected == "*" || expected == MATCHTYPE_V3 {
         return true;
     }

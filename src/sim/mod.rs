@@ -73,6 +73,9 @@ pub struct Faults {
     pub socket_after_history: bool,
     /// The server has no `/internal/logs` routes (an older ComfyUI or a proxy): 404.
     pub no_internal_logs: bool,
+    /// The server has no `/experiment/models` routes (an older ComfyUI or a proxy): 404, so
+    /// clients list model files through `/models/{folder}` (names, no sizes).
+    pub no_experiment_models: bool,
     /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
     /// history output, no file), and the prompt still succeeds.
     pub missing_output: Option<String>,
@@ -132,13 +135,18 @@ impl Faults {
         self.no_internal_logs = true;
         self
     }
+    pub fn with_no_experiment_models(mut self) -> Self {
+        self.no_experiment_models = true;
+        self
+    }
     pub fn with_missing_output(mut self, class: &str) -> Self {
         self.missing_output = Some(class.to_string());
         self
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,socket-after-history,no-internal-logs,missing-output=CLASS,crash-on=N[:N…],
+    /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,missing-output=CLASS,
+    /// crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
@@ -156,6 +164,7 @@ impl Faults {
                 ("garbage-frames", None) => f.garbage_frames = true,
                 ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
+                ("no-experiment-models", None) => f.no_experiment_models = true,
                 ("missing-output", Some(class)) if !class.is_empty() => {
                     f.missing_output = Some(class.to_string())
                 }
@@ -202,7 +211,7 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
+                         no-internal-logs, no-experiment-models, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, leak=SIZE"
                     ))
                 }
@@ -561,8 +570,9 @@ mod tests {
         assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
-        let f = Faults::parse("no-internal-logs,missing-output=SaveImage").unwrap();
-        assert!(f.no_internal_logs);
+        let f = Faults::parse("no-internal-logs,no-experiment-models,missing-output=SaveImage")
+            .unwrap();
+        assert!(f.no_internal_logs && f.no_experiment_models);
         assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
         assert!(Faults::parse("missing-output").is_err());
         assert_eq!(

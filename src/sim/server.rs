@@ -1,6 +1,7 @@
 //! Listener, routes and WebSocket sessions.
 
 use super::http::{self, BodyError, Request, Response};
+use super::memory::model_file_bytes;
 use super::nodes::defs;
 use super::state::{Instance, Out, QueueItem};
 use super::validate::{self, py_str, Verdict};
@@ -387,6 +388,69 @@ fn folder_paths(root: &std::path::Path) -> Value {
         .collect()
 }
 
+/// Folder kinds `/internal/folder_paths` has and `/experiment/models` leaves out, as captured.
+const NOT_MODEL_FOLDERS: &[&str] = &["configs", "custom_nodes"];
+
+/// `GET /experiment/models` in the captured shape (`GET__experiment__models.initial.json`):
+/// `[{"name": kind, "folders": [dir, …]}]` for each kind of `/internal/folder_paths` but
+/// `configs` and `custom_nodes`.
+fn experiment_models(root: &std::path::Path) -> Value {
+    let Value::Object(paths) = folder_paths(root) else {
+        return json!([]);
+    };
+    paths
+        .into_iter()
+        .filter(|(kind, _)| !NOT_MODEL_FOLDERS.contains(&kind.as_str()))
+        .map(|(kind, dirs)| json!({"name": kind, "folders": dirs}))
+        .collect()
+}
+
+/// `GET /experiment/models/{folder}` in the captured shape
+/// (`GET__experiment__models__checkpoints.final.json`): `[{"name", "pathIndex", "modified",
+/// "created", "size"}]` for each file the loaders offer. A file that exists in one of the
+/// folder's directories under `root` is listed with that directory's index and its real size;
+/// any other with the memory model's size ([`model_file_bytes`]) in the first directory.
+/// `None` for a kind `/experiment/models` does not list.
+fn experiment_model_folder(root: &std::path::Path, folder: &str) -> Option<Vec<Value>> {
+    // Fixed times (seconds since the epoch, as Python's os.stat gives them): the simulator's
+    // files are not on a disk.
+    const MODIFIED: f64 = 1_767_225_600.25;
+    const CREATED: f64 = 1_767_225_600.5;
+    if NOT_MODEL_FOLDERS.contains(&folder) {
+        return None;
+    }
+    let paths = folder_paths(root);
+    let dirs: Vec<&str> = paths
+        .get(folder)?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let files = model_folder(folder).unwrap_or_default();
+    Some(
+        files
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|name| {
+                let on_disk = dirs.iter().enumerate().find_map(|(i, dir)| {
+                    std::fs::metadata(std::path::Path::new(dir).join(name))
+                        .ok()
+                        .filter(std::fs::Metadata::is_file)
+                        .map(|m| (i, m.len()))
+                });
+                let (index, size) = on_disk.unwrap_or((0, model_file_bytes(folder, name)));
+                json!({
+                    "name": name,
+                    "pathIndex": index,
+                    "modified": MODIFIED,
+                    "created": CREATED,
+                    "size": size,
+                })
+            })
+            .collect(),
+    )
+}
+
 fn parse_body(req: &Request) -> Option<Value> {
     if req.body.is_empty() {
         return None;
@@ -446,6 +510,10 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             object_info_body().to_vec(),
         ),
         "/models" if get => Response::json(200, &json!(MODEL_FOLDERS)),
+        "/experiment/models" if inst.shared.faults().no_experiment_models => Response::not_found(),
+        "/experiment/models" if get => {
+            Response::json(200, &experiment_models(&inst.shared.config.models_root))
+        }
         "/queue" if get => {
             let st = inst.lock();
             let running: Vec<Value> = st.running.iter().map(QueueItem::to_json).collect();
@@ -545,6 +613,17 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                     },
                 );
             }
+            if let Some(folder) = path
+                .strip_prefix("/experiment/models/")
+                .filter(|_| !inst.shared.faults().no_experiment_models)
+            {
+                let root = &inst.shared.config.models_root;
+                return match experiment_model_folder(root, folder) {
+                    Some(list) if get => Response::json(200, &Value::Array(list)),
+                    Some(_) => Response::method_not_allowed(),
+                    None => Response::not_found_empty(),
+                };
+            }
             if let Some(folder) = path.strip_prefix("/models/") {
                 return match model_folder(folder) {
                     Some(list) if get => Response::json(200, &Value::Array(list)),
@@ -572,6 +651,7 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 "/features",
                 "/object_info",
                 "/models",
+                "/experiment/models",
                 "/queue",
                 "/prompt",
                 "/history",

@@ -66,7 +66,7 @@ pub(crate) fn write_display(v: &impl std::fmt::Display, out: &mut Vec<u8>) {
 }
 
 /// sha256 of `bytes` as lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 

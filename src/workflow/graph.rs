@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
 /// An insertion-ordered set of node ids (FxHash: ids are short and not adversarial).
-pub type IdSet = indexmap::IndexSet<String, FxBuildHasher>;
+pub(crate) type IdSet = indexmap::IndexSet<String, FxBuildHasher>;
 type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 /// One consumer of a node output: `(node id, input name)`.
@@ -39,7 +39,7 @@ impl Workflow {
     }
 
     /// Every input that links to any output of `node`.
-    pub fn consumers_of_node(&self, node: &str) -> Vec<(Consumer, usize)> {
+    pub(crate) fn consumers_of_node(&self, node: &str) -> Vec<(Consumer, usize)> {
         let mut out = Vec::new();
         for (id, n) in &self.nodes {
             for (name, input) in &n.inputs {
@@ -138,7 +138,7 @@ impl Workflow {
     }
 
     /// A cycle of links, as the list of node ids along it, if there is one.
-    pub fn find_cycle(&self) -> Option<Vec<String>> {
+    pub(crate) fn find_cycle(&self) -> Option<Vec<String>> {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             New,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// Which format a workflow file is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// `{node_id: {class_type, inputs}}`.
     Api,
     /// A POST /prompt body `{"prompt": {...}, ...}`.
@@ -104,7 +104,7 @@ pub enum LoadError {
 }
 
 /// Tells the format of a parsed workflow file.
-pub fn detect_format(value: &Value) -> Format {
+pub(crate) fn detect_format(value: &Value) -> Format {
     match value {
         Value::Object(map) if map.contains_key("nodes") && map.contains_key("links") => Format::Ui,
         Value::Object(map) if map.get("prompt").is_some_and(Value::is_object) => Format::PromptBody,
@@ -124,7 +124,7 @@ pub fn load_api_file(path: &Path) -> Result<Workflow, LoadError> {
 }
 
 /// Parses JSON text, reporting syntax errors with line and column.
-pub fn parse_json(text: &str, file: &str) -> Result<Value, LoadError> {
+pub(crate) fn parse_json(text: &str, file: &str) -> Result<Value, LoadError> {
     serde_json::from_str(text).map_err(|e| LoadError::Syntax {
         file: file.to_string(),
         line: e.line(),

@@ -7,26 +7,28 @@
 mod canonical;
 pub mod edit;
 mod graph;
-pub use graph::IdSet;
+pub(crate) use graph::IdSet;
 mod load;
 pub mod ui;
 pub mod validate;
 
-pub use canonical::{canonical_json, sha256_hex};
+pub use canonical::canonical_json;
+pub(crate) use canonical::sha256_hex;
 pub use edit::{Change, Edit, EditError};
-pub use load::{detect_format, load_api_file, parse_api, Format, LoadError};
+pub(crate) use load::{detect_format, Format};
+pub use load::{load_api_file, parse_api, LoadError};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// A node id as used in prompts (`"3"`, `"92:57"` for subgraph-flattened ids).
-pub type NodeId = String;
+pub(crate) type NodeId = String;
 
 /// The nodes of a workflow by id, in file order. Nodes are shared between a workflow and its
 /// copies (the ladder's variants) until an edit changes one; ids are hashed with FxHash (node ids
 /// are short strings and not adversarial, and lookups by id are the planner's hottest path).
-pub type Nodes = IndexMap<NodeId, Arc<Node>, rustc_hash::FxBuildHasher>;
+pub(crate) type Nodes = IndexMap<NodeId, Arc<Node>, rustc_hash::FxBuildHasher>;
 
 /// An API-format workflow: nodes in file order.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -204,7 +206,7 @@ impl Workflow {
     }
 
     /// The component hash of one node: sha256 of its canonical `class_type` + inputs.
-    pub fn node_sha256(&self, id: &str) -> Option<String> {
+    pub(crate) fn node_sha256(&self, id: &str) -> Option<String> {
         let node = self.nodes.get(id)?;
         let mut out = Vec::new();
         node.write_canonical(&mut out);

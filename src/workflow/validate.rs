@@ -41,7 +41,7 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// True for problems about files absent on that server rather than a broken graph.
-    pub fn is_missing_file(self) -> bool {
+    pub(crate) fn is_missing_file(self) -> bool {
         matches!(
             self,
             ProblemKind::MissingModelFile | ProblemKind::MissingInputFile
@@ -138,7 +138,7 @@ const MODEL_INPUT_NAMES: &[&str] = &[
 ];
 
 /// Whether a combo miss on this input/value means a model file is missing on the server.
-pub fn is_model_file_input(input: &str, value: &Value) -> bool {
+pub(crate) fn is_model_file_input(input: &str, value: &Value) -> bool {
     if MODEL_INPUT_NAMES.contains(&input) {
         return true;
     }

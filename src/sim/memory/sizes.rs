@@ -422,3 +422,23 @@ impl ImageVal {
         self.width * self.height * 3 * 4 * self.count
     }
 }
+
+/// The size of a model file in folder kind `folder` (`checkpoints`, `loras`, …) as the memory
+/// model sees it — what `GET /experiment/models/{folder}` lists for a file the simulator only
+/// imagines. A checkpoint holds its diffusion model, text encoders and VAE.
+pub fn model_file_bytes(folder: &str, name: &str) -> u64 {
+    let family = Family::from_name(name);
+    match folder {
+        "checkpoints" => {
+            ModelVal::from_file(name, true).bytes
+                + checkpoint_clip_bytes(family)
+                + VaeKind::for_family(family).weights()
+        }
+        "diffusion_models" | "unet_gguf" => ModelVal::from_file(name, true).bytes,
+        "loras" => lora_file_bytes(name, family),
+        "vae" => VaeKind::from_name(name).weights(),
+        "text_encoders" | "clip_gguf" => text_encoder_bytes(name),
+        "upscale_models" => upscale_model(name).0,
+        _ => 100 * MIB,
+    }
+}

@@ -162,7 +162,7 @@ pub fn load_workflow_file(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAn
 }
 
 /// Like [`load_workflow_file`] for an already parsed document; `file` names it in errors.
-pub fn load_workflow_value(
+pub(crate) fn load_workflow_value(
     value: Value,
     file: &str,
     defs: &NodeDefs,

@@ -6,9 +6,9 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The id of the subgraph input pseudo-node, unless the definition names another.
-pub const INPUT_NODE_ID: &str = "-10";
+pub(crate) const INPUT_NODE_ID: &str = "-10";
 /// The id of the subgraph output pseudo-node, unless the definition names another.
-pub const OUTPUT_NODE_ID: &str = "-20";
+pub(crate) const OUTPUT_NODE_ID: &str = "-20";
 
 /// One link of a scope.
 #[derive(Debug, Clone)]
