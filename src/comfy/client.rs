@@ -389,14 +389,7 @@ impl Client {
                     }),
                 }
             }
-            Err(e) => {
-                let detail = describe_reqwest_error(&e);
-                exchange.error = Some(detail.clone());
-                Err(ClientError::Unreachable {
-                    url: url.to_string(),
-                    detail,
-                })
-            }
+            Err(e) => Err(unreachable(&mut exchange, url.as_str(), &e)),
         };
         if let Some(rec) = &self.recorder {
             rec(exchange);
@@ -496,19 +489,22 @@ impl Client {
                 }
                 Ok((status, text))
             }
-            Err(e) => {
-                let detail = describe_reqwest_error(&e);
-                exchange.error = Some(detail.clone());
-                Err(ClientError::Unreachable {
-                    url: url.to_string(),
-                    detail,
-                })
-            }
+            Err(e) => Err(unreachable(&mut exchange, url.as_str(), &e)),
         };
         if let Some(rec) = &self.recorder {
             rec(exchange);
         }
         out
+    }
+}
+
+/// The error for a request that got no answer, noted in its exchange record too.
+fn unreachable(exchange: &mut HttpExchange, url: &str, e: &reqwest::Error) -> ClientError {
+    let detail = describe_reqwest_error(e);
+    exchange.error = Some(detail.clone());
+    ClientError::Unreachable {
+        url: url.to_string(),
+        detail,
     }
 }
 
