@@ -7,6 +7,11 @@
 /// characters)").
 pub const GITHUB_BODY_LIMIT: usize = 65_536;
 
+/// Lines of the server-console excerpt shown in report.md at the first level.
+pub(crate) const EXCERPT_LINES: usize = 60;
+/// Characters of one console line shown at the first level (longer ones are cut, saying how much).
+pub(crate) const LINE_CHARS: usize = 1000;
+
 /// The length of `s` as GitHub could count it, on the safe side: UTF-16 code units (never fewer
 /// than Unicode scalar values; a browser's `maxlength` counts these) plus one for every line
 /// break (a browser submits a textarea's line breaks as CR LF). A text at most
@@ -44,9 +49,9 @@ pub(crate) const LEVELS: [Limits; 4] = [
         traceback_lines: 200,
         inputs_lines: 120,
         message_lines: 60,
-        console_lines: super::console::EXCERPT_LINES,
+        console_lines: EXCERPT_LINES,
         kernel_lines: 60,
-        line_chars: super::console::LINE_CHARS,
+        line_chars: LINE_CHARS,
         warnings: 100,
         reproduce: 200,
     },

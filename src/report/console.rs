@@ -10,11 +10,6 @@ use super::md::{code, details, fence};
 use super::model::Evidence;
 use crate::comfy::console::{classify, ConsoleLine};
 
-/// Lines of the excerpt shown in report.md by default.
-pub(crate) const EXCERPT_LINES: usize = 60;
-/// Characters of one console line shown by default (longer ones are cut, saying how much).
-pub(crate) const LINE_CHARS: usize = 1000;
-
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Excerpt {
