@@ -143,7 +143,7 @@ impl LadderArgs {
     }
 
     /// The planning options.
-    pub fn plan_options(&self) -> PlanOptions {
+    pub(crate) fn plan_options(&self) -> PlanOptions {
         let mut order = self.order.clone();
         for inc in Increment::LADDER {
             if !order.contains(&inc) {
@@ -160,7 +160,7 @@ impl LadderArgs {
     }
 
     /// The arguments as given, for the session record.
-    pub fn as_args(&self) -> Vec<String> {
+    pub(crate) fn as_args(&self) -> Vec<String> {
         let mut out = vec![
             format!("--min-resolution={}", self.min_resolution),
             format!("--min-frames={}", self.min_frames),
@@ -232,7 +232,7 @@ impl SessionArgs {
 }
 
 /// The hooks of a command-line session: the progress line and the report after every change.
-pub struct SessionHooks {
+pub(crate) struct SessionHooks {
     /// The progress line.
     pub progress: ProgressView,
     /// Keeps the report's rewrites to a small share of the session's time.
@@ -245,7 +245,7 @@ pub struct SessionHooks {
 /// the session's time). With real GPU runs (seconds to hours) that is after every run; with
 /// runs of milliseconds (a simulator) every few runs. The session always writes it at the end.
 #[derive(Debug, Clone, Default)]
-pub struct ReportThrottle {
+pub(crate) struct ReportThrottle {
     last: Option<(Instant, Duration)>,
 }
 
@@ -286,7 +286,7 @@ impl Hooks for SessionHooks {
 }
 
 /// The report call site: `report.md` and `report.json` in the session folder (redacted).
-pub fn write_reports(session_dir: &Path, progress: &ProgressView) {
+pub(crate) fn write_reports(session_dir: &Path, progress: &ProgressView) {
     if let Err(e) = crate::report::write_session_reports(session_dir, true) {
         progress.println(&format!("warning: could not write the report: {e:#}"));
     }
@@ -314,7 +314,7 @@ pub fn server_preflight(
 }
 
 /// Plans and validates `targets` (name, source, workflow); prints the problems of those that fail.
-pub fn prepare_all(
+pub(crate) fn prepare_all(
     targets: Vec<Target>,
     defs: &NodeDefs,
     config: &LadderConfig,
@@ -343,7 +343,7 @@ pub fn prepare_all(
 }
 
 /// Drives a session to its end (or its stop) on the live server; returns the exit code.
-pub fn drive_session(
+pub(crate) fn drive_session(
     rt: &tokio::runtime::Runtime,
     client: Client,
     paths: SessionPaths,
@@ -404,7 +404,7 @@ pub fn exit_code(session: &SessionFile) -> u8 {
 }
 
 /// Prints each workflow's verdict and where the session and report are.
-pub fn print_summary(paths: &SessionPaths, session: &SessionFile) {
+pub(crate) fn print_summary(paths: &SessionPaths, session: &SessionFile) {
     println!("session {}", session.session_id);
     for job in &session.workflows {
         let verdict = job
@@ -482,7 +482,7 @@ pub fn run(args: Args, server: &str) -> CliResult {
 }
 
 /// Preflight, session creation and the drive; shared by `bisect` and `demo`.
-pub fn start_session(
+pub(crate) fn start_session(
     rt: &tokio::runtime::Runtime,
     client: Client,
     runs_dir: &Path,

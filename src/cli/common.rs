@@ -53,7 +53,7 @@ pub struct CliError {
 
 /// What a subcommand returns: the exit code when it ran to its end (which may itself say
 /// "failed", e.g. an invalid workflow), or the error that stopped it.
-pub type CliResult = Result<u8, CliError>;
+pub(crate) type CliResult = Result<u8, CliError>;
 
 impl CliError {
     /// A failure with this exit code.
@@ -88,7 +88,7 @@ impl CliError {
 }
 
 /// Turns any displayable error into a [`CliError`] with the exit code the call site chooses.
-pub trait OrExit<T> {
+pub(crate) trait OrExit<T> {
     /// The error as a usage/input error (exit 2).
     fn or_usage(self) -> Result<T, CliError>;
     /// The error as a failure (exit 1).
@@ -196,7 +196,7 @@ impl From<DefsSourceError> for CliError {
 impl DefsArgs {
     /// Like [`DefsArgs::load`], with the exit code for the command line: 3 when the server
     /// could not be asked, 2 when a file, a header or the URL is unusable.
-    pub fn load_cli(&self, server: &str) -> Result<NodeDefs, CliError> {
+    pub(crate) fn load_cli(&self, server: &str) -> Result<NodeDefs, CliError> {
         self.load(server).map_err(CliError::from)
     }
 
@@ -215,7 +215,7 @@ impl DefsArgs {
 }
 
 /// `GET /object_info` through the connection's client.
-pub fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, DefsSourceError> {
+pub(crate) fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, DefsSourceError> {
     let client = &connection.client;
     let err = |reason: String| DefsSourceError::Server {
         url: format!("{}/object_info", client.server_url()),
@@ -231,13 +231,13 @@ pub fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, DefsSource
 
 /// Reads a workflow file of any format (API, POST /prompt body, or UI, which is converted with
 /// `defs` exactly as the ComfyUI frontend would).
-pub fn read_workflow(path: &Path, defs: &NodeDefs) -> Result<Workflow, LoadAnyError> {
+pub(crate) fn read_workflow(path: &Path, defs: &NodeDefs) -> Result<Workflow, LoadAnyError> {
     Ok(read_loaded(path, defs)?.workflow)
 }
 
 /// Like [`read_workflow`], keeping the UI document and its conversion (provenance, warnings)
 /// for commands that write variants back as UI workflows. Conversion warnings go to stderr.
-pub fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError> {
+pub(crate) fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError> {
     let loaded = load_workflow_file(path, defs)?;
     if let Some((_, converted)) = &loaded.ui {
         for w in &converted.warnings {
@@ -249,7 +249,7 @@ pub fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError>
 
 /// Reads a workflow file of any format, asking for node definitions only when it is a UI
 /// workflow (API files need none): `defs` is called at most once.
-pub fn read_workflow_with(
+pub(crate) fn read_workflow_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Workflow, String> {
@@ -265,7 +265,7 @@ pub fn read_workflow_with(
 
 /// Like [`read_workflow_with`], keeping the UI document and its conversion when the file is a
 /// UI workflow (for writing variants back as UI workflows).
-pub fn read_loaded_with(
+pub(crate) fn read_loaded_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Loaded, String> {
@@ -280,7 +280,7 @@ pub fn read_loaded_with(
 }
 
 /// Prints an error for the user on stderr.
-pub fn print_error(error: &dyn std::fmt::Display) {
+pub(crate) fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");
 }
 

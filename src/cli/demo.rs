@@ -43,9 +43,9 @@ pub fn cases() -> Vec<DemoCase> {
 }
 
 /// Simulated VRAM for the SD1.5 example (MiB).
-pub const DEMO_SD15_VRAM_MIB: u64 = 6144;
+pub(crate) const DEMO_SD15_VRAM_MIB: u64 = 6144;
 /// Simulated VRAM for the Wan 2.2 example (MiB).
-pub const DEMO_WAN_VRAM_MIB: u64 = 57344;
+pub(crate) const DEMO_WAN_VRAM_MIB: u64 = 57344;
 
 /// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
 type Group = (u64, String, Vec<super::bisect::Target>);

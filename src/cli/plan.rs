@@ -65,7 +65,7 @@ pub fn run(args: Args, server: &str) -> CliResult {
 }
 
 /// The UI workflow a plan was made from, for writing each step back as a UI file.
-pub struct UiSource<'a> {
+pub(crate) struct UiSource<'a> {
     /// The original UI document.
     pub document: &'a serde_json::Value,
     /// Its conversion (provenance for the write-back).
@@ -77,7 +77,7 @@ pub struct UiSource<'a> {
 /// Writes `dir/plan.json` and every step's workflow file; with a UI source also
 /// `NN-<increment>.ui.json`, the original UI file with the same edits made the UI way (a step
 /// that has no faithful UI form gets a warning on stderr instead).
-pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<(), String> {
+pub(crate) fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create output folder '{}': {e}", dir.display()))?;
     let write = |name: &str, text: String| {
@@ -107,7 +107,7 @@ pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<()
 }
 
 /// `03-lora.json` → `03-lora.ui.json`.
-pub fn ui_file_name(api_file: &str) -> String {
+pub(crate) fn ui_file_name(api_file: &str) -> String {
     match api_file.strip_suffix(".json") {
         Some(stem) => format!("{stem}.ui.json"),
         None => format!("{api_file}.ui.json"),

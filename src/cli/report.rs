@@ -106,7 +106,7 @@ pub fn run(args: Args) -> CliResult {
 /// Finds the session folder: `session` as a folder holding session.json, else a session id or
 /// unique id prefix under the runs folders. An id in more than one runs folder is an error
 /// naming them (never one picked silently).
-pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
+pub(crate) fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
     let as_path = Path::new(session);
     if as_path.join(SESSION_FILE).is_file() {
         return Ok(as_path.to_path_buf());

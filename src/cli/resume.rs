@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 /// Finds a session folder from an id, a unique id prefix or a path.
-pub fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String> {
+pub(crate) fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String> {
     let as_path = Path::new(query);
     if as_path.join(SESSION_FILE).is_file() {
         let dir = as_path.to_path_buf();

@@ -8,9 +8,9 @@
 pub const GITHUB_BODY_LIMIT: usize = 65_536;
 
 /// Lines of the server-console excerpt shown in report.md at the first level.
-pub const EXCERPT_LINES: usize = 60;
+pub(crate) const EXCERPT_LINES: usize = 60;
 /// Characters of one console line shown at the first level (longer ones are cut, saying how much).
-pub const LINE_CHARS: usize = 1000;
+pub(crate) const LINE_CHARS: usize = 1000;
 
 /// The length of `s` as GitHub could count it, on the safe side: UTF-16 code units (never fewer
 /// than Unicode scalar values; a browser's `maxlength` counts these) plus one for every line
@@ -44,7 +44,7 @@ pub struct Limits {
 }
 
 /// The levels tried in turn, the first one that fits is used.
-pub const LEVELS: [Limits; 4] = [
+pub(crate) const LEVELS: [Limits; 4] = [
     Limits {
         traceback_lines: 200,
         inputs_lines: 120,
@@ -91,7 +91,7 @@ pub const LEVELS: [Limits; 4] = [
 /// traceback's innermost frame and a console's exception are), with a marker line where lines
 /// were left out; lines longer than `line_chars` are cut, saying how much.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Trimmed {
+pub(crate) struct Trimmed {
     /// The lines shown.
     pub lines: Vec<String>,
     /// Lines left out in the middle.
@@ -102,7 +102,8 @@ pub struct Trimmed {
 
 impl Trimmed {
     /// Whether anything was left out or cut.
-    pub fn is_trimmed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_trimmed(&self) -> bool {
         self.omitted > 0 || self.cut > 0
     }
 
@@ -125,7 +126,11 @@ impl Trimmed {
 }
 
 /// Trims `lines` to at most `max_lines` lines (at least 3) of at most `line_chars` characters.
-pub fn trim_middle<S: AsRef<str>>(lines: &[S], max_lines: usize, line_chars: usize) -> Trimmed {
+pub(crate) fn trim_middle<S: AsRef<str>>(
+    lines: &[S],
+    max_lines: usize,
+    line_chars: usize,
+) -> Trimmed {
     let max = max_lines.max(3);
     let mut omitted = 0;
     let mut out: Vec<String> = if lines.len() > max {
@@ -163,13 +168,13 @@ pub fn trim_middle<S: AsRef<str>>(lines: &[S], max_lines: usize, line_chars: usi
 }
 
 /// The note that ends a document cut by [`cut_to_fit`].
-pub const CUT_NOTE: &str = "**report.md was cut here to stay under GitHub's 65 536-character issue-body limit.** The \
+pub(crate) const CUT_NOTE: &str = "**report.md was cut here to stay under GitHub's 65 536-character issue-body limit.** The \
 rest (and everything above in full) is in report.json and the run folders; attach them (`comfy-bisect report SESSION --bundle report.zip`).\n";
 
 /// Cuts `doc` at the last blank line outside code fences, `<details>` blocks and tables that
 /// leaves room for [`CUT_NOTE`] within `limit`, and appends the note. Returns `doc` unchanged
 /// when it fits.
-pub fn cut_to_fit(doc: &str, limit: usize) -> String {
+pub(crate) fn cut_to_fit(doc: &str, limit: usize) -> String {
     if github_length(doc) <= limit {
         return doc.to_string();
     }

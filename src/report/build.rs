@@ -185,7 +185,7 @@ pub fn build(data: &SessionData) -> Report {
 
 /// Growth of the memory held before each run, from the first run to the last, that calls for
 /// a warning (MiB).
-pub const BASELINE_GROWTH_MIB: f64 = 256.0;
+pub(crate) const BASELINE_GROWTH_MIB: f64 = 256.0;
 
 /// A warning when the memory held before the runs (after `/free`) grows from run to run: never
 /// going down over at least three runs and by [`BASELINE_GROWTH_MIB`] or more in all.

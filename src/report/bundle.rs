@@ -143,7 +143,11 @@ fn safe_name(s: &str) -> String {
 }
 
 /// Writes the bundle of `session_dir` to `out` (atomically) and returns its entries' names.
-pub fn write_bundle(session_dir: &Path, out: &Path, redact: bool) -> anyhow::Result<Vec<String>> {
+pub(crate) fn write_bundle(
+    session_dir: &Path,
+    out: &Path,
+    redact: bool,
+) -> anyhow::Result<Vec<String>> {
     let entries = entries(session_dir, redact)?;
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()

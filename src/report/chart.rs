@@ -22,7 +22,7 @@ pub struct Series {
 
 /// A chart: title, y-axis label, x labels, bar series (drawn first) and line series.
 #[derive(Debug, Clone, PartialEq)]
-pub struct XyChart {
+pub(crate) struct XyChart {
     /// The title.
     pub title: String,
     /// The y-axis label.
@@ -84,13 +84,13 @@ impl XyChart {
 }
 
 /// Colour of the passed steps' bars.
-pub const PASSED: &str = "#2e7d32";
+pub(crate) const PASSED: &str = "#2e7d32";
 /// Colour of the failed steps' bars.
 pub const FAILED: &str = "#c62828";
 /// Colour of the peak RAM line.
 pub const RAM: &str = "#1565c0";
 /// Colour of the device total line.
-pub const TOTAL: &str = "#757575";
+pub(crate) const TOTAL: &str = "#757575";
 
 /// Whether a ladder outcome counts as a failure of the variant (the failed bar series).
 fn is_failure(outcome: &str) -> bool {
@@ -105,7 +105,7 @@ fn is_failure(outcome: &str) -> bool {
 /// one bar series and of failed runs another (a step's label says how it ended when it did not
 /// simply pass); peak RAM is a line when any run sampled it; the device total is the last line.
 /// None when no run has a VRAM sample.
-pub fn ladder_chart(w: &super::model::WorkflowReport) -> Option<(String, String)> {
+pub(crate) fn ladder_chart(w: &super::model::WorkflowReport) -> Option<(String, String)> {
     let ran: Vec<&super::model::LadderRow> =
         w.ladder.iter().filter(|r| r.outcome != "not_run").collect();
     let ram = ran.iter().any(|r| r.peak_ram_mib.is_some());

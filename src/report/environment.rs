@@ -258,7 +258,7 @@ pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
 
 /// Splits `"cuda:0 NVIDIA GeForce RTX 4090 : cudaMallocAsync"` into the card's name and the
 /// allocator backend.
-pub fn split_device_name(raw: &str) -> (String, Option<String>) {
+pub(crate) fn split_device_name(raw: &str) -> (String, Option<String>) {
     let (name, allocator) = match raw.rsplit_once(" : ") {
         Some((n, a)) if !a.trim().is_empty() => (n.trim(), Some(a.trim().to_string())),
         _ => (raw.trim(), None),

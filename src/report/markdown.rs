@@ -45,7 +45,7 @@ pub fn render(report: &Report) -> String {
 }
 
 /// Renders the whole report with the long parts trimmed to `limits`.
-pub fn render_with(report: &Report, limits: &Limits) -> String {
+pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     let mut out = String::new();
     let single = report.workflows.len() == 1;
     out.push_str("# comfy-bisect report\n\n");

@@ -64,7 +64,7 @@ fn escape_into(s: &str, out: &mut String) {
 /// commit when it appears in an issue: `@name` (also in `owner/repo@sha` and e-mail
 /// addresses), `#12` (also `owner/repo#12`), `GH-12`, a run of 7 to 40 hex digits (a commit
 /// SHA, whole or abbreviated), or a github.com address (a back-reference on the linked issue).
-pub fn links_on_github(word: &str) -> bool {
+pub(crate) fn links_on_github(word: &str) -> bool {
     let b = word.as_bytes();
     let next_is = |i: usize, f: fn(&u8) -> bool| b.get(i + 1).is_some_and(f);
     let is_word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
@@ -125,7 +125,7 @@ pub fn code(s: &str) -> String {
 
 /// Free text in which `backtick` spans are code: the spans become code spans, the rest is
 /// escaped like [`text`]. With an odd number of backticks everything is escaped text.
-pub fn text_with_code(s: &str) -> String {
+pub(crate) fn text_with_code(s: &str) -> String {
     if !s.matches('`').count().is_multiple_of(2) {
         return text(s);
     }
@@ -165,7 +165,7 @@ pub fn details(summary: &str, body_markdown: &str) -> String {
 }
 
 /// Escapes `<`, `>`, `&` and `"` for use inside HTML.
-pub fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -175,7 +175,7 @@ pub fn html_escape(s: &str) -> String {
 /// A GFM table. Cells are Markdown already (use [`text`] / [`code`] to build them); pipes and
 /// newlines left in a cell are escaped here so every row keeps the header's column count.
 #[derive(Debug, Clone, Default)]
-pub struct Table {
+pub(crate) struct Table {
     header: Vec<String>,
     align_right: Vec<bool>,
     rows: Vec<Vec<String>>,
@@ -209,11 +209,6 @@ impl Table {
         }
         cells.resize(n, String::new());
         self.rows.push(cells);
-    }
-
-    /// Whether the table has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
     }
 
     /// Renders the table followed by a newline.
@@ -399,7 +394,7 @@ fn is_table_line(line: &str) -> bool {
 
 /// Counts cells of a table row: splits on pipes not escaped by a backslash, ignoring the
 /// optional leading and trailing pipe.
-pub fn count_cells(row: &str) -> usize {
+pub(crate) fn count_cells(row: &str) -> usize {
     let row = row.trim();
     let mut count = 0;
     let mut prev_backslash = false;

@@ -8,7 +8,7 @@ use super::model::{LadderRow, ModelLoadRow};
 use crate::comfy::MemoryEvent;
 
 /// The model loads of a run's console, in order.
-pub fn model_rows(events: &[MemoryEvent]) -> Vec<ModelLoadRow> {
+pub(crate) fn model_rows(events: &[MemoryEvent]) -> Vec<ModelLoadRow> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -27,7 +27,7 @@ pub fn model_rows(events: &[MemoryEvent]) -> Vec<ModelLoadRow> {
 /// The console's other memory events in words: ComfyUI's OOM unload and the unloads that freed
 /// something (`0 models unloaded.` says nothing). Fallbacks are listed apart
 /// (`memory_fallbacks`), progress bars are not memory evidence.
-pub fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
+pub(crate) fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -65,7 +65,7 @@ pub fn any(ladder: &[LadderRow]) -> bool {
 
 /// The short ladder cell: how many loads and their MiB, and the partial loads with what they
 /// offloaded (`3 · 3675 MiB<br>1 partial, 3390 MiB offloaded`); `—` for a run without loads.
-pub fn markdown_cell(r: &LadderRow) -> String {
+pub(crate) fn markdown_cell(r: &LadderRow) -> String {
     if r.models.is_empty() {
         return if r.memory_events.is_empty() {
             "—".into()
@@ -114,7 +114,7 @@ fn load_text(m: &ModelLoadRow) -> String {
 
 /// The list under the ladder table: per run step, every model load, the fallbacks and the other
 /// memory events. Empty when no step has any.
-pub fn markdown_details(ladder: &[LadderRow]) -> String {
+pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
     let mut out = String::new();
     for r in ladder {
         if r.models.is_empty() && r.memory_events.is_empty() && r.memory_fallbacks.is_empty() {

@@ -21,7 +21,7 @@ pub mod model;
 pub mod naming;
 pub mod redact;
 pub mod verdict;
-pub mod workflow_report;
+pub(crate) mod workflow_report;
 
 pub use build::build;
 pub use json::Json;
@@ -48,7 +48,7 @@ pub fn formats() -> Vec<Box<dyn ReportFormat>> {
 }
 
 /// The format called `name` (`md`/`markdown` or `json`).
-pub fn format_by_name(name: &str) -> Option<Box<dyn ReportFormat>> {
+pub(crate) fn format_by_name(name: &str) -> Option<Box<dyn ReportFormat>> {
     let name = if name.eq_ignore_ascii_case("markdown") {
         "md"
     } else {
@@ -60,7 +60,7 @@ pub fn format_by_name(name: &str) -> Option<Box<dyn ReportFormat>> {
 }
 
 /// Folder inside the session folder for redacted copies of workflow files.
-pub const SHAREABLE_DIR: &str = "shareable";
+pub(crate) const SHAREABLE_DIR: &str = "shareable";
 
 /// Reads the session folder and builds its report, redacted when `redact` is true. With
 /// redaction, the minimal passing and first failing workflows get a redacted copy under

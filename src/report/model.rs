@@ -719,7 +719,7 @@ pub struct AttachedRun {
 }
 
 /// The failure kind in words (`cuda_oom` → "CUDA out of memory").
-pub fn kind_phrase(kind: &str) -> String {
+pub(crate) fn kind_phrase(kind: &str) -> String {
     match kind {
         "cuda_oom" => "CUDA out of memory".into(),
         "hip_oom" => "HIP (ROCm) out of memory".into(),
@@ -741,7 +741,7 @@ pub fn kind_phrase(kind: &str) -> String {
 }
 
 /// The stage in words, with its name (`load` → "while loading weights (load stage)").
-pub fn stage_phrase(stage: &str) -> String {
+pub(crate) fn stage_phrase(stage: &str) -> String {
     let words = match stage {
         "load" => "while loading weights",
         "condition" => "while encoding the conditioning",

@@ -14,11 +14,11 @@ use std::sync::OnceLock;
 /// Replaces a user name.
 pub const USER: &str = "<user>";
 /// Replaces a host name.
-pub const HOST: &str = "<host>";
+pub(crate) const HOST: &str = "<host>";
 /// Replaces an IP address.
 pub const IP: &str = "<ip>";
 /// Replaces a secret.
-pub const SECRET: &str = "<secret>";
+pub(crate) const SECRET: &str = "<secret>";
 
 /// Path components after a home-folder prefix that are not user names.
 const NOT_USERS: &[&str] = &["Shared", "Public", "Default", "All Users", USER];
@@ -75,7 +75,7 @@ fn patterns() -> &'static Patterns {
 /// Whether an object key names a secret: `api_key`, `apiKey`, `token`, `auth_token_comfy_org`,
 /// `password`, `client_secret`, `cookie`, … but not `max_tokens`, `token_normalization` or
 /// `tokenizer`.
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let words = key_words(key);
     let has = |w: &str| words.iter().any(|x| x == w);
     const QUALIFIERS: &[&str] = &[
@@ -204,7 +204,7 @@ fn host_placeholder(host: &str) -> &'static str {
 
 /// The redaction rules, with the user names learned from home paths.
 #[derive(Debug, Clone, Default)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     users: BTreeSet<String>,
 }
 
@@ -226,7 +226,7 @@ impl Redactor {
     }
 
     /// Learns the user names of every home path in `text`.
-    pub fn learn_text(&mut self, text: &str) {
+    pub(crate) fn learn_text(&mut self, text: &str) {
         let p = patterns();
         for cap in p
             .home_spaced
@@ -242,7 +242,7 @@ impl Redactor {
 
     /// Redacts a whole JSON value in place: secret-looking keys lose their string values, every
     /// string is redacted as text, and `argv` arrays are redacted as launch arguments.
-    pub fn redact_value(&self, value: &mut Value) {
+    pub(crate) fn redact_value(&self, value: &mut Value) {
         self.walk(value, None);
     }
 
@@ -272,7 +272,7 @@ impl Redactor {
 
     /// Redacts free text: home folders, learned user names in paths, URL hosts and
     /// credentials, IP addresses and well-known token formats.
-    pub fn redact_text(&self, text: &str) -> String {
+    pub(crate) fn redact_text(&self, text: &str) -> String {
         let p = patterns();
         let mut out = p.secret_value.replace_all(text, SECRET).into_owned();
         out = p
@@ -351,7 +351,8 @@ pub fn redact(value: &mut Value) {
 }
 
 /// Redacts one string with no learned user names.
-pub fn redact_text(text: &str) -> String {
+#[cfg(test)]
+pub(crate) fn redact_text(text: &str) -> String {
     let mut r = Redactor::new();
     r.learn_text(text);
     r.redact_text(text)
@@ -390,7 +391,7 @@ const ADDRESS_FLAGS: &[&str] = &["--listen", "--host", "--address", "--server"];
 
 /// Redacts launch arguments: the address after `--listen` (a comma-separated list) and the
 /// value of any flag whose name looks like a secret (`--api-key X`, `--token=X`).
-pub fn redact_argv(argv: &mut [String]) {
+pub(crate) fn redact_argv(argv: &mut [String]) {
     let mut i = 0;
     while i < argv.len() {
         let token = argv[i].clone();

@@ -152,7 +152,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 /// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
 /// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
 /// verdict, so both ends of the verdict come from one environment.
-pub fn decide_in(
+pub(crate) fn decide_in(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,

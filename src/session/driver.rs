@@ -14,7 +14,7 @@ use super::journal::{
 };
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
-use crate::run::{InterruptedBy, RunRecord};
+use crate::run::RunRecord;
 use crate::workflow::Workflow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,7 +114,7 @@ pub struct NoHooks;
 impl Hooks for NoHooks {}
 
 /// Why the driver returned an error (the journal could not be written or read).
-pub type DriveResult = Result<(), JournalError>;
+pub(crate) type DriveResult = Result<(), JournalError>;
 
 /// The bisection driver over one session.
 pub struct Driver<'h, B: Backend, C: Clock> {
@@ -162,19 +162,8 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// The flag that stops the session between runs (set it from a Ctrl-C handler).
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+    pub(crate) fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()
-    }
-
-    /// Uses `flag` as the stop flag.
-    pub fn with_stop_flag(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.stop = flag;
-        self
-    }
-
-    /// The backend (for tests and the CLI's summary).
-    pub fn backend_mut(&mut self) -> &mut B {
-        &mut self.backend
     }
 
     fn save(&mut self) -> DriveResult {
@@ -898,16 +887,8 @@ enum EnvCheck {
     Stop,
 }
 
-/// The outcome of an interrupted run tells whether the user asked for it.
-pub fn interrupted_by_user(record: &RunRecord) -> bool {
-    matches!(
-        record.outcome(),
-        crate::run::Outcome::Interrupted(ref i) if i.by == InterruptedBy::User
-    )
-}
-
 /// A summary of a finished run for one-line output.
-pub fn describe_run(entry: &RunEntry) -> String {
+pub(crate) fn describe_run(entry: &RunEntry) -> String {
     let outcome = entry
         .outcome
         .as_ref()

@@ -15,7 +15,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// The session's view of a record's outcome; with `strict`, a pass that went through a memory
 /// fallback is [`Outcome::MemoryFallback`].
-pub fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
+pub(crate) fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
     match outcome_of(record) {
         Outcome::Passed if strict && !record.memory_fallbacks.is_empty() => {
             Outcome::MemoryFallback {
@@ -27,7 +27,7 @@ pub fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
 }
 
 /// The session's view of a record's outcome.
-pub fn outcome_of(record: &RunRecord) -> Outcome {
+pub(crate) fn outcome_of(record: &RunRecord) -> Outcome {
     match record.outcome() {
         RunOutcome::Passed => Outcome::Passed,
         RunOutcome::Failed(e) => Outcome::Failed {
@@ -77,7 +77,7 @@ pub fn outcome_of(record: &RunRecord) -> Outcome {
 
 /// The diagnosis the journal keeps of a run: the one builder's ([`RunRecord::diagnose`]), none
 /// for a pass or a rejection (which says nothing about the variant).
-pub fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagnosis> {
+pub(crate) fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option<Diagnosis> {
     match record.outcome {
         OutcomeKind::Passed | OutcomeKind::Rejected => None,
         _ => record.diagnose(Some(workflow)),
@@ -123,10 +123,10 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
 }
 
 /// Start of the warning a record rebuilt from history carries.
-pub const RECOVERED_WARNING: &str = "recovered from the server's history";
+pub(crate) const RECOVERED_WARNING: &str = "recovered from the server's history";
 
 /// A record with only the essentials (no timeline, no VRAM series, no raw frames).
-pub fn bare_record(
+pub(crate) fn bare_record(
     run_id: &str,
     workflow: &Workflow,
     server: &str,
@@ -139,7 +139,7 @@ pub fn bare_record(
 /// A bare record of a journaled run whose `run.json` is missing or unreadable, rebuilt from
 /// what the journal says of it (the outcome, the last node), so that it is diagnosed like any
 /// other run; None when the run did not fail.
-pub fn record_of_entry(entry: &RunEntry, server: &str) -> Option<RunRecord> {
+pub(crate) fn record_of_entry(entry: &RunEntry, server: &str) -> Option<RunRecord> {
     let last_node = entry.summary.as_ref().and_then(|s| s.last_node.clone());
     let outcome = match entry.outcome.as_ref()? {
         Outcome::Failed {
@@ -226,7 +226,7 @@ fn bare(
 
 /// Rebuilds a record from the server's history entry of a run the tool lost track of
 /// (None when the entry has no terminal event yet).
-pub fn record_from_history(
+pub(crate) fn record_from_history(
     run_id: &str,
     workflow: &Workflow,
     server: &str,
@@ -268,7 +268,8 @@ pub fn record_from_history(
 }
 
 /// A server-lost record for a run whose server vanished with it.
-pub fn server_lost_record(
+#[cfg(test)]
+pub(crate) fn server_lost_record(
     run_id: &str,
     workflow: &Workflow,
     server: &str,

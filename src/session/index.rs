@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// File name of the run index inside the runs folder.
-pub const INDEX_FILE: &str = "index.jsonl";
+pub(crate) const INDEX_FILE: &str = "index.jsonl";
 
 /// One line of `runs/index.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,7 +47,7 @@ pub struct IndexEntry {
 }
 
 /// The index file of a runs folder.
-pub fn index_path(runs_dir: &Path) -> PathBuf {
+pub(crate) fn index_path(runs_dir: &Path) -> PathBuf {
     runs_dir.join(INDEX_FILE)
 }
 
@@ -55,7 +55,7 @@ pub fn index_path(runs_dir: &Path) -> PathBuf {
 /// (see [`SyncBehind`]). When the file does not end with a line break (a process killed in the
 /// middle of an append left a torn line), the entry starts on a fresh line, so the torn line
 /// alone is lost.
-pub fn append_behind(
+pub(crate) fn append_behind(
     runs_dir: &Path,
     entry: &IndexEntry,
     sync: &mut SyncBehind,

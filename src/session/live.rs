@@ -18,19 +18,19 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 /// The OOM-killer lines of a lost server's run, in its run folder.
-pub const KERNEL_LOG_FILE: &str = "kernel-oom.log";
+pub(crate) const KERNEL_LOG_FILE: &str = "kernel-oom.log";
 
 /// Seconds added before the run's start and after its end when the kernel log is read.
 const KERNEL_LOG_MARGIN_S: i64 = 10;
 
 /// Puts the kernel's evidence into a record and diagnoses it again.
-pub fn record_kernel(record: &mut crate::run::RunRecord, evidence: KernelEvidence) {
+pub(crate) fn record_kernel(record: &mut crate::run::RunRecord, evidence: KernelEvidence) {
     record.kernel = Some(evidence);
     record.attach_diagnosis();
 }
 
 /// How long a resumed session waits for a prompt that is still queued or running.
-pub const RECOVER_WAIT: Duration = Duration::from_secs(6 * 3600);
+pub(crate) const RECOVER_WAIT: Duration = Duration::from_secs(6 * 3600);
 
 /// Runs on a real server through a tokio runtime handle (the driver itself is synchronous).
 pub struct LiveBackend {
@@ -83,11 +83,6 @@ impl LiveBackend {
         self.server_process = located.into_request();
     }
 
-    /// The server's process as last found (None: the server is not on this machine).
-    pub fn server_process(&self) -> Option<&Result<ServerProcess, String>> {
-        self.server_process.as_ref()
-    }
-
     /// Before a run: the process found earlier must still be the one listening (a restart,
     /// by us or by a supervisor, starts a new one); otherwise it is looked up again.
     fn check_server_process(&mut self) {
@@ -131,14 +126,14 @@ impl LiveBackend {
     }
 
     /// Bounds `--restart-cmd` by `limit` and appends its output to `log`.
-    pub fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
+    pub(crate) fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
         self.restart_limit = limit;
         self.restart_log = Some(log);
         self
     }
 
     /// Shows node and step progress of each run on `progress`.
-    pub fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
+    pub(crate) fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
         self.progress = Some(progress);
         self
     }

@@ -36,7 +36,7 @@ pub struct LockInfo {
 
 /// A held lock: the locked file stays open until drop, which removes the name and releases it.
 #[derive(Debug)]
-pub struct SessionLock {
+pub(crate) struct SessionLock {
     path: PathBuf,
     file: File,
     info: LockInfo,
@@ -44,7 +44,7 @@ pub struct SessionLock {
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another live process holds it (the operating system says so).
     #[error("{}", held_message(.holder.as_deref(), .server, .path))]
     Held {
@@ -93,7 +93,7 @@ pub fn lock_path(runs_dir: &Path, server: &str) -> PathBuf {
 }
 
 /// This machine's host name (best effort).
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
@@ -203,7 +203,7 @@ const ATTEMPTS: u32 = 1000;
 impl SessionLock {
     /// Takes the lock for `server` in `runs_dir`; a file left by a process that is gone is taken
     /// over. Never waits: a live holder is an error naming it.
-    pub fn acquire(
+    pub(crate) fn acquire(
         runs_dir: &Path,
         server: &str,
         session_id: &str,
@@ -262,7 +262,7 @@ impl SessionLock {
     }
 
     /// Publishes the real session id once it is known (the file is replaced whole).
-    pub fn set_session(&mut self, session_id: &str) -> std::io::Result<()> {
+    pub(crate) fn set_session(&mut self, session_id: &str) -> std::io::Result<()> {
         if self.info.session_id == session_id {
             return Ok(());
         }
@@ -277,11 +277,13 @@ impl SessionLock {
     }
 
     /// What the lock file says.
+    #[cfg(test)]
     pub fn info(&self) -> &LockInfo {
         &self.info
     }
 
     /// The lock file.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }

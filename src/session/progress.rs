@@ -26,14 +26,14 @@ struct State {
 
 /// A cloneable handle on the progress line (the driver's hooks and the backend share it).
 #[derive(Clone)]
-pub struct ProgressView {
+pub(crate) struct ProgressView {
     bar: ProgressBar,
     state: Arc<Mutex<State>>,
     quiet: bool,
 }
 
 /// The ladder as marks: `✓` passed, `✗` failed, `?` other outcome, `▶` running, `·` not run.
-pub fn ladder_marks(job: &WorkflowJob, running: Option<usize>) -> String {
+pub(crate) fn ladder_marks(job: &WorkflowJob, running: Option<usize>) -> String {
     (0..job.steps.len())
         .map(|k| {
             if running == Some(k) {
@@ -101,7 +101,7 @@ impl ProgressView {
     }
 
     /// A run starts: remember its label and node classes.
-    pub fn begin_run(&mut self, label: &str, workflow: &Workflow) {
+    pub(crate) fn begin_run(&mut self, label: &str, workflow: &Workflow) {
         if let Ok(mut s) = self.state.lock() {
             s.label = label.to_string();
             s.node.clear();

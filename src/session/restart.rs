@@ -11,17 +11,21 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Default `--restart-timeout`.
-pub const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// File name of the restart log in the session folder.
-pub const RESTART_LOG: &str = "restart.log";
+pub(crate) const RESTART_LOG: &str = "restart.log";
 
 /// How often a running restart command is checked.
 const POLL: Duration = Duration::from_millis(50);
 
 /// Runs `command` with `sh -c` (`cmd /C` on Windows), its output appended to `log` (discarded
 /// when `None`), for at most `limit`; the error in words (with where the output is).
-pub fn run_restart(command: &str, limit: Duration, log: Option<&Path>) -> Result<(), String> {
+pub(crate) fn run_restart(
+    command: &str,
+    limit: Duration,
+    log: Option<&Path>,
+) -> Result<(), String> {
     let mut log_file = match log {
         Some(path) => Some(
             OpenOptions::new()

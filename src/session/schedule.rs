@@ -50,12 +50,12 @@ pub fn parse_when(text: &str, now: Timestamp, tz: &TimeZone) -> Result<ZonedDate
 }
 
 /// Formats a time as RFC 3339 with its offset (`2026-03-29T07:00:00+02:00`).
-pub fn rfc3339(t: &ZonedDateTime) -> String {
+pub(crate) fn rfc3339(t: &ZonedDateTime) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()
 }
 
 /// The machine's time zone (`TZ`, else the system setting), else UTC (with the reason).
-pub fn local_zone() -> (TimeZone, Option<String>) {
+pub(crate) fn local_zone() -> (TimeZone, Option<String>) {
     match TimeZone::try_system() {
         Ok(tz) => (tz, None),
         Err(e) => (

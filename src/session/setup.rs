@@ -46,7 +46,7 @@ pub struct PreparedWorkflow {
 }
 
 /// The UI-format companion of a variant file: `03-lora.json` → `03-lora.ui.json`.
-pub fn ui_companion(file: &str) -> String {
+pub(crate) fn ui_companion(file: &str) -> String {
     match file.strip_suffix(".json") {
         Some(stem) => format!("{stem}.ui.json"),
         None => format!("{file}.ui.json"),
@@ -54,7 +54,7 @@ pub fn ui_companion(file: &str) -> String {
 }
 
 /// Makes `name` unique among `taken` and safe as a folder name.
-pub fn unique_name(stem: &str, taken: &[String]) -> String {
+pub(crate) fn unique_name(stem: &str, taken: &[String]) -> String {
     let base: String = stem
         .chars()
         .map(|c| {

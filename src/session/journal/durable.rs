@@ -43,7 +43,7 @@ pub(super) fn io_err(
 
 /// Writes `bytes` to `path` atomically (see [`crate::atomic`]): a temp file in the same folder,
 /// fsync, rename, and an fsync of the folder so the rename itself survives a crash.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
     crate::atomic::write_atomic(path, bytes).map_err(JournalError::from)
 }
 
@@ -80,13 +80,13 @@ fn pretty_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, JournalE
 /// fsyncs of one run's bookkeeping overlap each other and the driver's work instead of adding
 /// up, and nothing the journal says is at risk while the GPU runs. Dropping it waits too.
 #[derive(Debug, Default)]
-pub struct SyncBehind {
+pub(crate) struct SyncBehind {
     pending: Vec<std::thread::JoinHandle<Result<(), JournalError>>>,
 }
 
 impl SyncBehind {
     /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
-    pub fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+    pub(crate) fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
         let (file, dir) = crate::atomic::replace(path, bytes, crate::atomic::Durability::Later)?;
         self.sync_later(file, path, Some(dir));
         Ok(())
@@ -103,7 +103,7 @@ impl SyncBehind {
     }
 
     /// Fsyncs `file` (written as `path`) and then `dir`, if given, on a helper thread.
-    pub fn sync_later(&mut self, file: fs::File, path: &Path, dir: Option<PathBuf>) {
+    pub(crate) fn sync_later(&mut self, file: fs::File, path: &Path, dir: Option<PathBuf>) {
         let path = path.to_path_buf();
         self.pending.push(std::thread::spawn(move || {
             file.sync_all().map_err(io_err("cannot fsync", &path))?;
@@ -132,6 +132,7 @@ impl SyncBehind {
     }
 
     /// Writes not yet known to be durable.
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.pending.len()
     }

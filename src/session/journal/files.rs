@@ -41,7 +41,7 @@ pub fn run_dir_name(step: usize, increment: &str, run_id: &str) -> String {
 }
 
 /// `NN-<increment>` with the increment made safe for a file name.
-pub fn step_stem(step: usize, increment: &str) -> String {
+pub(crate) fn step_stem(step: usize, increment: &str) -> String {
     let safe: String = increment
         .chars()
         .map(|c| {
@@ -87,7 +87,7 @@ impl SessionFile {
     }
 
     /// [`SessionFile::save`] with the fsync left to `sync` (see [`SyncBehind`]).
-    pub fn save_behind(
+    pub(crate) fn save_behind(
         &mut self,
         paths: &SessionPaths,
         sync: &mut SyncBehind,
@@ -98,14 +98,14 @@ impl SessionFile {
 }
 
 /// Current UTC time, RFC 3339.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
 
 /// A new session id: `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex digits), sortable by time.
-pub fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     let now = time::OffsetDateTime::now_utc();
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!(

@@ -11,12 +11,14 @@
 //! journal file is written (atomic replacement through [`crate::atomic`], write-behind fsyncs);
 //! [`files`] where the files are and how they are read and saved.
 
-pub mod durable;
+pub(crate) mod durable;
 pub mod files;
 pub mod types;
 
-pub use durable::{write_atomic, write_json_atomic, JournalError, SyncBehind};
-pub use files::{new_session_id, now_rfc3339, read_json, run_dir_name, step_stem, SessionPaths};
+pub(crate) use durable::{write_atomic, SyncBehind};
+pub use durable::{write_json_atomic, JournalError};
+pub(crate) use files::{new_session_id, now_rfc3339, step_stem};
+pub use files::{read_json, run_dir_name, SessionPaths};
 pub use types::*;
 
 #[cfg(test)]

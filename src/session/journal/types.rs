@@ -139,7 +139,7 @@ pub struct SessionOptions {
 }
 
 /// The default of `--confirm-crashes`.
-pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
+pub(crate) const DEFAULT_CONFIRM_CRASHES: u32 = 1;
 
 fn default_confirm_crashes() -> u32 {
     DEFAULT_CONFIRM_CRASHES
@@ -471,7 +471,7 @@ impl Outcome {
     /// Whether this outcome says the variant fails. A variant that killed the server or ran
     /// into the timeout fails; a rejection or an interruption says nothing about the variant
     /// and stops the search instead.
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         matches!(
             self,
             Outcome::Failed { .. }
@@ -485,7 +485,7 @@ impl Outcome {
     /// A crash: the server went away or the run timed out. Either can have causes outside
     /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
     /// (`--confirm-crashes`).
-    pub fn is_crash(&self) -> bool {
+    pub(crate) fn is_crash(&self) -> bool {
         matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
     }
 }
@@ -814,7 +814,8 @@ pub struct RunFile {
 
 impl SessionFile {
     /// Finds a run by id in any workflow: (workflow index, run index).
-    pub fn find_run(&self, run_id: &str) -> Option<(usize, usize)> {
+    #[cfg(test)]
+    pub(crate) fn find_run(&self, run_id: &str) -> Option<(usize, usize)> {
         self.workflows.iter().enumerate().find_map(|(w, job)| {
             job.runs
                 .iter()
@@ -825,7 +826,7 @@ impl SessionFile {
 
     /// The fingerprint id of the session's last run that has one (workflows run one after
     /// another, so the last such run of the last workflow with runs).
-    pub fn last_run_fingerprint(&self) -> Option<&str> {
+    pub(crate) fn last_run_fingerprint(&self) -> Option<&str> {
         self.workflows
             .iter()
             .rev()
