@@ -41,7 +41,7 @@ pub struct Connection {
 }
 
 /// A command failure: the message for stderr and the exit code. Every subcommand returns
-/// [`CliResult`]; [`super::main`] prints the message (as `error: …`) in one place.
+/// `CliResult`; [`super::main`] prints the message (as `error: …`) in one place.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct CliError {

@@ -1,7 +1,7 @@
 //! Command-line interface: argument definitions and one function per subcommand.
 //!
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
-//! returns [`common::CliResult`]: the exit code, or a [`common::CliError`] (message and exit
+//! returns `common::CliResult`: the exit code, or a [`common::CliError`] (message and exit
 //! code) that this module prints in one place. This module only dispatches.
 
 pub mod bisect;

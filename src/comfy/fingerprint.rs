@@ -12,7 +12,7 @@
 //! kept beside it with their own hash, because a workflow that saves a file into a model
 //! folder changes them without changing the server.
 //!
-//! Building is pure ([`build`], [`node_sets`], [`apply_manager_versions`], [`diff`]);
+//! Building is pure ([`build`], `node_sets`, `apply_manager_versions`, [`diff`]);
 //! [`Fingerprinter`] fetches the answers, and `/object_info` only when something suggests the
 //! node set may have changed (see there).
 
@@ -33,7 +33,7 @@ pub(crate) const VERSION_UNKNOWN: &str = "version unknown";
 /// The environment of one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
-    /// Short id: the first [`ID_LEN`] hex digits of the sha256 of the canonical JSON of the
+    /// Short id: the first `ID_LEN` hex digits of the sha256 of the canonical JSON of the
     /// fields below except `models`, `models_sha256`, `model_paths` and `object_info_sha256`.
     pub id: String,
     /// ComfyUI version.
@@ -114,7 +114,7 @@ pub struct NodePack {
     #[serde(flatten)]
     pub nodes: NodeSet,
     /// Version from ComfyUI-Manager's installed list (a semantic version or a git commit);
-    /// none: [`VERSION_UNKNOWN`].
+    /// none: `VERSION_UNKNOWN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }

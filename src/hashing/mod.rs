@@ -3,10 +3,10 @@
 //!
 //! Data flows one way: [`refs::model_references`] reads a prompt (pure, no file system) →
 //! [`locate::locate`] maps each reference to a file under the `--models-dir` roots (without
-//! them, [`locate::locate_in_server_folders`] looks in the server's own folders when the server
+//! them, `locate::locate_in_server_folders` looks in the server's own folders when the server
 //! runs on this machine) → [`parallel::hash_files`] hashes them (several at once, through the
 //! [`cache::HashCache`]) → [`components::hash_components`] /
-//! [`components::hash_server_components`] return the serializable records a run stores.
+//! `components::hash_server_components` return the serializable records a run stores.
 
 pub mod cache;
 pub mod components;

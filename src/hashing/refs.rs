@@ -1,6 +1,6 @@
 //! Which model files an API-format prompt references, and in which ComfyUI model folders.
 //!
-//! Pure: reads the prompt only. All knowledge is in one ordered table, [`RULES`], derived from
+//! Pure: reads the prompt only. All knowledge is in one ordered table, `RULES`, derived from
 //! the loader classes of ComfyUI's `/object_info` (core and popular custom node packs) and the
 //! `directory` the official templates give for each model.
 

@@ -1,6 +1,6 @@
 //! Host memory and the operating system's evidence: system RAM from `/system_stats`, the local
 //! server process's RSS and swap ([`process`]), and the kernel log's OOM-killer lines for a server
-//! that died ([`kernel_log`]).
+//! that died (`kernel_log`).
 //!
 //! This module owns the `host` section of `run.json` ([`HostReport`]) and the host-RAM pressure
 //! reading of it ([`HostReport::pressure`]); `run` samples, `session` reads the kernel log after a

@@ -267,7 +267,7 @@ pub(crate) fn parse_status(text: &str) -> Option<ProcessMemory> {
     })
 }
 
-/// The addresses of a server URL's host, for [`still_serving`] (empty when it does not resolve).
+/// The addresses of a server URL's host, for `still_serving` (empty when it does not resolve).
 pub fn addresses(server_url: &str) -> (Vec<IpAddr>, u16) {
     match host_port(server_url) {
         Some((host, port)) => (

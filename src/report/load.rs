@@ -1,6 +1,6 @@
 //! Reads a session folder into [`SessionData`]: `session.json` (the session module's journal
 //! types), each run's `run.json`, and the UI companions of the variant files. The only part of
-//! the report that touches the file system; [`super::build`] is pure, so tests build reports
+//! the report that touches the file system; `super::build` is pure, so tests build reports
 //! from journals made in memory.
 
 use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};

@@ -30,8 +30,8 @@ impl ReportFormat for Markdown {
 const DASH: &str = "—";
 
 /// Renders the whole report, within GitHub's issue-body limit: the first of the trimming levels
-/// ([`budget::LEVELS`]) whose document fits is used; when none does, the tightest one is cut at
-/// a section boundary ([`budget::cut_to_fit`]). The verdict and the ladder come first, so they
+/// (`budget::LEVELS`) whose document fits is used; when none does, the tightest one is cut at
+/// a section boundary (`budget::cut_to_fit`). The verdict and the ladder come first, so they
 /// are always there.
 pub fn render(report: &Report) -> String {
     let mut doc = String::new();

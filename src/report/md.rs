@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 /// Escapes free text for a Markdown paragraph or list item: HTML-significant characters become
 /// entities (so `<user>` or `<module>` stay visible on GitHub) and inline markup is neutralised.
 ///
-/// Words GitHub would turn into a mention or a reference (see [`links_on_github`]) become code
+/// Words GitHub would turn into a mention or a reference (see `links_on_github`) become code
 /// spans: GitHub finds `@user`, `#12` and commit SHAs in the rendered text outside `<code>`,
 /// `<pre>` and links, after Markdown escapes are resolved, so an escape (`\@`, `&#64;`) would not
 /// stop the ping, but a code span does.
@@ -104,7 +104,7 @@ pub(crate) fn links_on_github(word: &str) -> bool {
 }
 
 /// An inline code span holding `s` verbatim (newlines become spaces; the backtick fence grows
-/// when `s` itself contains backticks). Inside a table, [`Table::row`] escapes its pipes.
+/// when `s` itself contains backticks). Inside a table, `Table::row` escapes its pipes.
 pub fn code(s: &str) -> String {
     let flat: String = s
         .chars()

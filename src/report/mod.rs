@@ -1,8 +1,8 @@
 //! The increment report: `report.md` (for a GitHub issue) and `report.json` (for machines),
 //! written into the session folder after every run and on demand by `comfy-bisect report`.
 //!
-//! [`load`] reads the session folder; [`build`] turns it into one [`Report`] value, with one
-//! [`workflow_report`] per workflow and its [`verdict`]; [`redact`] removes what must not be
+//! `load` reads the session folder; `build` turns it into one [`Report`] value, with one
+//! `workflow_report` per workflow and its [`verdict`]; [`redact`] removes what must not be
 //! published; each format is one file implementing [`ReportFormat`] ([`markdown`],
 //! [`json`]). Adding a format is one new file and one entry in [`formats`].
 

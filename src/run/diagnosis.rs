@@ -2,7 +2,7 @@
 //! (a run whose record has none) all diagnose a run here, from the same evidence: the
 //! execution_error, the nodes that ran with their last progress, the nodes served from the
 //! cache, the node running when the server was lost or the run timed out, the run's own console
-//! lines, and the host's evidence ([`RunRecord::annotate_diagnosis`]).
+//! lines, and the host's evidence (`RunRecord::annotate_diagnosis`).
 
 use super::record::{OutcomeKind, RunError, RunRecord};
 use crate::diagnose::{self, Diagnosis, Evidence, NodeProgress, ParsedInput, RunOutcomeHint};

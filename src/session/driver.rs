@@ -1,4 +1,4 @@
-//! The session driver: walks the workflows one after another, asks [`decide`] what to run,
+//! The session driver: walks the workflows one after another, asks `decide` what to run,
 //! journals every state change, and stops cleanly (deadline, Ctrl-C, server lost and not back).
 //!
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],

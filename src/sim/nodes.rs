@@ -1,6 +1,6 @@
 //! What the simulator knows about node classes: the shipped definitions (`object_info`), the
 //! role tags, and how each node transforms the values flowing through the graph (models,
-//! latents, images…) into [`Work`] for the memory model: [`evaluate`] hands each node to the
+//! latents, images…) into [`Work`] for the memory model: `evaluate` hands each node to the
 //! handler its role (or class) has in `HANDLERS`.
 
 use super::memory::{

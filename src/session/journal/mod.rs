@@ -3,11 +3,11 @@
 //! These types are the saved state of the bisection driver and the contract the report reads.
 //! `session.json` is rewritten atomically (temp file, rename) after every state change, so a
 //! reader never sees a half-written file and a killed tool loses nothing. The session driver
-//! makes its writes durable with [`SyncBehind`]: the fsyncs run on helper threads while the
+//! makes its writes durable with `SyncBehind`: the fsyncs run on helper threads while the
 //! driver goes on, and it waits for all of them before it submits the next prompt (a machine
 //! that dies while the GPU works loses no journal entry).
 //!
-//! [`types`] holds what the journal says (`session.json`, `run.json`); [`durable`] how a
+//! [`types`] holds what the journal says (`session.json`, `run.json`); `durable` how a
 //! journal file is written (atomic replacement through [`crate::atomic`], write-behind fsyncs);
 //! [`files`] where the files are and how they are read and saved.
 
