@@ -176,28 +176,12 @@ mod tests {
         LadderRow {
             step: 4,
             increment: "LoRA @alice".into(),
-            increment_kind: None,
-            changes: vec![],
             run_id: Some("r".into()),
             outcome: "failed".into(),
-            failure_kind: None,
-            stage: None,
-            failing_node: None,
-            peak_vram_mib: None,
-            vram_samples: None,
-            baseline_vram_mib: None,
-            peak_ram_mib: None,
-            peak_rss_mib: None,
-            peak_swap_mib: None,
-            duration_s: None,
-            cold: None,
-            run_dir: None,
             memory_fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
-            crash_check: None,
-            product: None,
-            product_warnings: Vec::new(),
             models: model_rows(events),
             memory_events: event_notes(events),
+            ..LadderRow::default()
         }
     }
 

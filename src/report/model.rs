@@ -315,7 +315,7 @@ pub struct NodeRef {
 }
 
 /// One ladder step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LadderRow {
     /// 0 = the minimal variant; the last step is the full workflow.
     pub step: usize,

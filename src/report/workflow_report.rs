@@ -187,28 +187,9 @@ fn row_for(
         return LadderRow {
             step,
             increment: increment.to_string(),
-            increment_kind: None,
             changes,
-            run_id: None,
             outcome: "not_run".into(),
-            failure_kind: None,
-            stage: None,
-            failing_node: None,
-            peak_vram_mib: None,
-            vram_samples: None,
-            baseline_vram_mib: None,
-            peak_ram_mib: None,
-            peak_rss_mib: None,
-            peak_swap_mib: None,
-            duration_s: None,
-            cold: None,
-            run_dir: None,
-            memory_fallbacks: Vec::new(),
-            product: None,
-            product_warnings: Vec::new(),
-            crash_check: None,
-            models: Vec::new(),
-            memory_events: Vec::new(),
+            ..LadderRow::default()
         };
     };
     let file = data.runs.get(&entry.run_id);
@@ -250,13 +231,13 @@ fn row_for(
         product_warnings: summary
             .map(|s| s.product_warnings.clone())
             .unwrap_or_default(),
-        crash_check: None,
         models: file
             .map(|f| super::memory::model_rows(&f.record.memory_events))
             .unwrap_or_default(),
         memory_events: file
             .map(|f| super::memory::event_notes(&f.record.memory_events))
             .unwrap_or_default(),
+        ..LadderRow::default()
     }
 }
 
