@@ -87,7 +87,7 @@ proptest! {
     fn server_urls_never_panic_nor_print_the_password(
         scheme in "(http://|https://|ws://|)",
         user in "[a-z]{0,6}",
-        password in "PW[a-zA-Z0-9@:/#%?.]{3,10}",
+        password in "PW[ -~]{3,10}",
         host in "([a-z0-9.-]{0,12}|\\[::1\\]|127\\.0\\.0\\.1)",
         port in "(:[0-9]{0,6}|:[a-z]{1,3}|)",
         path in "(/[ -~]{0,10}|)",

@@ -592,13 +592,22 @@ fn parse_server_url(
 }
 
 /// The URL as given with everything before its last `@` replaced: a password may itself hold
-/// `@`, `/` or `:`, and a URL without a scheme may still carry credentials.
+/// `@`, `/`, `:` or `#`, and a URL without a scheme may still carry credentials. What precedes
+/// `://` is kept only when it is a scheme by RFC 3986's rule (a letter, then letters, digits,
+/// `+`, `-` or `.`); otherwise it may be the credentials themselves (`:secret@…://…`).
 fn redact_url_credentials(url: &str) -> String {
     let Some(at) = url.rfind('@') else {
         return url.to_string();
     };
+    let is_scheme = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    };
     match url.find("://") {
-        Some(s) if s < at => format!("{}://<credentials>@{}", &url[..s], &url[at + 1..]),
+        Some(s) if s < at && is_scheme(&url[..s]) => {
+            format!("{}://<credentials>@{}", &url[..s], &url[at + 1..])
+        }
         _ => format!("<credentials>@{}", &url[at + 1..]),
     }
 }
@@ -609,25 +618,10 @@ fn percent_decode(s: &str) -> String {
         .into_owned()
 }
 
+/// Standard base64 with padding, as HTTP Basic authentication wants it.
 fn base64(data: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 #[cfg(test)]
@@ -681,12 +675,34 @@ mod tests {
     }
 
     #[test]
-    fn base64_matches_rfc4648_vectors() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    fn basic_auth_header_is_rfc7617_base64() {
+        let c = Client::new("http://Aladdin:open%20sesame@host:1", ExtraHeaders::new()).unwrap();
+        assert_eq!(c.headers.pairs()[0].1, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+    }
+
+    #[test]
+    fn credentials_before_a_later_scheme_separator_are_redacted() {
+        // Found by the property test: no scheme, a password holding `#`, then `://` after the `@`.
+        for server in [
+            ":PW#A%@://@",
+            "u:PW#x@h://p",
+            "x y:PW1@h://",
+            "1http:PW2#@x://",
+        ] {
+            let err = Client::new(server, ExtraHeaders::new())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("<credentials>@") && !err.contains("PW"),
+                "{server} → {err}"
+            );
+        }
+        assert_eq!(
+            redact_url_credentials("https://u:PW@host:1/x"),
+            "https://<credentials>@host:1/x"
+        );
+        assert_eq!(redact_url_credentials("u:PW#@host"), "<credentials>@host");
+        assert_eq!(redact_url_credentials("http://host/"), "http://host/");
     }
 
     #[test]
