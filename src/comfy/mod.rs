@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod console;
+pub mod container;
 pub mod error;
 pub mod events;
 pub mod fingerprint;
