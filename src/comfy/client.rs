@@ -80,10 +80,26 @@ pub struct ViewFile<'a> {
 pub struct ViewHead {
     /// `Content-Type`.
     pub content_type: Option<String>,
-    /// `Content-Length`: the file's size in bytes.
+    /// `Content-Length`: the file's size in bytes (of the part, for a 206 answer).
     pub content_length: Option<u64>,
     /// The bytes read (the header; never more than asked for plus one chunk).
     pub head: Vec<u8>,
+    /// The file offset of `head[0]`: the range's start when the server answered 206, else 0.
+    pub offset: u64,
+    /// The whole file's size: `Content-Range`'s total for a 206, else `Content-Length`.
+    pub total: Option<u64>,
+}
+
+/// How much of a `/view` answer [`Client::view_read`] reads.
+pub struct ViewRead<'a> {
+    /// Ask for the bytes from this offset on (`Range: bytes=N-`). A server that ignores the
+    /// header answers 200 with the whole file; its start is then read only when the offset
+    /// lies inside `cap`.
+    pub from: Option<u64>,
+    /// Most bytes read.
+    pub cap: usize,
+    /// Whether the bytes so far (and the file's size, when known) suffice.
+    pub enough: &'a (dyn Fn(&[u8], Option<u64>) -> bool + Sync),
 }
 
 /// Client for one ComfyUI server (HTTP + WebSocket). Cheap to clone.
@@ -322,6 +338,23 @@ impl Client {
         file: &ViewFile<'_>,
         enough: &(dyn Fn(&[u8]) -> bool + Sync),
     ) -> Result<Option<ViewHead>, ClientError> {
+        let read = ViewRead {
+            from: None,
+            cap: super::media::MAX_HEADER_BYTES,
+            enough: &|b, _| enough(b),
+        };
+        self.view_read(file, &read).await
+    }
+
+    /// `GET /view` reading part of the body as `read` says: from the start or (with `Range`)
+    /// from an offset, until `enough` or `read.cap` bytes, then the response is dropped
+    /// unread. `None` on 404. Recorded like [`Client::view_head`], with the range asked and
+    /// the status answered.
+    pub async fn view_read(
+        &self,
+        file: &ViewFile<'_>,
+        read: &ViewRead<'_>,
+    ) -> Result<Option<ViewHead>, ClientError> {
         let mut url = self.url_for(routes::VIEW);
         url.query_pairs_mut()
             .append_pair("filename", file.filename)
@@ -329,30 +362,47 @@ impl Client {
             .append_pair("type", file.kind);
         let route = format!("{}?{}", routes::VIEW, url.query().unwrap_or_default());
         let started = Instant::now();
-        let req = self
+        let route = match read.from {
+            Some(from) => format!("{route} (Range: bytes={from}-)"),
+            None => route,
+        };
+        let mut req = self
             .http
             .get(url.clone())
             .headers(self.headers.to_header_map())
             .timeout(self.request_timeout);
+        if let Some(from) = read.from {
+            req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
+        }
         let result = async {
             let mut resp = req.send().await?;
             let status = resp.status().as_u16();
-            let content_type = resp
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
+            let header = |name: reqwest::header::HeaderName| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let content_type = header(reqwest::header::CONTENT_TYPE);
+            let content_range = header(reqwest::header::CONTENT_RANGE);
             let content_length = resp.content_length();
+            let (offset, total) = match (status, read.from) {
+                (206, Some(from)) => (from, content_range.as_deref().and_then(range_total)),
+                _ => (0, content_length),
+            };
+            // A server that ignored the Range: its start is read only when the wanted offset
+            // lies inside the cap.
+            let skip = status == 200 && read.from.is_some_and(|f| f >= read.cap as u64);
             let mut head = Vec::new();
-            if (200..300).contains(&status) {
-                while head.len() < super::media::MAX_HEADER_BYTES && !enough(&head) {
+            if (200..300).contains(&status) && !skip {
+                while head.len() < read.cap && !(read.enough)(&head, total) {
                     match resp.chunk().await? {
                         Some(chunk) => head.extend_from_slice(&chunk),
                         None => break,
                     }
                 }
             }
-            Ok::<_, reqwest::Error>((status, content_type, content_length, head))
+            Ok::<_, reqwest::Error>((status, content_type, content_length, head, offset, total))
         }
         .await;
         let mut exchange = HttpExchange {
@@ -366,10 +416,18 @@ impl Client {
             elapsed_ms: started.elapsed().as_millis() as u64,
         };
         let out = match result {
-            Ok((status, content_type, content_length, head)) => {
+            Ok((status, content_type, content_length, head, offset, total)) => {
                 exchange.status = Some(status);
+                let part = if status == 206 {
+                    format!(
+                        " of {} from byte {offset}",
+                        total.map_or("?".into(), |n| n.to_string())
+                    )
+                } else {
+                    String::new()
+                };
                 exchange.response_text = Some(format!(
-                    "<{}, {} bytes; the first {} read>",
+                    "<{}, {} bytes{part}; the first {} read>",
                     content_type.as_deref().unwrap_or("no content type"),
                     content_length.map_or("?".into(), |n| n.to_string()),
                     head.len()
@@ -379,6 +437,8 @@ impl Client {
                         content_type,
                         content_length,
                         head,
+                        offset,
+                        total,
                     })),
                     404 => Ok(None),
                     _ => Err(ClientError::Status {
@@ -499,6 +559,17 @@ impl Client {
 }
 
 /// The error for a request that got no answer, noted in its exchange record too.
+/// The total of a `Content-Range: bytes a-b/total` answer (`None` for `*`).
+fn range_total(v: &str) -> Option<u64> {
+    v.trim()
+        .strip_prefix("bytes ")?
+        .rsplit_once('/')?
+        .1
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn unreachable(exchange: &mut HttpExchange, url: &str, e: &reqwest::Error) -> ClientError {
     let detail = describe_reqwest_error(e);
     exchange.error = Some(detail.clone());

@@ -171,10 +171,6 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
-fn le16(b: &[u8]) -> u32 {
-    u16::from_le_bytes([b[0], b[1]]) as u32
-}
-
 /// Whether the whole file is in `buf` (its declared size, else `total`).
 fn whole(buf: &[u8], total: Option<u64>) -> bool {
     total.is_some_and(|t| buf.len() as u64 >= t)
@@ -918,6 +914,119 @@ mod tests {
         let f = done(probe(&b[..b.len() - 10], Some(MAX_SCAN_BYTES + 1), false));
         assert_eq!((f.width, f.height, f.frames), (Some(64), Some(48), None));
         assert!(f.note.unwrap().contains("no frame count in its header"));
+    }
+
+    /// The real outputs of ComfyUI 0.3.64 in `tests/fixtures/comfyui-outputs/files/`, against
+    /// the ground truth measured with PyAV and Pillow (`ground_truth.json` beside them), read
+    /// the way the client reads them: the head, then (MP4) the bytes from the offset the head
+    /// points at.
+    #[test]
+    fn the_captured_comfyui_outputs_match_their_ground_truth() {
+        let dir = "tests/fixtures/comfyui-outputs";
+        let truth: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{dir}/ground_truth.json")).unwrap(),
+        )
+        .unwrap();
+        // (file, history says animated, format, kind, frames as read; None where the
+        // container does not say)
+        let cases = [
+            (
+                "cap_webp_lossless_00001_.webp",
+                true,
+                "webp",
+                MediaKind::Animated,
+                Some(6),
+            ),
+            (
+                "cap_webp_lossy_00001_.webp",
+                true,
+                "webp",
+                MediaKind::Animated,
+                Some(6),
+            ),
+            (
+                "cap_webp_same_00001_.webp",
+                true,
+                "webp",
+                MediaKind::Image,
+                Some(1),
+            ),
+            (
+                "cap_apng_00001_.png",
+                true,
+                "png",
+                MediaKind::Animated,
+                Some(5),
+            ),
+            (
+                "cap_apng_same_00001_.png",
+                true,
+                "png",
+                MediaKind::Image,
+                Some(1),
+            ),
+            ("cap_batch_00001_.png", false, "png", MediaKind::Image, None),
+            ("cap_mp4_00001_.mp4", true, "mp4", MediaKind::Video, Some(8)),
+            (
+                "cap_auto_00001_.mp4",
+                true,
+                "mp4",
+                MediaKind::Video,
+                Some(4),
+            ),
+            (
+                "cap_webm_vp9_00001_.webm",
+                true,
+                "webm",
+                MediaKind::Video,
+                Some(6),
+            ),
+            (
+                "cap_webm_av1_00001_.webm",
+                true,
+                "webm",
+                MediaKind::Video,
+                Some(6),
+            ),
+        ];
+        for (name, animated, format, kind, frames) in cases {
+            let b = std::fs::read(format!("{dir}/files/{name}")).unwrap();
+            let t = &truth[name];
+            assert_eq!(t["bytes"].as_u64(), Some(b.len() as u64), "{name}");
+            let total = Some(b.len() as u64);
+            let head = &b[..b.len().min(64 * 1024)];
+            let f = match probe(head, total, animated) {
+                Probe::At(at, _) => done(probe_at(&b[at as usize..], at, total)),
+                p => done(p),
+            };
+            assert_eq!(
+                (f.format.as_str(), f.kind, f.width, f.height, f.frames),
+                (
+                    format,
+                    kind,
+                    t["width"].as_u64().map(|v| v as u32),
+                    t["height"].as_u64().map(|v| v as u32),
+                    frames
+                ),
+                "{name}: {f:?}"
+            );
+            if let Some(n) = frames {
+                assert_eq!(t["frames"].as_u64(), Some(n), "{name}: ground truth");
+            }
+            robust(&b, animated);
+        }
+    }
+
+    #[test]
+    fn the_captured_mp4_keeps_its_moov_after_the_mdat() {
+        // ftyp 32, free 8, mdat 978 at 40, moov at 1018 (PyAV through SaveVideo, no faststart):
+        // the head points at byte 1018 and the bytes from there give 64×48, 8 frames.
+        let b = std::fs::read("tests/fixtures/comfyui-outputs/files/cap_mp4_00001_.mp4").unwrap();
+        let total = Some(b.len() as u64);
+        let p = probe(&b[..64], total, true);
+        assert!(matches!(p, Probe::At(1018, _)), "{p:?}");
+        let f = done(probe_at(&b[1018..], 1018, total));
+        assert_eq!((f.width, f.height, f.frames), (Some(64), Some(48), Some(8)));
     }
 
     #[test]

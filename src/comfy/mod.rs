@@ -13,7 +13,8 @@ pub mod protocol;
 pub mod ws;
 
 pub use client::{
-    Client, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, DEFAULT_REQUEST_TIMEOUT,
+    Client, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, ViewRead,
+    DEFAULT_REQUEST_TIMEOUT,
 };
 pub use console::{MemoryEvent, VaeStage};
 pub use error::ClientError;
