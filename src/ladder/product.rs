@@ -22,12 +22,29 @@ pub struct ExpectedImages {
 /// Deepest chain followed (a graph is acyclic; this bounds a malformed one).
 const MAX_DEPTH: usize = 64;
 
-/// The images that reach output node `node` through its `images` input; `None` when the
-/// graph does not say.
+/// The images that reach output node `node` through its `images` input (or, for `SaveVideo`,
+/// the images its `video` was made of by `CreateVideo`); `None` when the graph does not say.
+/// An animated or video saver writes them all as the frames of one file (SaveAnimatedWEBP,
+/// SaveAnimatedPNG, SaveWEBM, SaveVideo, VHS_VideoCombine), so `count` is its frame count.
 pub fn expected_images(w: &Workflow, node: &str) -> Option<ExpectedImages> {
     let n = w.node(node)?;
-    let source = n.inputs.get("images")?.as_link()?;
-    image_of(w, &source.node, 0)
+    // VHS_VideoCombine's ping-pong appends the frames backwards: only a literal `false` (or
+    // no such input) keeps the count.
+    let pingpong = n.inputs.get("pingpong").map(Input::as_literal);
+    if n.class_type == "VHS_VideoCombine"
+        && pingpong.is_some_and(|v| v.and_then(Value::as_bool) != Some(false))
+    {
+        return None;
+    }
+    if let Some(source) = n.inputs.get("images").and_then(Input::as_link) {
+        return image_of(w, &source.node, 0);
+    }
+    let video = n.inputs.get("video")?.as_link()?;
+    let maker = w.node(&video.node)?;
+    if maker.class_type != "CreateVideo" {
+        return None;
+    }
+    image_of(w, linked(w, &video.node, "images")?, 1)
 }
 
 /// An integer input: a literal, or a link to a primitive node's `value`.
@@ -132,8 +149,53 @@ fn image_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
                 ..u
             })
         }
+        // image2 is scaled to image1's size and appended.
+        "ImageBatch" => {
+            let (a, b) = (up("image1")?, up("image2")?);
+            Some(ExpectedImages {
+                count: a.count + b.count,
+                ..a
+            })
+        }
         _ => None,
     }
+}
+
+/// Video latent sources with a `length` input: (temporal, spatial) compression of the VAE
+/// they are made for. The latent holds `(length − 1) / t + 1` frames of `width / s` ×
+/// `height / s` (integer division), which the VAE decodes to `(frames − 1) · t + 1` images of
+/// `s` times the latent size, batch after batch. `WanVaceToVideo` is not here: a reference
+/// image adds latent frames that `TrimVideoLatent` later removes.
+const VIDEO_LATENTS: &[(&str, u64, u64)] = &[
+    ("EmptyHunyuanLatentVideo", 4, 8),
+    ("HunyuanImageToVideo", 4, 8),
+    ("WanImageToVideo", 4, 8),
+    ("WanFirstLastFrameToVideo", 4, 8),
+    ("WanFunControlToVideo", 4, 8),
+    ("WanFunInpaintToVideo", 4, 8),
+    ("WanCameraImageToVideo", 4, 8),
+    ("WanPhantomSubjectToVideo", 4, 8),
+    ("Wan22ImageToVideoLatent", 4, 16),
+    ("EmptyMochiLatentVideo", 6, 8),
+    ("EmptyLTXVLatentVideo", 8, 32),
+    ("LTXVImgToVideo", 8, 32),
+    ("EmptyCosmosLatentVideo", 8, 8),
+    ("CosmosImageToVideoLatent", 8, 8),
+];
+
+/// The images a video latent source's `length` × `batch_size` decode to.
+fn video_latent(w: &Workflow, node: &str, t: u64, s: u64) -> Option<ExpectedImages> {
+    let length = int(w, node, "length")?;
+    let batch = int(w, node, "batch_size").unwrap_or(1);
+    if length < 1 || batch < 1 {
+        return None;
+    }
+    let latent_frames = (length as u64 - 1) / t + 1;
+    Some(ExpectedImages {
+        width: int(w, node, "width")?.max(0) as u64 / s * s,
+        height: int(w, node, "height")?.max(0) as u64 / s * s,
+        count: ((latent_frames - 1) * t + 1) * batch as u64,
+    })
 }
 
 /// The pixel size a latent out of `node` decodes to (its latent size × 8) and its batch.
@@ -178,6 +240,16 @@ fn latent_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
                 count: u.count * int(w, node, "amount")?.max(1) as u64,
                 ..u
             })
+        }
+        // One latent per frame (the SVD VAE has no temporal compression).
+        "SVD_img2vid_Conditioning" => Some(ExpectedImages {
+            width: eighth(int(w, node, "width")? as u64),
+            height: eighth(int(w, node, "height")? as u64),
+            count: int(w, node, "video_frames")?.max(1) as u64,
+        }),
+        c if VIDEO_LATENTS.iter().any(|(v, ..)| *v == c) => {
+            let &(_, t, s) = VIDEO_LATENTS.iter().find(|(v, ..)| *v == c)?;
+            video_latent(w, node, t, s)
         }
         "VAEEncode" | "VAEEncodeTiled" => {
             let u = image_of(w, linked(w, node, "pixels")?, depth + 1)?;
@@ -250,6 +322,77 @@ mod tests {
         // Height 360, width from the aspect: 1152 × 360 / 744 = 557.4 → 557.
         assert_eq!(expected_images(&w, "8"), exp(557, 360, 2));
         assert_eq!(expected_images(&w, "10"), exp(1152, 744, 6));
+    }
+
+    fn captured_prompt(name: &str) -> Workflow {
+        let h: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("tests/fixtures/comfyui-outputs/{name}")).unwrap(),
+        )
+        .unwrap();
+        let (_, entry) = h.as_object().unwrap().iter().next().unwrap();
+        wf(entry["prompt"][2].clone())
+    }
+
+    #[test]
+    fn the_captured_animated_and_video_prompts_ask_for_their_frames() {
+        // The real prompts of tests/fixtures/comfyui-outputs: EmptyImage frames chained with
+        // ImageBatch into the saver; ground_truth.json has what ComfyUI wrote.
+        for (file, node, want) in [
+            (
+                "history_save_animated_webp_lossless.json",
+                "2",
+                exp(64, 64, 6),
+            ),
+            ("history_save_animated_webp_lossy.json", "2", exp(80, 48, 6)),
+            ("history_save_animated_png.json", "2", exp(64, 48, 5)),
+            ("history_save_webm_vp9.json", "2", exp(64, 48, 6)),
+            ("history_save_image_batch.json", "2", exp(64, 48, 4)),
+            // CreateVideo #2 → SaveVideo #3.
+            ("history_save_video_mp4_h264.json", "3", exp(64, 48, 8)),
+            ("history_save_video_auto.json", "3", exp(64, 64, 4)),
+        ] {
+            assert_eq!(
+                expected_images(&captured_prompt(file), node),
+                want,
+                "{file}"
+            );
+        }
+    }
+
+    #[test]
+    fn video_latents_decode_to_their_length_on_the_vae_grid() {
+        let w = wf(json!({
+            "1": {"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 848, "height": 480, "length": 49, "batch_size": 1}},
+            "2": {"class_type": "KSampler", "inputs": {"latent_image": ["1", 0]}},
+            "3": {"class_type": "VAEDecode", "inputs": {"samples": ["2", 0]}},
+            "4": {"class_type": "CreateVideo", "inputs": {"images": ["3", 0], "fps": 24.0}},
+            "5": {"class_type": "SaveVideo", "inputs": {"video": ["4", 0]}},
+            "6": {"class_type": "SaveAnimatedWEBP", "inputs": {"images": ["3", 0]}},
+            // Off the 4n+1 grid: the latent holds (50 − 1) / 4 + 1 = 13 frames → 49 images.
+            "7": {"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 850, "height": 480, "length": 50, "batch_size": 2}},
+            "8": {"class_type": "VAEDecodeTiled", "inputs": {"samples": ["7", 0]}},
+            "9": {"class_type": "SaveWEBM", "inputs": {"images": ["8", 0]}},
+            // WanImageToVideo's latent is its third output.
+            "10": {"class_type": "WanImageToVideo", "inputs": {"width": 832, "height": 480, "length": 81, "batch_size": 1}},
+            "11": {"class_type": "KSamplerAdvanced", "inputs": {"latent_image": ["10", 2]}},
+            "12": {"class_type": "VAEDecode", "inputs": {"samples": ["11", 0]}},
+            "13": {"class_type": "VHS_VideoCombine", "inputs": {"images": ["12", 0], "pingpong": false}},
+            "14": {"class_type": "VHS_VideoCombine", "inputs": {"images": ["12", 0], "pingpong": true}},
+            // LTXV: 8× in time, 32× in space.
+            "15": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 768, "height": 500, "length": 97, "batch_size": 1}},
+            "16": {"class_type": "VAEDecode", "inputs": {"samples": ["15", 0]}},
+            "17": {"class_type": "SaveAnimatedPNG", "inputs": {"images": ["16", 0]}},
+            // A video from somewhere the graph does not follow.
+            "18": {"class_type": "LoadVideo", "inputs": {"file": "x.mp4"}},
+            "19": {"class_type": "SaveVideo", "inputs": {"video": ["18", 0]}}
+        }));
+        assert_eq!(expected_images(&w, "5"), exp(848, 480, 49));
+        assert_eq!(expected_images(&w, "6"), exp(848, 480, 49));
+        assert_eq!(expected_images(&w, "9"), exp(848, 480, 98));
+        assert_eq!(expected_images(&w, "13"), exp(832, 480, 81));
+        assert_eq!(expected_images(&w, "14"), None);
+        assert_eq!(expected_images(&w, "17"), exp(768, 480, 97));
+        assert_eq!(expected_images(&w, "19"), None);
     }
 
     #[test]
