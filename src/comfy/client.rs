@@ -98,8 +98,9 @@ pub struct ViewRead<'a> {
     pub from: Option<u64>,
     /// Most bytes read.
     pub cap: usize,
-    /// Whether the bytes so far (and the file's size, when known) suffice.
-    pub enough: &'a (dyn Fn(&[u8], Option<u64>) -> bool + Sync),
+    /// Whether the bytes so far suffice: called with them, the file offset of the first (the
+    /// range's start on a 206 answer, else 0) and the file's size when known.
+    pub enough: &'a (dyn Fn(&[u8], u64, Option<u64>) -> bool + Sync),
 }
 
 /// Client for one ComfyUI server (HTTP + WebSocket). Cheap to clone.
@@ -341,7 +342,7 @@ impl Client {
         let read = ViewRead {
             from: None,
             cap: super::media::MAX_HEADER_BYTES,
-            enough: &|b, _| enough(b),
+            enough: &|b, _, _| enough(b),
         };
         self.view_read(file, &read).await
     }
@@ -395,7 +396,7 @@ impl Client {
             let skip = status == 200 && read.from.is_some_and(|f| f >= read.cap as u64);
             let mut head = Vec::new();
             if (200..300).contains(&status) && !skip {
-                while head.len() < read.cap && !(read.enough)(&head, total) {
+                while head.len() < read.cap && !(read.enough)(&head, offset, total) {
                     match resp.chunk().await? {
                         Some(chunk) => head.extend_from_slice(&chunk),
                         None => break,

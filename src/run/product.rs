@@ -18,8 +18,9 @@
 //! `execution_cached`, the outputs still listed with the earlier files' names); those count as
 //! produced and are marked `cached` (no new file was written).
 
-use crate::comfy::media::{self, Header};
-use crate::comfy::{Client, HistoryEntry, NodeTiming, ViewFile};
+use crate::comfy::container::{self, Facts, MediaKind, Probe, MAX_SCAN_BYTES};
+use crate::comfy::media::MAX_HEADER_BYTES;
+use crate::comfy::{Client, HistoryEntry, NodeTiming, ViewFile, ViewRead};
 use crate::ladder::product::{expected_images, ExpectedImages};
 use crate::workflow::Workflow;
 use serde::{Deserialize, Serialize};
@@ -92,16 +93,24 @@ pub struct OutputFile {
     /// `output` or `temp`.
     #[serde(rename = "type", default)]
     pub kind: String,
-    /// `png`, `webp`, `jpeg`, `gif` from the header; else the file name's extension.
+    /// `png`, `webp`, `jpeg`, `gif`, `mp4`, `mov`, `webm`, `mkv` from the container; else the
+    /// file name's extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// Image, animated image or video, from the container (absent in records written before
+    /// containers were read, and when the file was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<MediaKind>,
     /// Pixels, from the header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width: Option<u32>,
     /// Pixels, from the header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height: Option<u32>,
-    /// An animated image (history's `animated`, or the WebP header's flag).
+    /// Frames, from the container (an image file has one); absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u64>,
+    /// History's `animated` flag, or the container's animation.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub animated: bool,
     /// Bytes (`Content-Length` of `/view`).
@@ -175,15 +184,23 @@ impl Product {
         })
     }
 
-    /// One line for a report: `4 × PNG 768×1024`, groups of equal files joined by `, `.
+    /// One line for a report: `4 × PNG 768×1024`, `1 × MP4 64×48, 8 frames`, `1 × WEBM 64×48,
+    /// frames unknown`; groups of equal files joined by `, `.
     pub fn summary(&self) -> Option<String> {
         let mut groups: Vec<(String, usize)> = Vec::new();
         for f in &self.files {
             let format = f.format.as_deref().unwrap_or("file").to_uppercase();
             let what = match (f.width, f.height) {
-                (Some(w), Some(h)) if f.animated => format!("{format} {w}×{h} animated"),
                 (Some(w), Some(h)) => format!("{format} {w}×{h}"),
                 _ => format!("{format} {}", f.key),
+            };
+            let what = match (f.media, f.frames) {
+                // A record from before containers were read.
+                (None, _) if f.animated => format!("{what} animated"),
+                _ if !multi_frame(f) => what,
+                (_, Some(1)) => format!("{what}, 1 frame"),
+                (_, Some(n)) => format!("{what}, {n} frames"),
+                (_, None) => format!("{what}, frames unknown"),
             };
             match groups.iter_mut().find(|(g, _)| *g == what) {
                 Some((_, n)) => *n += 1,
@@ -316,15 +333,31 @@ pub fn check(
     product
 }
 
-/// Whether a file is a video or other non-image whose header is not read (its size comes from
-/// `Content-Length` alone; frame counts would need the container's index, often at its end).
+/// Whether a file's name says it is a video (when its container could not be read).
 fn is_video(name: &str) -> bool {
     let ext = name.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
     matches!(ext.as_str(), "mp4" | "webm" | "mov" | "mkv" | "avi" | "m4v")
 }
 
-/// Reads the headers of the product's files through `/view` (the first [`HEADERS_PER_NODE`]
-/// of each node) and compares the sizes with what the variant asked for.
+/// Why a read stopped with the bytes it had: the cap, or the answer ended.
+fn stopped(read: usize, cap: u64, what: &str) -> String {
+    if read as u64 >= cap {
+        format!(
+            "only the first {} KiB of {what} were read (the read cap)",
+            cap / 1024
+        )
+    } else {
+        format!("{what} ended after {read} bytes")
+    }
+}
+
+/// Reads what the containers of the product's files say through `/view` (the first
+/// [`HEADERS_PER_NODE`] of each node) and compares sizes and frames with what the variant
+/// asked for. Per file at most two requests: the head (up to [`MAX_HEADER_BYTES`] for a
+/// still PNG or JPEG, else up to [`MAX_SCAN_BYTES`], which also covers the formats whose
+/// frames are counted over the whole file), and for an MP4 whose `moov` follows its `mdat` the
+/// bytes from the `moov` on (`Range: bytes=N-`, at most [`MAX_SCAN_BYTES`]; a server that
+/// ignores Range is read from the start only when the `moov` lies inside that cap).
 pub async fn read_headers(client: &Client, product: &mut Product) {
     let mut per_node: std::collections::HashMap<String, usize> = Default::default();
     let mut skipped = 0usize;
@@ -335,39 +368,60 @@ pub async fn read_headers(client: &Client, product: &mut Product) {
             skipped += 1;
             continue;
         }
-        let video = is_video(&f.filename);
-        let enough = |b: &[u8]| video || !matches!(media::parse(b), Header::NeedMore);
+        let hint = f.animated;
+        let ext = f
+            .filename
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        let cap = if hint || !matches!(ext.as_str(), "png" | "jpg" | "jpeg") {
+            MAX_SCAN_BYTES
+        } else {
+            MAX_HEADER_BYTES as u64
+        };
         let file = ViewFile {
             filename: &f.filename,
             subfolder: &f.subfolder,
             kind: &f.kind,
         };
-        match client.view_head(&file, &enough).await {
+        let enough = move |b: &[u8], _: u64, total: Option<u64>| {
+            !matches!(container::probe(b, total, hint), Probe::More(_))
+        };
+        let head = ViewRead {
+            from: None,
+            cap: cap as usize,
+            enough: &enough,
+        };
+        let facts = match client.view_read(&file, &head).await {
             Ok(Some(head)) => {
-                f.bytes = head.content_length;
-                match media::parse(&head.head) {
-                    Header::Done(info) => {
-                        f.animated |= info.animated;
-                        f.format = Some(info.format);
-                        f.width = Some(info.width);
-                        f.height = Some(info.height);
-                    }
-                    _ if video => {
-                        f.note = Some(
-                            "a video: byte size only (frame count and size are not read)".into(),
-                        )
-                    }
-                    _ => f.note = Some("no image size in the file's first bytes".into()),
+                f.bytes = head.total;
+                let mut probe = container::probe(&head.head, head.total, hint);
+                let mut why = stopped(head.head.len(), cap, "the file");
+                if let Probe::At(at, _) = probe {
+                    (probe, why) = read_from(client, &file, at, hint, probe).await;
                 }
+                probe.facts(&why)
             }
-            Ok(None) => f.note = Some("GET /view: no such file (404)".into()),
-            Err(e) => f.note = Some(format!("GET /view failed: {e}")),
+            Ok(None) => {
+                f.note = Some("GET /view: no such file (404)".into());
+                None
+            }
+            Err(e) => {
+                f.note = Some(format!("GET /view failed: {e}"));
+                None
+            }
+        };
+        match facts {
+            Some(x) => apply(f, x),
+            None if f.note.is_some() => {}
+            None if is_video(&f.filename) => {
+                f.media = Some(MediaKind::Video);
+                f.note = Some("a container this tool does not read: byte size only".into());
+            }
+            None => f.note = Some("no image or video size in the file's first bytes".into()),
         }
         if f.format.is_none() {
-            f.format = f
-                .filename
-                .rsplit_once('.')
-                .map(|(_, ext)| ext.to_ascii_lowercase());
+            f.format = Some(ext).filter(|e| !e.is_empty());
         }
     }
     if skipped > 0 {
@@ -375,23 +429,111 @@ pub async fn read_headers(client: &Client, product: &mut Product) {
             "headers read for the first {HEADERS_PER_NODE} files of each node; {skipped} more not read"
         ));
     }
-    product.mismatches = mismatches(product);
+    let (mismatches, notes) = compare(product);
+    product.mismatches = mismatches;
+    product.notes.extend(notes);
+}
+
+/// The second read of an MP4 whose `moov` is at `at` (after its `mdat`): the probe of what it
+/// gave, and why it stopped.
+async fn read_from(
+    client: &Client,
+    file: &ViewFile<'_>,
+    at: u64,
+    hint: bool,
+    first: Probe,
+) -> (Probe, String) {
+    // A 206 starts at `at`; a server that ignores Range sends the file from its start.
+    let enough = move |b: &[u8], offset: u64, total: Option<u64>| {
+        let p = if offset == 0 {
+            container::probe(b, total, hint)
+        } else {
+            container::probe_at(b, offset, total)
+        };
+        !matches!(p, Probe::More(_) | Probe::At(..))
+    };
+    let read = ViewRead {
+        from: Some(at),
+        cap: MAX_SCAN_BYTES as usize,
+        enough: &enough,
+    };
+    match client.view_read(file, &read).await {
+        Ok(Some(t)) if t.offset == at => (
+            container::probe_at(&t.head, at, t.total),
+            stopped(
+                t.head.len(),
+                MAX_SCAN_BYTES,
+                &format!("the bytes from {at}"),
+            ),
+        ),
+        Ok(Some(t)) if !t.head.is_empty() => (
+            container::probe(&t.head, t.total, hint),
+            format!(
+                "the server ignored Range and {}",
+                stopped(t.head.len(), MAX_SCAN_BYTES, "the file")
+            ),
+        ),
+        Ok(Some(_)) => (
+            first,
+            format!(
+                "the server ignored Range, and the moov box at byte {at} lies past the {} KiB \
+                 read cap",
+                MAX_SCAN_BYTES / 1024
+            ),
+        ),
+        Ok(None) => (
+            first,
+            "GET /view from the moov box: no such file (404)".into(),
+        ),
+        Err(e) => (first, format!("GET /view from the moov box failed: {e}")),
+    }
+}
+
+/// Copies what the container said into the record.
+fn apply(f: &mut OutputFile, x: Facts) {
+    f.animated |= x.kind == MediaKind::Animated;
+    f.format = Some(x.format);
+    f.media = Some(x.kind);
+    f.width = x.width;
+    f.height = x.height;
+    f.frames = x.frames;
+    f.note = x.note;
+}
+
+/// Whether a file holds (or was meant to hold) several frames: an animated image or a video,
+/// or one that history flagged `animated`.
+fn multi_frame(f: &OutputFile) -> bool {
+    matches!(f.media, Some(MediaKind::Animated | MediaKind::Video)) || f.animated
 }
 
 /// The differences between what each node wrote and what the graph asked for (pure).
 pub fn mismatches(product: &Product) -> Vec<String> {
-    let mut out = Vec::new();
+    compare(product).0
+}
+
+/// The mismatches, and the notes on what could not be compared (frames the graph or the
+/// container does not say).
+fn compare(product: &Product) -> (Vec<String>, Vec<String>) {
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
     for node in &product.nodes {
-        let Some(want) = node.expected else { continue };
         let files: Vec<&OutputFile> = product
             .files
             .iter()
-            .filter(|f| f.node_id == node.node_id && f.key == "images")
+            .filter(|f| f.node_id == node.node_id && matches!(f.key.as_str(), "images" | "gifs"))
             .collect();
         if files.is_empty() {
             continue;
         }
         let name = format!("{} #{}", node.class_type, node.node_id);
+        let multi = files.iter().any(|f| multi_frame(f));
+        let Some(want) = node.expected else {
+            if multi {
+                notes.push(format!(
+                    "frames not checked for {name}: the graph does not say how many reach it"
+                ));
+            }
+            continue;
+        };
         let mut sizes: Vec<(u32, u32)> = files
             .iter()
             .filter_map(|f| Some((f.width?, f.height?)))
@@ -404,16 +546,45 @@ pub fn mismatches(product: &Product) -> Vec<String> {
                 want.width, want.height
             ));
         }
-        let animated = files.iter().any(|f| f.animated);
-        if !animated && files.len() as u64 != want.count {
-            out.push(format!(
-                "{name} wrote {} image(s), the graph asks for {} (batch × frames)",
-                files.len(),
-                want.count
-            ));
+        if !multi {
+            if files.len() as u64 != want.count {
+                out.push(format!(
+                    "{name} wrote {} image(s), the graph asks for {} (batch × frames)",
+                    files.len(),
+                    want.count
+                ));
+            }
+            continue;
+        }
+        let frames: Option<u64> = files.iter().map(|f| f.frames).sum();
+        match frames {
+            Some(n) if n != want.count => {
+                let merged = files
+                    .iter()
+                    .any(|f| matches!(f.format.as_deref(), Some("webp" | "png")));
+                out.push(format!(
+                    "{name} wrote {n} frame(s), the graph asks for {} (batch × frames){}",
+                    want.count,
+                    if merged {
+                        "; WebP and APNG writers merge identical consecutive frames, so fewer \
+                         can also mean a still scene"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            Some(_) => {}
+            None => {
+                let why = files
+                    .iter()
+                    .find(|f| f.frames.is_none())
+                    .and_then(|f| f.note.clone())
+                    .unwrap_or_else(|| "the file was not read".into());
+                notes.push(format!("frames not checked for {name}: {why}"));
+            }
         }
     }
-    out
+    (out, notes)
 }
 
 #[cfg(test)]
@@ -535,6 +706,116 @@ mod tests {
         let p = check(&prompt_of(&h), None, &[], &BTreeSet::new(), &[]);
         assert!(p.nodes.is_empty() && p.incomplete().is_none());
         assert!(p.notes[0].contains("no /history entry"));
+    }
+
+    /// The product of a captured animated/video prompt, with each file's facts probed from
+    /// the real output file, as `read_headers` records them.
+    fn captured_product(history: &str) -> Product {
+        let dir = "tests/fixtures/comfyui-outputs";
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{history}")).unwrap())
+                .unwrap();
+        let (_, e) = v.as_object().unwrap().iter().next().unwrap();
+        let h: HistoryEntry = serde_json::from_value(e.clone()).unwrap();
+        let mut p = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &[]);
+        for f in &mut p.files {
+            let b = std::fs::read(format!("{dir}/files/{}", f.filename)).unwrap();
+            let total = Some(b.len() as u64);
+            let probe = match container::probe(&b, total, f.animated) {
+                Probe::At(at, _) => container::probe_at(&b[at as usize..], at, total),
+                p => p,
+            };
+            f.bytes = total;
+            apply(f, probe.facts("cut").unwrap());
+        }
+        let (m, notes) = compare(&p);
+        p.mismatches = m;
+        p.notes.extend(notes);
+        p
+    }
+
+    #[test]
+    fn captured_videos_and_animations_record_their_frames_and_match_the_graph() {
+        for (history, summary) in [
+            (
+                "history_save_video_mp4_h264.json",
+                "1 × MP4 64×48, 8 frames",
+            ),
+            ("history_save_video_auto.json", "1 × MP4 64×64, 4 frames"),
+            ("history_save_webm_vp9.json", "1 × WEBM 64×48, 6 frames"),
+            (
+                "history_save_animated_webp_lossy.json",
+                "1 × WEBP 80×48, 6 frames",
+            ),
+            ("history_save_animated_png.json", "1 × PNG 64×48, 5 frames"),
+            ("history_save_image_batch.json", "4 × PNG 64×48"),
+        ] {
+            let p = captured_product(history);
+            assert_eq!(p.summary().as_deref(), Some(summary), "{history}");
+            assert_eq!(p.mismatches, Vec::<String>::new(), "{history}");
+            assert!(
+                !p.notes.iter().any(|n| n.contains("frames not checked")),
+                "{history}: {:?}",
+                p.notes
+            );
+        }
+        let p = captured_product("history_save_video_mp4_h264.json");
+        let f = &p.files[0];
+        assert_eq!(
+            (f.media, f.frames, f.bytes, f.subfolder.as_str()),
+            (Some(MediaKind::Video), Some(8), Some(3736), "video")
+        );
+        // The record round-trips through run.json.
+        let back: Product = serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn merged_identical_frames_are_a_warning_that_says_why_they_may_be_fewer() {
+        // Six frames of one colour: ComfyUI's WebP writer merged them into a still file while
+        // history says animated (ground_truth.json).
+        let p = captured_product("history_save_animated_webp_identical_frames.json");
+        assert_eq!(p.summary().as_deref(), Some("1 × WEBP 64×64, 1 frame"));
+        assert_eq!(p.mismatches.len(), 1, "{:?}", p.mismatches);
+        let m = &p.mismatches[0];
+        assert!(
+            m.contains("SaveAnimatedWEBP #2 wrote 1 frame(s), the graph asks for 6"),
+            "{m}"
+        );
+        assert!(m.contains("merge identical consecutive frames"), "{m}");
+        // A failure it is not.
+        assert_eq!(p.incomplete(), None);
+    }
+
+    #[test]
+    fn frames_the_graph_or_the_container_does_not_say_are_noted_not_checked() {
+        let mut p = captured_product("history_save_webm_vp9.json");
+        // A custom node upstream: the graph does not say.
+        p.nodes[0].expected = None;
+        let (m, notes) = compare(&p);
+        assert!(m.is_empty());
+        assert_eq!(
+            notes,
+            ["frames not checked for SaveWEBM #2: the graph does not say how many reach it"]
+        );
+        // The container did not say (a WebM larger than the read cap).
+        let mut p = captured_product("history_save_webm_vp9.json");
+        p.files[0].frames = None;
+        p.files[0].note = Some("frames unknown: WebM has no frame count in its header".into());
+        assert_eq!(
+            p.summary().as_deref(),
+            Some("1 × WEBM 64×48, frames unknown")
+        );
+        let (m, notes) = compare(&p);
+        assert!(m.is_empty());
+        assert!(notes[0].starts_with("frames not checked for SaveWEBM #2: frames unknown"));
+        // Fewer frames than asked: a warning.
+        p.files[0].frames = Some(5);
+        let (m, _) = compare(&p);
+        assert_eq!(
+            m,
+            ["SaveWEBM #2 wrote 5 frame(s), the graph asks for 6 (batch × frames)"]
+        );
     }
 
     #[test]
