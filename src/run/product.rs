@@ -192,6 +192,7 @@ impl Product {
             let format = f.format.as_deref().unwrap_or("file").to_uppercase();
             let what = match (f.width, f.height) {
                 (Some(w), Some(h)) => format!("{format} {w}×{h}"),
+                _ if f.media.is_some() => format!("{format} size unknown"),
                 _ => format!("{format} {}", f.key),
             };
             let what = match (f.media, f.frames) {

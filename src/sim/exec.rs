@@ -664,16 +664,40 @@ async fn run_node(
     } else {
         output_ui(run, &class, &lits, ctx.images.max(1))
     };
-    if let (Some(ui), Some(Val::Image(img))) = (&ui, links.get("images")) {
+    // The files' sizes and frames, for the containers `/view` serves: a still per image, or
+    // every image as a frame of one animated/video file (SaveVideo's images come through
+    // CreateVideo's VIDEO). The short-video fault drops frames from the latter.
+    let image = links
+        .get("images")
+        .or_else(|| links.get("video"))
+        .and_then(|v| match v {
+            Val::Image(img) => Some(*img),
+            _ => None,
+        });
+    if let (Some(ui), Some(img)) = (&ui, image) {
         let mut st = inst.lock();
-        for f in ui["images"].as_array().into_iter().flatten() {
-            let key = format!(
-                "{}/{}/{}",
-                f["type"].as_str().unwrap_or("output"),
-                f["subfolder"].as_str().unwrap_or(""),
-                f["filename"].as_str().unwrap_or("")
-            );
-            st.files.insert(key, (img.width, img.height));
+        let animated = ui.get("animated").is_some() || ui.get("gifs").is_some();
+        let frames = if animated {
+            img.count.saturating_sub(run.faults.short_video).max(1)
+        } else {
+            1
+        };
+        for key in ["images", "gifs"] {
+            for f in ui[key].as_array().into_iter().flatten() {
+                let path = format!(
+                    "{}/{}/{}",
+                    f["type"].as_str().unwrap_or("output"),
+                    f["subfolder"].as_str().unwrap_or(""),
+                    f["filename"].as_str().unwrap_or("")
+                );
+                let file = super::media::SimFile {
+                    width: img.width,
+                    height: img.height,
+                    frames,
+                    animated,
+                };
+                st.files.insert(path, file);
+            }
         }
     }
     if ws_images {
@@ -747,42 +771,6 @@ fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
     run.to_submitter_or_all("execution_interrupted", data.clone());
     run.messages.push(json!(["execution_interrupted", data]));
     NodeEnd::Interrupted
-}
-
-/// CRC-32 (IEEE) as PNG chunks use it.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &b in bytes {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-/// A PNG file of `width` × `height` as `/view` serves it: the signature, a real IHDR (8-bit
-/// RGB, as SaveImage writes) and IEND; the pixels are not simulated.
-pub(crate) fn png_of_size(width: u64, height: u64) -> Vec<u8> {
-    let mut out = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
-        out.extend((data.len() as u32).to_be_bytes());
-        let mut body = kind.to_vec();
-        body.extend(data);
-        out.extend(&body);
-        out.extend(crc32(&body).to_be_bytes());
-    };
-    let mut ihdr = Vec::new();
-    ihdr.extend((width as u32).to_be_bytes());
-    ihdr.extend((height as u32).to_be_bytes());
-    ihdr.extend([8, 2, 0, 0, 0]);
-    chunk(b"IHDR", &ihdr);
-    chunk(b"IEND", &[]);
-    out
 }
 
 /// A tqdm bar as ComfyUI's sampler prints it (`\r 50%|█████     | 1/2 [00:05<00:05,  5.03s/it]`).

@@ -19,6 +19,7 @@
 
 mod exec;
 mod http;
+mod media;
 pub mod memory;
 pub mod nodes;
 pub mod oom;
@@ -79,6 +80,12 @@ pub struct Faults {
     /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
     /// history output, no file), and the prompt still succeeds.
     pub missing_output: Option<String>,
+    /// Animated and video output files carry this many frames fewer than their node received
+    /// (at least one), and the prompt still succeeds (`short-video=N`).
+    pub short_video: u64,
+    /// `/view` ignores `Range` and always answers 200 with the whole file, like a proxy that
+    /// does not pass ranges on (`no-range`; ComfyUI itself honours them).
+    pub no_range: bool,
 }
 
 impl Faults {
@@ -143,10 +150,20 @@ impl Faults {
         self.missing_output = Some(class.to_string());
         self
     }
+    /// `/view` ignores `Range`.
+    pub fn with_no_range(mut self) -> Self {
+        self.no_range = true;
+        self
+    }
+    /// Animated and video files lose `n` frames.
+    pub fn with_short_video(mut self, n: u64) -> Self {
+        self.short_video = n;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,missing-output=CLASS,
-    /// crash-on=N[:N…],
+    /// short-video=N,no-range,crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
@@ -165,8 +182,14 @@ impl Faults {
                 ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
                 ("no-experiment-models", None) => f.no_experiment_models = true,
+                ("no-range", None) => f.no_range = true,
                 ("missing-output", Some(class)) if !class.is_empty() => {
                     f.missing_output = Some(class.to_string())
+                }
+                ("short-video", Some(n)) => {
+                    f.short_video = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--faults: short-video={n} is not a number of frames (≥ 1)")
+                    })?
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("crash-on", Some(list)) => {
@@ -211,7 +234,7 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, no-experiment-models, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
+                         no-internal-logs, no-experiment-models, missing-output=CLASS, short-video=N, no-range, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, leak=SIZE"
                     ))
                 }

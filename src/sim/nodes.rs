@@ -160,6 +160,8 @@ impl Val {
                 | (Val::Vae { .. }, "VAE" | "WANVAE")
                 | (Val::Latent(_), "LATENT" | "WANVIDIMAGE_EMBEDS")
                 | (Val::Image(_), "IMAGE")
+                // CreateVideo's VIDEO carries its images (what SaveVideo writes as frames).
+                | (Val::Image(_), "VIDEO")
                 | (Val::Upscale { .. }, "UPSCALE_MODEL")
                 | (Val::Guider { .. }, "GUIDER")
                 | (Val::Sigmas(_), "SIGMAS")

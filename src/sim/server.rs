@@ -670,8 +670,13 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
     }
 }
 
-/// `GET /view?filename=&subfolder=&type=`: a PNG with the size the simulated node wrote
-/// (a real header and a tiny body; the pixels are not simulated).
+/// `GET /view?filename=&subfolder=&type=`: the file the simulated node wrote, its container
+/// built by `sim/media.rs` (real structure, no pixels). Like aiohttp's `FileResponse` in the
+/// capture (`tests/fixtures/comfyui-outputs/range_raw.txt`): `Accept-Ranges: bytes` on every
+/// answer; `Range: bytes=a-b`, `bytes=a-` or `bytes=-n` answers 206 with `Content-Range:
+/// bytes s-e/size`; a range starting past the end answers 416 with `Content-Range: bytes
+/// */size`. With `channel` or `preview` (a re-encoded image) the Range is ignored and there is
+/// no `Accept-Ranges`.
 fn view(inst: &Arc<Instance>, req: &Request) -> Response {
     let q = |k: &str| req.query.get(k).cloned().unwrap_or_default();
     let kind = if q("type").is_empty() {
@@ -680,16 +685,77 @@ fn view(inst: &Arc<Instance>, req: &Request) -> Response {
         q("type")
     };
     let key = format!("{kind}/{}/{}", q("subfolder"), q("filename"));
-    let size = inst.lock().files.get(&key).copied();
-    match size {
-        Some((w, h)) if q("filename").ends_with(".png") => Response {
-            status: 200,
-            content_type: Some("image/png"),
-            headers: Vec::new(),
-            body: super::exec::png_of_size(w, h),
-        },
-        _ => Response::not_found(),
+    let file = inst.lock().files.get(&key).copied();
+    let Some((content_type, body)) =
+        file.and_then(|f| super::media::file_bytes(&q("filename"), &f))
+    else {
+        return Response::not_found();
+    };
+    let reencoded = req.query.contains_key("channel") || req.query.contains_key("preview");
+    let ranges = !reencoded && !inst.shared.faults().no_range;
+    let size = body.len() as u64;
+    let range = match req.header("range") {
+        Some(r) if ranges => parse_range(r, size),
+        _ => None,
+    };
+    let mut headers = Vec::new();
+    if ranges {
+        headers.push(("accept-ranges", "bytes".to_string()));
     }
+    match range {
+        None => Response {
+            status: 200,
+            content_type: Some(content_type),
+            headers,
+            body,
+        },
+        Some(None) => {
+            headers.push(("content-range", format!("bytes */{size}")));
+            Response {
+                status: 416,
+                content_type: Some(content_type),
+                headers,
+                body: Vec::new(),
+            }
+        }
+        Some(Some((start, end))) => {
+            headers.push(("content-range", format!("bytes {start}-{end}/{size}")));
+            Response {
+                status: 206,
+                content_type: Some(content_type),
+                headers,
+                body: body[start as usize..=end as usize].to_vec(),
+            }
+        }
+    }
+}
+
+/// One `bytes=` range of a file of `size` bytes: `None` when the header is not a single byte
+/// range (served whole), `Some(None)` when it is not satisfiable (416), else the inclusive
+/// first and last byte.
+fn parse_range(header: &str, size: u64) -> Option<Option<(u64, u64)>> {
+    let spec = header.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let (start, end) = if a.is_empty() {
+        let n: u64 = b.parse().ok()?;
+        (size.saturating_sub(n), size.saturating_sub(1))
+    } else {
+        let start: u64 = a.parse().ok()?;
+        let end = if b.is_empty() {
+            size.saturating_sub(1)
+        } else {
+            b.parse::<u64>().ok()?.min(size.saturating_sub(1))
+        };
+        (start, end)
+    };
+    if start >= size || end < start {
+        return Some(None);
+    }
+    Some(Some((start, end)))
 }
 
 fn system_stats(inst: &Instance) -> Value {

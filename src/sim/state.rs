@@ -95,9 +95,9 @@ pub(crate) struct State {
     pub log_subscribers: HashMap<String, bool>,
     /// The console's ring buffer (`GET /internal/logs/raw`), the last [`LOG_RING`] writes.
     pub log_ring: std::collections::VecDeque<Value>,
-    /// Image sizes of written output files (`type/subfolder/filename` → width, height), for
-    /// the headers `/view` serves.
-    pub files: HashMap<String, (u64, u64)>,
+    /// Sizes and frames of written output files (`type/subfolder/filename`), for the
+    /// containers `/view` serves.
+    pub files: HashMap<String, super::media::SimFile>,
 }
 
 /// Writes kept by the console's ring buffer (ComfyUI's default).
