@@ -917,7 +917,8 @@ mod tests {
     }
 
     /// The real outputs of ComfyUI 0.3.64 in `tests/fixtures/comfyui-outputs/files/`, against
-    /// the ground truth measured with PyAV and Pillow (`ground_truth.json` beside them), read
+    /// the ground truth measured with PyAV and Pillow (`ground_truth.json`, keyed by the path
+    /// under `files/`), read
     /// the way the client reads them: the head, then (MP4) the bytes from the offset the head
     /// points at.
     #[test]
@@ -931,58 +932,70 @@ mod tests {
         // container does not say)
         let cases = [
             (
-                "cap_webp_lossless_00001_.webp",
+                "output/cap_webp_lossless_00001_.webp",
                 true,
                 "webp",
                 MediaKind::Animated,
                 Some(6),
             ),
             (
-                "cap_webp_lossy_00001_.webp",
+                "output/cap_webp_lossy_00001_.webp",
                 true,
                 "webp",
                 MediaKind::Animated,
                 Some(6),
             ),
             (
-                "cap_webp_same_00001_.webp",
+                "output/cap_webp_same_00001_.webp",
                 true,
                 "webp",
                 MediaKind::Image,
                 Some(1),
             ),
             (
-                "cap_apng_00001_.png",
+                "output/cap_apng_00001_.png",
                 true,
                 "png",
                 MediaKind::Animated,
                 Some(5),
             ),
             (
-                "cap_apng_same_00001_.png",
+                "output/cap_apng_same_00001_.png",
                 true,
                 "png",
                 MediaKind::Image,
                 Some(1),
             ),
-            ("cap_batch_00001_.png", false, "png", MediaKind::Image, None),
-            ("cap_mp4_00001_.mp4", true, "mp4", MediaKind::Video, Some(8)),
             (
-                "cap_auto_00001_.mp4",
+                "output/cap_batch_00001_.png",
+                false,
+                "png",
+                MediaKind::Image,
+                None,
+            ),
+            (
+                "output/video/cap_mp4_00003_.mp4",
+                true,
+                "mp4",
+                MediaKind::Video,
+                Some(8),
+            ),
+            (
+                "output/video/cap_auto_00001_.mp4",
                 true,
                 "mp4",
                 MediaKind::Video,
                 Some(4),
             ),
             (
-                "cap_webm_vp9_00001_.webm",
+                "output/cap_webm_vp9_00001_.webm",
                 true,
                 "webm",
                 MediaKind::Video,
                 Some(6),
             ),
             (
-                "cap_webm_av1_00001_.webm",
+                "output/cap_webm_av1_00001_.webm",
                 true,
                 "webm",
                 MediaKind::Video,
@@ -1021,7 +1034,9 @@ mod tests {
     fn the_captured_mp4_keeps_its_moov_after_the_mdat() {
         // ftyp 32, free 8, mdat 978 at 40, moov at 1018 (PyAV through SaveVideo, no faststart):
         // the head points at byte 1018 and the bytes from there give 64×48, 8 frames.
-        let b = std::fs::read("tests/fixtures/comfyui-outputs/files/cap_mp4_00001_.mp4").unwrap();
+        let b =
+            std::fs::read("tests/fixtures/comfyui-outputs/files/output/video/cap_mp4_00003_.mp4")
+                .unwrap();
         let total = Some(b.len() as u64);
         let p = probe(&b[..64], total, true);
         assert!(matches!(p, Probe::At(1018, _)), "{p:?}");

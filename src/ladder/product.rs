@@ -326,7 +326,8 @@ mod tests {
 
     fn captured_prompt(name: &str) -> Workflow {
         let h: Value = serde_json::from_str(
-            &std::fs::read_to_string(format!("tests/fixtures/comfyui-outputs/{name}")).unwrap(),
+            &std::fs::read_to_string(format!("tests/fixtures/comfyui-outputs/history/{name}"))
+                .unwrap(),
         )
         .unwrap();
         let (_, entry) = h.as_object().unwrap().iter().next().unwrap();
@@ -338,18 +339,14 @@ mod tests {
         // The real prompts of tests/fixtures/comfyui-outputs: EmptyImage frames chained with
         // ImageBatch into the saver; ground_truth.json has what ComfyUI wrote.
         for (file, node, want) in [
-            (
-                "history_save_animated_webp_lossless.json",
-                "2",
-                exp(64, 64, 6),
-            ),
-            ("history_save_animated_webp_lossy.json", "2", exp(80, 48, 6)),
-            ("history_save_animated_png.json", "2", exp(64, 48, 5)),
-            ("history_save_webm_vp9.json", "2", exp(64, 48, 6)),
-            ("history_save_image_batch.json", "2", exp(64, 48, 4)),
+            ("save_animated_webp_lossless.json", "2", exp(64, 64, 6)),
+            ("save_animated_webp_lossy.json", "2", exp(80, 48, 6)),
+            ("save_animated_png.json", "2", exp(64, 48, 5)),
+            ("save_webm_vp9.json", "2", exp(64, 48, 6)),
+            ("save_image_batch.json", "2", exp(64, 48, 4)),
             // CreateVideo #2 → SaveVideo #3.
-            ("history_save_video_mp4_h264.json", "3", exp(64, 48, 8)),
-            ("history_save_video_auto.json", "3", exp(64, 64, 4)),
+            ("save_video_mp4_h264.json", "3", exp(64, 48, 8)),
+            ("save_video_auto.json", "3", exp(64, 64, 4)),
         ] {
             assert_eq!(
                 expected_images(&captured_prompt(file), node),

@@ -713,14 +713,21 @@ mod tests {
     /// the real output file, as `read_headers` records them.
     fn captured_product(history: &str) -> Product {
         let dir = "tests/fixtures/comfyui-outputs";
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{history}")).unwrap())
-                .unwrap();
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{dir}/history/{history}")).unwrap(),
+        )
+        .unwrap();
         let (_, e) = v.as_object().unwrap().iter().next().unwrap();
         let h: HistoryEntry = serde_json::from_value(e.clone()).unwrap();
         let mut p = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &[]);
         for f in &mut p.files {
-            let b = std::fs::read(format!("{dir}/files/{}", f.filename)).unwrap();
+            let path = [f.kind.as_str(), f.subfolder.as_str(), f.filename.as_str()]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join("/");
+            let b = std::fs::read(format!("{dir}/files/{path}")).unwrap();
             let total = Some(b.len() as u64);
             let probe = match container::probe(&b, total, f.animated) {
                 Probe::At(at, _) => container::probe_at(&b[at as usize..], at, total),
@@ -738,18 +745,12 @@ mod tests {
     #[test]
     fn captured_videos_and_animations_record_their_frames_and_match_the_graph() {
         for (history, summary) in [
-            (
-                "history_save_video_mp4_h264.json",
-                "1 × MP4 64×48, 8 frames",
-            ),
-            ("history_save_video_auto.json", "1 × MP4 64×64, 4 frames"),
-            ("history_save_webm_vp9.json", "1 × WEBM 64×48, 6 frames"),
-            (
-                "history_save_animated_webp_lossy.json",
-                "1 × WEBP 80×48, 6 frames",
-            ),
-            ("history_save_animated_png.json", "1 × PNG 64×48, 5 frames"),
-            ("history_save_image_batch.json", "4 × PNG 64×48"),
+            ("save_video_mp4_h264.json", "1 × MP4 64×48, 8 frames"),
+            ("save_video_auto.json", "1 × MP4 64×64, 4 frames"),
+            ("save_webm_vp9.json", "1 × WEBM 64×48, 6 frames"),
+            ("save_animated_webp_lossy.json", "1 × WEBP 80×48, 6 frames"),
+            ("save_animated_png.json", "1 × PNG 64×48, 5 frames"),
+            ("save_image_batch.json", "4 × PNG 64×48"),
         ] {
             let p = captured_product(history);
             assert_eq!(p.summary().as_deref(), Some(summary), "{history}");
@@ -760,7 +761,7 @@ mod tests {
                 p.notes
             );
         }
-        let p = captured_product("history_save_video_mp4_h264.json");
+        let p = captured_product("save_video_mp4_h264.json");
         let f = &p.files[0];
         assert_eq!(
             (f.media, f.frames, f.bytes, f.subfolder.as_str()),
@@ -775,7 +776,7 @@ mod tests {
     fn merged_identical_frames_are_a_warning_that_says_why_they_may_be_fewer() {
         // Six frames of one colour: ComfyUI's WebP writer merged them into a still file while
         // history says animated (ground_truth.json).
-        let p = captured_product("history_save_animated_webp_identical_frames.json");
+        let p = captured_product("save_animated_webp_identical_frames.json");
         assert_eq!(p.summary().as_deref(), Some("1 × WEBP 64×64, 1 frame"));
         assert_eq!(p.mismatches.len(), 1, "{:?}", p.mismatches);
         let m = &p.mismatches[0];
@@ -790,7 +791,7 @@ mod tests {
 
     #[test]
     fn frames_the_graph_or_the_container_does_not_say_are_noted_not_checked() {
-        let mut p = captured_product("history_save_webm_vp9.json");
+        let mut p = captured_product("save_webm_vp9.json");
         // A custom node upstream: the graph does not say.
         p.nodes[0].expected = None;
         let (m, notes) = compare(&p);
@@ -800,7 +801,7 @@ mod tests {
             ["frames not checked for SaveWEBM #2: the graph does not say how many reach it"]
         );
         // The container did not say (a WebM larger than the read cap).
-        let mut p = captured_product("history_save_webm_vp9.json");
+        let mut p = captured_product("save_webm_vp9.json");
         p.files[0].frames = None;
         p.files[0].note = Some("frames unknown: WebM has no frame count in its header".into());
         assert_eq!(
