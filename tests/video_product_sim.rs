@@ -82,8 +82,11 @@ fn views(r: &RunRecord) -> Vec<(String, String)> {
         .collect()
 }
 
-/// (node, format, media, width, height, frames) of every recorded file, by node.
-fn files(r: &RunRecord) -> Vec<(String, String, Option<MediaKind>, u32, u32, Option<u64>)> {
+/// (node, format, media, width, height, frames) of one recorded file.
+type FileFacts = (String, String, Option<MediaKind>, u32, u32, Option<u64>);
+
+/// Every recorded file's facts, by node.
+fn files(r: &RunRecord) -> Vec<FileFacts> {
     let mut v: Vec<_> = r
         .product
         .as_ref()

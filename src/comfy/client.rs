@@ -90,6 +90,10 @@ pub struct ViewHead {
     pub total: Option<u64>,
 }
 
+/// Whether the bytes read so far suffice: called with them, the file offset of the first and
+/// the file's size when known.
+pub type Enough<'a> = dyn Fn(&[u8], u64, Option<u64>) -> bool + Sync + 'a;
+
 /// How much of a `/view` answer [`Client::view_read`] reads.
 pub struct ViewRead<'a> {
     /// Ask for the bytes from this offset on (`Range: bytes=N-`). A server that ignores the
@@ -100,7 +104,7 @@ pub struct ViewRead<'a> {
     pub cap: usize,
     /// Whether the bytes so far suffice: called with them, the file offset of the first (the
     /// range's start on a 206 answer, else 0) and the file's size when known.
-    pub enough: &'a (dyn Fn(&[u8], u64, Option<u64>) -> bool + Sync),
+    pub enough: &'a Enough<'a>,
 }
 
 /// Client for one ComfyUI server (HTTP + WebSocket). Cheap to clone.

@@ -898,7 +898,11 @@ fn output_ui(
                 .collect();
             json!({"images": files})
         }
-        "SaveAnimatedWEBP" => json!({"images": saved(&mut st, "webp", 1), "animated": [true]}),
+        // ComfyUI flags a WebP animated when it got more than one image (history_save_animated_*),
+        // an APNG always.
+        "SaveAnimatedWEBP" => {
+            json!({"images": saved(&mut st, "webp", 1), "animated": [images != 1]})
+        }
         "SaveAnimatedPNG" => json!({"images": saved(&mut st, "png", 1), "animated": [true]}),
         "SaveVideo" => json!({"images": saved(&mut st, "mp4", 1), "animated": [true]}),
         "SaveWEBM" => json!({"images": saved(&mut st, "webm", 1), "animated": [true]}),
