@@ -76,8 +76,9 @@ pub struct Faults {
     /// The server has no `/experiment/models` routes (an older ComfyUI or a proxy): 404, so
     /// clients list model files through `/models/{folder}` (names, no sizes).
     pub no_experiment_models: bool,
-    /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
-    /// history output, no file), and the prompt still succeeds.
+    /// Output nodes that run but silently produce nothing (no `executed` frame, no history
+    /// output, no file), and the prompt still succeeds: every node of a class (`CLASS`), or the
+    /// one node with that id (`#ID`, e.g. `#22`), see [`Faults::silences`].
     pub missing_output: Option<String>,
 }
 
@@ -139,13 +140,31 @@ impl Faults {
         self.no_experiment_models = true;
         self
     }
+    /// Output nodes of class `class` produce nothing.
     pub fn with_missing_output(mut self, class: &str) -> Self {
         self.missing_output = Some(class.to_string());
         self
     }
+    /// The output node with id `id` (and no other) produces nothing: a node that only some
+    /// variants have fails just the runs that have it.
+    pub fn with_missing_output_node(mut self, id: &str) -> Self {
+        self.missing_output = Some(format!("#{id}"));
+        self
+    }
+    /// Whether [`Faults::missing_output`] silences node `id` of class `class`.
+    pub fn silences(&self, id: &str, class: &str) -> bool {
+        match self.missing_output.as_deref() {
+            Some(m) => match m.strip_prefix('#') {
+                Some(node) => node == id,
+                None => m == class,
+            },
+            None => false,
+        }
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,missing-output=CLASS,
+    /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
+    /// missing-output=CLASS|#ID,
     /// crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -165,8 +184,8 @@ impl Faults {
                 ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
                 ("no-experiment-models", None) => f.no_experiment_models = true,
-                ("missing-output", Some(class)) if !class.is_empty() => {
-                    f.missing_output = Some(class.to_string())
+                ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
+                    f.missing_output = Some(target.to_string())
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
                 ("crash-on", Some(list)) => {
@@ -211,7 +230,7 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, no-experiment-models, missing-output=CLASS, crash-on=N[:N…], revive-after=MS, \
+                         no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, leak=SIZE"
                     ))
                 }
@@ -575,6 +594,15 @@ mod tests {
         assert!(f.no_internal_logs && f.no_experiment_models);
         assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
         assert!(Faults::parse("missing-output").is_err());
+        assert!(Faults::parse("missing-output=#").is_err());
+        // CLASS silences every node of the class; #ID the one node, whatever its class.
+        assert!(f.silences("9", "SaveImage") && f.silences("17", "SaveImage"));
+        assert!(!f.silences("9", "PreviewImage"));
+        let f = Faults::parse("missing-output=#22").unwrap();
+        assert_eq!(f, Faults::default().with_missing_output_node("22"));
+        assert!(f.silences("22", "MaskPreview"));
+        assert!(!f.silences("9", "SaveImage") && !f.silences("22x", "MaskPreview"));
+        assert!(!Faults::default().silences("9", "SaveImage"));
         assert_eq!(
             Faults::parse("lowvram-after=2").unwrap().lowvram_after,
             Some(2)
