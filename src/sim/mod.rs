@@ -63,6 +63,11 @@ pub struct Faults {
     /// as after a restart with the pack installed (`pack-added-after=N`): the environment
     /// fingerprint changes and names the pack.
     pub pack_added_after: Option<u64>,
+    /// Once the prompt with this ordinal (1-based) has finished, the server has one custom node
+    /// pack fewer ([`REMOVED_PACK`], a pack of the custom-node fixture: its classes are gone
+    /// from `/object_info` and validation rejects them), as after a restart without the pack
+    /// (`pack-removed-after=N`): the environment fingerprint changes and names the pack.
+    pub pack_removed_after: Option<u64>,
     /// Device memory not given back after each prompt (`leak=SIZE`): held outside PyTorch's
     /// allocator until the server restarts, so the memory in use after `/free` grows from run
     /// to run.
@@ -118,6 +123,11 @@ impl Faults {
         self.pack_added_after = Some(n);
         self
     }
+    /// Unload [`REMOVED_PACK`] once prompt `n` (1-based) has finished.
+    pub fn with_pack_removed_after(mut self, n: u64) -> Self {
+        self.pack_removed_after = Some(n);
+        self
+    }
     /// Keep `bytes` of device memory after every prompt.
     pub fn with_leak_bytes(mut self, bytes: u64) -> Self {
         self.leak_bytes = bytes;
@@ -166,7 +176,7 @@ impl Faults {
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,
     /// crash-on=N[:N…],
-    /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
+    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -213,6 +223,14 @@ impl Faults {
                             )
                         })?)
                 }
+                ("pack-removed-after", Some(n)) => {
+                    f.pack_removed_after =
+                        Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            format!(
+                                "--faults: pack-removed-after={n} is not a prompt number (1-based)"
+                            )
+                        })?)
+                }
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -231,7 +249,7 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, crash-on=N[:N…], revive-after=MS, \
-                         lowvram-after=N, pack-added-after=N, leak=SIZE"
+                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE"
                     ))
                 }
             }
@@ -366,10 +384,21 @@ pub(crate) struct Shared {
     lowvram: std::sync::atomic::AtomicBool,
     /// [`EXTRA_PACK`] is loaded (switched on by [`Faults::pack_added_after`]).
     extra_pack: std::sync::atomic::AtomicBool,
+    /// [`REMOVED_PACK`] is gone (switched on by [`Faults::pack_removed_after`]).
+    pack_removed: std::sync::atomic::AtomicBool,
 }
 
 /// The custom node pack [`Faults::pack_added_after`] adds.
 pub const EXTRA_PACK: &str = "ComfyUI-Sim-Extra-Pack";
+
+/// The custom node pack [`Faults::pack_removed_after`] takes away: one of the custom-node
+/// fixture's packs (`tests/fixtures/custom-nodes`) that no example workflow uses. While it is
+/// loaded, `GET /extensions` lists its front-end script ([`REMOVED_PACK_SCRIPT`]), as a real
+/// server lists the `web/` files of its packs.
+pub const REMOVED_PACK: &str = "ComfyUI-VideoHelperSuite";
+
+/// The front-end script of [`REMOVED_PACK`] in `GET /extensions` (the pack's `web/js/VHS.core.js`).
+pub const REMOVED_PACK_SCRIPT: &str = "/extensions/ComfyUI-VideoHelperSuite/js/VHS.core.js";
 
 impl Shared {
     /// Whether the server runs with `--lowvram` now.
@@ -382,11 +411,30 @@ impl Shared {
         self.extra_pack.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// A prompt finished: applies [`Faults::pack_added_after`] and [`Faults::lowvram_after`];
-    /// true when the server switched to `--lowvram`.
+    /// Whether [`REMOVED_PACK`] is gone now.
+    pub(crate) fn pack_removed(&self) -> bool {
+        self.pack_removed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The node definitions the server has now: the shipped ones, without [`REMOVED_PACK`]
+    /// once it is gone (the classes of [`EXTRA_PACK`] are served apart).
+    pub(crate) fn defs(&self) -> &'static nodes::Defs {
+        if self.pack_removed() {
+            nodes::defs_without_removed_pack()
+        } else {
+            nodes::defs()
+        }
+    }
+
+    /// A prompt finished: applies [`Faults::pack_added_after`], [`Faults::pack_removed_after`]
+    /// and [`Faults::lowvram_after`]; true when the server switched to `--lowvram`.
     pub(crate) fn prompt_finished(&self, ordinal: u64) -> bool {
         if self.faults().pack_added_after == Some(ordinal) {
             self.extra_pack
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if self.faults().pack_removed_after == Some(ordinal) {
+            self.pack_removed
                 .store(true, std::sync::atomic::Ordering::SeqCst);
         }
         if self.faults().lowvram_after == Some(ordinal) && !self.lowvram() {
@@ -476,6 +524,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
         faults: Mutex::new(config.faults.clone()),
         lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
         extra_pack: std::sync::atomic::AtomicBool::new(false),
+        pack_removed: std::sync::atomic::AtomicBool::new(false),
         config,
         submitted: Mutex::new(Vec::new()),
         current: Mutex::new(None),
@@ -612,6 +661,11 @@ mod tests {
         assert_eq!(f.pack_added_after, Some(3));
         assert_eq!(f.leak_bytes, 256 * MIB);
         assert!(Faults::parse("pack-added-after=x").is_err());
+        assert_eq!(
+            Faults::parse("pack-removed-after=2").unwrap(),
+            Faults::default().with_pack_removed_after(2)
+        );
+        assert!(Faults::parse("pack-removed-after=0").is_err());
         assert!(Faults::parse("leak=lots").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
