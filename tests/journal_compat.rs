@@ -78,6 +78,9 @@ fn an_old_run_json_loads_with_its_typed_diagnosis_and_keeps_its_shape() {
         );
     }
     let file: RunFile = read_json(&session_dir().join(FIRST_FAILING).join("run.json")).unwrap();
+    // Per-node hashes are typed (node id → sha256 hex).
+    assert_eq!(file.node_hashes.len(), 7);
+    assert!(file.node_hashes["3"].len() == 64 && file.node_hashes.contains_key("9"));
     let d = file.record.diagnosis.expect("the failed run's diagnosis");
     assert_eq!(
         (d.kind.as_str(), d.stage.as_str(), d.node_id.as_deref()),

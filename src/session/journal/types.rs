@@ -816,9 +816,9 @@ pub struct RunFile {
     /// Component hashes of the submitted workflow's model files.
     #[serde(default)]
     pub component_hashes: Vec<ComponentHash>,
-    /// Per-node component hashes: node id → sha256 of its canonical class_type + inputs.
+    /// Per-node component hashes: node id → sha256 (hex) of its canonical class_type + inputs.
     #[serde(default)]
-    pub node_hashes: serde_json::Map<String, Value>,
+    pub node_hashes: BTreeMap<String, String>,
     /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Fingerprint>,
