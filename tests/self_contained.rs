@@ -61,6 +61,7 @@ fn the_fixture_folders_carry_their_provenance() {
         "tests/fixtures",
         "tests/fixtures/comfyui",
         "tests/fixtures/comfyui-newer",
+        "tests/fixtures/comfyui-outputs",
         "tests/fixtures/custom-nodes",
         "tests/fixtures/oom-reports",
         "tests/corpus",
