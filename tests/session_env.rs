@@ -171,9 +171,9 @@ fn a_server_restarted_with_other_flags_is_drift_and_the_last_pass_is_reanchored(
     assert!(problems.is_empty(), "{problems:?}");
 }
 
-#[test]
-fn on_drift_stop_ends_the_session_as_incomplete() {
-    let (_t, dir, s, out) = drift_scenario(2, &["--on-drift", "stop"]);
+/// A session that `--on-drift stop` ended at its only drift, after the minimal variant and
+/// the target: state, verdict, exit code and report say so, the change starting with `change`.
+fn assert_stopped_by_the_drift(dir: &std::path::Path, s: &SessionFile, out: &str, change: &str) {
     assert!(
         matches!(
             s.state,
@@ -184,12 +184,14 @@ fn on_drift_stop_ends_the_session_as_incomplete() {
         ),
         "{out}"
     );
+    assert_eq!(s.drifts.len(), 1, "{out}");
+    assert_eq!(s.drifts[0].action, OnDrift::Stop);
     let job = &s.workflows[0];
     assert_eq!(job.runs.len(), 2, "nothing ran after the change");
     let v = job.verdict.as_ref().unwrap();
     assert!(
         v.headline()
-            .starts_with("incomplete: environment changed: launch arguments"),
+            .starts_with(&format!("incomplete: environment changed: {change}")),
         "{}",
         v.headline()
     );
@@ -197,7 +199,14 @@ fn on_drift_stop_ends_the_session_as_incomplete() {
     assert!(out.starts_with("exit Some(1)"), "{out}");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Environment changes"), "{report}");
+    assert!(report.contains(change), "{report}");
     assert!(report.contains("the session stopped here"), "{report}");
+}
+
+#[test]
+fn on_drift_stop_ends_the_session_as_incomplete() {
+    let (_t, dir, s, out) = drift_scenario(2, &["--on-drift", "stop"]);
+    assert_stopped_by_the_drift(&dir, &s, &out, "launch arguments");
 }
 
 #[test]
@@ -275,32 +284,9 @@ fn a_node_pack_removed_mid_session_stops_the_session_with_on_drift_stop() {
         1792,
         &["--on-drift", "stop"],
     );
-    assert!(
-        matches!(
-            s.state,
-            SessionState::Stopped {
-                reason: StopReason::EnvironmentChanged,
-                ..
-            }
-        ),
-        "{out}"
-    );
-    assert_eq!(s.drifts.len(), 1, "{out}");
-    assert_eq!(s.drifts[0].action, OnDrift::Stop);
-    let job = &s.workflows[0];
-    assert_eq!(job.runs.len(), 2, "nothing ran after the change");
-    let v = job.verdict.as_ref().unwrap();
-    assert_eq!(
-        v.headline(),
-        format!("incomplete: environment changed: node pack removed: {REMOVED_PACK}")
-    );
-    assert!(out.starts_with("exit Some(1)"), "{out}");
-    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(
-        report.contains(&format!("node pack removed: {REMOVED_PACK}")),
-        "{report}"
-    );
-    assert!(report.contains("the session stopped here"), "{report}");
+    let removed = format!("node pack removed: {REMOVED_PACK}");
+    assert_stopped_by_the_drift(&dir, &s, &out, &removed);
+    assert_eq!(s.drifts[0].changes, [removed], "only the pack changed");
 }
 
 #[test]

@@ -210,27 +210,9 @@ impl Faults {
                             )
                         })?
                 }
-                ("lowvram-after", Some(n)) => {
-                    f.lowvram_after = Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        format!("--faults: lowvram-after={n} is not a prompt number (1-based)")
-                    })?)
-                }
-                ("pack-added-after", Some(n)) => {
-                    f.pack_added_after =
-                        Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                            format!(
-                                "--faults: pack-added-after={n} is not a prompt number (1-based)"
-                            )
-                        })?)
-                }
-                ("pack-removed-after", Some(n)) => {
-                    f.pack_removed_after =
-                        Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                            format!(
-                                "--faults: pack-removed-after={n} is not a prompt number (1-based)"
-                            )
-                        })?)
-                }
+                ("lowvram-after", Some(n)) => f.lowvram_after = Some(ordinal(name, n)?),
+                ("pack-added-after", Some(n)) => f.pack_added_after = Some(ordinal(name, n)?),
+                ("pack-removed-after", Some(n)) => f.pack_removed_after = Some(ordinal(name, n)?),
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -256,6 +238,14 @@ impl Faults {
         }
         Ok(f)
     }
+}
+
+/// The prompt number (1-based) of fault `name=n`.
+fn ordinal(name: &str, n: &str) -> Result<u64, String> {
+    n.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("--faults: {name}={n} is not a prompt number (1-based)"))
 }
 
 /// Simulator settings.
