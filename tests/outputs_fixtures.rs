@@ -308,6 +308,9 @@ fn animated_images_and_videos_are_listed_under_images_with_the_animated_flag() {
         ("save_video_auto", "SaveVideo"),
         ("save_webm_vp9", "SaveWEBM"),
         ("save_webm_av1", "SaveWEBM"),
+        ("save_video_with_audio", "SaveVideo"),
+        ("save_video_33_frames_with_workflow", "SaveVideo"),
+        ("save_webm_33_frames_with_workflow", "SaveWEBM"),
     ];
     for (case, class) in cases {
         let (h, p) = product(case);
@@ -335,6 +338,68 @@ fn animated_images_and_videos_are_listed_under_images_with_the_animated_flag() {
     let (_, p) = product("save_latent");
     assert_eq!(p.nodes[0].produced, Produced::History);
     assert_eq!(p.files[0].key, "latents");
+}
+
+#[test]
+fn audio_outputs_are_listed_under_audio() {
+    for (case, class, kind) in [
+        ("save_audio_flac", "SaveAudio", "output"),
+        ("save_audio_mp3", "SaveAudioMP3", "output"),
+        ("save_audio_opus", "SaveAudioOpus", "output"),
+        ("preview_audio", "PreviewAudio", "temp"),
+    ] {
+        let (_, p) = product(case);
+        assert_eq!(p.incomplete(), None, "{case}");
+        assert_eq!(
+            (p.nodes[0].class_type.as_str(), p.nodes[0].produced),
+            (class, Produced::History),
+            "{case}"
+        );
+        assert_eq!(p.files.len(), 1, "{case}");
+        let f = &p.files[0];
+        assert_eq!(
+            (f.key.as_str(), f.kind.as_str(), f.animated),
+            ("audio", kind, false),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn the_captured_mp4s_keep_their_index_after_the_frames() {
+    // ComfyUI's MP4s are not "fast start": `moov` (the frame index and, in `udta`, the prompt and
+    // workflow) comes after `mdat`, so the head of the file alone does not give the frame count.
+    let truth = json("ground_truth.json");
+    let mut seen = 0;
+    for (rel, t) in truth.as_object().unwrap() {
+        let Some(boxes) = t.get("mp4_top_level_boxes").and_then(Value::as_array) else {
+            continue;
+        };
+        let bytes = std::fs::read(Path::new(DIR).join("files").join(rel)).unwrap();
+        let mut at = 0u64;
+        let mut names = Vec::new();
+        for b in boxes {
+            let (name, offset, size) = (
+                b[0].as_str().unwrap(),
+                b[1].as_u64().unwrap(),
+                b[2].as_u64().unwrap(),
+            );
+            assert_eq!(offset, at, "{rel}");
+            let o = offset as usize;
+            assert_eq!(&bytes[o + 4..o + 8], name.as_bytes(), "{rel}");
+            assert_eq!(
+                u32::from_be_bytes(bytes[o..o + 4].try_into().unwrap()) as u64,
+                size,
+                "{rel}"
+            );
+            names.push(name);
+            at += size;
+        }
+        assert_eq!(at, bytes.len() as u64, "{rel}");
+        assert_eq!(names, ["ftyp", "free", "mdat", "moov"], "{rel}");
+        seen += 1;
+    }
+    assert!(seen >= 4, "{seen}");
 }
 
 #[test]
