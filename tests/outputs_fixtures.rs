@@ -190,6 +190,67 @@ fn ground_truth_matches_what_the_graph_asked_where_frames_differ() {
     }
 }
 
+/// Frames and size of the images a link carries in these captures' graphs: `EmptyImage`s joined
+/// by `ImageBatch` (image2 is scaled to image1's size), through `CreateVideo`.
+fn frames_of(prompt: &Value, link: &Value) -> Option<(u64, u64, u64)> {
+    let node = &prompt[link[0].as_str()?];
+    let inputs = &node["inputs"];
+    match node["class_type"].as_str()? {
+        "EmptyImage" => Some((
+            inputs["batch_size"].as_u64()?,
+            inputs["width"].as_u64()?,
+            inputs["height"].as_u64()?,
+        )),
+        "ImageBatch" => {
+            let (a, w, h) = frames_of(prompt, &inputs["image1"])?;
+            let (b, _, _) = frames_of(prompt, &inputs["image2"])?;
+            Some((a + b, w, h))
+        }
+        "CreateVideo" => frames_of(prompt, &inputs["images"]),
+        _ => None,
+    }
+}
+
+#[test]
+fn what_the_ground_truth_says_was_asked_is_what_the_submitted_prompt_asks() {
+    let truth = json("ground_truth.json");
+    let mut checked = 0;
+    for (rel, t) in truth.as_object().unwrap() {
+        let asked = &t["asked"];
+        let Some(want) = asked.get("frames").or(asked.get("images")) else {
+            continue;
+        };
+        let name = rel.rsplit('/').next().unwrap();
+        for h in t["history"].as_array().unwrap() {
+            let case = h
+                .as_str()
+                .unwrap()
+                .trim_start_matches("history/")
+                .trim_end_matches(".json");
+            let (_, entry) = history(case);
+            let prompt = &entry.prompt[2];
+            let (node, _) = entry
+                .outputs
+                .iter()
+                .find(|(_, o)| o.to_string().contains(name))
+                .unwrap_or_else(|| panic!("{case} does not list {name}"));
+            let inputs = &prompt[node.as_str()]["inputs"];
+            let link = inputs.get("images").or(inputs.get("video")).unwrap();
+            let Some((frames, w, h)) = frames_of(prompt, link) else {
+                continue;
+            };
+            assert_eq!(Some(frames), want.as_u64(), "{rel} in {case}");
+            assert_eq!(
+                (Some(w), Some(h)),
+                (asked["width"].as_u64(), asked["height"].as_u64()),
+                "{rel}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "{checked}");
+}
+
 #[test]
 fn model_savers_report_nothing_in_history_and_the_product_check_exempts_them() {
     let rows = json("model_savers.json");
@@ -314,6 +375,9 @@ fn animated_images_and_videos_are_listed_under_images_with_the_animated_flag() {
         ("save_video_with_audio", "SaveVideo"),
         ("save_video_33_frames_with_workflow", "SaveVideo"),
         ("save_webm_33_frames_with_workflow", "SaveWEBM"),
+        ("save_video_81_frames_832x480", "SaveVideo"),
+        ("save_webm_81_frames_832x480", "SaveWEBM"),
+        ("save_animated_webp_16_frames_832x480", "SaveAnimatedWEBP"),
     ];
     for (case, class) in cases {
         let (h, p) = product(case);
