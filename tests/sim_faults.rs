@@ -242,12 +242,7 @@ async fn targeted_interrupt_only_hits_the_named_running_prompt() {
     let entry = history_entry(&base, &pid).await;
     assert_eq!(entry["status"]["status_str"], "error");
     assert_eq!(entry["outputs"], json!({}));
-    let last = entry["status"]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_history_message(&entry);
     assert_eq!(last[0], "execution_interrupted");
     sim.shutdown().await;
 }

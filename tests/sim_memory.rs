@@ -65,12 +65,7 @@ async fn fail(config: SimConfig, prompt: &Value) -> Failure {
     assert_eq!(entry["status"]["status_str"], "error");
     assert_eq!(entry["status"]["completed"], false);
     assert_eq!(entry["outputs"], json!({}));
-    let last = entry["status"]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_history_message(&entry);
     assert_eq!(last[0], "execution_error");
     assert_eq!(last[1], error["data"]);
     // ComfyUI unloads every model after an OOM.

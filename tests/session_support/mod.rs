@@ -6,7 +6,7 @@ use comfy_bisect::catalog::Catalog;
 use comfy_bisect::comfy::{Client, ExtraHeaders};
 use comfy_bisect::ladder::{plan, PlanOptions};
 use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::run::{execute, OutcomeKind, RunRequest};
+use comfy_bisect::run::{execute, OutcomeKind, RunRecord, RunRequest};
 use comfy_bisect::session::journal::{
     read_json, RunEntry, RunRole, SessionFile, WorkflowJob, SESSION_FILE,
 };
@@ -53,6 +53,16 @@ impl Sim {
                 .with_time_scale(0.0)
                 .with_faults(faults),
         )
+    }
+    /// Runs `workflow` once through comfy-bisect's client, warm (nothing freed first, no
+    /// settle), and returns its record.
+    pub fn run_warm(&self, workflow: &Workflow) -> RunRecord {
+        let client = Client::new(&self.url(), ExtraHeaders::new()).unwrap();
+        let mut request = RunRequest::new(workflow.clone());
+        request.cold = false;
+        request.settle = Duration::ZERO;
+        request.sample_interval = Duration::from_millis(50);
+        self.rt.block_on(execute(&client, request))
     }
     pub fn handle(&self) -> &SimHandle {
         self.handle.as_ref().unwrap()
@@ -111,13 +121,7 @@ pub fn ladder(workflow: &Value, options: &PlanOptions) -> Vec<(String, Workflow)
 /// Whether `workflow` passes on a fresh simulator with `mib` MiB of VRAM.
 pub fn passes(workflow: &Workflow, mib: u64) -> bool {
     let sim = Sim::with_vram_mib(mib, 0.0);
-    let client = Client::new(&sim.url(), ExtraHeaders::new()).unwrap();
-    let mut request = RunRequest::new(workflow.clone());
-    request.cold = false;
-    request.settle = Duration::ZERO;
-    request.sample_interval = Duration::from_millis(50);
-    let record = sim.rt.block_on(execute(&client, request));
-    record.outcome == OutcomeKind::Passed
+    sim.run_warm(workflow).outcome == OutcomeKind::Passed
 }
 
 /// Runs the comfy-bisect binary.

@@ -177,6 +177,16 @@ pub async fn history_entry(base: &str, id: &str) -> Value {
     panic!("no history for {id}");
 }
 
+/// The last of a history entry's `status.messages` (`[type, data]`): its terminal event.
+pub fn last_history_message(entry: &Value) -> Value {
+    entry["status"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
 pub fn types(msgs: &[Value]) -> Vec<String> {
     msgs.iter()
         .map(|m| m["type"].as_str().unwrap().to_string())
