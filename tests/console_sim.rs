@@ -3,45 +3,18 @@
 //! without `/internal/logs`, another client's prompt during ours, and the backfill from
 //! `/internal/logs/raw` after a dropped socket.
 
-use comfy_bisect::comfy::{Client, ExtraHeaders, MemoryEvent, VaeStage};
-use comfy_bisect::run::{execute, OutcomeKind, RunRecord, RunRequest};
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+mod sim_common;
+
+use comfy_bisect::comfy::{MemoryEvent, VaeStage};
+use comfy_bisect::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect::sim::{Faults, SimConfig};
 use serde_json::{json, Value};
+use sim_common::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
+/// SD1.5 at `width`×`width`, batch 1, `steps` steps.
 fn sd15(width: u64, steps: u64) -> Value {
-    json!({
-        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
-        "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
-        "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
-        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": width, "height": width, "batch_size": 1}},
-        "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
-            "latent_image": ["5", 0], "seed": 1, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
-            "scheduler": "normal", "denoise": 1.0}},
-        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-        "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}}
-    })
-}
-
-fn request(v: &Value) -> RunRequest {
-    let mut r = RunRequest::new(Workflow::from_json_str(&v.to_string(), "t.json").unwrap());
-    r.sample_interval = Duration::from_millis(50);
-    r.poll_interval = Duration::from_millis(100);
-    r.reconnect_window = Duration::from_secs(2);
-    r.settle = Duration::from_millis(20);
-    r.timeout = Duration::from_secs(60);
-    r.stall_timeout = Duration::from_secs(60);
-    r.queue_timeout = Duration::from_secs(60);
-    r
-}
-
-async fn sim(config: SimConfig) -> SimHandle {
-    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
-}
-
-fn client(sim: &SimHandle) -> Client {
-    Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap()
+    sim_common::sd15(width, width, 1, steps)
 }
 
 fn loads(r: &RunRecord) -> Vec<String> {

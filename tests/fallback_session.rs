@@ -6,9 +6,7 @@
 mod session_support;
 
 use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{
-    read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
-};
+use comfy_bisect::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
 use serde_json::Value;
 use session_support::*;
 
@@ -21,29 +19,24 @@ fn target() -> Value {
     example("sd15_txt2img_lora_upscale", &[])
 }
 
+/// The session's verdict is the first failure at (step, increment).
+fn assert_first_failure(b: &Bisected, want: (usize, &str)) {
+    match &b.job().verdict {
+        Some(Verdict::FirstFailure {
+            step, increment, ..
+        }) => assert_eq!((*step, increment.as_str()), want, "{}", b.text()),
+        other => panic!("{other:?}\n{}", b.text()),
+    }
+}
+
 #[test]
 fn the_fallback_one_step_before_the_first_failure_is_reported() {
     let sim = Sim::with_vram_mib(FALLBACK_BEFORE_BATCH, 0.0);
-    let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(tmp.path(), "target", &target());
-    let runs = tmp.path().join("runs");
-    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
-    let (dir, session) = only_session(&runs);
-    let job = &session.workflows[0];
-    match &job.verdict {
-        Some(Verdict::FirstFailure {
-            step, increment, ..
-        }) => {
-            assert_eq!((*step, increment.as_str()), (2, "batch"), "{}", text(&out))
-        }
-        other => panic!("{other:?}\n{}", text(&out)),
-    }
+    let b = bisect_workflow(&sim, &target(), &[]);
+    let dir = &b.dir;
+    assert_first_failure(&b, (2, "batch"));
     // Step 1 passed, with the fallback in its summary, run.json, server.log and index line.
-    let res = job
-        .runs
-        .iter()
-        .find(|r| r.step == 1 && r.role != RunRole::Control)
-        .unwrap();
+    let res = b.main_run(1);
     assert_eq!(res.outcome, Some(Outcome::Passed));
     let fallbacks = vec!["tiled VAE decode fallback".to_string()];
     assert_eq!(res.summary.as_ref().unwrap().memory_fallbacks, fallbacks);
@@ -51,7 +44,7 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
     assert_eq!(file.record.memory_fallbacks, fallbacks);
     let log = std::fs::read_to_string(dir.join(&res.dir).join("server.log")).unwrap();
     assert!(log.contains("retrying with tiled VAE decoding"), "{log}");
-    let idx = index::read_all(&runs).unwrap();
+    let idx = index::read_all(&b.runs).unwrap();
     let line = idx.iter().find(|e| e.run_id == res.run_id).unwrap();
     assert_eq!(line.outcome, "passed");
     assert_eq!(line.memory_fallbacks, fallbacks);
@@ -61,7 +54,7 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
         .filter(|e| e.run_id != res.run_id)
         .all(|e| e.memory_fallbacks.is_empty()));
     // The report: the ladder cell and the verdict naming both steps.
-    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let md = b.read("report.md");
     assert!(md.contains("passed — tiled VAE decode fallback"), "{md}");
     assert!(
         md.contains("First memory fallback at **resolution** (step 1: tiled VAE decode fallback); first failure at **batch** (step 2 of"),
@@ -93,37 +86,20 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
 #[test]
 fn strict_makes_the_fallback_the_first_failure() {
     let sim = Sim::with_vram_mib(FALLBACK_BEFORE_BATCH, 0.0);
-    let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(tmp.path(), "target", &target());
-    let runs = tmp.path().join("runs");
-    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap(), "--strict"]);
-    let (dir, session) = only_session(&runs);
-    let job = &session.workflows[0];
-    match &job.verdict {
-        Some(Verdict::FirstFailure {
-            step, increment, ..
-        }) => {
-            assert_eq!(
-                (*step, increment.as_str()),
-                (1, "resolution"),
-                "{}",
-                text(&out)
-            )
-        }
-        other => panic!("{other:?}\n{}", text(&out)),
-    }
-    let res = job.runs.iter().find(|r| r.step == 1).unwrap();
+    let b = bisect_workflow(&sim, &target(), &["--strict"]);
+    assert_first_failure(&b, (1, "resolution"));
+    let res = b.job().runs.iter().find(|r| r.step == 1).unwrap();
     assert_eq!(
         res.outcome,
         Some(Outcome::MemoryFallback {
             fallbacks: vec!["tiled VAE decode fallback".into()]
         })
     );
-    let idx = index::read_all(&runs).unwrap();
+    let idx = index::read_all(&b.runs).unwrap();
     assert_eq!(
         idx.iter().find(|e| e.run_id == res.run_id).unwrap().outcome,
         "memory_fallback"
     );
-    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let md = b.read("report.md");
     assert!(md.contains("memory fallback"), "{md}");
 }

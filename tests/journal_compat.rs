@@ -50,6 +50,15 @@ fn an_old_session_json_loads_with_typed_ladder_changes_and_keeps_its_shape() {
     );
     let failed = job.runs.iter().find(|r| r.failed()).unwrap();
     assert_eq!(failed.diagnosis.as_ref().unwrap().kind.as_str(), "cuda_oom");
+    // The preflight's /system_stats is read as typed data, the fields it does not model kept.
+    let env = session.environment.as_ref().expect("preflight environment");
+    assert_eq!(env.system.comfyui_version, "0.3.64");
+    assert_eq!(env.devices[0].kind, "cuda");
+    assert_eq!(env.devices[0].vram_total, 6442450944);
+    assert_eq!(
+        env.system.extra["required_frontend_version"],
+        Value::from("1.27.10")
+    );
     // Written back, it is the same document: the shape on disk did not change.
     assert_eq!(
         serde_json::to_value(&session).unwrap(),
@@ -69,6 +78,9 @@ fn an_old_run_json_loads_with_its_typed_diagnosis_and_keeps_its_shape() {
         );
     }
     let file: RunFile = read_json(&session_dir().join(FIRST_FAILING).join("run.json")).unwrap();
+    // Per-node hashes are typed (node id → sha256 hex).
+    assert_eq!(file.node_hashes.len(), 7);
+    assert!(file.node_hashes["3"].len() == 64 && file.node_hashes.contains_key("9"));
     let d = file.record.diagnosis.expect("the failed run's diagnosis");
     assert_eq!(
         (d.kind.as_str(), d.stage.as_str(), d.node_id.as_deref()),

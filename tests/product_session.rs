@@ -2,16 +2,16 @@
 //! what each step's output nodes wrote (sizes from the files' headers) with no mismatch against
 //! what the variant asked for; a session whose output node silently produces nothing
 //! (`missing-output=SaveImage`) fails at that step with kind `incomplete_output`, the node
-//! named in run.json, session.json, the index and the report; `submit` says the same.
+//! named in run.json, session.json, the index and the report; `submit` says the same; and a
+//! preview that only the `postprocess` step brings back (`missing-output=#22`) passes every
+//! step before it and fails the session at that step.
 
 mod session_support;
 
 use comfy_bisect::run::RunError;
 use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{
-    read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
-};
-use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use comfy_bisect::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect::sim::Faults;
 use serde_json::Value;
 use session_support::*;
 
@@ -19,29 +19,46 @@ use session_support::*;
 /// at batch (tests/fallback_session.rs).
 const PASSES_TWO_STEPS: u64 = 2560;
 
+/// A card on which every variant of both targets fits (24 GiB).
+const BIG_CARD: u64 = 24 * 1024;
+
 fn target() -> Value {
     example("sd15_txt2img_lora_upscale", &[])
+}
+
+/// The SD1.5 example with a face detailer after the upscaler (Impact Pack's `FaceDetailer`
+/// #21, its detector #20) and a `MaskPreview` #22 of the detailer's mask. Bypassing the
+/// detailer cannot feed a MASK output, so the ladder removes that preview with the detailer
+/// and only the `postprocess` step (the target) brings it back: the one output node that not
+/// every variant has.
+fn target_with_detailer_preview() -> Value {
+    let mut v = target();
+    v["20"] = serde_json::json!({"class_type": "UltralyticsDetectorProvider",
+        "inputs": {"model_name": "bbox/face_yolov8m.pt"}});
+    v["21"] = serde_json::json!({"class_type": "FaceDetailer", "inputs": {
+        "image": ["12", 0], "model": ["10", 0], "clip": ["10", 1], "vae": ["4", 2],
+        "positive": ["6", 0], "negative": ["7", 0], "bbox_detector": ["20", 0],
+        "guide_size": 512, "guide_size_for": true, "max_size": 1024, "seed": 0, "steps": 20,
+        "cfg": 8.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 0.5,
+        "feather": 5, "noise_mask": true, "force_inpaint": true, "bbox_threshold": 0.5,
+        "bbox_dilation": 10, "bbox_crop_factor": 3.0, "sam_detection_hint": "center-1",
+        "sam_dilation": 0, "sam_threshold": 0.93, "sam_bbox_expansion": 0,
+        "sam_mask_hint_threshold": 0.7, "sam_mask_hint_use_negative": "False",
+        "drop_size": 10, "wildcard": "", "cycle": 1}});
+    v["9"]["inputs"]["images"] = serde_json::json!(["21", 0]);
+    v["22"] = serde_json::json!({"class_type": "MaskPreview", "inputs": {"mask": ["21", 3]}});
+    v
 }
 
 #[test]
 fn a_session_records_each_steps_product_without_mismatch() {
     let sim = Sim::with_vram_mib(PASSES_TWO_STEPS, 0.0);
-    let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(tmp.path(), "target", &target());
-    let runs = tmp.path().join("runs");
-    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
-    let (dir, session) = only_session(&runs);
-    let job = &session.workflows[0];
-    let main = |step: usize| {
-        job.runs
-            .iter()
-            .find(|r| r.step == step && r.role != RunRole::Control)
-            .unwrap_or_else(|| panic!("step {step}\n{}", text(&out)))
-    };
+    let b = bisect_workflow(&sim, &target(), &[]);
+    let dir = &b.dir;
     // Step 0: 256×336, batch 1, no upscaler; step 1: the full 768×1024.
     for (step, want) in [(0, "1 × PNG 256×336"), (1, "1 × PNG 768×1024")] {
-        let r = main(step);
-        assert_eq!(r.outcome, Some(Outcome::Passed), "{}", text(&out));
+        let r = b.main_run(step);
+        assert_eq!(r.outcome, Some(Outcome::Passed), "{}", b.text());
         let s = r.summary.as_ref().unwrap();
         assert_eq!(s.product.as_deref(), Some(want), "step {step}");
         assert!(s.product_warnings.is_empty(), "{:?}", s.product_warnings);
@@ -53,41 +70,27 @@ fn a_session_records_each_steps_product_without_mismatch() {
         assert_eq!(p.files[0].class_type, "SaveImage");
         assert_eq!(p.files[0].subfolder, "comfy-bisect");
     }
-    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let md = b.read("report.md");
     assert!(md.contains("| Product |"), "{md}");
     assert!(md.contains("| 1 × PNG 768×1024 |"), "{md}");
     assert!(!md.contains("Product differs"), "{md}");
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
     let ladder = json["workflows"][0]["ladder"].as_array().unwrap();
     assert_eq!(ladder[1]["product"], "1 × PNG 768×1024");
 }
 
 #[test]
 fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
-    let sim = Sim::start(
-        SimConfig::default()
-            .with_vram_bytes(24 * 1024 * MIB)
-            .with_time_scale(0.0)
-            .with_faults(Faults::default().with_missing_output("SaveImage")),
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(tmp.path(), "target", &target());
-    let runs = tmp.path().join("runs");
-    let out = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
-    let (dir, session) = only_session(&runs);
-    let job = &session.workflows[0];
+    let sim = Sim::with_faults(BIG_CARD, Faults::default().with_missing_output("SaveImage"));
+    let b = bisect_workflow(&sim, &target(), &[]);
+    let (dir, job, out) = (&b.dir, b.job(), &b.out);
     // Every variant has the SaveImage, so the first step run shows it: the minimal variant.
-    let r = job
-        .runs
-        .iter()
-        .find(|r| r.step == 0 && r.role != RunRole::Control)
-        .unwrap_or_else(|| panic!("{}", text(&out)));
+    let r = b.main_run(0);
     match &r.outcome {
         Some(Outcome::IncompleteOutput {
             node_id, node_type, ..
         }) => assert_eq!((node_id.as_str(), node_type.as_str()), ("9", "SaveImage")),
-        other => panic!("{other:?}\n{}", text(&out)),
+        other => panic!("{other:?}\n{}", b.text()),
     }
     assert_eq!(r.outcome.as_ref().unwrap().name(), "failed");
     let file: RunFile = read_json(&dir.join(&r.dir).join(RUN_RECORD_FILE)).unwrap();
@@ -102,19 +105,19 @@ fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
         file.record.diagnosis.as_ref().unwrap().kind.as_str(),
         "incomplete_output"
     );
-    let idx = index::read_all(&runs).unwrap();
+    let idx = index::read_all(&b.runs).unwrap();
     assert_eq!(
         idx.iter().find(|e| e.run_id == r.run_id).unwrap().outcome,
         "failed"
     );
-    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let md = b.read("report.md");
     assert!(
         md.contains("failed (an output node produced nothing (incomplete product))"),
         "{md}"
     );
     assert!(md.contains("`SaveImage #9`"), "{md}");
     // A verdict was reached (exit 0): the minimal variant already fails.
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", b.text());
     assert!(
         matches!(job.verdict, Some(Verdict::MinimalFails { .. })),
         "{:?}",
@@ -124,12 +127,7 @@ fn a_silently_missing_output_fails_the_step_as_incomplete_output() {
 
 #[test]
 fn submit_says_which_output_node_produced_nothing() {
-    let sim = Sim::start(
-        SimConfig::default()
-            .with_vram_bytes(24 * 1024 * MIB)
-            .with_time_scale(0.0)
-            .with_faults(Faults::default().with_missing_output("SaveImage")),
-    );
+    let sim = Sim::with_faults(BIG_CARD, Faults::default().with_missing_output("SaveImage"));
     let tmp = tempfile::tempdir().unwrap();
     let wf = write_workflow(tmp.path(), "target", &target());
     let out = cli(&["--server", &sim.url(), "submit", wf.to_str().unwrap()]);
@@ -145,4 +143,81 @@ fn submit_says_which_output_node_produced_nothing() {
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("product: 4 × PNG 1536×2048"), "{all}");
+}
+
+/// The Done-when of issue 14: "a session with a silently missing output fails at that step".
+/// The ladder keeps the SaveImage in every variant, so a class-wide fault fails step 0
+/// (above); what makes an output node appear later is the ladder itself: the detailer's mask
+/// preview exists only from the `postprocess` step on (`target_with_detailer_preview`). With
+/// that one node silenced, every step without it passes and the step that brings it back fails
+/// with `incomplete_output` naming it.
+#[test]
+fn an_output_node_that_only_a_later_step_brings_back_fails_at_that_step() {
+    let steps = ladder(&target_with_detailer_preview(), &Default::default());
+    let with_preview: Vec<usize> = (0..steps.len())
+        .filter(|&k| steps[k].1.nodes.contains_key("22"))
+        .collect();
+    assert_eq!(with_preview, [steps.len() - 1], "only the target has #22");
+    assert_eq!(steps.last().unwrap().0, "postprocess");
+    let last = steps.len() - 1;
+
+    let sim = Sim::with_faults(BIG_CARD, Faults::parse("missing-output=#22").unwrap());
+    let b = bisect_workflow(&sim, &target_with_detailer_preview(), &[]);
+    let (dir, job, out) = (&b.dir, b.job(), &b.out);
+    assert_eq!(out.status.code(), Some(0), "{}", b.text());
+    for step in 0..last {
+        assert_eq!(
+            b.main_run(step).outcome,
+            Some(Outcome::Passed),
+            "step {step}"
+        );
+    }
+    let failed = b.main_run(last);
+    match &failed.outcome {
+        Some(Outcome::IncompleteOutput {
+            node_id, node_type, ..
+        }) => assert_eq!(
+            (node_id.as_str(), node_type.as_str()),
+            ("22", "MaskPreview")
+        ),
+        other => panic!("{other:?}\n{}", b.text()),
+    }
+    let file: RunFile = read_json(&dir.join(&failed.dir).join(RUN_RECORD_FILE)).unwrap();
+    match &file.record.error {
+        Some(RunError::IncompleteOutput(i)) => {
+            assert!(i.message.contains("MaskPreview #22"), "{}", i.message)
+        }
+        other => panic!("{other:?}"),
+    }
+    // The SaveImage of the same run wrote its images: only the preview is missing.
+    let p = file.record.product.as_ref().unwrap();
+    assert!(p.files.iter().any(|f| f.node_id == "9"), "{p:?}");
+    assert!(p.files.iter().all(|f| f.node_id != "22"), "{p:?}");
+    match &job.verdict {
+        Some(Verdict::FirstFailure {
+            step,
+            increment,
+            last_pass_step,
+            run_id,
+            ..
+        }) => {
+            assert_eq!((*step, increment.as_str()), (last, "postprocess"));
+            assert_eq!(*last_pass_step, last - 1);
+            assert_eq!(run_id, &failed.run_id);
+        }
+        other => panic!("{other:?}\n{}", b.text()),
+    }
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
+    let verdict = &json["workflows"][0]["verdict"];
+    assert_eq!(verdict["failure_kind"], "incomplete_output", "{verdict}");
+    assert_eq!(verdict["step"], last);
+    let md = b.read("report.md");
+    assert!(md.contains("`MaskPreview #22`"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "**Verdict:** First failure when adding **postprocess** (step {last} of {last}): \
+             an output node produced nothing (incomplete product)"
+        )),
+        "{md}"
+    );
 }

@@ -3,50 +3,28 @@
 //! missing output fails the run (`incomplete_output`, the node named); a fully cached
 //! resubmission and a socket-only output node pass.
 
+mod sim_common;
+
 use comfy_bisect::comfy::{Client, ExtraHeaders};
 use comfy_bisect::run::product::Produced;
 use comfy_bisect::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect::sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use std::time::Duration;
+use sim_common::{client, run_request, sim};
 
-/// SD1.5 txt2img at `w`×`h`, batch `batch`, plus a 1.5× ImageScaleBy into a PreviewImage.
+/// SD1.5 txt2img at `w`×`h`, batch `batch`, 2 steps, plus a 1.5× ImageScaleBy into a
+/// PreviewImage.
 fn sd15(w: u64, h: u64, batch: u64) -> Value {
-    json!({
-        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
-        "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
-        "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
-        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": w, "height": h, "batch_size": batch}},
-        "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
-            "latent_image": ["5", 0], "seed": 1, "steps": 2, "cfg": 7.0, "sampler_name": "euler",
-            "scheduler": "normal", "denoise": 1.0}},
-        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-        "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}},
-        "10": {"class_type": "ImageScaleBy", "inputs": {"image": ["8", 0], "upscale_method": "lanczos", "scale_by": 1.5}},
-        "11": {"class_type": "PreviewImage", "inputs": {"images": ["10", 0]}}
-    })
+    let mut v = sim_common::sd15(w, h, batch, 2);
+    v["10"] = json!({"class_type": "ImageScaleBy", "inputs": {"image": ["8", 0], "upscale_method": "lanczos", "scale_by": 1.5}});
+    v["11"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["10", 0]}});
+    v
 }
 
 fn request(v: &Value, cold: bool) -> RunRequest {
-    let mut r = RunRequest::new(Workflow::from_json_str(&v.to_string(), "t.json").unwrap());
+    let mut r = run_request(v);
     r.cold = cold;
-    r.sample_interval = Duration::from_millis(50);
-    r.poll_interval = Duration::from_millis(100);
-    r.reconnect_window = Duration::from_secs(2);
-    r.settle = Duration::from_millis(20);
-    r.timeout = Duration::from_secs(60);
-    r.stall_timeout = Duration::from_secs(60);
-    r.queue_timeout = Duration::from_secs(60);
     r
-}
-
-async fn sim(config: SimConfig) -> SimHandle {
-    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
-}
-
-fn client(sim: &SimHandle) -> Client {
-    Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap()
 }
 
 /// (node, format, width, height) of every recorded file.

@@ -2,55 +2,29 @@
 //! rejected 400, partial 200, interrupted, timeout, server lost) and every fault (socket drop,
 //! slow history, 500 on /prompt, garbage frames, crash), plus a busy queue with a second client.
 
+mod sim_common;
+
 use comfy_bisect::comfy::{Client, ExtraHeaders, QueuePosition};
 use comfy_bisect::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
-    RunRequest, TimeoutReason,
+    TimeoutReason,
 };
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
+use comfy_bisect::sim::{Faults, SimConfig, SimHandle};
 use comfy_bisect::workflow::Workflow;
 use serde_json::{json, Value};
+use sim_common::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
-/// SD1.5 txt2img: loader 4, prompts 6/7, latent 5, sampler 3, decode 8, save 9.
+/// SD1.5 txt2img (`sim_common::sd15`) with the checkpoint of the real captures,
+/// `random_sd15.safetensors`.
 fn sd15(width: u64, height: u64, batch: u64, steps: u64) -> Value {
-    json!({
-        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "random_sd15.safetensors"}},
-        "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
-        "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
-        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": width, "height": height, "batch_size": batch}},
-        "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
-            "latent_image": ["5", 0], "seed": 1, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
-            "scheduler": "normal", "denoise": 1.0}},
-        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-        "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}}
-    })
+    let mut v = sim_common::sd15(width, height, batch, steps);
+    v["4"]["inputs"]["ckpt_name"] = json!("random_sd15.safetensors");
+    v
 }
 
 fn workflow(v: &Value) -> Workflow {
     Workflow::from_json_str(&v.to_string(), "test.json").unwrap()
-}
-
-async fn sim(config: SimConfig) -> SimHandle {
-    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
-}
-
-fn client(sim: &SimHandle) -> Client {
-    Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap()
-}
-
-/// A request with limits sized for tests (every loop stays bounded in time).
-fn request(v: &Value) -> RunRequest {
-    let mut r = RunRequest::new(workflow(v));
-    r.sample_interval = Duration::from_millis(50);
-    r.poll_interval = Duration::from_millis(100);
-    r.reconnect_window = Duration::from_secs(2);
-    r.interrupt_grace = Duration::from_secs(5);
-    r.settle = Duration::from_millis(20);
-    r.timeout = Duration::from_secs(60);
-    r.stall_timeout = Duration::from_secs(60);
-    r.queue_timeout = Duration::from_secs(60);
-    r
 }
 
 /// Slow enough to be interrupted: thousands of sampler steps at real-time speed.

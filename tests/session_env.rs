@@ -9,7 +9,7 @@ use comfy_bisect::session::journal::{
     read_json, OnDrift, RunFile, RunRole, SessionFile, SessionState, StopReason, Verdict,
     RUN_RECORD_FILE,
 };
-use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use comfy_bisect::sim::{Faults, SimConfig, MIB, REMOVED_PACK};
 use serde_json::{json, Value};
 use session_support::*;
 
@@ -171,9 +171,9 @@ fn a_server_restarted_with_other_flags_is_drift_and_the_last_pass_is_reanchored(
     assert!(problems.is_empty(), "{problems:?}");
 }
 
-#[test]
-fn on_drift_stop_ends_the_session_as_incomplete() {
-    let (_t, dir, s, out) = drift_scenario(2, &["--on-drift", "stop"]);
+/// A session that `--on-drift stop` ended at its only drift, after the minimal variant and
+/// the target: state, verdict, exit code and report say so, the change starting with `change`.
+fn assert_stopped_by_the_drift(dir: &std::path::Path, s: &SessionFile, out: &str, change: &str) {
     assert!(
         matches!(
             s.state,
@@ -184,12 +184,14 @@ fn on_drift_stop_ends_the_session_as_incomplete() {
         ),
         "{out}"
     );
+    assert_eq!(s.drifts.len(), 1, "{out}");
+    assert_eq!(s.drifts[0].action, OnDrift::Stop);
     let job = &s.workflows[0];
     assert_eq!(job.runs.len(), 2, "nothing ran after the change");
     let v = job.verdict.as_ref().unwrap();
     assert!(
         v.headline()
-            .starts_with("incomplete: environment changed: launch arguments"),
+            .starts_with(&format!("incomplete: environment changed: {change}")),
         "{}",
         v.headline()
     );
@@ -197,7 +199,14 @@ fn on_drift_stop_ends_the_session_as_incomplete() {
     assert!(out.starts_with("exit Some(1)"), "{out}");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Environment changes"), "{report}");
+    assert!(report.contains(change), "{report}");
     assert!(report.contains("the session stopped here"), "{report}");
+}
+
+#[test]
+fn on_drift_stop_ends_the_session_as_incomplete() {
+    let (_t, dir, s, out) = drift_scenario(2, &["--on-drift", "stop"]);
+    assert_stopped_by_the_drift(&dir, &s, &out, "launch arguments");
 }
 
 #[test]
@@ -229,6 +238,55 @@ fn a_node_pack_added_mid_session_is_drift_that_names_the_pack() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Environment changes"), "{report}");
     assert!(report.contains(comfy_bisect::sim::EXTRA_PACK), "{report}");
+}
+
+#[test]
+fn a_node_pack_removed_mid_session_is_drift_reanchored_under_the_new_node_set() {
+    // Prompts: minimal, target; then the server has lost one of the fixture's packs.
+    let (_t, dir, s, out) =
+        faulty_scenario(Faults::default().with_pack_removed_after(2), 1792, &[]);
+    assert_eq!(s.state, SessionState::Done, "{out}");
+    assert_eq!(s.drifts.len(), 1, "{out}");
+    let drift = &s.drifts[0];
+    assert_eq!(drift.action, OnDrift::Reanchor);
+    assert_eq!(
+        drift.changes,
+        vec![format!("node pack removed: {REMOVED_PACK}")],
+        "only the pack changed"
+    );
+    assert!(s.fingerprints[&drift.from].pack(REMOVED_PACK).is_some());
+    assert!(s.fingerprints[&drift.to].pack(REMOVED_PACK).is_none());
+    let job = &s.workflows[0];
+    for r in &job.runs[..2] {
+        assert_eq!(r.fingerprint.as_deref(), Some(drift.from.as_str()), "{out}");
+    }
+    assert_eq!(
+        (job.runs[2].step, job.runs[2].role),
+        (0, RunRole::Anchor),
+        "re-anchored under the new node set:\n{out}"
+    );
+    for r in &job.runs[2..] {
+        assert_eq!(r.fingerprint.as_deref(), Some(drift.to.as_str()), "{out}");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Environment changes"), "{report}");
+    assert!(
+        report.contains(&format!("node pack removed: {REMOVED_PACK}")),
+        "{report}"
+    );
+    assert!(report.contains("re-anchored: step 0 (minimal)"), "{report}");
+}
+
+#[test]
+fn a_node_pack_removed_mid_session_stops_the_session_with_on_drift_stop() {
+    let (_t, dir, s, out) = faulty_scenario(
+        Faults::default().with_pack_removed_after(2),
+        1792,
+        &["--on-drift", "stop"],
+    );
+    let removed = format!("node pack removed: {REMOVED_PACK}");
+    assert_stopped_by_the_drift(&dir, &s, &out, &removed);
+    assert_eq!(s.drifts[0].changes, [removed], "only the pack changed");
 }
 
 #[test]

@@ -5,9 +5,8 @@
 
 mod session_support;
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
 use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::run::{execute, OutcomeKind, RunRequest};
+use comfy_bisect::run::OutcomeKind;
 use comfy_bisect::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
 use comfy_bisect::sim::{SimConfig, GIB, MIB};
 use comfy_bisect::workflow::Workflow;
@@ -30,12 +29,7 @@ fn config(ram_bytes: u64) -> SimConfig {
 /// (IMAGE outputs stay in its cache until the next `/free`, so this is the run's peak).
 fn host_ram_needed(workflow: &Workflow) -> u64 {
     let sim = Sim::start(config(1024 * GIB));
-    let client = Client::new(&sim.url(), ExtraHeaders::new()).unwrap();
-    let mut request = RunRequest::new(workflow.clone());
-    request.cold = false;
-    request.settle = Duration::ZERO;
-    request.sample_interval = Duration::from_millis(50);
-    let record = sim.rt.block_on(execute(&client, request));
+    let record = sim.run_warm(workflow);
     assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
     sim.handle().host_ram_used()
 }

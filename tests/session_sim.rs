@@ -67,14 +67,9 @@ fn run_scenario(
     String,
 ) {
     let sim = Sim::with_vram_mib(mib, 0.0);
-    let tmp = tempfile::tempdir().unwrap();
-    let wf = write_workflow(tmp.path(), "target", workflow);
-    let runs = tmp.path().join("runs");
-    let mut args = vec![wf.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let out = bisect(&sim.url(), &runs, &args);
-    let (dir, session) = only_session(&runs);
-    (tmp, dir, session, text(&out))
+    let b = bisect_workflow(&sim, workflow, extra);
+    let out = b.text();
+    (b.tmp, b.dir, b.session, out)
 }
 
 /// The first-failure verdict (panics with the session otherwise).

@@ -126,6 +126,60 @@ async fn slow_history_lags_behind_the_socket() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pack_removed_after_a_prompt_is_gone_from_object_info_extensions_and_validation() {
+    use comfy_bisect::sim::{REMOVED_PACK, REMOVED_PACK_SCRIPT};
+    let sim =
+        sim(SimConfig::default().with_faults(Faults::default().with_pack_removed_after(2))).await;
+    let base = sim.base_url();
+    let module = format!("custom_nodes.{REMOVED_PACK}");
+    let pack_classes = |info: &Value| -> Vec<String> {
+        let mut v: Vec<String> = info
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, d)| d["python_module"] == module.as_str())
+            .map(|(k, _)| k.clone())
+            .collect();
+        v.sort();
+        v
+    };
+    let uses_pack = json!({
+        "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": 0}},
+        "2": {"class_type": "VHS_VideoCombine", "inputs": {"images": ["1", 0], "frame_rate": 8,
+            "loop_count": 0, "filename_prefix": "v", "format": "image/gif", "pingpong": false,
+            "save_output": true}}
+    });
+    let before = get(&base, "/object_info").await.1;
+    let classes = pack_classes(&before);
+    assert_eq!(classes, ["VHS_LoadVideo", "VHS_VideoCombine"]);
+    assert_eq!(
+        get(&base, "/extensions").await.1,
+        json!([REMOVED_PACK_SCRIPT])
+    );
+    let (status, body) = post_prompt(&base, &json!({"prompt": uses_pack})).await;
+    assert_eq!(status, 200, "the pack is there: {body}");
+    let mut ws = Ws::connect(&base, "p").await;
+    let pid = submit(&base, core(1), Some("p")).await;
+    ws.until_done(&pid).await;
+    // Gone once the second prompt has finished.
+    let after = get(&base, "/object_info").await.1;
+    assert!(pack_classes(&after).is_empty());
+    assert_eq!(
+        after.as_object().unwrap().len(),
+        before.as_object().unwrap().len() - 2
+    );
+    assert_eq!(
+        get(&base, "/object_info/VHS_VideoCombine").await.1,
+        json!({})
+    );
+    assert_eq!(get(&base, "/extensions").await.1, json!([]));
+    let (status, body) = post_prompt(&base, &json!({"prompt": uses_pack})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("VHS_VideoCombine"), "{body}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_mid_run_takes_everything_down_and_restart_comes_back_empty() {
     let sim = sim(slow_config().with_faults(Faults::default().with_crash_mid_run())).await;
     let base = sim.base_url();
@@ -188,12 +242,7 @@ async fn targeted_interrupt_only_hits_the_named_running_prompt() {
     let entry = history_entry(&base, &pid).await;
     assert_eq!(entry["status"]["status_str"], "error");
     assert_eq!(entry["outputs"], json!({}));
-    let last = entry["status"]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_history_message(&entry);
     assert_eq!(last[0], "execution_interrupted");
     sim.shutdown().await;
 }

@@ -9,20 +9,6 @@ use sim_common::*;
 
 const TIPS: &str = "This error means you ran out of memory on your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the batch_size to a large number.";
 
-fn sd15(width: u64, height: u64, batch: u64, steps: u64) -> Value {
-    json!({
-        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
-        "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
-        "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
-        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": width, "height": height, "batch_size": batch}},
-        "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
-            "latent_image": ["5", 0], "seed": 1, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
-            "scheduler": "normal", "denoise": 1.0}},
-        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-        "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}}
-    })
-}
-
 /// Wan 2.2 i2v (core nodes) at 832×480×81 with an optional step cache.
 fn wan_i2v(teacache: bool) -> Value {
     let mut p = json!({
@@ -79,12 +65,7 @@ async fn fail(config: SimConfig, prompt: &Value) -> Failure {
     assert_eq!(entry["status"]["status_str"], "error");
     assert_eq!(entry["status"]["completed"], false);
     assert_eq!(entry["outputs"], json!({}));
-    let last = entry["status"]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_history_message(&entry);
     assert_eq!(last[0], "execution_error");
     assert_eq!(last[1], error["data"]);
     // ComfyUI unloads every model after an OOM.

@@ -296,7 +296,7 @@ pub(crate) fn write_reports(session_dir: &Path, progress: &ProgressView) {
 pub fn server_preflight(
     rt: &tokio::runtime::Runtime,
     client: &Client,
-) -> Result<(NodeDefs, serde_json::Value), String> {
+) -> Result<(NodeDefs, crate::comfy::SystemStats), String> {
     let url = client.server_url();
     let (stats, info) = rt.block_on(async {
         let stats = client.system_stats().await;
@@ -310,7 +310,7 @@ pub fn server_preflight(
         info.map_err(|e| format!("cannot get node definitions from {url}/object_info: {e}"))?;
     let defs = NodeDefs::from_value(&info)
         .ok_or_else(|| format!("{url}/object_info did not answer an object of node classes"))?;
-    Ok((defs, serde_json::to_value(stats).unwrap_or_default()))
+    Ok((defs, stats))
 }
 
 /// Plans and validates `targets` (name, source, workflow); prints the problems of those that fail.

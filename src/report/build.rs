@@ -15,15 +15,11 @@ use std::collections::HashSet;
 /// Builds the report (not redacted; see [`super::redact`]).
 pub fn build(data: &SessionData) -> Report {
     let s = &data.session;
-    let env_stats: Option<SystemStats> = s
-        .environment
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .or_else(|| {
-            data.runs
-                .values()
-                .find_map(|r| r.record.system_stats_before.clone())
-        });
+    let env_stats: Option<SystemStats> = s.environment.clone().or_else(|| {
+        data.runs
+            .values()
+            .find_map(|r| r.record.system_stats_before.clone())
+    });
     let all_runs: Vec<&RunEntry> = s.workflows.iter().flat_map(|w| w.runs.iter()).collect();
     let colds: Vec<bool> = all_runs
         .iter()

@@ -12,7 +12,9 @@
 //!   (`ws_feature_flags_and_binary_images.ndjson`, `ws_binary_images_legacy.ndjson`), so it
 //!   has no history output; any output node that streamed binary frames while it ran counts as
 //!   having produced them over the socket.
-//! - The model savers write a model file and report nothing to the UI.
+//! - The model savers write a model file and report nothing to the UI: no history output, no
+//!   `meta`, no `executed` frame (captured for every class of [`NO_HISTORY_OUTPUT`] in
+//!   `tests/fixtures/comfyui-outputs/`, checked by `tests/outputs_fixtures.rs`).
 //!
 //! A fully cached run replays the old outputs (`history_core_cached.json`: every node in
 //! `execution_cached`, the outputs still listed with the earlier files' names); those count as

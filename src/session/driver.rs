@@ -674,10 +674,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             .find(|r| r.run_id == run_id)
             .and_then(|r| r.fingerprint.clone());
         let components = self.component_hashes(workflow, run_fingerprint.as_deref());
-        let node_hashes: serde_json::Map<String, serde_json::Value> = workflow
+        let node_hashes: std::collections::BTreeMap<String, String> = workflow
             .nodes
             .keys()
-            .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h.into())))
+            .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h)))
             .collect();
         let Some(i) = self.session.workflows[w]
             .runs

@@ -657,8 +657,8 @@ async fn run_node(
     }
 
     // Output nodes: UI output and websocket images. The missing-output fault makes a node of
-    // that class run and produce nothing at all.
-    let silent = run.faults.missing_output.as_deref() == Some(class.as_str());
+    // that class (or the node with that id) run and produce nothing at all.
+    let silent = run.faults.silences(id, &class);
     let ui = if silent {
         None
     } else {

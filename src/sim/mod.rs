@@ -64,6 +64,11 @@ pub struct Faults {
     /// as after a restart with the pack installed (`pack-added-after=N`): the environment
     /// fingerprint changes and names the pack.
     pub pack_added_after: Option<u64>,
+    /// Once the prompt with this ordinal (1-based) has finished, the server has one custom node
+    /// pack fewer ([`REMOVED_PACK`], a pack of the custom-node fixture: its classes are gone
+    /// from `/object_info` and validation rejects them), as after a restart without the pack
+    /// (`pack-removed-after=N`): the environment fingerprint changes and names the pack.
+    pub pack_removed_after: Option<u64>,
     /// Device memory not given back after each prompt (`leak=SIZE`): held outside PyTorch's
     /// allocator until the server restarts, so the memory in use after `/free` grows from run
     /// to run.
@@ -77,8 +82,9 @@ pub struct Faults {
     /// The server has no `/experiment/models` routes (an older ComfyUI or a proxy): 404, so
     /// clients list model files through `/models/{folder}` (names, no sizes).
     pub no_experiment_models: bool,
-    /// Output nodes of this class run but silently produce nothing (no `executed` frame, no
-    /// history output, no file), and the prompt still succeeds.
+    /// Output nodes that run but silently produce nothing (no `executed` frame, no history
+    /// output, no file), and the prompt still succeeds: every node of a class (`CLASS`), or the
+    /// one node with that id (`#ID`, e.g. `#22`), see [`Faults::silences`].
     pub missing_output: Option<String>,
     /// Animated and video output files carry this many frames fewer than their node received
     /// (at least one), and the prompt still succeeds (`short-video=N`).
@@ -124,6 +130,11 @@ impl Faults {
         self.pack_added_after = Some(n);
         self
     }
+    /// Unload [`REMOVED_PACK`] once prompt `n` (1-based) has finished.
+    pub fn with_pack_removed_after(mut self, n: u64) -> Self {
+        self.pack_removed_after = Some(n);
+        self
+    }
     /// Keep `bytes` of device memory after every prompt.
     pub fn with_leak_bytes(mut self, bytes: u64) -> Self {
         self.leak_bytes = bytes;
@@ -146,9 +157,26 @@ impl Faults {
         self.no_experiment_models = true;
         self
     }
+    /// Output nodes of class `class` produce nothing.
     pub fn with_missing_output(mut self, class: &str) -> Self {
         self.missing_output = Some(class.to_string());
         self
+    }
+    /// The output node with id `id` (and no other) produces nothing: a node that only some
+    /// variants have fails just the runs that have it.
+    pub fn with_missing_output_node(mut self, id: &str) -> Self {
+        self.missing_output = Some(format!("#{id}"));
+        self
+    }
+    /// Whether [`Faults::missing_output`] silences node `id` of class `class`.
+    pub fn silences(&self, id: &str, class: &str) -> bool {
+        match self.missing_output.as_deref() {
+            Some(m) => match m.strip_prefix('#') {
+                Some(node) => node == id,
+                None => m == class,
+            },
+            None => false,
+        }
     }
     /// `/view` ignores `Range`.
     pub fn with_no_range(mut self) -> Self {
@@ -162,9 +190,10 @@ impl Faults {
     }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
-    /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,missing-output=CLASS,
-    /// short-video=N,no-range,crash-on=N[:N…],
-    /// revive-after=MS,lowvram-after=N,pack-added-after=N,leak=SIZE`
+    /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
+    /// missing-output=CLASS|#ID,short-video=N,no-range,
+    /// crash-on=N[:N…],
+    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -183,8 +212,8 @@ impl Faults {
                 ("no-internal-logs", None) => f.no_internal_logs = true,
                 ("no-experiment-models", None) => f.no_experiment_models = true,
                 ("no-range", None) => f.no_range = true,
-                ("missing-output", Some(class)) if !class.is_empty() => {
-                    f.missing_output = Some(class.to_string())
+                ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
+                    f.missing_output = Some(target.to_string())
                 }
                 ("short-video", Some(n)) => {
                     f.short_video = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -204,19 +233,9 @@ impl Faults {
                             )
                         })?
                 }
-                ("lowvram-after", Some(n)) => {
-                    f.lowvram_after = Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        format!("--faults: lowvram-after={n} is not a prompt number (1-based)")
-                    })?)
-                }
-                ("pack-added-after", Some(n)) => {
-                    f.pack_added_after =
-                        Some(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                            format!(
-                                "--faults: pack-added-after={n} is not a prompt number (1-based)"
-                            )
-                        })?)
-                }
+                ("lowvram-after", Some(n)) => f.lowvram_after = Some(ordinal(name, n)?),
+                ("pack-added-after", Some(n)) => f.pack_added_after = Some(ordinal(name, n)?),
+                ("pack-removed-after", Some(n)) => f.pack_removed_after = Some(ordinal(name, n)?),
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -234,14 +253,22 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, no-experiment-models, missing-output=CLASS, short-video=N, no-range, crash-on=N[:N…], revive-after=MS, \
-                         lowvram-after=N, pack-added-after=N, leak=SIZE"
+                         no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, crash-on=N[:N…], revive-after=MS, \
+                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE"
                     ))
                 }
             }
         }
         Ok(f)
     }
+}
+
+/// The prompt number (1-based) of fault `name=n`.
+fn ordinal(name: &str, n: &str) -> Result<u64, String> {
+    n.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("--faults: {name}={n} is not a prompt number (1-based)"))
 }
 
 /// Simulator settings.
@@ -370,10 +397,21 @@ pub(crate) struct Shared {
     lowvram: std::sync::atomic::AtomicBool,
     /// [`EXTRA_PACK`] is loaded (switched on by [`Faults::pack_added_after`]).
     extra_pack: std::sync::atomic::AtomicBool,
+    /// [`REMOVED_PACK`] is gone (switched on by [`Faults::pack_removed_after`]).
+    pack_removed: std::sync::atomic::AtomicBool,
 }
 
 /// The custom node pack [`Faults::pack_added_after`] adds.
 pub const EXTRA_PACK: &str = "ComfyUI-Sim-Extra-Pack";
+
+/// The custom node pack [`Faults::pack_removed_after`] takes away: one of the custom-node
+/// fixture's packs (`tests/fixtures/custom-nodes`) that no example workflow uses. While it is
+/// loaded, `GET /extensions` lists its front-end script ([`REMOVED_PACK_SCRIPT`]), as a real
+/// server lists the `web/` files of its packs.
+pub const REMOVED_PACK: &str = "ComfyUI-VideoHelperSuite";
+
+/// The front-end script of [`REMOVED_PACK`] in `GET /extensions` (the pack's `web/js/VHS.core.js`).
+pub const REMOVED_PACK_SCRIPT: &str = "/extensions/ComfyUI-VideoHelperSuite/js/VHS.core.js";
 
 impl Shared {
     /// Whether the server runs with `--lowvram` now.
@@ -386,11 +424,30 @@ impl Shared {
         self.extra_pack.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// A prompt finished: applies [`Faults::pack_added_after`] and [`Faults::lowvram_after`];
-    /// true when the server switched to `--lowvram`.
+    /// Whether [`REMOVED_PACK`] is gone now.
+    pub(crate) fn pack_removed(&self) -> bool {
+        self.pack_removed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The node definitions the server has now: the shipped ones, without [`REMOVED_PACK`]
+    /// once it is gone (the classes of [`EXTRA_PACK`] are served apart).
+    pub(crate) fn defs(&self) -> &'static nodes::Defs {
+        if self.pack_removed() {
+            nodes::defs_without_removed_pack()
+        } else {
+            nodes::defs()
+        }
+    }
+
+    /// A prompt finished: applies [`Faults::pack_added_after`], [`Faults::pack_removed_after`]
+    /// and [`Faults::lowvram_after`]; true when the server switched to `--lowvram`.
     pub(crate) fn prompt_finished(&self, ordinal: u64) -> bool {
         if self.faults().pack_added_after == Some(ordinal) {
             self.extra_pack
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if self.faults().pack_removed_after == Some(ordinal) {
+            self.pack_removed
                 .store(true, std::sync::atomic::Ordering::SeqCst);
         }
         if self.faults().lowvram_after == Some(ordinal) && !self.lowvram() {
@@ -480,6 +537,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
         faults: Mutex::new(config.faults.clone()),
         lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
         extra_pack: std::sync::atomic::AtomicBool::new(false),
+        pack_removed: std::sync::atomic::AtomicBool::new(false),
         config,
         submitted: Mutex::new(Vec::new()),
         current: Mutex::new(None),
@@ -598,6 +656,15 @@ mod tests {
         assert!(f.no_internal_logs && f.no_experiment_models);
         assert_eq!(f.missing_output.as_deref(), Some("SaveImage"));
         assert!(Faults::parse("missing-output").is_err());
+        assert!(Faults::parse("missing-output=#").is_err());
+        // CLASS silences every node of the class; #ID the one node, whatever its class.
+        assert!(f.silences("9", "SaveImage") && f.silences("17", "SaveImage"));
+        assert!(!f.silences("9", "PreviewImage"));
+        let f = Faults::parse("missing-output=#22").unwrap();
+        assert_eq!(f, Faults::default().with_missing_output_node("22"));
+        assert!(f.silences("22", "MaskPreview"));
+        assert!(!f.silences("9", "SaveImage") && !f.silences("22x", "MaskPreview"));
+        assert!(!Faults::default().silences("9", "SaveImage"));
         assert_eq!(
             Faults::parse("lowvram-after=2").unwrap().lowvram_after,
             Some(2)
@@ -607,6 +674,11 @@ mod tests {
         assert_eq!(f.pack_added_after, Some(3));
         assert_eq!(f.leak_bytes, 256 * MIB);
         assert!(Faults::parse("pack-added-after=x").is_err());
+        assert_eq!(
+            Faults::parse("pack-removed-after=2").unwrap(),
+            Faults::default().with_pack_removed_after(2)
+        );
+        assert!(Faults::parse("pack-removed-after=0").is_err());
         assert!(Faults::parse("leak=lots").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);

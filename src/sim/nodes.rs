@@ -23,9 +23,25 @@ pub struct Defs {
 /// The shipped definitions, parsed once.
 pub fn defs() -> &'static Defs {
     static DEFS: OnceLock<Defs> = OnceLock::new();
+    DEFS.get_or_init(|| parse_defs(|_| true))
+}
+
+/// The shipped definitions without the classes of [`super::REMOVED_PACK`] (`python_module`
+/// `custom_nodes.<pack>`), parsed once: a server restarted without that pack.
+pub(crate) fn defs_without_removed_pack() -> &'static Defs {
+    static DEFS: OnceLock<Defs> = OnceLock::new();
     DEFS.get_or_init(|| {
-        let map: Map<String, Value> =
+        let module = format!("custom_nodes.{}", super::REMOVED_PACK);
+        parse_defs(|def| def.get("python_module").and_then(Value::as_str) != Some(&module))
+    })
+}
+
+/// Parses the shipped definitions, keeping the classes `keep` accepts.
+fn parse_defs(keep: impl Fn(&Value) -> bool) -> Defs {
+    {
+        let mut map: Map<String, Value> =
             serde_json::from_str(OBJECT_INFO).expect("shipped object_info.sim.json is valid JSON");
+        map.retain(|_, def| keep(def));
         let roles_map: Map<String, Value> =
             serde_json::from_str(ROLES).expect("shipped roles.sim.json is valid JSON");
         let roles = roles_map
@@ -43,7 +59,7 @@ pub fn defs() -> &'static Defs {
             })
             .collect();
         Defs { map, roles }
-    })
+    }
 }
 
 impl Defs {

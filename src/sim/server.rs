@@ -491,17 +491,23 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
         "/system_stats" if get => Response::json(200, &system_stats(inst)),
         "/features" if get => Response::json(200, &server_features()),
         "/embeddings" if get => Response::json(200, &json!([])),
-        "/extensions" if get => Response::json(
-            200,
-            &if inst.shared.extra_pack() {
-                json!([format!("/extensions/{}/extra.js", super::EXTRA_PACK)])
-            } else {
-                json!([])
-            },
-        ),
-        "/object_info" if get && inst.shared.extra_pack() => {
-            let mut all = defs().map.clone();
-            all.extend(extra_pack_defs());
+        "/extensions" if get => {
+            // Front-end scripts: only those of the packs the faults take away or add (core's
+            // own and the other packs' are left out).
+            let mut scripts = Vec::new();
+            if !inst.shared.pack_removed() {
+                scripts.push(super::REMOVED_PACK_SCRIPT.to_string());
+            }
+            if inst.shared.extra_pack() {
+                scripts.push(format!("/extensions/{}/extra.js", super::EXTRA_PACK));
+            }
+            Response::json(200, &json!(scripts))
+        }
+        "/object_info" if get && (inst.shared.extra_pack() || inst.shared.pack_removed()) => {
+            let mut all = inst.shared.defs().map.clone();
+            if inst.shared.extra_pack() {
+                all.extend(extra_pack_defs());
+            }
             Response::json(200, &Value::Object(all))
         }
         "/object_info" if get => Response::new(
@@ -607,7 +613,7 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                     .and_then(|mut m| m.remove(class));
                 return Response::json(
                     200,
-                    &match defs().get(class).or(extra.as_ref()) {
+                    &match inst.shared.defs().get(class).or(extra.as_ref()) {
                         Some(info) => json!({ class: info }),
                         None => json!({}),
                     },
@@ -877,7 +883,7 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
         .get("partial_execution_targets")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(py_str).collect());
-    let verdict = validate::validate(prompt, targets.as_deref(), defs());
+    let verdict = validate::validate(prompt, targets.as_deref(), inst.shared.defs());
     let (prompt, outputs, node_errors) = match verdict {
         Verdict::Reject(body) => {
             inst.lock()

@@ -184,7 +184,7 @@ impl Fixture {
                 verdict: None,
             }],
             in_flight: None,
-            environment: Some(serde_json::to_value(&machine.stats).unwrap()),
+            environment: Some(machine.stats.clone()),
             fingerprints: Default::default(),
             drifts: Vec::new(),
         };

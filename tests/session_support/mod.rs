@@ -6,8 +6,10 @@ use comfy_bisect::catalog::Catalog;
 use comfy_bisect::comfy::{Client, ExtraHeaders};
 use comfy_bisect::ladder::{plan, PlanOptions};
 use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::run::{execute, OutcomeKind, RunRequest};
-use comfy_bisect::session::journal::{read_json, SessionFile, SESSION_FILE};
+use comfy_bisect::run::{execute, OutcomeKind, RunRecord, RunRequest};
+use comfy_bisect::session::journal::{
+    read_json, RunEntry, RunRole, SessionFile, WorkflowJob, SESSION_FILE,
+};
 use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, MIB};
 use comfy_bisect::workflow::Workflow;
 use serde_json::Value;
@@ -42,6 +44,25 @@ impl Sim {
                 .with_vram_bytes(mib * MIB)
                 .with_time_scale(time_scale),
         )
+    }
+    /// A simulator with `mib` MiB of VRAM, running as fast as it can, with `faults` on.
+    pub fn with_faults(mib: u64, faults: Faults) -> Sim {
+        Sim::start(
+            SimConfig::default()
+                .with_vram_bytes(mib * MIB)
+                .with_time_scale(0.0)
+                .with_faults(faults),
+        )
+    }
+    /// Runs `workflow` once through comfy-bisect's client, warm (nothing freed first, no
+    /// settle), and returns its record.
+    pub fn run_warm(&self, workflow: &Workflow) -> RunRecord {
+        let client = Client::new(&self.url(), ExtraHeaders::new()).unwrap();
+        let mut request = RunRequest::new(workflow.clone());
+        request.cold = false;
+        request.settle = Duration::ZERO;
+        request.sample_interval = Duration::from_millis(50);
+        self.rt.block_on(execute(&client, request))
     }
     pub fn handle(&self) -> &SimHandle {
         self.handle.as_ref().unwrap()
@@ -100,13 +121,7 @@ pub fn ladder(workflow: &Value, options: &PlanOptions) -> Vec<(String, Workflow)
 /// Whether `workflow` passes on a fresh simulator with `mib` MiB of VRAM.
 pub fn passes(workflow: &Workflow, mib: u64) -> bool {
     let sim = Sim::with_vram_mib(mib, 0.0);
-    let client = Client::new(&sim.url(), ExtraHeaders::new()).unwrap();
-    let mut request = RunRequest::new(workflow.clone());
-    request.cold = false;
-    request.settle = Duration::ZERO;
-    request.sample_interval = Duration::from_millis(50);
-    let record = sim.rt.block_on(execute(&client, request));
-    record.outcome == OutcomeKind::Passed
+    sim.run_warm(workflow).outcome == OutcomeKind::Passed
 }
 
 /// Runs the comfy-bisect binary.
@@ -161,4 +176,58 @@ pub fn only_session(runs: &Path) -> (PathBuf, SessionFile) {
     assert_eq!(dirs.len(), 1, "expected one session in {}", runs.display());
     let s: SessionFile = read_json(&dirs[0].join(SESSION_FILE)).unwrap();
     (dirs[0].clone(), s)
+}
+
+/// A `bisect` of one workflow run from the command line, finished: its output and the one
+/// session it wrote (the temporary folder lives as long as this).
+pub struct Bisected {
+    pub tmp: tempfile::TempDir,
+    /// The `--runs-dir`.
+    pub runs: PathBuf,
+    /// The session folder.
+    pub dir: PathBuf,
+    pub session: SessionFile,
+    pub out: Output,
+}
+
+impl Bisected {
+    /// The session's (only) workflow.
+    pub fn job(&self) -> &WorkflowJob {
+        &self.session.workflows[0]
+    }
+    /// The command's exit code and output, for assertion messages.
+    pub fn text(&self) -> String {
+        text(&self.out)
+    }
+    /// The run of ladder step `step` (not a control run); panics with the output when none.
+    pub fn main_run(&self, step: usize) -> &RunEntry {
+        self.job()
+            .runs
+            .iter()
+            .find(|r| r.step == step && r.role != RunRole::Control)
+            .unwrap_or_else(|| panic!("no run of step {step}\n{}", self.text()))
+    }
+    /// A file of the session folder (`report.md`, `report.json`…) as text.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap()
+    }
+}
+
+/// Writes `workflow` as `target.json` into a fresh folder and bisects it on `sim`
+/// (`bisect -q --runs-dir …/runs target.json EXTRA...`).
+pub fn bisect_workflow(sim: &Sim, workflow: &Value, extra: &[&str]) -> Bisected {
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", workflow);
+    let runs = tmp.path().join("runs");
+    let mut args = vec![wf.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = bisect(&sim.url(), &runs, &args);
+    let (dir, session) = only_session(&runs);
+    Bisected {
+        tmp,
+        runs,
+        dir,
+        session,
+        out,
+    }
 }

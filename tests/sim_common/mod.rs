@@ -1,7 +1,12 @@
-//! Helpers shared by the simulator tests: a plain WebSocket + HTTP client and fixture readers.
+//! Helpers shared by the simulator tests: a plain WebSocket + HTTP client and fixture readers,
+//! and for the tests that drive the simulator through comfy-bisect's own client: an SD1.5
+//! prompt, that client, and a run request with limits sized for tests.
 #![allow(dead_code)]
 
+use comfy_bisect::comfy::{Client, ExtraHeaders};
+use comfy_bisect::run::RunRequest;
 use comfy_bisect::sim::{start, SimConfig, SimHandle};
+use comfy_bisect::workflow::Workflow;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -13,6 +18,42 @@ pub const FIXTURES: &str = "tests/fixtures/comfyui";
 
 pub async fn sim(config: SimConfig) -> SimHandle {
     start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+/// SD1.5 txt2img with the simulator's SD1.5 checkpoint: loader 4, prompts 6/7, latent 5
+/// (`width`×`height`, `batch`), sampler 3 (`steps`), decode 8, save 9.
+pub fn sd15(width: u64, height: u64, batch: u64, steps: u64) -> Value {
+    json!({
+        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "v1-5-pruned-emaonly-fp16.safetensors"}},
+        "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
+        "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "blurry"}},
+        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": width, "height": height, "batch_size": batch}},
+        "3": {"class_type": "KSampler", "inputs": {"model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0],
+            "latent_image": ["5", 0], "seed": 1, "steps": steps, "cfg": 7.0, "sampler_name": "euler",
+            "scheduler": "normal", "denoise": 1.0}},
+        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+        "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "test"}}
+    })
+}
+
+/// comfy-bisect's client for `sim`.
+pub fn client(sim: &SimHandle) -> Client {
+    Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap()
+}
+
+/// A run request for the prompt `v` with limits sized for tests (every loop stays bounded in
+/// time).
+pub fn run_request(v: &Value) -> RunRequest {
+    let mut r = RunRequest::new(Workflow::from_json_str(&v.to_string(), "test.json").unwrap());
+    r.sample_interval = Duration::from_millis(50);
+    r.poll_interval = Duration::from_millis(100);
+    r.reconnect_window = Duration::from_secs(2);
+    r.interrupt_grace = Duration::from_secs(5);
+    r.settle = Duration::from_millis(20);
+    r.timeout = Duration::from_secs(60);
+    r.stall_timeout = Duration::from_secs(60);
+    r.queue_timeout = Duration::from_secs(60);
+    r
 }
 
 pub fn http() -> reqwest::Client {
@@ -134,6 +175,16 @@ pub async fn history_entry(base: &str, id: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("no history for {id}");
+}
+
+/// The last of a history entry's `status.messages` (`[type, data]`): its terminal event.
+pub fn last_history_message(entry: &Value) -> Value {
+    entry["status"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
 }
 
 pub fn types(msgs: &[Value]) -> Vec<String> {

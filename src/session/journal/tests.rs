@@ -152,3 +152,32 @@ fn failure_classes() {
     assert!(!Outcome::Interrupted.is_failure());
     assert!(!Outcome::Passed.is_failure());
 }
+
+#[test]
+fn the_preflight_environment_is_typed_and_an_unreadable_one_loads_as_none() {
+    let stats: crate::comfy::SystemStats = serde_json::from_str(
+        r#"{"system": {"os": "posix", "comfyui_version": "0.3.64", "argv": ["main.py", "--lowvram"],
+            "embedded_python": false},
+            "devices": [{"name": "cuda:0 X : native", "type": "cuda", "index": 0,
+            "vram_total": 1024, "vram_free": 512}]}"#,
+    )
+    .unwrap();
+    let mut s = sample();
+    s.environment = Some(stats.clone());
+    let text = serde_json::to_string(&s).unwrap();
+    let back: SessionFile = serde_json::from_str(&text).unwrap();
+    let env = back.environment.as_ref().unwrap();
+    assert_eq!(env, &stats);
+    assert_eq!(env.system.argv, ["main.py", "--lowvram"]);
+    // A field this version does not model is kept through the round trip.
+    assert_eq!(
+        env.system.extra.get("embedded_python"),
+        Some(&Value::Bool(false))
+    );
+    // Another shape (a hand-edited or foreign journal) does not stop the session loading.
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["environment"] = serde_json::json!("posix, 0.3.64");
+    let odd: SessionFile = serde_json::from_value(v).unwrap();
+    assert!(odd.environment.is_none());
+    assert_eq!(odd.workflows, s.workflows);
+}

@@ -2,7 +2,7 @@
 //! their ladder and runs, the verdicts) and of each run's `run.json`, with the questions the
 //! driver and the report ask of them. No I/O here (see [`super::files`]).
 
-use crate::comfy::Fingerprint;
+use crate::comfy::{Fingerprint, SystemStats};
 use crate::hashing::ComponentHash;
 use crate::ladder::{Kept, NotSeparable};
 use crate::workflow::Change;
@@ -48,9 +48,15 @@ pub struct SessionFile {
     /// The run submitted and not yet recorded, if any (what `resume` looks up first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<InFlight>,
-    /// Server fingerprint (`/system_stats`) taken at preflight.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment: Option<Value>,
+    /// The server's `/system_stats` answer at preflight (versions, devices, launch arguments;
+    /// fields this version does not model are kept). A stored value this version cannot read
+    /// loads as `None`: the report then takes the environment from the runs' records.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_system_stats"
+    )]
+    pub environment: Option<SystemStats>,
     /// Every environment fingerprint the session's runs saw, by id (each run names its own
     /// in `fingerprint`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -58,6 +64,15 @@ pub struct SessionFile {
     /// Environment changes seen between two runs, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drifts: Vec<Drift>,
+}
+
+/// Reads [`SessionFile::environment`] leniently: a value of another shape is `None` rather than
+/// a session that no longer loads.
+fn lenient_system_stats<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SystemStats>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// The environment changed between two runs of a session (`--on-drift`).
@@ -801,9 +816,9 @@ pub struct RunFile {
     /// Component hashes of the submitted workflow's model files.
     #[serde(default)]
     pub component_hashes: Vec<ComponentHash>,
-    /// Per-node component hashes: node id → sha256 of its canonical class_type + inputs.
+    /// Per-node component hashes: node id → sha256 (hex) of its canonical class_type + inputs.
     #[serde(default)]
-    pub node_hashes: serde_json::Map<String, Value>,
+    pub node_hashes: BTreeMap<String, String>,
     /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Fingerprint>,
