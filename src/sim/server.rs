@@ -678,8 +678,8 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
 
 /// `GET /view?filename=&subfolder=&type=`: the file the simulated node wrote, its container
 /// built by `sim/media.rs` (real structure, no pixels). Like aiohttp's `FileResponse` in the
-/// capture (`tests/fixtures/comfyui-outputs/range_raw.txt`): `Accept-Ranges: bytes` on every
-/// answer; `Range: bytes=a-b`, `bytes=a-` or `bytes=-n` answers 206 with `Content-Range:
+/// capture (`tests/fixtures/comfyui-outputs/range.json`): `Content-Disposition: filename="…"`;
+/// `Accept-Ranges: bytes` on every 200 and 206; `Range: bytes=a-b`, `bytes=a-` or `bytes=-n` answers 206 with `Content-Range:
 /// bytes s-e/size`; a range starting past the end answers 416 with `Content-Range: bytes
 /// */size`. With `channel` or `preview` (a re-encoded image) the Range is ignored and there is
 /// no `Accept-Ranges`.
@@ -704,8 +704,11 @@ fn view(inst: &Arc<Instance>, req: &Request) -> Response {
         Some(r) if ranges => parse_range(r, size),
         _ => None,
     };
-    let mut headers = Vec::new();
-    if ranges {
+    let mut headers = vec![(
+        "content-disposition",
+        format!("filename=\"{}\"", q("filename")),
+    )];
+    if ranges && range != Some(None) {
         headers.push(("accept-ranges", "bytes".to_string()));
     }
     match range {
