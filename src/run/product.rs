@@ -198,8 +198,9 @@ impl Product {
                 _ => format!("{format} {}", f.key),
             };
             let what = match (f.media, f.frames) {
-                // A record from before containers were read.
-                (None, _) if f.animated => format!("{what} animated"),
+                // A record from before containers were read: as it was shown then.
+                (None, _) if f.animated && f.width.is_some() => format!("{what} animated"),
+                (None, _) => what,
                 _ if !multi_frame(f) => what,
                 (_, Some(1)) => format!("{what}, 1 frame"),
                 (_, Some(n)) => format!("{what}, {n} frames"),
@@ -820,6 +821,33 @@ mod tests {
             m,
             ["SaveWEBM #2 wrote 5 frame(s), the graph asks for 6 (batch × frames)"]
         );
+    }
+
+    #[test]
+    fn a_product_recorded_before_containers_were_read_still_loads_and_reads_the_same() {
+        // product.files as run.json held them before `media` and `frames` existed.
+        let old = serde_json::json!({
+            "nodes": [{"node_id": "5", "class_type": "SaveAnimatedWEBP", "produced": "history"}],
+            "files": [
+                {"node_id": "5", "class_type": "SaveAnimatedWEBP", "key": "images",
+                 "filename": "a_00001_.webp", "subfolder": "", "type": "output",
+                 "format": "webp", "width": 64, "height": 64, "animated": true, "bytes": 348},
+                {"node_id": "6", "class_type": "SaveVideo", "key": "images",
+                 "filename": "v_00001_.mp4", "subfolder": "video", "type": "output",
+                 "format": "mp4", "animated": true, "bytes": 2147,
+                 "note": "a video: byte size only (frame count and size are not read)"}
+            ],
+            "mismatches": [],
+            "notes": []
+        });
+        let p: Product = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!((p.files[0].media, p.files[0].frames), (None, None));
+        assert_eq!(
+            p.summary().as_deref(),
+            Some("1 × WEBP 64×64 animated, 1 × MP4 images")
+        );
+        // Written back, it keeps its shape (no new keys appear).
+        assert_eq!(serde_json::to_value(&p).unwrap()["files"], old["files"]);
     }
 
     #[test]
