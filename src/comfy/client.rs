@@ -705,6 +705,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_file_size_comes_from_content_range() {
+        // The Content-Range values of ComfyUI's 206 and 416 answers
+        // (tests/fixtures/comfyui-outputs/range.json).
+        assert_eq!(range_total("bytes 0-99/3736"), Some(3736));
+        assert_eq!(range_total("bytes 3636-3735/3736"), Some(3736));
+        assert_eq!(range_total("bytes */3736"), Some(3736));
+        assert_eq!(range_total("bytes 0-99/*"), None);
+        assert_eq!(range_total("items 0-9/10"), None);
+        assert_eq!(range_total(""), None);
+    }
+
+    #[test]
     fn ws_url_follows_the_http_scheme_and_prefix() {
         let c = Client::new("http://127.0.0.1:8188", ExtraHeaders::new()).unwrap();
         assert_eq!(c.ws_url("abc"), "ws://127.0.0.1:8188/ws?clientId=abc");
