@@ -1,9 +1,10 @@
 //! The run's product: after ComfyUI calls a prompt a success, every output node it executed
 //! must have produced its outputs in `/history`. Each output file is recorded (node, class,
-//! file, subfolder, type), images with their width × height read from the file's header through
-//! `/view` (only the first bytes), and compared with what the variant asked for
+//! file, subfolder, type) with what its container says, read through `/view` within a bound
+//! ([`crate::comfy::container`]: images their header's width × height; videos and animated
+//! images also their frames), and compared with what the variant asked for
 //! ([`crate::ladder::product`]). A missing output makes the run fail with kind
-//! `incomplete_output`; a size or count mismatch is a warning.
+//! `incomplete_output`; a size, count or frame mismatch is a warning.
 //!
 //! Which nodes are output nodes comes from the server itself: the history entry's
 //! `outputs_to_execute` (`prompt[4]`), the output nodes of the prompt by their `OUTPUT_NODE`
