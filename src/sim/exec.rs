@@ -921,6 +921,8 @@ fn output_ui(
                 "webm"
             } else if format.contains("gif") {
                 "gif"
+            } else if format == "image/webp" {
+                "webp"
             } else {
                 "mp4"
             };
