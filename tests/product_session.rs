@@ -145,6 +145,32 @@ fn submit_says_which_output_node_produced_nothing() {
     assert!(all.contains("product: 4 × PNG 1536×2048"), "{all}");
 }
 
+/// Without the fault the same target passes every step, and the detailer's mask preview is a
+/// real file: the simulator serves it at the mask's size, the detailer's image size (a mask is
+/// per image), which is what the SaveImage of that run wrote.
+#[test]
+fn the_detailer_mask_preview_is_served_at_the_images_size() {
+    let sim = Sim::with_faults(BIG_CARD, Faults::default());
+    let b = bisect_workflow(&sim, &target_with_detailer_preview(), &[]);
+    let last = b.job().steps.len() - 1;
+    let run = b.main_run(last);
+    assert_eq!(run.outcome, Some(Outcome::Passed), "{}", b.text());
+    let file: RunFile = read_json(&b.dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+    let p = file.record.product.as_ref().unwrap();
+    let size = |id: &str| {
+        let f = p
+            .files
+            .iter()
+            .find(|f| f.node_id == id)
+            .unwrap_or_else(|| panic!("{p:?}"));
+        assert_eq!(f.note, None, "{f:?}");
+        (f.width, f.height)
+    };
+    assert_eq!(size("22"), size("9"));
+    // 768×1024 through the example's ×2 upscaler.
+    assert_eq!(size("9"), (Some(1536), Some(2048)));
+}
+
 /// The Done-when of issue 14: "a session with a silently missing output fails at that step".
 /// The ladder keeps the SaveImage in every variant, so a class-wide fault fails step 0
 /// (above); what makes an output node appear later is the ladder itself: the detailer's mask

@@ -670,6 +670,7 @@ async fn run_node(
     let image = links
         .get("images")
         .or_else(|| links.get("video"))
+        .or_else(|| links.get("mask"))
         .and_then(|v| match v {
             Val::Image(img) => Some(*img),
             _ => None,

@@ -178,6 +178,8 @@ impl Val {
                 | (Val::Image(_), "IMAGE")
                 // CreateVideo's VIDEO carries its images (what SaveVideo writes as frames).
                 | (Val::Image(_), "VIDEO")
+                // A mask is per image, the images' height × width (what MaskPreview writes).
+                | (Val::Image(_), "MASK")
                 | (Val::Upscale { .. }, "UPSCALE_MODEL")
                 | (Val::Guider { .. }, "GUIDER")
                 | (Val::Sigmas(_), "SIGMAS")
