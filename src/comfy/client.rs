@@ -371,16 +371,19 @@ impl Client {
             Some(from) => format!("{route} (Range: bytes={from}-)"),
             None => route,
         };
-        let mut req = self
-            .http
-            .get(url.clone())
-            .headers(self.headers.to_header_map())
-            .timeout(self.request_timeout);
-        if let Some(from) = read.from {
-            req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
-        }
+        let build = || {
+            let req = self
+                .http
+                .get(url.clone())
+                .headers(self.headers.to_header_map())
+                .timeout(self.request_timeout);
+            match read.from {
+                Some(from) => req.header(reqwest::header::RANGE, format!("bytes={from}-")),
+                None => req,
+            }
+        };
         let result = async {
-            let mut resp = req.send().await?;
+            let mut resp = send_idempotent(true, build).await?;
             let status = resp.status().as_u16();
             let header = |name: reqwest::header::HeaderName| {
                 resp.headers()
@@ -516,18 +519,21 @@ impl Client {
     ) -> Result<(u16, String), ClientError> {
         let url = self.url_for(route);
         let started = Instant::now();
-        let mut req = match method {
-            "POST" => self.http.post(url.clone()),
-            "PATCH" => self.http.patch(url.clone()),
-            _ => self.http.get(url.clone()),
-        }
-        .headers(self.headers.to_header_map())
-        .timeout(self.request_timeout);
-        if let Some(b) = &body {
-            req = req.json(b);
-        }
+        let build = || {
+            let req = match method {
+                "POST" => self.http.post(url.clone()),
+                "PATCH" => self.http.patch(url.clone()),
+                _ => self.http.get(url.clone()),
+            }
+            .headers(self.headers.to_header_map())
+            .timeout(self.request_timeout);
+            match &body {
+                Some(b) => req.json(b),
+                None => req,
+            }
+        };
         let result = async {
-            let resp = req.send().await?;
+            let resp = send_idempotent(method == "GET", build).await?;
             let status = resp.status().as_u16();
             let text = resp.text().await?;
             Ok::<_, reqwest::Error>((status, text))
@@ -563,7 +569,43 @@ impl Client {
     }
 }
 
-/// The error for a request that got no answer, noted in its exchange record too.
+/// How many times an idempotent request is sent again when it went out on a pooled
+/// connection the server had already closed.
+const STALE_CONNECTION_RETRIES: usize = 3;
+
+/// Sends the request `build` makes. An idempotent one (a GET) is sent again on a fresh
+/// connection when the pooled keep-alive connection it went out on turns out closed — the
+/// server restarted or dropped idle connections, and the request raced the close
+/// ("connection closed before message completed"). A POST is never repeated: `/prompt`
+/// could queue twice.
+async fn send_idempotent(
+    idempotent: bool,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let mut tries = 0;
+    loop {
+        match build().send().await {
+            Err(e) if idempotent && tries < STALE_CONNECTION_RETRIES && stale_connection(&e) => {
+                tries += 1;
+                tracing::debug!("pooled connection was closed by the server; sending again: {e}");
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether the request failed because its (reused) connection closed before any answer.
+fn stale_connection(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message() || h.is_canceled();
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// The total of a `Content-Range: bytes a-b/total` answer (`None` for `*`).
 fn range_total(v: &str) -> Option<u64> {
     v.trim()
@@ -575,6 +617,7 @@ fn range_total(v: &str) -> Option<u64> {
         .ok()
 }
 
+/// The error for a request that got no answer, noted in its exchange record too.
 fn unreachable(exchange: &mut HttpExchange, url: &str, e: &reqwest::Error) -> ClientError {
     let detail = describe_reqwest_error(e);
     exchange.error = Some(detail.clone());
@@ -791,6 +834,81 @@ mod tests {
         );
         assert_eq!(redact_url_credentials("u:PW#@host"), "<credentials>@host");
         assert_eq!(redact_url_credentials("http://host/"), "http://host/");
+    }
+
+    /// A server that answers the first request of its first connection with keep-alive, then
+    /// closes that connection when the next request arrives on it, without an answer (the
+    /// race a restarted server leaves in the pool); every later connection is answered.
+    async fn server_closing_its_first_kept_alive_connection() -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut first = true;
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let answers_left = if first { 1 } else { usize::MAX };
+                first = false;
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut answered = 0;
+                    loop {
+                        let mut chunk = [0u8; 1024];
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            buf.drain(..end + 4);
+                            if answered == answers_left {
+                                return; // closes the connection, the request unanswered
+                            }
+                            answered += 1;
+                            let body = r#"{"supports_preview_metadata": true}"#;
+                            let answer = format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                 content-length: {}\r\n\r\n{body}",
+                                body.len()
+                            );
+                            if sock.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_get_on_a_pooled_connection_the_server_closed_is_sent_again() {
+        let addr = server_closing_its_first_kept_alive_connection().await;
+        let c = Client::new(&format!("http://{addr}"), ExtraHeaders::new()).unwrap();
+        assert_eq!(
+            c.features().await.unwrap()["supports_preview_metadata"],
+            true
+        );
+        // Goes out on the kept-alive connection, which the server closes unanswered.
+        assert_eq!(
+            c.features().await.unwrap()["supports_preview_metadata"],
+            true
+        );
+    }
+
+    #[tokio::test]
+    async fn a_post_on_a_pooled_connection_the_server_closed_is_not_repeated() {
+        let addr = server_closing_its_first_kept_alive_connection().await;
+        let c = Client::new(&format!("http://{addr}"), ExtraHeaders::new()).unwrap();
+        c.features().await.unwrap();
+        let err = c.free(true, true).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("connection closed before message completed"),
+            "{err}"
+        );
     }
 
     #[test]
