@@ -594,12 +594,23 @@ async fn send_idempotent(
     }
 }
 
-/// Whether the request failed because its (reused) connection closed before any answer.
+/// Whether the request failed because its (reused) connection was closed or reset before
+/// any answer: hyper's incomplete message or canceled request, or a reset, aborted or broken
+/// socket under it. A refused or timed-out connection is not this.
 fn stale_connection(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() {
+        return false;
+    }
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message() || h.is_canceled();
+            if h.is_incomplete_message() || h.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            return matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe);
         }
         source = s.source();
     }
@@ -839,7 +850,8 @@ mod tests {
     /// A server that answers the first request of its first connection with keep-alive, then
     /// closes that connection when the next request arrives on it, without an answer (the
     /// race a restarted server leaves in the pool); every later connection is answered.
-    async fn server_closing_its_first_kept_alive_connection() -> std::net::SocketAddr {
+    /// With `reset`, the close is an RST (linger 0), as when unread data is left behind.
+    async fn server_closing_its_first_kept_alive_connection(reset: bool) -> std::net::SocketAddr {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -863,6 +875,9 @@ mod tests {
                         while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                             buf.drain(..end + 4);
                             if answered == answers_left {
+                                if reset {
+                                    let _ = sock.set_linger(Some(Duration::ZERO));
+                                }
                                 return; // closes the connection, the request unanswered
                             }
                             answered += 1;
@@ -885,22 +900,26 @@ mod tests {
 
     #[tokio::test]
     async fn a_get_on_a_pooled_connection_the_server_closed_is_sent_again() {
-        let addr = server_closing_its_first_kept_alive_connection().await;
-        let c = Client::new(&format!("http://{addr}"), ExtraHeaders::new()).unwrap();
-        assert_eq!(
-            c.features().await.unwrap()["supports_preview_metadata"],
-            true
-        );
-        // Goes out on the kept-alive connection, which the server closes unanswered.
-        assert_eq!(
-            c.features().await.unwrap()["supports_preview_metadata"],
-            true
-        );
+        for reset in [false, true] {
+            let addr = server_closing_its_first_kept_alive_connection(reset).await;
+            let c = Client::new(&format!("http://{addr}"), ExtraHeaders::new()).unwrap();
+            assert_eq!(
+                c.features().await.unwrap()["supports_preview_metadata"],
+                true
+            );
+            // Goes out on the kept-alive connection, which the server closes unanswered.
+            let again = c.features().await;
+            assert_eq!(
+                again.unwrap()["supports_preview_metadata"],
+                true,
+                "reset: {reset}"
+            );
+        }
     }
 
     #[tokio::test]
     async fn a_post_on_a_pooled_connection_the_server_closed_is_not_repeated() {
-        let addr = server_closing_its_first_kept_alive_connection().await;
+        let addr = server_closing_its_first_kept_alive_connection(false).await;
         let c = Client::new(&format!("http://{addr}"), ExtraHeaders::new()).unwrap();
         c.features().await.unwrap();
         let err = c.free(true, true).await.unwrap_err();
