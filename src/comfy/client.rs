@@ -876,7 +876,7 @@ mod tests {
                             buf.drain(..end + 4);
                             if answered == answers_left {
                                 if reset {
-                                    let _ = sock.set_linger(Some(Duration::ZERO));
+                                    let _ = sock.set_zero_linger();
                                 }
                                 return; // closes the connection, the request unanswered
                             }
