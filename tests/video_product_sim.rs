@@ -4,13 +4,13 @@
 //! the graph asks for; the `short-video=N` fault makes the files shorter and the mismatch a
 //! warning, not a failure.
 
+mod sim_common;
+
 use comfy_bisect::comfy::container::MediaKind;
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::run::{execute, OutcomeKind, RunRecord, RunRequest};
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect::sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
-use std::time::Duration;
+use sim_common::{client, run_request, sim};
 
 /// Eight 64×48 frames (an EmptyImage batch, as in the real captures) into each animated and
 /// video saver of ComfyUI 0.3.64 and into VideoHelperSuite's combine node (a GIF), and a batch
@@ -47,23 +47,10 @@ fn big_videos() -> Value {
     })
 }
 
-fn request(v: &Value) -> RunRequest {
-    let mut r = RunRequest::new(Workflow::from_json_str(&v.to_string(), "t.json").unwrap());
-    r.sample_interval = Duration::from_millis(50);
-    r.poll_interval = Duration::from_millis(100);
-    r.reconnect_window = Duration::from_secs(2);
-    r.settle = Duration::from_millis(20);
-    r.timeout = Duration::from_secs(60);
-    r.stall_timeout = Duration::from_secs(60);
-    r.queue_timeout = Duration::from_secs(60);
-    r
-}
-
 async fn run_workflow(workflow: &Value, faults: Faults) -> RunRecord {
     let config = SimConfig::default().with_vram_gib(12).with_faults(faults);
-    let sim: SimHandle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let client = Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap();
-    execute(&client, request(workflow)).await
+    let sim: SimHandle = sim(config).await;
+    execute(&client(&sim), run_request(workflow)).await
 }
 
 async fn run(faults: Faults) -> RunRecord {
@@ -275,9 +262,8 @@ async fn view_answers_ranges_like_the_capture() {
     )
     .unwrap();
     let config = SimConfig::default().with_vram_gib(12);
-    let sim: SimHandle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let client = Client::new(&sim.base_url(), ExtraHeaders::new()).unwrap();
-    let r = execute(&client, request(&savers())).await;
+    let sim: SimHandle = sim(config).await;
+    let r = execute(&client(&sim), run_request(&savers())).await;
     let p = r.product.unwrap();
     let sim_file = |ext: &str| {
         let f = p
