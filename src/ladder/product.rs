@@ -73,6 +73,17 @@ fn linked<'a>(w: &'a Workflow, node: &str, name: &str) -> Option<&'a str> {
         .map(|l| l.node.as_str())
 }
 
+impl ExpectedImages {
+    /// The same images scaled by `s` on both sides, rounded as ComfyUI rounds.
+    fn scaled(self, s: f64) -> ExpectedImages {
+        ExpectedImages {
+            width: round(self.width as f64 * s),
+            height: round(self.height as f64 * s),
+            ..self
+        }
+    }
+}
+
 fn round(x: f64) -> u64 {
     x.round().max(1.0) as u64
 }
@@ -111,21 +122,13 @@ fn image_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
         "ImageScaleBy" => {
             let u = up("image")?;
             let s = num(w, node, "scale_by")?;
-            Some(ExpectedImages {
-                width: round(u.width as f64 * s),
-                height: round(u.height as f64 * s),
-                ..u
-            })
+            Some(u.scaled(s))
         }
         "ImageScaleToTotalPixels" => {
             let u = up("image")?;
             let total = num(w, node, "megapixels")? * 1024.0 * 1024.0;
             let s = (total / (u.width * u.height) as f64).sqrt();
-            Some(ExpectedImages {
-                width: round(u.width as f64 * s),
-                height: round(u.height as f64 * s),
-                ..u
-            })
+            Some(u.scaled(s))
         }
         "ImageUpscaleWithModel" => {
             let u = up("image")?;
@@ -136,11 +139,7 @@ fn image_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
                 .filter_map(Input::as_literal)
                 .filter_map(Value::as_str)
                 .find_map(super::passes::model_scale)?;
-            Some(ExpectedImages {
-                width: round(u.width as f64 * s),
-                height: round(u.height as f64 * s),
-                ..u
-            })
+            Some(u.scaled(s))
         }
         "RepeatImageBatch" => {
             let u = up("image")?;
