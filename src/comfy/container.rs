@@ -11,7 +11,7 @@
 //! Formats whose frame count needs the whole file (GIF, animated WebP, WebM) are counted only
 //! when the file is no larger than that.
 
-use super::media::{self, Header};
+use super::media::{self, be16, be32, le32, Header};
 use serde::{Deserialize, Serialize};
 
 /// Most bytes read from one place of a file: the head (or the whole file for the formats that
@@ -157,18 +157,6 @@ pub fn probe(head: &[u8], total: Option<u64>, animated: bool) -> Probe {
 /// from there on.
 pub fn probe_at(buf: &[u8], at: u64, total: Option<u64>) -> Probe {
     mp4(buf, at, total)
-}
-
-fn be16(b: &[u8]) -> u32 {
-    u16::from_be_bytes([b[0], b[1]]) as u32
-}
-
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn le32(b: &[u8]) -> u32 {
-    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// Whether the whole file is in `buf` (its declared size, else `total`).

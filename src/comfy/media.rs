@@ -74,12 +74,23 @@ fn info(format: &str, width: u32, height: u32, animated: bool) -> Header {
     })
 }
 
-fn be32(b: &[u8]) -> u32 {
+// Byte readers for the header and container parsers (`container.rs` too); the caller has
+// checked the length.
+
+pub(super) fn be16(b: &[u8]) -> u32 {
+    u16::from_be_bytes([b[0], b[1]]) as u32
+}
+
+pub(super) fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-fn le16(b: &[u8]) -> u32 {
+pub(super) fn le16(b: &[u8]) -> u32 {
     u16::from_le_bytes([b[0], b[1]]) as u32
+}
+
+pub(super) fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
 fn le24(b: &[u8]) -> u32 {

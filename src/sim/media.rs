@@ -44,28 +44,12 @@ pub(crate) fn file_bytes(name: &str, f: &SimFile) -> Option<(&'static str, Vec<u
     })
 }
 
-/// CRC-32 (IEEE) as PNG chunks use it.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &b in bytes {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend((data.len() as u32).to_be_bytes());
     let mut body = kind.to_vec();
     body.extend(data);
     out.extend(&body);
-    out.extend(crc32(&body).to_be_bytes());
+    out.extend(crc32fast::hash(&body).to_be_bytes());
 }
 
 fn ihdr(width: u32, height: u32) -> Vec<u8> {
