@@ -39,12 +39,12 @@
 
 mod common;
 
-use comfy_bisect::comfy::media::{self, Header};
-use comfy_bisect::comfy::{Client, ExtraHeaders, ViewFile};
-use comfy_bisect::run::{execute_with, RawEvent, RunEvent, RunObserver, RunRequest};
-use comfy_bisect::session::journal::write_json_atomic;
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::comfy::media::{self, Header};
+use comfy_bisect_core::comfy::{Client, ExtraHeaders, ViewFile};
+use comfy_bisect_core::run::{execute_with, RawEvent, RunEvent, RunObserver, RunRequest};
+use comfy_bisect_core::session::journal::write_json_atomic;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle};
 use common::{ms, stats, Stats, WsTap};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -361,7 +361,10 @@ async fn session_pass(tap: &WsTap, steps: u64, repeat: usize, dir: &Path) -> Ses
     let status = tokio::task::spawn_blocking(move || {
         Command::new(TOOL)
             .args(&args)
-            .env("COMFY_BISECT_LOG", "comfy_bisect::session::driver=debug")
+            .env(
+                "COMFY_BISECT_LOG",
+                "comfy_bisect_core::session::driver=debug",
+            )
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -536,7 +539,7 @@ async fn console_and_product(
     }
     sim.set_faults(Faults::default());
     let client = Client::new(&sim.base_url(), ExtraHeaders::new()).expect("client");
-    let record = comfy_bisect::run::execute(&client, request(steps, 5000, false)).await;
+    let record = comfy_bisect_core::run::execute(&client, request(steps, 5000, false)).await;
     let files = record.product.map(|p| p.files).unwrap_or_default();
     let mut subscribe = Vec::new();
     let mut view = Vec::new();

@@ -14,7 +14,7 @@
 
 mod common;
 
-use comfy_bisect::sim::{start, SimConfig};
+use comfy_bisect_sim::{start, SimConfig};
 use common::{median, Previews, WsTap};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,7 +13,7 @@
 //! hashing process, from /proc): on a busy machine the wall clock mostly measures the other load,
 //! while CPU time measures what hashing costs.
 
-use comfy_bisect::hashing::{hash_file_with, hash_files, HashCache, HashOptions};
+use comfy_bisect_core::hashing::{hash_file_with, hash_files, HashCache, HashOptions};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -4,10 +4,10 @@
 //!
 //! Run: `cargo bench --bench plan` (results are recorded in docs/PERFORMANCE.md).
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::ladder::{plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::{parse_api, Workflow};
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::ladder::{plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::{parse_api, Workflow};
 use serde_json::{json, Map, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};

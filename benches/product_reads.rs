@@ -10,11 +10,11 @@
 
 mod common;
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::run::product::{read_headers, Product};
-use comfy_bisect::run::{execute, RunRequest};
-use comfy_bisect::sim::{start, SimConfig};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::run::product::{read_headers, Product};
+use comfy_bisect_core::run::{execute, RunRequest};
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, SimConfig};
 use common::{load, ms, stats, Stats};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -79,7 +79,7 @@ fn main() {
             let mut last = None;
             for _ in 0..reads {
                 let mut one = Product {
-                    files: vec![comfy_bisect::run::product::OutputFile {
+                    files: vec![comfy_bisect_core::run::product::OutputFile {
                         animated: f.animated,
                         ..blank(f)
                     }],
@@ -106,8 +106,10 @@ fn main() {
 }
 
 /// The history's view of a file: name, place and flags, nothing read yet.
-fn blank(f: &comfy_bisect::run::product::OutputFile) -> comfy_bisect::run::product::OutputFile {
-    comfy_bisect::run::product::OutputFile {
+fn blank(
+    f: &comfy_bisect_core::run::product::OutputFile,
+) -> comfy_bisect_core::run::product::OutputFile {
+    comfy_bisect_core::run::product::OutputFile {
         node_id: f.node_id.clone(),
         class_type: f.class_type.clone(),
         key: f.key.clone(),

@@ -12,8 +12,8 @@
 //! Target: binary ≤ ⌈log2(n+1)⌉ + 2 runs for a ladder of n increments (n + 1 variants).
 //! Exits with status 1 if a verdict names the wrong step or the target is missed.
 
-use comfy_bisect::session::journal::{run_dir_name, RunSummary};
-use comfy_bisect::session::{
+use comfy_bisect_core::session::journal::{run_dir_name, RunSummary};
+use comfy_bisect_core::session::{
     decide, Decision, Outcome, Phase, RunEntry, RunRole, RunStatus, SessionOptions, StepInfo,
     Strategy, Verdict, WorkflowJob,
 };

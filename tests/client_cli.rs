@@ -1,8 +1,8 @@
 //! `comfy-bisect submit` as a user runs it: against the simulator, with Ctrl-C, and against a
 //! server that is not there.
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::sim::{start, SimConfig};
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_sim::{start, SimConfig};
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Extra headers (reverse-proxy auth) reach both the HTTP requests and the WebSocket handshake,
 //! and no Origin header is sent (ComfyUI answers 403 to a mismatching Origin on loopback).
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::thread;

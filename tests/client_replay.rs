@@ -2,8 +2,8 @@
 //! the event tracker and checks the outcome it derives for each submitted prompt, and that the
 //! captured `/history/{id}` answers agree with it.
 
-use comfy_bisect::comfy::protocol::HistoryEntry;
-use comfy_bisect::comfy::{EventTracker, Terminal, TerminalKind};
+use comfy_bisect_core::comfy::protocol::HistoryEntry;
+use comfy_bisect_core::comfy::{EventTracker, Terminal, TerminalKind};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -74,7 +74,7 @@ fn kind(t: &EventTracker) -> Option<TerminalKind> {
     t.terminal().map(Terminal::kind)
 }
 
-fn error_of(t: &EventTracker) -> &comfy_bisect::comfy::ExecutionError {
+fn error_of(t: &EventTracker) -> &comfy_bisect_core::comfy::ExecutionError {
     match t.terminal() {
         Some(Terminal::Error(e)) => e,
         other => panic!("expected an execution_error, got {other:?}"),

@@ -2,7 +2,7 @@
 //! fetched by `validate`, `plan` and `bisect` honour URL credentials (never printed), a bare
 //! `host:port`, `--header`, and the request timeout, like `submit` does.
 
-use comfy_bisect::sim::{start, SimConfig};
+use comfy_bisect_sim::{start, SimConfig};
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -2,8 +2,10 @@
 //! `internal_logs_raw_*` body of `tests/fixtures/comfyui/` turns into the memory events the
 //! server printed (ComfyUI 0.3.64; see that folder's README).
 
-use comfy_bisect::comfy::console::{memory_events, BarState, LoadFigures, MemoryEvent, VaeStage};
-use comfy_bisect::comfy::{LogEntry, LogsData};
+use comfy_bisect_core::comfy::console::{
+    memory_events, BarState, LoadFigures, MemoryEvent, VaeStage,
+};
+use comfy_bisect_core::comfy::{LogEntry, LogsData};
 use serde_json::Value;
 
 const DIR: &str = "tests/fixtures/comfyui";
@@ -195,13 +197,13 @@ fn the_diagnosis_reads_the_same_lines_through_the_same_parser() {
         .iter()
         .map(|e| e.m.as_str())
         .collect();
-    let parsed = comfy_bisect::diagnose::parse_input(&text).unwrap();
+    let parsed = comfy_bisect_core::diagnose::parse_input(&text).unwrap();
     assert_eq!(
         parsed.signals.tail,
-        Some(comfy_bisect::diagnose::ConsoleTail::TiledDecodeRetry)
+        Some(comfy_bisect_core::diagnose::ConsoleTail::TiledDecodeRetry)
     );
     assert_eq!(parsed.signals.sampling_bar, Some((2, 2)), "{:?}", parsed);
     // The run record's route: its own server.log lines give the same signals.
-    let signals = comfy_bisect::diagnose::console_signals(&text);
+    let signals = comfy_bisect_core::diagnose::console_signals(&text);
     assert_eq!(signals.tail, parsed.signals.tail);
 }

@@ -5,9 +5,9 @@
 
 mod sim_common;
 
-use comfy_bisect::comfy::{MemoryEvent, VaeStage};
-use comfy_bisect::run::{execute, OutcomeKind, RunRecord};
-use comfy_bisect::sim::{Faults, SimConfig};
+use comfy_bisect_core::comfy::{MemoryEvent, VaeStage};
+use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::{client, run_request as request, sim};
 use std::time::{Duration, Instant};

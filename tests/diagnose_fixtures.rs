@@ -2,7 +2,7 @@
 //! bodies, the WebSocket transcripts of failed and interrupted runs, and the execution_error
 //! message shapes cut out of them.
 
-use comfy_bisect::diagnose::{self, Diagnosis, Kind, RunOutcomeHint, Stage};
+use comfy_bisect_core::diagnose::{self, Diagnosis, Kind, RunOutcomeHint, Stage};
 use serde_json::{json, Value};
 
 const DIR: &str = "tests/fixtures/comfyui";

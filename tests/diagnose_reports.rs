@@ -3,7 +3,7 @@
 //! reproduced (±0.01 MiB) with nothing invented. Accuracy per kind and per stage is printed
 //! (`cargo test --test diagnose_reports -- --nocapture`).
 
-use comfy_bisect::diagnose::{self, Diagnosis, Evidence, Kind, ParsedInput};
+use comfy_bisect_core::diagnose::{self, Diagnosis, Evidence, Kind, ParsedInput};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

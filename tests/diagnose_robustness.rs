@@ -2,7 +2,7 @@
 //! invariants (root cause unknown, stage among the open stages, fragmentation only "not proven").
 //! Inputs come from a fixed-seed PRNG, so a failure reproduces.
 
-use comfy_bisect::diagnose::{self, Diagnosis};
+use comfy_bisect_core::diagnose::{self, Diagnosis};
 use serde_json::Value;
 
 /// xorshift64*: small, deterministic, good enough to shuffle test inputs.

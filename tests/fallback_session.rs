@@ -5,8 +5,8 @@
 
 mod session_support;
 
-use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_core::session::index;
+use comfy_bisect_core::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
 use serde_json::Value;
 use session_support::*;
 

@@ -1,10 +1,10 @@
 //! The environment fingerprint's cost on the simulator: `/object_info` is fetched only when
 //! something suggests the node set may have changed, and reused otherwise.
 
-use comfy_bisect::comfy::{Client, ExtraHeaders, Fingerprinter};
-use comfy_bisect::run::{execute, RunRequest};
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, EXTRA_PACK};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders, Fingerprinter};
+use comfy_bisect_core::run::{execute, RunRequest};
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, EXTRA_PACK};
 use serde_json::json;
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! The foundation as a user meets it: `hash` and `validate` on files, structural errors with
 //! file/node/class/input named, canonical hashing, and validation over the official templates.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::validate::{validate, ProblemKind};
-use comfy_bisect::workflow::{load_api_file, LoadError, Workflow};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::validate::{validate, ProblemKind};
+use comfy_bisect_core::workflow::{load_api_file, LoadError, Workflow};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,7 +138,7 @@ fn canonical_via_tree(wf: &Workflow) -> Vec<u8> {
             .map(|(id, n)| (id.clone(), n.to_value(false)))
             .collect(),
     );
-    comfy_bisect::workflow::canonical_json(&tree).into_bytes()
+    comfy_bisect_core::workflow::canonical_json(&tree).into_bytes()
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Hashing library: digests, cache, parallel hashing, locating model files, model references.
 
-use comfy_bisect::hashing::{
+use comfy_bisect_core::hashing::{
     hash_components, hash_file, hash_file_with, hash_files, locate, model_references,
     ComponentHash, ComponentStatus, HashCache, HashOptions, Location, ModelRef,
 };
@@ -131,7 +131,7 @@ fn cache_hit_reads_zero_bytes_and_survives_a_reload() {
     assert_eq!(second.size, first.size);
 }
 
-fn hash_one(file: &Path, cache: &mut HashCache) -> comfy_bisect::hashing::FileHash {
+fn hash_one(file: &Path, cache: &mut HashCache) -> comfy_bisect_core::hashing::FileHash {
     hash_files(&[file.to_path_buf()], Some(cache), &HashOptions::default())
         .remove(0)
         .unwrap()

@@ -4,14 +4,14 @@
 //! password in a server URL never reaches an error message or the printed URL.
 
 use clap::Parser;
-use comfy_bisect::catalog::Catalog;
 use comfy_bisect::cli::common::parse_positive_duration;
 use comfy_bisect::cli::Cli;
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::ladder::{plan, Increment, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::session::schedule::{parse_duration, parse_when, MAX_DURATION};
-use comfy_bisect::workflow::{load_api_file, Workflow};
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::ladder::{plan, Increment, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::session::schedule::{parse_duration, parse_when, MAX_DURATION};
+use comfy_bisect_core::workflow::{load_api_file, Workflow};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 use std::time::Duration;

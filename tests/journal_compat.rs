@@ -3,9 +3,9 @@
 //! `workflows/sd15_txt2img_lora_upscale.json` on the simulator; see tests/fixtures/README.md).
 //! Users resume such sessions overnight, so the on-disk shape must not change under them.
 
-use comfy_bisect::report::session_report;
-use comfy_bisect::session::journal::{read_json, RunFile, SessionFile, SessionPaths, Verdict};
-use comfy_bisect::workflow::Change;
+use comfy_bisect_core::report::session_report;
+use comfy_bisect_core::session::journal::{read_json, RunFile, SessionFile, SessionPaths, Verdict};
+use comfy_bisect_core::workflow::Change;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -1,11 +1,11 @@
 //! One test per reduction, on small hand-made graphs checked against real node definitions
 //! (the newer core fixture plus the custom-node packs).
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::ladder::{plan, Increment, Plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::validate::validate;
-use comfy_bisect::workflow::{parse_api, Input, Link, Workflow};
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::ladder::{plan, Increment, Plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::validate::validate;
+use comfy_bisect_core::workflow::{parse_api, Input, Link, Workflow};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 
@@ -417,11 +417,11 @@ fn pixel_hires() -> Value {
         .unwrap()
 }
 
-fn second_pass_note(p: &Plan, step: usize) -> Option<&comfy_bisect::workflow::Change> {
+fn second_pass_note(p: &Plan, step: usize) -> Option<&comfy_bisect_core::workflow::Change> {
     p.steps[step]
         .changes
         .iter()
-        .find(|c| c.action == comfy_bisect::ladder::SECOND_PASS)
+        .find(|c| c.action == comfy_bisect_core::ladder::SECOND_PASS)
 }
 
 #[test]
@@ -545,7 +545,7 @@ fn chained_second_passes_all_go_and_come_back_together() {
     let notes: Vec<_> = p.steps[last]
         .changes
         .iter()
-        .filter(|c| c.action == comfy_bisect::ladder::SECOND_PASS)
+        .filter(|c| c.action == comfy_bisect_core::ladder::SECOND_PASS)
         .map(|c| (c.node.clone(), c.to.clone()))
         .collect();
     assert_eq!(
@@ -559,11 +559,11 @@ fn chained_second_passes_all_go_and_come_back_together() {
 
 /// Every widget input of `class` at its default (first option for combos).
 fn widget_defaults(class: &str) -> serde_json::Map<String, Value> {
-    use comfy_bisect::nodedefs::InputKind;
+    use comfy_bisect_core::nodedefs::InputKind;
     let def = defs().get(class).unwrap();
     let mut m = serde_json::Map::new();
     for i in def.visible_inputs() {
-        if i.section != comfy_bisect::nodedefs::Section::Required {
+        if i.section != comfy_bisect_core::nodedefs::Section::Required {
             continue;
         }
         let v = match (&i.kind, i.default_value()) {

@@ -6,12 +6,12 @@
 //! model saver (`executed` with a null output) and a fully cached video pass, and the image
 //! header parser reads the captured animated files' sizes.
 
-use comfy_bisect::comfy::events::EventTracker;
-use comfy_bisect::comfy::media::{self, Header};
-use comfy_bisect::comfy::protocol::PromptResponse;
-use comfy_bisect::comfy::HistoryEntry;
-use comfy_bisect::run::product::{check, Produced, Product, NO_HISTORY_OUTPUT};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::comfy::events::EventTracker;
+use comfy_bisect_core::comfy::media::{self, Header};
+use comfy_bisect_core::comfy::protocol::PromptResponse;
+use comfy_bisect_core::comfy::HistoryEntry;
+use comfy_bisect_core::run::product::{check, Produced, Product, NO_HISTORY_OUTPUT};
+use comfy_bisect_core::workflow::Workflow;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;

@@ -2,11 +2,11 @@
 //! custom-node fixture. Each plan must succeed, every step must validate, the last step must be
 //! the target (same canonical hash), and the minimal variant must be minimal.
 
-use comfy_bisect::catalog::{Catalog, Role};
-use comfy_bisect::ladder::{plan, Plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::validate::validate;
-use comfy_bisect::workflow::{load_api_file, Input, Workflow};
+use comfy_bisect_core::catalog::{Catalog, Role};
+use comfy_bisect_core::ladder::{plan, Plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::validate::validate;
+use comfy_bisect_core::workflow::{load_api_file, Input, Workflow};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

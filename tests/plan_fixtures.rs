@@ -2,10 +2,10 @@
 //! --min-frames 1`; where an expected file removes block swap or attention patches, the
 //! "memory savers are kept" rule wins).
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::ladder::{plan, Increment, Plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::load_api_file;
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::ladder::{plan, Increment, Plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::load_api_file;
 use serde_json::json;
 use std::path::Path;
 

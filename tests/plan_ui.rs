@@ -2,8 +2,8 @@
 //! submitted, and the original UI file with the same edits made the UI way. Converting the UI
 //! version back gives exactly the API variant (same canonical hash).
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::{load_api_file, ui};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::{load_api_file, ui};
 use std::path::Path;
 use std::process::Command;
 

@@ -8,10 +8,10 @@
 
 mod session_support;
 
-use comfy_bisect::run::RunError;
-use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
-use comfy_bisect::sim::Faults;
+use comfy_bisect_core::run::RunError;
+use comfy_bisect_core::session::index;
+use comfy_bisect_core::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_sim::Faults;
 use serde_json::Value;
 use session_support::*;
 

@@ -5,10 +5,10 @@
 
 mod sim_common;
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::run::product::Produced;
-use comfy_bisect::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
-use comfy_bisect::sim::{Faults, SimConfig};
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::run::product::Produced;
+use comfy_bisect_core::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
+use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::{client, run_request, sim};
 

@@ -2,10 +2,10 @@
 //! re-added", "EasyCache #a, #b re-added"), not the bypass that the step before it made: on the
 //! example workflows of `workflows/`, through the ladder and through `demo` end to end.
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::ladder::{describe_changes, plan, Increment, Plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::load_api_file;
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::ladder::{describe_changes, plan, Increment, Plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::load_api_file;
 use std::path::Path;
 use std::process::Command;
 

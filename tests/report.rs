@@ -6,7 +6,7 @@
 
 mod report_support;
 
-use comfy_bisect::report::{md, write_session_reports};
+use comfy_bisect_core::report::{md, write_session_reports};
 use report_support::{normalize, scenario};
 
 /// Compares with the insta snapshot `tests/golden/<name>.snap`; a difference fails with the
@@ -92,9 +92,12 @@ fn golden_json_files_read_back_into_the_report_type_unchanged() {
         "killed-mid-run",
     ] {
         let (_, text) = reports(name);
-        let report: comfy_bisect::report::Report = serde_json::from_str(&text)
+        let report: comfy_bisect_core::report::Report = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{name}: report.json does not match the schema: {e}"));
-        assert_eq!(report.schema_version, comfy_bisect::report::SCHEMA_VERSION);
+        assert_eq!(
+            report.schema_version,
+            comfy_bisect_core::report::SCHEMA_VERSION
+        );
         let mut again = serde_json::to_string_pretty(&report).unwrap();
         again.push('\n');
         assert_eq!(again, text, "{name}: report.json does not round-trip");

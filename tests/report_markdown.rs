@@ -4,9 +4,9 @@
 
 mod report_support;
 
-use comfy_bisect::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
-use comfy_bisect::run::record::RunError;
-use comfy_bisect::session::journal::{Outcome, Verdict};
+use comfy_bisect_core::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
+use comfy_bisect_core::run::record::RunError;
+use comfy_bisect_core::session::journal::{Outcome, Verdict};
 use report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
 use std::path::Path;
 use std::process::Command;
@@ -297,7 +297,7 @@ fn preflight_failure_lists_what_to_install() {
     f.records.clear();
     f.verdict(Verdict::PreflightFailed {
         unknown_nodes: vec!["WanVideoSampler".into()],
-        missing_models: vec![comfy_bisect::session::journal::MissingModel {
+        missing_models: vec![comfy_bisect_core::session::journal::MissingModel {
             folder: "loras".into(),
             file: "detail.safetensors".into(),
             node: Some("10".into()),
@@ -357,7 +357,7 @@ fn runs_recovered_from_history_are_flagged() {
 
 #[test]
 fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
-    use comfy_bisect::host::{HostReport, HostSample, KernelEvidence, ServerProcess};
+    use comfy_bisect_core::host::{HostReport, HostSample, KernelEvidence, ServerProcess};
     const GIB: u64 = 1 << 30;
     let tmp = tempfile::tempdir().unwrap();
     let mut f = scenario("incomplete");
@@ -400,7 +400,7 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
             ));
             file.record.attach_diagnosis();
         }
-        let summary = comfy_bisect::session::evidence::summary_of(&file.record, None);
+        let summary = comfy_bisect_core::session::evidence::summary_of(&file.record, None);
         let s = entry.summary.as_mut().unwrap();
         s.ram_peak_mib = summary.ram_peak_mib;
         s.rss_peak_mib = summary.rss_peak_mib;

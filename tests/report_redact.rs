@@ -4,7 +4,7 @@
 
 mod report_support;
 
-use comfy_bisect::report::{redact, write_session_reports};
+use comfy_bisect_core::report::{redact, write_session_reports};
 use report_support::scenario;
 use serde_json::{json, Value};
 use std::path::Path;

@@ -4,10 +4,10 @@
 
 mod report_support;
 
-use comfy_bisect::comfy::console::{classify, ConsoleLine};
-use comfy_bisect::report::budget::{github_length, GITHUB_BODY_LIMIT};
-use comfy_bisect::report::{md, write_session_reports};
-use comfy_bisect::run::record::RunError;
+use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
+use comfy_bisect_core::report::budget::{github_length, GITHUB_BODY_LIMIT};
+use comfy_bisect_core::report::{md, write_session_reports};
+use comfy_bisect_core::run::record::RunError;
 use report_support::{scenario, Fixture};
 use serde_json::{json, Value};
 

@@ -4,13 +4,13 @@
 
 mod sim_common;
 
-use comfy_bisect::comfy::{Client, ExtraHeaders, QueuePosition};
-use comfy_bisect::run::{
+use comfy_bisect_core::comfy::{Client, ExtraHeaders, QueuePosition};
+use comfy_bisect_core::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
     TimeoutReason,
 };
-use comfy_bisect::sim::{Faults, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
 use sim_common::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
@@ -564,7 +564,7 @@ async fn stage_does_not_depend_on_whether_history_or_the_socket_answers_first() 
         Faults::default().with_socket_after_history(),
     ] {
         let config = SimConfig::default()
-            .with_vram_bytes(57344 * comfy_bisect::sim::MIB)
+            .with_vram_bytes(57344 * comfy_bisect_sim::MIB)
             .with_time_scale(0.0)
             .with_faults(faults.clone());
         let sim = sim(config).await;

@@ -5,10 +5,10 @@
 
 mod session_support;
 
-use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{CrashCheck, RunRole, SessionState, Verdict};
-use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use comfy_bisect_core::ladder::PlanOptions;
+use comfy_bisect_core::session::index;
+use comfy_bisect_core::session::journal::{CrashCheck, RunRole, SessionState, Verdict};
+use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::Value;
 use session_support::*;
 
@@ -31,7 +31,7 @@ fn crash_scenario(
 ) -> (
     tempfile::TempDir,
     std::path::PathBuf,
-    comfy_bisect::session::SessionFile,
+    comfy_bisect_core::session::SessionFile,
     String,
 ) {
     let sim = Sim::start(

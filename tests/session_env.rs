@@ -4,12 +4,12 @@
 
 mod session_support;
 
-use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{
+use comfy_bisect_core::session::index;
+use comfy_bisect_core::session::journal::{
     read_json, OnDrift, RunFile, RunRole, SessionFile, SessionState, StopReason, Verdict,
     RUN_RECORD_FILE,
 };
-use comfy_bisect::sim::{Faults, SimConfig, MIB, REMOVED_PACK};
+use comfy_bisect_sim::{Faults, SimConfig, MIB, REMOVED_PACK};
 use serde_json::{json, Value};
 use session_support::*;
 
@@ -167,7 +167,7 @@ fn a_server_restarted_with_other_flags_is_drift_and_the_last_pass_is_reanchored(
     assert!(report.contains("## Environment changes"), "{report}");
     assert!(report.contains("--lowvram"), "{report}");
     assert!(report.contains("re-anchored: step 0 (minimal)"), "{report}");
-    let problems = comfy_bisect::report::md::check(&report);
+    let problems = comfy_bisect_core::report::md::check(&report);
     assert!(problems.is_empty(), "{problems:?}");
 }
 
@@ -220,14 +220,14 @@ fn a_node_pack_added_mid_session_is_drift_that_names_the_pack() {
         drift.changes,
         vec![format!(
             "node pack added: {} (2 classes, version unknown)",
-            comfy_bisect::sim::EXTRA_PACK
+            comfy_bisect_sim::EXTRA_PACK
         )],
         "only the pack changed"
     );
     let after = &s.fingerprints[&drift.to];
-    assert!(after.pack(comfy_bisect::sim::EXTRA_PACK).is_some());
+    assert!(after.pack(comfy_bisect_sim::EXTRA_PACK).is_some());
     assert!(s.fingerprints[&drift.from]
-        .pack(comfy_bisect::sim::EXTRA_PACK)
+        .pack(comfy_bisect_sim::EXTRA_PACK)
         .is_none());
     let job = &s.workflows[0];
     assert_eq!(
@@ -237,7 +237,7 @@ fn a_node_pack_added_mid_session_is_drift_that_names_the_pack() {
     );
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Environment changes"), "{report}");
-    assert!(report.contains(comfy_bisect::sim::EXTRA_PACK), "{report}");
+    assert!(report.contains(comfy_bisect_sim::EXTRA_PACK), "{report}");
 }
 
 #[test]

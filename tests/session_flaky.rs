@@ -5,19 +5,19 @@
 
 mod session_support;
 
-use comfy_bisect::catalog::Catalog;
 use comfy_bisect::cli::bisect::server_preflight;
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::session::driver::{
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::ladder::PlanOptions;
+use comfy_bisect_core::session::driver::{
     Attempt, Backend, Driver, NoHooks, Recovery, RunSpec, SystemClock,
 };
-use comfy_bisect::session::journal::{SessionOptions, Verdict};
-use comfy_bisect::session::live::LiveBackend;
-use comfy_bisect::session::prepare::{prepare, LadderConfig, Prepared};
-use comfy_bisect::session::setup::create_session;
-use comfy_bisect::sim::Faults;
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::session::journal::{SessionOptions, Verdict};
+use comfy_bisect_core::session::live::LiveBackend;
+use comfy_bisect_core::session::prepare::{prepare, LadderConfig, Prepared};
+use comfy_bisect_core::session::setup::create_session;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::Faults;
 use serde_json::json;
 use session_support::*;
 use std::path::Path;

@@ -4,9 +4,9 @@
 
 mod session_support;
 
-use comfy_bisect::hashing::{hash_file, ComponentHash, ComponentStatus};
-use comfy_bisect::session::journal::{read_json, RunFile, RUN_RECORD_FILE};
-use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use comfy_bisect_core::hashing::{hash_file, ComponentHash, ComponentStatus};
+use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE};
+use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::{json, Value};
 use session_support::*;
 use std::collections::{BTreeMap, BTreeSet};

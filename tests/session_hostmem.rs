@@ -5,11 +5,11 @@
 
 mod session_support;
 
-use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::run::OutcomeKind;
-use comfy_bisect::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
-use comfy_bisect::sim::{SimConfig, GIB, MIB};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::ladder::PlanOptions;
+use comfy_bisect_core::run::OutcomeKind;
+use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{SimConfig, GIB, MIB};
 use session_support::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -134,7 +134,7 @@ fn a_target_that_blows_host_ram_is_reported_with_its_peak() {
 #[test]
 #[cfg(target_os = "linux")]
 fn the_simulators_process_is_found_by_its_listening_socket() {
-    use comfy_bisect::host::process::{locate, memory, Located};
+    use comfy_bisect_core::host::process::{locate, memory, Located};
     let sim = Sim::start(config(64 * GIB));
     // The simulator listens in this test process, so the PID listening on its port is ours.
     match locate(&sim.url()) {

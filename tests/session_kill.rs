@@ -4,7 +4,9 @@
 
 mod session_support;
 
-use comfy_bisect::session::journal::{read_json, RunStatus, SessionFile, Verdict, SESSION_FILE};
+use comfy_bisect_core::session::journal::{
+    read_json, RunStatus, SessionFile, Verdict, SESSION_FILE,
+};
 use session_support::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -144,7 +146,7 @@ fn sigkill_mid_session_then_resume() {
         Some(Verdict::FirstFailure { increment, .. }) => assert_eq!(increment, "cache"),
         other => panic!("{other:?}\n{}", text(&out)),
     }
-    let index = comfy_bisect::session::index::read_all(&runs).unwrap();
+    let index = comfy_bisect_core::session::index::read_all(&runs).unwrap();
     assert_eq!(index.len(), job.runs.len(), "one index line per run");
 }
 
@@ -248,10 +250,10 @@ fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
         assert!(start.elapsed() < Duration::from_secs(120), "no session");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let lock = comfy_bisect::session::lock::lock_path(&runs, &sim.url());
+    let lock = comfy_bisect_core::session::lock::lock_path(&runs, &sim.url());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let holder = comfy_bisect::session::lock::read_holder(&lock).unwrap();
+        let holder = comfy_bisect_core::session::lock::read_holder(&lock).unwrap();
         assert_eq!(holder.pid, holder_pid);
         if holder.session_id == session_id {
             break;

@@ -4,9 +4,9 @@
 
 mod session_support;
 
-use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::session::index;
-use comfy_bisect::session::journal::{
+use comfy_bisect_core::ladder::PlanOptions;
+use comfy_bisect_core::session::index;
+use comfy_bisect_core::session::journal::{
     read_json, RunFile, RunRole, SessionState, StopReason, Verdict, RUN_EVENTS_FILE,
     RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
 };
@@ -63,7 +63,7 @@ fn run_scenario(
 ) -> (
     tempfile::TempDir,
     std::path::PathBuf,
-    comfy_bisect::session::SessionFile,
+    comfy_bisect_core::session::SessionFile,
     String,
 ) {
     let sim = Sim::with_vram_mib(mib, 0.0);
@@ -74,7 +74,7 @@ fn run_scenario(
 
 /// The first-failure verdict (panics with the session otherwise).
 fn first_failure(
-    session: &comfy_bisect::session::SessionFile,
+    session: &comfy_bisect_core::session::SessionFile,
     out: &str,
 ) -> (usize, String, Option<String>) {
     match &session.workflows[0].verdict {
@@ -89,7 +89,10 @@ fn first_failure(
 }
 
 /// Every run has its folder with the three files and an index line.
-fn assert_journal_complete(dir: &std::path::Path, session: &comfy_bisect::session::SessionFile) {
+fn assert_journal_complete(
+    dir: &std::path::Path,
+    session: &comfy_bisect_core::session::SessionFile,
+) {
     let runs_dir = dir.parent().unwrap();
     let idx = index::read_all(runs_dir).unwrap();
     let runs: Vec<_> = session.workflows.iter().flat_map(|w| &w.runs).collect();
@@ -97,7 +100,7 @@ fn assert_journal_complete(dir: &std::path::Path, session: &comfy_bisect::sessio
     for run in runs {
         let run_dir = dir.join(&run.dir);
         let submitted =
-            comfy_bisect::workflow::load_api_file(&run_dir.join(RUN_WORKFLOW_FILE)).unwrap();
+            comfy_bisect_core::workflow::load_api_file(&run_dir.join(RUN_WORKFLOW_FILE)).unwrap();
         assert_eq!(submitted.sha256(), run.workflow_sha256);
         let file: RunFile = read_json(&run_dir.join(RUN_RECORD_FILE)).unwrap();
         assert_eq!(file.record.run_id, run.run_id);
@@ -345,7 +348,7 @@ fn binary_strategy_stays_within_the_run_bound() {
 fn server_crash_mid_run_then_resume() {
     let sim = Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0);
     // The first prompt that starts executing (the minimal variant) takes the server down.
-    sim.set_faults(comfy_bisect::sim::Faults::default().with_crash_mid_run());
+    sim.set_faults(comfy_bisect_sim::Faults::default().with_crash_mid_run());
     let tmp = tempfile::tempdir().unwrap();
     let wf = write_workflow(tmp.path(), "target", &sd15());
     let runs = tmp.path().join("runs");

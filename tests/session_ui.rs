@@ -3,16 +3,16 @@
 //! what it submitted (`workflow.ui.json`). Converting a written-back UI file gives exactly the
 //! API variant (same canonical hash).
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::ladder::PlanOptions;
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::session::driver::{
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::ladder::PlanOptions;
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::session::driver::{
     Attempt, Backend, Driver, NoHooks, Recovery, RunSpec, SystemClock,
 };
-use comfy_bisect::session::journal::SessionOptions;
-use comfy_bisect::session::prepare::{prepare, LadderConfig, Prepared};
-use comfy_bisect::session::setup::create_session;
-use comfy_bisect::workflow::{load_api_file, ui, Workflow};
+use comfy_bisect_core::session::journal::SessionOptions;
+use comfy_bisect_core::session::prepare::{prepare, LadderConfig, Prepared};
+use comfy_bisect_core::session::setup::create_session;
+use comfy_bisect_core::workflow::{load_api_file, ui, Workflow};
 use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;

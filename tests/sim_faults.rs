@@ -2,7 +2,7 @@
 
 mod sim_common;
 
-use comfy_bisect::sim::{Faults, SimConfig};
+use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::*;
 use std::time::Duration;
@@ -127,7 +127,7 @@ async fn slow_history_lags_behind_the_socket() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pack_removed_after_a_prompt_is_gone_from_object_info_extensions_and_validation() {
-    use comfy_bisect::sim::{REMOVED_PACK, REMOVED_PACK_SCRIPT};
+    use comfy_bisect_sim::{REMOVED_PACK, REMOVED_PACK_SCRIPT};
     let sim =
         sim(SimConfig::default().with_faults(Faults::default().with_pack_removed_after(2))).await;
     let base = sim.base_url();

@@ -3,7 +3,7 @@
 
 mod sim_common;
 
-use comfy_bisect::sim::{Allocator, SimConfig, GIB};
+use comfy_bisect_sim::{Allocator, SimConfig, GIB};
 use serde_json::{json, Value};
 use sim_common::*;
 
@@ -280,7 +280,7 @@ fn sim_log() -> &'static std::sync::Mutex<Vec<u8>> {
             }
         }
         tracing_subscriber::fmt()
-            .with_env_filter("comfy_bisect::sim=info")
+            .with_env_filter("comfy_bisect_sim=info")
             .with_ansi(false)
             .with_writer(move || Writer(log))
             .init();
@@ -460,8 +460,8 @@ async fn lowvram_turns_a_first_step_oom_into_a_slow_pass() {
 }
 
 /// What the project's diagnosis makes of a simulated failure.
-fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect::diagnose::Diagnosis {
-    use comfy_bisect::diagnose::{diagnose, Evidence, NodeProgress};
+fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect_core::diagnose::Diagnosis {
+    use comfy_bisect_core::diagnose::{diagnose, Evidence, NodeProgress};
     let e = &f.error;
     let s = |k: &str| e[k].as_str().map(str::to_string);
     let traceback = e["traceback"]
@@ -500,7 +500,7 @@ fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect::diagnose::Diagnosis {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_diagnosis_reads_the_simulated_stage_and_numbers() {
-    use comfy_bisect::diagnose::{Kind, Stage};
+    use comfy_bisect_core::diagnose::{Kind, Stage};
     let first = fail(
         SimConfig::default().with_vram_gib(8),
         &sd15(2048, 2048, 1, 20),

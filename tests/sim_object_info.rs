@@ -11,8 +11,8 @@ const CORE: &str = "tests/fixtures/comfyui/GET__object_info.final.json";
 const CUSTOM: &str = "tests/fixtures/custom-nodes/object_info.custom.json";
 const INVENTORY: &str = "tests/fixtures/custom-nodes/model-inventory.json";
 const ROLES: &str = "tests/fixtures/node-roles-map.json";
-const SHIPPED_DEFS: &str = "src/sim/object_info.sim.json";
-const SHIPPED_ROLES: &str = "src/sim/roles.sim.json";
+const SHIPPED_DEFS: &str = "crates/sim/src/object_info.sim.json";
+const SHIPPED_ROLES: &str = "crates/sim/src/roles.sim.json";
 
 /// Core categories a bisection of image/video workflows never needs.
 const EXCLUDED_CATEGORY_PREFIXES: &[&str] = &[

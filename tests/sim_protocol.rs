@@ -3,7 +3,7 @@
 
 mod sim_common;
 
-use comfy_bisect::sim::{Faults, SimConfig};
+use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::*;
 

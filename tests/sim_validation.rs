@@ -3,10 +3,10 @@
 //! workflow, the simulator reports node errors (400, or 200 with `node_errors`) exactly when the
 //! offline validator finds a problem.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::sim::nodes::defs;
-use comfy_bisect::sim::validate::{validate, Verdict};
-use comfy_bisect::workflow::{validate::validate as offline, Workflow};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::{validate::validate as offline, Workflow};
+use comfy_bisect_sim::nodes::defs;
+use comfy_bisect_sim::validate::{validate, Verdict};
 use serde_json::Value;
 
 fn offline_defs() -> NodeDefs {

@@ -6,8 +6,8 @@
 //! the two frontends disagree on a template (see docs/ui-format.md), the 1.58.1 output for that
 //! template is the reference.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::ui::convert;
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::ui::convert;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -2,10 +2,10 @@
 //! (`value_*`) or type (`invalid_input_type`) problem after conversion, so a widget misalignment
 //! cannot hide behind a model-file miss.
 
-use comfy_bisect::nodedefs::{InputKind, NodeDefs};
-use comfy_bisect::workflow::ui;
-use comfy_bisect::workflow::validate::{validate, Problem, ProblemKind};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::nodedefs::{InputKind, NodeDefs};
+use comfy_bisect_core::workflow::ui;
+use comfy_bisect_core::workflow::validate::{validate, Problem, ProblemKind};
+use comfy_bisect_core::workflow::Workflow;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

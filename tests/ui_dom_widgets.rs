@@ -3,10 +3,10 @@
 //! (LoadImageOutput). `convert` sends them too, so a user's own "Export (API)" of the same file
 //! and our conversion have one hash.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::ui;
-use comfy_bisect::workflow::validate::validate;
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::ui;
+use comfy_bisect_core::workflow::validate::validate;
+use comfy_bisect_core::workflow::Workflow;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;

@@ -2,10 +2,10 @@
 //! by position whatever it holds (legacy booleans), early `sample_` sampler names lose the prefix,
 //! and the converted prompt validates with no value problems (only the absent model file).
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::ui;
-use comfy_bisect::workflow::validate::{validate, ProblemKind};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::ui;
+use comfy_bisect_core::workflow::validate::{validate, ProblemKind};
+use comfy_bisect_core::workflow::Workflow;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;

@@ -1,9 +1,9 @@
 //! One test per conversion rule of docs/ui-format.md, on small hand-written UI workflows, plus
 //! the write-back round trip and the `convert` command.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::edit::Edit;
-use comfy_bisect::workflow::ui::{convert, write_variant, UiError};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::edit::Edit;
+use comfy_bisect_core::workflow::ui::{convert, write_variant, UiError};
 use serde_json::{json, Value};
 
 /// Core-like definitions (as `/object_info` reports them) for the tests.

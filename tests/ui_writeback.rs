@@ -3,9 +3,9 @@
 //! steps changed, every LoRA loader bypassed, every empty-latent width set, every preview node
 //! removed. Layout (positions, groups, notes) is kept.
 
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::workflow::edit::Edit;
-use comfy_bisect::workflow::ui::{convert, write_variant};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::edit::Edit;
+use comfy_bisect_core::workflow::ui::{convert, write_variant};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -13,7 +13,7 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn generated_edits(workflow: &comfy_bisect::workflow::Workflow) -> Vec<Edit> {
+fn generated_edits(workflow: &comfy_bisect_core::workflow::Workflow) -> Vec<Edit> {
     let mut edits = Vec::new();
     for (id, node) in &workflow.nodes {
         match node.class_type.as_str() {

@@ -5,10 +5,10 @@
 
 mod session_support;
 
-use comfy_bisect::session::journal::{
+use comfy_bisect_core::session::journal::{
     read_json, Outcome, RunFile, RunRole, SessionFile, RUN_RECORD_FILE,
 };
-use comfy_bisect::sim::{Faults, SimConfig, MIB};
+use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::Value;
 use session_support::*;
 use std::path::PathBuf;

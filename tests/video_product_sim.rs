@@ -6,9 +6,9 @@
 
 mod sim_common;
 
-use comfy_bisect::comfy::container::MediaKind;
-use comfy_bisect::run::{execute, OutcomeKind, RunRecord};
-use comfy_bisect::sim::{Faults, SimConfig, SimHandle};
+use comfy_bisect_core::comfy::container::MediaKind;
+use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
 use sim_common::{client, run_request, sim};
 

@@ -5,21 +5,21 @@
 use super::common::{
     fetch_object_info, print_error, read_loaded_with, CliResult, ConnectArgs, Connection, OrExit,
 };
-use crate::catalog::Catalog;
-use crate::comfy::Client;
 use crate::error::exit;
-use crate::ladder::{Increment, PlanOptions};
-use crate::nodedefs::NodeDefs;
-use crate::session::driver::{Driver, Hooks, SystemClock};
-use crate::session::journal::{
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::comfy::Client;
+use comfy_bisect_core::ladder::{Increment, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::session::driver::{Driver, Hooks, SystemClock};
+use comfy_bisect_core::session::journal::{
     RunEntry, SessionFile, SessionOptions, SessionPaths, SessionState, StopReason, Strategy,
 };
-use crate::session::live::LiveBackend;
-use crate::session::lock::SessionLock;
-use crate::session::prepare::{prepare, LadderConfig, Prepared};
-use crate::session::progress::ProgressView;
-use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
-use crate::session::setup::{create_session, unique_name, PreparedWorkflow};
+use comfy_bisect_core::session::live::LiveBackend;
+use comfy_bisect_core::session::lock::SessionLock;
+use comfy_bisect_core::session::prepare::{prepare, LadderConfig, Prepared};
+use comfy_bisect_core::session::progress::ProgressView;
+use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
+use comfy_bisect_core::session::setup::{create_session, unique_name, PreparedWorkflow};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -52,13 +52,13 @@ pub struct SessionArgs {
     pub repeat: u32,
     /// Re-run a run that crashed the server or timed out up to N times before it counts as a
     /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
-    #[arg(long, default_value_t = crate::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
+    #[arg(long, default_value_t = comfy_bisect_core::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
     pub confirm_crashes: u32,
     /// When the server's environment changes between runs (versions, launch arguments, node
     /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
     /// the session ("incomplete: environment changed").
     #[arg(long, value_enum, default_value = "reanchor", value_name = "ACTION")]
-    pub on_drift: crate::session::journal::OnDrift,
+    pub on_drift: comfy_bisect_core::session::journal::OnDrift,
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
@@ -121,10 +121,10 @@ pub struct LadderArgs {
     pub min_steps: Option<u32>,
     /// Ladder order, comma-separated (unlisted increments follow in the default order):
     /// resolution,frames,batch,models,lora,quantization,cache,postprocess,steps.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = super::common::increment_parser())]
     pub order: Vec<Increment>,
     /// Keep these increments at the target value in every variant (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "INCREMENT")]
+    #[arg(long, value_delimiter = ',', value_name = "INCREMENT", value_parser = super::common::increment_parser())]
     pub keep: Vec<Increment>,
     /// TOML file declaring roles of custom node classes (see docs/ladder.md).
     #[arg(long, value_name = "FILE")]
@@ -287,7 +287,7 @@ impl Hooks for SessionHooks {
 
 /// The report call site: `report.md` and `report.json` in the session folder (redacted).
 pub(crate) fn write_reports(session_dir: &Path, progress: &ProgressView) {
-    if let Err(e) = crate::report::write_session_reports(session_dir, true) {
+    if let Err(e) = comfy_bisect_core::report::write_session_reports(session_dir, true) {
         progress.println(&format!("warning: could not write the report: {e:#}"));
     }
 }
@@ -296,7 +296,7 @@ pub(crate) fn write_reports(session_dir: &Path, progress: &ProgressView) {
 pub fn server_preflight(
     rt: &tokio::runtime::Runtime,
     client: &Client,
-) -> Result<(NodeDefs, crate::comfy::SystemStats), String> {
+) -> Result<(NodeDefs, comfy_bisect_core::comfy::SystemStats), String> {
     let url = client.server_url();
     let (stats, info) = rt.block_on(async {
         let stats = client.system_stats().await;
@@ -320,7 +320,7 @@ pub(crate) fn prepare_all(
     config: &LadderConfig,
 ) -> (
     Vec<PreparedWorkflow>,
-    Vec<(String, crate::session::prepare::Problems)>,
+    Vec<(String, comfy_bisect_core::session::prepare::Problems)>,
 ) {
     let mut ready = Vec::new();
     let mut failed = Vec::new();
@@ -362,7 +362,9 @@ pub(crate) fn drive_session(
         .with_progress(progress.clone())
         .with_restart(
             Duration::from_secs(session.options.restart_timeout_s),
-            paths.dir.join(crate::session::restart::RESTART_LOG),
+            paths
+                .dir
+                .join(comfy_bisect_core::session::restart::RESTART_LOG),
         );
     let mut hooks = SessionHooks {
         progress: progress.clone(),
@@ -431,10 +433,13 @@ pub struct Target {
     /// The path as given.
     pub source: String,
     /// The target, API format.
-    pub workflow: crate::workflow::Workflow,
+    pub workflow: comfy_bisect_core::workflow::Workflow,
     /// The UI document and its conversion, when the input was a UI workflow: every variant is
     /// then also written back as a UI workflow.
-    pub ui: Option<(serde_json::Value, crate::workflow::ui::Converted)>,
+    pub ui: Option<(
+        serde_json::Value,
+        comfy_bisect_core::workflow::ui::Converted,
+    )>,
 }
 
 /// Runs `bisect`.
@@ -496,7 +501,7 @@ pub(crate) fn start_session(
         SessionLock::acquire(runs_dir, &client.server_url(), "(starting)").or_failed()?;
     let (defs, environment) = server_preflight(rt, &client).or_unreachable()?;
     let (prepared, failed) = prepare_all(targets, &defs, config);
-    let verdicts: Vec<Option<crate::session::Verdict>> = prepared
+    let verdicts: Vec<Option<comfy_bisect_core::session::Verdict>> = prepared
         .iter()
         .map(|w| {
             failed
@@ -514,7 +519,7 @@ pub(crate) fn start_session(
     session.environment = Some(environment);
     for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
         if verdict.is_some() {
-            job.phase = crate::session::Phase::Done;
+            job.phase = comfy_bisect_core::session::Phase::Done;
             job.verdict = verdict;
         }
     }

@@ -1,12 +1,12 @@
 //! Pieces several subcommands share: connecting to the server (one client for every request),
 //! where node definitions come from, reading workflows, printing errors.
 
-use crate::comfy::{Client, ExtraHeaders};
 use crate::error::exit;
-use crate::nodedefs::NodeDefs;
-use crate::session::schedule::parse_duration;
-use crate::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
-use crate::workflow::Workflow;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::session::schedule::parse_duration;
+use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
+use comfy_bisect_core::workflow::Workflow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ impl Default for ConnectArgs {
     fn default() -> Self {
         ConnectArgs {
             headers: Vec::new(),
-            request_timeout: crate::comfy::DEFAULT_REQUEST_TIMEOUT,
+            request_timeout: comfy_bisect_core::comfy::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -126,7 +126,7 @@ impl ConnectArgs {
         let headers = ExtraHeaders::from_args_and_env(&self.headers).map_err(|e| {
             CliError::usage(format!(
                 "{e} (in --header or {})",
-                crate::comfy::HEADERS_ENV
+                comfy_bisect_core::comfy::HEADERS_ENV
             ))
         })?;
         Ok(Client::new(server, headers)
@@ -169,7 +169,7 @@ pub struct DefsArgs {
 pub enum DefsSourceError {
     /// A file was unusable.
     #[error(transparent)]
-    File(#[from] crate::nodedefs::DefsError),
+    File(#[from] comfy_bisect_core::nodedefs::DefsError),
     /// The client could not be set up (bad `--header`, bad server URL).
     #[error("{}", .0.message)]
     Connect(CliError),
@@ -253,9 +253,9 @@ pub(crate) fn read_workflow_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Workflow, String> {
-    match crate::workflow::load_api_file(path) {
+    match comfy_bisect_core::workflow::load_api_file(path) {
         Ok(workflow) => Ok(workflow),
-        Err(crate::workflow::LoadError::UiFormat { .. }) => {
+        Err(comfy_bisect_core::workflow::LoadError::UiFormat { .. }) => {
             let defs = defs()?;
             read_workflow(path, &defs).map_err(|e| e.to_string())
         }
@@ -269,9 +269,9 @@ pub(crate) fn read_loaded_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Loaded, String> {
-    match crate::workflow::load_api_file(path) {
+    match comfy_bisect_core::workflow::load_api_file(path) {
         Ok(workflow) => Ok(Loaded { workflow, ui: None }),
-        Err(crate::workflow::LoadError::UiFormat { .. }) => {
+        Err(comfy_bisect_core::workflow::LoadError::UiFormat { .. }) => {
             let defs = defs()?;
             read_loaded(path, &defs).map_err(|e| e.to_string())
         }
@@ -282,6 +282,21 @@ pub(crate) fn read_loaded_with(
 /// Prints an error for the user on stderr.
 pub(crate) fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");
+}
+
+/// The value parser of `--order` and `--keep`: the increment names (offered to completion),
+/// each turned into its [`Increment`](comfy_bisect_core::ladder::Increment).
+pub(crate) fn increment_parser(
+) -> impl clap::builder::TypedValueParser<Value = comfy_bisect_core::ladder::Increment> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        comfy_bisect_core::ladder::Increment::LADDER
+            .map(comfy_bisect_core::ladder::Increment::name),
+    )
+    .map(|s| {
+        s.parse::<comfy_bisect_core::ladder::Increment>()
+            .expect("a listed increment name")
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use super::common::{CliError, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
-use crate::workflow::ui::{load_workflow_file, LoadAnyError};
+use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError};
 use std::path::PathBuf;
 
 /// Arguments of `convert`.

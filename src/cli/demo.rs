@@ -5,11 +5,11 @@
 use super::bisect::{start_session, LadderArgs, SessionArgs};
 use super::common::runtime;
 use super::common::{read_loaded_with, CliError, CliResult, OrExit};
-use crate::catalog::Catalog;
 use crate::error::exit;
-use crate::session::prepare::LadderConfig;
-use crate::sim::{start, SimConfig, MIB};
-use crate::workflow::Workflow;
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::session::prepare::LadderConfig;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, SimConfig, MIB};
 use std::path::PathBuf;
 
 /// An example workflow and the simulated card it runs on.
@@ -51,11 +51,10 @@ pub(crate) const DEMO_WAN_VRAM_MIB: u64 = 57344;
 type Group = (u64, String, Vec<super::bisect::Target>);
 
 /// The simulator's node definitions (for converting UI workflows given to `demo`).
-fn sim_defs() -> Result<crate::nodedefs::NodeDefs, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(include_str!("../sim/object_info.sim.json"))
-            .map_err(|e| format!("the simulator's node definitions: {e}"))?;
-    crate::nodedefs::NodeDefs::from_value(&value)
+fn sim_defs() -> Result<comfy_bisect_core::nodedefs::NodeDefs, String> {
+    let value: serde_json::Value = serde_json::from_str(comfy_bisect_sim::nodes::OBJECT_INFO)
+        .map_err(|e| format!("the simulator's node definitions: {e}"))?;
+    comfy_bisect_core::nodedefs::NodeDefs::from_value(&value)
         .ok_or_else(|| "the simulator's node definitions are not an object of classes".to_string())
 }
 
@@ -100,7 +99,7 @@ pub fn run(args: Args) -> CliResult {
             ));
         }
     } else {
-        let vram = crate::sim::parse_size(&args.vram)
+        let vram = comfy_bisect_sim::parse_size(&args.vram)
             .map_err(|e| CliError::usage(format!("--vram: {e}")))?;
         let mut targets = Vec::new();
         let mut names = Vec::new();
@@ -111,7 +110,7 @@ pub fn run(args: Args) -> CliResult {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let name = crate::session::setup::unique_name(&stem, &names);
+            let name = comfy_bisect_core::session::setup::unique_name(&stem, &names);
             names.push(name.clone());
             targets.push(super::bisect::Target {
                 name,

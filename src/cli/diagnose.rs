@@ -1,8 +1,8 @@
 //! `comfy-bisect diagnose [FILE|-] [--json]`: classify a failure from pasted text.
 
 use super::common::{CliError, CliResult};
-use crate::diagnose;
 use crate::error::exit;
+use comfy_bisect_core::diagnose;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 
 use super::common::{CliResult, OrExit};
 use crate::error::exit;
-use crate::workflow::load_api_file;
+use comfy_bisect_core::workflow::load_api_file;
 use std::path::PathBuf;
 
 /// Arguments of `hash`.

@@ -2,7 +2,7 @@
 
 use super::common::{print_error, CliError, CliResult};
 use crate::error::exit;
-use crate::hashing::{hash_files, FileHash, HashCache, HashOptions};
+use comfy_bisect_core::hashing::{hash_files, FileHash, HashCache, HashOptions};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -4,9 +4,9 @@
 use super::bisect::LadderArgs;
 use super::common::{read_loaded, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
-use crate::ladder::{plan, Increment, Plan};
-use crate::nodedefs::NodeDefs;
-use crate::workflow::ui::{write_variant, Converted};
+use comfy_bisect_core::ladder::{plan, Plan};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::workflow::ui::{write_variant, Converted};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `plan`.
@@ -24,16 +24,6 @@ pub struct Args {
     pub json: bool,
     #[command(flatten)]
     pub ladder: LadderArgs,
-}
-
-impl clap::ValueEnum for Increment {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Increment::LADDER
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
-    }
 }
 
 /// Plans the ladder; exit 0 on success, 2 on input errors, 3 when the server is unreachable.

@@ -5,9 +5,9 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use crate::report::{self, format_by_name};
-use crate::session::folders;
-use crate::session::journal::SESSION_FILE;
+use comfy_bisect_core::report::{self, format_by_name};
+use comfy_bisect_core::session::folders;
+use comfy_bisect_core::session::journal::SESSION_FILE;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `report`.

@@ -5,8 +5,8 @@
 use super::bisect::{drive_session, print_summary};
 use super::common::{CliError, CliResult, ConnectArgs, Connection, OrExit};
 use crate::error::exit;
-use crate::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
-use crate::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
+use comfy_bisect_core::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
+use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

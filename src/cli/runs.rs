@@ -2,10 +2,10 @@
 //! verdicts, grouped by environment fingerprint; `--json` prints one line per session.
 
 use super::common::{CliResult, OrExit};
-use crate::comfy::Fingerprint;
 use crate::error::exit;
-use crate::session::folders::{self, FoundSession};
-use crate::session::journal::{SessionFile, SessionState};
+use comfy_bisect_core::comfy::Fingerprint;
+use comfy_bisect_core::session::folders::{self, FoundSession};
+use comfy_bisect_core::session::journal::{SessionFile, SessionState};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

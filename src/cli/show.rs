@@ -3,10 +3,10 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use crate::session::folders;
-use crate::session::index::{self, IndexEntry, Lookup};
-use crate::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
-use crate::session::SessionFile;
+use comfy_bisect_core::session::folders;
+use comfy_bisect_core::session::index::{self, IndexEntry, Lookup};
+use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
+use comfy_bisect_core::session::SessionFile;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `show`.
@@ -183,7 +183,7 @@ fn print_record(file: &RunFile) {
     }
     if let Some(d) = &file.entry.diagnosis {
         println!("  diagnosis:");
-        for line in crate::diagnose::render_text(d).lines() {
+        for line in comfy_bisect_core::diagnose::render_text(d).lines() {
             println!("    {line}");
         }
     }

@@ -2,7 +2,7 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use crate::sim::{parse_size, run_blocking, Allocator, Faults, SimConfig};
+use comfy_bisect_sim::{parse_size, run_blocking, Allocator, Faults, SimConfig};
 use std::net::{IpAddr, SocketAddr};
 
 /// Arguments of `simulate`.
@@ -61,7 +61,7 @@ pub fn run(args: Args) -> CliResult {
 fn config_from(args: &Args) -> Result<SimConfig, String> {
     let vram = parse_size(&args.vram).map_err(|e| format!("--vram: {e}"))?;
     let ram = parse_size(&args.ram).map_err(|e| format!("--ram: {e}"))?;
-    if vram < crate::sim::GIB {
+    if vram < comfy_bisect_sim::GIB {
         return Err(format!(
             "--vram {}: at least 1GiB is needed for the CUDA context and a model",
             args.vram
@@ -100,7 +100,7 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         models_root: args
             .models_root
             .clone()
-            .unwrap_or_else(|| crate::sim::SIM_MODELS_ROOT.into()),
+            .unwrap_or_else(|| comfy_bisect_sim::SIM_MODELS_ROOT.into()),
     })
 }
 
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn arguments_become_a_config() {
         let c = config_from(&args("12GB", "drop-socket")).unwrap();
-        assert_eq!(c.vram_bytes, 12 * crate::sim::GIB);
+        assert_eq!(c.vram_bytes, 12 * comfy_bisect_sim::GIB);
         assert!(c.faults.drop_socket);
         assert_eq!(c.allocator, Allocator::CudaMallocAsync);
         assert!(c.lowvram);

@@ -5,9 +5,9 @@ use super::common::{
     parse_positive_duration as parse_duration, print_error, read_workflow_with, CliError,
     CliResult, ConnectArgs, Connection, OrExit,
 };
-use crate::comfy::{Client, ClientError, TrackerEvent};
 use crate::error::exit;
-use crate::run::{
+use comfy_bisect_core::comfy::{Client, ClientError, TrackerEvent};
+use comfy_bisect_core::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
     TimeoutReason,
 };
@@ -46,7 +46,7 @@ pub fn run(args: Args, server: &str) -> CliResult {
         let info = runtime
             .block_on(client.object_info(None))
             .map_err(|e| unreachable_message(&client, &e))?;
-        crate::nodedefs::NodeDefs::from_value(&info)
+        comfy_bisect_core::nodedefs::NodeDefs::from_value(&info)
             .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
     })
     .or_usage()?;
@@ -70,7 +70,8 @@ pub fn run(args: Args, server: &str) -> CliResult {
         request.stall_timeout = args.stall_timeout;
         request.sample_interval = Duration::from_millis(args.sample_ms);
         request.cancel = Some(cancel_rx);
-        request.server_process = crate::host::process::locate(&client.server_url()).into_request();
+        request.server_process =
+            comfy_bisect_core::host::process::locate(&client.server_url()).into_request();
         let mut progress = Progress::new();
         let record = execute_with(&client, request, &mut progress).await;
         progress.finish();
@@ -117,7 +118,7 @@ fn unreachable_message(client: &Client, e: &ClientError) -> String {
         Some(401) | Some(403) | Some(407) => format!(
             "{e}\nThe server (or a reverse proxy in front of it) refused the request. If it needs \
              authentication, pass the header with --header 'Name: value' or set {}.",
-            crate::comfy::HEADERS_ENV
+            comfy_bisect_core::comfy::HEADERS_ENV
         ),
         Some(_) => format!(
             "{e}\nIs {url} a ComfyUI server? Check the URL, including any path prefix of a reverse proxy."
@@ -126,7 +127,7 @@ fn unreachable_message(client: &Client, e: &ClientError) -> String {
             "{e}\nIs ComfyUI running? Check that it listens on that address (--listen / --port), \
              use --server URL or COMFY_BISECT_SERVER to point at it, and if a reverse proxy needs \
              an auth header, pass it with --header 'Name: value' or {}.",
-            crate::comfy::HEADERS_ENV
+            comfy_bisect_core::comfy::HEADERS_ENV
         ),
     }
 }

@@ -2,8 +2,8 @@
 
 use super::common::{read_workflow, CliError, CliResult, DefsArgs};
 use crate::error::exit;
-use crate::workflow::ui::LoadAnyError;
-use crate::workflow::validate::{validate, ProblemKind};
+use comfy_bisect_core::workflow::ui::LoadAnyError;
+use comfy_bisect_core::workflow::validate::{validate, ProblemKind};
 use std::path::PathBuf;
 
 /// Arguments of `validate`.

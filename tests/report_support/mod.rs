@@ -3,16 +3,16 @@
 
 #![allow(dead_code)]
 
-use comfy_bisect::comfy::console::LoadFigures;
-use comfy_bisect::comfy::events::{NodeTiming, Progress};
-use comfy_bisect::comfy::MemoryEvent;
-use comfy_bisect::comfy::{ExecutionError, SystemStats};
-use comfy_bisect::diagnose;
-use comfy_bisect::hashing::{ComponentHash, ComponentStatus};
-use comfy_bisect::run::console::SERVER_LOG_FILE;
-use comfy_bisect::run::record::{OutcomeKind, QueueInfo, RawLog, RunError, RunRecord};
-use comfy_bisect::run::{ServerLostInfo, VramReport, VramSample};
-use comfy_bisect::session::journal::{
+use comfy_bisect_core::comfy::console::LoadFigures;
+use comfy_bisect_core::comfy::events::{NodeTiming, Progress};
+use comfy_bisect_core::comfy::MemoryEvent;
+use comfy_bisect_core::comfy::{ExecutionError, SystemStats};
+use comfy_bisect_core::diagnose;
+use comfy_bisect_core::hashing::{ComponentHash, ComponentStatus};
+use comfy_bisect_core::run::console::SERVER_LOG_FILE;
+use comfy_bisect_core::run::record::{OutcomeKind, QueueInfo, RawLog, RunError, RunRecord};
+use comfy_bisect_core::run::{ServerLostInfo, VramReport, VramSample};
+use comfy_bisect_core::session::journal::{
     run_dir_name, write_json_atomic, FlakyCount, Outcome, RunEntry, RunFile, RunRole, RunStatus,
     RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason,
     Strategy, Verdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
@@ -179,7 +179,7 @@ impl Fixture {
                 controls: vec![],
                 not_separable: vec![],
                 kept: vec![],
-                phase: comfy_bisect::session::journal::Phase::Search,
+                phase: comfy_bisect_core::session::journal::Phase::Search,
                 runs: vec![],
                 verdict: None,
             }],
@@ -415,7 +415,7 @@ impl Fixture {
         let job = &mut self.session.workflows[0];
         job.runs.push(entry.clone());
         if !done {
-            self.session.in_flight = Some(comfy_bisect::session::journal::InFlight {
+            self.session.in_flight = Some(comfy_bisect_core::session::journal::InFlight {
                 workflow: 0,
                 run_id: id.clone(),
             });
@@ -468,7 +468,7 @@ impl Fixture {
 
     pub fn verdict(&mut self, v: Verdict) {
         self.session.workflows[0].verdict = Some(v);
-        self.session.workflows[0].phase = comfy_bisect::session::journal::Phase::Done;
+        self.session.workflows[0].phase = comfy_bisect_core::session::journal::Phase::Done;
         self.session.state = SessionState::Done;
     }
 

@@ -2,16 +2,16 @@
 //! workflow, the VRAM a variant needs on the simulator, and running the CLI.
 #![allow(dead_code)]
 
-use comfy_bisect::catalog::Catalog;
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::ladder::{plan, PlanOptions};
-use comfy_bisect::nodedefs::NodeDefs;
-use comfy_bisect::run::{execute, OutcomeKind, RunRecord, RunRequest};
-use comfy_bisect::session::journal::{
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::ladder::{plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord, RunRequest};
+use comfy_bisect_core::session::journal::{
     read_json, RunEntry, RunRole, SessionFile, WorkflowJob, SESSION_FILE,
 };
-use comfy_bisect::sim::{start, Faults, SimConfig, SimHandle, MIB};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -88,7 +88,8 @@ impl Drop for Sim {
 
 /// The simulator's node definitions.
 pub fn sim_defs() -> NodeDefs {
-    NodeDefs::load_file(Path::new("src/sim/object_info.sim.json")).unwrap()
+    let value: Value = serde_json::from_str(comfy_bisect_sim::nodes::OBJECT_INFO).unwrap();
+    NodeDefs::from_value(&value).expect("the simulator's node definitions")
 }
 
 /// An example workflow from `workflows/`, edited by `edit` (node id, input, value).

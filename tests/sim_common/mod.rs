@@ -3,10 +3,10 @@
 //! prompt, that client, and a run request with limits sized for tests.
 #![allow(dead_code)]
 
-use comfy_bisect::comfy::{Client, ExtraHeaders};
-use comfy_bisect::run::RunRequest;
-use comfy_bisect::sim::{start, SimConfig, SimHandle};
-use comfy_bisect::workflow::Workflow;
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::run::RunRequest;
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, SimConfig, SimHandle};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::time::Duration;

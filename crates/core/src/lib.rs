@@ -1,0 +1,26 @@
+//! comfy-bisect's library: find the first increment that makes a ComfyUI workflow fail.
+//!
+//! Data flows top to bottom: the graph layer (`workflow` → `nodedefs` → `catalog` → `ladder`,
+//! re-exported from `comfy-bisect-graph`) → `comfy` (HTTP/WS client) → `diagnose` (failure
+//! classification) → `host` (host RAM, the local server process, the kernel log) → `run` (one
+//! submission and its evidence) → `session` (the bisection driver and journal) → `report`
+//! (Markdown/JSON).
+
+// `regex!(name, r"…")`: a function returning a regex compiled once (defined in the graph crate).
+#[macro_use]
+extern crate comfy_bisect_graph;
+
+pub use comfy_bisect_graph::{catalog, ladder, nodedefs, workflow};
+
+pub mod atomic;
+pub mod comfy;
+pub mod diagnose;
+pub mod hashing;
+pub mod host;
+pub mod report;
+pub mod run;
+pub mod session;
+
+/// The repository's `tests/fixtures` folder, for unit tests that read captures.
+#[cfg(test)]
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");

@@ -1,0 +1,939 @@
+//! The session driver: walks the workflows one after another, asks `decide` what to run,
+//! journals every state change, and stops cleanly (deadline, Ctrl-C, server lost and not back).
+//!
+//! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
+//! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
+
+use super::decide::{decide_in, Decision};
+use super::index::{self, IndexEntry};
+use super::journal::{
+    now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
+    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason,
+    SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    SESSION_SCHEMA_VERSION,
+};
+use crate::comfy::Fingerprint;
+use crate::hashing::{ComponentHash, HashCache};
+use crate::run::RunRecord;
+use crate::workflow::Workflow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// One run to submit.
+#[derive(Debug, Clone)]
+pub struct RunSpec<'a> {
+    /// Run id = prompt_id.
+    pub run_id: &'a str,
+    /// The workflow to submit.
+    pub workflow: &'a Workflow,
+    /// Free models and memory first.
+    pub cold: bool,
+    /// Per-run timeout.
+    pub timeout: Option<Duration>,
+    /// Raw events go here, appended as they arrive.
+    pub events_file: &'a Path,
+    /// `workflow name · step k increment` for the progress display.
+    pub label: String,
+}
+
+/// What came of submitting one run.
+#[derive(Debug)]
+pub enum Attempt {
+    /// The run happened (its outcome may still be a failure of any kind).
+    Done(Box<RunRecord>),
+    /// Nothing was submitted (the server was not reachable); the reason in words.
+    NotSubmitted(String),
+}
+
+/// What the server knows about a run the tool lost track of (killed mid-run).
+#[derive(Debug)]
+pub enum Recovery {
+    /// The server finished it: the record rebuilt from its history.
+    Finished(Box<RunRecord>),
+    /// The server does not know it (restarted, or never received it): run it again.
+    Unknown,
+    /// The server could not be asked.
+    Unreachable(String),
+}
+
+/// The server side of a session.
+pub trait Backend {
+    /// Submits one run and follows it to the end.
+    fn run(&mut self, spec: &RunSpec<'_>) -> Attempt;
+    /// Looks up a run by its prompt_id (waiting for it if it is still queued or running).
+    fn recover(&mut self, run_id: &str, workflow: &Workflow, events_file: &Path) -> Recovery;
+    /// True when the server answers.
+    fn alive(&mut self) -> bool;
+    /// Runs `--restart-cmd`; the error in words.
+    fn restart(&mut self, command: &str) -> Result<(), String>;
+    /// The environment fingerprint, taken before each run (`None`: the server did not say).
+    fn environment(&mut self) -> Option<Fingerprint> {
+        None
+    }
+}
+
+/// Wall-clock time and sleeping (a fake in tests).
+pub trait Clock {
+    /// Now, UTC.
+    fn now(&self) -> OffsetDateTime;
+    /// Sleeps for `d`.
+    fn sleep(&self, d: Duration);
+}
+
+/// The real clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// Observers of the session (progress display, report writer). All methods default to nothing.
+pub trait Hooks {
+    /// A run is about to be submitted.
+    fn run_started(&mut self, _session: &SessionFile, _workflow: usize, _entry: &RunEntry) {}
+    /// A run's outcome was journaled.
+    fn run_finished(&mut self, _session: &SessionFile, _workflow: usize, _entry: &RunEntry) {}
+    /// `session.json` was rewritten after a run or a verdict (the report is written here).
+    fn journal_updated(&mut self, _paths: &SessionPaths, _session: &SessionFile) {}
+    /// Something the user should read (waiting for the server, restarts …).
+    fn note(&mut self, _text: &str) {}
+}
+
+/// Hooks that do nothing.
+#[derive(Debug, Default)]
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// Why the driver returned an error (the journal could not be written or read).
+pub(crate) type DriveResult = Result<(), JournalError>;
+
+/// The bisection driver over one session.
+pub struct Driver<'h, B: Backend, C: Clock> {
+    /// Where the session lives.
+    pub paths: SessionPaths,
+    /// The journal (the state of the machine).
+    pub session: SessionFile,
+    backend: B,
+    clock: C,
+    hooks: &'h mut dyn Hooks,
+    stop: Arc<AtomicBool>,
+    hash_cache: Option<HashCache>,
+    /// Fsyncs of journal writes still running; waited for before every submission.
+    durable: SyncBehind,
+    /// Fingerprint id of the environment the next run happens in (the last one taken).
+    env_now: Option<String>,
+}
+
+impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
+    /// A driver over `session` (already saved under `paths`).
+    pub fn new(
+        paths: SessionPaths,
+        session: SessionFile,
+        backend: B,
+        clock: C,
+        hooks: &'h mut dyn Hooks,
+    ) -> Self {
+        let cache_path = paths.runs_dir.join(crate::hashing::DEFAULT_CACHE_FILE);
+        let hash_cache = if session.options.models_dirs.is_empty() {
+            None
+        } else {
+            Some(HashCache::open(cache_path))
+        };
+        Driver {
+            paths,
+            session,
+            backend,
+            clock,
+            hooks,
+            stop: Arc::new(AtomicBool::new(false)),
+            hash_cache,
+            durable: SyncBehind::default(),
+            env_now: None,
+        }
+    }
+
+    /// The flag that stops the session between runs (set it from a Ctrl-C handler).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    fn save(&mut self) -> DriveResult {
+        self.session.save_behind(&self.paths, &mut self.durable)
+    }
+
+    fn saved(&mut self) -> DriveResult {
+        self.save()?;
+        self.hooks.journal_updated(&self.paths, &self.session);
+        Ok(())
+    }
+
+    /// Runs the session until every workflow has a verdict or it has to stop; every journal
+    /// write is durable when it returns.
+    pub fn drive(&mut self) -> DriveResult {
+        let result = self.drive_until_stop();
+        let durable = self.durable.wait();
+        result.and(durable)
+    }
+
+    fn drive_until_stop(&mut self) -> DriveResult {
+        if let Some(until) = self.start_at() {
+            if !self.wait_until(until)? {
+                return Ok(());
+            }
+        }
+        // A resumed session: the run in flight when the tool died comes first.
+        if self.session.in_flight.is_some() && !self.settle_in_flight()? {
+            return Ok(());
+        }
+        for w in 0..self.session.workflows.len() {
+            if self.session.workflows[w]
+                .verdict
+                .as_ref()
+                .is_some_and(|v| !matches!(v, Verdict::Incomplete { .. }))
+            {
+                continue;
+            }
+            self.session.workflows[w].verdict = None;
+            self.session.state = SessionState::Running { workflow: w };
+            self.save()?;
+            if !self.drive_workflow(w)? {
+                return Ok(());
+            }
+        }
+        self.session.state = SessionState::Done;
+        self.saved()
+    }
+
+    fn start_at(&self) -> Option<OffsetDateTime> {
+        let text = self.session.options.start_at.as_deref()?;
+        let t = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+        (t > self.clock.now()).then_some(t)
+    }
+
+    fn deadline(&self) -> Option<OffsetDateTime> {
+        let text = self.session.options.deadline.as_deref()?;
+        OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+    }
+
+    /// Waits for `--start-at`; false when stopped meanwhile.
+    fn wait_until(&mut self, until: OffsetDateTime) -> Result<bool, JournalError> {
+        let text = until
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        self.session.state = SessionState::Waiting {
+            until: text.clone(),
+        };
+        self.save()?;
+        self.hooks.note(&format!(
+            "waiting until {text} before the first run (--start-at)"
+        ));
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                self.stop_session(
+                    None,
+                    StopReason::Interrupted,
+                    "interrupted while waiting for --start-at".into(),
+                )?;
+                return Ok(false);
+            }
+            let now = self.clock.now();
+            if now >= until {
+                return Ok(true);
+            }
+            let left = (until - now).unsigned_abs();
+            self.clock.sleep(left.min(Duration::from_secs(1)));
+        }
+    }
+
+    /// Marks the session stopped (and the current workflow incomplete).
+    fn stop_session(
+        &mut self,
+        workflow: Option<usize>,
+        reason: StopReason,
+        detail: String,
+    ) -> DriveResult {
+        if let Some(w) = workflow {
+            let job = &mut self.session.workflows[w];
+            job.verdict = Some(Verdict::Incomplete {
+                reason,
+                detail: detail.clone(),
+            });
+        }
+        self.hooks.note(&format!("stopping: {detail}"));
+        self.session.state = SessionState::Stopped { reason, detail };
+        self.saved()
+    }
+
+    /// Checks what stops the session between runs; true when it may go on.
+    fn may_continue(&mut self, w: usize) -> Result<bool, JournalError> {
+        if self.stop.load(Ordering::SeqCst) {
+            self.stop_session(
+                Some(w),
+                StopReason::Interrupted,
+                "interrupted (Ctrl-C); `comfy-bisect resume` continues".into(),
+            )?;
+            return Ok(false);
+        }
+        if let Some(deadline) = self.deadline() {
+            if self.clock.now() >= deadline {
+                let text = self.session.options.deadline.clone().unwrap_or_default();
+                self.stop_session(
+                    Some(w),
+                    StopReason::Deadline,
+                    format!("deadline {text} reached; `comfy-bisect resume` continues"),
+                )?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Works on one workflow until its verdict; false when the session had to stop.
+    fn drive_workflow(&mut self, w: usize) -> Result<bool, JournalError> {
+        loop {
+            let (phase, decision) = decide_in(
+                &self.session.workflows[w],
+                &self.session.options,
+                self.env_now.as_deref(),
+            );
+            self.session.workflows[w].phase = phase;
+            match decision {
+                Decision::Finish(verdict) => {
+                    let job = &mut self.session.workflows[w];
+                    job.phase = Phase::Done;
+                    self.hooks
+                        .note(&format!("{}: {}", job.name, verdict.headline()));
+                    job.verdict = Some(verdict);
+                    self.saved()?;
+                    return Ok(true);
+                }
+                Decision::Run { .. } | Decision::Confirm { .. } => {
+                    let (step, role, confirms) = match decision {
+                        Decision::Run { step, role } => (step, role, None),
+                        Decision::Confirm { step, crashed } => {
+                            self.hooks.note(&format!(
+                                "run {crashed} (step {step}) crashed; re-running it to confirm (--confirm-crashes)"
+                            ));
+                            (step, RunRole::Confirm, Some(crashed))
+                        }
+                        Decision::Finish(_) => unreachable!("handled above"),
+                    };
+                    if !self.may_continue(w)? {
+                        return Ok(false);
+                    }
+                    if let Some(cmd) = self.session.options.restart_cmd.clone() {
+                        if self.session.options.restart_each {
+                            if let Err(e) = self.backend.restart(&cmd) {
+                                self.hooks.note(&format!("--restart-cmd failed: {e}"));
+                            }
+                        }
+                    }
+                    if !self.ensure_server(w)? {
+                        return Ok(false);
+                    }
+                    let fingerprint = match self.take_environment(w)? {
+                        EnvCheck::Same(id) => id,
+                        EnvCheck::Changed => continue,
+                        EnvCheck::Stop => return Ok(false),
+                    };
+                    if !self.one_run(w, step, role, confirms, fingerprint)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for the server (restarting it first when `--restart-cmd` is given and `restart`);
+    /// stops the session when it does not come back within `--wait-server`.
+    fn ensure_server(&mut self, w: usize) -> Result<bool, JournalError> {
+        if self.backend.alive() {
+            return Ok(true);
+        }
+        if self.wait_for_server(true) {
+            return Ok(true);
+        }
+        let detail = format!(
+            "server {} lost and not back within {}s (--wait-server); `comfy-bisect resume` continues",
+            self.session.server, self.session.options.wait_server_s
+        );
+        self.stop_session(Some(w), StopReason::ServerLost, detail)?;
+        Ok(false)
+    }
+
+    /// Polls the server for up to `--wait-server`; true when it answers.
+    fn wait_for_server(&mut self, restart: bool) -> bool {
+        if restart {
+            if let Some(cmd) = self.session.options.restart_cmd.clone() {
+                self.hooks.note(&format!("restarting the server: {cmd}"));
+                if let Err(e) = self.backend.restart(&cmd) {
+                    self.hooks.note(&format!("--restart-cmd failed: {e}"));
+                }
+            }
+        }
+        let limit = Duration::from_secs(self.session.options.wait_server_s);
+        self.hooks.note(&format!(
+            "waiting up to {}s for the server {} (--wait-server)",
+            limit.as_secs(),
+            self.session.server
+        ));
+        let start = self.clock.now();
+        loop {
+            if self.backend.alive() {
+                return true;
+            }
+            if self.stop.load(Ordering::SeqCst)
+                || (self.clock.now() - start).unsigned_abs() >= limit
+            {
+                return false;
+            }
+            self.clock.sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// When the step has a UI-format companion, the run folder gets it as `workflow.ui.json`.
+    fn copy_ui_companion(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        run_dir: &std::path::Path,
+    ) -> Result<(), JournalError> {
+        if role == RunRole::Control {
+            return Ok(());
+        }
+        let Some(s) = self.session.workflows[w].steps.get(step) else {
+            return Ok(());
+        };
+        let companion = self.paths.dir.join(super::setup::ui_companion(&s.file));
+        match std::fs::read(&companion) {
+            Ok(bytes) => self
+                .durable
+                .write_atomic(&run_dir.join("workflow.ui.json"), &bytes),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn variant(
+        &self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+    ) -> Result<(Workflow, String), JournalError> {
+        let job = &self.session.workflows[w];
+        let (file, increment) = if role == RunRole::Control {
+            let c = job
+                .controls
+                .iter()
+                .find(|c| c.step == step)
+                .ok_or_else(|| JournalError::Invalid {
+                    path: self.paths.session_file(),
+                    reason: format!("no control variant for step {step}"),
+                })?;
+            (c.file.clone(), c.increment.clone())
+        } else {
+            let s = &job.steps[step];
+            (s.file.clone(), s.increment.clone())
+        };
+        let path = self.paths.dir.join(&file);
+        let workflow =
+            crate::workflow::load_api_file(&path).map_err(|e| JournalError::Invalid {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok((workflow, increment))
+    }
+
+    /// Takes the environment fingerprint before a run and compares it with the one the
+    /// session's previous run saw. A change is journaled as a drift; then the next decision is
+    /// made again in the new environment (re-anchoring) or, with `--on-drift stop`, the
+    /// session ends.
+    fn take_environment(&mut self, w: usize) -> Result<EnvCheck, JournalError> {
+        let Some(fp) = self.backend.environment() else {
+            return Ok(EnvCheck::Same(None));
+        };
+        let id = fp.id.clone();
+        let previous = self
+            .env_now
+            .clone()
+            .or_else(|| self.session.last_run_fingerprint().map(str::to_string));
+        let before = previous
+            .as_ref()
+            .and_then(|p| self.session.fingerprints.get(p))
+            .cloned();
+        self.session
+            .fingerprints
+            .entry(id.clone())
+            .or_insert(fp.clone());
+        self.env_now = Some(id.clone());
+        let Some(from) = previous.filter(|p| *p != id) else {
+            return Ok(EnvCheck::Same(Some(id)));
+        };
+        let mut changes = before
+            .map(|b| crate::comfy::fingerprint::diff(&b, &fp))
+            .unwrap_or_default();
+        if changes.is_empty() {
+            changes.push(format!("fingerprint {from} → {id}"));
+        }
+        let action = self.session.options.on_drift;
+        self.hooks.note(&format!(
+            "the server's environment changed ({}); {}",
+            changes.join("; "),
+            match action {
+                OnDrift::Reanchor =>
+                    "re-running the last passing step under it (--on-drift reanchor)",
+                OnDrift::Stop => "stopping (--on-drift stop)",
+            }
+        ));
+        self.session.drifts.push(Drift {
+            detected_at: now_rfc3339(),
+            workflow: w,
+            from,
+            to: id,
+            changes: changes.clone(),
+            action,
+        });
+        if action == OnDrift::Stop {
+            self.stop_session(
+                Some(w),
+                StopReason::EnvironmentChanged,
+                format!("environment changed: {}", changes.join("; ")),
+            )?;
+            return Ok(EnvCheck::Stop);
+        }
+        self.save()?;
+        Ok(EnvCheck::Changed)
+    }
+
+    /// After a crash that will be re-run to confirm it: with `--restart-cmd` the server is
+    /// restarted (even when it answers: a crash may leave it in a bad state), then waited for.
+    fn back_after_crash(&mut self, w: usize) -> Result<bool, JournalError> {
+        if self.session.options.restart_cmd.is_none() {
+            return self.ensure_server(w);
+        }
+        if self.wait_for_server(true) {
+            return Ok(true);
+        }
+        let detail = format!(
+            "server {} not back within {}s after --restart-cmd (--wait-server); `comfy-bisect resume` continues",
+            self.session.server, self.session.options.wait_server_s
+        );
+        self.stop_session(Some(w), StopReason::ServerLost, detail)?;
+        Ok(false)
+    }
+
+    /// Whether the crash of run `run_id` of workflow `w` is going to be re-run.
+    fn will_confirm(&self, w: usize, run_id: &str) -> bool {
+        let job = &self.session.workflows[w];
+        job.runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .is_some_and(|r| {
+                r.role != RunRole::Control
+                    && job.crash_check(r, self.session.options.confirm_crashes)
+                        == super::journal::CrashCheck::Pending
+            })
+    }
+
+    /// Submits one run and journals it; false when the session had to stop.
+    fn one_run(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        confirms: Option<String>,
+        fingerprint: Option<String>,
+    ) -> Result<bool, JournalError> {
+        let (workflow, increment) = self.variant(w, step, role)?;
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let dir = run_dir_name(step, &increment, &run_id);
+        let run_dir = self.paths.dir.join(&dir);
+        std::fs::create_dir_all(&run_dir).map_err(|source| JournalError::Io {
+            action: "cannot create run folder",
+            path: run_dir.clone(),
+            source,
+        })?;
+        self.durable.write_atomic(
+            &run_dir.join(RUN_WORKFLOW_FILE),
+            format!("{}\n", workflow.to_pretty_json()).as_bytes(),
+        )?;
+        self.copy_ui_companion(w, step, role, &run_dir)?;
+        let entry = RunEntry {
+            run_id: run_id.clone(),
+            step,
+            increment: increment.clone(),
+            role,
+            dir: dir.clone(),
+            workflow_sha256: workflow.sha256(),
+            status: RunStatus::InFlight,
+            started_at: now_rfc3339(),
+            finished_at: None,
+            outcome: None,
+            summary: None,
+            diagnosis: None,
+            confirms,
+            fingerprint,
+        };
+        self.session.workflows[w].runs.push(entry.clone());
+        self.session.in_flight = Some(InFlight {
+            workflow: w,
+            run_id: run_id.clone(),
+        });
+        self.save()?;
+        self.hooks.run_started(&self.session, w, &entry);
+
+        let events_file = run_dir.join(RUN_EVENTS_FILE);
+        let label = format!(
+            "{} · step {step} {increment}{}",
+            self.session.workflows[w].name,
+            if role == RunRole::Control {
+                " (control)"
+            } else {
+                ""
+            }
+        );
+        let spec = RunSpec {
+            run_id: &run_id,
+            workflow: &workflow,
+            cold: self.session.options.cold,
+            timeout: self.session.options.timeout_s.map(Duration::from_secs),
+            events_file: &events_file,
+            label,
+        };
+        // Everything journaled so far (this run's files and in-flight entry, the last run's
+        // record) is on disk before the GPU gets work.
+        self.durable.wait()?;
+        match self.backend.run(&spec) {
+            Attempt::NotSubmitted(reason) => {
+                self.hooks.note(&format!("not submitted: {reason}"));
+                self.session.workflows[w]
+                    .runs
+                    .retain(|r| r.run_id != run_id);
+                self.session.in_flight = None;
+                let _ = std::fs::remove_dir_all(&run_dir);
+                self.save()?;
+                self.ensure_server(w)
+            }
+            Attempt::Done(record) => {
+                let outcome = self.finish_run(w, &run_id, *record, &workflow, false)?;
+                match outcome {
+                    Outcome::ServerLost { .. } | Outcome::Timeout { .. }
+                        if self.will_confirm(w, &run_id) =>
+                    {
+                        // A crash decides nothing alone: it is re-run once the server is back.
+                        self.back_after_crash(w)
+                    }
+                    Outcome::ServerLost { .. } => {
+                        // The variant killed the server: it counts as failing and is not
+                        // resubmitted (beyond --repeat); the session needs the server back.
+                        self.ensure_server(w)
+                    }
+                    Outcome::Interrupted => {
+                        self.stop_session(
+                            Some(w),
+                            StopReason::Interrupted,
+                            "the run was interrupted; `comfy-bisect resume` runs it again".into(),
+                        )?;
+                        Ok(false)
+                    }
+                    _ => Ok(true),
+                }
+            }
+        }
+    }
+
+    /// Journals a finished run: `run.json`, the index line, the session entry. Idempotent, so a
+    /// kill between the steps is repaired on resume (`recovered`: the run was in flight when the
+    /// tool died, so its index line may already be there).
+    fn finish_run(
+        &mut self,
+        w: usize,
+        run_id: &str,
+        mut record: RunRecord,
+        workflow: &Workflow,
+        recovered: bool,
+    ) -> Result<Outcome, JournalError> {
+        let diagnosis = super::evidence::diagnose_record(&record, workflow);
+        if let Some(d) = &diagnosis {
+            record.diagnosis = Some(d.clone());
+        }
+        let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
+        let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+        let run_fingerprint = self.session.workflows[w]
+            .runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .and_then(|r| r.fingerprint.clone());
+        let components = self.component_hashes(workflow, run_fingerprint.as_deref());
+        let node_hashes: std::collections::BTreeMap<String, String> = workflow
+            .nodes
+            .keys()
+            .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h)))
+            .collect();
+        let Some(i) = self.session.workflows[w]
+            .runs
+            .iter()
+            .position(|r| r.run_id == run_id)
+        else {
+            return Err(JournalError::Invalid {
+                path: self.paths.session_file(),
+                reason: format!("run {run_id} is not in the journal"),
+            });
+        };
+        {
+            let entry = &mut self.session.workflows[w].runs[i];
+            entry.status = RunStatus::Done;
+            entry.finished_at = Some(if record.finished_at.is_empty() {
+                now_rfc3339()
+            } else {
+                record.finished_at.clone()
+            });
+            entry.outcome = Some(outcome.clone());
+            entry.summary = Some(summary);
+            entry.diagnosis = diagnosis;
+        }
+        let entry = self.session.workflows[w].runs[i].clone();
+        let run_dir = self.paths.run_dir(&entry);
+        if !record.server_log.is_empty() {
+            self.durable.write_atomic(
+                &run_dir.join(crate::run::console::SERVER_LOG_FILE),
+                record.server_log.as_bytes(),
+            )?;
+        }
+        let file = RunFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: self.session.session_id.clone(),
+            workflow: self.session.workflows[w].name.clone(),
+            entry: entry.clone(),
+            component_hashes: components.clone(),
+            node_hashes,
+            environment: entry
+                .fingerprint
+                .as_ref()
+                .and_then(|id| self.session.fingerprints.get(id))
+                .cloned(),
+            record,
+        };
+        self.durable
+            .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
+        tracing::debug!(run_id = %run_id, "run recorded (run.json written)");
+        self.index(w, &entry, components, recovered)?;
+        self.session.in_flight = None;
+        self.saved()?;
+        self.hooks.run_finished(&self.session, w, &entry);
+        Ok(outcome)
+    }
+
+    /// Appends the run's index line. Only a recovered run can already have one (a fresh run id
+    /// cannot), so only then is the index read, which keeps a run's cost independent of how many
+    /// runs `runs/` holds.
+    fn index(
+        &mut self,
+        w: usize,
+        entry: &RunEntry,
+        components: Vec<ComponentHash>,
+        recovered: bool,
+    ) -> DriveResult {
+        let runs_dir = self.paths.runs_dir.clone();
+        if recovered
+            && index::read_all(&runs_dir)?
+                .iter()
+                .any(|e| e.run_id == entry.run_id)
+        {
+            return Ok(());
+        }
+        let dir = PathBuf::from(&self.session.session_id).join(&entry.dir);
+        index::append_behind(
+            &runs_dir,
+            &IndexEntry {
+                run_id: entry.run_id.clone(),
+                session_id: self.session.session_id.clone(),
+                workflow: self.session.workflows[w].name.clone(),
+                step: entry.step,
+                increment: entry.increment.clone(),
+                role: entry.role,
+                workflow_sha256: entry.workflow_sha256.clone(),
+                component_hashes: components,
+                outcome: entry
+                    .outcome
+                    .as_ref()
+                    .map(|o| o.name().to_string())
+                    .unwrap_or_default(),
+                memory_fallbacks: entry
+                    .summary
+                    .as_ref()
+                    .map(|s| s.memory_fallbacks.clone())
+                    .unwrap_or_default(),
+                dir: dir.to_string_lossy().into_owned(),
+                finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
+                fingerprint: entry.fingerprint.clone(),
+            },
+            &mut self.durable,
+        )
+    }
+
+    /// The run's model files hashed: under `--models-dir` when given, else in the server's own
+    /// folders as the run's fingerprint describes them (`/internal/folder_paths` and the
+    /// listings), when they are on this machine.
+    fn component_hashes(
+        &mut self,
+        workflow: &Workflow,
+        fingerprint: Option<&str>,
+    ) -> Vec<ComponentHash> {
+        let prompt = workflow.to_value();
+        let roots = self.session.options.models_dirs.clone();
+        let hashes = if roots.is_empty() {
+            let server = fingerprint
+                .and_then(|id| self.session.fingerprints.get(id))
+                .map(server_models)
+                .unwrap_or_default();
+            if self.hash_cache.is_none() && !server.folder_paths.is_empty() {
+                self.hash_cache = Some(HashCache::open(
+                    self.paths.runs_dir.join(crate::hashing::DEFAULT_CACHE_FILE),
+                ));
+            }
+            crate::hashing::hash_server_components(&prompt, &server, self.hash_cache.as_mut())
+        } else {
+            crate::hashing::hash_components(&prompt, &roots, self.hash_cache.as_mut())
+        };
+        if let Some(cache) = self.hash_cache.as_mut() {
+            let _ = cache.save();
+        }
+        hashes
+    }
+
+    /// Settles the run that was in flight when the tool died: `run.json` already written →
+    /// journal it; else ask the server's history by prompt_id; else forget it (it is re-run).
+    /// False when the session had to stop (server not back).
+    fn settle_in_flight(&mut self) -> Result<bool, JournalError> {
+        let Some(flight) = self.session.in_flight.clone() else {
+            return Ok(true);
+        };
+        let w = flight.workflow;
+        let Some(i) = self
+            .session
+            .workflows
+            .get(w)
+            .and_then(|job| job.runs.iter().position(|r| r.run_id == flight.run_id))
+        else {
+            self.session.in_flight = None;
+            self.save()?;
+            return Ok(true);
+        };
+        let entry = self.session.workflows[w].runs[i].clone();
+        let run_dir = self.paths.run_dir(&entry);
+        let (workflow, _) = self.variant(w, entry.step, entry.role)?;
+        // Killed after run.json was written: finish the bookkeeping only.
+        if let Ok(file) = read_json::<RunFile>(&run_dir.join(RUN_RECORD_FILE)) {
+            self.finish_run(w, &entry.run_id, file.record, &workflow, true)?;
+            return Ok(true);
+        }
+        loop {
+            match self
+                .backend
+                .recover(&entry.run_id, &workflow, &run_dir.join(RUN_EVENTS_FILE))
+            {
+                Recovery::Finished(record) => {
+                    self.hooks.note(&format!(
+                        "run {} was finished by the server while comfy-bisect was down; recovered from its history",
+                        entry.run_id
+                    ));
+                    let outcome = self.finish_run(w, &entry.run_id, *record, &workflow, true)?;
+                    if matches!(outcome, Outcome::ServerLost { .. }) {
+                        return self.ensure_server(w);
+                    }
+                    return Ok(true);
+                }
+                Recovery::Unknown => {
+                    self.hooks.note(&format!(
+                        "run {} is not in the server's history; it will be run again",
+                        entry.run_id
+                    ));
+                    self.session.workflows[w].runs.remove(i);
+                    self.session.in_flight = None;
+                    let _ = std::fs::remove_dir_all(&run_dir);
+                    self.save()?;
+                    return Ok(true);
+                }
+                Recovery::Unreachable(reason) => {
+                    self.hooks.note(&format!(
+                        "cannot ask the server about the run in flight: {reason}"
+                    ));
+                    if !self.ensure_server(w)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the environment check before a run found.
+enum EnvCheck {
+    /// Same environment as the previous run (its fingerprint id, if the server gave one).
+    Same(Option<String>),
+    /// The environment changed: decide again in the new one.
+    Changed,
+    /// The environment changed and the session stopped (`--on-drift stop`).
+    Stop,
+}
+
+/// A summary of a finished run for one-line output.
+pub(crate) fn describe_run(entry: &RunEntry) -> String {
+    let outcome = entry
+        .outcome
+        .as_ref()
+        .map(|o| o.name())
+        .unwrap_or("in flight");
+    let stage = entry
+        .summary
+        .as_ref()
+        .and_then(|s| s.stage.clone())
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    format!(
+        "step {} {} [{}] {}{}",
+        entry.step,
+        entry.increment,
+        serde_json::to_value(entry.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        outcome,
+        stage
+    )
+}
+
+/// What a fingerprint says about the server's model folders, for hashing without `--models-dir`.
+fn server_models(fp: &Fingerprint) -> crate::hashing::ServerModels {
+    crate::hashing::ServerModels {
+        folder_paths: fp
+            .model_paths
+            .iter()
+            .map(|(kind, dirs)| (kind.clone(), dirs.iter().map(PathBuf::from).collect()))
+            .collect(),
+        listed: fp
+            .models
+            .iter()
+            .map(|f| {
+                (
+                    f.folder.clone(),
+                    f.files.iter().map(|x| (x.name.clone(), x.size)).collect(),
+                )
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -1,0 +1,860 @@
+//! What the journal says: the types of `session.json` (the whole session, its workflows,
+//! their ladder and runs, the verdicts) and of each run's `run.json`, with the questions the
+//! driver and the report ask of them. No I/O here (see [`super::files`]).
+
+use crate::comfy::{Fingerprint, SystemStats};
+use crate::hashing::ComponentHash;
+use crate::ladder::{Kept, NotSeparable};
+use crate::workflow::Change;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Version of the `session.json` layout; bumped on incompatible changes.
+pub const SESSION_SCHEMA_VERSION: u32 = 1;
+/// File name of the session journal inside a session folder.
+pub const SESSION_FILE: &str = "session.json";
+/// File name of the submitted workflow inside a run folder.
+pub const RUN_WORKFLOW_FILE: &str = "workflow.json";
+/// File name of the run record inside a run folder.
+pub const RUN_RECORD_FILE: &str = "run.json";
+/// File name of the raw WebSocket frames inside a run folder.
+pub const RUN_EVENTS_FILE: &str = "events.ndjson";
+/// Name of the increment of step 0 (the minimal variant).
+pub const MINIMAL: &str = "minimal";
+
+/// The whole journal of one session (`session.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFile {
+    /// [`SESSION_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The session id (also the folder name), e.g. `20261129-231500-3f2a`.
+    pub session_id: String,
+    /// comfy-bisect version that created the session.
+    pub tool_version: String,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// RFC 3339 time of the last write.
+    pub updated_at: String,
+    /// The ComfyUI server URL (the report redacts host names).
+    pub server: String,
+    /// The options the session was started with (resume reuses them).
+    pub options: SessionOptions,
+    /// Where the driver is.
+    pub state: SessionState,
+    /// One job per workflow given on the command line, run one after another.
+    pub workflows: Vec<WorkflowJob>,
+    /// The run submitted and not yet recorded, if any (what `resume` looks up first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
+    /// The server's `/system_stats` answer at preflight (versions, devices, launch arguments;
+    /// fields this version does not model are kept). A stored value this version cannot read
+    /// loads as `None`: the report then takes the environment from the runs' records.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_system_stats"
+    )]
+    pub environment: Option<SystemStats>,
+    /// Every environment fingerprint the session's runs saw, by id (each run names its own
+    /// in `fingerprint`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprints: BTreeMap<String, Fingerprint>,
+    /// Environment changes seen between two runs, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drifts: Vec<Drift>,
+}
+
+/// Reads [`SessionFile::environment`] leniently: a value of another shape is `None` rather than
+/// a session that no longer loads.
+fn lenient_system_stats<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SystemStats>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+/// The environment changed between two runs of a session (`--on-drift`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// RFC 3339 time it was seen (before the next run).
+    pub detected_at: String,
+    /// Index into `workflows` of the workflow being worked on.
+    pub workflow: usize,
+    /// Fingerprint id of the runs before.
+    pub from: String,
+    /// Fingerprint id now.
+    pub to: String,
+    /// What changed, one line each (`launch arguments: … → …`, `node pack added: …`).
+    pub changes: Vec<String>,
+    /// What the session did about it.
+    pub action: OnDrift,
+}
+
+/// What a session does when the environment changes (`--on-drift`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDrift {
+    /// Re-run the last passing step under the new environment, then go on.
+    #[default]
+    Reanchor,
+    /// End the session: "incomplete: environment changed".
+    Stop,
+}
+
+/// The options of `bisect` that shape the session (saved so `resume` continues the same way).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOptions {
+    /// Search strategy.
+    pub strategy: Strategy,
+    /// `--repeat N`: extra runs of the first failing and last passing steps (0 = off).
+    pub repeat: u32,
+    /// `--controls`: also run minimal + each later increment alone.
+    pub controls: bool,
+    /// `--assume-fails`: the target is not run as an endpoint.
+    pub assume_fails: bool,
+    /// `--strict`: a run that only passed through a memory fallback counts as a failure.
+    #[serde(default)]
+    pub strict: bool,
+    /// `--timeout` per run, seconds (None = the runner's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Cold runs (free models and memory before each run); `--warm` turns it off.
+    pub cold: bool,
+    /// `--wait-server`, seconds.
+    pub wait_server_s: u64,
+    /// `--restart-cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_cmd: Option<String>,
+    /// `--restart-each`: run the restart command before every run.
+    pub restart_each: bool,
+    /// `--restart-timeout`, seconds: a restart command running longer is killed.
+    #[serde(default = "default_restart_timeout_s")]
+    pub restart_timeout_s: u64,
+    /// `--deadline`, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// `--start-at`, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// `--models-dir` roots used for component hashes.
+    #[serde(default)]
+    pub models_dirs: Vec<PathBuf>,
+    /// Ladder options as given (`--order`, `--keep`, `--min-resolution`, …), for the record.
+    #[serde(default)]
+    pub plan_args: Vec<String>,
+    /// `--confirm-crashes N`: a run that ends `server_lost` or `timeout` is re-run up to N
+    /// times before it counts (0 = a crash counts as a failure at once).
+    #[serde(default = "default_confirm_crashes")]
+    pub confirm_crashes: u32,
+    /// `--on-drift`: what to do when the environment fingerprint changes between runs.
+    #[serde(default)]
+    pub on_drift: OnDrift,
+}
+
+/// The default of `--confirm-crashes`.
+pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
+
+fn default_confirm_crashes() -> u32 {
+    DEFAULT_CONFIRM_CRASHES
+}
+
+fn default_restart_timeout_s() -> u64 {
+    crate::session::restart::DEFAULT_RESTART_TIMEOUT.as_secs()
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            strategy: Strategy::Linear,
+            repeat: 0,
+            controls: false,
+            assume_fails: false,
+            strict: false,
+            timeout_s: None,
+            cold: true,
+            wait_server_s: 600,
+            restart_cmd: None,
+            restart_each: false,
+            restart_timeout_s: default_restart_timeout_s(),
+            deadline: None,
+            start_at: None,
+            models_dirs: Vec::new(),
+            plan_args: Vec::new(),
+            confirm_crashes: DEFAULT_CONFIRM_CRASHES,
+            on_drift: OnDrift::Reanchor,
+        }
+    }
+}
+
+/// How the ladder is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// One increment per run, in ladder order, until the first failure.
+    Linear,
+    /// Bisection over the ladder (assumes failures are monotone).
+    Binary,
+}
+
+/// Where the session driver is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionState {
+    /// Checking server, node definitions and every variant.
+    Preflight,
+    /// Waiting for `--start-at`.
+    Waiting {
+        /// RFC 3339.
+        until: String,
+    },
+    /// Working on `workflows[workflow]`.
+    Running {
+        /// Index into `workflows`.
+        workflow: usize,
+    },
+    /// Every workflow has a final verdict.
+    Done,
+    /// Stopped before the end; `resume` continues.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+        /// In words.
+        detail: String,
+    },
+}
+
+/// Why a session stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `--deadline` reached (checked between runs).
+    Deadline,
+    /// Ctrl-C.
+    Interrupted,
+    /// The server went away and did not come back within `--wait-server`.
+    ServerLost,
+    /// Preflight found problems (see each workflow's verdict).
+    Preflight,
+    /// Another error (named in `detail`).
+    Error,
+    /// The environment fingerprint changed between runs and `--on-drift stop` was given.
+    EnvironmentChanged,
+}
+
+/// One workflow of the session and everything run for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowJob {
+    /// Short name (file stem), used in folder names and output.
+    pub name: String,
+    /// The path as given on the command line.
+    pub source: String,
+    /// Canonical sha256 of the target workflow.
+    pub target_sha256: String,
+    /// The ladder: step 0 = minimal variant, last step = the target.
+    pub steps: Vec<StepInfo>,
+    /// Control variants (`--controls`): minimal + one increment alone, one per step ≥ 1.
+    #[serde(default)]
+    pub controls: Vec<ControlVariant>,
+    /// Reductions that could not be done safely (the ladder's `not_separable`).
+    #[serde(default)]
+    pub not_separable: Vec<NotSeparable>,
+    /// Memory-saving settings kept in every variant (the ladder's `kept`).
+    #[serde(default)]
+    pub kept: Vec<Kept>,
+    /// What the driver is doing for this workflow (derived from `runs`, saved for readers).
+    pub phase: Phase,
+    /// Every run, in the order submitted (a run appears once it is submitted).
+    pub runs: Vec<RunEntry>,
+    /// Final verdict, once reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// One rung of the ladder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    /// 0 = minimal variant; `steps.len() - 1` = target.
+    pub index: usize,
+    /// The increment this step adds (`minimal` for step 0).
+    pub increment: String,
+    /// The variant file, relative to the session folder (`workflows/<name>/NN-<increment>.json`).
+    pub file: String,
+    /// Canonical sha256 of the variant.
+    pub sha256: String,
+    /// What this step changes compared to the previous one (the ladder's changes, written as
+    /// `{"node","class_type","action","input","from","to"}`; their text comes from
+    /// [`crate::ladder::describe_changes`]).
+    #[serde(default)]
+    pub changes: Vec<Change>,
+}
+
+/// A control variant: the minimal variant plus the increment of `step` alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlVariant {
+    /// The step whose increment is added alone.
+    pub step: usize,
+    /// That increment.
+    pub increment: String,
+    /// The variant file, relative to the session folder (`workflows/<name>/control-NN-<increment>.json`).
+    pub file: String,
+    /// Canonical sha256 of the variant.
+    pub sha256: String,
+}
+
+/// What the driver is doing for one workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Not started.
+    Pending,
+    /// Running the minimal variant.
+    Minimal,
+    /// Running the target.
+    Target,
+    /// Searching the ladder.
+    Search,
+    /// Repeating the boundary steps (`--repeat`).
+    Repeat,
+    /// Running controls (`--controls`).
+    Controls,
+    /// Verdict reached.
+    Done,
+}
+
+/// Why a run was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunRole {
+    /// Endpoint: the minimal variant (must pass).
+    Minimal,
+    /// Endpoint: the target (must fail).
+    Target,
+    /// A ladder step during the search.
+    Search,
+    /// A repeat of a boundary step (`--repeat`).
+    Repeat,
+    /// Minimal + one later increment alone (`--controls`); `increment` names it.
+    Control,
+    /// A re-run of a run that crashed (`server_lost` or `timeout`), to confirm the crash
+    /// (`--confirm-crashes`); `confirms` names the crashed run.
+    Confirm,
+    /// A re-run of a step under a new environment (`--on-drift reanchor`), so that the first
+    /// failure is bracketed by a pass and a fail in one environment.
+    Anchor,
+}
+
+/// Whether a run is finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Submitted; the outcome is not recorded yet.
+    InFlight,
+    /// The outcome is recorded (in `outcome` and in `run.json`).
+    Done,
+}
+
+/// One run as the session sees it (the full record is `dir/run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    /// The run id (UUID v4), also the ComfyUI prompt_id.
+    pub run_id: String,
+    /// The ladder step (for a control: the step of the increment added alone).
+    pub step: usize,
+    /// The increment of that step (`minimal` for step 0).
+    pub increment: String,
+    /// Why the run was made.
+    pub role: RunRole,
+    /// The run folder, relative to the session folder (`NN-<increment>-<run-id>`).
+    pub dir: String,
+    /// Canonical sha256 of the submitted workflow.
+    pub workflow_sha256: String,
+    /// In flight or done.
+    pub status: RunStatus,
+    /// RFC 3339 submission time.
+    pub started_at: String,
+    /// RFC 3339 end time (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The outcome (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// Summary numbers of the run (when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RunSummary>,
+    /// The diagnosis of a failed run (the `diagnose --json` object; one this version cannot
+    /// read loads as none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::diagnose::lenient_diagnosis"
+    )]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// For a `confirm` run: the run id of the crashed run it re-runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirms: Option<String>,
+    /// Id of the environment fingerprint taken before the run (see `SessionFile::fingerprints`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl RunEntry {
+    /// True when the run is done and crashed: the server went away or the run timed out.
+    pub fn crashed(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_crash)
+    }
+
+    /// True when the run is done and passed.
+    pub fn passed(&self) -> bool {
+        matches!(self.outcome, Some(Outcome::Passed))
+    }
+
+    /// True when the run is done and counts as a failure of the variant.
+    pub fn failed(&self) -> bool {
+        self.outcome.as_ref().is_some_and(Outcome::is_failure)
+    }
+}
+
+/// How a run ended (the session's view of the run record's outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The prompt executed to the end.
+    Passed,
+    /// An `execution_error`.
+    Failed {
+        /// Failing node id.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// E.g. `torch.OutOfMemoryError`.
+        exception_type: String,
+        /// First line of the exception message.
+        exception_message: String,
+    },
+    /// The server refused the prompt (400, or 200 with node_errors).
+    Rejected {
+        /// The server's message.
+        message: String,
+    },
+    /// Interrupted (by Ctrl-C or another client).
+    Interrupted,
+    /// The run or stall timeout hit; the prompt was interrupted.
+    Timeout {
+        /// What timed out, in words.
+        detail: String,
+    },
+    /// The server process went away during the run (crashed or killed).
+    ServerLost {
+        /// What was seen.
+        detail: String,
+    },
+    /// `--strict`: the prompt completed, but only through a silent memory fallback (a tiled
+    /// VAE decode or encode after an OOM); counted as a failure.
+    MemoryFallback {
+        /// The fallbacks, e.g. `tiled VAE decode fallback`.
+        fallbacks: Vec<String>,
+    },
+    /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
+    /// `incomplete_output`.
+    IncompleteOutput {
+        /// The (first) node without outputs.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// What is missing, in one sentence.
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// The outcome name used in `run.json`, the index and the report.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Rejected { .. } => "rejected",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::ServerLost { .. } => "server_lost",
+            Outcome::MemoryFallback { .. } => "memory_fallback",
+            Outcome::IncompleteOutput { .. } => "failed",
+        }
+    }
+
+    /// Whether this outcome says the variant fails. A variant that killed the server or ran
+    /// into the timeout fails; a rejection or an interruption says nothing about the variant
+    /// and stops the search instead.
+    pub(crate) fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed { .. }
+                | Outcome::Timeout { .. }
+                | Outcome::ServerLost { .. }
+                | Outcome::MemoryFallback { .. }
+                | Outcome::IncompleteOutput { .. }
+        )
+    }
+
+    /// A crash: the server went away or the run timed out. Either can have causes outside
+    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
+    /// (`--confirm-crashes`).
+    pub(crate) fn is_crash(&self) -> bool {
+        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
+    }
+}
+
+/// What the re-runs of a crashed run say (`--confirm-crashes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrashCheck {
+    /// The run did not crash (or crashes are not confirmed): it stands as it is.
+    NotACrash,
+    /// More re-runs are needed; none is conclusive yet.
+    Pending,
+    /// A re-run passed: the crash is not reproduced and the step counts as passed.
+    NotReproduced {
+        /// The passing re-run.
+        by: String,
+    },
+    /// The re-runs failed too (crashed again, or ran out of memory).
+    Confirmed {
+        /// How often the failure was seen, the crash included.
+        times: u32,
+        /// The failing re-runs, in order.
+        by: Vec<String>,
+    },
+}
+
+impl WorkflowJob {
+    /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
+    /// looked at in order: a pass means "not reproduced"; a failure that is not a crash (an
+    /// out-of-memory error, …) confirms at once; a crash counts towards `n`.
+    pub fn crash_check(&self, run: &RunEntry, n: u32) -> CrashCheck {
+        if n == 0 || run.role == RunRole::Confirm || !run.crashed() {
+            return CrashCheck::NotACrash;
+        }
+        let mut by = Vec::new();
+        for r in self
+            .runs
+            .iter()
+            .filter(|r| r.role == RunRole::Confirm && r.confirms.as_deref() == Some(&run.run_id))
+        {
+            if r.passed() {
+                return CrashCheck::NotReproduced {
+                    by: r.run_id.clone(),
+                };
+            }
+            if !r.failed() {
+                continue;
+            }
+            by.push(r.run_id.clone());
+            if !r.crashed() || by.len() as u32 >= n {
+                return CrashCheck::Confirmed {
+                    times: by.len() as u32 + 1,
+                    by,
+                };
+            }
+        }
+        CrashCheck::Pending
+    }
+}
+
+/// Numbers of one run the ladder table shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Wall time from submission to the end, milliseconds.
+    pub duration_ms: u64,
+    /// Peak VRAM used (sampled), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_peak_mib: Option<f64>,
+    /// The VRAM sampling interval, milliseconds (short peaks between samples are missed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_sample_ms: Option<u64>,
+    /// The card's total VRAM, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_total_mib: Option<f64>,
+    /// Device memory already in use before the run (after `/free` and the settle), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_baseline_mib: Option<f64>,
+    /// Peak system RAM in use (sampled `ram_total − ram_free`), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_peak_mib: Option<f64>,
+    /// Peak resident memory of the server process (local server only), MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_peak_mib: Option<f64>,
+    /// Peak swap of the local server process, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_peak_mib: Option<f64>,
+    /// The machine's total RAM, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_total_mib: Option<f64>,
+    /// Models and memory were freed before the run.
+    pub cold: bool,
+    /// The last node that ran (or the failing one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node: Option<String>,
+    /// Diagnosis stage of a failure (`load`, `sample_middle`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The outcome was recovered from the server's history after the tool was killed
+    /// (no timeline or VRAM series for this run).
+    #[serde(default)]
+    pub recovered_from_history: bool,
+    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote, in one line (`4 × PNG 768×1024`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (warnings, not failures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
+}
+
+/// The submitted-but-unrecorded run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Index into `workflows`.
+    pub workflow: usize,
+    /// The run id (= prompt_id on the server).
+    pub run_id: String,
+}
+
+/// The answer for one workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The search found the first failing increment.
+    FirstFailure {
+        /// The first failing step.
+        step: usize,
+        /// Its increment.
+        increment: String,
+        /// The run that showed it.
+        run_id: String,
+        /// The last passing step (`step - 1`).
+        last_pass_step: usize,
+        /// The run that showed it passes.
+        last_pass_run_id: String,
+        /// Diagnosis stage of the failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+        /// Steps never run (binary strategy).
+        #[serde(default)]
+        not_run: Vec<usize>,
+    },
+    /// The minimal variant already fails: nothing to bisect.
+    MinimalFails {
+        /// The failing run.
+        run_id: String,
+        /// Diagnosis stage.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+    },
+    /// The target passed.
+    CouldNotReproduce {
+        /// The passing target run.
+        run_id: String,
+    },
+    /// Repeats disagreed.
+    Flaky {
+        /// Per repeated step, how often it passed and failed.
+        counts: Vec<FlakyCount>,
+    },
+    /// Preflight stopped this workflow (nothing was run).
+    PreflightFailed {
+        /// Node classes the server does not know (install the custom nodes).
+        #[serde(default)]
+        unknown_nodes: Vec<String>,
+        /// Model files the server does not have.
+        #[serde(default)]
+        missing_models: Vec<MissingModel>,
+        /// Other problems, in words.
+        #[serde(default)]
+        other: Vec<String>,
+    },
+    /// A run was rejected or interrupted, which says nothing about the variant.
+    Inconclusive {
+        /// The run.
+        run_id: String,
+        /// In words.
+        detail: String,
+    },
+    /// Not finished: deadline, Ctrl-C, or the server lost and not back.
+    Incomplete {
+        /// Why.
+        reason: StopReason,
+        /// In words.
+        detail: String,
+    },
+}
+
+/// A model file a workflow names that the server does not list (written as
+/// `{"file","folder","node","class_type","input"}`, unknown values as `""` or `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MissingModel {
+    /// The file name as the workflow gives it.
+    pub file: String,
+    /// The models folder it belongs in (`loras`, `checkpoints`, …), empty when unknown.
+    pub folder: String,
+    /// The node that names it.
+    pub node: Option<String>,
+    /// That node's class.
+    pub class_type: Option<String>,
+    /// The input that names it.
+    pub input: Option<String>,
+}
+
+impl MissingModel {
+    /// `loras/detail.safetensors (node #10 LoraLoader, input lora_name)`.
+    pub fn describe(&self) -> String {
+        let mut out = match self.folder.as_str() {
+            "" => self.file.clone(),
+            folder => format!("{folder}/{}", self.file),
+        };
+        if let Some(node) = self.node.as_deref().filter(|n| !n.is_empty()) {
+            out.push_str(&format!(" (node #{node}"));
+            if let Some(class) = self.class_type.as_deref().filter(|c| !c.is_empty()) {
+                out.push_str(&format!(" {class}"));
+            }
+            if let Some(input) = self.input.as_deref().filter(|i| !i.is_empty()) {
+                out.push_str(&format!(", input {input}"));
+            }
+            out.push(')');
+        }
+        out
+    }
+}
+
+/// Pass/fail counts of one repeated step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlakyCount {
+    /// The step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// Runs that passed (search and repeats together).
+    pub passed: u32,
+    /// Runs that failed.
+    pub failed: u32,
+}
+
+impl Verdict {
+    /// One line for the terminal and the `runs` listing.
+    pub fn headline(&self) -> String {
+        match self {
+            Verdict::FirstFailure {
+                step,
+                increment,
+                stage,
+                ..
+            } => match stage {
+                Some(stage) => {
+                    format!("first failure at increment {increment} (step {step}), stage {stage}")
+                }
+                None => format!("first failure at increment {increment} (step {step})"),
+            },
+            Verdict::MinimalFails { stage, .. } => match stage {
+                Some(stage) => format!("minimal variant already fails (stage {stage})"),
+                None => "minimal variant already fails".to_string(),
+            },
+            Verdict::CouldNotReproduce { .. } => "could not reproduce (the target passed)".into(),
+            Verdict::Flaky { counts } => {
+                let parts: Vec<String> = counts
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "step {} {}: {} passed, {} failed",
+                            c.step, c.increment, c.passed, c.failed
+                        )
+                    })
+                    .collect();
+                format!("flaky ({})", parts.join("; "))
+            }
+            Verdict::PreflightFailed {
+                unknown_nodes,
+                missing_models,
+                other,
+            } => format!(
+                "preflight failed: {} unknown node class(es), {} missing model file(s), {} other problem(s)",
+                unknown_nodes.len(),
+                missing_models.len(),
+                other.len()
+            ),
+            Verdict::Inconclusive { detail, .. } => format!("inconclusive: {detail}"),
+            Verdict::Incomplete { detail, .. } => format!("incomplete: {detail}"),
+        }
+    }
+
+    /// Short machine name (`first_failure`, `minimal_fails`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Verdict::FirstFailure { .. } => "first_failure",
+            Verdict::MinimalFails { .. } => "minimal_fails",
+            Verdict::CouldNotReproduce { .. } => "could_not_reproduce",
+            Verdict::Flaky { .. } => "flaky",
+            Verdict::PreflightFailed { .. } => "preflight_failed",
+            Verdict::Inconclusive { .. } => "inconclusive",
+            Verdict::Incomplete { .. } => "incomplete",
+        }
+    }
+}
+
+/// `run.json`: the complete record of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFile {
+    /// [`SESSION_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The session.
+    pub session_id: String,
+    /// The workflow's name in the session.
+    pub workflow: String,
+    /// The session's view of the run (outcome, summary, diagnosis).
+    pub entry: RunEntry,
+    /// Component hashes of the submitted workflow's model files.
+    #[serde(default)]
+    pub component_hashes: Vec<ComponentHash>,
+    /// Per-node component hashes: node id → sha256 (hex) of its canonical class_type + inputs.
+    #[serde(default)]
+    pub node_hashes: BTreeMap<String, String>,
+    /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Fingerprint>,
+    /// The run record from the client (timeline, VRAM series, system_stats before/after,
+    /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
+    pub record: crate::run::RunRecord,
+}
+
+impl SessionFile {
+    /// Finds a run by id in any workflow: (workflow index, run index).
+    #[cfg(test)]
+    pub(crate) fn find_run(&self, run_id: &str) -> Option<(usize, usize)> {
+        self.workflows.iter().enumerate().find_map(|(w, job)| {
+            job.runs
+                .iter()
+                .position(|r| r.run_id == run_id)
+                .map(|i| (w, i))
+        })
+    }
+
+    /// The fingerprint id of the session's last run that has one (workflows run one after
+    /// another, so the last such run of the last workflow with runs).
+    pub fn last_run_fingerprint(&self) -> Option<&str> {
+        self.workflows
+            .iter()
+            .rev()
+            .flat_map(|job| job.runs.iter().rev())
+            .find_map(|r| r.fingerprint.as_deref())
+    }
+
+    /// True when every workflow has a verdict that is not `incomplete`.
+    pub fn is_finished(&self) -> bool {
+        self.workflows.iter().all(|w| {
+            w.verdict
+                .as_ref()
+                .is_some_and(|v| !matches!(v, Verdict::Incomplete { .. }))
+        })
+    }
+}

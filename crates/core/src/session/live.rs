@@ -1,0 +1,277 @@
+//! The real [`Backend`]: runs through `run::execute_with` on a ComfyUI server (or the simulator),
+//! raw events appended to `events.ndjson` as they arrive, history lookups for resume, the
+//! `--restart-cmd` shell command (bounded by `--restart-timeout`, see [`super::restart`]), the
+//! local server's process (found at the start, checked before every run, found again after a
+//! restart) and the kernel log read after a lost server.
+
+use super::driver::{Attempt, Backend, Recovery, RunSpec};
+use super::evidence::record_from_history;
+use super::progress::ProgressView;
+use crate::comfy::protocol::QueuePosition;
+use crate::comfy::{Client, Fingerprint, Fingerprinter};
+use crate::host::{process, KernelEvidence, Located, ServerProcess};
+use crate::run::{execute_with, Both, NdjsonWriter, RunRequest};
+use crate::workflow::Workflow;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+/// The OOM-killer lines of a lost server's run, in its run folder.
+pub(crate) const KERNEL_LOG_FILE: &str = "kernel-oom.log";
+
+/// Seconds added before the run's start and after its end when the kernel log is read.
+const KERNEL_LOG_MARGIN_S: i64 = 10;
+
+/// Puts the kernel's evidence into a record and diagnoses it again.
+pub(crate) fn record_kernel(record: &mut crate::run::RunRecord, evidence: KernelEvidence) {
+    record.kernel = Some(evidence);
+    record.attach_diagnosis();
+}
+
+/// How long a resumed session waits for a prompt that is still queued or running.
+pub(crate) const RECOVER_WAIT: Duration = Duration::from_secs(6 * 3600);
+
+/// Runs on a real server through a tokio runtime handle (the driver itself is synchronous).
+pub struct LiveBackend {
+    handle: Handle,
+    client: Client,
+    server: String,
+    cancel: watch::Receiver<bool>,
+    progress: Option<ProgressView>,
+    fingerprinter: Fingerprinter,
+    /// The server's process when the server is on this machine (Err: why it was not found);
+    /// None for a remote server.
+    server_process: Option<Result<ServerProcess, String>>,
+    /// `/system_stats` sampling interval.
+    pub sample_interval: Duration,
+    /// How often a resumed in-flight prompt is polled.
+    pub poll_interval: Duration,
+    /// `--restart-timeout`.
+    pub restart_limit: Duration,
+    /// Where `--restart-cmd`'s output is appended (discarded when `None`).
+    pub restart_log: Option<PathBuf>,
+}
+
+impl LiveBackend {
+    /// A backend over `client`; `cancel` turns true on Ctrl-C.
+    pub fn new(handle: Handle, client: Client, cancel: watch::Receiver<bool>) -> LiveBackend {
+        let server = client.server_url();
+        let mut backend = LiveBackend {
+            handle,
+            fingerprinter: Fingerprinter::new(client.clone()),
+            client,
+            server,
+            cancel,
+            progress: None,
+            server_process: None,
+            sample_interval: Duration::from_millis(500),
+            poll_interval: Duration::from_secs(1),
+            restart_limit: super::restart::DEFAULT_RESTART_TIMEOUT,
+            restart_log: None,
+        };
+        backend.locate_server();
+        backend
+    }
+
+    /// Finds the server's process when the server is on this machine.
+    fn locate_server(&mut self) {
+        let located = process::locate(&self.server);
+        if let Located::Found(p) = &located {
+            tracing::info!(pid = p.pid, name = %p.name, "the server's process is local");
+        }
+        self.server_process = located.into_request();
+    }
+
+    /// Before a run: the process found earlier must still be the one listening (a restart,
+    /// by us or by a supervisor, starts a new one); otherwise it is looked up again.
+    fn check_server_process(&mut self) {
+        let current = match &self.server_process {
+            None => return,
+            Some(Ok(p)) => {
+                let (ips, port) = process::addresses(&self.server);
+                process::still_serving(p.pid, &ips, port)
+            }
+            Some(Err(_)) => false,
+        };
+        if !current {
+            self.locate_server();
+        }
+    }
+
+    /// After a run that lost a local server: the kernel log of the run's window, matched to
+    /// the server's pid, recorded in the run and (its OOM-killer lines) in `run_dir`.
+    fn read_kernel_log(&self, record: &mut crate::run::RunRecord, run_dir: Option<&Path>) {
+        let pid = match &self.server_process {
+            None => return,
+            Some(Ok(p)) => Some(p.pid),
+            Some(Err(_)) => None,
+        };
+        let unix = |t: &str| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                .ok()
+                .map(|t| t.unix_timestamp())
+        };
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let since = unix(&record.started_at).unwrap_or(now) - KERNEL_LOG_MARGIN_S;
+        let until = unix(&record.finished_at).unwrap_or(now).max(now) + KERNEL_LOG_MARGIN_S;
+        let evidence = crate::host::kernel_log::read_window(since, until, pid);
+        if let (Some(dir), false) = (run_dir, evidence.lines.is_empty()) {
+            let path = dir.join(KERNEL_LOG_FILE);
+            if let Err(e) = std::fs::write(&path, evidence.lines.join("\n") + "\n") {
+                tracing::warn!("cannot write {}: {e}", path.display());
+            }
+        }
+        record_kernel(record, evidence);
+    }
+
+    /// Bounds `--restart-cmd` by `limit` and appends its output to `log`.
+    pub fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
+        self.restart_limit = limit;
+        self.restart_log = Some(log);
+        self
+    }
+
+    /// Shows node and step progress of each run on `progress`.
+    pub fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+impl Backend for LiveBackend {
+    fn run(&mut self, spec: &RunSpec<'_>) -> Attempt {
+        let mut request = RunRequest::new(spec.workflow.clone());
+        request.run_id = match uuid::Uuid::parse_str(spec.run_id) {
+            Ok(id) => id,
+            Err(e) => return Attempt::NotSubmitted(format!("bad run id {}: {e}", spec.run_id)),
+        };
+        request.cold = spec.cold;
+        if let Some(t) = spec.timeout {
+            request.timeout = t;
+        }
+        request.sample_interval = self.sample_interval;
+        request.cancel = Some(self.cancel.clone());
+        self.check_server_process();
+        request.server_process = self.server_process.clone();
+        let file = match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(spec.events_file)
+        {
+            Ok(f) => f,
+            Err(e) => {
+                return Attempt::NotSubmitted(format!(
+                    "cannot write {}: {e}",
+                    spec.events_file.display()
+                ))
+            }
+        };
+        let mut writer = NdjsonWriter::new(file);
+        let client = self.client.clone();
+        let record = match self.progress.as_mut() {
+            Some(p) => {
+                p.begin_run(&spec.label, spec.workflow);
+                let mut both = Both(&mut writer, p);
+                self.handle
+                    .block_on(execute_with(&client, request, &mut both))
+            }
+            None => self
+                .handle
+                .block_on(execute_with(&client, request, &mut writer)),
+        };
+        if let Some(e) = writer.error() {
+            tracing::warn!("events.ndjson: {e}");
+        }
+        let mut record = record;
+        // What the next fingerprint needs to know: a reconnected socket may mean a restart.
+        self.fingerprinter
+            .ran(&record.prompt_id, record.raw.client_ids.len() > 1);
+        if let crate::run::Outcome::ServerLost(info) = record.outcome() {
+            self.fingerprinter.invalidate();
+            if !info.submitted {
+                return Attempt::NotSubmitted(info.reason);
+            }
+            self.read_kernel_log(&mut record, spec.events_file.parent());
+        }
+        Attempt::Done(Box::new(record))
+    }
+
+    fn recover(&mut self, run_id: &str, workflow: &Workflow, _events_file: &Path) -> Recovery {
+        let client = self.client.clone();
+        let server = self.server.clone();
+        let poll = self.poll_interval;
+        self.handle.block_on(async move {
+            let start = Instant::now();
+            loop {
+                let queue = match client.queue().await {
+                    Ok(q) => q,
+                    Err(e) => return Recovery::Unreachable(e.to_string()),
+                };
+                match queue.position(run_id) {
+                    QueuePosition::Running | QueuePosition::Pending { .. } => {
+                        if start.elapsed() > RECOVER_WAIT {
+                            return Recovery::Unknown;
+                        }
+                        tokio::time::sleep(poll).await;
+                        continue;
+                    }
+                    QueuePosition::Absent => {}
+                }
+                // History can lag the queue briefly.
+                for attempt in 0..5u32 {
+                    match client.history(run_id).await {
+                        Ok(Some(entry)) => {
+                            if let Some(record) =
+                                record_from_history(run_id, workflow, &server, true, &entry)
+                            {
+                                return Recovery::Finished(Box::new(record));
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => return Recovery::Unreachable(e.to_string()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt + 1))).await;
+                }
+                return Recovery::Unknown;
+            }
+        })
+    }
+
+    fn alive(&mut self) -> bool {
+        let client = self.client.with_request_timeout(Duration::from_secs(5));
+        let alive = self
+            .handle
+            .block_on(async move { client.system_stats().await.is_ok() });
+        if !alive {
+            // Whatever answers next may be another server process.
+            self.fingerprinter.invalidate();
+        }
+        alive
+    }
+
+    fn restart(&mut self, command: &str) -> Result<(), String> {
+        // The restarted server is a new process: looked up again before the next run, and its
+        // node set is fetched again.
+        self.server_process = self.server_process.take().map(|_| Err("restarted".into()));
+        self.fingerprinter.invalidate();
+        super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
+    }
+
+    fn environment(&mut self) -> Option<Fingerprint> {
+        let started = Instant::now();
+        let fingerprinter = &mut self.fingerprinter;
+        let fp = self.handle.block_on(fingerprinter.take());
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "environment fingerprint taken"
+        );
+        match fp {
+            Ok(fp) => Some(fp),
+            Err(e) => {
+                tracing::warn!("no environment fingerprint: {e}");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Times and durations on the command line: `--start-at 01:00`, `--deadline 07:00` or RFC 3339,
+//! `--timeout 30m`, `--wait-server 10m`.
+
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ZonedDateTime};
+use std::time::Duration;
+
+/// Parses `HH:MM` (the next such wall-clock time after `now` in the time zone `tz`) or an
+/// RFC 3339 time. `HH:MM` is placed on its day with the zone's rules for that day, so a night
+/// that crosses a daylight-saving change gets the offset in force at that time, not the one in
+/// force now; a time the clocks skip (02:30 on a spring-forward night) is read as the same
+/// time after the jump (03:30), a time that happens twice as its first occurrence.
+pub fn parse_when(text: &str, now: Timestamp, tz: &TimeZone) -> Result<ZonedDateTime, String> {
+    let t = text.trim();
+    let bad = || {
+        format!("'{text}' is not a time: use HH:MM (local time, e.g. 07:00) or RFC 3339 (e.g. 2026-11-30T07:00:00+01:00)")
+    };
+    if t.len() > 5 {
+        let at: Timestamp = t.parse().map_err(|_| bad())?;
+        // Keep the offset as written.
+        let offset = jiff::fmt::temporal::Pieces::parse(t)
+            .ok()
+            .and_then(|p| p.to_numeric_offset())
+            .unwrap_or(jiff::tz::Offset::UTC);
+        return Ok(at.to_zoned_datetime(TimeZone::fixed(offset)));
+    }
+    let (h, m) = t.split_once(':').ok_or_else(bad)?;
+    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        return Err(bad());
+    }
+    let hour: i8 = h.parse().map_err(|_| bad())?;
+    let minute: i8 = m.parse().map_err(|_| bad())?;
+    if !(0..24).contains(&hour) || !(0..60).contains(&minute) {
+        return Err(bad());
+    }
+    let today = now.to_zoned_datetime(tz.clone()).date();
+    let mut day = today;
+    // Today's, else tomorrow's (or the day after, should a zone skip a whole day).
+    for _ in 0..3 {
+        let at = day
+            .at(hour, minute, 0, 0)
+            .to_zoned_datetime(tz.clone())
+            .map_err(|e| format!("'{text}': {e}"))?;
+        if at.timestamp() > now {
+            return Ok(at);
+        }
+        day = day.tomorrow().map_err(|e| format!("'{text}': {e}"))?;
+    }
+    Err(bad())
+}
+
+/// Formats a time as RFC 3339 with its offset (`2026-03-29T07:00:00+02:00`).
+pub fn rfc3339(t: &ZonedDateTime) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// The machine's time zone (`TZ`, else the system setting), else UTC (with the reason).
+pub fn local_zone() -> (TimeZone, Option<String>) {
+    match TimeZone::try_system() {
+        Ok(tz) => (tz, None),
+        Err(e) => (
+            TimeZone::UTC,
+            Some(format!("cannot tell the local time zone ({e}); HH:MM times are read as UTC (pass RFC 3339 to be exact)")),
+        ),
+    }
+}
+
+/// The longest duration an option takes (a year): longer cannot be meant, and every deadline
+/// computed from a shorter one fits in a clock.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses a duration: `90` (seconds), `90s`, `10m`, `1h30m`, `2h`, `500ms`, `1.5m`. Never
+/// panics: sums are checked and anything over [`MAX_DURATION`] is refused.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let bad = || format!("'{text}' is not a duration (examples: 90s, 10m, 1h30m, 1.5m, 500ms)");
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        let unit_len = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        // `1h30` is refused (30 what?); a plain number alone means seconds.
+        if number.is_empty() || (unit.is_empty() && number_len != t.len()) {
+            return Err(bad());
+        }
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let seconds_per_unit = match unit {
+            "" | "s" | "sec" => 1.0,
+            "ms" => 0.001,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            _ => {
+                return Err(format!(
+                    "unknown unit '{unit}' in '{text}'; use ms, s, m, h or d"
+                ))
+            }
+        };
+        let part = Duration::try_from_secs_f64(value * seconds_per_unit)
+            .ok()
+            .filter(|d| *d <= MAX_DURATION)
+            .ok_or_else(too_long(text))?;
+        total = total
+            .checked_add(part)
+            .filter(|d| *d <= MAX_DURATION)
+            .ok_or_else(too_long(text))?;
+        rest = after;
+    }
+    Ok(total)
+}
+
+fn too_long(text: &str) -> impl FnOnce() -> String + '_ {
+    move || format!("'{text}' is longer than a year; give a shorter duration")
+}
+
+/// Formats a duration for people: `1h02m`, `3m05s`, `12s`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn when(text: &str, now: &str, tz: &TimeZone) -> String {
+        rfc3339(&parse_when(text, at(now), tz).unwrap())
+    }
+
+    /// Europe/Berlin's rules as a POSIX TZ string, so the test needs no system tzdata.
+    fn berlin() -> TimeZone {
+        TimeZone::posix("CET-1CEST,M3.5.0,M10.5.0/3").unwrap()
+    }
+
+    #[test]
+    fn hh_mm_is_the_next_such_local_time() {
+        let tz = berlin();
+        let now = "2026-11-29T21:30:00Z"; // 22:30 local
+        assert_eq!(when("23:00", now, &tz), "2026-11-29T23:00:00+01:00");
+        assert_eq!(when("07:00", now, &tz), "2026-11-30T07:00:00+01:00");
+        assert_eq!(when("22:30", now, &tz), "2026-11-30T22:30:00+01:00");
+        assert_eq!(
+            when("2026-12-01T05:00:00Z", now, &tz),
+            "2026-12-01T05:00:00+00:00"
+        );
+        assert_eq!(
+            when("2026-12-01T05:00:00-03:00", now, &tz),
+            "2026-12-01T05:00:00-03:00"
+        );
+        for bad in ["25:00", "7", "seven", "07:60", "-1:00", "7:5", ""] {
+            let e = parse_when(bad, at(now), &tz).unwrap_err();
+            assert!(e.contains("HH:MM"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_night_across_a_daylight_saving_change_gets_each_time_its_own_offset() {
+        let tz = berlin();
+        // Spring forward: 2026-03-29 02:00 CET → 03:00 CEST. Started at 22:00 (CET).
+        let evening = "2026-03-28T21:00:00Z";
+        assert_eq!(when("01:00", evening, &tz), "2026-03-29T01:00:00+01:00");
+        assert_eq!(when("07:00", evening, &tz), "2026-03-29T07:00:00+02:00");
+        // 07:00 CEST is 05:00 UTC (a fixed +01:00 said 06:00: an hour late).
+        assert_eq!(
+            parse_when("07:00", at(evening), &tz).unwrap().timestamp(),
+            at("2026-03-29T05:00:00Z")
+        );
+        // 02:30 does not exist that night: the same time after the jump.
+        assert_eq!(when("02:30", evening, &tz), "2026-03-29T03:30:00+02:00");
+        // Fall back: 2026-10-25 03:00 CEST → 02:00 CET. Started at 22:00 (CEST).
+        let autumn = "2026-10-24T20:00:00Z";
+        assert_eq!(when("07:00", autumn, &tz), "2026-10-25T07:00:00+01:00");
+        assert_eq!(
+            parse_when("07:00", at(autumn), &tz).unwrap().timestamp(),
+            at("2026-10-25T06:00:00Z")
+        );
+        // 02:30 happens twice: the first one.
+        assert_eq!(when("02:30", autumn, &tz), "2026-10-25T02:30:00+02:00");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
+        for bad in ["", "10x", "m", "1h30", "1..5s", "-5s", "5 s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        // What used to panic ("overflow when adding durations") or wrap.
+        for huge in [
+            "18446744073709551615s1s",
+            "18446744073709551615",
+            "5124095576030431h",
+            "9999999999999999999999h",
+            "366d",
+            "1e400s",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        assert_eq!(human(Duration::from_secs(3725)), "1h02m");
+        assert_eq!(human(Duration::from_secs(185)), "3m05s");
+    }
+}

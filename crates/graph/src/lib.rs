@@ -1,0 +1,30 @@
+//! The workflow graph and what can be derived from it without a server, a clock or a file
+//! write: `workflow` (the graph, its formats and canonical hash) → `nodedefs` (`/object_info`
+//! as data) → `catalog` (what each node class is) → `ladder` (the minimal variant and the
+//! increments back to the target). Pure by construction: this crate has no network, async
+//! runtime or clock among its dependencies.
+
+#[doc(hidden)]
+pub use regex as __regex;
+
+/// A function returning a regex compiled once: `regex!(name, r"…")` defines `fn name()`
+/// (`regex!(pub(crate) name, …)` for a visible one). The one way the workspace compiles a
+/// fixed pattern.
+#[macro_export]
+macro_rules! regex {
+    ($vis:vis $name:ident, $re:expr) => {
+        $vis fn $name() -> &'static $crate::__regex::Regex {
+            static RE: ::std::sync::OnceLock<$crate::__regex::Regex> = ::std::sync::OnceLock::new();
+            RE.get_or_init(|| $crate::__regex::Regex::new($re).expect("static regex"))
+        }
+    };
+}
+
+pub mod catalog;
+pub mod ladder;
+pub mod nodedefs;
+pub mod workflow;
+
+/// The repository's `tests/fixtures` folder, for unit tests that read captures.
+#[cfg(test)]
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
