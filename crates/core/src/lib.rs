@@ -4,7 +4,8 @@
 //! re-exported from `comfy-bisect-graph`) → `comfy` (HTTP/WS client) → `diagnose` (failure
 //! classification) → `host` (host RAM, the local server process, the kernel log) → `run` (one
 //! submission and its evidence) → `session` (the bisection driver and journal) → `report`
-//! (Markdown/JSON).
+//! (Markdown/JSON) → `app` (the application façade a front end calls: start, resume and
+//! drive a session, write a plan, find sessions and runs).
 
 // `regex!(name, r"…")`: a function returning a regex compiled once (defined in the graph crate).
 #[macro_use]
@@ -12,6 +13,7 @@ extern crate comfy_bisect_graph;
 
 pub use comfy_bisect_graph::{catalog, ladder, nodedefs, workflow};
 
+pub mod app;
 pub mod atomic;
 pub mod comfy;
 pub mod diagnose;
