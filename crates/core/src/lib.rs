@@ -22,6 +22,7 @@ pub mod host;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod units;
 
 /// The repository's `tests/fixtures` folder, for unit tests that read captures.
 #[cfg(test)]

@@ -245,9 +245,7 @@ fn slack(x: f64) -> f64 {
     (x.abs() * 0.01).max(16.0)
 }
 
-fn mib(x: f64) -> String {
-    format!("{x:.2} MiB")
-}
+use crate::units::mib;
 
 /// Checks that the numbers are finite, non-negative, plausible and ordered. Each problem is
 /// returned in words; an empty list means the numbers can be reasoned with.

@@ -4,8 +4,6 @@
 use super::frames::{classify_frame, matching_rule, Frame, FrameCat};
 use super::parse::ConsoleTail;
 use super::{ConsoleSignals, Evidence, Kind, NodeProgress, RunOutcomeHint, Stage, StageConfidence};
-use regex::Regex;
-use std::sync::OnceLock;
 
 /// The failing node as far as the evidence names it, with its last progress.
 #[derive(Debug, Clone, Default)]
@@ -65,13 +63,10 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
     failing
 }
 
-fn frame_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#)
-            .expect("static regex")
-    })
-}
+regex!(
+    frame_re,
+    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#
+);
 
 /// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
 /// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
@@ -323,13 +318,10 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
     ("headertoolarge", "a .safetensors header could not be read"),
 ];
 
-fn mmap_file_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>")
-            .expect("static regex")
-    })
-}
+regex!(
+    mmap_file_re,
+    r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>"
+);
 
 /// Why the exception itself shows a model file being mapped or read, when it does.
 fn model_file_reason(evidence: &Evidence) -> Option<String> {

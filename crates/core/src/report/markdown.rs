@@ -147,22 +147,9 @@ fn footer(r: &Report) -> String {
     )
 }
 
-fn mib(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} MiB")
-    } else {
-        format!("{v:.1} MiB")
-    }
-}
+use crate::units::mib_rounded as mib;
 
-fn duration(s: f64) -> String {
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        let total = s.round() as u64;
-        format!("{}m {:02}s", total / 60, total % 60)
-    }
-}
+use crate::units::seconds as duration;
 
 /// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue.
 fn node(n: &NodeRef) -> String {

@@ -48,13 +48,7 @@ pub(crate) fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
         .collect()
 }
 
-fn mib(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} MiB")
-    } else {
-        format!("{v:.1} MiB")
-    }
-}
+use crate::units::mib_rounded as mib;
 
 /// Whether the ladder has anything for the "Models loaded" column.
 pub fn any(ladder: &[LadderRow]) -> bool {

@@ -555,7 +555,7 @@ fn host_evidence(file: Option<&RunFile>) -> (Option<crate::host::KernelEvidence>
         return (None, None);
     };
     let h = &f.record.host;
-    let gib = crate::host::human_bytes;
+    let gib = crate::units::gib_or_mib;
     let mut parts = Vec::new();
     if let Some(peak) = h.peak_ram_used_bytes {
         parts.push(match h.ram_total_bytes {
