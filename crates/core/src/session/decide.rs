@@ -170,8 +170,8 @@ pub(crate) fn decide_in(
         return next;
     }
     let boundary = match rules::search(&ctx) {
-        Ok(boundary) => boundary,
-        Err(next) => return next,
+        rules::Searched::Found(boundary) => boundary,
+        rules::Searched::Ask(next) => return next,
     };
     rules::AFTER_SEARCH
         .iter()
@@ -839,7 +839,7 @@ mod tests {
             let mut j = bracketed(2);
             assert_eq!(
                 rules::search(&ctx(&j, &opts)),
-                Err((
+                rules::Searched::Ask((
                     Phase::Search,
                     Decision::Run {
                         step: 1,
@@ -851,7 +851,7 @@ mod tests {
             record(&mut j, 1, RunRole::Search, true);
             assert_eq!(
                 rules::search(&ctx(&j, &opts)),
-                Ok(rules::Boundary { lo: 1, hi: 2 }),
+                rules::Searched::Found(rules::Boundary { lo: 1, hi: 2 }),
                 "{strategy:?}"
             );
         }

@@ -29,6 +29,15 @@ pub(super) struct Boundary {
     pub hi: usize,
 }
 
+/// What the search gives: the boundary, or the next run (or verdict) it needs first.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Searched {
+    /// Both ends are known.
+    Found(Boundary),
+    /// The search goes on (or ends) with this.
+    Ask(Next),
+}
+
 /// A rule before the search.
 pub(super) type EndpointRule = fn(&Ctx) -> Option<Next>;
 /// A rule once the boundary is known.
@@ -136,7 +145,7 @@ fn target(c: &Ctx) -> Option<Next> {
 
 /// The search for the boundary under the session's strategy: the boundary, or the next run
 /// (or verdict) the search needs first.
-pub(super) fn search(c: &Ctx) -> Result<Boundary, Next> {
+pub(super) fn search(c: &Ctx) -> Searched {
     match c.options.strategy {
         Strategy::Linear => linear(c),
         Strategy::Binary => binary(c),
@@ -144,16 +153,16 @@ pub(super) fn search(c: &Ctx) -> Result<Boundary, Next> {
 }
 
 /// Walks up from step 1 to the first failure.
-fn linear(c: &Ctx) -> Result<Boundary, Next> {
+fn linear(c: &Ctx) -> Searched {
     let mut k = 1;
     loop {
         match first_result(c.job, k, c.options, c.env) {
             None => {
                 // Before going on: the last pass must hold in this environment.
                 if let Some(d) = anchor(c.job, k - 1, c.options, c.env) {
-                    return Err((Phase::Search, d));
+                    return Searched::Ask((Phase::Search, d));
                 }
-                return Err((
+                return Searched::Ask((
                     Phase::Search,
                     Decision::Run {
                         step: k,
@@ -163,23 +172,23 @@ fn linear(c: &Ctx) -> Result<Boundary, Next> {
             }
             Some(r) if r.passed => {
                 if k == c.n {
-                    return Err(could_not_reproduce(&r.pass_run.run_id));
+                    return Searched::Ask(could_not_reproduce(&r.pass_run.run_id));
                 }
                 k += 1;
             }
-            Some(_) => return Ok(Boundary { lo: k - 1, hi: k }),
+            Some(_) => return Searched::Found(Boundary { lo: k - 1, hi: k }),
         }
     }
 }
 
 /// Halves the interval between the last known pass and the first known failure.
-fn binary(c: &Ctx) -> Result<Boundary, Next> {
+fn binary(c: &Ctx) -> Searched {
     let n = c.n;
     let result = |k: usize| first_result(c.job, k, c.options, c.env).map(|r| r.passed);
     let hi = (1..=n).find(|&k| result(k) == Some(false)).unwrap_or(n);
     if hi == n {
         if let Some(r) = first_result(c.job, n, c.options, c.env).filter(|r| r.passed) {
-            return Err(could_not_reproduce(&r.pass_run.run_id));
+            return Searched::Ask(could_not_reproduce(&r.pass_run.run_id));
         }
     }
     let lo = (0..hi)
@@ -188,10 +197,10 @@ fn binary(c: &Ctx) -> Result<Boundary, Next> {
         .unwrap_or(0);
     if hi - lo > 1 {
         if let Some(d) = anchor(c.job, lo, c.options, c.env) {
-            return Err((Phase::Search, d));
+            return Searched::Ask((Phase::Search, d));
         }
         let mid = lo + (hi - lo) / 2;
-        return Err((
+        return Searched::Ask((
             Phase::Search,
             Decision::Run {
                 step: mid,
@@ -201,7 +210,7 @@ fn binary(c: &Ctx) -> Result<Boundary, Next> {
     }
     if result(hi).is_none() {
         // Only with --assume-fails: confirm the target fails.
-        return Err((
+        return Searched::Ask((
             Phase::Search,
             Decision::Run {
                 step: hi,
@@ -209,7 +218,7 @@ fn binary(c: &Ctx) -> Result<Boundary, Next> {
             },
         ));
     }
-    Ok(Boundary { lo, hi })
+    Searched::Found(Boundary { lo, hi })
 }
 
 /// The verdict's two ends come from one environment (the current one).
