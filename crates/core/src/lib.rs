@@ -20,6 +20,7 @@ pub mod host;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod vocab;
 
 /// The repository's `tests/fixtures` folder, for unit tests that read captures.
 #[cfg(test)]
