@@ -1,14 +1,13 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
 use super::budget::{self, Limits, Trimmed};
-use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use crate::report::memory;
-use crate::report::model::{
+use super::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
 };
-use crate::report::ReportFormat;
+use super::ReportFormat;
+use super::{console, memory};
 
 /// The Markdown format.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,7 +1,7 @@
 //! `report.json`: the whole report as pretty-printed JSON (schema in docs/report.md).
 
-use crate::report::model::Report;
-use crate::report::ReportFormat;
+use super::model::Report;
+use super::ReportFormat;
 
 /// The JSON format.
 #[derive(Debug, Clone, Copy, Default)]
