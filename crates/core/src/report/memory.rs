@@ -3,8 +3,8 @@
 //! from the run record's `memory_events`; and how the Markdown shows them (a short ladder cell,
 //! the details in a list below the table).
 
-use super::md::{code, text};
 use super::model::{LadderRow, ModelLoadRow};
+use super::render::md::{code, text};
 use crate::comfy::MemoryEvent;
 
 /// The model loads of a run's console, in order.

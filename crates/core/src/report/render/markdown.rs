@@ -1,13 +1,14 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
 use super::budget::{self, Limits, Trimmed};
+use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use super::model::{
+use crate::report::memory;
+use crate::report::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
 };
-use super::ReportFormat;
-use super::{console, memory};
+use crate::report::ReportFormat;
 
 /// The Markdown format.
 #[derive(Debug, Clone, Copy, Default)]

@@ -7,8 +7,8 @@
 
 use super::budget::trim_middle;
 use super::md::{code, details, fence};
-use super::model::Evidence;
 use crate::comfy::console::{classify, ConsoleLine};
+use crate::report::model::Evidence;
 
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +183,7 @@ mod tests {
         };
         let md = markdown(&e, 21, 400);
         assert!(md.starts_with("<details>\n<summary>Server console of the failing run (202 lines from got prompt, 21 shown)</summary>\n\n182 lines are left out in the middle; the whole console is in `runs/s/04-LoRA-x/server.log` and report.json.\n\n```text\n"), "{md}");
-        assert!(super::super::md::check(&md).is_empty());
+        assert!(super::md::check(&md).is_empty());
     }
 
     #[test]
