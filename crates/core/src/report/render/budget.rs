@@ -272,7 +272,7 @@ mod tests {
         assert!(cut.starts_with("# t\n\n**Verdict:** x\n\n| a |\n|---|\n| 1 |\n\n"));
         assert!(cut.ends_with(CUT_NOTE));
         assert!(!cut.contains("<details>"), "{cut}");
-        assert!(super::md::check(&cut).is_empty());
+        assert!(super::super::md::check(&cut).is_empty());
         assert_eq!(cut_to_fit("short\n", 2000), "short\n");
     }
 }

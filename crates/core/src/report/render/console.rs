@@ -183,7 +183,7 @@ mod tests {
         };
         let md = markdown(&e, 21, 400);
         assert!(md.starts_with("<details>\n<summary>Server console of the failing run (202 lines from got prompt, 21 shown)</summary>\n\n182 lines are left out in the middle; the whole console is in `runs/s/04-LoRA-x/server.log` and report.json.\n\n```text\n"), "{md}");
-        assert!(super::md::check(&md).is_empty());
+        assert!(super::super::md::check(&md).is_empty());
     }
 
     #[test]
