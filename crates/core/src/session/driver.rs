@@ -164,7 +164,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// The flag that stops the session between runs (set it from a Ctrl-C handler).
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+    pub(crate) fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()
     }
 

@@ -122,14 +122,14 @@ impl LiveBackend {
     }
 
     /// Bounds `--restart-cmd` by `limit` and appends its output to `log`.
-    pub fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
+    pub(crate) fn with_restart(mut self, limit: Duration, log: PathBuf) -> LiveBackend {
         self.restart_limit = limit;
         self.restart_log = Some(log);
         self
     }
 
     /// Shows node and step progress of each run on `progress`.
-    pub fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
+    pub(crate) fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
         self.progress = Some(progress);
         self
     }

@@ -36,7 +36,7 @@ pub struct LockInfo {
 
 /// A held lock: the locked file stays open until drop, which removes the name and releases it.
 #[derive(Debug)]
-pub struct SessionLock {
+pub(crate) struct SessionLock {
     path: PathBuf,
     file: File,
     info: LockInfo,
@@ -44,7 +44,7 @@ pub struct SessionLock {
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another live process holds it (the operating system says so).
     #[error("{}", held_message(.holder.as_deref(), .server, .path))]
     Held {
@@ -203,7 +203,7 @@ const ATTEMPTS: u32 = 1000;
 impl SessionLock {
     /// Takes the lock for `server` in `runs_dir`; a file left by a process that is gone is taken
     /// over. Never waits: a live holder is an error naming it.
-    pub fn acquire(
+    pub(crate) fn acquire(
         runs_dir: &Path,
         server: &str,
         session_id: &str,
@@ -262,7 +262,7 @@ impl SessionLock {
     }
 
     /// Publishes the real session id once it is known (the file is replaced whole).
-    pub fn set_session(&mut self, session_id: &str) -> std::io::Result<()> {
+    pub(crate) fn set_session(&mut self, session_id: &str) -> std::io::Result<()> {
         if self.info.session_id == session_id {
             return Ok(());
         }

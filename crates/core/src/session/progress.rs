@@ -26,7 +26,7 @@ struct State {
 
 /// A cloneable handle on the progress line (the driver's hooks and the backend share it).
 #[derive(Clone)]
-pub struct ProgressView {
+pub(crate) struct ProgressView {
     bar: ProgressBar,
     state: Arc<Mutex<State>>,
     quiet: bool,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 pub(crate) const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// File name of the restart log in the session folder.
-pub const RESTART_LOG: &str = "restart.log";
+pub(crate) const RESTART_LOG: &str = "restart.log";
 
 /// How often a running restart command is checked.
 const POLL: Duration = Duration::from_millis(50);
