@@ -327,5 +327,9 @@ pub(crate) fn run_session(
 /// Prints a finished session's summary; its exit code.
 pub(crate) fn print_finished(finished: Finished) -> CliResult {
     print!("{}", finished.summary());
-    Ok(exit_code(&finished.session))
+    let code = exit_code(&finished.session);
+    if let Some(resume) = app::resume_command(&finished.paths, &finished.session) {
+        eprintln!("exit status {code}; to continue: {resume}");
+    }
+    Ok(code)
 }

@@ -56,10 +56,11 @@ pub fn run(args: Args, server: &str) -> CliResult {
         }
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupting our prompt (Ctrl-C again to quit at once)…");
+            // Ctrl-C, SIGTERM and SIGHUP alike (issue #29).
+            if let Some(signal) = comfy_bisect_core::app::stop_signal().await {
+                eprintln!("\n{signal}: interrupting our prompt (Ctrl-C again to quit at once)…");
                 let _ = cancel_tx.send(true);
-                if tokio::signal::ctrl_c().await.is_ok() {
+                if comfy_bisect_core::app::stop_signal().await.is_some() {
                     std::process::exit(i32::from(exit::INTERRUPTED));
                 }
             }

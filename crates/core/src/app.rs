@@ -1,8 +1,8 @@
 //! The application façade: what a front end (the command line) calls to start a bisect session,
 //! resume one, drive it to its end and say how it ended, plus the plan files and the look-ups of
 //! sessions and runs in runs folders. It owns the wiring of a session — the per-server lock, the
-//! preflight, the live backend, Ctrl-C, the hooks (progress line and report rewrites), the
-//! reports at the end — and takes plain options (no argument-parser types). It returns typed
+//! preflight, the live backend, the stop signals (Ctrl-C, SIGTERM, SIGHUP), the hooks (progress
+//! line and report rewrites), the reports at the end — and takes plain options (no argument-parser types). It returns typed
 //! results; printing them is the caller's job (the progress line on stderr stays with
 //! [`crate::session::progress::ProgressView`]).
 
@@ -440,7 +440,7 @@ fn drive(
     let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);
     let stop = driver.stop_flag();
     let ctrl_c = rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if stop_signal().await.is_some() {
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = cancel_tx.send(true);
         }
@@ -452,6 +452,57 @@ fn drive(
     result.kind(ErrorKind::Failed)?;
     let session = driver.session.clone();
     Ok(Finished { paths, session })
+}
+
+/// Waits for a signal that asks the tool to stop: Ctrl-C (SIGINT), and on Unix SIGTERM (what
+/// systemd, Docker, Kubernetes and Slurm send) and SIGHUP (the terminal went away). All three
+/// are handled alike: our prompt is interrupted on the server, the run and the session are
+/// recorded as interrupted, and the process exits with status 130. Returns the signal's name;
+/// `None` when no handler could be installed.
+pub async fn stop_signal() -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return tokio::signal::ctrl_c().await.ok().map(|()| "SIGINT");
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.ok().map(|()| "SIGINT"),
+            _ = term.recv() => Some("SIGTERM"),
+            _ = hup.recv() => Some("SIGHUP"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.ok().map(|()| "SIGINT")
+    }
+}
+
+/// The command that continues a session that stopped before its end (`None` once done).
+pub fn resume_command(paths: &SessionPaths, session: &SessionFile) -> Option<String> {
+    if !matches!(session.state, SessionState::Stopped { .. }) {
+        return None;
+    }
+    Some(format!(
+        "comfy-bisect resume --runs-dir {} {}",
+        shell_word(&paths.runs_dir.display().to_string()),
+        session.session_id
+    ))
+}
+
+/// `s` quoted for a POSIX shell when it holds anything but plain path characters.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Each workflow's verdict and where the session and report are, one line each.

@@ -96,6 +96,15 @@ pub struct Faults {
     /// `/view` ignores `Range` and always answers 200 with the whole file, like a proxy that
     /// does not pass ranges on (`no-range`; ComfyUI itself honours them).
     pub no_range: bool,
+    /// Every socket goes silent after its greeting (`status`): it stays open and accepts
+    /// frames, but nothing more reaches the client, like a proxy that stopped forwarding a
+    /// WebSocket (`silent-socket`; issue #29's hung socket).
+    pub silent_socket: bool,
+    /// `GET /queue` always answers both lists empty, like a caching proxy: no prompt is ever
+    /// seen running or pending (`queue-hides`).
+    pub queue_hides: bool,
+    /// `GET /history/{id}` answers aiohttp's HTTP 500 (`history-500`).
+    pub history_500: bool,
 }
 
 impl Faults {
@@ -182,6 +191,21 @@ impl Faults {
             None => false,
         }
     }
+    /// Sockets go silent after their greeting.
+    pub fn with_silent_socket(mut self) -> Self {
+        self.silent_socket = true;
+        self
+    }
+    /// `/queue` always answers empty.
+    pub fn with_queue_hides(mut self) -> Self {
+        self.queue_hides = true;
+        self
+    }
+    /// `/history/{id}` answers 500.
+    pub fn with_history_500(mut self) -> Self {
+        self.history_500 = true;
+        self
+    }
     /// `/view` ignores `Range`.
     pub fn with_no_range(mut self) -> Self {
         self.no_range = true;
@@ -195,7 +219,7 @@ impl Faults {
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
-    /// missing-output=CLASS|#ID,short-video=N,no-range,
+    /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
     /// crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -216,6 +240,9 @@ impl Faults {
                 ("no-internal-logs", None) => f.no_internal_logs = true,
                 ("no-experiment-models", None) => f.no_experiment_models = true,
                 ("no-range", None) => f.no_range = true,
+                ("silent-socket", None) => f.silent_socket = true,
+                ("queue-hides", None) => f.queue_hides = true,
+                ("history-500", None) => f.history_500 = true,
                 ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
                     f.missing_output = Some(target.to_string())
                 }
@@ -257,7 +284,8 @@ impl Faults {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
-                         no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, crash-on=N[:N…], revive-after=MS, \
+                         no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
+                         silent-socket, queue-hides, history-500, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE"
                     ))
                 }
@@ -655,6 +683,8 @@ mod tests {
         assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        let f = Faults::parse("silent-socket,queue-hides,history-500").unwrap();
+        assert!(f.silent_socket && f.queue_hides && f.history_500);
         let f = Faults::parse("no-internal-logs,no-experiment-models,missing-output=SaveImage")
             .unwrap();
         assert!(f.no_internal_logs && f.no_experiment_models);

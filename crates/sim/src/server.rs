@@ -171,6 +171,8 @@ where
         conn
     };
     let mut first_frame = true;
+    // True until the greeting went out (silent-socket fault).
+    let mut first_sent = true;
     // Frames kept back by the socket-after-history fault.
     let mut held: Option<Vec<Out>> = None;
     let mut stop = inst.stop_signal();
@@ -194,7 +196,12 @@ where
                         held.push(frame);
                         true
                     }
-                    (Some(frame), None) => send_frame(&mut ws, frame).await,
+                    // silent-socket fault: the greeting goes out, nothing after it.
+                    (Some(_), None) if !first_sent && inst.shared.faults().silent_socket => true,
+                    (Some(frame), None) => {
+                        first_sent = false;
+                        send_frame(&mut ws, frame).await
+                    }
                 };
                 if !sent {
                     break;
@@ -519,6 +526,9 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
         "/experiment/models" if get => {
             Response::json(200, &experiment_models(&inst.shared.config.models_root))
         }
+        "/queue" if get && inst.shared.faults().queue_hides => {
+            Response::json(200, &json!({"queue_running": [], "queue_pending": []}))
+        }
         "/queue" if get => {
             let st = inst.lock();
             let running: Vec<Value> = st.running.iter().map(QueueItem::to_json).collect();
@@ -639,6 +649,9 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             if let Some(id) = path.strip_prefix("/history/") {
                 if !get {
                     return Response::method_not_allowed();
+                }
+                if inst.shared.faults().history_500 {
+                    return Response::internal_error();
                 }
                 let st = inst.lock();
                 let found = st.history.iter().find(|(k, _)| k == id);

@@ -19,6 +19,49 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest response text kept in a recorded exchange.
 const RECORDED_TEXT_LIMIT: usize = 4000;
 
+/// Largest `/object_info` answer read (a real server with hundreds of custom node packs
+/// answers some tens of MB); a longer one is cut off with [`ClientError::TooLarge`].
+pub const MAX_OBJECT_INFO_BYTES: usize = 128 * 1024 * 1024;
+
+/// Largest answer read from any other route (queue, history, stats, logs, models …).
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most of an answer to `route` that is read before the request fails.
+fn body_cap(route: &str) -> usize {
+    if route.starts_with(routes::OBJECT_INFO) {
+        MAX_OBJECT_INFO_BYTES
+    } else {
+        MAX_ANSWER_BYTES
+    }
+}
+
+/// Why reading an answer's body stopped.
+enum BodyError {
+    /// The transport failed.
+    Transport(reqwest::Error),
+    /// The body went past the cap.
+    TooLarge,
+}
+
+/// Reads `resp`'s body chunk by chunk, failing as soon as it passes `cap` bytes (an endless
+/// chunked answer ends there, never in memory); bytes that are not UTF-8 become U+FFFD.
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<String, BodyError> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Transport)? {
+        if body.len() + chunk.len() > cap {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(match String::from_utf8(body) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
 /// One HTTP request and its answer, as recorded for the run (never with headers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HttpExchange {
@@ -532,11 +575,14 @@ impl Client {
                 None => req,
             }
         };
+        let cap = body_cap(route);
         let result = async {
-            let resp = send_idempotent(method == "GET", build).await?;
+            let resp = send_idempotent(method == "GET", build)
+                .await
+                .map_err(BodyError::Transport)?;
             let status = resp.status().as_u16();
-            let text = resp.text().await?;
-            Ok::<_, reqwest::Error>((status, text))
+            let text = read_capped(resp, cap).await?;
+            Ok::<_, BodyError>((status, text))
         }
         .await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -560,7 +606,16 @@ impl Client {
                 }
                 Ok((status, text))
             }
-            Err(e) => Err(unreachable(&mut exchange, url.as_str(), &e)),
+            Err(BodyError::Transport(e)) => Err(unreachable(&mut exchange, url.as_str(), &e)),
+            Err(BodyError::TooLarge) => {
+                let err = ClientError::TooLarge {
+                    method: method.to_string(),
+                    url: redact_url_credentials(url.as_str()),
+                    limit: cap,
+                };
+                exchange.error = Some(err.to_string());
+                Err(err)
+            }
         };
         if let Some(rec) = &self.recorder {
             rec(exchange);

@@ -42,6 +42,22 @@ pub enum ClientError {
         /// The parse error.
         detail: String,
     },
+    /// An answer longer than the client reads from that route (an endless or runaway body):
+    /// reading stopped at the cap.
+    #[error(
+        "{method} {url} answered more than {} MiB, the most this tool reads from that route; \
+         the server (or a proxy in front of it) is sending an endless or runaway answer — \
+         check it with `curl -s URL | head -c 1000`",
+        limit / (1024 * 1024)
+    )]
+    TooLarge {
+        /// Request method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// The cap, in bytes.
+        limit: usize,
+    },
     /// The WebSocket could not be opened.
     #[error("cannot open the WebSocket {url} ({detail})")]
     WebSocket {

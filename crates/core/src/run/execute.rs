@@ -33,7 +33,9 @@ pub struct RunRequest {
     pub run_id: Uuid,
     /// Free models and caches first, and wait until the server is idle.
     pub cold: bool,
-    /// Longest run, counted from the start of execution (queue wait excluded).
+    /// Longest run, counted from submission; only the time `/queue` shows our prompt pending
+    /// behind others is excluded (the queue limit bounds that), so the deadline holds even when
+    /// neither the socket nor `/queue` ever shows the prompt running.
     pub timeout: Duration,
     /// Longest time without any event for our running prompt.
     pub stall_timeout: Duration,

@@ -26,6 +26,11 @@ const SOCKET_DRAIN: Duration = Duration::from_secs(5);
 /// The first wait before reconnecting a closed socket (doubled per failure, up to 2 s).
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
+/// How many `/history/{id}` answers in a row may fail (over at least the reconnect window)
+/// while `/queue` no longer lists our prompt, before the server counts as lost: its end can
+/// then never be known.
+const HISTORY_ERRORS_IN_A_ROW: u32 = 5;
+
 /// What ended a wait in the follow loop.
 enum Wake {
     Frame(WsFrame),
@@ -42,8 +47,14 @@ struct Follow<'r, 'a> {
     next_poll: Instant,
     /// The last event for our prompt (or queue movement); the stall limit counts from here.
     last_activity: Instant,
-    /// When our prompt was first seen running; the run limit counts from here.
+    /// When our prompt was first seen running (the stall limit applies from then on).
     running_since: Option<Instant>,
+    /// What the run limit (`--timeout`) counts from: the submission, moved on to each `/queue`
+    /// answer that shows our prompt pending. A prompt that is never seen running, because the
+    /// socket and `/queue` say nothing, still meets the deadline.
+    run_clock: Instant,
+    /// Failed `/history/{id}` answers in a row, and when the first of them came.
+    history_errors: (u32, Option<Instant>),
     /// When following began; the queue limit counts from here until the prompt runs.
     pending_since: Instant,
     /// Since when HTTP has been unreachable.
@@ -155,6 +166,8 @@ impl<'r, 'a> Follow<'r, 'a> {
             next_poll: now,
             last_activity: now,
             running_since: None,
+            run_clock: now,
+            history_errors: (0, None),
             pending_since: now,
             unreachable_since: None,
             socket_lost_at: None,
@@ -221,8 +234,10 @@ impl<'r, 'a> Follow<'r, 'a> {
     /// The run, stall or queue limit that passed, with its length.
     fn limit_passed(&self, now: Instant) -> Option<(TimeoutReason, Duration)> {
         let req = &self.runner.req;
+        if now - self.run_clock > req.timeout {
+            return Some((TimeoutReason::Run, req.timeout));
+        }
         match self.running_since {
-            Some(since) if now - since > req.timeout => Some((TimeoutReason::Run, req.timeout)),
             // Only the first socket (the one named in client_id) receives our prompt's events;
             // after a reconnect silence proves nothing.
             Some(_)
@@ -398,6 +413,7 @@ impl<'r, 'a> Follow<'r, 'a> {
     fn on_pending(&mut self, ahead: usize, now: Instant) {
         self.vanished = None;
         self.last_activity = now;
+        self.run_clock = now;
         self.runner.queue.max_ahead = self.runner.queue.max_ahead.max(ahead);
         if self.last_ahead != Some(ahead) {
             self.last_ahead = Some(ahead);
@@ -407,7 +423,16 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// Our prompt left the queue: its history entry is merged, or it went missing.
     async fn poll_history(&mut self, now: Instant) -> Option<End> {
-        match self.runner.client.history(&self.runner.prompt_id).await {
+        let answer = self.runner.client.history(&self.runner.prompt_id).await;
+        if answer.is_ok() && self.history_errors.0 > 0 {
+            let failed = self.history_errors.0;
+            self.history_errors.0 = 0;
+            self.history_errors.1 = None;
+            self.runner.note(&format!(
+                "GET /history answered again after failing {failed} time(s) in a row"
+            ));
+        }
+        match answer {
             Ok(Some(entry)) => {
                 // History can answer before the frames the socket already carries were read:
                 // read them first, so the progress they hold is in the timeline.
@@ -420,11 +445,38 @@ impl<'r, 'a> Follow<'r, 'a> {
                 None
             }
             Ok(None) => self.on_missing(now),
-            Err(e) => {
-                self.runner.note(&format!("GET /history failed: {e}"));
-                None
-            }
+            Err(e) => self.on_history_error(e, now),
         }
+    }
+
+    /// A failed `/history/{id}` while `/queue` no longer lists our prompt: counted (the first
+    /// of a series is noted, not every one), and once [`HISTORY_ERRORS_IN_A_ROW`] failed over
+    /// at least the reconnect window, the server counts as lost — the prompt's end can never
+    /// be learnt. An end waiting for confirmation keeps its own grace.
+    fn on_history_error(&mut self, e: ClientError, now: Instant) -> Option<End> {
+        let (in_a_row, since) = &mut self.history_errors;
+        *in_a_row += 1;
+        let since = *since.get_or_insert(now);
+        let in_a_row = *in_a_row;
+        if in_a_row == 1 {
+            self.runner.note(&format!("GET /history failed: {e}"));
+        }
+        let failing_for = now - since;
+        if self.ending.is_some()
+            || in_a_row < HISTORY_ERRORS_IN_A_ROW
+            || failing_for < self.runner.req.reconnect_window
+        {
+            return None;
+        }
+        Some(End::Lost(ServerLostInfo {
+            reason: format!(
+                "our prompt left /queue but GET /history/{{id}} failed {in_a_row} times in a \
+                 row over {:.1}s, so its end cannot be known (last error: {e})",
+                failing_for.as_secs_f64()
+            ),
+            submitted: true,
+            last_node: self.runner.last_node(),
+        }))
     }
 
     /// Our prompt is in neither `/queue` nor `/history`: the end we were waiting to confirm,

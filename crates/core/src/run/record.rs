@@ -131,7 +131,8 @@ pub struct Interruption {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimeoutReason {
-    /// The run took longer than `--timeout` (counted from its start, not the queue wait).
+    /// The run took longer than `--timeout` (counted from submission; time `/queue` showed
+    /// it pending behind other prompts excluded).
     Run,
     /// No event for our prompt for `--stall-timeout` while it was running.
     Stall,

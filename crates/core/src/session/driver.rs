@@ -279,7 +279,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             self.stop_session(
                 Some(w),
                 StopReason::Interrupted,
-                "interrupted (Ctrl-C); `comfy-bisect resume` continues".into(),
+                "interrupted (Ctrl-C, SIGTERM or SIGHUP); `comfy-bisect resume` continues".into(),
             )?;
             return Ok(false);
         }

@@ -1,0 +1,211 @@
+//! A hostile server (issue #29): answers that never end or claim to be huge must end in a
+//! clear error, never in memory. The server here is a few lines of raw HTTP on a thread —
+//! the simulator answers like ComfyUI, which never does this.
+
+use comfy_bisect_core::comfy::client::{MAX_ANSWER_BYTES, MAX_OBJECT_INFO_BYTES};
+use comfy_bisect_core::comfy::{Client, ClientError, ExtraHeaders};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::thread;
+use std::time::Duration;
+
+/// Reads one request head from each of `n` connections and answers with `head` followed by
+/// an endless stream of `chunk`-sized HTTP chunks of `[` (never valid JSON), until the client
+/// hangs up. Returns the bytes sent on each connection.
+fn endless(listener: TcpListener, n: usize, head: &'static str) -> thread::JoinHandle<Vec<u64>> {
+    thread::spawn(move || {
+        let mut sent = Vec::new();
+        for _ in 0..n {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let mut stream = stream;
+            let payload = vec![b'['; 64 * 1024];
+            let mut chunk = format!("{:x}\r\n", payload.len()).into_bytes();
+            chunk.extend_from_slice(&payload);
+            chunk.extend_from_slice(b"\r\n");
+            let mut total = 0u64;
+            if stream.write_all(head.as_bytes()).is_ok() {
+                while stream.write_all(&chunk).is_ok() {
+                    total += payload.len() as u64;
+                }
+            }
+            sent.push(total);
+        }
+        sent
+    })
+}
+
+/// Waits for the server thread without blocking the runtime, whose tasks close the client's
+/// side of the connections (else the server would write forever).
+async fn join(server: thread::JoinHandle<Vec<u64>>) -> Vec<u64> {
+    tokio::task::spawn_blocking(move || server.join().unwrap())
+        .await
+        .unwrap()
+}
+
+const CHUNKED: &str = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                       Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+
+fn client(listener: &TcpListener) -> Client {
+    let port = listener.local_addr().unwrap().port();
+    Client::new(&format!("http://127.0.0.1:{port}"), ExtraHeaders::default())
+        .unwrap()
+        // Far longer than reading the cap takes; an unbounded read would end here instead.
+        .with_request_timeout(Duration::from_secs(600))
+}
+
+#[tokio::test]
+async fn an_endless_chunked_object_info_ends_in_a_clear_error_at_the_cap() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = client(&listener);
+    let server = endless(listener, 1, CHUNKED);
+    let err = client.object_info(None).await.expect_err("endless answer");
+    match &err {
+        ClientError::TooLarge { url, limit, .. } => {
+            assert!(url.ends_with("/object_info"), "{url}");
+            assert_eq!(*limit, MAX_OBJECT_INFO_BYTES);
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("answered more than 128 MiB"), "{text}");
+    let sent = join(server).await[0];
+    // The client stopped near the cap (socket buffers hold a few MB more), not at a timeout.
+    assert!(sent >= MAX_OBJECT_INFO_BYTES as u64, "{sent}");
+    assert!(
+        sent < MAX_OBJECT_INFO_BYTES as u64 + 64 * 1024 * 1024,
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn every_other_route_has_the_smaller_cap() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = client(&listener);
+    let server = endless(listener, 2, CHUNKED);
+    for err in [
+        client.queue().await.expect_err("endless /queue"),
+        client.history("p1").await.expect_err("endless /history"),
+    ] {
+        match err {
+            ClientError::TooLarge { limit, .. } => assert_eq!(limit, MAX_ANSWER_BYTES),
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+    }
+    for sent in join(server).await {
+        assert!(sent < MAX_ANSWER_BYTES as u64 + 64 * 1024 * 1024, "{sent}");
+    }
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_cap_is_refused_unread() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = client(&listener);
+    let head: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            MAX_ANSWER_BYTES + 1
+        )
+        .into_boxed_str(),
+    );
+    let server = endless(listener, 1, head);
+    let err = client.system_stats().await.expect_err("too long");
+    assert!(matches!(err, ClientError::TooLarge { .. }), "{err:?}");
+    // Nothing of the body was read: what was sent sits in the socket buffers.
+    assert!(join(server).await[0] < MAX_ANSWER_BYTES as u64 / 2);
+}
+
+// ---- A run against a server whose socket, queue and history all say nothing useful ----
+
+#[path = "sim_common/mod.rs"]
+mod sim_common;
+
+use comfy_bisect_core::run::{
+    execute, execute_with, OutcomeKind, RawEvent, RunError, RunObserver, TimeoutReason,
+};
+use comfy_bisect_sim::{Faults, SimConfig};
+use sim_common::{client as sim_client, run_request, sd15, sim};
+
+/// The socket goes silent after its greeting, `/queue` never lists the prompt and
+/// `/history/{id}` answers 500: nothing ever says the prompt runs or ended.
+fn blind() -> SimConfig {
+    SimConfig::default().with_faults(
+        Faults::default()
+            .with_silent_socket()
+            .with_queue_hides()
+            .with_history_500(),
+    )
+}
+
+#[tokio::test]
+async fn the_run_deadline_counts_from_submission_when_nothing_shows_the_prompt_running() {
+    let sim = sim(blind()).await;
+    let mut req = run_request(&sd15(512, 512, 1, 4));
+    req.timeout = Duration::from_secs(1);
+    req.interrupt_grace = Duration::from_millis(500);
+    // Neither the queue limit nor the bound on /history errors may end it first.
+    req.queue_timeout = Duration::from_secs(60);
+    req.reconnect_window = Duration::from_secs(60);
+    let rec = execute(&sim_client(&sim), req).await;
+    assert_eq!(rec.outcome, OutcomeKind::Timeout, "{:?}", rec.error);
+    match rec.error {
+        Some(RunError::Timeout(t)) => {
+            assert_eq!(t.reason, TimeoutReason::Run);
+            assert_eq!(t.limit_ms, 1000);
+            assert!(t.interrupt_sent);
+        }
+        other => panic!("expected a run timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn history_errors_are_counted_and_end_the_run_as_a_lost_server() {
+    let sim = sim(blind()).await;
+    let mut req = run_request(&sd15(512, 512, 1, 4));
+    req.poll_interval = Duration::from_millis(50);
+    req.reconnect_window = Duration::from_millis(500);
+    req.timeout = Duration::from_secs(60);
+    req.queue_timeout = Duration::from_secs(60);
+    let mut notes = Notes::default();
+    let rec = execute_with(&sim_client(&sim), req, &mut notes).await;
+    assert_eq!(rec.outcome, OutcomeKind::ServerLost, "{:?}", rec.error);
+    match rec.error {
+        Some(RunError::ServerLost(l)) => {
+            assert!(l.submitted);
+            assert!(
+                l.reason.contains("GET /history/{id} failed")
+                    && l.reason.contains("times in a row")
+                    && l.reason.contains("HTTP 500"),
+                "{}",
+                l.reason
+            );
+        }
+        other => panic!("expected a lost server, got {other:?}"),
+    }
+    // Counted, not logged per failure: one note for the series.
+    let noted = notes
+        .0
+        .iter()
+        .filter(|n| n.starts_with("GET /history failed"))
+        .count();
+    assert_eq!(noted, 1, "{:?}", notes.0);
+}
+
+/// The run's notes.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl RunObserver for Notes {
+    fn on_raw(&mut self, event: &RawEvent<'_>) {
+        if let RawEvent::Note { text, .. } = event {
+            self.0.push(text.to_string());
+        }
+    }
+}
