@@ -12,6 +12,7 @@ pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod logging;
 pub mod plan;
 pub mod report;
 pub mod resume;
@@ -84,7 +85,7 @@ pub enum Command {
 
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> ExitCode {
-    init_logging(cli.verbose);
+    logging::init(cli.verbose);
     let server = cli.server.clone();
     let result: common::CliResult = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
@@ -104,19 +105,4 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Completions(args) => completions::run(args),
     };
     ExitCode::from(result.unwrap_or_else(common::CliError::report))
-}
-
-fn init_logging(verbose: u8) {
-    let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COMFY_BISECT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }

@@ -2,7 +2,9 @@
 //! records, reports, hash cache): the bytes go to a uniquely named temp file beside the target,
 //! are fsynced, and the temp file is renamed over the target, then the folder is fsynced so the
 //! rename survives a crash. A reader sees the old file or the new one, never a mix, and on any
-//! error the temp file is removed (no `.tmp` leftovers).
+//! error the temp file is removed (no `.tmp` leftovers). The temp file is created 0600, and the
+//! files appended to (event streams, the run index, `restart.log`) are opened by
+//! [`open_private`], so every file under `runs/` is readable by its owner only.
 
 use std::fs::File;
 use std::io::Write;
@@ -79,6 +81,16 @@ pub fn replace(
         sync_dir(&dir);
     }
     Ok((file, dir))
+}
+
+/// `OpenOptions` that create a file readable and writable by its owner only (0600 on Unix;
+/// an existing file keeps its mode). Every append-only file of a session is opened through it.
+pub fn open_private() -> std::fs::OpenOptions {
+    #[allow(unused_mut)]
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
 }
 
 /// fsyncs a folder (so a rename in it is durable); best effort, as not every platform allows it.

@@ -4,7 +4,7 @@
 use super::journal::{JournalError, SyncBehind};
 use crate::hashing::ComponentHash;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -75,7 +75,7 @@ pub(crate) fn append_behind(
         reason: e.to_string(),
     })?;
     line.push('\n');
-    let mut file = OpenOptions::new()
+    let mut file = crate::atomic::open_private()
         .create(true)
         .append(true)
         .read(true)
@@ -159,6 +159,7 @@ pub fn lookup(entries: &[IndexEntry], prefix: &str) -> Lookup {
 mod tests {
     use super::*;
     use crate::session::journal::RunRole;
+    use std::fs::OpenOptions;
 
     fn entry(id: &str) -> IndexEntry {
         IndexEntry {

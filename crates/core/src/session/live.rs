@@ -114,7 +114,8 @@ impl LiveBackend {
         let evidence = crate::host::kernel_log::read_window(since, until, pid);
         if let (Some(dir), false) = (run_dir, evidence.lines.is_empty()) {
             let path = dir.join(KERNEL_LOG_FILE);
-            if let Err(e) = std::fs::write(&path, evidence.lines.join("\n") + "\n") {
+            let text = evidence.lines.join("\n") + "\n";
+            if let Err(e) = crate::atomic::write_atomic(&path, text.as_bytes()) {
                 tracing::warn!("cannot write {}: {e}", path.display());
             }
         }
@@ -150,7 +151,7 @@ impl Backend for LiveBackend {
         request.cancel = Some(self.cancel.clone());
         self.check_server_process();
         request.server_process = self.server_process.clone();
-        let file = match std::fs::OpenOptions::new()
+        let file = match crate::atomic::open_private()
             .create(true)
             .append(true)
             .open(spec.events_file)

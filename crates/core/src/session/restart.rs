@@ -4,7 +4,7 @@
 //! cannot hold the session past its deadline. A command that finishes in time may leave a server
 //! running in the background; that one is left alone.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -28,7 +28,7 @@ pub(crate) fn run_restart(
 ) -> Result<(), String> {
     let mut log_file = match log {
         Some(path) => Some(
-            OpenOptions::new()
+            crate::atomic::open_private()
                 .create(true)
                 .append(true)
                 .open(path)
@@ -197,5 +197,16 @@ mod tests {
         assert!(text.contains("up\n=== exit status 0"), "{text}");
         assert!(text.contains("down\n=== exit status 3"), "{text}");
         assert!(run_restart("true", Duration::from_secs(60), None).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_restart_log_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RESTART_LOG);
+        run_restart("echo restarting", Duration::from_secs(60), Some(&log)).unwrap();
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
     }
 }
