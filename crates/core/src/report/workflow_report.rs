@@ -239,12 +239,7 @@ pub(super) fn workflow_report(
     } else {
         job.steps.len() - 1
     };
-    let main_run = |step: usize| {
-        job.runs
-            .iter()
-            .find(|r| r.step == step && is_main(r.role) && r.status == RunStatus::Done)
-            .or_else(|| job.runs.iter().find(|r| r.step == step && is_main(r.role)))
-    };
+    let main_run = |step: usize| crate::session::decide::step_run(job, step, &data.session.options);
     let increment_of = |step: usize| {
         job.steps
             .iter()
