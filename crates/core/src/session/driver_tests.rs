@@ -817,7 +817,11 @@ fn the_report_after_an_interruption_at_any_phase_and_resume_is_the_uninterrupted
     for k in 0..reference_calls.len() {
         let (calls, report) = interrupted_and_resumed(Some(k));
         // The interrupted submission is made again on resume.
-        assert_eq!(calls.len(), reference_calls.len() + 1, "interrupt {k}: {calls:?}");
+        assert_eq!(
+            calls.len(),
+            reference_calls.len() + 1,
+            "interrupt {k}: {calls:?}"
+        );
         let w = &report.workflows[0];
         assert_eq!(rows(&report), rows(&reference), "interrupt {k}");
         assert!(
@@ -833,7 +837,14 @@ fn the_report_after_an_interruption_at_any_phase_and_resume_is_the_uninterrupted
             );
         }
         // The verdict, the ladder and the attachments name the same runs.
-        let row_run = |step: usize| w.ladder.iter().find(|r| r.step == step).unwrap().run_id.clone();
+        let row_run = |step: usize| {
+            w.ladder
+                .iter()
+                .find(|r| r.step == step)
+                .unwrap()
+                .run_id
+                .clone()
+        };
         let (passing, failing) = (
             w.attachments.minimal_passing.as_ref().unwrap(),
             w.attachments.first_failing.as_ref().unwrap(),
