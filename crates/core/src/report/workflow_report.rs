@@ -200,7 +200,13 @@ fn row_for(
         stage: diag
             .as_ref()
             .and_then(|d| d.stage.clone())
-            .or_else(|| summary.and_then(|s| s.stage.clone())),
+            .or_else(|| summary.and_then(|s| s.stage.clone()))
+            .or_else(|| match (&entry.outcome, file) {
+                (Some(Outcome::MemoryFallback { .. }), Some(f)) => {
+                    super::memory::fallback_stage(&f.record.memory_events)
+                }
+                _ => None,
+            }),
         failing_node: failing_node(entry),
         peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
         vram_samples: vram_samples(file),
@@ -239,12 +245,7 @@ pub(super) fn workflow_report(
     } else {
         job.steps.len() - 1
     };
-    let main_run = |step: usize| {
-        job.runs
-            .iter()
-            .find(|r| r.step == step && is_main(r.role) && r.status == RunStatus::Done)
-            .or_else(|| job.runs.iter().find(|r| r.step == step && is_main(r.role)))
-    };
+    let main_run = |step: usize| crate::session::decide::step_run(job, step, &data.session.options);
     let increment_of = |step: usize| {
         job.steps
             .iter()
@@ -723,8 +724,9 @@ fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashC
 mod tests {
     use super::*;
     use crate::comfy::events::{NodeTiming, Progress};
+    use crate::comfy::MemoryEvent;
     use crate::run::{RunError, RunRecord, ServerLostInfo};
-    use crate::session::evidence::{diagnose_record, server_lost_record, summary_of};
+    use crate::session::evidence::{bare_record, diagnose_record, server_lost_record, summary_of};
     use crate::session::journal::{
         Outcome, Phase, RunFile, RunRole, SessionFile, SessionOptions, SessionState, WorkflowJob,
         SESSION_SCHEMA_VERSION,
@@ -869,5 +871,57 @@ mod tests {
         let d = run_diagnosis(&bare, &entry).expect("diagnosed from the journal");
         assert_eq!(d.node_id.as_deref(), Some("3"), "{d:?}");
         assert_eq!(d.kind.as_str(), "process_killed", "{d:?}");
+    }
+
+    #[test]
+    fn a_memory_fallback_under_strict_is_reported_with_the_stage_of_its_vae_pass() {
+        let workflow = Workflow::from_json_str(PROMPT, "wf.json").unwrap();
+        let mut record = bare_record(
+            "run-1",
+            &workflow,
+            "http://127.0.0.1:8188",
+            false,
+            crate::run::Outcome::Passed,
+        );
+        record.memory_events = vec![MemoryEvent::TiledFallback {
+            t: None,
+            stage: crate::comfy::VaeStage::Decode,
+        }];
+        record.memory_fallbacks = vec!["tiled VAE decode fallback".into()];
+        let outcome = crate::session::evidence::outcome_with(&record, true);
+        assert!(
+            matches!(outcome, Outcome::MemoryFallback { .. }),
+            "{outcome:?}"
+        );
+        let entry = RunEntry {
+            run_id: "run-1".into(),
+            step: 0,
+            increment: "minimal".into(),
+            role: RunRole::Minimal,
+            dir: "00-minimal-run-1".into(),
+            workflow_sha256: workflow.sha256(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(outcome),
+            summary: Some(summary_of(&record, None)),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+        };
+        let file = RunFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            workflow: "wf".into(),
+            entry: entry.clone(),
+            component_hashes: vec![],
+            node_hashes: Default::default(),
+            environment: None,
+            record,
+        };
+        let data = session_with(entry.clone(), Some(file));
+        let row = row_for(&data, 0, "minimal", vec![], Some(&entry));
+        assert_eq!(row.outcome, "memory_fallback");
+        assert_eq!(row.stage.as_deref(), Some("decode"), "{row:?}");
     }
 }

@@ -82,6 +82,30 @@ fn first_result<'a>(
         .map(|r| resolve(job, r, options.confirm_crashes))
 }
 
+/// The run that stands for `step` in the journal's latest state, as the decision reads it:
+/// the conclusive run [`decide`] counts for the step (in the environment of the workflow's
+/// last run, crash confirmations taken into account), so an interrupted or rejected run that
+/// was re-run on `resume` never stands for its step. With no conclusive run yet: the step's
+/// latest ladder run (its interruption, or the run still in flight). The report's ladder uses it.
+pub fn step_run<'a>(
+    job: &'a WorkflowJob,
+    step: usize,
+    options: &SessionOptions,
+) -> Option<&'a RunEntry> {
+    let env = job.runs.iter().rev().find_map(|r| r.fingerprint.as_deref());
+    first_result(job, step, options, env)
+        .map(|r| r.run)
+        .or_else(|| {
+            job.runs.iter().rev().find(|r| {
+                r.step == step
+                    && matches!(
+                        r.role,
+                        RunRole::Minimal | RunRole::Target | RunRole::Search | RunRole::Anchor
+                    )
+            })
+        })
+}
+
 /// `--on-drift reanchor`: when the result of `step` was made in another environment than the
 /// current one, re-run it here (an `anchor` run).
 fn anchor(

@@ -58,6 +58,8 @@ struct FakeBackend {
     calls: Rc<RefCell<Vec<i64>>>,
     /// What the server's history knows: run id → passed?
     history: HashMap<String, bool>,
+    /// The submission (0-based, in order) that someone interrupts mid-run.
+    interrupt_call: Option<usize>,
 }
 
 impl FakeBackend {
@@ -73,6 +75,7 @@ impl FakeBackend {
             restarts: Rc::new(Cell::new(0)),
             calls: Rc::new(RefCell::new(Vec::new())),
             history: HashMap::new(),
+            interrupt_call: None,
         }
     }
     fn act(&self, size: i64) -> Act {
@@ -117,6 +120,17 @@ impl Backend for FakeBackend {
         self.calls.borrow_mut().push(size);
         std::fs::write(spec.events_file, "{\"channel\":\"note\"}\n").unwrap();
         self.clock.advance(self.run_time);
+        if self.interrupt_call == Some(self.calls.borrow().len() - 1) {
+            let interrupted = RunOutcome::Interrupted(crate::run::Interruption {
+                by: crate::run::InterruptedBy::Other,
+                node_id: Some("1".into()),
+                node_type: Some("KSampler".into()),
+                executed: vec![],
+                removed_from_queue: false,
+            });
+            let record = bare_record(spec.run_id, spec.workflow, "fake", spec.cold, interrupted);
+            return Attempt::Done(Box::new(record));
+        }
         let record = match self.act(size) {
             Act::Pass => bare_record(
                 spec.run_id,
@@ -754,4 +768,88 @@ fn server_down_before_a_run_is_waited_for_then_the_session_stops() {
         }
     ));
     assert!(s.workflows[0].runs.is_empty());
+}
+
+/// A session whose step 2 takes the server down once (a supervisor brings it back, the
+/// confirmation passes), with submission `interrupt` interrupted and the session resumed
+/// afterwards: the calls of both drives and the report of the journal's final state.
+fn interrupted_and_resumed(interrupt: Option<usize>) -> (Vec<i64>, crate::report::Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 5)],
+    );
+    let crashes_left = Rc::new(Cell::new(Some(1)));
+    let mut calls = Vec::new();
+    for interrupt_call in [interrupt, None] {
+        let mut backend = FakeBackend::new(&clock, 4);
+        backend.crash_at = Some(2);
+        backend.crashes_left = crashes_left.clone();
+        backend.interrupt_call = interrupt_call;
+        let made = backend.calls.clone();
+        let mut hooks = ReviveAfter(backend.alive.clone());
+        let session = SessionFile::load(&paths).unwrap();
+        let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut hooks);
+        driver.drive().unwrap();
+        calls.extend(made.borrow().iter().copied());
+        if interrupt.is_none() {
+            break;
+        }
+    }
+    let report = crate::report::session_report(&paths.dir, false, false).unwrap();
+    (calls, report)
+}
+
+#[test]
+fn the_report_after_an_interruption_at_any_phase_and_resume_is_the_uninterrupted_one() {
+    let (reference_calls, reference) = interrupted_and_resumed(None);
+    // minimal, target, search, the crash, its confirmation, search, search
+    assert_eq!(reference_calls, vec![0, 5, 1, 2, 2, 3, 4]);
+    let rows = |r: &crate::report::Report| -> Vec<(usize, String, Option<String>)> {
+        r.workflows[0]
+            .ladder
+            .iter()
+            .map(|row| (row.step, row.outcome.clone(), row.failure_kind.clone()))
+            .collect()
+    };
+    for k in 0..reference_calls.len() {
+        let (calls, report) = interrupted_and_resumed(Some(k));
+        // The interrupted submission is made again on resume.
+        assert_eq!(
+            calls.len(),
+            reference_calls.len() + 1,
+            "interrupt {k}: {calls:?}"
+        );
+        let w = &report.workflows[0];
+        assert_eq!(rows(&report), rows(&reference), "interrupt {k}");
+        assert!(
+            w.ladder.iter().all(|row| row.outcome != "interrupted"),
+            "interrupt {k}: {:?}",
+            w.ladder
+        );
+        // The chart is drawn from these rows (the fake runs have no VRAM samples to draw).
+        if let Some((chart, caption)) = crate::report::chart::ladder_chart(w) {
+            assert!(
+                !chart.contains("interrupted") && !caption.contains("interrupted"),
+                "interrupt {k}: {chart}\n{caption}"
+            );
+        }
+        // The verdict, the ladder and the attachments name the same runs.
+        let row_run = |step: usize| {
+            w.ladder
+                .iter()
+                .find(|r| r.step == step)
+                .unwrap()
+                .run_id
+                .clone()
+        };
+        let (passing, failing) = (
+            w.attachments.minimal_passing.as_ref().unwrap(),
+            w.attachments.first_failing.as_ref().unwrap(),
+        );
+        assert_eq!(Some(passing.run_id.clone()), row_run(3), "interrupt {k}");
+        assert_eq!(Some(failing.run_id.clone()), row_run(4), "interrupt {k}");
+    }
 }
