@@ -62,3 +62,58 @@ fn help_names_every_accepted_workflow_format() {
     let (_, out, _) = run(&["completions", "--help"]);
     assert!(out.contains("~/.local/share/bash-completion/completions/comfy-bisect"));
 }
+
+/// The bash script, loaded in a real bash as bash-completion loads it, completes the options
+/// of a subcommand (and of a hyphenated one) and the subcommands themselves.
+#[test]
+fn bash_completion_offers_a_subcommands_options_in_bash() {
+    if Command::new("bash").arg("--version").output().is_err() {
+        eprintln!("skipped: no bash on this machine");
+        return;
+    }
+    let (code, script, err) = run(&["completions", "bash"]);
+    assert_eq!(code, Some(0), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("comfy-bisect.bash");
+    std::fs::write(&path, script).unwrap();
+    // What bash does on Tab: the function registered for the command is called with the
+    // command, the word under the cursor and the word before it, with COMP_WORDS/COMP_CWORD set.
+    let probe = r#"
+        source "$1" || exit 9
+        spec=$(complete -p comfy-bisect) || exit 8
+        fn=$(sed -E 's/.* -F ([^ ]+) .*/\1/' <<<"$spec")
+        ask() {
+            COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
+            COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+            "$fn" comfy-bisect "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+            echo "${COMPREPLY[*]}"
+        }
+        ask comfy-bisect bisect --runs
+        ask comfy-bisect hash-files --ca
+        ask comfy-bisect res
+        ask comfy-bisect report --
+    "#;
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", probe, "probe"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert_eq!(lines[0], "--runs-dir", "{stdout}");
+    assert_eq!(lines[1], "--cache", "{stdout}");
+    assert_eq!(lines[2], "resume", "{stdout}");
+    for option in ["--json", "--bundle", "--runs-dir", "--no-redact"] {
+        assert!(
+            lines[3].split(' ').any(|o| o == option),
+            "report --: {option} missing in {stdout}"
+        );
+    }
+}

@@ -233,3 +233,73 @@ fn a_server_that_never_answers_does_not_hang_the_command() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("timed out"), "{}", text(&out));
 }
+
+/// A web server that is not ComfyUI: answers every request with `status` (`401
+/// Unauthorized`), the `content_type` and `body`, and closes the connection.
+fn other_server(status: &str, content_type: &str, body: &str) -> u16 {
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let _ = std::io::Write::write_all(&mut stream, reply.as_bytes());
+        }
+    });
+    port
+}
+
+/// A page of a web application (HTML, 200 or an error status) is named in a few words, not
+/// printed; a 401 asks for credentials (`--header`), not for `--listen`/`--port`.
+#[test]
+fn a_server_that_is_not_comfyui_gets_a_short_specific_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = api_workflow(&dir);
+    let wf = wf.to_str().unwrap();
+    const PAGE: &str = "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body><h1>Welcome to nginx!</h1></body></html>\n";
+    const NOT_FOUND: &str = "<html>\n<head><title>404 Not Found</title></head>\n<body><center>404 Not Found</center></body></html>\n";
+    for (status, body, says) in [
+        ("200 OK", PAGE, "HTML page titled \"Welcome to nginx!\""),
+        (
+            "404 Not Found",
+            NOT_FOUND,
+            "HTML page titled \"404 Not Found\"",
+        ),
+    ] {
+        let server = format!(
+            "http://127.0.0.1:{}",
+            other_server(status, "text/html", body)
+        );
+        for command in ["validate", "submit"] {
+            let out = run(&[command, wf, "--server", &server], Duration::from_secs(60));
+            let text = text(&out);
+            assert_ne!(out.status.code(), Some(0), "{text}");
+            assert!(text.contains(says), "{command}: {text}");
+            assert!(
+                !text.contains("<html") && !text.contains("<body"),
+                "{command}: {text}"
+            );
+            assert!(text.contains("--server"), "{command}: {text}");
+        }
+    }
+    let port = other_server("401 Unauthorized", "text/plain", "401: Unauthorized");
+    let server = format!("http://127.0.0.1:{port}");
+    for command in ["validate", "submit"] {
+        let out = run(&[command, wf, "--server", &server], Duration::from_secs(60));
+        let text = text(&out);
+        assert!(text.contains("401"), "{command}: {text}");
+        assert!(text.contains("--header"), "{command}: {text}");
+        assert!(!text.contains("--listen"), "{command}: {text}");
+    }
+}

@@ -98,3 +98,36 @@ fn convert_and_the_users_export_hash_the_same_from_the_command_line() {
     };
     assert_eq!(hash(&converted), hash(&export_path));
 }
+
+/// `hash` takes the UI file too: converted with `--object-info`, its hash is the API prompt's.
+#[test]
+fn hash_of_a_ui_workflow_is_the_hash_of_its_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let ui_path = dir.path().join("audio.json");
+    std::fs::write(&ui_path, ui_file().to_string()).unwrap();
+    let export_path = dir.path().join("audio.api.json");
+    std::fs::write(&export_path, browser_export().to_string()).unwrap();
+    let first_word = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let of_ui = Command::new(BIN)
+        .args(["hash", "--object-info", DEFS])
+        .arg(&ui_path)
+        .output()
+        .unwrap();
+    let of_export = Command::new(BIN)
+        .arg("hash")
+        .arg(&export_path)
+        .output()
+        .unwrap();
+    assert_eq!(first_word(of_ui), first_word(of_export));
+}

@@ -181,12 +181,16 @@ pub enum DefsSourceError {
     #[error("{}", .0.message)]
     Connect(CliError),
     /// The server could not be asked.
-    #[error("cannot get node definitions from {url}: {reason}. Is ComfyUI running there (check --listen/--port), or pass --object-info FILE")]
+    #[error(
+        "cannot get node definitions from {url}: {reason}. {advice} (or pass --object-info FILE)"
+    )]
     Server {
         /// The URL asked (without credentials).
         url: String,
         /// What failed.
         reason: String,
+        /// What to do about it ([`comfy_bisect_core::comfy::ClientError::advice`]).
+        advice: String,
     },
 }
 
@@ -224,16 +228,21 @@ impl DefsArgs {
 /// `GET /object_info` through the connection's client.
 pub(crate) fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, DefsSourceError> {
     let client = &connection.client;
-    let err = |reason: String| DefsSourceError::Server {
+    let err = |reason: String, advice: &str| DefsSourceError::Server {
         url: format!("{}/object_info", client.server_url()),
         reason,
+        advice: advice.to_string(),
     };
     let value = connection
         .runtime
         .block_on(client.object_info(None))
-        .map_err(|e| err(e.to_string()))?;
-    NodeDefs::from_value(&value)
-        .ok_or_else(|| err("the answer is not an object of node classes".into()))
+        .map_err(|e| err(e.to_string(), &e.advice()))?;
+    NodeDefs::from_value(&value).ok_or_else(|| {
+        err(
+            "the answer is not an object of node classes".into(),
+            "Is --server the address of ComfyUI itself?",
+        )
+    })
 }
 
 /// Reads a workflow file of any format (API, POST /prompt body, or UI, which is converted with
@@ -286,6 +295,22 @@ pub(crate) fn read_loaded_with(
     }
 }
 
+/// Writes command output to stdout (the commands' `print!`/`println!`). A reader that went
+/// away (`| head`, a closed pipe) ends the process at once and quietly with exit code 0: the
+/// output was wanted only up to there. Any other write error ends it with a message on stderr
+/// and exit code 1 (std's own `print!` would panic with exit code 101 in both cases).
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(i32::from(exit::OK));
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(i32::from(exit::FAILED));
+    }
+}
+
 /// Prints an error for the user on stderr.
 pub(crate) fn print_error(error: &dyn std::fmt::Display) {
     eprintln!("error: {error}");
@@ -315,6 +340,7 @@ mod tests {
         let server = DefsSourceError::Server {
             url: "http://127.0.0.1:8188/object_info".into(),
             reason: "connection refused".into(),
+            advice: "Is ComfyUI running there?".into(),
         };
         let e = CliError::from(server);
         assert_eq!(e.code, exit::UNREACHABLE);

@@ -24,9 +24,7 @@ pub struct Args {
 /// Writes the completion script for `args.shell` to stdout (a closed pipe, as with `| head`,
 /// ends it quietly).
 pub fn run(args: Args) -> CliResult {
-    let mut command = super::Cli::command();
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut command, "comfy-bisect", &mut script);
+    let script = script(args.shell);
     let mut out = std::io::stdout().lock();
     match out.write_all(&script).and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::OK),
@@ -35,4 +33,22 @@ pub fn run(args: Args) -> CliResult {
             "cannot write the completion script: {e}"
         ))),
     }
+}
+
+/// The completion script for `shell`. clap_complete's bash script names the subcommands'
+/// cases after the binary name with its hyphen escaped one way (`comfy__subcmd__bisect__…`)
+/// while the loop that finds the subcommand sets them the other way (`comfy__bisect__…`), so
+/// no subcommand's options were ever offered (clap issue #6421); the cases are renamed to
+/// what the loop sets.
+pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut command = super::Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "comfy-bisect", &mut script);
+    if shell == clap_complete::Shell::Bash {
+        let text = String::from_utf8_lossy(&script);
+        return text
+            .replace("comfy__subcmd__bisect", "comfy__bisect")
+            .into_bytes();
+    }
+    script
 }

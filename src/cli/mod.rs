@@ -3,6 +3,25 @@
 //! Each subcommand lives in its own file with an `Args` struct and a `run` function that
 //! returns `common::CliResult`: the exit code, or a [`common::CliError`] (message and exit
 //! code) that this module prints in one place. This module only dispatches.
+//!
+//! `print!` and `println!` are shadowed here for every command: they write through
+//! `common::write_stdout`, so a closed pipe (`show RUN | head -1`) ends the command quietly
+//! instead of panicking.
+
+/// `print!` for the commands: a closed stdout ends the process quietly (see
+/// `common::write_stdout`).
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::cli::common::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` for the commands: a closed stdout ends the process quietly (see
+/// `common::write_stdout`).
+macro_rules! println {
+    () => { $crate::cli::common::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::cli::common::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 pub mod bisect;
 pub mod common;
@@ -31,8 +50,8 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
-    /// ComfyUI server URL (http/https) for validate, convert, submit, bisect and plan (resume
-    /// uses the session's server; the other commands need none).
+    /// ComfyUI server URL (http/https) for validate, convert, submit, bisect, plan and hash (of
+    /// a UI workflow); resume uses the session's server; the other commands need none.
     #[arg(
         long,
         global = true,
@@ -89,7 +108,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let server = cli.server.clone();
     let result: common::CliResult = match cli.command {
         Command::Validate(args) => validate::run(args, &server),
-        Command::Hash(args) => hash::run(args),
+        Command::Hash(args) => hash::run(args, &server),
         Command::Convert(args) => convert::run(args, &server),
         Command::Submit(args) => submit::run(args, &server),
         Command::Simulate(args) => simulate::run(args),

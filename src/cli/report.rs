@@ -20,6 +20,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, default_value = "md", value_parser = ["md", "markdown", "json"])]
     pub format: String,
+    /// The report as JSON (the same as --format json, like the other commands' --json).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Keep home folders, user and host names, IP addresses and secret-looking inputs as
     /// recorded (the default replaces them by placeholders).
     #[arg(long)]
@@ -42,7 +45,12 @@ pub struct Args {
 pub fn run(args: Args) -> CliResult {
     let runs_dirs = folders::expand(&args.runs_dirs).or_usage()?;
     let redact = !args.no_redact;
-    let Some(format) = format_by_name(&args.format) else {
+    let name = if args.json {
+        "json"
+    } else {
+        args.format.as_str()
+    };
+    let Some(format) = format_by_name(name) else {
         return Err(CliError::usage(format!(
             "unknown format {:?}; use md or json",
             args.format
@@ -86,7 +94,7 @@ pub fn run(args: Args) -> CliResult {
     }
     if texts.len() == 1 {
         print!("{}", texts[0]);
-    } else if args.format == "json" {
+    } else if name == "json" {
         // One JSON array of the reports.
         let values = texts
             .iter()

@@ -1,4 +1,4 @@
-//! `comfy-bisect resume SESSION`: continue a session after a crash, kill -9, Ctrl-C, deadline
+//! `comfy-bisect resume [SESSION]`: continue a session after a crash, kill -9, Ctrl-C, deadline
 //! or lost server. Completed runs are never re-run; the run in flight is first looked up in the
 //! server's history by its prompt_id, else run again.
 
@@ -13,8 +13,9 @@ use std::time::Duration;
 /// Arguments of `resume`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Session id (or a unique prefix of it), or the session folder.
-    pub session: String,
+    /// Session id (or a unique prefix of it), or the session folder. Without it, the unfinished
+    /// session of --runs-dir written last.
+    pub session: Option<String>,
     /// Where sessions are written.
     #[arg(long, default_value = "runs", value_name = "DIR")]
     pub runs_dir: PathBuf,

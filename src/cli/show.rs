@@ -6,7 +6,7 @@ use crate::error::exit;
 use comfy_bisect_core::app::run_entries;
 use comfy_bisect_core::session::folders;
 use comfy_bisect_core::session::index::{self, IndexEntry, Lookup};
-use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE};
+use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
 use std::path::PathBuf;
 
 /// Arguments of `show`.
@@ -48,10 +48,27 @@ pub fn run(args: Args) -> CliResult {
     let entry = match index::lookup(&entries, &args.run_id) {
         Lookup::Found(e) => e,
         Lookup::NotFound => {
+            // A session id where a run id belongs: say which command prints a session.
+            let is_session = !args.run_id.is_empty()
+                && dirs
+                    .iter()
+                    .filter_map(|d| std::fs::read_dir(d).ok())
+                    .any(|entries| {
+                        entries.filter_map(Result::ok).any(|e| {
+                            e.file_name().to_string_lossy().starts_with(&args.run_id)
+                                && e.path().join(SESSION_FILE).is_file()
+                        })
+                    });
+            if is_session {
+                return Err(CliError::usage(format!(
+                    "'{0}' is a session, not a run: `comfy-bisect report {0}` prints the session's report (`show` prints one run; `comfy-bisect runs` lists the sessions)",
+                    args.run_id
+                )));
+            }
             return Err(CliError::usage(format!(
                 "no run id starts with '{}' in {} (`comfy-bisect runs` lists sessions)",
                 args.run_id, where_
-            )))
+            )));
         }
         Lookup::Ambiguous(ids) => {
             return Err(CliError::usage(format!(

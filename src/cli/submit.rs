@@ -6,7 +6,7 @@ use super::common::{
     CliResult, ConnectArgs, Connection, OrExit,
 };
 use crate::error::exit;
-use comfy_bisect_core::comfy::{Client, ClientError, TrackerEvent};
+use comfy_bisect_core::comfy::{ClientError, TrackerEvent};
 use comfy_bisect_core::run::{
     execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
     TimeoutReason,
@@ -45,14 +45,14 @@ pub fn run(args: Args, server: &str) -> CliResult {
     let workflow = read_workflow_with(&args.workflow, || {
         let info = runtime
             .block_on(client.object_info(None))
-            .map_err(|e| unreachable_message(&client, &e))?;
+            .map_err(|e| unreachable_message(&e))?;
         comfy_bisect_core::nodedefs::NodeDefs::from_value(&info)
             .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
     })
     .or_usage()?;
     runtime.block_on(async {
         if let Err(e) = client.system_stats().await {
-            return Err(CliError::unreachable(unreachable_message(&client, &e)));
+            return Err(CliError::unreachable(unreachable_message(&e)));
         }
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -113,24 +113,8 @@ pub fn exit_code(record: &RunRecord) -> u8 {
     }
 }
 
-fn unreachable_message(client: &Client, e: &ClientError) -> String {
-    let url = client.server_url();
-    match e.status() {
-        Some(401) | Some(403) | Some(407) => format!(
-            "{e}\nThe server (or a reverse proxy in front of it) refused the request. If it needs \
-             authentication, pass the header with --header 'Name: value' or set {}.",
-            comfy_bisect_core::comfy::HEADERS_ENV
-        ),
-        Some(_) => format!(
-            "{e}\nIs {url} a ComfyUI server? Check the URL, including any path prefix of a reverse proxy."
-        ),
-        None => format!(
-            "{e}\nIs ComfyUI running? Check that it listens on that address (--listen / --port), \
-             use --server URL or COMFY_BISECT_SERVER to point at it, and if a reverse proxy needs \
-             an auth header, pass it with --header 'Name: value' or {}.",
-            comfy_bisect_core::comfy::HEADERS_ENV
-        ),
-    }
+fn unreachable_message(e: &ClientError) -> String {
+    format!("{e}\n{}.", e.advice())
 }
 
 /// A human summary of a run record.

@@ -149,9 +149,7 @@ pub fn server_preflight(
         let info = client.object_info(None).await;
         (stats, info)
     });
-    let stats = stats.map_err(|e| {
-        format!("cannot reach ComfyUI at {url}: {e}. Is it running (check --listen/--port), and is --server right?")
-    })?;
+    let stats = stats.map_err(|e| format!("cannot use ComfyUI at {url}: {e}. {}", e.advice()))?;
     let info =
         info.map_err(|e| format!("cannot get node definitions from {url}/object_info: {e}"))?;
     let defs = NodeDefs::from_value(&info)
@@ -289,8 +287,9 @@ pub enum DeadlineChange {
 pub struct ResumeOptions {
     /// The runs folder to look in.
     pub runs_dir: PathBuf,
-    /// Session id, a unique prefix of it, or the session folder.
-    pub session: String,
+    /// Session id, a unique prefix of it, or the session folder; `None` takes the unfinished
+    /// session of `runs_dir` written last ([`latest_unfinished`]).
+    pub session: Option<String>,
     /// The deadline from now on.
     pub deadline: DeadlineChange,
     /// A new wait for a server that went away.
@@ -317,7 +316,11 @@ pub struct Pending {
 /// passed no longer applies) and saves it unless it has already ended. Errors: the session is
 /// not found or unreadable (`Input`), the journal cannot be written (`Failed`).
 pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
-    let paths = find_session(&options.runs_dir, &options.session).kind(ErrorKind::Input)?;
+    let paths = match &options.session {
+        Some(query) => find_session(&options.runs_dir, query),
+        None => latest_unfinished(&options.runs_dir),
+    }
+    .kind(ErrorKind::Input)?;
     let mut session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
     match options.deadline {
         DeadlineChange::Keep => {}
@@ -525,6 +528,43 @@ pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
         out.push_str(&format!("  report:  {}\n", report.display()));
     }
     out
+}
+
+/// The session of `runs_dir` to resume when none is named: among those with runs left or a run
+/// in flight, the one whose journal was written last (`updated_at`, then the id).
+pub fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
+    let entries = std::fs::read_dir(runs_dir).map_err(|e| {
+        format!(
+            "cannot read the runs folder {}: {e} (pass --runs-dir DIR, or the session id)",
+            runs_dir.display()
+        )
+    })?;
+    let mut best: Option<(String, String)> = None;
+    for entry in entries.filter_map(Result::ok) {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let paths = SessionPaths::new(runs_dir, &id);
+        if !paths.session_file().is_file() {
+            continue;
+        }
+        // An unreadable journal is not a candidate; `resume ID` says what is wrong with it.
+        let Ok(session) = SessionFile::load(&paths) else {
+            continue;
+        };
+        if session.is_finished() && session.in_flight.is_none() {
+            continue;
+        }
+        let key = (session.updated_at.clone(), id);
+        if best.as_ref().is_none_or(|b| key > *b) {
+            best = Some(key);
+        }
+    }
+    match best {
+        Some((_, id)) => Ok(SessionPaths::new(runs_dir, &id)),
+        None => Err(format!(
+            "no unfinished session in {} to resume (`comfy-bisect runs` lists the sessions; pass an id or --runs-dir DIR)",
+            runs_dir.display()
+        )),
+    }
 }
 
 /// Finds a session folder from an id, a unique id prefix or a path.
@@ -813,7 +853,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let err = match resume(ResumeOptions {
             runs_dir: tmp.path().to_path_buf(),
-            session: "nope".into(),
+            session: Some("nope".into()),
             deadline: DeadlineChange::Drop,
             wait_server: None,
         }) {

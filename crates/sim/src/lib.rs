@@ -295,6 +295,68 @@ impl Faults {
     }
 }
 
+/// The faults as the `--faults` list that [`Faults::parse`] reads back (`none` when there are
+/// none): what `simulate` prints on start.
+impl std::fmt::Display for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut items: Vec<String> = Vec::new();
+        let mut flag = |on: bool, name: &str| {
+            if on {
+                items.push(name.to_string());
+            }
+        };
+        flag(self.crash_mid_run, "crash-mid-run");
+        flag(self.drop_socket, "drop-socket");
+        flag(self.prompt_500, "prompt-500");
+        flag(self.garbage_frames, "garbage-frames");
+        flag(self.socket_after_history, "socket-after-history");
+        flag(self.no_internal_logs, "no-internal-logs");
+        flag(self.no_experiment_models, "no-experiment-models");
+        flag(self.no_range, "no-range");
+        if self.slow_history_ms > 0 {
+            items.push(format!("slow-history={}", self.slow_history_ms));
+        }
+        if !self.crash_on.is_empty() {
+            let list: Vec<String> = self.crash_on.iter().map(u64::to_string).collect();
+            items.push(format!("crash-on={}", list.join(":")));
+        }
+        for (name, value) in [
+            ("revive-after", self.revive_after_ms),
+            ("lowvram-after", self.lowvram_after),
+            ("pack-added-after", self.pack_added_after),
+            ("pack-removed-after", self.pack_removed_after),
+        ] {
+            if let Some(v) = value {
+                items.push(format!("{name}={v}"));
+            }
+        }
+        if self.leak_bytes > 0 {
+            items.push(format!("leak={}", self.leak_bytes));
+        }
+        if let Some(target) = &self.missing_output {
+            items.push(format!("missing-output={target}"));
+        }
+        if self.short_video > 0 {
+            items.push(format!("short-video={}", self.short_video));
+        }
+        if items.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&items.join(","))
+        }
+    }
+}
+
+/// The line `simulate` prints when it listens: the URL, the VRAM and the faults as the
+/// `--faults` list.
+pub fn banner(url: &str, config: &SimConfig) -> String {
+    format!(
+        "ComfyUI simulator listening on {url} ({} VRAM, faults: {}); Ctrl-C to stop",
+        oom::format_size(config.vram_bytes),
+        config.faults
+    )
+}
+
 /// The prompt number (1-based) of fault `name=n`.
 fn ordinal(name: &str, n: &str) -> Result<u64, String> {
     n.parse()
@@ -655,12 +717,7 @@ pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> 
         .build()?;
     rt.block_on(async move {
         let sim = start(config.clone(), bind).await?;
-        eprintln!(
-            "ComfyUI simulator listening on {} ({} VRAM, faults: {:?}); Ctrl-C to stop",
-            sim.base_url(),
-            oom::format_size(config.vram_bytes),
-            config.faults
-        );
+        eprintln!("{}", banner(&sim.base_url(), &config));
         tokio::signal::ctrl_c().await?;
         sim.shutdown().await;
         Ok(())
@@ -670,6 +727,32 @@ pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `simulate` names its faults as they are written on the command line, not as a Rust
+    /// struct, and what it prints reads back as the same faults.
+    #[test]
+    fn the_banner_names_the_faults_as_the_faults_list() {
+        let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
+                    missing-output=#22,short-video=2,revive-after=500";
+        let config = SimConfig {
+            faults: Faults::parse(list).unwrap(),
+            ..SimConfig::default()
+        };
+        let line = banner("http://127.0.0.1:8188", &config);
+        assert!(!line.contains("Faults {"), "{line}");
+        assert!(!line.contains(": false"), "{line}");
+        let printed = line
+            .split("faults: ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap();
+        assert_eq!(Faults::parse(printed).unwrap(), config.faults, "{line}");
+        for name in ["crash-mid-run", "crash-on=3:4", "missing-output=#22"] {
+            assert!(printed.contains(name), "{name}: {line}");
+        }
+        let none = banner("http://x", &SimConfig::default());
+        assert!(none.contains("faults: none)"), "{none}");
+    }
 
     #[test]
     fn fault_lists_parse() {

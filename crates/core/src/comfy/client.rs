@@ -535,6 +535,9 @@ impl Client {
                 body: trim_text(&text),
             });
         }
+        if let Some(page) = html_page(&text) {
+            return Err(self.decode_error("GET", route, page));
+        }
         serde_json::from_str(&text).map_err(|e| self.decode_error("GET", route, e))
     }
 
@@ -711,6 +714,9 @@ fn describe_reqwest_error(e: &reqwest::Error) -> String {
 }
 
 fn trim_text(text: &str) -> String {
+    if let Some(page) = html_page(text) {
+        return page;
+    }
     if text.len() <= RECORDED_TEXT_LIMIT {
         return text.to_string();
     }
@@ -719,6 +725,33 @@ fn trim_text(text: &str) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// A short description of a body that is an HTML page (a proxy's login or error page, another
+/// web application), instead of the page itself: ComfyUI's API answers JSON or plain text.
+fn html_page(text: &str) -> Option<String> {
+    let head: String = text.trim_start().chars().take(512).collect();
+    let lower = head.to_ascii_lowercase();
+    if !(lower.starts_with('<') && lower.contains("<html")) {
+        return None;
+    }
+    let full = text.to_ascii_lowercase();
+    let title = full.find("<title").and_then(|start| {
+        let open_end = start + full[start..].find('>')? + 1;
+        let close = open_end + full[open_end..].find("</title")?;
+        let title = text
+            .get(open_end..close)?
+            .split_whitespace()
+            .collect::<Vec<_>>();
+        Some(title.join(" ").chars().take(120).collect::<String>())
+    });
+    Some(match title.filter(|t| !t.is_empty()) {
+        Some(t) => format!(
+            "an HTML page titled {t:?} ({} bytes), not ComfyUI's API",
+            text.len()
+        ),
+        None => format!("an HTML page ({} bytes), not ComfyUI's API", text.len()),
+    })
 }
 
 fn join_path(base: &reqwest::Url, route: &str) -> String {

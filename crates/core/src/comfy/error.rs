@@ -77,6 +77,23 @@ impl ClientError {
         )
     }
 
+    /// What the user can do, for the end of a message: credentials for a 401/403, the address
+    /// for an answer that is not ComfyUI's, the server's `--listen`/`--port` when nothing
+    /// answered.
+    pub fn advice(&self) -> String {
+        match self {
+            ClientError::Status {
+                status: 401 | 403 | 407,
+                ..
+            } => format!("The server (or a reverse proxy in front of it) asks for credentials: pass them with --header 'Authorization: Bearer TOKEN' (or the header your proxy expects), set {}, or put user:password@ in --server", super::HEADERS_ENV),
+            ClientError::Status { .. } | ClientError::Decode { .. } => "Something answered, but not as ComfyUI does: is --server the address of ComfyUI itself (or of a proxy that passes its API through, with its path prefix)?".into(),
+            ClientError::InvalidUrl { .. } => "Write --server as http://HOST:PORT".into(),
+            ClientError::Unreachable { .. } | ClientError::WebSocket { .. } => {
+                "Is ComfyUI running there (check its --listen/--port), and is --server (or COMFY_BISECT_SERVER) right? A reverse proxy that needs an auth header gets it with --header 'Name: value'".into()
+            }
+        }
+    }
+
     /// HTTP status of a [`ClientError::Status`].
     pub fn status(&self) -> Option<u16> {
         match self {

@@ -273,13 +273,33 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.saved()
     }
 
+    /// The exact command that continues this session: its id, and `--runs-dir` unless the
+    /// runs folder is the default `runs`.
+    pub fn resume_command(&self) -> String {
+        let mut command = format!("comfy-bisect resume {}", self.session.session_id);
+        if self.paths.runs_dir != Path::new("runs") {
+            command.push_str(&format!(
+                " --runs-dir '{}'",
+                self.paths
+                    .runs_dir
+                    .display()
+                    .to_string()
+                    .replace('\'', "'\\''")
+            ));
+        }
+        command
+    }
+
     /// Checks what stops the session between runs; true when it may go on.
     fn may_continue(&mut self, w: usize) -> Result<bool, JournalError> {
         if self.stop.load(Ordering::SeqCst) {
             self.stop_session(
                 Some(w),
                 StopReason::Interrupted,
-                "interrupted (Ctrl-C, SIGTERM or SIGHUP); `comfy-bisect resume` continues".into(),
+                format!(
+                    "interrupted (Ctrl-C, SIGTERM or SIGHUP); `{}` continues",
+                    self.resume_command()
+                ),
             )?;
             return Ok(false);
         }
@@ -289,7 +309,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 self.stop_session(
                     Some(w),
                     StopReason::Deadline,
-                    format!("deadline {text} reached; `comfy-bisect resume` continues"),
+                    format!(
+                        "deadline {text} reached; `{}` continues",
+                        self.resume_command()
+                    ),
                 )?;
                 return Ok(false);
             }
@@ -363,8 +386,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             return Ok(true);
         }
         let detail = format!(
-            "server {} lost and not back within {}s (--wait-server); `comfy-bisect resume` continues",
-            self.session.server, self.session.options.wait_server_s
+            "server {} lost and not back within {}s (--wait-server); `{}` continues",
+            self.session.server,
+            self.session.options.wait_server_s,
+            self.resume_command()
         );
         self.stop_session(Some(w), StopReason::ServerLost, detail)?;
         Ok(false)
@@ -524,8 +549,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             return Ok(true);
         }
         let detail = format!(
-            "server {} not back within {}s after --restart-cmd (--wait-server); `comfy-bisect resume` continues",
-            self.session.server, self.session.options.wait_server_s
+            "server {} not back within {}s after --restart-cmd (--wait-server); `{}` continues",
+            self.session.server,
+            self.session.options.wait_server_s,
+            self.resume_command()
         );
         self.stop_session(Some(w), StopReason::ServerLost, detail)?;
         Ok(false)
@@ -641,7 +668,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                         self.stop_session(
                             Some(w),
                             StopReason::Interrupted,
-                            "the run was interrupted; `comfy-bisect resume` runs it again".into(),
+                            format!(
+                                "the run was interrupted; `{}` runs it again",
+                                self.resume_command()
+                            ),
                         )?;
                         Ok(false)
                     }

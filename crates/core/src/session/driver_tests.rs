@@ -349,6 +349,21 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
         })
     ));
     assert!(!s.is_finished());
+    // The stop says the exact command that continues it: the id, and the runs folder.
+    let SessionState::Stopped { detail, .. } = &s.state else {
+        unreachable!()
+    };
+    let command = format!(
+        "`comfy-bisect resume {} --runs-dir '{}'` continues",
+        s.session_id,
+        dir.path().display()
+    );
+    assert!(detail.contains(&command), "{detail}");
+    // `resume` without an id takes this session: the only unfinished one.
+    assert_eq!(
+        crate::app::latest_unfinished(dir.path()).unwrap().dir,
+        paths.dir
+    );
 
     // resume without a deadline
     let mut s2 = s.clone();
@@ -363,6 +378,9 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
         Some(Verdict::FirstFailure { step: 4, .. })
     ));
     assert_eq!(index::read_all(dir.path()).unwrap().len(), 6);
+    // Finished: nothing is left for a bare `resume`.
+    let err = crate::app::latest_unfinished(dir.path()).unwrap_err();
+    assert!(err.contains("no unfinished session"), "{err}");
 }
 
 /// Puts a run in flight as a killed tool leaves it.
