@@ -220,3 +220,46 @@ fn stage_confidence_is_shown() {
     assert_eq!(v["stage"], "sample_middle");
     assert_eq!(v["stage_confidence"], "certain");
 }
+
+/// The failure shapes of ComfyUI ≥ 0.15 (tests/fixtures/oom-2026, written from quoted formats).
+fn diagnose_json(file: &str) -> Value {
+    let path = format!("tests/fixtures/oom-2026/{file}");
+    let o = run(&["diagnose", "--json", &path], None);
+    assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("JSON")
+}
+
+#[test]
+fn allocated_above_the_device_limit_keeps_its_numbers() {
+    let v = diagnose_json("allocation-exceeds-device-limit.log");
+    assert_eq!(v["kind"], "cuda_oom");
+    assert_eq!(v["numbers_consistent"], true, "{}", v["inconsistencies"]);
+    assert_eq!(v["numbers"]["allocated_mib"], 22968.32);
+    assert_eq!(v["numbers"]["requested_mib"], 4167.68);
+    assert_eq!(v["numbers"]["device_limit_mib"], 16384.0);
+    assert_eq!(v["numbers"]["free_mib"], 0.0);
+    assert_eq!(v["stage"], "sample_first");
+}
+
+#[test]
+fn accelerator_error_is_a_cuda_oom() {
+    let v = diagnose_json("accelerator-error.log");
+    assert_eq!(v["kind"], "cuda_oom");
+    assert_eq!(v["exception_type"], "torch.AcceleratorError");
+    assert_eq!(v["stage"], "sample_middle");
+}
+
+#[test]
+fn aimdo_errors_are_their_own_kind() {
+    for file in ["aimdo-fault-failed.log", "aimdo-read-file-slice.log"] {
+        let v = diagnose_json(file);
+        assert_eq!(v["kind"], "aimdo", "{file}: {v}");
+        assert!(
+            v["next_check"][0]
+                .as_str()
+                .unwrap()
+                .contains("--disable-pinned-memory"),
+            "{file}: {v}"
+        );
+    }
+}

@@ -171,6 +171,9 @@ pub enum FailureKind {
     DirectmlOom,
     /// System RAM exhausted inside the process.
     HostRam,
+    /// An error of the dynamic-VRAM offloader (comfy-aimdo): `VRAM Allocation failed (non
+    /// OOM)`, `Fault failed`, `HostBuffer.read_file_slice failed` (ComfyUI ≥ 0.15).
+    Aimdo,
     /// The server died without a Python error.
     ProcessKilled,
     /// The run timed out.
@@ -195,6 +198,7 @@ impl FailureKind {
             FailureKind::XpuOom => "xpu_oom",
             FailureKind::DirectmlOom => "directml_oom",
             FailureKind::HostRam => "host_ram",
+            FailureKind::Aimdo => "aimdo",
             FailureKind::ProcessKilled => "process_killed",
             FailureKind::Timeout => "timeout",
             FailureKind::Rejected => "rejected",
@@ -216,9 +220,13 @@ impl FailureKind {
         )
     }
 
-    /// True when the failure is about memory (GPU, host RAM, or a killed process).
+    /// True when the failure is about memory (GPU, host RAM, the offloader, or a killed process).
     pub(crate) fn is_memory(self) -> bool {
-        self.is_gpu_oom() || matches!(self, FailureKind::HostRam | FailureKind::ProcessKilled)
+        self.is_gpu_oom()
+            || matches!(
+                self,
+                FailureKind::HostRam | FailureKind::Aimdo | FailureKind::ProcessKilled
+            )
     }
 }
 

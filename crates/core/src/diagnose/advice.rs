@@ -139,6 +139,14 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                 next_check.push(format!("The single request is {} (over 1 TiB, more than a machine's RAM): check the tensor shape that produced it (dimensions, frame count, batch).", mib(req)));
             }
         }
+        Kind::Aimdo => {
+            next_check.push("This is an error of ComfyUI's dynamic-VRAM offloader (comfy-aimdo), not a plain out-of-memory: note the comfy-aimdo version (startup log or /system_stats), then rerun once with --disable-pinned-memory and once with --disable-dynamic-vram; a failure that goes away with one of them is in the offloader's path. A failure only on the second run of the same workflow points at state kept between runs.".into());
+            candidates.push("the offloader could not map or fault in weights (its own error, reported as not an OOM)".into());
+            candidates.push(
+                "reading staged weights from host memory or disk failed (pinned host memory)"
+                    .into(),
+            );
+        }
         Kind::MpsOom => {
             next_check.push("On Apple silicon the GPU shares system memory: check what else uses RAM; the 'max allowed' figure is a watermark, and raising it trades system stability.".into());
         }

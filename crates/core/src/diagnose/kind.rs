@@ -39,6 +39,24 @@ const LOOKALIKES: &[(&str, &str)] = &[
 
 /// Ordered wording rules: the first phrase found decides the kind.
 const WORDING: &[(&str, Kind, &str)] = &[
+    // The dynamic-VRAM offloader (comfy-aimdo, ComfyUI ≥ 0.15) first: its errors are neither a
+    // CUDA OOM nor a host-RAM failure (ComfyUI issues #12943, #15269, #15255, #12763).
+    (
+        "vram allocation failed (non oom)",
+        Kind::Aimdo,
+        "VRAM Allocation failed (non OOM) (comfy-aimdo)",
+    ),
+    ("fault failed", Kind::Aimdo, "Fault failed (comfy-aimdo)"),
+    (
+        "hostbuffer.read_file_slice failed",
+        Kind::Aimdo,
+        "HostBuffer.read_file_slice failed (comfy-aimdo)",
+    ),
+    (
+        "vbar allocation failed",
+        Kind::Aimdo,
+        "VBAR allocation failed (comfy-aimdo)",
+    ),
     (
         "mps backend out of memory",
         Kind::MpsOom,
@@ -339,6 +357,11 @@ mod tests {
             (Some("RuntimeError"), "expected scalar type Half but found Float", Kind::Other),
             (Some("RuntimeError"), "CUDA driver error: out of memory", Kind::CudaOom),
             (Some("OSError"), "[WinError 1455] The paging file is too small for this operation to complete", Kind::HostRam),
+            (Some("torch.AcceleratorError"), "CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.", Kind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 22.43 GiB\nRequested               : 4.07 GiB\nDevice limit            : 16.00 GiB\nFree (according to CUDA): 0 bytes", Kind::CudaOom),
+            (Some("RuntimeError"), "Fault failed: 2", Kind::Aimdo),
+            (Some("RuntimeError"), "HostBuffer.read_file_slice failed", Kind::Aimdo),
+            (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", Kind::Aimdo),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");

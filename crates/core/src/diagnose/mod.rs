@@ -189,7 +189,7 @@ fn diagnose_with_signals(evidence: &Evidence, signals: &ConsoleSignals) -> Diagn
     } else {
         numbers::parse(&error_text)
     };
-    let inconsistencies = numbers::check(&numbers, kind_verdict.kind);
+    let inconsistencies = numbers::check(&numbers);
     let numbers_consistent = inconsistencies.is_empty();
     let fragmentation = if numbers_consistent && kind_verdict.kind.is_gpu_oom() {
         numbers::fragmentation_visible(&numbers).then(|| "not proven".to_string())

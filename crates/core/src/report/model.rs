@@ -650,6 +650,7 @@ pub(crate) fn kind_phrase(kind: &str) -> String {
         "xpu_oom" => "XPU (Intel) out of memory".into(),
         "directml_oom" => "DirectML out of memory".into(),
         "host_ram" => "host RAM exhausted".into(),
+        "aimdo" => "a dynamic-VRAM offloader (comfy-aimdo) error".into(),
         "process_killed" => "the server process died".into(),
         "timeout" => "timed out".into(),
         "rejected" => "rejected by the server".into(),

@@ -73,7 +73,7 @@ regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
 regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
 regex!(
     death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception)"
+    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)"
 );
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
@@ -241,6 +241,11 @@ const MESSAGE_WORDS: &[&str] = &[
     "hip error:",
     "failed validation",
     "failed to validate prompt",
+    // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
+    "vram allocation failed (non oom)",
+    "fault failed",
+    "hostbuffer.read_file_slice failed",
+    "vbar allocation failed",
 ];
 
 fn is_message_line(line: &str) -> bool {
@@ -662,6 +667,28 @@ mod tests {
             .exception_message
             .unwrap()
             .starts_with("CUDA out of memory"));
+    }
+
+    #[test]
+    fn aimdo_error_line_alone_is_its_own_kind() {
+        // Format of ComfyUI issue #12943 (comfy-aimdo's C logger, no Python exception).
+        let log = "got prompt\nModel WAN21 prepared for dynamic VRAM loading. 13650MB Staged. 0 patches attached.\n 10%|#         | 2/20 [00:20<03:00, 10.00s/it]\naimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(d.kind, crate::diagnose::Kind::Aimdo, "{d:?}");
+    }
+
+    #[test]
+    fn fatal_python_error_aborted_is_a_death() {
+        let log = "got prompt\nRequested to load WAN21\n 50%|#####     | 10/20 [01:40<01:40, 10.00s/it]\nFatal Python error: Aborted\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
+        assert_eq!(
+            p.signals.death.as_deref(),
+            Some("Fatal Python error: Aborted")
+        );
+        let d = crate::diagnose::diagnose_input(&p);
+        assert_eq!(d.kind, crate::diagnose::Kind::ProcessKilled);
+        assert_eq!(d.stage, crate::vocab::Stage::SampleMiddle, "{d:?}");
     }
 
     #[test]
