@@ -77,6 +77,11 @@ pub struct Faults {
     /// allocator until the server restarts, so the memory in use after `/free` grows from run
     /// to run.
     pub leak_bytes: u64,
+    /// A cache that grows across steps (`step-growth=SIZE`): every sampling step after the
+    /// first keeps SIZE more device memory until the sampler ends, so the sampling peak rises
+    /// with the step count and an OOM there shows at many steps but not at few
+    /// (`sample_middle`).
+    pub step_growth_bytes: u64,
     /// Each prompt's frames to its submitter's socket are held back (in order) until a
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
@@ -197,7 +202,8 @@ impl Faults {
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,
     /// crash-on=N[:N…],
-    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE`
+    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
+    /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -240,6 +246,10 @@ impl Faults {
                 ("lowvram-after", Some(n)) => f.lowvram_after = Some(ordinal(name, n)?),
                 ("pack-added-after", Some(n)) => f.pack_added_after = Some(ordinal(name, n)?),
                 ("pack-removed-after", Some(n)) => f.pack_removed_after = Some(ordinal(name, n)?),
+                ("step-growth", Some(size)) => {
+                    f.step_growth_bytes =
+                        parse_size(size).map_err(|e| format!("--faults: step-growth: {e}"))?
+                }
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -258,7 +268,8 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, crash-on=N[:N…], revive-after=MS, \
-                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE"
+                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
+                         step-growth=SIZE"
                     ))
                 }
             }
@@ -684,6 +695,13 @@ mod tests {
         );
         assert!(Faults::parse("pack-removed-after=0").is_err());
         assert!(Faults::parse("leak=lots").is_err());
+        assert_eq!(
+            Faults::parse("step-growth=64MiB")
+                .unwrap()
+                .step_growth_bytes,
+            64 * MIB
+        );
+        assert!(Faults::parse("step-growth=lots").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
         assert_eq!(f.revive_after_ms, Some(200));
