@@ -71,6 +71,7 @@ fn push(job: &mut WorkflowJob, step: usize, role: RunRole, pass: bool) {
         diagnosis: None,
         confirms: None,
         fingerprint: None,
+        reduced: None,
     });
 }
 

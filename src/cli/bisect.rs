@@ -51,6 +51,11 @@ pub struct SessionArgs {
     /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
     #[arg(long, default_value_t = comfy_bisect_core::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
     pub confirm_crashes: u32,
+    /// Search with samplers and schedulers capped at N steps, then confirm the boundary at the
+    /// workflow's own steps (the verdict is the one a full-step search gives); `full` runs
+    /// every run at the workflow's own steps.
+    #[arg(long, default_value = "full", value_name = "N|full", value_parser = parse_search_steps)]
+    pub search_steps: SearchSteps,
     /// When the server's environment changes between runs (versions, launch arguments, node
     /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
     /// the session ("incomplete: environment changed").
@@ -224,7 +229,24 @@ impl SessionArgs {
             plan_args: ladder.as_args(),
             confirm_crashes: self.confirm_crashes,
             on_drift: self.on_drift,
+            search_steps: self.search_steps.0,
         })
+    }
+}
+
+/// `--search-steps`: a step cap, or none (`full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchSteps(pub Option<u32>);
+
+fn parse_search_steps(s: &str) -> Result<SearchSteps, String> {
+    if s.trim().eq_ignore_ascii_case("full") {
+        return Ok(SearchSteps(None));
+    }
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(SearchSteps(Some(n))),
+        _ => Err(format!(
+            "'{s}' is not a step count; give a whole number of steps of at least 1 (e.g. 4) or `full`"
+        )),
     }
 }
 

@@ -346,6 +346,7 @@ impl Fixture {
             diagnosis,
             confirms: None,
             fingerprint: None,
+            reduced: None,
         };
         let file = done.then(|| {
             let samples: Vec<VramSample> = (0..(seconds * 2).max(1))

@@ -542,7 +542,11 @@ async fn run_node(
         lits: &lits,
         links: &links,
     });
-    let plan: Plan = inst.lock().gpu.plan(&work);
+    let plan: Plan = {
+        let mut st = inst.lock();
+        st.gpu.step_growth = inst.shared.faults().step_growth_bytes;
+        st.gpu.plan(&work)
+    };
     for note in &plan.notes {
         tracing::info!(node = id, "{note}");
     }

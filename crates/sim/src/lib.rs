@@ -77,6 +77,11 @@ pub struct Faults {
     /// allocator until the server restarts, so the memory in use after `/free` grows from run
     /// to run.
     pub leak_bytes: u64,
+    /// A cache that grows across steps (`step-growth=SIZE`): every sampling step after the
+    /// first keeps SIZE more device memory until the sampler ends, so the sampling peak rises
+    /// with the step count and an OOM there shows at many steps but not at few
+    /// (`sample_middle`).
+    pub step_growth_bytes: u64,
     /// Each prompt's frames to its submitter's socket are held back (in order) until a
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
@@ -221,7 +226,8 @@ impl Faults {
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
     /// crash-on=N[:N…],
-    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE`
+    /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
+    /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -267,6 +273,10 @@ impl Faults {
                 ("lowvram-after", Some(n)) => f.lowvram_after = Some(ordinal(name, n)?),
                 ("pack-added-after", Some(n)) => f.pack_added_after = Some(ordinal(name, n)?),
                 ("pack-removed-after", Some(n)) => f.pack_removed_after = Some(ordinal(name, n)?),
+                ("step-growth", Some(size)) => {
+                    f.step_growth_bytes =
+                        parse_size(size).map_err(|e| format!("--faults: step-growth: {e}"))?
+                }
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -286,7 +296,8 @@ impl Faults {
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
                          silent-socket, queue-hides, history-500, crash-on=N[:N…], revive-after=MS, \
-                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE"
+                         lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
+                         step-growth=SIZE"
                     ))
                 }
             }
@@ -313,6 +324,9 @@ impl std::fmt::Display for Faults {
         flag(self.no_internal_logs, "no-internal-logs");
         flag(self.no_experiment_models, "no-experiment-models");
         flag(self.no_range, "no-range");
+        flag(self.silent_socket, "silent-socket");
+        flag(self.queue_hides, "queue-hides");
+        flag(self.history_500, "history-500");
         if self.slow_history_ms > 0 {
             items.push(format!("slow-history={}", self.slow_history_ms));
         }
@@ -332,6 +346,9 @@ impl std::fmt::Display for Faults {
         }
         if self.leak_bytes > 0 {
             items.push(format!("leak={}", self.leak_bytes));
+        }
+        if self.step_growth_bytes > 0 {
+            items.push(format!("step-growth={}", self.step_growth_bytes));
         }
         if let Some(target) = &self.missing_output {
             items.push(format!("missing-output={target}"));
@@ -733,7 +750,8 @@ mod tests {
     #[test]
     fn the_banner_names_the_faults_as_the_faults_list() {
         let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
-                    missing-output=#22,short-video=2,revive-after=500";
+                    missing-output=#22,short-video=2,revive-after=500,silent-socket,queue-hides,\
+                    history-500,step-growth=2048";
         let config = SimConfig {
             faults: Faults::parse(list).unwrap(),
             ..SimConfig::default()
@@ -797,6 +815,13 @@ mod tests {
         );
         assert!(Faults::parse("pack-removed-after=0").is_err());
         assert!(Faults::parse("leak=lots").is_err());
+        assert_eq!(
+            Faults::parse("step-growth=64MiB")
+                .unwrap()
+                .step_growth_bytes,
+            64 * MIB
+        );
+        assert!(Faults::parse("step-growth=lots").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
         assert_eq!(f.revive_after_ms, Some(200));

@@ -278,6 +278,7 @@ mod tests {
             diagnosis: None,
             confirms: None,
             fingerprint: None,
+            reduced: None,
         };
         let growing = [
             run(0, Some(300.0)),

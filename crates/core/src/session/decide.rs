@@ -4,6 +4,7 @@
 
 use super::journal::{CrashCheck, Phase, RunEntry, RunRole, SessionOptions, Verdict, WorkflowJob};
 
+pub mod reduced;
 mod rules;
 
 /// What to do next for one workflow.
@@ -171,6 +172,23 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
     decide_in(job, options, None)
 }
 
+/// [`decide_in`] with `--search-steps`: also the step cap of the run it asks for (None: the
+/// variant's own steps). Without `--search-steps` that is [`decide_in`]; with it, see
+/// [`reduced`].
+pub(crate) fn decide_steps_in(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> (Phase, Decision, Option<u32>) {
+    match options.search_steps {
+        None => {
+            let (phase, d) = decide_in(job, options, env);
+            (phase, d, None)
+        }
+        Some(cap) => reduced::decide(job, options, env, cap),
+    }
+}
+
 /// [`decide`] in the environment `env` (the fingerprint id taken before the next run): a step
 /// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
 /// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
@@ -277,6 +295,7 @@ mod tests {
             diagnosis: None,
             confirms: None,
             fingerprint: None,
+            reduced: None,
         });
     }
 

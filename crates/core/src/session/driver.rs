@@ -4,7 +4,7 @@
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
-use super::decide::{decide_in, Decision};
+use super::decide::{decide_steps_in, Decision};
 use super::index::{self, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
@@ -323,7 +323,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Works on one workflow until its verdict; false when the session had to stop.
     fn drive_workflow(&mut self, w: usize) -> Result<bool, JournalError> {
         loop {
-            let (phase, decision) = decide_in(
+            let (phase, decision, cap) = decide_steps_in(
                 &self.session.workflows[w],
                 &self.session.options,
                 self.env_now.as_deref(),
@@ -368,7 +368,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                         EnvCheck::Changed => continue,
                         EnvCheck::Stop => return Ok(false),
                     };
-                    if !self.one_run(w, step, role, confirms, fingerprint)? {
+                    if !self.one_run(w, step, role, confirms, fingerprint, cap)? {
                         return Ok(false);
                     }
                 }
@@ -579,8 +579,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         role: RunRole,
         confirms: Option<String>,
         fingerprint: Option<String>,
+        cap: Option<u32>,
     ) -> Result<bool, JournalError> {
         let (workflow, increment) = self.variant(w, step, role)?;
+        let (workflow, reduced) =
+            super::prepare::reduce_steps(workflow, cap, &self.paths.session_file())?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let dir = run_dir_name(step, &increment, &run_id);
         let run_dir = self.paths.dir.join(&dir);
@@ -609,6 +612,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             diagnosis: None,
             confirms,
             fingerprint,
+            reduced,
         };
         self.session.workflows[w].runs.push(entry.clone());
         self.session.in_flight = Some(InFlight {

@@ -415,6 +415,7 @@ fn leave_in_flight_as(
         diagnosis: None,
         confirms,
         fingerprint: None,
+        reduced: None,
     });
     s.in_flight = Some(InFlight {
         workflow: 0,

@@ -253,6 +253,29 @@ pub fn prepare(
     }
 }
 
+/// `--search-steps`: the variant of a run at the step cap the decision asked for (see
+/// [`crate::ladder::cap_steps`], with the built-in catalog's samplers and schedulers), and what
+/// the run journals about it (none when nothing was above the cap: a full-step run).
+pub(crate) fn reduce_steps(
+    workflow: Workflow,
+    cap: Option<u32>,
+    path: &std::path::Path,
+) -> Result<(Workflow, Option<super::journal::ReducedSteps>), super::journal::JournalError> {
+    let Some(cap) = cap else {
+        return Ok((workflow, None));
+    };
+    let (reduced, changes) =
+        crate::ladder::cap_steps(&workflow, cap, &Catalog::builtin(), &NodeDefs::default())
+            .map_err(|e| super::journal::JournalError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("cannot cap the steps at {cap} (--search-steps): {e}"),
+            })?;
+    if changes.is_empty() {
+        return Ok((workflow, None));
+    }
+    Ok((reduced, Some(super::journal::ReducedSteps { cap, changes })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

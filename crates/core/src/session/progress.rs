@@ -228,6 +228,7 @@ mod tests {
             diagnosis: None,
             confirms: None,
             fingerprint: None,
+            reduced: None,
         };
         let job = WorkflowJob {
             name: "wf".into(),

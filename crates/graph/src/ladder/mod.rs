@@ -604,3 +604,45 @@ impl Plan {
         })
     }
 }
+
+/// `--search-steps`: `w` with the `steps` input of every sampler and scheduler (by the
+/// catalog's roles) lowered to `cap` where it is a literal above it, and the typed changes that
+/// did it (empty: the variant already runs at most `cap` steps, so a run of it is a full-step
+/// run). A sampler's literal `start_at_step` / `end_at_step` below its steps are scaled by the
+/// same ratio (two experts splitting 20 steps at 10 split 4 at 2); an end at or past the steps
+/// ("to the end") stays. A `steps` input fed by a link is left as it is. The graph edit of a
+/// reduced-step search run; pure like the rest of the ladder.
+pub fn cap_steps(
+    w: &Workflow,
+    cap: u32,
+    catalog: &Catalog,
+    defs: &NodeDefs,
+) -> Result<(Workflow, Vec<Change>), crate::workflow::EditError> {
+    let cap = i64::from(cap.max(1));
+    let int = |node: &crate::workflow::Node, input: &str| match node.inputs.get(input) {
+        Some(crate::workflow::Input::Literal(Value::Number(n))) => n.as_i64(),
+        _ => None,
+    };
+    let mut edits: Vec<Edit> = Vec::new();
+    for (id, node) in &w.nodes {
+        let counted = catalog.has(&node.class_type, Role::Sampler, defs)
+            || catalog.has(&node.class_type, Role::Scheduler, defs);
+        let Some(steps) = int(node, "steps").filter(|&s| counted && s > cap) else {
+            continue;
+        };
+        let set = |input: &str, value: i64| Edit::SetInput {
+            node: id.clone(),
+            input: input.into(),
+            value: Value::from(value),
+        };
+        edits.push(set("steps", cap));
+        for input in ["start_at_step", "end_at_step"] {
+            if let Some(v) = int(node, input).filter(|&v| v > 0 && v < steps) {
+                edits.push(set(input, (v * cap + steps / 2) / steps));
+            }
+        }
+    }
+    let mut out = w.clone();
+    let changes = out.apply(&edits, defs)?;
+    Ok((out, changes))
+}

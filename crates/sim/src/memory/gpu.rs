@@ -25,6 +25,8 @@ pub struct Gpu {
     pub lowvram: bool,
     /// Device memory held outside PyTorch's allocator and never given back (the `leak` fault).
     pub leaked: u64,
+    /// Device memory each sampling step after the first keeps (the `step-growth` fault).
+    pub step_growth: u64,
     /// Console lines of the loads made while planning the current node (ComfyUI's
     /// `Requested to load X` / `loaded completely|partially …`), moved into
     /// [`Plan::console`](super::Plan::console).
@@ -41,6 +43,7 @@ impl Gpu {
             cached: 0,
             lowvram: false,
             leaked: 0,
+            step_growth: 0,
             console: Vec::new(),
         }
     }

@@ -348,6 +348,17 @@ impl Gpu {
                 }
             }
         }
+        // The `step-growth` fault: a cache that grows by a fixed size every step.
+        if self.step_growth > 0 {
+            for k in 2..=steps {
+                if let Err(requested) = self.try_alloc(self.step_growth, 1) {
+                    let mut oom = self.oom(Stage::SampleMiddle, k - 1, requested);
+                    oom.partial = partial;
+                    plan.oom = Some(oom);
+                    return plan;
+                }
+            }
+        }
         plan.peak_allocated = self.allocated();
         plan
     }

@@ -45,6 +45,7 @@ fn sample() -> SessionFile {
                 diagnosis: None,
                 confirms: None,
                 fingerprint: None,
+                reduced: None,
             }],
             verdict: Some(Verdict::MinimalFails {
                 run_id: "r1".into(),

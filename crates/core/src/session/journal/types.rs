@@ -153,6 +153,11 @@ pub struct SessionOptions {
     /// `--on-drift`: what to do when the environment fingerprint changes between runs.
     #[serde(default)]
     pub on_drift: OnDrift,
+    /// `--search-steps N`: during the search, samplers and schedulers run at most N steps and
+    /// the boundary is then confirmed at the workflow's own steps (None = `full`: every run
+    /// at the workflow's own steps, as sessions before this option).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_steps: Option<u32>,
 }
 
 /// The default of `--confirm-crashes`.
@@ -186,6 +191,7 @@ impl Default for SessionOptions {
             plan_args: Vec::new(),
             confirm_crashes: DEFAULT_CONFIRM_CRASHES,
             on_drift: OnDrift::Reanchor,
+            search_steps: None,
         }
     }
 }
@@ -399,9 +405,27 @@ pub struct RunEntry {
     /// Id of the environment fingerprint taken before the run (see `SessionFile::fingerprints`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// Set when the run was made at a reduced step count (`--search-steps`): the cap and the
+    /// ladder's edits that made it; none = the variant's own steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<ReducedSteps>,
+}
+
+/// How a reduced-step run differs from its variant (`--search-steps`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReducedSteps {
+    /// The step cap.
+    pub cap: u32,
+    /// The sampler and scheduler `steps` inputs it lowered (from = the variant's value).
+    pub changes: Vec<Change>,
 }
 
 impl RunEntry {
+    /// True when the run was made at a reduced step count.
+    pub fn is_reduced(&self) -> bool {
+        self.reduced.is_some()
+    }
+
     /// True when the run is done and crashed: the server went away or the run timed out.
     pub fn crashed(&self) -> bool {
         self.outcome.as_ref().is_some_and(Outcome::is_crash)

@@ -1,0 +1,147 @@
+//! `--search-steps N`: search with few steps, confirm with all of them. Pure, like the rest of
+//! the decision.
+//!
+//! 1. **Reduced search.** The usual decision runs over every run (reduced or not) with
+//!    `--repeat` and `--controls` set aside; each run it asks for is made at the reduced step
+//!    count. It ends with a boundary (or an endpoint verdict) at reduced steps.
+//! 2. **Full-step confirmation.** Only full-step runs count now, plus the reduced failures whose
+//!    stage cannot depend on the step count ([`step_independent`]: load, condition, the first
+//!    step, decode, post-processing). The reduced boundary's failing step, then its passing step,
+//!    are run at full steps when they have no full-step result (the passing one always is: it is
+//!    the workflow the user attaches). Then the usual strategy searches on at full steps between
+//!    the last full pass and the first full failure until they are adjacent, so the verdict is
+//!    the one a full-step search gives (assuming, as binary search does, that re-adding an
+//!    increment never makes a failure go away).
+
+use super::super::journal::WorkflowJob;
+use super::super::journal::{Phase, RunEntry, SessionOptions, Strategy, Verdict};
+use super::rules::{self, Boundary, Ctx, Next};
+use super::{first_result, role_for, stage_of, Decision};
+
+/// The stages whose failure shows at any step count, so a reduced-step failure there stands
+/// for the full-step run (the field-guide rule: fewer steps lower no single step's peak).
+pub const STEP_INDEPENDENT_STAGES: &[&str] =
+    &["load", "condition", "sample_first", "decode", "postprocess"];
+
+/// True when `r` is a reduced-step failure that counts as a full-step failure.
+pub fn step_independent(r: &RunEntry) -> bool {
+    r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s.as_str()))
+}
+
+/// The next action, the phase, and the step cap of the run it asks for (None: full steps).
+pub(super) fn decide(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+    cap: u32,
+) -> (Phase, Decision, Option<u32>) {
+    // 1. The search at reduced steps.
+    let search_options = SessionOptions {
+        repeat: 0,
+        controls: false,
+        ..options.clone()
+    };
+    let (phase, d) = super::decide_in(job, &search_options, env);
+    let reduced_ends = match d {
+        Decision::Run { .. } | Decision::Confirm { .. } => return (phase, d, Some(cap)),
+        Decision::Finish(Verdict::FirstFailure {
+            step,
+            last_pass_step,
+            ..
+        }) => [Some(step), Some(last_pass_step)],
+        Decision::Finish(Verdict::MinimalFails { .. }) => [Some(0), None],
+        Decision::Finish(Verdict::CouldNotReproduce { .. }) => {
+            [None, job.steps.len().checked_sub(1)]
+        }
+        Decision::Finish(v) => return (phase, Decision::Finish(v), None),
+    };
+    // 2. The confirmation at full steps.
+    let full = WorkflowJob {
+        runs: job
+            .runs
+            .iter()
+            .filter(|r| !r.is_reduced() || step_independent(r))
+            .cloned()
+            .collect(),
+        ..job.clone()
+    };
+    let c = Ctx {
+        job: &full,
+        options,
+        env,
+        n: full.steps.len().saturating_sub(1),
+    };
+    let run = |step: usize| {
+        (
+            Phase::Search,
+            Decision::Run {
+                step,
+                role: role_for(step, c.n),
+            },
+            None,
+        )
+    };
+    for step in reduced_ends.into_iter().flatten() {
+        if first_result(&full, step, options, env).is_none() {
+            return run(step);
+        }
+    }
+    let (p, d) = match full_search(&c) {
+        Ok(b) => rules::AFTER_SEARCH
+            .iter()
+            .find_map(|(_, rule)| rule(&c, b))
+            .unwrap_or_else(|| rules::first_failure(&c, b)),
+        Err(next) => next,
+    };
+    (p, d, None)
+}
+
+/// The search at full steps from the full-step results known: the boundary, or the next run.
+fn full_search(c: &Ctx) -> Result<Boundary, Next> {
+    let result = |k: usize| first_result(c.job, k, c.options, c.env);
+    let run = |step: usize| {
+        (
+            Phase::Search,
+            Decision::Run {
+                step,
+                role: role_for(step, c.n),
+            },
+        )
+    };
+    let Some(hi) = (0..=c.n).find(|&k| result(k).is_some_and(|r| !r.passed)) else {
+        return Err(match result(c.n) {
+            Some(r) => (
+                Phase::Done,
+                Decision::Finish(Verdict::CouldNotReproduce {
+                    run_id: r.pass_run.run_id.clone(),
+                }),
+            ),
+            None => run(c.n),
+        });
+    };
+    if hi == 0 {
+        let r = result(0).expect("a failure was found at step 0");
+        return Err((
+            Phase::Done,
+            Decision::Finish(Verdict::MinimalFails {
+                run_id: r.run.run_id.clone(),
+                stage: stage_of(r.run),
+            }),
+        ));
+    }
+    let Some(lo) = (0..hi).rev().find(|&k| result(k).is_some_and(|r| r.passed)) else {
+        return Err(run(0));
+    };
+    if hi - lo > 1 {
+        let next = match c.options.strategy {
+            Strategy::Linear => lo + 1,
+            Strategy::Binary => lo + (hi - lo) / 2,
+        };
+        return Err(run(next));
+    }
+    Ok(Boundary { lo, hi })
+}
+
+#[cfg(test)]
+#[path = "reduced_tests.rs"]
+mod tests;

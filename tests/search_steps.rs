@@ -1,0 +1,115 @@
+//! `--search-steps`: the search runs at few steps on the simulator, the boundary is confirmed at
+//! the workflow's own steps, and the verdict is the one a full-step search gives — also for a
+//! failure that grows across steps (the simulator's `step-growth` fault).
+
+mod session_support;
+
+use comfy_bisect_core::session::journal::Verdict;
+use comfy_bisect_sim::Faults;
+use serde_json::{json, Value};
+use session_support::*;
+
+/// SD1.5 example with batch 1 (its ladder: resolution → lora → postprocess; 25 steps).
+fn sd15() -> Value {
+    example(
+        "sd15_txt2img_lora_upscale",
+        &[("5", "batch_size", json!(1))],
+    )
+}
+
+/// SD1.5 (batch 1): minimal passes, the full resolution runs out in the first step.
+const SD15_FAILS_AT_RESOLUTION: u64 = 1792;
+/// SD1.5 (batch 1): the whole target fits.
+const SD15_FITS: u64 = 16384;
+
+fn verdict_key(v: &Option<Verdict>) -> String {
+    match v {
+        Some(Verdict::FirstFailure {
+            step,
+            last_pass_step,
+            ..
+        }) => format!("first failure {last_pass_step}→{step}"),
+        Some(other) => other.kind().to_string(),
+        None => "none".into(),
+    }
+}
+
+#[test]
+fn a_step_independent_failure_is_found_at_few_steps_and_the_last_pass_rerun_at_full() {
+    let full = bisect_workflow(
+        &Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+        &sd15(),
+        &[],
+    );
+    let fast = bisect_workflow(
+        &Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+        &sd15(),
+        &["--search-steps", "2"],
+    );
+    let (want, got) = (
+        verdict_key(&full.job().verdict),
+        verdict_key(&fast.job().verdict),
+    );
+    assert_eq!(got, want, "{}", fast.text());
+    let Some(Verdict::FirstFailure {
+        step,
+        last_pass_step,
+        run_id,
+        last_pass_run_id,
+        stage,
+        ..
+    }) = &fast.job().verdict
+    else {
+        panic!("{}", fast.text())
+    };
+    assert_eq!(stage.as_deref(), Some("sample_first"), "{}", fast.text());
+    let runs = &fast.job().runs;
+    let by_id = |id: &str| runs.iter().find(|r| r.run_id == id).unwrap();
+    // The failure stands at reduced steps (its stage cannot depend on the step count) …
+    let fail = by_id(run_id);
+    assert_eq!(fail.step, *step);
+    assert_eq!(fail.reduced.as_ref().map(|r| r.cap), Some(2));
+    // … and the last pass is a full-step run, the only one of the session.
+    assert!(by_id(last_pass_run_id).reduced.is_none());
+    let full_runs: Vec<usize> = runs
+        .iter()
+        .filter(|r| r.reduced.is_none())
+        .map(|r| r.step)
+        .collect();
+    assert_eq!(full_runs, vec![*last_pass_step], "{}", fast.text());
+    // The reduced run's journal says what changed: the sampler's steps, 25 → 2.
+    let change = &fail.reduced.as_ref().unwrap().changes[0];
+    let text = serde_json::to_string(change).unwrap();
+    assert!(text.contains("steps") && text.contains("25"), "{text}");
+    let submitted =
+        std::fs::read_to_string(fast.dir.join(&fail.dir).join("workflow.json")).unwrap();
+    let submitted: Value = serde_json::from_str(&submitted).unwrap();
+    assert_eq!(submitted["3"]["inputs"]["steps"], json!(2));
+}
+
+#[test]
+fn a_failure_that_grows_across_steps_gets_the_full_step_verdict() {
+    // Every step after the first keeps 1 GiB: 2 steps fit anywhere, 25 steps fit nowhere.
+    let faults = || Faults::parse("step-growth=1GiB").unwrap();
+    let full = bisect_workflow(&Sim::with_faults(SD15_FITS, faults()), &sd15(), &[]);
+    let fast = bisect_workflow(
+        &Sim::with_faults(SD15_FITS, faults()),
+        &sd15(),
+        &["--search-steps", "2"],
+    );
+    let want = verdict_key(&full.job().verdict);
+    assert_eq!(want, "minimal_fails", "{}", full.text());
+    assert_eq!(verdict_key(&fast.job().verdict), want, "{}", fast.text());
+    // The reduced search saw every step pass; the confirmation at full steps caught it.
+    let runs = &fast.job().runs;
+    assert!(
+        runs.iter().any(|r| r.reduced.is_some() && r.passed()),
+        "{}",
+        fast.text()
+    );
+    assert!(
+        runs.iter().any(|r| r.reduced.is_none() && r.failed()),
+        "{}",
+        fast.text()
+    );
+}
