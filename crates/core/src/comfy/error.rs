@@ -88,6 +88,7 @@ impl ClientError {
             } => format!("The server (or a reverse proxy in front of it) asks for credentials: pass them with --header 'Authorization: Bearer TOKEN' (or the header your proxy expects), set {}, or put user:password@ in --server", super::HEADERS_ENV),
             ClientError::Status { .. } | ClientError::Decode { .. } => "Something answered, but not as ComfyUI does: is --server the address of ComfyUI itself (or of a proxy that passes its API through, with its path prefix)?".into(),
             ClientError::InvalidUrl { .. } => "Write --server as http://HOST:PORT".into(),
+            ClientError::TooLarge { .. } => "Is --server the address of ComfyUI itself? A proxy in front of it may be sending an endless or oversized answer".into(),
             ClientError::Unreachable { .. } | ClientError::WebSocket { .. } => {
                 "Is ComfyUI running there (check its --listen/--port), and is --server (or COMFY_BISECT_SERVER) right? A reverse proxy that needs an auth header gets it with --header 'Name: value'".into()
             }

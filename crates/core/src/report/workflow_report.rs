@@ -909,6 +909,7 @@ mod tests {
             diagnosis: None,
             confirms: None,
             fingerprint: None,
+            reduced: None,
         };
         let file = RunFile {
             schema_version: SESSION_SCHEMA_VERSION,

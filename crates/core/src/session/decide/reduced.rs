@@ -15,7 +15,7 @@
 
 use super::super::journal::WorkflowJob;
 use super::super::journal::{Phase, RunEntry, SessionOptions, Strategy, Verdict};
-use super::rules::{self, Boundary, Ctx, Next};
+use super::rules::{self, Boundary, Ctx, Searched};
 use super::{first_result, role_for, stage_of, Decision};
 
 /// The stages whose failure shows at any step count, so a reduced-step failure there stands
@@ -87,17 +87,17 @@ pub(super) fn decide(
         }
     }
     let (p, d) = match full_search(&c) {
-        Ok(b) => rules::AFTER_SEARCH
+        Searched::Found(b) => rules::AFTER_SEARCH
             .iter()
             .find_map(|(_, rule)| rule(&c, b))
             .unwrap_or_else(|| rules::first_failure(&c, b)),
-        Err(next) => next,
+        Searched::Ask(next) => next,
     };
     (p, d, None)
 }
 
 /// The search at full steps from the full-step results known: the boundary, or the next run.
-fn full_search(c: &Ctx) -> Result<Boundary, Next> {
+fn full_search(c: &Ctx) -> Searched {
     let result = |k: usize| first_result(c.job, k, c.options, c.env);
     let run = |step: usize| {
         (
@@ -109,7 +109,7 @@ fn full_search(c: &Ctx) -> Result<Boundary, Next> {
         )
     };
     let Some(hi) = (0..=c.n).find(|&k| result(k).is_some_and(|r| !r.passed)) else {
-        return Err(match result(c.n) {
+        return Searched::Ask(match result(c.n) {
             Some(r) => (
                 Phase::Done,
                 Decision::Finish(Verdict::CouldNotReproduce {
@@ -121,7 +121,7 @@ fn full_search(c: &Ctx) -> Result<Boundary, Next> {
     };
     if hi == 0 {
         let r = result(0).expect("a failure was found at step 0");
-        return Err((
+        return Searched::Ask((
             Phase::Done,
             Decision::Finish(Verdict::MinimalFails {
                 run_id: r.run.run_id.clone(),
@@ -130,16 +130,16 @@ fn full_search(c: &Ctx) -> Result<Boundary, Next> {
         ));
     }
     let Some(lo) = (0..hi).rev().find(|&k| result(k).is_some_and(|r| r.passed)) else {
-        return Err(run(0));
+        return Searched::Ask(run(0));
     };
     if hi - lo > 1 {
         let next = match c.options.strategy {
             Strategy::Linear => lo + 1,
             Strategy::Binary => lo + (hi - lo) / 2,
         };
-        return Err(run(next));
+        return Searched::Ask(run(next));
     }
-    Ok(Boundary { lo, hi })
+    Searched::Found(Boundary { lo, hi })
 }
 
 #[cfg(test)]
