@@ -2,9 +2,9 @@
 //! resume one, drive it to its end and say how it ended, plus the plan files and the look-ups of
 //! sessions and runs in runs folders. It owns the wiring of a session — the per-server lock, the
 //! preflight, the live backend, the stop signals (Ctrl-C, SIGTERM, SIGHUP), the hooks (progress
-//! line and report rewrites), the reports at the end — and takes plain options (no argument-parser types). It returns typed
-//! results; printing them is the caller's job (the progress line on stderr stays with
-//! [`crate::session::progress::ProgressView`]).
+//! line and report rewrites), the reports at the end — and takes plain options (no
+//! argument-parser types). It returns typed results; printing them is the caller's job (the
+//! progress line on stderr stays with the session's `ProgressView`).
 
 use crate::comfy::{Client, SystemStats};
 use crate::ladder::Plan;
