@@ -169,3 +169,22 @@ fn no_redact_keeps_everything_and_a_bad_target_is_an_error() {
     );
     assert!(!tmp.path().join("two.zip").exists());
 }
+
+#[test]
+fn a_bundle_pointed_into_the_session_folder_is_refused_and_the_journal_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session(tmp.path());
+    let journal = dir.join("session.json");
+    let before = std::fs::read(&journal).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["report", SESSION_ID, "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .arg("--bundle")
+        .arg(&journal)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_ne!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("inside the session folder"), "{stderr}");
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "the journal is unchanged");
+}

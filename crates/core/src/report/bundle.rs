@@ -142,8 +142,41 @@ fn safe_name(s: &str) -> String {
     }
 }
 
+/// Refuses a bundle path inside the session folder (through links too): the bundle must never
+/// replace or add to the session's own files.
+fn refuse_inside(session_dir: &Path, out: &Path) -> anyhow::Result<()> {
+    let session = session_dir
+        .canonicalize()
+        .with_context(|| format!("cannot read the session folder {}", session_dir.display()))?;
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    // A parent that does not exist cannot be inside the session folder's existing tree; the
+    // write below then says what is missing.
+    let Ok(parent) = parent.canonicalize() else {
+        return Ok(());
+    };
+    let target = match out.file_name() {
+        Some(name) => parent.join(name),
+        None => parent,
+    };
+    let target = target.canonicalize().unwrap_or(target);
+    if target.starts_with(&session) {
+        anyhow::bail!(
+            "refusing to write the bundle to {}: it is inside the session folder {}, whose files \
+             the bundle must not change; write it elsewhere (e.g. --bundle report.zip)",
+            out.display(),
+            session_dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Writes the bundle of `session_dir` to `out` (atomically) and returns its entries' names.
+/// A path inside the session folder is refused before anything is read or written.
 pub fn write_bundle(session_dir: &Path, out: &Path, redact: bool) -> anyhow::Result<Vec<String>> {
+    refuse_inside(session_dir, out)?;
     let entries = entries(session_dir, redact)?;
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
@@ -163,6 +196,25 @@ pub fn write_bundle(session_dir: &Path, out: &Path, redact: bool) -> anyhow::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundle_path_inside_the_session_folder_is_refused_and_nothing_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let session = tmp.path().join("runs").join("s1");
+        std::fs::create_dir_all(session.join("wf")).unwrap();
+        std::fs::write(session.join("session.json"), "{}").unwrap();
+        for out in [
+            session.join("session.json"),
+            session.join("wf").join("x.zip"),
+            session.join("..").join("s1").join("new.zip"),
+        ] {
+            let err = write_bundle(&session, &out, true).unwrap_err().to_string();
+            assert!(err.contains("inside the session folder"), "{}: {err}", out.display());
+        }
+        assert_eq!(std::fs::read_to_string(session.join("session.json")).unwrap(), "{}");
+        assert!(!session.join("wf").join("x.zip").exists());
+        assert!(!session.join("new.zip").exists());
+    }
 
     #[test]
     fn names_are_one_safe_path_component() {
