@@ -12,8 +12,8 @@ use super::record::{
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
 use crate::comfy::protocol::{
-    msg, HistoryEntry, LogsData, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats,
-    Terminal, PREVIEW_METHOD_NONE,
+    canonical_prompt_id, explain_invalid_prompt_id, msg, HistoryEntry, LogsData, PromptErrorInfo,
+    PromptRequest, QueuePosition, SystemStats, Terminal, INVALID_PROMPT_ID, PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
 use crate::host::{HostReport, HostSample, ServerProcess};
@@ -145,6 +145,10 @@ pub(super) struct Runner<'a> {
     product: Option<super::product::Product>,
     /// Nodes that were running when binary (image) frames came.
     pub(super) streamed: std::collections::BTreeSet<String>,
+    /// Whether the server has `GET /api/jobs/{id}` (None until the first lookup).
+    pub(super) jobs_api: Option<bool>,
+    /// Whether the server has `POST /api/jobs/{id}/cancel` (None until first needed).
+    pub(super) cancel_api: Option<bool>,
 }
 
 impl<'a> Runner<'a> {
@@ -158,7 +162,7 @@ impl<'a> Runner<'a> {
                 v.push((t, ex));
             }
         }));
-        let prompt_id = req.run_id.to_string();
+        let prompt_id = canonical_prompt_id(&req.run_id);
         Runner {
             client: recording,
             plain: client.clone(),
@@ -187,6 +191,8 @@ impl<'a> Runner<'a> {
             socket_dropped: false,
             product: None,
             streamed: Default::default(),
+            jobs_api: None,
+            cancel_api: None,
         }
     }
 
@@ -255,6 +261,8 @@ impl<'a> Runner<'a> {
         self.queue.started_ms = self.tracker.started_ms();
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
+        self.raw.jobs_api = self.jobs_api;
+        self.raw.jobs_cancel_api = self.cancel_api;
         let (outcome, error) = outcome.into_parts();
         let console = std::mem::take(&mut self.console);
         let note =
@@ -871,7 +879,16 @@ impl<'a> Runner<'a> {
                     self.phase("submitted");
                     return Ok(());
                 }
-                Ok(Submitted::Rejected(r)) => {
+                Ok(Submitted::Rejected(mut r)) => {
+                    if r.error.kind == INVALID_PROMPT_ID {
+                        let why = explain_invalid_prompt_id(&self.prompt_id);
+                        self.warn(why.clone());
+                        r.error.details = if r.error.details.is_empty() {
+                            why
+                        } else {
+                            format!("{} ({why})", r.error.details)
+                        };
+                    }
                     return Err(Outcome::Rejected(Rejection {
                         http_status: 400,
                         error: r.error,

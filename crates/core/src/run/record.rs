@@ -329,6 +329,14 @@ pub struct RawLog {
     /// HTTP exchanges (no headers, so no credentials).
     #[serde(default)]
     pub http: Vec<HttpRecord>,
+    /// Whether the server answered `GET /api/jobs/{id}` (the status came from the jobs API)
+    /// or has no jobs API (`/queue` was polled); None when no status lookup was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_api: Option<bool>,
+    /// Whether `POST /api/jobs/{id}/cancel` exists (it was used to stop our prompt) or not
+    /// (`/interrupt` was); None when nothing was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_cancel_api: Option<bool>,
 }
 
 /// Everything about one submission (`run.json`).
