@@ -509,7 +509,11 @@ mod comfyui_080 {
             assert_eq!(kind(t.terminal()), Some(expected), "{ws}");
             let h = history(hist, &id);
             assert_eq!(kind(h.terminal().as_ref()), Some(expected), "{hist}");
-            assert_eq!(t.apply_history(&h, 999_999), None, "{hist} disagrees with {ws}");
+            assert_eq!(
+                t.apply_history(&h, 999_999),
+                None,
+                "{hist} disagrees with {ws}"
+            );
             // 0.8.0's progress_state nodes carry display/parent/real ids; a top-level node is
             // its own display node.
             assert!(t
@@ -521,7 +525,8 @@ mod comfyui_080 {
 
     #[test]
     fn the_080_interrupt_capture_ends_interrupted_in_the_socket_and_the_jobs_api() {
-        let job: Job = serde_json::from_value(body("realrun_api_jobs_id_interrupted.json")).unwrap();
+        let job: Job =
+            serde_json::from_value(body("realrun_api_jobs_id_interrupted.json")).unwrap();
         let t = replay("realrun_ws_interrupt_run.json", &job.id);
         assert_eq!(kind(t.terminal()), Some(TerminalKind::Interrupted));
         // 0.8.0 has no "interrupted" job status: the job is "failed" without an
@@ -530,7 +535,10 @@ mod comfyui_080 {
         assert!(job.execution_error.is_none());
         match job.terminal() {
             Some(Terminal::Interrupted(i)) => {
-                assert_eq!((i.node_id.as_str(), i.node_type.as_str()), ("3", "KSampler"))
+                assert_eq!(
+                    (i.node_id.as_str(), i.node_type.as_str()),
+                    ("3", "KSampler")
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -547,7 +555,10 @@ mod comfyui_080 {
         let running: Job =
             serde_json::from_value(body("realrun_api_jobs_id_running.json")).unwrap();
         assert_eq!(running.status, JobStatus::InProgress);
-        assert_eq!(running.execution_start_time, None, "0.8.0 has none while running");
+        assert_eq!(
+            running.execution_start_time, None,
+            "0.8.0 has none while running"
+        );
         assert!(!running.is_over());
 
         let done: Job = serde_json::from_value(body("realrun_api_jobs_id_done.json")).unwrap();
@@ -604,13 +615,21 @@ mod comfyui_080 {
 
     #[test]
     fn our_prompt_ids_are_canonical_and_080_took_a_non_uuid_one() {
-        assert_eq!(body("nonuuid_post_prompt_response.json")["prompt_id"], "abc");
+        assert_eq!(
+            body("nonuuid_post_prompt_response.json")["prompt_id"],
+            "abc"
+        );
         assert!(!is_canonical_prompt_id("abc"));
-        for f in ["basic_post_prompt_response.json", "realrun_post_prompt_ok.json"] {
+        for f in [
+            "basic_post_prompt_response.json",
+            "realrun_post_prompt_ok.json",
+        ] {
             let id = body(f)["prompt_id"].as_str().unwrap().to_string();
             assert!(is_canonical_prompt_id(&id), "{f}: {id}");
         }
-        assert!(!is_canonical_prompt_id("F750B374-946C-47EE-A873-7242DC263695"));
+        assert!(!is_canonical_prompt_id(
+            "F750B374-946C-47EE-A873-7242DC263695"
+        ));
         assert!(!is_canonical_prompt_id("f750b374946c47eea8737242dc263695"));
     }
 }

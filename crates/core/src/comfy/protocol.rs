@@ -489,6 +489,9 @@ pub struct Job {
     /// Epoch milliseconds; absent until it ended.
     #[serde(default)]
     pub execution_end_time: Option<u64>,
+    /// How many output files it produced.
+    #[serde(default)]
+    pub outputs_count: Option<u64>,
     /// Node id → UI output, as in `/history` (ended jobs only).
     #[serde(default)]
     pub outputs: Option<Map<String, Value>>,

@@ -895,7 +895,7 @@ impl<'a> Runner<'a> {
                         node_errors: r.node_errors,
                         partial: false,
                         partial_run: None,
-                    }))
+                    }));
                 }
                 Ok(Submitted::ServerError { status, body: text }) => {
                     if self.prompt_is_known().await {

@@ -137,7 +137,11 @@ impl Runner<'_> {
                     && matches!(self.client.job(&id).await, Ok(JobLookup::NotFound));
                 self.note(&format!(
                     "sent POST /api/jobs/{{id}}/cancel for our prompt (cancelled: {cancelled}{})",
-                    if removed { ", removed from the queue" } else { "" }
+                    if removed {
+                        ", removed from the queue"
+                    } else {
+                        ""
+                    }
                 ));
                 Some(removed)
             }
