@@ -161,6 +161,30 @@ pub struct Device {
     pub torch_vram_free: u64,
 }
 
+/// What a `system.os` value means: 0.3.x servers sent Python's `os.name` (`posix`, `nt`),
+/// later ones `sys.platform` (`linux`, `win32`, `darwin`).
+pub fn os_description(os: &str) -> String {
+    match os {
+        "posix" => "posix (os.name: Linux or macOS)".into(),
+        "nt" => "nt (os.name: Windows)".into(),
+        "linux" => "linux".into(),
+        "win32" | "cygwin" => format!("{os} (Windows)"),
+        "darwin" => "darwin (macOS)".into(),
+        other => other.into(),
+    }
+}
+
+/// Whether two `system.os` values can be the same operating system, across the two spellings
+/// (`posix` covers `linux` and `darwin`, `nt` covers `win32` and `cygwin`).
+pub fn same_os(a: &str, b: &str) -> bool {
+    let family = |s: &str| match s {
+        "posix" => &["posix", "linux", "darwin"][..],
+        "nt" => &["nt", "win32", "cygwin"][..],
+        _ => &[][..],
+    };
+    a == b || family(a).contains(&b) || family(b).contains(&a)
+}
+
 impl SystemInfo {
     /// Host RAM in use (`ram_total − ram_free`; ComfyUI's `ram_free` is the memory available to
     /// new allocations); None when the server did not report a total.
