@@ -115,9 +115,13 @@ async fn a_run_on_2026_is_followed_through_the_jobs_api_and_its_outputs_carry_as
     let reqs = requests(&record);
     let jobs = format!("GET /api/jobs/{}", record.prompt_id);
     assert!(reqs.contains(&jobs), "{reqs:?}");
-    // The asset ids are kept in the record's history...
+    // The asset ids are kept in the record's history and product...
     let out = &record.history.as_ref().unwrap().outputs["9"]["images"][0];
     assert!(out["id"].is_string(), "{out}");
+    let product = record.product.as_ref().unwrap();
+    assert_eq!(product.files[0].asset_id.as_deref(), out["id"].as_str());
+    // ...and the prompt that ran is the one sent.
+    assert_eq!(record.prompt_rewrite, None);
     // ...and the finished job reads like the real one.
     match c.job(&record.prompt_id).await.unwrap() {
         comfy_bisect_core::comfy::JobLookup::Found(job) => {

@@ -284,6 +284,13 @@ impl<'a> Runner<'a> {
         for m in product.iter().flat_map(|p| &p.mismatches) {
             self.warnings.push(format!("product: {m}"));
         }
+        let prompt_rewrite = self
+            .history
+            .as_ref()
+            .and_then(|h| super::rewrite::compare(&self.req.workflow, h));
+        if let Some(r) = &prompt_rewrite {
+            self.warnings.push(super::rewrite::warning(r));
+        }
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.prompt_id.clone(),
@@ -305,6 +312,7 @@ impl<'a> Runner<'a> {
             system_stats_before: self.stats_before,
             system_stats_after: self.stats_after,
             vram_baseline_bytes: self.baseline,
+            prompt_rewrite,
             history: self.history,
             warnings: self.warnings,
             console: Some(console),
