@@ -446,11 +446,9 @@ fn recorded_times(log: &Path) -> Vec<(String, std::time::SystemTime)> {
         .filter(|l| l.contains("run recorded"))
         .filter_map(|l| {
             let stamp = l.split_whitespace().next()?;
-            let t =
-                time::OffsetDateTime::parse(stamp, &time::format_description::well_known::Rfc3339)
-                    .ok()?;
+            let t: jiff::Timestamp = stamp.parse().ok()?;
             let run_id = l.split("run_id=").nth(1)?.split_whitespace().next()?;
-            Some((run_id.to_string(), std::time::SystemTime::from(t)))
+            Some((run_id.to_string(), std::time::SystemTime::try_from(t).ok()?))
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 
 mod session_support;
 
-use comfy_bisect::cli::bisect::server_preflight;
+use comfy_bisect_core::app::server_preflight;
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::ladder::PlanOptions;

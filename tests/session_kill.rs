@@ -201,10 +201,8 @@ fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
     let runs = tmp.path().join("runs");
     // Both wait an hour for their start time while holding the lock (if they get it), so the
     // one that gets it is still running when the other has answered.
-    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
-    let start_at = later
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
+    let later = jiff::Timestamp::now() + std::time::Duration::from_secs(3600);
+    let start_at = later.to_string();
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
             .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])

@@ -1,27 +1,24 @@
 //! `comfy-bisect bisect WORKFLOW...`: preflight, then bisect each workflow's ladder on the server,
-//! journaling everything under the runs folder. Also the pieces `resume` and `demo` share:
-//! driving a session with the live backend, the hooks (progress + report), the summary.
+//! journaling everything under the runs folder (the work is [`comfy_bisect_core::app`]'s). Also
+//! the arguments `demo` and `plan` share (session and ladder options) and the printing `demo`
+//! and `resume` share (the session line, the summary, the exit code).
 
 use super::common::{
     fetch_object_info, print_error, read_loaded_with, CliResult, ConnectArgs, Connection, OrExit,
 };
 use crate::error::exit;
+use comfy_bisect_core::app::{self, Finished, StartOptions, Started, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::Client;
 use comfy_bisect_core::ladder::{Increment, PlanOptions};
-use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::session::driver::{Driver, Hooks, SystemClock};
 use comfy_bisect_core::session::journal::{
-    RunEntry, SessionFile, SessionOptions, SessionPaths, SessionState, StopReason, Strategy,
+    SessionFile, SessionOptions, SessionState, StopReason, Strategy,
 };
-use comfy_bisect_core::session::live::LiveBackend;
-use comfy_bisect_core::session::lock::SessionLock;
-use comfy_bisect_core::session::prepare::{prepare, LadderConfig, Prepared};
-use comfy_bisect_core::session::progress::ProgressView;
+use comfy_bisect_core::session::prepare::LadderConfig;
 use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
-use comfy_bisect_core::session::setup::{create_session, unique_name, PreparedWorkflow};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use comfy_bisect_core::session::setup::unique_name;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
@@ -231,163 +228,6 @@ impl SessionArgs {
     }
 }
 
-/// The hooks of a command-line session: the progress line and the report after every change.
-pub(crate) struct SessionHooks {
-    /// The progress line.
-    pub progress: ProgressView,
-    /// Keeps the report's rewrites to a small share of the session's time.
-    pub report: ReportThrottle,
-}
-
-/// When the report may be rewritten. Rebuilding it reads every run record of the session, so
-/// its cost grows with the session; a rewrite is skipped while less than twenty times the last
-/// rewrite's duration has passed since it was written (the report costs at most about 5 % of
-/// the session's time). With real GPU runs (seconds to hours) that is after every run; with
-/// runs of milliseconds (a simulator) every few runs. The session always writes it at the end.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ReportThrottle {
-    last: Option<(Instant, Duration)>,
-}
-
-impl ReportThrottle {
-    /// Whether a rewrite is due at `now`.
-    pub fn due(&self, now: Instant) -> bool {
-        match self.last {
-            None => true,
-            Some((at, took)) => now.saturating_duration_since(at) >= took * 20,
-        }
-    }
-
-    /// Records a rewrite that ended at `at` and took `took`.
-    pub fn wrote(&mut self, at: Instant, took: Duration) {
-        self.last = Some((at, took));
-    }
-}
-
-impl Hooks for SessionHooks {
-    fn run_started(&mut self, session: &SessionFile, workflow: usize, entry: &RunEntry) {
-        self.progress.run_started(session, workflow, entry);
-    }
-    fn run_finished(&mut self, session: &SessionFile, workflow: usize, entry: &RunEntry) {
-        self.progress.run_finished(session, workflow, entry);
-    }
-    fn journal_updated(&mut self, paths: &SessionPaths, _session: &SessionFile) {
-        if !self.report.due(Instant::now()) {
-            return;
-        }
-        let start = Instant::now();
-        write_reports(&paths.dir, &self.progress);
-        let end = Instant::now();
-        self.report.wrote(end, end - start);
-    }
-    fn note(&mut self, text: &str) {
-        self.progress.note(text);
-    }
-}
-
-/// The report call site: `report.md` and `report.json` in the session folder (redacted).
-pub(crate) fn write_reports(session_dir: &Path, progress: &ProgressView) {
-    if let Err(e) = comfy_bisect_core::report::write_session_reports(session_dir, true) {
-        progress.println(&format!("warning: could not write the report: {e:#}"));
-    }
-}
-
-/// Checks the server answers and fetches its node definitions (preflight, before GPU time).
-pub fn server_preflight(
-    rt: &tokio::runtime::Runtime,
-    client: &Client,
-) -> Result<(NodeDefs, comfy_bisect_core::comfy::SystemStats), String> {
-    let url = client.server_url();
-    let (stats, info) = rt.block_on(async {
-        let stats = client.system_stats().await;
-        let info = client.object_info(None).await;
-        (stats, info)
-    });
-    let stats = stats.map_err(|e| {
-        format!("cannot reach ComfyUI at {url}: {e}. Is it running (check --listen/--port), and is --server right?")
-    })?;
-    let info =
-        info.map_err(|e| format!("cannot get node definitions from {url}/object_info: {e}"))?;
-    let defs = NodeDefs::from_value(&info)
-        .ok_or_else(|| format!("{url}/object_info did not answer an object of node classes"))?;
-    Ok((defs, stats))
-}
-
-/// Plans and validates `targets` (name, source, workflow); prints the problems of those that fail.
-pub(crate) fn prepare_all(
-    targets: Vec<Target>,
-    defs: &NodeDefs,
-    config: &LadderConfig,
-) -> (
-    Vec<PreparedWorkflow>,
-    Vec<(String, comfy_bisect_core::session::prepare::Problems)>,
-) {
-    let mut ready = Vec::new();
-    let mut failed = Vec::new();
-    for Target {
-        name,
-        source,
-        workflow,
-        ui,
-    } in targets
-    {
-        match prepare(&name, &source, workflow, ui.as_ref(), defs, config) {
-            Prepared::Ready(w) => ready.push(*w),
-            Prepared::Problems { workflow, problems } => {
-                failed.push((workflow.name.clone(), problems));
-                ready.push(*workflow);
-            }
-        }
-    }
-    (ready, failed)
-}
-
-/// Drives a session to its end (or its stop) on the live server; returns the exit code.
-pub(crate) fn drive_session(
-    rt: &tokio::runtime::Runtime,
-    client: Client,
-    paths: SessionPaths,
-    session: SessionFile,
-    quiet: bool,
-    lock: Option<SessionLock>,
-) -> CliResult {
-    let _lock = match lock {
-        Some(l) => l,
-        None => SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id)
-            .or_failed()?,
-    };
-    let progress = ProgressView::new(quiet);
-    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
-        .with_progress(progress.clone())
-        .with_restart(
-            Duration::from_secs(session.options.restart_timeout_s),
-            paths
-                .dir
-                .join(comfy_bisect_core::session::restart::RESTART_LOG),
-        );
-    let mut hooks = SessionHooks {
-        progress: progress.clone(),
-        report: ReportThrottle::default(),
-    };
-    let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);
-    let stop = driver.stop_flag();
-    let ctrl_c = rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            let _ = cancel_tx.send(true);
-        }
-    });
-    let result = driver.drive();
-    ctrl_c.abort();
-    progress.finish();
-    write_reports(&paths.dir, &progress);
-    result.or_failed()?;
-    let session = driver.session.clone();
-    print_summary(&paths, &session);
-    Ok(exit_code(&session))
-}
-
 /// The exit code of a session: 0 every workflow has a verdict, 130 interrupted, 3 server lost,
 /// 1 otherwise (preflight problems, deadline, errors).
 pub fn exit_code(session: &SessionFile) -> u8 {
@@ -403,43 +243,6 @@ pub fn exit_code(session: &SessionFile) -> u8 {
         },
         _ => exit::FAILED,
     }
-}
-
-/// Prints each workflow's verdict and where the session and report are.
-pub(crate) fn print_summary(paths: &SessionPaths, session: &SessionFile) {
-    println!("session {}", session.session_id);
-    for job in &session.workflows {
-        let verdict = job
-            .verdict
-            .as_ref()
-            .map(|v| v.headline())
-            .unwrap_or_else(|| "not started".into());
-        println!("  {}: {verdict}", job.name);
-    }
-    if let SessionState::Stopped { detail, .. } = &session.state {
-        println!("  stopped: {detail}");
-    }
-    println!("  journal: {}", paths.session_file().display());
-    let report = paths.dir.join("report.md");
-    if report.exists() {
-        println!("  report:  {}", report.display());
-    }
-}
-
-/// One workflow to bisect.
-pub struct Target {
-    /// Short unique name (the folder under `workflows/`).
-    pub name: String,
-    /// The path as given.
-    pub source: String,
-    /// The target, API format.
-    pub workflow: comfy_bisect_core::workflow::Workflow,
-    /// The UI document and its conversion, when the input was a UI workflow: every variant is
-    /// then also written back as a UI workflow.
-    pub ui: Option<(
-        serde_json::Value,
-        comfy_bisect_core::workflow::ui::Converted,
-    )>,
 }
 
 /// Runs `bisect`.
@@ -469,112 +272,60 @@ pub fn run(args: Args, server: &str) -> CliResult {
             ui: loaded.ui,
         });
     }
-    let config = LadderConfig {
-        catalog,
-        options: args.ladder.plan_options(),
-        controls: args.session.controls,
+    let start = StartOptions {
+        runs_dir: args.session.runs_dir.clone(),
+        session: options,
+        ladder: LadderConfig {
+            catalog,
+            options: args.ladder.plan_options(),
+            controls: args.session.controls,
+        },
     };
     let Connection { client, runtime } = connection;
-    start_session(
-        &runtime,
-        client,
-        &args.session.runs_dir,
-        options,
-        targets,
-        &config,
-        args.session.quiet,
-    )
+    run_session(&runtime, client, start, targets, args.session.quiet)
 }
 
-/// Preflight, session creation and the drive; shared by `bisect` and `demo`.
-pub(crate) fn start_session(
+/// Starts a session, prints what preflight found or the session line, drives it and prints
+/// the summary; shared by `bisect` and `demo`.
+pub(crate) fn run_session(
     rt: &tokio::runtime::Runtime,
     client: Client,
-    runs_dir: &Path,
-    options: SessionOptions,
+    options: StartOptions,
     targets: Vec<Target>,
-    config: &LadderConfig,
     quiet: bool,
 ) -> CliResult {
-    // One bisection per GPU: taken before anything is written.
-    let mut lock =
-        SessionLock::acquire(runs_dir, &client.server_url(), "(starting)").or_failed()?;
-    let (defs, environment) = server_preflight(rt, &client).or_unreachable()?;
-    let (prepared, failed) = prepare_all(targets, &defs, config);
-    let verdicts: Vec<Option<comfy_bisect_core::session::Verdict>> = prepared
-        .iter()
-        .map(|w| {
-            failed
-                .iter()
-                .find(|(n, _)| *n == w.name)
-                .and_then(|(_, p)| p.verdict())
-        })
-        .collect();
-    let (paths, mut session) =
-        create_session(runs_dir, &client.server_url(), options, prepared).or_failed()?;
-    // Whoever is refused from now on is told which session holds the server.
-    if let Err(e) = lock.set_session(&session.session_id) {
-        tracing::warn!("could not write the session id into the lock file: {e}");
-    }
-    session.environment = Some(environment);
-    for (job, verdict) in session.workflows.iter_mut().zip(verdicts) {
-        if verdict.is_some() {
-            job.phase = comfy_bisect_core::session::Phase::Done;
-            job.verdict = verdict;
+    let ready = match app::start(rt, client, options, targets)? {
+        Started::Ready(ready) => *ready,
+        Started::Problems(stopped) => {
+            for (name, problems) in &stopped.problems {
+                eprint!("{}", problems.render(name));
+            }
+            if let Some(e) = &stopped.save_error {
+                print_error(e);
+            }
+            print!("{}", app::summary(&stopped.paths, &stopped.session));
+            return Ok(exit::FAILED);
         }
-    }
-    if !failed.is_empty() {
-        for (name, problems) in &failed {
-            eprint!("{}", problems.render(name));
-        }
-        session.state = SessionState::Stopped {
-            reason: StopReason::Preflight,
-            detail: format!(
-                "preflight found problems in {} workflow(s); install what is listed, then `comfy-bisect resume {}` runs the others",
-                failed.len(),
-                session.session_id
-            ),
-        };
-        if let Err(e) = session.save(&paths) {
-            // The problems and the summary below still matter more than the journal.
-            print_error(&e);
-        }
-        write_reports(&paths.dir, &ProgressView::new(true));
-        print_summary(&paths, &session);
-        return Ok(exit::FAILED);
-    }
-    session.save(&paths).or_failed()?;
+    };
     if !quiet {
-        let steps: Vec<String> = session
+        let steps: Vec<String> = ready
+            .session
             .workflows
             .iter()
             .map(|w| format!("{} ({} steps)", w.name, w.steps.len()))
             .collect();
         eprintln!(
             "session {} in {}: {}",
-            session.session_id,
-            paths.dir.display(),
+            ready.session.session_id,
+            ready.paths.dir.display(),
             steps.join(", ")
         );
     }
-    drive_session(rt, client, paths, session, quiet, Some(lock))
+    print_finished(ready.drive(rt, quiet)?)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ReportThrottle;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn report_rewrite_waits_twenty_times_its_own_duration() {
-        let t0 = Instant::now();
-        let mut throttle = ReportThrottle::default();
-        assert!(throttle.due(t0), "the first report is always written");
-        throttle.wrote(t0, Duration::from_millis(20));
-        assert!(!throttle.due(t0 + Duration::from_millis(5)));
-        assert!(!throttle.due(t0 + Duration::from_millis(399)));
-        assert!(throttle.due(t0 + Duration::from_millis(400)));
-        // A GPU run of seconds is longer than twenty report rewrites.
-        assert!(throttle.due(t0 + Duration::from_secs(3)));
-    }
+/// Prints a finished session's summary; its exit code.
+pub(crate) fn print_finished(finished: Finished) -> CliResult {
+    print!("{}", finished.summary());
+    Ok(exit_code(&finished.session))
 }

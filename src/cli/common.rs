@@ -87,14 +87,25 @@ impl CliError {
     }
 }
 
+impl From<comfy_bisect_core::app::AppError> for CliError {
+    /// A façade failure with the exit code of its kind (input 2, failed 1, unreachable 3).
+    fn from(e: comfy_bisect_core::app::AppError) -> CliError {
+        use comfy_bisect_core::app::ErrorKind;
+        let code = match e.kind {
+            ErrorKind::Input => exit::USAGE,
+            ErrorKind::Failed => exit::FAILED,
+            ErrorKind::Unreachable => exit::UNREACHABLE,
+        };
+        CliError::new(code, e.message)
+    }
+}
+
 /// Turns any displayable error into a [`CliError`] with the exit code the call site chooses.
 pub(crate) trait OrExit<T> {
     /// The error as a usage/input error (exit 2).
     fn or_usage(self) -> Result<T, CliError>;
     /// The error as a failure (exit 1).
     fn or_failed(self) -> Result<T, CliError>;
-    /// The error as an unreachable server (exit 3).
-    fn or_unreachable(self) -> Result<T, CliError>;
 }
 
 impl<T, E: std::fmt::Display> OrExit<T> for Result<T, E> {
@@ -104,10 +115,6 @@ impl<T, E: std::fmt::Display> OrExit<T> for Result<T, E> {
 
     fn or_failed(self) -> Result<T, CliError> {
         self.map_err(CliError::failed)
-    }
-
-    fn or_unreachable(self) -> Result<T, CliError> {
-        self.map_err(CliError::unreachable)
     }
 }
 
@@ -329,10 +336,22 @@ mod tests {
             failed.clone().or_failed(),
             Err(CliError::new(exit::FAILED, "no"))
         );
-        assert_eq!(
-            failed.or_unreachable(),
-            Err(CliError::new(exit::UNREACHABLE, "no"))
-        );
         assert_eq!(Ok::<u8, String>(7).or_usage(), Ok(7));
+    }
+
+    #[test]
+    fn facade_errors_keep_their_exit_codes() {
+        use comfy_bisect_core::app::{AppError, ErrorKind};
+        for (kind, code) in [
+            (ErrorKind::Input, exit::USAGE),
+            (ErrorKind::Failed, exit::FAILED),
+            (ErrorKind::Unreachable, exit::UNREACHABLE),
+        ] {
+            let e = AppError {
+                kind,
+                message: "no".into(),
+            };
+            assert_eq!(CliError::from(e), CliError::new(code, "no"));
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! free loopback port, bisects the example workflows on it (no GPU, no ComfyUI needed), writes
 //! the sessions and reports under the runs folder and prints where.
 
-use super::bisect::{start_session, LadderArgs, SessionArgs};
+use super::bisect::{run_session, LadderArgs, SessionArgs};
 use super::common::runtime;
 use super::common::{read_loaded_with, CliError, CliResult, OrExit};
 use crate::error::exit;
+use comfy_bisect_core::app::{StartOptions, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::session::prepare::LadderConfig;
 use comfy_bisect_core::workflow::Workflow;
@@ -48,7 +49,7 @@ pub(crate) const DEMO_SD15_VRAM_MIB: u64 = 6144;
 pub(crate) const DEMO_WAN_VRAM_MIB: u64 = 57344;
 
 /// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
-type Group = (u64, String, Vec<super::bisect::Target>);
+type Group = (u64, String, Vec<Target>);
 
 /// The simulator's node definitions (for converting UI workflows given to `demo`).
 fn sim_defs() -> Result<comfy_bisect_core::nodedefs::NodeDefs, String> {
@@ -90,7 +91,7 @@ pub fn run(args: Args) -> CliResult {
             groups.push((
                 case.vram_bytes,
                 case.card.to_string(),
-                vec![super::bisect::Target {
+                vec![Target {
                     name: case.name.to_string(),
                     source: format!("workflows/{}.json (built in)", case.name),
                     workflow,
@@ -112,7 +113,7 @@ pub fn run(args: Args) -> CliResult {
                 .unwrap_or_default();
             let name = comfy_bisect_core::session::setup::unique_name(&stem, &names);
             names.push(name.clone());
-            targets.push(super::bisect::Target {
+            targets.push(Target {
                 name,
                 source: path.display().to_string(),
                 workflow: loaded.workflow,
@@ -145,16 +146,13 @@ pub fn run(args: Args) -> CliResult {
         // The same client set-up as every other command (--header, --request-timeout).
         let client = args.session.connect.client(&sim.base_url())?;
         // One card's failure is said here; the next card's examples still run.
-        let code = start_session(
-            &rt,
-            client,
-            &args.session.runs_dir,
-            options.clone(),
-            targets,
-            &config,
-            args.session.quiet,
-        )
-        .unwrap_or_else(CliError::report);
+        let start = StartOptions {
+            runs_dir: args.session.runs_dir.clone(),
+            session: options.clone(),
+            ladder: config.clone(),
+        };
+        let code = run_session(&rt, client, start, targets, args.session.quiet)
+            .unwrap_or_else(CliError::report);
         rt.block_on(sim.shutdown());
         if code == exit::INTERRUPTED {
             return Ok(code);

@@ -3,6 +3,7 @@
 use super::common::{print_error, CliError, CliResult};
 use crate::error::exit;
 use comfy_bisect_core::hashing::{hash_files, FileHash, HashCache, HashOptions};
+use comfy_bisect_core::units::human_bytes;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -127,33 +128,5 @@ fn print_table(hashes: &[FileHash]) {
             h.autov2,
             h.path.display()
         );
-    }
-}
-
-/// `1536` → `1.5 KiB`.
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_bytes;
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(2 << 30), "2.0 GiB");
     }
 }

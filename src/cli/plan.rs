@@ -4,9 +4,8 @@
 use super::bisect::LadderArgs;
 use super::common::{read_loaded, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
+use comfy_bisect_core::app::{write_plan, UiSource};
 use comfy_bisect_core::ladder::{plan, Plan};
-use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::workflow::ui::{write_variant, Converted};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `plan`.
@@ -41,7 +40,9 @@ pub fn run(args: Args, server: &str) -> CliResult {
             converted,
             defs: &defs,
         });
-        write_plan(&planned, dir, ui).or_usage()?;
+        for warning in write_plan(&planned, dir, ui).or_usage()? {
+            eprintln!("warning: {warning}");
+        }
     }
     if args.json {
         println!(
@@ -52,56 +53,6 @@ pub fn run(args: Args, server: &str) -> CliResult {
         print!("{}", render(&planned, &args.workflow));
     }
     Ok(exit::OK)
-}
-
-/// The UI workflow a plan was made from, for writing each step back as a UI file.
-pub(crate) struct UiSource<'a> {
-    /// The original UI document.
-    pub document: &'a serde_json::Value,
-    /// Its conversion (provenance for the write-back).
-    pub converted: &'a Converted,
-    /// The node definitions it was converted with.
-    pub defs: &'a NodeDefs,
-}
-
-/// Writes `dir/plan.json` and every step's workflow file; with a UI source also
-/// `NN-<increment>.ui.json`, the original UI file with the same edits made the UI way (a step
-/// that has no faithful UI form gets a warning on stderr instead).
-pub(crate) fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create output folder '{}': {e}", dir.display()))?;
-    let write = |name: &str, text: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))
-    };
-    for step in &planned.steps {
-        write(&step.file, step.workflow.to_pretty_json() + "\n")?;
-        if let Some(ui) = &ui {
-            match write_variant(ui.document, ui.converted, &step.edits, ui.defs) {
-                Ok(doc) => write(
-                    &ui_file_name(&step.file),
-                    serde_json::to_string_pretty(&doc).expect("JSON values serialize") + "\n",
-                )?,
-                Err(e) => eprintln!(
-                    "warning: step {} ({}) has no faithful UI form, only the API file is written: {e}",
-                    step.index,
-                    step.increment.name()
-                ),
-            }
-        }
-    }
-    write(
-        "plan.json",
-        serde_json::to_string_pretty(&planned.to_json()).expect("JSON values serialize") + "\n",
-    )
-}
-
-/// `03-lora.json` → `03-lora.ui.json`.
-pub(crate) fn ui_file_name(api_file: &str) -> String {
-    match api_file.strip_suffix(".json") {
-        Some(stem) => format!("{stem}.ui.json"),
-        None => format!("{api_file}.ui.json"),
-    }
 }
 
 /// The human listing: one line per step, then what is not separable and what is kept.

@@ -5,10 +5,10 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
+use comfy_bisect_core::app::resolve_session;
 use comfy_bisect_core::report::{self, format_by_name};
 use comfy_bisect_core::session::folders;
-use comfy_bisect_core::session::journal::SESSION_FILE;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `report`.
 #[derive(Debug, clap::Args)]
@@ -101,92 +101,4 @@ pub fn run(args: Args) -> CliResult {
         print!("{}", texts.join("\n---\n\n"));
     }
     Ok(exit::OK)
-}
-
-/// Finds the session folder: `session` as a folder holding session.json, else a session id or
-/// unique id prefix under the runs folders. An id in more than one runs folder is an error
-/// naming them (never one picked silently).
-pub(crate) fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
-    let as_path = Path::new(session);
-    if as_path.join(SESSION_FILE).is_file() {
-        return Ok(as_path.to_path_buf());
-    }
-    let where_ = runs_dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let exact: Vec<PathBuf> = runs_dirs
-        .iter()
-        .map(|d| d.join(session))
-        .filter(|p| p.join(SESSION_FILE).is_file())
-        .collect();
-    match exact.len() {
-        1 => return Ok(exact[0].clone()),
-        0 => {}
-        _ => {
-            return Err(folders::Duplicate {
-                what: "session",
-                id: session.to_string(),
-                places: exact
-                    .iter()
-                    .filter_map(|p| p.parent().map(Path::to_path_buf))
-                    .collect(),
-            }
-            .to_string())
-        }
-    }
-    let mut matches: Vec<PathBuf> = Vec::new();
-    let mut unreadable = Vec::new();
-    for runs_dir in runs_dirs {
-        match std::fs::read_dir(runs_dir) {
-            Ok(entries) => matches.extend(entries.filter_map(Result::ok).map(|e| e.path()).filter(
-                |p| {
-                    p.join(SESSION_FILE).is_file()
-                        && p.file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with(session))
-                },
-            )),
-            Err(e) => unreadable.push(format!(
-                "cannot read the runs folder {} ({e})",
-                runs_dir.display()
-            )),
-        }
-    }
-    if matches.is_empty() && !unreadable.is_empty() {
-        return Err(format!(
-            "no session {session:?}: {}; pass --runs-dir DIR or the session folder",
-            unreadable.join("; ")
-        ));
-    }
-    matches.sort();
-    let names: Vec<String> = matches
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    match matches.len() {
-        1 => Ok(matches.remove(0)),
-        0 => Err(format!(
-            "no session {session:?} under {where_}: `comfy-bisect runs --runs-dir {}` lists the sessions",
-            runs_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" --runs-dir ")
-        )),
-        _ if names.iter().all(|n| *n == names[0]) => Err(folders::Duplicate {
-            what: "session",
-            id: names[0].clone(),
-            places: matches
-                .iter()
-                .filter_map(|p| p.parent().map(Path::to_path_buf))
-                .collect(),
-        }
-        .to_string()),
-        _ => Err(format!(
-            "{session:?} matches {} sessions under {where_} ({}); give more of the id",
-            matches.len(),
-            names.join(", ")
-        )),
-    }
 }

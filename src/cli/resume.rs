@@ -2,12 +2,12 @@
 //! or lost server. Completed runs are never re-run; the run in flight is first looked up in the
 //! server's history by its prompt_id, else run again.
 
-use super::bisect::{drive_session, print_summary};
-use super::common::{CliError, CliResult, ConnectArgs, Connection, OrExit};
+use super::bisect::print_finished;
+use super::common::{CliError, CliResult, ConnectArgs, Connection};
 use crate::error::exit;
-use comfy_bisect_core::session::journal::{SessionFile, SessionPaths, SESSION_FILE};
+use comfy_bisect_core::app::{self, DeadlineChange, ResumeOptions, Resumed};
 use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `resume`.
@@ -34,79 +34,40 @@ pub struct Args {
     pub quiet: bool,
 }
 
-/// Finds a session folder from an id, a unique id prefix or a path.
-pub(crate) fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String> {
-    let as_path = Path::new(query);
-    if as_path.join(SESSION_FILE).is_file() {
-        let dir = as_path.to_path_buf();
-        let id = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let runs = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-        return Ok(SessionPaths::new(&runs, &id));
-    }
-    let entries = std::fs::read_dir(runs_dir).map_err(|e| {
-        format!(
-            "cannot read the runs folder {}: {e} (pass --runs-dir DIR)",
-            runs_dir.display()
-        )
-    })?;
-    let mut matches: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join(SESSION_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(query))
-        .collect();
-    matches.sort();
-    if let Some(exact) = matches.iter().find(|m| *m == query) {
-        return Ok(SessionPaths::new(runs_dir, exact));
-    }
-    match matches.len() {
-        0 => Err(format!(
-            "no session '{query}' in {} (`comfy-bisect runs` lists them)",
-            runs_dir.display()
-        )),
-        1 => Ok(SessionPaths::new(runs_dir, &matches[0])),
-        _ => Err(format!(
-            "'{query}' matches several sessions: {}; give more of the id",
-            matches.join(", ")
-        )),
-    }
-}
-
 /// Runs `resume`.
 pub fn run(args: Args) -> CliResult {
-    let paths = find_session(&args.runs_dir, &args.session).or_usage()?;
-    let mut session = SessionFile::load(&paths).or_usage()?;
-    if args.no_deadline {
-        session.options.deadline = None;
-    }
-    if let Some(d) = &args.deadline {
+    let deadline = if args.no_deadline {
+        DeadlineChange::Drop
+    } else if let Some(d) = &args.deadline {
         let (zone, warning) = local_zone();
         if let Some(w) = warning.filter(|_| d.trim().len() <= 5) {
             eprintln!("warning: {w}");
         }
         let t = parse_when(d, jiff::Timestamp::now(), &zone)
             .map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
-        session.options.deadline = Some(rfc3339(&t));
-    }
-    if let Some(w) = args.wait_server {
-        session.options.wait_server_s = w.as_secs();
-    }
-    // A start time that has passed no longer applies.
-    session.options.start_at = None;
-    if session.is_finished() && session.in_flight.is_none() {
-        print_summary(&paths, &session);
-        return Ok(exit::OK);
-    }
-    session.save(&paths).or_failed()?;
-    let Connection { client, runtime } = args.connect.connect(&session.server)?;
+        DeadlineChange::Set(rfc3339(&t))
+    } else {
+        DeadlineChange::Keep
+    };
+    let options = ResumeOptions {
+        runs_dir: args.runs_dir.clone(),
+        session: args.session.clone(),
+        deadline,
+        wait_server: args.wait_server,
+    };
+    let pending = match app::resume(options)? {
+        Resumed::Finished(finished) => {
+            print!("{}", finished.summary());
+            return Ok(exit::OK);
+        }
+        Resumed::Pending(pending) => pending,
+    };
+    let Connection { client, runtime } = args.connect.connect(&pending.session.server)?;
     if !args.quiet {
         eprintln!(
             "resuming session {} on {}",
-            session.session_id, session.server
+            pending.session.session_id, pending.session.server
         );
     }
-    drive_session(&runtime, client, paths, session, args.quiet, None)
+    print_finished(pending.drive(&runtime, client, args.quiet)?)
 }

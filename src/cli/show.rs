@@ -3,11 +3,11 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
+use comfy_bisect_core::app::run_entries;
 use comfy_bisect_core::session::folders;
 use comfy_bisect_core::session::index::{self, IndexEntry, Lookup};
-use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
-use comfy_bisect_core::session::SessionFile;
-use std::path::{Path, PathBuf};
+use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE};
+use std::path::PathBuf;
 
 /// Arguments of `show`.
 #[derive(Debug, clap::Args)]
@@ -23,56 +23,12 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Index entries, plus runs of sessions whose index lines are missing (a copied runs folder).
-fn all_entries(runs_dir: &Path) -> Vec<IndexEntry> {
-    let mut entries = index::read_all(runs_dir).unwrap_or_default();
-    let Ok(dirs) = std::fs::read_dir(runs_dir) else {
-        return entries;
-    };
-    for dir in dirs.filter_map(Result::ok) {
-        let Ok(session) = read_json::<SessionFile>(&dir.path().join(SESSION_FILE)) else {
-            continue;
-        };
-        for job in &session.workflows {
-            for run in &job.runs {
-                if entries.iter().any(|e| e.run_id == run.run_id) {
-                    continue;
-                }
-                entries.push(IndexEntry {
-                    run_id: run.run_id.clone(),
-                    session_id: session.session_id.clone(),
-                    workflow: job.name.clone(),
-                    step: run.step,
-                    increment: run.increment.clone(),
-                    role: run.role,
-                    workflow_sha256: run.workflow_sha256.clone(),
-                    component_hashes: vec![],
-                    outcome: run
-                        .outcome
-                        .as_ref()
-                        .map(|o| o.name().to_string())
-                        .unwrap_or_else(|| "in_flight".into()),
-                    memory_fallbacks: run
-                        .summary
-                        .as_ref()
-                        .map(|s| s.memory_fallbacks.clone())
-                        .unwrap_or_default(),
-                    dir: format!("{}/{}", session.session_id, run.dir),
-                    finished_at: run.finished_at.clone().unwrap_or_default(),
-                    fingerprint: run.fingerprint.clone(),
-                });
-            }
-        }
-    }
-    entries
-}
-
 /// Runs `show`.
 pub fn run(args: Args) -> CliResult {
     let dirs = folders::expand(&args.runs_dirs).or_usage()?;
     let tagged: Vec<(&PathBuf, IndexEntry)> = dirs
         .iter()
-        .flat_map(|d| all_entries(d).into_iter().map(move |e| (d, e)))
+        .flat_map(|d| run_entries(d).into_iter().map(move |e| (d, e)))
         .collect();
     let entries: Vec<IndexEntry> = tagged.iter().map(|(_, e)| e.clone()).collect();
     let places = |run_id: &str| {

@@ -248,9 +248,7 @@ pub fn summary(record: &RunRecord) -> String {
     out
 }
 
-fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
+use comfy_bisect_core::units::gib;
 
 /// A one-line progress display on stderr (hidden when stderr is not a terminal).
 struct Progress {

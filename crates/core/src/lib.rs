@@ -1,10 +1,13 @@
 //! comfy-bisect's library: find the first increment that makes a ComfyUI workflow fail.
 //!
+//! `units` (sizes, durations, timestamps) and `vocab` (the outcome, failure kind, stage,
+//! allocator numbers and verdict that records, journal and report share) sit below everything.
 //! Data flows top to bottom: the graph layer (`workflow` → `nodedefs` → `catalog` → `ladder`,
 //! re-exported from `comfy-bisect-graph`) → `comfy` (HTTP/WS client) → `diagnose` (failure
 //! classification) → `host` (host RAM, the local server process, the kernel log) → `run` (one
 //! submission and its evidence) → `session` (the bisection driver and journal) → `report`
-//! (Markdown/JSON).
+//! (Markdown/JSON) → `app` (the application façade a front end calls: start, resume and
+//! drive a session, write a plan, find sessions and runs).
 
 // `regex!(name, r"…")`: a function returning a regex compiled once (defined in the graph crate).
 #[macro_use]
@@ -12,6 +15,7 @@ extern crate comfy_bisect_graph;
 
 pub use comfy_bisect_graph::{catalog, ladder, nodedefs, workflow};
 
+pub mod app;
 pub mod atomic;
 pub mod comfy;
 pub mod diagnose;
@@ -20,6 +24,8 @@ pub mod host;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod units;
+pub mod vocab;
 
 /// The repository's `tests/fixtures` folder, for unit tests that read captures.
 #[cfg(test)]

@@ -110,16 +110,18 @@ pub(crate) fn log_size() -> Value {
 
 /// The server's local time as ComfyUI prints it in console entries (no zone).
 fn log_time() -> String {
-    let now = time::OffsetDateTime::now_utc();
+    let now = jiff::Timestamp::now()
+        .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+        .datetime();
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}",
         now.year(),
-        now.month() as u8,
+        now.month(),
         now.day(),
         now.hour(),
         now.minute(),
         now.second(),
-        now.microsecond()
+        now.subsec_nanosecond() / 1000
     )
 }
 

@@ -74,9 +74,7 @@ fn stage_candidates(stage: Stage) -> &'static [&'static str] {
     }
 }
 
-fn mib(x: f64) -> String {
-    format!("{x:.2} MiB")
-}
+use crate::units::mib;
 
 /// Advice for one diagnosis.
 pub(crate) fn advise(input: &AdviceInput) -> Advice {

@@ -2,8 +2,6 @@
 //! wording); look-alikes such as cuBLAS statuses or illegal memory access are `other`.
 
 use super::{ConsoleSignals, Evidence, Kind, RunOutcomeHint};
-use regex::Regex;
-use std::sync::OnceLock;
 
 /// The kind, why, and whether the error announces itself as asynchronously reported.
 pub(crate) struct KindVerdict {
@@ -145,15 +143,20 @@ const BACKEND_WORDS: &[(&str, Kind)] = &[
     ("cuda", Kind::CudaOom),
 ];
 
-fn memory_error_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"))
-}
+regex!(memory_error_re, r"(?-u:\b)memoryerror(?-u:\b)");
+regex!(
+    torch_oom_type_re,
+    r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)"
+);
 
-fn torch_oom_type_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)").expect("static regex")
+/// Whether `word` occurs in `text` between ASCII word boundaries (what `(?-u:\b)word(?-u:\b)`
+/// matches for a word that starts and ends with a word character), without compiling a regex.
+fn has_word(text: &str, word: &str) -> bool {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = text.as_bytes();
+    text.match_indices(word).any(|(i, _)| {
+        let end = i + word.len();
+        (i == 0 || !is_word(bytes[i - 1])) && bytes.get(end).is_none_or(|&b| !is_word(b))
     })
 }
 
@@ -223,8 +226,7 @@ pub(crate) fn classify(
     }
     if lower.contains("out of memory") {
         for (word, kind) in BACKEND_WORDS {
-            let named =
-                Regex::new(&format!(r"(?-u:\b){word}(?-u:\b)")).is_ok_and(|re| re.is_match(&lower));
+            let named = has_word(&lower, word);
             if named {
                 return verdict(
                     *kind,

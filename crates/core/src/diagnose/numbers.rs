@@ -5,45 +5,10 @@
 //! PyTorch is computed in powers of 1024 too. The cudaMallocAsync "no limit" sentinel is dropped.
 
 use regex::{Regex, RegexBuilder};
-use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 use super::Kind;
-
-/// Allocator numbers, each in MiB and present only when the message prints it. The first eight
-/// fields are the JSON contract; the others are additions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Numbers {
-    /// The allocation that failed.
-    pub requested_mib: Option<f64>,
-    /// Device index from `GPU N` / `device N`.
-    pub gpu_index: Option<u32>,
-    /// Total capacity of the device.
-    pub total_mib: Option<f64>,
-    /// Free memory on the device as reported.
-    pub free_mib: Option<f64>,
-    /// Memory in use by this process (including non-PyTorch memory).
-    pub process_in_use_mib: Option<f64>,
-    /// Memory allocated by PyTorch (also the old "already allocated" and cudaMallocAsync's
-    /// "Currently allocated").
-    pub allocated_mib: Option<f64>,
-    /// Reserved by PyTorch but unallocated.
-    pub reserved_unallocated_mib: Option<f64>,
-    /// cudaMallocAsync's device limit (kept apart from the total capacity).
-    pub device_limit_mib: Option<f64>,
-    /// The old "reserved in total by PyTorch" (or "cached").
-    pub reserved_total_mib: Option<f64>,
-    /// Sum of "Process N has X memory in use" lines (other processes on the device).
-    pub other_processes_mib: Option<f64>,
-    /// A real user-set memory-fraction limit (the "no limit" sentinel is not recorded).
-    pub pytorch_limit_mib: Option<f64>,
-    /// MPS: memory allocated by the MPS backend.
-    pub mps_allocated_mib: Option<f64>,
-    /// MPS: other allocations.
-    pub mps_other_allocations_mib: Option<f64>,
-    /// MPS: the maximum allowed (high-watermark limit).
-    pub mps_max_allowed_mib: Option<f64>,
-}
+use crate::vocab::Numbers;
 
 /// A value followed by its unit; group `n` is the number, `u` the unit.
 const VAL: &str =
@@ -245,9 +210,7 @@ fn slack(x: f64) -> f64 {
     (x.abs() * 0.01).max(16.0)
 }
 
-fn mib(x: f64) -> String {
-    format!("{x:.2} MiB")
-}
+use crate::units::mib;
 
 /// Checks that the numbers are finite, non-negative, plausible and ordered. Each problem is
 /// returned in words; an empty list means the numbers can be reasoned with.

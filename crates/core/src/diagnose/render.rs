@@ -3,9 +3,7 @@
 use super::Diagnosis;
 use std::fmt::Write;
 
-fn mib(x: f64) -> String {
-    format!("{x:.2} MiB")
-}
+use crate::units::mib;
 
 /// Renders the diagnosis as plain text, most important first.
 pub(crate) fn render(d: &Diagnosis) -> String {

@@ -2,10 +2,9 @@
 //! before the failure, the progress seen, and — as a clue, not the answer — the failing node.
 
 use super::frames::{classify_frame, matching_rule, Frame, FrameCat};
-use super::parse::ConsoleTail;
-use super::{ConsoleSignals, Evidence, Kind, NodeProgress, RunOutcomeHint, Stage, StageConfidence};
-use regex::Regex;
-use std::sync::OnceLock;
+use super::{ConsoleSignals, Evidence, Kind, NodeProgress, Stage, StageConfidence};
+
+mod rules;
 
 /// The failing node as far as the evidence names it, with its last progress.
 #[derive(Debug, Clone, Default)]
@@ -65,13 +64,10 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
     failing
 }
 
-fn frame_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#)
-            .expect("static regex")
-    })
-}
+regex!(
+    frame_re,
+    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#
+);
 
 /// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
 /// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
@@ -323,13 +319,10 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
     ("headertoolarge", "a .safetensors header could not be read"),
 ];
 
-fn mmap_file_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>")
-            .expect("static regex")
-    })
-}
+regex!(
+    mmap_file_re,
+    r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>"
+);
 
 /// Why the exception itself shows a model file being mapped or read, when it does.
 fn model_file_reason(evidence: &Evidence) -> Option<String> {
@@ -355,9 +348,10 @@ fn model_file_reason(evidence: &Evidence) -> Option<String> {
         .map(|(_, what)| format!("The error says {what}"))
 }
 
-/// Decides the stage, for every kind of failure. Traceback frames first (unless the error is
-/// asynchronous), then an exception that names a model file, then the console lines before the
-/// failure, then progress, then the node class. Nothing locating it gives `unknown`.
+/// Decides the stage, for every kind of failure: the first rule of [`rules::RULES`] that
+/// answers, tried in order — the kind and outcome that leave no stage, traceback frames (unless
+/// the error is asynchronous), an exception that names a model file, the console lines before
+/// the failure, progress, then the node class. Nothing locating it gives `unknown`.
 pub(crate) fn resolve(
     evidence: &Evidence,
     signals: &ConsoleSignals,
@@ -365,305 +359,43 @@ pub(crate) fn resolve(
     asynchronous: bool,
     failing: &Failing,
 ) -> StageVerdict {
-    let node = describe_node(failing);
-    let in_node = node
-        .as_deref()
-        .map(|n| format!(" in {n}"))
-        .unwrap_or_default();
-    let progress_text = failing
-        .progress
-        .as_ref()
-        .filter(|p| p.max > 0)
-        .map(|p| format!(" at progress {}/{}", p.value, p.max))
-        .unwrap_or_default();
-    if kind == Kind::Rejected {
-        return single(
-            Stage::Unknown,
-            "The prompt never ran, so no stage applies.".into(),
-        );
-    }
-    if kind == Kind::IncompleteOutput {
-        return single(
-            Stage::Unknown,
-            "The prompt ran to its end: no stage failed, an output is missing.".into(),
-        );
-    }
-    if evidence.outcome == Some(RunOutcomeHint::Interrupted) {
-        return single(Stage::Unknown, format!(
-            "The run was interrupted{in_node}{progress_text}; an interrupt is not a failure, so no failure stage applies."
-        ));
-    }
+    let ctx = rules::Ctx::new(evidence, signals, kind, asynchronous, failing);
+    let answer = rules::RULES
+        .iter()
+        .find_map(|(_, rule)| rule(&ctx))
+        .unwrap_or_else(|| rules::unlocated(&ctx));
+    verdict_of(answer, ctx.notes)
+}
 
-    let mut notes: Vec<String> = Vec::new();
-    if failing.from_timeline {
-        if let Some(n) = &node {
-            notes.push(format!("The last node running was {n}."));
-        }
-    }
-    if asynchronous {
-        notes.push("The error says it may be reported asynchronously, so the traceback location is unreliable and is not used.".into());
-    }
-    let frames = parse_frames(&evidence.traceback);
-    if let Some(func) = resurfaced_in_cleanup(&frames) {
-        notes.push(format!("The traceback ends in ComfyUI's own cleanup ({func}), where an earlier GPU error resurfaced: it points to the wrong place, and nothing else shows where the failure happened{in_node}."));
-        return StageVerdict {
-            stage: Stage::Unknown,
-            candidates: vec![Stage::Unknown],
-            confidence: StageConfidence::Unknown,
-            evidence: notes.join(" "),
-        };
-    }
-    let tb = if asynchronous {
-        None
-    } else {
-        classify_traceback(&frames)
-    };
-    let node_cat = failing
-        .node_type
-        .as_deref()
-        .map(node_category)
-        .unwrap_or(NodeCat::Other);
-    let latent_node = failing
-        .node_type
-        .as_deref()
-        .is_some_and(|t| t.to_lowercase().contains("latent"));
-
-    // Progress: a console bar first (the last one before the failure; it proves the sampling
-    // loop had started), else the timeline.
-    // A node in the run's timeline that never reported progress had started and finished no
-    // step (the same as a 0/1 `progress_state`).
-    let prog = match signals.sampling_bar {
-        Some((v, m)) => Some((prog_from(v, m, true), true)),
-        None => failing.progress.as_ref().map(|p| {
-            if p.max > 0 {
-                (prog_from(p.value, p.max, false), false)
-            } else {
-                (Prog::NotStarted, false)
-            }
-        }),
-    };
-
-    use StageConfidence::{Certain, Likely};
-    let finish = |stage: Stage,
-                  candidates: Vec<Stage>,
-                  confidence: StageConfidence,
-                  mut notes: Vec<String>,
-                  why: String| {
-        notes.push(why);
-        let confidence = if stage == Stage::Unknown {
-            StageConfidence::Unknown
-        } else {
-            confidence
-        };
-        // `stage` is always among the candidates; an unknown stage lists the stages left open
-        // after it.
-        let mut candidates = candidates;
-        if !candidates.contains(&stage) {
-            candidates.insert(0, stage);
-        }
-        StageVerdict {
+/// The verdict for a rule's answer: the notes, then its reason; an unknown stage is never more
+/// than `unknown` sure, and the stage is always among the candidates (an unknown stage lists
+/// the stages left open after it).
+fn verdict_of(answer: rules::Answer, mut notes: Vec<String>) -> StageVerdict {
+    match answer {
+        rules::Answer::Alone(stage, why) => single(stage, why),
+        rules::Answer::Found {
             stage,
-            candidates,
+            mut candidates,
             confidence,
-            evidence: notes.join(" "),
-        }
-    };
-
-    // 1. The traceback: the deepest frame the frame table recognises.
-    if let Some((cat, frame)) = &tb {
-        let verdict = match cat {
-            FrameCat::Load => Some((Stage::Load, format!("The traceback goes through {frame}: weights were being read, patched or moved to a device{in_node}."))),
-            FrameCat::Preview => Some((Stage::SampleMiddle, format!("The traceback ends in the live preview ({frame}){in_node}: a preview is drawn only after a step has finished, and it is not the final VAE decode."))),
-            FrameCat::Decode => Some((Stage::Decode, format!("The traceback goes through the VAE decode ({frame}){in_node}."))),
-            FrameCat::Condition => Some((Stage::Condition, format!("The traceback goes through an encoder ({frame}){in_node}."))),
-            FrameCat::Postprocess if !latent_node => Some((Stage::Postprocess, format!("The traceback goes through post-processing of finished images ({frame}){in_node}."))),
-            FrameCat::InputMedia => Some((Stage::Unknown, format!("The traceback ends while reading an input file ({frame}){in_node}; loading an input image or video is not a model load, and no stage fits."))),
-            _ => None,
-        };
-        if let Some((stage, why)) = verdict {
-            return finish(stage, vec![stage], Certain, notes, why);
-        }
-        if *cat == FrameCat::Step {
-            let base = format!("The traceback ends inside a denoising step ({frame}){in_node}");
-            return match prog {
-                Some((Prog::Middle(k, n), _)) => finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], Certain, notes, format!("{base}, and progress shows {k}/{n} steps done.")),
-                Some((Prog::Started0(n), _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, notes, format!("{base}, and progress shows 0/{n}: no step had finished.")),
-                Some((Prog::NotStarted, _)) => finish(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, notes, format!("{base}, and no step progress had been reported for the node: no step had finished.")),
-                _ => finish(Stage::Unknown, vec![Stage::SampleFirst, Stage::SampleMiddle], Certain, notes, format!("{base}; no progress is shown, so the first step cannot be told apart from a later one.")),
+            why,
+        } => {
+            notes.push(why);
+            let confidence = if stage == Stage::Unknown {
+                StageConfidence::Unknown
+            } else {
+                confidence
             };
-        }
-    }
-
-    // 2. The exception itself names a model file being mapped or read.
-    if let Some(why) = model_file_reason(evidence) {
-        return finish(
-            Stage::Load,
-            vec![Stage::Load],
-            Certain,
-            notes,
-            format!("{why}{in_node}: reading or mapping a model file is loading."),
-        );
-    }
-
-    // 3. What the console showed right before the failure (order only: likely).
-    match &signals.tail {
-        Some(ConsoleTail::ModelLoading(line))
-            if node_cat != NodeCat::Postprocess && node_cat != NodeCat::Decode =>
-        {
-            return finish(
-                Stage::Load,
-                if asynchronous { vec![Stage::Load, Stage::SampleFirst] } else { vec![Stage::Load] },
-                Likely,
-                notes,
-                format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows."),
-            );
-        }
-        Some(ConsoleTail::TiledDecodeRetry) => {
-            return finish(
-                Stage::Decode,
-                vec![Stage::Decode],
-                Likely,
-                notes,
-                format!("The console says regular VAE decoding ran out of memory and was retried tiled{in_node}; the failure is in the decode."),
-            );
-        }
-        Some(ConsoleTail::TiledEncodeRetry) => {
-            return finish(
-                Stage::Condition,
-                vec![Stage::Condition],
-                Likely,
-                notes,
-                format!("The console says regular VAE encoding ran out of memory and was retried tiled{in_node}; the failure is in encoding the inputs."),
-            );
-        }
-        Some(ConsoleTail::EncoderLoaded(model))
-            if signals.sampling_bar.is_none() && node_cat != NodeCat::Sampler =>
-        {
-            return finish(
-                Stage::Condition,
-                vec![Stage::Condition, Stage::Load],
-                Likely,
-                notes,
-                format!("The encoder {model} had just finished loading and no sampling progress follows: the failure is while encoding."),
-            );
-        }
-        Some(ConsoleTail::LoraPatchErrors(count)) => {
-            return finish(
-                Stage::Load,
-                vec![Stage::Load],
-                Likely,
-                notes,
-                format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded."),
-            );
-        }
-        _ => {}
-    }
-
-    // 4. Progress of the sampler (likely: progress says how far it got, not what failed).
-    let sampler_like = node_cat == NodeCat::Sampler
-        || matches!(&tb, Some((FrameCat::SamplerEntry, _)))
-        || (node_cat == NodeCat::Other && failing.node_type.is_none());
-    if let Some((p, console)) = prog {
-        let source = if console {
-            "the console progress bar shows"
-        } else {
-            "the last progress reported shows"
-        };
-        if sampler_like {
-            match p {
-                Prog::Middle(k, n) => {
-                    return finish(Stage::SampleMiddle, vec![Stage::SampleMiddle], Likely, notes, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."));
-                }
-                Prog::Started0(n) => {
-                    return finish(Stage::SampleFirst, vec![Stage::SampleFirst], Likely, notes, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)));
-                }
-                Prog::Done(n) => {
-                    if node_cat == NodeCat::Sampler {
-                        return finish(Stage::Decode, vec![Stage::Decode], Likely, notes, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)));
-                    }
-                    if failing.node_type.is_none() {
-                        return finish(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], Likely, notes, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)));
-                    }
-                }
-                Prog::NotStarted => {}
+            if !candidates.contains(&stage) {
+                candidates.insert(0, stage);
+            }
+            StageVerdict {
+                stage,
+                candidates,
+                confidence,
+                evidence: notes.join(" "),
             }
         }
     }
-
-    // 5. The node class.
-    let from_node = |stage: Stage, what: &str| {
-        let n = node.clone().unwrap_or_default();
-        (stage, format!("The failing node is {n}, {what}."))
-    };
-    let verdict = match node_cat {
-        NodeCat::Loader => Some(from_node(Stage::Load, "a model loader")),
-        NodeCat::Condition => Some(from_node(Stage::Condition, "an encoder (text, vision or VAE encode of inputs)")),
-        NodeCat::Decode => Some(from_node(Stage::Decode, "a VAE decode")),
-        NodeCat::Postprocess => Some(from_node(Stage::Postprocess, "which works on finished images or video (upscale, interpolation, restoration, resize or video combine)")),
-        NodeCat::InputMedia => Some(from_node(Stage::Unknown, "which reads an input image or video file; that is not a model load, and none of the stages fits")),
-        _ => None,
-    };
-    if let Some((stage, mut why)) = verdict {
-        if let Some((FrameCat::SamplerEntry | FrameCat::Vae, frame)) = &tb {
-            why.push_str(&format!(" The traceback stops at {frame}."));
-        }
-        let candidates = if node_cat == NodeCat::Condition {
-            // An encoder node first loads its model; without a frame the two cannot be told apart.
-            vec![Stage::Condition, Stage::Load]
-        } else {
-            vec![stage]
-        };
-        return finish(stage, candidates, Certain, notes, why);
-    }
-    if node_cat == NodeCat::Sampler || matches!(&tb, Some((FrameCat::SamplerEntry, _))) {
-        let stop = match &tb {
-            Some((FrameCat::SamplerEntry, frame)) => {
-                format!("the traceback stops at the sampler's entry ({frame})")
-            }
-            _ => "no traceback tail is shown".to_string(),
-        };
-        let no_step = matches!(prog, Some((Prog::NotStarted, _)));
-        let candidates = if no_step || asynchronous {
-            vec![Stage::Load, Stage::SampleFirst]
-        } else {
-            vec![Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
-        };
-        let who = node.clone().unwrap_or_else(|| "a sampler".into());
-        return finish(
-            Stage::Unknown,
-            candidates,
-            StageConfidence::Unknown,
-            notes,
-            format!("The failure is in {who}, but {stop} and no step progress is visible, so loading weights inside the sampler cannot be told apart from a denoising step."),
-        );
-    }
-    if let Some((FrameCat::Vae, _)) = &tb {
-        notes.push(
-            "The traceback is inside a VAE but does not show whether it was encoding or decoding."
-                .into(),
-        );
-    }
-    let why = match &node {
-        Some(n) => format!("The failing node is {n}; neither its class, a traceback tail nor progress places it in a stage."),
-        None if evidence.traceback.is_empty() && evidence.exception_message.is_some() => {
-            "Only the message is available: no node, no traceback tail and no progress.".to_string()
-        }
-        None if evidence.traceback.is_empty() => {
-            "Nothing shows what the run was doing: no node, no traceback and no progress.".to_string()
-        }
-        None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
-    };
-    let candidates = match &tb {
-        Some((FrameCat::Vae, _)) => vec![Stage::Condition, Stage::Decode],
-        _ => vec![Stage::Unknown],
-    };
-    finish(
-        Stage::Unknown,
-        candidates,
-        StageConfidence::Unknown,
-        notes,
-        why,
-    )
 }
 
 fn single(stage: Stage, why: String) -> StageVerdict {

@@ -254,15 +254,7 @@ impl KernelEvidence {
 /// Reads the kernel log between two Unix times (seconds) — `journalctl -k`, else `dmesg`
 /// filtered to the window — and matches it to `pid`. Says so when neither can be read.
 pub(crate) fn read_window(since_unix: i64, until_unix: i64, pid: Option<u32>) -> KernelEvidence {
-    let rfc = |t: i64| {
-        time::OffsetDateTime::from_unix_timestamp(t)
-            .ok()
-            .and_then(|t| {
-                t.format(&time::format_description::well_known::Rfc3339)
-                    .ok()
-            })
-            .unwrap_or_default()
-    };
+    let rfc = crate::units::unix_rfc3339;
     let (since, until) = (rfc(since_unix), rfc(until_unix));
     let mut tried = Vec::new();
     match journalctl(since_unix, until_unix) {
@@ -349,14 +341,7 @@ pub(crate) fn iso_time(line: &str) -> Option<i64> {
     };
     let seconds = date_time.split([',', '.']).next()?;
     let text = format!("{seconds}{}", if offset == "Z" { "+00:00" } else { offset });
-    time::OffsetDateTime::parse(
-        &text,
-        time::macros::format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second][offset_hour sign:mandatory]:[offset_minute]"
-        ),
-    )
-    .ok()
-    .map(|t| t.unix_timestamp())
+    crate::units::parse_rfc3339(&text).map(|t| t.as_second())
 }
 
 #[cfg(test)]

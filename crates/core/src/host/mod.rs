@@ -14,17 +14,6 @@ pub use process::{Located, ProcessMemory, ServerProcess};
 
 use serde::{Deserialize, Serialize};
 
-/// A byte count for people: GiB with one decimal from 1 GiB on, else MiB.
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
-    let b = bytes as f64;
-    if b >= 1024.0 * MIB {
-        format!("{:.1} GiB", b / (1024.0 * MIB))
-    } else {
-        format!("{:.0} MiB", b / MIB)
-    }
-}
-
 /// One host-memory sample, taken with each `/system_stats` sample.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSample {
@@ -110,7 +99,7 @@ impl HostReport {
     /// Host-RAM pressure in words when the run came close to the machine's RAM (system RAM in
     /// use at 90 % of the total or more) or the server process was swapping; None otherwise.
     pub fn pressure(&self) -> Option<String> {
-        let gib = human_bytes;
+        let gib = crate::units::gib_or_mib;
         let mut parts = Vec::new();
         if let (Some(peak), Some(total)) = (self.peak_ram_used_bytes, self.ram_total_bytes) {
             if total > 0 && peak as f64 >= 0.9 * total as f64 {

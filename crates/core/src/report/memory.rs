@@ -3,8 +3,8 @@
 //! from the run record's `memory_events`; and how the Markdown shows them (a short ladder cell,
 //! the details in a list below the table).
 
-use super::md::{code, text};
 use super::model::{LadderRow, ModelLoadRow};
+use super::render::md::{code, text};
 use crate::comfy::MemoryEvent;
 
 /// The model loads of a run's console, in order.
@@ -48,13 +48,7 @@ pub(crate) fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
         .collect()
 }
 
-fn mib(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} MiB")
-    } else {
-        format!("{v:.1} MiB")
-    }
-}
+use crate::units::mib_rounded as mib;
 
 /// Whether the ladder has anything for the "Models loaded" column.
 pub fn any(ladder: &[LadderRow]) -> bool {

@@ -3,31 +3,28 @@
 //!
 //! `load` reads the session folder; `build` turns it into one [`Report`] value, with one
 //! `workflow_report` per workflow and its [`verdict`]; [`redact`] removes what must not be
-//! published; each format is one file implementing [`ReportFormat`] ([`markdown`],
-//! [`json`]). Adding a format is one new file and one entry in [`formats`].
+//! published; [`render`] writes the formats, each one file implementing [`ReportFormat`]
+//! ([`markdown`], [`json`]), with the Markdown's helpers beside it. Adding a format is one new
+//! file in `render/` and one entry in [`formats`].
 
-pub mod budget;
 pub mod build;
 pub mod bundle;
-pub mod chart;
-pub mod console;
 pub mod environment;
-pub mod json;
 pub mod load;
-pub mod markdown;
-pub mod md;
 pub mod memory;
 pub mod model;
 pub mod naming;
 pub mod redact;
+pub mod render;
 pub mod verdict;
 pub(crate) mod workflow_report;
 
 pub use build::build;
-pub use json::Json;
 pub use load::{load, SessionData};
-pub use markdown::Markdown;
 pub use model::{Report, SCHEMA_VERSION};
+pub use render::json::Json;
+pub use render::markdown::Markdown;
+pub use render::{budget, chart, console, json, markdown, md};
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};

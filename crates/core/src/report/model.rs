@@ -5,6 +5,7 @@
 //! omitted when absent), existing ones are never renamed or retyped without bumping
 //! [`SCHEMA_VERSION`].
 
+pub use crate::vocab::{ContractNumbers, VerdictKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -101,29 +102,6 @@ pub struct Preflight {
     pub missing_models: Vec<String>,
     /// Other problems, in words.
     pub other: Vec<String>,
-}
-
-/// The verdict kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerdictKind {
-    /// The minimal variant passed and adding one increment made it fail.
-    FirstFailure,
-    /// The minimal variant already fails.
-    MinimalFails,
-    /// The full workflow passed: the failure did not reproduce.
-    CouldNotReproduce,
-    /// Repeated runs of the boundary steps disagreed.
-    Flaky,
-    /// The session stopped before a verdict (deadline, interrupted, server lost).
-    Incomplete,
-    /// A run was rejected or interrupted, which says nothing about the variant.
-    Inconclusive,
-    /// Preflight stopped the workflow before any run (unknown nodes, missing models).
-    PreflightFailed,
-    /// No verdict yet: the session is still running (the report is rewritten after every run)
-    /// or has not reached this workflow.
-    InProgress,
 }
 
 /// The one-line verdict.
@@ -449,61 +427,6 @@ pub struct VramInfo {
     pub note: String,
 }
 
-/// The allocator numbers a failure message printed, in MiB (the diagnosis contract's names).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Numbers {
-    /// Size of the allocation that failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_mib: Option<f64>,
-    /// The device index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_index: Option<i64>,
-    /// The device's total capacity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_mib: Option<f64>,
-    /// Free device memory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub free_mib: Option<f64>,
-    /// Memory in use by the process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process_in_use_mib: Option<f64>,
-    /// Allocated by PyTorch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allocated_mib: Option<f64>,
-    /// Reserved by PyTorch but unallocated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserved_unallocated_mib: Option<f64>,
-    /// cudaMallocAsync device limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_limit_mib: Option<f64>,
-}
-
-impl Numbers {
-    /// Whether no number was printed.
-    pub fn is_empty(&self) -> bool {
-        self == &Numbers::default()
-    }
-
-    /// (label, MiB) pairs of the printed numbers, in message order (the GPU index excluded).
-    pub fn rows(&self) -> Vec<(&'static str, f64)> {
-        [
-            ("requested", self.requested_mib),
-            ("total capacity", self.total_mib),
-            ("free", self.free_mib),
-            ("in use by the process", self.process_in_use_mib),
-            ("allocated by PyTorch", self.allocated_mib),
-            (
-                "reserved by PyTorch but unallocated",
-                self.reserved_unallocated_mib,
-            ),
-            ("device limit", self.device_limit_mib),
-        ]
-        .into_iter()
-        .filter_map(|(label, v)| v.map(|v| (label, v)))
-        .collect()
-    }
-}
-
 /// Progress a node reported before the failure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgressSeen {
@@ -550,7 +473,7 @@ pub struct Evidence {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_confidence: Option<String>,
     /// Numbers parsed from the message.
-    pub numbers: Numbers,
+    pub numbers: ContractNumbers,
     /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
     /// as printed and not used to reason. Absent when nothing was printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

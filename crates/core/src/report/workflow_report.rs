@@ -5,18 +5,19 @@
 use super::load::SessionData;
 use super::model::{
     AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
-    NextSteps, NodeRef, Numbers, Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind,
-    VramInfo, WorkflowInfo, WorkflowReport,
+    NextSteps, NodeRef, Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind, VramInfo,
+    WorkflowInfo, WorkflowReport,
 };
 use super::naming::{display, is_main, outcome_name};
 use super::verdict::verdict;
 use crate::comfy::ExecutionError;
-use crate::diagnose::{self, Diagnosis};
+use crate::diagnose::Diagnosis;
 use crate::session::evidence::record_of_entry;
 use crate::session::journal::{
     CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict as SessionVerdict,
     WorkflowJob, RUN_WORKFLOW_FILE,
 };
+use crate::vocab::ContractNumbers;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,7 +29,7 @@ struct Diag {
     stage: Option<String>,
     stage_evidence: Option<String>,
     stage_confidence: Option<String>,
-    numbers: Numbers,
+    numbers: ContractNumbers,
     numbers_consistent: Option<bool>,
     inconsistencies: Vec<String>,
     next_check: Vec<String>,
@@ -45,7 +46,7 @@ impl From<&Diagnosis> for Diag {
             stage: Some(d.stage.as_str().to_string()),
             stage_evidence: Some(d.stage_evidence.clone()),
             stage_confidence: Some(d.stage_confidence.as_str().to_string()),
-            numbers: report_numbers(&d.numbers),
+            numbers: d.numbers.contract(),
             numbers_consistent: Some(d.numbers_consistent),
             inconsistencies: d.inconsistencies.clone(),
             next_check: d.next_check.clone(),
@@ -61,20 +62,6 @@ impl From<&Diagnosis> for Diag {
                 max: p.max,
             }),
         }
-    }
-}
-
-/// The report's allocator numbers (the diagnosis contract's eight) from the diagnosis's.
-fn report_numbers(n: &diagnose::Numbers) -> Numbers {
-    Numbers {
-        requested_mib: n.requested_mib,
-        gpu_index: n.gpu_index.map(i64::from),
-        total_mib: n.total_mib,
-        free_mib: n.free_mib,
-        process_in_use_mib: n.process_in_use_mib,
-        allocated_mib: n.allocated_mib,
-        reserved_unallocated_mib: n.reserved_unallocated_mib,
-        device_limit_mib: n.device_limit_mib,
     }
 }
 
@@ -555,7 +542,7 @@ fn host_evidence(file: Option<&RunFile>) -> (Option<crate::host::KernelEvidence>
         return (None, None);
     };
     let h = &f.record.host;
-    let gib = crate::host::human_bytes;
+    let gib = crate::units::gib_or_mib;
     let mut parts = Vec::new();
     if let Some(peak) = h.peak_ram_used_bytes {
         parts.push(match h.ram_total_bytes {

@@ -1147,8 +1147,4 @@ impl<'a> Runner<'a> {
     }
 }
 
-fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+use crate::units::now_rfc3339;

@@ -5,49 +5,12 @@ pub use super::product::{IncompleteOutput, Product};
 use crate::comfy::events::{FrameCounts, NodeTiming};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, SystemStats};
 use crate::comfy::{HttpExchange, MemoryEvent};
+pub use crate::vocab::OutcomeKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Longest kept text of one `current_inputs` value (tensors print as huge multi-line strings).
 pub(crate) const CURRENT_INPUT_LIMIT: usize = 300;
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeKind {
-    /// The prompt ran to `execution_success`.
-    Passed,
-    /// A node raised (`execution_error`).
-    Failed,
-    /// The server refused the prompt (400, or a 200 with non-empty `node_errors`, or 5xx).
-    Rejected,
-    /// The prompt was interrupted (by us on Ctrl-C, or by someone else).
-    Interrupted,
-    /// The run or stall timeout passed; our prompt was interrupted.
-    Timeout,
-    /// The server went away or restarted; our prompt vanished.
-    ServerLost,
-}
-
-impl OutcomeKind {
-    /// The name used in JSON and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutcomeKind::Passed => "passed",
-            OutcomeKind::Failed => "failed",
-            OutcomeKind::Rejected => "rejected",
-            OutcomeKind::Interrupted => "interrupted",
-            OutcomeKind::Timeout => "timeout",
-            OutcomeKind::ServerLost => "server_lost",
-        }
-    }
-}
-
-impl std::fmt::Display for OutcomeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The outcome with the data that explains it.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,10 +2,9 @@
 //! journal) to the next run or the verdict. Pure, so resuming is recomputing: completed runs
 //! are never repeated because the decision sees them.
 
-use super::journal::{
-    CrashCheck, FlakyCount, Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict,
-    WorkflowJob,
-};
+use super::journal::{CrashCheck, Phase, RunEntry, RunRole, SessionOptions, Verdict, WorkflowJob};
+
+mod rules;
 
 /// What to do next for one workflow.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,274 +151,39 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 /// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
 /// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
 /// verdict, so both ends of the verdict come from one environment.
+///
+/// The rules of [`rules::BEFORE_SEARCH`] in order, then the search, then the rules of
+/// [`rules::AFTER_SEARCH`] in order; the first that answers decides, and with none the
+/// verdict is the first failure.
 pub(crate) fn decide_in(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,
 ) -> (Phase, Decision) {
-    let n = job.steps.len().saturating_sub(1);
-    // A rejection says nothing about the variant and will not change on a re-run.
-    if let Some(r) = job.runs.iter().find(|r| {
-        r.role != RunRole::Control
-            && matches!(r.outcome, Some(super::journal::Outcome::Rejected { .. }))
-    }) {
-        let message = match &r.outcome {
-            Some(super::journal::Outcome::Rejected { message }) => message.clone(),
-            _ => String::new(),
-        };
-        return (
-            Phase::Done,
-            Decision::Finish(Verdict::Inconclusive {
-                run_id: r.run_id.clone(),
-                detail: format!(
-                    "the server rejected step {} ({}): {message}",
-                    r.step, r.increment
-                ),
-            }),
-        );
-    }
-
-    // A crash decides nothing alone: re-run it before anything else (`--confirm-crashes`).
-    if let Some(r) = pending_crash(job, options) {
-        let phase = match r.role {
-            RunRole::Minimal => Phase::Minimal,
-            RunRole::Target => Phase::Target,
-            RunRole::Repeat => Phase::Repeat,
-            _ => Phase::Search,
-        };
-        return (
-            phase,
-            Decision::Confirm {
-                step: r.step,
-                crashed: r.run_id.clone(),
-            },
-        );
-    }
-
-    // Endpoint: the minimal variant must pass.
-    match first_result(job, 0, options, env) {
-        None => {
-            return (
-                Phase::Minimal,
-                Decision::Run {
-                    step: 0,
-                    role: RunRole::Minimal,
-                },
-            )
-        }
-        Some(r) if !r.passed => {
-            let verdict = Verdict::MinimalFails {
-                run_id: r.run.run_id.clone(),
-                stage: stage_of(r.run),
-            };
-            return (Phase::Done, Decision::Finish(verdict));
-        }
-        Some(r) if n == 0 => {
-            return (
-                Phase::Done,
-                Decision::Finish(Verdict::CouldNotReproduce {
-                    run_id: r.pass_run.run_id.clone(),
-                }),
-            )
-        }
-        Some(_) => {}
-    }
-
-    // Endpoint: the target must fail (unless assumed).
-    if !options.assume_fails {
-        match first_result(job, n, options, env) {
-            None => {
-                return (
-                    Phase::Target,
-                    Decision::Run {
-                        step: n,
-                        role: RunRole::Target,
-                    },
-                )
-            }
-            Some(r) if r.passed => {
-                return (
-                    Phase::Done,
-                    Decision::Finish(Verdict::CouldNotReproduce {
-                        run_id: r.pass_run.run_id.clone(),
-                    }),
-                )
-            }
-            Some(_) => {}
-        }
-    }
-
-    // Search for the boundary: (last passing step, first failing step).
-    let (lo, hi) = match options.strategy {
-        Strategy::Linear => {
-            let mut k = 1;
-            loop {
-                match first_result(job, k, options, env) {
-                    None => {
-                        // Before going on: the last pass must hold in this environment.
-                        if let Some(d) = anchor(job, k - 1, options, env) {
-                            return (Phase::Search, d);
-                        }
-                        return (
-                            Phase::Search,
-                            Decision::Run {
-                                step: k,
-                                role: role_for(k, n),
-                            },
-                        );
-                    }
-                    Some(r) if r.passed => {
-                        if k == n {
-                            return (
-                                Phase::Done,
-                                Decision::Finish(Verdict::CouldNotReproduce {
-                                    run_id: r.pass_run.run_id.clone(),
-                                }),
-                            );
-                        }
-                        k += 1;
-                    }
-                    Some(_) => break (k - 1, k),
-                }
-            }
-        }
-        Strategy::Binary => {
-            let result = |k: usize| first_result(job, k, options, env).map(|r| r.passed);
-            let hi = (1..=n).find(|&k| result(k) == Some(false)).unwrap_or(n);
-            if hi == n {
-                if let Some(r) = first_result(job, n, options, env).filter(|r| r.passed) {
-                    return (
-                        Phase::Done,
-                        Decision::Finish(Verdict::CouldNotReproduce {
-                            run_id: r.pass_run.run_id.clone(),
-                        }),
-                    );
-                }
-            }
-            let lo = (0..hi)
-                .rev()
-                .find(|&k| result(k) == Some(true))
-                .unwrap_or(0);
-            if hi - lo > 1 {
-                if let Some(d) = anchor(job, lo, options, env) {
-                    return (Phase::Search, d);
-                }
-                let mid = lo + (hi - lo) / 2;
-                return (
-                    Phase::Search,
-                    Decision::Run {
-                        step: mid,
-                        role: role_for(mid, n),
-                    },
-                );
-            }
-            if result(hi).is_none() {
-                // Only with --assume-fails: confirm the target fails.
-                return (
-                    Phase::Search,
-                    Decision::Run {
-                        step: hi,
-                        role: role_for(hi, n),
-                    },
-                );
-            }
-            (lo, hi)
-        }
+    let ctx = rules::Ctx {
+        job,
+        options,
+        env,
+        n: job.steps.len().saturating_sub(1),
     };
-
-    // The verdict's two ends come from one environment (the current one).
-    for step in [lo, hi] {
-        if let Some(d) = anchor(job, step, options, env) {
-            return (Phase::Search, d);
-        }
+    if let Some(next) = rules::BEFORE_SEARCH.iter().find_map(|(_, rule)| rule(&ctx)) {
+        return next;
     }
-
-    // --repeat: re-run the first failing and the last passing step.
-    if options.repeat > 0 {
-        for step in [hi, lo] {
-            let (p, f) = counts(job, step, options);
-            if p + f < 1 + options.repeat {
-                return (
-                    Phase::Repeat,
-                    Decision::Run {
-                        step,
-                        role: RunRole::Repeat,
-                    },
-                );
-            }
-        }
-        let flaky: Vec<FlakyCount> = [lo, hi]
-            .iter()
-            .map(|&step| {
-                let (passed, failed) = counts(job, step, options);
-                FlakyCount {
-                    step,
-                    increment: job.steps[step].increment.clone(),
-                    passed,
-                    failed,
-                }
-            })
-            .collect();
-        let disagree = flaky[0].failed > 0 || flaky[1].passed > 0;
-        if disagree {
-            return (
-                Phase::Done,
-                Decision::Finish(Verdict::Flaky { counts: flaky }),
-            );
-        }
-    }
-
-    // --controls: minimal + each later increment alone.
-    if options.controls {
-        for control in job.controls.iter().filter(|c| c.step > hi) {
-            let done = job
-                .runs
-                .iter()
-                .any(|r| r.role == RunRole::Control && r.step == control.step && conclusive(r));
-            if !done {
-                return (
-                    Phase::Controls,
-                    Decision::Run {
-                        step: control.step,
-                        role: RunRole::Control,
-                    },
-                );
-            }
-        }
-    }
-
-    let fail = first_result(job, hi, options, env)
-        .expect("the boundary's failing step has a result")
-        .run;
-    let pass = first_result(job, lo, options, env)
-        .expect("the boundary's passing step has a result")
-        .pass_run;
-    let not_run: Vec<usize> = (1..n)
-        .filter(|&k| {
-            !job.runs
-                .iter()
-                .any(|r| r.step == k && r.role != RunRole::Control)
-        })
-        .collect();
-    (
-        Phase::Done,
-        Decision::Finish(Verdict::FirstFailure {
-            step: hi,
-            increment: job.steps[hi].increment.clone(),
-            run_id: fail.run_id.clone(),
-            last_pass_step: lo,
-            last_pass_run_id: pass.run_id.clone(),
-            stage: stage_of(fail),
-            not_run,
-        }),
-    )
+    let boundary = match rules::search(&ctx) {
+        rules::Searched::Found(boundary) => boundary,
+        rules::Searched::Ask(next) => return next,
+    };
+    rules::AFTER_SEARCH
+        .iter()
+        .find_map(|(_, rule)| rule(&ctx, boundary))
+        .unwrap_or_else(|| rules::first_failure(&ctx, boundary))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::session::journal::{
-        run_dir_name, ControlVariant, Outcome, RunStatus, RunSummary, StepInfo,
+        run_dir_name, ControlVariant, Outcome, RunStatus, RunSummary, StepInfo, Strategy,
     };
 
     fn job(n: usize) -> WorkflowJob {
@@ -930,5 +694,257 @@ mod tests {
         let (v, made) = simulate(0, &opts, |_, _, _| true);
         assert!(matches!(v, Verdict::CouldNotReproduce { .. }));
         assert_eq!(made.len(), 1);
+    }
+
+    fn before(name: &str) -> rules::EndpointRule {
+        rules::BEFORE_SEARCH
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no rule {name}"))
+            .1
+    }
+
+    fn after(name: &str) -> rules::BoundaryRule {
+        rules::AFTER_SEARCH
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no rule {name}"))
+            .1
+    }
+
+    fn ctx<'a>(j: &'a WorkflowJob, options: &'a SessionOptions) -> rules::Ctx<'a> {
+        rules::Ctx {
+            job: j,
+            options,
+            env: None,
+            n: j.steps.len() - 1,
+        }
+    }
+
+    /// A job of `n` increments with the minimal variant passing and the target failing.
+    fn bracketed(n: usize) -> WorkflowJob {
+        let mut j = job(n);
+        record(&mut j, 0, RunRole::Minimal, true);
+        record(&mut j, n, RunRole::Target, false);
+        j
+    }
+
+    #[test]
+    fn the_rule_tables_are_in_the_documented_order() {
+        let names: Vec<&str> = rules::BEFORE_SEARCH.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["rejected", "pending_crash", "minimal", "target"]);
+        let names: Vec<&str> = rules::AFTER_SEARCH.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["anchor_ends", "repeat", "controls"]);
+    }
+
+    #[test]
+    fn rule_rejected_fires_on_a_rejected_run_only() {
+        let opts = SessionOptions::default();
+        let mut j = bracketed(2);
+        assert_eq!(before("rejected")(&ctx(&j, &opts)), None);
+        j.runs[1].outcome = Some(Outcome::Rejected {
+            message: "bad".into(),
+        });
+        assert!(matches!(
+            before("rejected")(&ctx(&j, &opts)),
+            Some((Phase::Done, Decision::Finish(Verdict::Inconclusive { .. })))
+        ));
+    }
+
+    #[test]
+    fn rule_pending_crash_re_runs_a_crash_in_its_phase() {
+        let opts = SessionOptions::default();
+        let mut j = bracketed(2);
+        assert_eq!(before("pending_crash")(&ctx(&j, &opts)), None);
+        j.runs[1].outcome = Some(Outcome::ServerLost {
+            detail: "connection refused".into(),
+        });
+        assert_eq!(
+            before("pending_crash")(&ctx(&j, &opts)),
+            Some((
+                Phase::Target,
+                Decision::Confirm {
+                    step: 2,
+                    crashed: j.runs[1].run_id.clone()
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn rule_minimal_runs_then_judges_the_minimal_variant() {
+        let opts = SessionOptions::default();
+        let mut j = job(2);
+        assert_eq!(
+            before("minimal")(&ctx(&j, &opts)),
+            Some((
+                Phase::Minimal,
+                Decision::Run {
+                    step: 0,
+                    role: RunRole::Minimal
+                }
+            ))
+        );
+        record(&mut j, 0, RunRole::Minimal, true);
+        assert_eq!(before("minimal")(&ctx(&j, &opts)), None);
+        j.runs[0].outcome = Some(Outcome::Failed {
+            node_id: "3".into(),
+            node_type: "KSampler".into(),
+            exception_type: "torch.OutOfMemoryError".into(),
+            exception_message: "CUDA out of memory".into(),
+        });
+        assert!(matches!(
+            before("minimal")(&ctx(&j, &opts)),
+            Some((Phase::Done, Decision::Finish(Verdict::MinimalFails { .. })))
+        ));
+    }
+
+    #[test]
+    fn rule_target_is_skipped_when_assumed() {
+        let mut j = job(2);
+        record(&mut j, 0, RunRole::Minimal, true);
+        let opts = SessionOptions::default();
+        assert_eq!(
+            before("target")(&ctx(&j, &opts)),
+            Some((
+                Phase::Target,
+                Decision::Run {
+                    step: 2,
+                    role: RunRole::Target
+                }
+            ))
+        );
+        let assumed = SessionOptions {
+            assume_fails: true,
+            ..SessionOptions::default()
+        };
+        assert_eq!(before("target")(&ctx(&j, &assumed)), None);
+        record(&mut j, 2, RunRole::Target, true);
+        assert!(matches!(
+            before("target")(&ctx(&j, &opts)),
+            Some((
+                Phase::Done,
+                Decision::Finish(Verdict::CouldNotReproduce { .. })
+            ))
+        ));
+    }
+
+    #[test]
+    fn search_asks_for_the_next_step_then_gives_the_boundary() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            let opts = SessionOptions {
+                strategy,
+                ..SessionOptions::default()
+            };
+            let mut j = bracketed(2);
+            assert_eq!(
+                rules::search(&ctx(&j, &opts)),
+                rules::Searched::Ask((
+                    Phase::Search,
+                    Decision::Run {
+                        step: 1,
+                        role: RunRole::Search
+                    }
+                )),
+                "{strategy:?}"
+            );
+            record(&mut j, 1, RunRole::Search, true);
+            assert_eq!(
+                rules::search(&ctx(&j, &opts)),
+                rules::Searched::Found(rules::Boundary { lo: 1, hi: 2 }),
+                "{strategy:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rule_anchor_ends_re_runs_an_end_made_elsewhere() {
+        let opts = SessionOptions::default();
+        let mut j = bracketed(1);
+        for r in &mut j.runs {
+            r.fingerprint = Some("a".into());
+        }
+        let b = rules::Boundary { lo: 0, hi: 1 };
+        assert_eq!(after("anchor_ends")(&ctx(&j, &opts), b), None);
+        let here = rules::Ctx {
+            env: Some("b"),
+            ..ctx(&j, &opts)
+        };
+        assert_eq!(
+            after("anchor_ends")(&here, b),
+            Some((
+                Phase::Search,
+                Decision::Run {
+                    step: 0,
+                    role: RunRole::Anchor
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn rule_repeat_re_runs_the_failing_end_first() {
+        let j = bracketed(1);
+        let b = rules::Boundary { lo: 0, hi: 1 };
+        let opts = SessionOptions::default();
+        assert_eq!(after("repeat")(&ctx(&j, &opts), b), None);
+        let opts = SessionOptions {
+            repeat: 1,
+            ..SessionOptions::default()
+        };
+        assert_eq!(
+            after("repeat")(&ctx(&j, &opts), b),
+            Some((
+                Phase::Repeat,
+                Decision::Run {
+                    step: 1,
+                    role: RunRole::Repeat
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn rule_controls_runs_later_increments_alone() {
+        let mut j = bracketed(3);
+        record(&mut j, 1, RunRole::Search, false);
+        let b = rules::Boundary { lo: 0, hi: 1 };
+        let opts = SessionOptions::default();
+        assert_eq!(after("controls")(&ctx(&j, &opts), b), None);
+        let opts = SessionOptions {
+            controls: true,
+            ..SessionOptions::default()
+        };
+        assert_eq!(
+            after("controls")(&ctx(&j, &opts), b),
+            Some((
+                Phase::Controls,
+                Decision::Run {
+                    step: 2,
+                    role: RunRole::Control
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn first_failure_lists_the_steps_never_run() {
+        let j = bracketed(3);
+        let opts = SessionOptions::default();
+        match rules::first_failure(&ctx(&j, &opts), rules::Boundary { lo: 0, hi: 3 }) {
+            (
+                Phase::Done,
+                Decision::Finish(Verdict::FirstFailure {
+                    step,
+                    last_pass_step,
+                    not_run,
+                    ..
+                }),
+            ) => {
+                assert_eq!((step, last_pass_step), (3, 0));
+                assert_eq!(not_run, vec![1, 2]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -15,12 +15,14 @@ use super::journal::{
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
 use crate::run::RunRecord;
+use crate::units;
 use crate::workflow::Workflow;
+use jiff::tz::Offset;
+use jiff::Timestamp;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// One run to submit.
 #[derive(Debug, Clone)]
@@ -78,7 +80,7 @@ pub trait Backend {
 /// Wall-clock time and sleeping (a fake in tests).
 pub trait Clock {
     /// Now, UTC.
-    fn now(&self) -> OffsetDateTime;
+    fn now(&self) -> Timestamp;
     /// Sleeps for `d`.
     fn sleep(&self, d: Duration);
 }
@@ -88,8 +90,8 @@ pub trait Clock {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc()
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
     }
     fn sleep(&self, d: Duration) {
         std::thread::sleep(d)
@@ -213,22 +215,20 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.saved()
     }
 
-    fn start_at(&self) -> Option<OffsetDateTime> {
+    fn start_at(&self) -> Option<(Timestamp, Offset)> {
         let text = self.session.options.start_at.as_deref()?;
-        let t = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-        (t > self.clock.now()).then_some(t)
+        let (t, offset) = units::parse_rfc3339_offset(text)?;
+        (t > self.clock.now()).then_some((t, offset))
     }
 
-    fn deadline(&self) -> Option<OffsetDateTime> {
+    fn deadline(&self) -> Option<Timestamp> {
         let text = self.session.options.deadline.as_deref()?;
-        OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+        units::parse_rfc3339(text)
     }
 
     /// Waits for `--start-at`; false when stopped meanwhile.
-    fn wait_until(&mut self, until: OffsetDateTime) -> Result<bool, JournalError> {
-        let text = until
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
+    fn wait_until(&mut self, (until, offset): (Timestamp, Offset)) -> Result<bool, JournalError> {
+        let text = units::format_rfc3339(until, offset);
         self.session.state = SessionState::Waiting {
             until: text.clone(),
         };

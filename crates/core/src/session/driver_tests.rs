@@ -11,16 +11,12 @@ use std::rc::Rc;
 
 /// Time that moves only when slept or when a fake run takes time.
 #[derive(Clone)]
-struct FakeClock(Rc<Cell<OffsetDateTime>>);
+struct FakeClock(Rc<Cell<jiff::Timestamp>>);
 
 impl FakeClock {
     fn new() -> FakeClock {
         FakeClock(Rc::new(Cell::new(
-            OffsetDateTime::parse(
-                "2026-11-29T22:00:00Z",
-                &time::format_description::well_known::Rfc3339,
-            )
-            .unwrap(),
+            crate::units::parse_rfc3339("2026-11-29T22:00:00Z").unwrap(),
         )))
     }
     fn advance(&self, d: Duration) {
@@ -29,7 +25,7 @@ impl FakeClock {
 }
 
 impl Clock for FakeClock {
-    fn now(&self) -> OffsetDateTime {
+    fn now(&self) -> jiff::Timestamp {
         self.0.get()
     }
     fn sleep(&self, d: Duration) {
@@ -315,11 +311,7 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
     let clock = FakeClock::new();
     let deadline = clock.now() + Duration::from_secs(25 * 60);
     let options = SessionOptions {
-        deadline: Some(
-            deadline
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap(),
-        ),
+        deadline: Some(deadline.to_string()),
         ..SessionOptions::default()
     };
     let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 5)]);
@@ -697,20 +689,13 @@ fn start_at_waits_before_the_first_run() {
     let clock = FakeClock::new();
     let start = clock.now() + Duration::from_secs(3 * 3600);
     let options = SessionOptions {
-        start_at: Some(
-            start
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap(),
-        ),
+        start_at: Some(start.to_string()),
         ..SessionOptions::default()
     };
     let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 1)]);
     let s = drive(&paths, FakeBackend::new(&clock, 1), &clock);
-    let first = OffsetDateTime::parse(
-        &s.workflows[0].runs[0].started_at,
-        &time::format_description::well_known::Rfc3339,
-    )
-    .unwrap();
+    let first =
+        crate::units::utc(crate::units::parse_rfc3339(&s.workflows[0].runs[0].started_at).unwrap());
     assert!(clock.now() >= start);
     // started_at is wall time (not the fake clock): only check the run happened after waiting.
     assert!(first.year() >= 2026);
@@ -760,7 +745,7 @@ fn server_down_before_a_run_is_waited_for_then_the_session_stops() {
     backend.alive.set(false);
     let before = clock.now();
     let s = drive(&paths, backend, &clock);
-    assert!((clock.now() - before).whole_seconds() >= 10);
+    assert!((clock.now() - before).as_secs() >= 10);
     assert!(matches!(
         s.state,
         SessionState::Stopped {

@@ -107,12 +107,8 @@ impl LiveBackend {
             Some(Ok(p)) => Some(p.pid),
             Some(Err(_)) => None,
         };
-        let unix = |t: &str| {
-            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-                .ok()
-                .map(|t| t.unix_timestamp())
-        };
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let unix = |t: &str| crate::units::parse_rfc3339(t).map(|t| t.as_second());
+        let now = jiff::Timestamp::now().as_second();
         let since = unix(&record.started_at).unwrap_or(now) - KERNEL_LOG_MARGIN_S;
         let until = unix(&record.finished_at).unwrap_or(now).max(now) + KERNEL_LOG_MARGIN_S;
         let evidence = crate::host::kernel_log::read_window(since, until, pid);

@@ -97,21 +97,16 @@ impl SessionFile {
     }
 }
 
-/// Current UTC time, RFC 3339.
-pub(crate) fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+pub(crate) use crate::units::now_rfc3339;
 
 /// A new session id: `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex digits), sortable by time.
 pub(crate) fn new_session_id() -> String {
-    let now = time::OffsetDateTime::now_utc();
+    let now = crate::units::utc(jiff::Timestamp::now());
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!(
         "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
         now.year(),
-        u8::from(now.month()),
+        now.month(),
         now.day(),
         now.hour(),
         now.minute(),

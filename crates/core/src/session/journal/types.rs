@@ -5,6 +5,8 @@
 use crate::comfy::{Fingerprint, SystemStats};
 use crate::hashing::ComponentHash;
 use crate::ladder::{Kept, NotSeparable};
+pub use crate::vocab::Outcome;
+use crate::vocab::VerdictKind;
 use crate::workflow::Change;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -416,95 +418,6 @@ impl RunEntry {
     }
 }
 
-/// How a run ended (the session's view of the run record's outcome).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Outcome {
-    /// The prompt executed to the end.
-    Passed,
-    /// An `execution_error`.
-    Failed {
-        /// Failing node id.
-        node_id: String,
-        /// Its class.
-        node_type: String,
-        /// E.g. `torch.OutOfMemoryError`.
-        exception_type: String,
-        /// First line of the exception message.
-        exception_message: String,
-    },
-    /// The server refused the prompt (400, or 200 with node_errors).
-    Rejected {
-        /// The server's message.
-        message: String,
-    },
-    /// Interrupted (by Ctrl-C or another client).
-    Interrupted,
-    /// The run or stall timeout hit; the prompt was interrupted.
-    Timeout {
-        /// What timed out, in words.
-        detail: String,
-    },
-    /// The server process went away during the run (crashed or killed).
-    ServerLost {
-        /// What was seen.
-        detail: String,
-    },
-    /// `--strict`: the prompt completed, but only through a silent memory fallback (a tiled
-    /// VAE decode or encode after an OOM); counted as a failure.
-    MemoryFallback {
-        /// The fallbacks, e.g. `tiled VAE decode fallback`.
-        fallbacks: Vec<String>,
-    },
-    /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
-    /// `incomplete_output`.
-    IncompleteOutput {
-        /// The (first) node without outputs.
-        node_id: String,
-        /// Its class.
-        node_type: String,
-        /// What is missing, in one sentence.
-        message: String,
-    },
-}
-
-impl Outcome {
-    /// The outcome name used in `run.json`, the index and the report.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Rejected { .. } => "rejected",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Timeout { .. } => "timeout",
-            Outcome::ServerLost { .. } => "server_lost",
-            Outcome::MemoryFallback { .. } => "memory_fallback",
-            Outcome::IncompleteOutput { .. } => "failed",
-        }
-    }
-
-    /// Whether this outcome says the variant fails. A variant that killed the server or ran
-    /// into the timeout fails; a rejection or an interruption says nothing about the variant
-    /// and stops the search instead.
-    pub(crate) fn is_failure(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Failed { .. }
-                | Outcome::Timeout { .. }
-                | Outcome::ServerLost { .. }
-                | Outcome::MemoryFallback { .. }
-                | Outcome::IncompleteOutput { .. }
-        )
-    }
-
-    /// A crash: the server went away or the run timed out. Either can have causes outside
-    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
-    /// (`--confirm-crashes`).
-    pub(crate) fn is_crash(&self) -> bool {
-        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
-    }
-}
-
 /// What the re-runs of a crashed run say (`--confirm-crashes`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CrashCheck {
@@ -788,17 +701,22 @@ impl Verdict {
         }
     }
 
+    /// Which verdict this is, in the shared vocabulary.
+    pub fn verdict_kind(&self) -> VerdictKind {
+        match self {
+            Verdict::FirstFailure { .. } => VerdictKind::FirstFailure,
+            Verdict::MinimalFails { .. } => VerdictKind::MinimalFails,
+            Verdict::CouldNotReproduce { .. } => VerdictKind::CouldNotReproduce,
+            Verdict::Flaky { .. } => VerdictKind::Flaky,
+            Verdict::PreflightFailed { .. } => VerdictKind::PreflightFailed,
+            Verdict::Inconclusive { .. } => VerdictKind::Inconclusive,
+            Verdict::Incomplete { .. } => VerdictKind::Incomplete,
+        }
+    }
+
     /// Short machine name (`first_failure`, `minimal_fails`, …).
     pub fn kind(&self) -> &'static str {
-        match self {
-            Verdict::FirstFailure { .. } => "first_failure",
-            Verdict::MinimalFails { .. } => "minimal_fails",
-            Verdict::CouldNotReproduce { .. } => "could_not_reproduce",
-            Verdict::Flaky { .. } => "flaky",
-            Verdict::PreflightFailed { .. } => "preflight_failed",
-            Verdict::Inconclusive { .. } => "inconclusive",
-            Verdict::Incomplete { .. } => "incomplete",
-        }
+        self.verdict_kind().as_str()
     }
 }
 

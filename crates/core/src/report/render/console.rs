@@ -7,8 +7,8 @@
 
 use super::budget::trim_middle;
 use super::md::{code, details, fence};
-use super::model::Evidence;
 use crate::comfy::console::{classify, ConsoleLine};
+use crate::report::model::Evidence;
 
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]

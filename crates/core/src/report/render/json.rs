@@ -1,7 +1,7 @@
 //! `report.json`: the whole report as pretty-printed JSON (schema in docs/report.md).
 
-use super::model::Report;
-use super::ReportFormat;
+use crate::report::model::Report;
+use crate::report::ReportFormat;
 
 /// The JSON format.
 #[derive(Debug, Clone, Copy, Default)]

@@ -105,8 +105,8 @@ fn is_failure(outcome: &str) -> bool {
 /// one bar series and of failed runs another (a step's label says how it ended when it did not
 /// simply pass); peak RAM is a line when any run sampled it; the device total is the last line.
 /// None when no run has a VRAM sample.
-pub(crate) fn ladder_chart(w: &super::model::WorkflowReport) -> Option<(String, String)> {
-    let ran: Vec<&super::model::LadderRow> =
+pub(crate) fn ladder_chart(w: &crate::report::model::WorkflowReport) -> Option<(String, String)> {
+    let ran: Vec<&crate::report::model::LadderRow> =
         w.ladder.iter().filter(|r| r.outcome != "not_run").collect();
     let ram = ran.iter().any(|r| r.peak_ram_mib.is_some());
     let labels = ran

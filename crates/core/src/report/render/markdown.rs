@@ -1,13 +1,14 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
 use super::budget::{self, Limits, Trimmed};
+use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use super::model::{
+use crate::report::memory;
+use crate::report::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
 };
-use super::ReportFormat;
-use super::{console, memory};
+use crate::report::ReportFormat;
 
 /// The Markdown format.
 #[derive(Debug, Clone, Copy, Default)]
@@ -147,22 +148,9 @@ fn footer(r: &Report) -> String {
     )
 }
 
-fn mib(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} MiB")
-    } else {
-        format!("{v:.1} MiB")
-    }
-}
+use crate::units::mib_rounded as mib;
 
-fn duration(s: f64) -> String {
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        let total = s.round() as u64;
-        format!("{}m {:02}s", total / 60, total % 60)
-    }
-}
+use crate::units::seconds as duration;
 
 /// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue.
 fn node(n: &NodeRef) -> String {

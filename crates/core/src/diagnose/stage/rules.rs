@@ -1,0 +1,684 @@
+//! The stage rules: what [`super::resolve`] reads from the evidence, and the ordered table of
+//! small named rules it evaluates. The first rule that answers decides; the order is the
+//! semantics (traceback before the exception, before the console, before progress, before the
+//! node class).
+
+use super::super::frames::{Frame, FrameCat};
+use super::super::parse::ConsoleTail;
+use super::super::{ConsoleSignals, Evidence, Kind, RunOutcomeHint, Stage, StageConfidence};
+use super::{
+    capitalise, classify_traceback, describe_node, model_file_reason, node_category, parse_frames,
+    prog_from, resurfaced_in_cleanup, Failing, NodeCat, Prog,
+};
+use StageConfidence::{Certain, Likely};
+
+/// Everything the rules read, derived once from the evidence.
+pub(super) struct Ctx<'a> {
+    pub evidence: &'a Evidence,
+    pub signals: &'a ConsoleSignals,
+    pub kind: Kind,
+    pub asynchronous: bool,
+    pub failing: &'a Failing,
+    /// The failing node in words (`node 3 (KSampler)`).
+    pub node: Option<String>,
+    /// ` in node 3 (KSampler)`, or empty.
+    pub in_node: String,
+    /// ` at progress 3/20`, or empty.
+    pub progress_text: String,
+    pub frames: Vec<Frame>,
+    /// The traceback's verdict (none when the error is asynchronous).
+    pub tb: Option<(FrameCat, String)>,
+    pub node_cat: NodeCat,
+    pub latent_node: bool,
+    /// Sampling progress, and whether it came from a console bar.
+    pub prog: Option<(Prog, bool)>,
+    /// Notes that precede the answer of a located or unlocated verdict.
+    pub notes: Vec<String>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(super) fn new(
+        evidence: &'a Evidence,
+        signals: &'a ConsoleSignals,
+        kind: Kind,
+        asynchronous: bool,
+        failing: &'a Failing,
+    ) -> Self {
+        let node = describe_node(failing);
+        let in_node = node
+            .as_deref()
+            .map(|n| format!(" in {n}"))
+            .unwrap_or_default();
+        let progress_text = failing
+            .progress
+            .as_ref()
+            .filter(|p| p.max > 0)
+            .map(|p| format!(" at progress {}/{}", p.value, p.max))
+            .unwrap_or_default();
+        let mut notes: Vec<String> = Vec::new();
+        if failing.from_timeline {
+            if let Some(n) = &node {
+                notes.push(format!("The last node running was {n}."));
+            }
+        }
+        if asynchronous {
+            notes.push("The error says it may be reported asynchronously, so the traceback location is unreliable and is not used.".into());
+        }
+        let frames = parse_frames(&evidence.traceback);
+        let tb = if asynchronous {
+            None
+        } else {
+            classify_traceback(&frames)
+        };
+        let node_cat = failing
+            .node_type
+            .as_deref()
+            .map(node_category)
+            .unwrap_or(NodeCat::Other);
+        let latent_node = failing
+            .node_type
+            .as_deref()
+            .is_some_and(|t| t.to_lowercase().contains("latent"));
+        // Progress: a console bar first (the last one before the failure; it proves the
+        // sampling loop had started), else the timeline. A node in the run's timeline that
+        // never reported progress had started and finished no step (the same as a 0/1
+        // `progress_state`).
+        let prog = match signals.sampling_bar {
+            Some((v, m)) => Some((prog_from(v, m, true), true)),
+            None => failing.progress.as_ref().map(|p| {
+                if p.max > 0 {
+                    (prog_from(p.value, p.max, false), false)
+                } else {
+                    (Prog::NotStarted, false)
+                }
+            }),
+        };
+        Ctx {
+            evidence,
+            signals,
+            kind,
+            asynchronous,
+            failing,
+            node,
+            in_node,
+            progress_text,
+            frames,
+            tb,
+            node_cat,
+            latent_node,
+            prog,
+            notes,
+        }
+    }
+}
+
+/// A rule's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Answer {
+    /// No failure stage applies; the reason alone is the evidence (the notes are not used).
+    Alone(Stage, String),
+    /// A stage (or `unknown`) with the stages left open, how sure, and why (after the notes).
+    Found {
+        stage: Stage,
+        candidates: Vec<Stage>,
+        confidence: StageConfidence,
+        why: String,
+    },
+}
+
+fn found(stage: Stage, candidates: Vec<Stage>, confidence: StageConfidence, why: String) -> Answer {
+    Answer::Found {
+        stage,
+        candidates,
+        confidence,
+        why,
+    }
+}
+
+/// A rule: answers, or passes to the next one.
+pub(super) type Rule = fn(&Ctx) -> Option<Answer>;
+
+/// The rules in the order they are tried; when none answers, [`unlocated`] does.
+pub(super) const RULES: &[(&str, Rule)] = &[
+    ("rejected", rejected),
+    ("incomplete_output", incomplete_output),
+    ("interrupted", interrupted),
+    ("resurfaced_in_cleanup", cleanup),
+    ("traceback_place", traceback_place),
+    ("traceback_step", traceback_step),
+    ("model_file", model_file),
+    ("console_model_loading", console_model_loading),
+    ("console_tiled_decode", console_tiled_decode),
+    ("console_tiled_encode", console_tiled_encode),
+    ("console_encoder_loaded", console_encoder_loaded),
+    ("console_lora_errors", console_lora_errors),
+    ("sampler_progress", sampler_progress),
+    ("node_class", node_class),
+    ("sampler_unresolved", sampler_unresolved),
+];
+
+/// A rejected prompt never ran.
+fn rejected(c: &Ctx) -> Option<Answer> {
+    (c.kind == Kind::Rejected).then(|| {
+        Answer::Alone(
+            Stage::Unknown,
+            "The prompt never ran, so no stage applies.".into(),
+        )
+    })
+}
+
+/// An output missing after a finished run: no stage failed.
+fn incomplete_output(c: &Ctx) -> Option<Answer> {
+    (c.kind == Kind::IncompleteOutput).then(|| {
+        Answer::Alone(
+            Stage::Unknown,
+            "The prompt ran to its end: no stage failed, an output is missing.".into(),
+        )
+    })
+}
+
+/// An interrupt is not a failure.
+fn interrupted(c: &Ctx) -> Option<Answer> {
+    (c.evidence.outcome == Some(RunOutcomeHint::Interrupted)).then(|| {
+        Answer::Alone(
+            Stage::Unknown,
+            format!(
+                "The run was interrupted{}{}; an interrupt is not a failure, so no failure stage applies.",
+                c.in_node, c.progress_text
+            ),
+        )
+    })
+}
+
+/// The traceback ends in ComfyUI's own cleanup: it points to the wrong place.
+fn cleanup(c: &Ctx) -> Option<Answer> {
+    let func = resurfaced_in_cleanup(&c.frames)?;
+    Some(found(Stage::Unknown, vec![Stage::Unknown], StageConfidence::Unknown, format!("The traceback ends in ComfyUI's own cleanup ({func}), where an earlier GPU error resurfaced: it points to the wrong place, and nothing else shows where the failure happened{}.", c.in_node)))
+}
+
+/// 1. The traceback's deepest recognised frame names a place (load, preview, decode, …).
+fn traceback_place(c: &Ctx) -> Option<Answer> {
+    let (cat, frame) = c.tb.as_ref()?;
+    let in_node = &c.in_node;
+    let (stage, why) = match cat {
+        FrameCat::Load => (Stage::Load, format!("The traceback goes through {frame}: weights were being read, patched or moved to a device{in_node}.")),
+        FrameCat::Preview => (Stage::SampleMiddle, format!("The traceback ends in the live preview ({frame}){in_node}: a preview is drawn only after a step has finished, and it is not the final VAE decode.")),
+        FrameCat::Decode => (Stage::Decode, format!("The traceback goes through the VAE decode ({frame}){in_node}.")),
+        FrameCat::Condition => (Stage::Condition, format!("The traceback goes through an encoder ({frame}){in_node}.")),
+        FrameCat::Postprocess if !c.latent_node => (Stage::Postprocess, format!("The traceback goes through post-processing of finished images ({frame}){in_node}.")),
+        FrameCat::InputMedia => (Stage::Unknown, format!("The traceback ends while reading an input file ({frame}){in_node}; loading an input image or video is not a model load, and no stage fits.")),
+        _ => return None,
+    };
+    Some(found(stage, vec![stage], Certain, why))
+}
+
+/// 1. The traceback ends inside a denoising step; progress says which.
+fn traceback_step(c: &Ctx) -> Option<Answer> {
+    let (FrameCat::Step, frame) = c.tb.as_ref()? else {
+        return None;
+    };
+    let base = format!(
+        "The traceback ends inside a denoising step ({frame}){}",
+        c.in_node
+    );
+    Some(match c.prog {
+        Some((Prog::Middle(k, n), _)) => found(Stage::SampleMiddle, vec![Stage::SampleMiddle], Certain, format!("{base}, and progress shows {k}/{n} steps done.")),
+        Some((Prog::Started0(n), _)) => found(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, format!("{base}, and progress shows 0/{n}: no step had finished.")),
+        Some((Prog::NotStarted, _)) => found(Stage::SampleFirst, vec![Stage::SampleFirst], Certain, format!("{base}, and no step progress had been reported for the node: no step had finished.")),
+        _ => found(Stage::Unknown, vec![Stage::SampleFirst, Stage::SampleMiddle], Certain, format!("{base}; no progress is shown, so the first step cannot be told apart from a later one.")),
+    })
+}
+
+/// 2. The exception itself names a model file being mapped or read.
+fn model_file(c: &Ctx) -> Option<Answer> {
+    let why = model_file_reason(c.evidence)?;
+    Some(found(
+        Stage::Load,
+        vec![Stage::Load],
+        Certain,
+        format!(
+            "{why}{}: reading or mapping a model file is loading.",
+            c.in_node
+        ),
+    ))
+}
+
+/// 3. The console's last lines are model loading (not for a decode or post-processing node).
+fn console_model_loading(c: &Ctx) -> Option<Answer> {
+    let Some(ConsoleTail::ModelLoading(line)) = &c.signals.tail else {
+        return None;
+    };
+    if c.node_cat == NodeCat::Postprocess || c.node_cat == NodeCat::Decode {
+        return None;
+    }
+    let candidates = if c.asynchronous {
+        vec![Stage::Load, Stage::SampleFirst]
+    } else {
+        vec![Stage::Load]
+    };
+    Some(found(Stage::Load, candidates, Likely, format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows.")))
+}
+
+/// 3. The console says a VAE decode was retried tiled.
+fn console_tiled_decode(c: &Ctx) -> Option<Answer> {
+    matches!(c.signals.tail, Some(ConsoleTail::TiledDecodeRetry)).then(|| found(Stage::Decode, vec![Stage::Decode], Likely, format!("The console says regular VAE decoding ran out of memory and was retried tiled{}; the failure is in the decode.", c.in_node)))
+}
+
+/// 3. The console says a VAE encode was retried tiled.
+fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
+    matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
+}
+
+/// 3. An encoder had just loaded, no sampling followed and the node is not a sampler.
+fn console_encoder_loaded(c: &Ctx) -> Option<Answer> {
+    let Some(ConsoleTail::EncoderLoaded(model)) = &c.signals.tail else {
+        return None;
+    };
+    if c.signals.sampling_bar.is_some() || c.node_cat == NodeCat::Sampler {
+        return None;
+    }
+    Some(found(Stage::Condition, vec![Stage::Condition, Stage::Load], Likely, format!("The encoder {model} had just finished loading and no sampling progress follows: the failure is while encoding.")))
+}
+
+/// 3. `ERROR lora …` lines: LoRA patches failing during the load.
+fn console_lora_errors(c: &Ctx) -> Option<Answer> {
+    let Some(ConsoleTail::LoraPatchErrors(count)) = &c.signals.tail else {
+        return None;
+    };
+    Some(found(Stage::Load, vec![Stage::Load], Likely, format!("{count} 'ERROR lora …' line(s) show LoRA patches failing while the model was being loaded.")))
+}
+
+/// 4. Progress of a sampler (likely: progress says how far it got, not what failed).
+fn sampler_progress(c: &Ctx) -> Option<Answer> {
+    let sampler_like = c.node_cat == NodeCat::Sampler
+        || matches!(&c.tb, Some((FrameCat::SamplerEntry, _)))
+        || (c.node_cat == NodeCat::Other && c.failing.node_type.is_none());
+    let (p, console) = c.prog?;
+    if !sampler_like {
+        return None;
+    }
+    let source = if console {
+        "the console progress bar shows"
+    } else {
+        "the last progress reported shows"
+    };
+    let in_node = &c.in_node;
+    match p {
+        Prog::Middle(k, n) => Some(found(Stage::SampleMiddle, vec![Stage::SampleMiddle], Likely, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."))),
+        Prog::Started0(n) => Some(found(Stage::SampleFirst, vec![Stage::SampleFirst], Likely, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)))),
+        Prog::Done(n) if c.node_cat == NodeCat::Sampler => Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)))),
+        Prog::Done(n) if c.failing.node_type.is_none() => Some(found(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], Likely, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)))),
+        Prog::Done(_) | Prog::NotStarted => None,
+    }
+}
+
+/// 5. The failing node's class (loader, encoder, decode, post-processing, input media).
+fn node_class(c: &Ctx) -> Option<Answer> {
+    let what = match c.node_cat {
+        NodeCat::Loader => (Stage::Load, "a model loader"),
+        NodeCat::Condition => (Stage::Condition, "an encoder (text, vision or VAE encode of inputs)"),
+        NodeCat::Decode => (Stage::Decode, "a VAE decode"),
+        NodeCat::Postprocess => (Stage::Postprocess, "which works on finished images or video (upscale, interpolation, restoration, resize or video combine)"),
+        NodeCat::InputMedia => (Stage::Unknown, "which reads an input image or video file; that is not a model load, and none of the stages fits"),
+        _ => return None,
+    };
+    let (stage, what) = what;
+    let n = c.node.clone().unwrap_or_default();
+    let mut why = format!("The failing node is {n}, {what}.");
+    if let Some((FrameCat::SamplerEntry | FrameCat::Vae, frame)) = &c.tb {
+        why.push_str(&format!(" The traceback stops at {frame}."));
+    }
+    let candidates = if c.node_cat == NodeCat::Condition {
+        // An encoder node first loads its model; without a frame the two cannot be told apart.
+        vec![Stage::Condition, Stage::Load]
+    } else {
+        vec![stage]
+    };
+    Some(found(stage, candidates, Certain, why))
+}
+
+/// A sampler (by class or by its entry frame) with nothing showing load from step.
+fn sampler_unresolved(c: &Ctx) -> Option<Answer> {
+    if !(c.node_cat == NodeCat::Sampler || matches!(&c.tb, Some((FrameCat::SamplerEntry, _)))) {
+        return None;
+    }
+    let stop = match &c.tb {
+        Some((FrameCat::SamplerEntry, frame)) => {
+            format!("the traceback stops at the sampler's entry ({frame})")
+        }
+        _ => "no traceback tail is shown".to_string(),
+    };
+    let no_step = matches!(c.prog, Some((Prog::NotStarted, _)));
+    let candidates = if no_step || c.asynchronous {
+        vec![Stage::Load, Stage::SampleFirst]
+    } else {
+        vec![Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
+    };
+    let who = c.node.clone().unwrap_or_else(|| "a sampler".into());
+    Some(found(Stage::Unknown, candidates, StageConfidence::Unknown, format!("The failure is in {who}, but {stop} and no step progress is visible, so loading weights inside the sampler cannot be told apart from a denoising step.")))
+}
+
+/// When no rule answers: nothing locates the failure.
+pub(super) fn unlocated(c: &Ctx) -> Answer {
+    let why = match &c.node {
+        Some(n) => format!("The failing node is {n}; neither its class, a traceback tail nor progress places it in a stage."),
+        None if c.evidence.traceback.is_empty() && c.evidence.exception_message.is_some() => {
+            "Only the message is available: no node, no traceback tail and no progress.".to_string()
+        }
+        None if c.evidence.traceback.is_empty() => {
+            "Nothing shows what the run was doing: no node, no traceback and no progress.".to_string()
+        }
+        None => "The traceback shows no recognisable stage and no node or progress is given.".to_string(),
+    };
+    let (why, candidates) = match &c.tb {
+        Some((FrameCat::Vae, _)) => (
+            format!("The traceback is inside a VAE but does not show whether it was encoding or decoding. {why}"),
+            vec![Stage::Condition, Stage::Decode],
+        ),
+        _ => (why, vec![Stage::Unknown]),
+    };
+    found(Stage::Unknown, candidates, StageConfidence::Unknown, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::failing_node;
+    use super::*;
+
+    fn rule(name: &str) -> Rule {
+        RULES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no rule {name}"))
+            .1
+    }
+
+    /// What the rule `name` answers for this evidence (a failure of kind `Other`).
+    fn ask(name: &str, e: &Evidence, s: &ConsoleSignals) -> Option<Answer> {
+        ask_kind(name, e, s, Kind::Other)
+    }
+
+    fn ask_kind(name: &str, e: &Evidence, s: &ConsoleSignals, kind: Kind) -> Option<Answer> {
+        let failing = failing_node(e);
+        rule(name)(&Ctx::new(e, s, kind, false, &failing))
+    }
+
+    fn stage_of(a: Option<Answer>) -> Option<Stage> {
+        a.map(|a| match a {
+            Answer::Alone(s, _) | Answer::Found { stage: s, .. } => s,
+        })
+    }
+
+    fn node(t: &str) -> Evidence {
+        Evidence {
+            node_type: Some(t.into()),
+            ..Evidence::default()
+        }
+    }
+
+    fn traceback(lines: &[&str]) -> Evidence {
+        Evidence {
+            traceback: lines.iter().map(|l| l.to_string()).collect(),
+            ..Evidence::default()
+        }
+    }
+
+    fn tail(t: ConsoleTail) -> ConsoleSignals {
+        ConsoleSignals {
+            tail: Some(t),
+            ..ConsoleSignals::default()
+        }
+    }
+
+    const LOAD_TB: &[&str] = &[
+        r#"  File "/c/nodes.py", line 1, in sample"#,
+        r#"  File "/c/comfy/model_management.py", line 444, in model_load"#,
+    ];
+    const STEP_TB: &[&str] = &[
+        r#"  File "/c/comfy/samplers.py", line 1, in sample"#,
+        r#"  File "/c/comfy/k_diffusion/sampling.py", line 2, in sample_euler"#,
+    ];
+
+    #[test]
+    fn the_table_order_is_the_documented_order() {
+        let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                "rejected",
+                "incomplete_output",
+                "interrupted",
+                "resurfaced_in_cleanup",
+                "traceback_place",
+                "traceback_step",
+                "model_file",
+                "console_model_loading",
+                "console_tiled_decode",
+                "console_tiled_encode",
+                "console_encoder_loaded",
+                "console_lora_errors",
+                "sampler_progress",
+                "node_class",
+                "sampler_unresolved",
+            ]
+        );
+    }
+
+    #[test]
+    fn rejected_and_incomplete_output_answer_alone_by_kind() {
+        let (e, s) = (Evidence::default(), ConsoleSignals::default());
+        assert!(matches!(
+            ask_kind("rejected", &e, &s, Kind::Rejected),
+            Some(Answer::Alone(Stage::Unknown, _))
+        ));
+        assert_eq!(ask("rejected", &e, &s), None);
+        assert!(matches!(
+            ask_kind("incomplete_output", &e, &s, Kind::IncompleteOutput),
+            Some(Answer::Alone(Stage::Unknown, _))
+        ));
+        assert_eq!(ask("incomplete_output", &e, &s), None);
+    }
+
+    #[test]
+    fn interrupted_names_the_node_and_progress() {
+        let e = Evidence {
+            outcome: Some(RunOutcomeHint::Interrupted),
+            ..node("KSampler")
+        };
+        let Some(Answer::Alone(Stage::Unknown, why)) =
+            ask("interrupted", &e, &ConsoleSignals::default())
+        else {
+            panic!("the interrupt rule did not answer");
+        };
+        assert!(why.contains("interrupted in KSampler"), "{why}");
+        assert_eq!(
+            ask("interrupted", &node("KSampler"), &ConsoleSignals::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn resurfaced_in_cleanup_fires_only_on_a_cleanup_frame() {
+        let s = ConsoleSignals::default();
+        let e = traceback(&[
+            r#"  File "/c/execution.py", line 1, in execute"#,
+            r#"  File "/c/comfy/model_management.py", line 2, in soft_empty_cache"#,
+        ]);
+        assert_eq!(
+            stage_of(ask("resurfaced_in_cleanup", &e, &s)),
+            Some(Stage::Unknown)
+        );
+        assert_eq!(ask("resurfaced_in_cleanup", &traceback(LOAD_TB), &s), None);
+    }
+
+    #[test]
+    fn traceback_place_reads_the_deepest_frame_but_not_a_step() {
+        let s = ConsoleSignals::default();
+        assert_eq!(
+            stage_of(ask("traceback_place", &traceback(LOAD_TB), &s)),
+            Some(Stage::Load)
+        );
+        assert_eq!(ask("traceback_place", &traceback(STEP_TB), &s), None);
+        // An asynchronous error's traceback is not used.
+        let e = traceback(LOAD_TB);
+        let failing = failing_node(&e);
+        let ctx = Ctx::new(&e, &s, Kind::CudaOom, true, &failing);
+        assert_eq!(rule("traceback_place")(&ctx), None);
+    }
+
+    #[test]
+    fn traceback_step_uses_progress_to_tell_first_from_later() {
+        let s = ConsoleSignals {
+            sampling_bar: Some((7, 20)),
+            ..ConsoleSignals::default()
+        };
+        assert_eq!(
+            stage_of(ask("traceback_step", &traceback(STEP_TB), &s)),
+            Some(Stage::SampleMiddle)
+        );
+        let none = ConsoleSignals::default();
+        assert!(matches!(
+            ask("traceback_step", &traceback(STEP_TB), &none),
+            Some(Answer::Found { stage: Stage::Unknown, ref candidates, .. })
+                if candidates == &[Stage::SampleFirst, Stage::SampleMiddle]
+        ));
+        assert_eq!(ask("traceback_step", &traceback(LOAD_TB), &s), None);
+    }
+
+    #[test]
+    fn model_file_fires_on_a_model_file_message_only() {
+        let s = ConsoleSignals::default();
+        let e = Evidence {
+            exception_message: Some("Error while deserializing header: HeaderTooLarge".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(stage_of(ask("model_file", &e, &s)), Some(Stage::Load));
+        let e = Evidence {
+            exception_message: Some("CUDA out of memory.".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(ask("model_file", &e, &s), None);
+    }
+
+    #[test]
+    fn console_model_loading_is_not_for_decode_nodes() {
+        let s = tail(ConsoleTail::ModelLoading("Requested to load Flux".into()));
+        assert_eq!(
+            stage_of(ask("console_model_loading", &node("KSampler"), &s)),
+            Some(Stage::Load)
+        );
+        assert_eq!(ask("console_model_loading", &node("VAEDecode"), &s), None);
+    }
+
+    #[test]
+    fn console_tiled_retries_name_decode_and_encode() {
+        let e = Evidence::default();
+        let dec = tail(ConsoleTail::TiledDecodeRetry);
+        let enc = tail(ConsoleTail::TiledEncodeRetry);
+        assert_eq!(
+            stage_of(ask("console_tiled_decode", &e, &dec)),
+            Some(Stage::Decode)
+        );
+        assert_eq!(ask("console_tiled_decode", &e, &enc), None);
+        assert_eq!(
+            stage_of(ask("console_tiled_encode", &e, &enc)),
+            Some(Stage::Condition)
+        );
+        assert_eq!(ask("console_tiled_encode", &e, &dec), None);
+    }
+
+    #[test]
+    fn console_encoder_loaded_needs_no_sampling_after_it() {
+        let mut s = tail(ConsoleTail::EncoderLoaded("t5xxl".into()));
+        assert_eq!(
+            stage_of(ask("console_encoder_loaded", &Evidence::default(), &s)),
+            Some(Stage::Condition)
+        );
+        s.sampling_bar = Some((3, 20));
+        assert_eq!(
+            ask("console_encoder_loaded", &Evidence::default(), &s),
+            None
+        );
+    }
+
+    #[test]
+    fn console_lora_errors_is_a_load() {
+        let e = Evidence::default();
+        assert_eq!(
+            stage_of(ask(
+                "console_lora_errors",
+                &e,
+                &tail(ConsoleTail::LoraPatchErrors(3))
+            )),
+            Some(Stage::Load)
+        );
+        assert_eq!(
+            ask("console_lora_errors", &e, &ConsoleSignals::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn sampler_progress_applies_to_samplers_only() {
+        let s = ConsoleSignals {
+            sampling_bar: Some((7, 20)),
+            ..ConsoleSignals::default()
+        };
+        assert_eq!(
+            stage_of(ask("sampler_progress", &node("KSampler"), &s)),
+            Some(Stage::SampleMiddle)
+        );
+        assert_eq!(ask("sampler_progress", &node("VAEDecode"), &s), None);
+        let done = ConsoleSignals {
+            sampling_bar: Some((20, 20)),
+            ..ConsoleSignals::default()
+        };
+        assert_eq!(
+            stage_of(ask("sampler_progress", &node("KSampler"), &done)),
+            Some(Stage::Decode)
+        );
+    }
+
+    #[test]
+    fn node_class_places_known_classes() {
+        let s = ConsoleSignals::default();
+        assert_eq!(
+            stage_of(ask("node_class", &node("VAEDecode"), &s)),
+            Some(Stage::Decode)
+        );
+        assert!(matches!(
+            ask("node_class", &node("CLIPTextEncode"), &s),
+            Some(Answer::Found { stage: Stage::Condition, ref candidates, .. })
+                if candidates == &[Stage::Condition, Stage::Load]
+        ));
+        assert_eq!(ask("node_class", &node("KSampler"), &s), None);
+    }
+
+    #[test]
+    fn sampler_unresolved_leaves_load_and_steps_open() {
+        let s = ConsoleSignals::default();
+        assert!(matches!(
+            ask("sampler_unresolved", &node("KSampler"), &s),
+            Some(Answer::Found { stage: Stage::Unknown, ref candidates, .. })
+                if candidates == &[Stage::Load, Stage::SampleFirst, Stage::SampleMiddle]
+        ));
+        assert_eq!(ask("sampler_unresolved", &node("VAEDecode"), &s), None);
+    }
+
+    #[test]
+    fn unlocated_says_what_was_missing() {
+        let s = ConsoleSignals::default();
+        let e = Evidence {
+            exception_message: Some("boom".into()),
+            ..Evidence::default()
+        };
+        let failing = failing_node(&e);
+        let Answer::Found { stage, why, .. } =
+            unlocated(&Ctx::new(&e, &s, Kind::Other, false, &failing))
+        else {
+            panic!("unlocated answers with a verdict");
+        };
+        assert_eq!(stage, Stage::Unknown);
+        assert!(why.starts_with("Only the message is available"), "{why}");
+    }
+}

@@ -1,0 +1,429 @@
+//! The shared vocabulary of runs, diagnoses, the journal and the report: how a run ended
+//! ([`OutcomeKind`], [`Outcome`], [`RunOutcomeHint`]), what kind of failure it was
+//! ([`FailureKind`]), where it happened ([`Stage`], [`StageConfidence`]), the allocator numbers
+//! a failure message printed ([`Numbers`], and the report's [`ContractNumbers`]) and the
+//! verdict kinds ([`VerdictKind`]).
+//!
+//! The module owns the canonical definitions and their serialised names: `run.json`,
+//! `session.json`, `diagnose --json` and `report.json` all write these values, so a name here
+//! is an on-disk contract and never changes. The older paths (`run::OutcomeKind`,
+//! `session::journal::Outcome`, `diagnose::{Kind, Stage, …}`, `report::model::VerdictKind`)
+//! re-export them.
+
+use serde::{Deserialize, Serialize};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The prompt ran to `execution_success`.
+    Passed,
+    /// A node raised (`execution_error`).
+    Failed,
+    /// The server refused the prompt (400, or a 200 with non-empty `node_errors`, or 5xx).
+    Rejected,
+    /// The prompt was interrupted (by us on Ctrl-C, or by someone else).
+    Interrupted,
+    /// The run or stall timeout passed; our prompt was interrupted.
+    Timeout,
+    /// The server went away or restarted; our prompt vanished.
+    ServerLost,
+}
+
+impl OutcomeKind {
+    /// The name used in JSON and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Passed => "passed",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Rejected => "rejected",
+            OutcomeKind::Interrupted => "interrupted",
+            OutcomeKind::Timeout => "timeout",
+            OutcomeKind::ServerLost => "server_lost",
+        }
+    }
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a run ended (the session's view of the run record's outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The prompt executed to the end.
+    Passed,
+    /// An `execution_error`.
+    Failed {
+        /// Failing node id.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// E.g. `torch.OutOfMemoryError`.
+        exception_type: String,
+        /// First line of the exception message.
+        exception_message: String,
+    },
+    /// The server refused the prompt (400, or 200 with node_errors).
+    Rejected {
+        /// The server's message.
+        message: String,
+    },
+    /// Interrupted (by Ctrl-C or another client).
+    Interrupted,
+    /// The run or stall timeout hit; the prompt was interrupted.
+    Timeout {
+        /// What timed out, in words.
+        detail: String,
+    },
+    /// The server process went away during the run (crashed or killed).
+    ServerLost {
+        /// What was seen.
+        detail: String,
+    },
+    /// `--strict`: the prompt completed, but only through a silent memory fallback (a tiled
+    /// VAE decode or encode after an OOM); counted as a failure.
+    MemoryFallback {
+        /// The fallbacks, e.g. `tiled VAE decode fallback`.
+        fallbacks: Vec<String>,
+    },
+    /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
+    /// `incomplete_output`.
+    IncompleteOutput {
+        /// The (first) node without outputs.
+        node_id: String,
+        /// Its class.
+        node_type: String,
+        /// What is missing, in one sentence.
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// The outcome name used in `run.json`, the index and the report.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Rejected { .. } => "rejected",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::ServerLost { .. } => "server_lost",
+            Outcome::MemoryFallback { .. } => "memory_fallback",
+            Outcome::IncompleteOutput { .. } => "failed",
+        }
+    }
+
+    /// Whether this outcome says the variant fails. A variant that killed the server or ran
+    /// into the timeout fails; a rejection or an interruption says nothing about the variant
+    /// and stops the search instead.
+    pub(crate) fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed { .. }
+                | Outcome::Timeout { .. }
+                | Outcome::ServerLost { .. }
+                | Outcome::MemoryFallback { .. }
+                | Outcome::IncompleteOutput { .. }
+        )
+    }
+
+    /// A crash: the server went away or the run timed out. Either can have causes outside
+    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
+    /// (`--confirm-crashes`).
+    pub(crate) fn is_crash(&self) -> bool {
+        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
+    }
+}
+
+/// How a run ended when there was no execution_error to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcomeHint {
+    /// The server process went away (socket and HTTP gone, or restarted).
+    ServerLost,
+    /// The run exceeded its time limit or stalled.
+    Timeout,
+    /// The server refused the prompt (validation failure).
+    Rejected,
+    /// The run was interrupted (not a failure of the workflow).
+    Interrupted,
+    /// ComfyUI reported success, but an output node produced nothing (`node_id` names it).
+    IncompleteOutput,
+}
+
+/// Failure kind, decided by the wording of the error (not by the vendor of the card).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// "CUDA out of memory", "CUDA error: out of memory", cudaMallocAsync "Allocation on device".
+    CudaOom,
+    /// "HIP out of memory" (ROCm).
+    HipOom,
+    /// "MPS backend out of memory" (Apple silicon).
+    MpsOom,
+    /// "XPU out of memory" (Intel).
+    XpuOom,
+    /// torch-directml "not enough GPU video memory".
+    DirectmlOom,
+    /// System RAM exhausted inside the process.
+    HostRam,
+    /// The server died without a Python error.
+    ProcessKilled,
+    /// The run timed out.
+    Timeout,
+    /// The prompt was rejected by the server.
+    Rejected,
+    /// ComfyUI reported success, but an output node produced nothing in `/history`.
+    IncompleteOutput,
+    /// Not a memory failure (including look-alikes) or not a failure at all.
+    Other,
+    /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
+    Unknown,
+}
+
+impl FailureKind {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::CudaOom => "cuda_oom",
+            FailureKind::HipOom => "hip_oom",
+            FailureKind::MpsOom => "mps_oom",
+            FailureKind::XpuOom => "xpu_oom",
+            FailureKind::DirectmlOom => "directml_oom",
+            FailureKind::HostRam => "host_ram",
+            FailureKind::ProcessKilled => "process_killed",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Rejected => "rejected",
+            FailureKind::IncompleteOutput => "incomplete_output",
+            FailureKind::Other => "other",
+            FailureKind::Unknown => "unknown",
+        }
+    }
+
+    /// True for the out-of-memory kinds of a GPU allocator.
+    pub fn is_gpu_oom(self) -> bool {
+        matches!(
+            self,
+            FailureKind::CudaOom
+                | FailureKind::HipOom
+                | FailureKind::MpsOom
+                | FailureKind::XpuOom
+                | FailureKind::DirectmlOom
+        )
+    }
+
+    /// True when the failure is about memory (GPU, host RAM, or a killed process).
+    pub(crate) fn is_memory(self) -> bool {
+        self.is_gpu_oom() || matches!(self, FailureKind::HostRam | FailureKind::ProcessKilled)
+    }
+}
+
+/// Stage of the run where the failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Weights being loaded or moved to a device.
+    Load,
+    /// Text/vision encoders, VAE encode of inputs.
+    Condition,
+    /// A denoising step before any step finished.
+    SampleFirst,
+    /// A denoising step after at least one finished (including live previews).
+    SampleMiddle,
+    /// Final VAE decode.
+    Decode,
+    /// Upscale, interpolation, restoration, video combine.
+    Postprocess,
+    /// The evidence does not say.
+    Unknown,
+}
+
+impl Stage {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Load => "load",
+            Stage::Condition => "condition",
+            Stage::SampleFirst => "sample_first",
+            Stage::SampleMiddle => "sample_middle",
+            Stage::Decode => "decode",
+            Stage::Postprocess => "postprocess",
+            Stage::Unknown => "unknown",
+        }
+    }
+}
+
+/// How sure the stage is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageConfidence {
+    /// A traceback frame, the exception itself (a model file it names) or the failing node's
+    /// class decided it.
+    Certain,
+    /// Only progress or the order of console lines decided it.
+    Likely,
+    /// Nothing located it (the stage is `unknown`).
+    #[default]
+    Unknown,
+}
+
+impl StageConfidence {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageConfidence::Certain => "certain",
+            StageConfidence::Likely => "likely",
+            StageConfidence::Unknown => "unknown",
+        }
+    }
+}
+
+/// Allocator numbers, each in MiB and present only when the message prints it. The first eight
+/// fields are the JSON contract; the others are additions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Numbers {
+    /// The allocation that failed.
+    pub requested_mib: Option<f64>,
+    /// Device index from `GPU N` / `device N`.
+    pub gpu_index: Option<u32>,
+    /// Total capacity of the device.
+    pub total_mib: Option<f64>,
+    /// Free memory on the device as reported.
+    pub free_mib: Option<f64>,
+    /// Memory in use by this process (including non-PyTorch memory).
+    pub process_in_use_mib: Option<f64>,
+    /// Memory allocated by PyTorch (also the old "already allocated" and cudaMallocAsync's
+    /// "Currently allocated").
+    pub allocated_mib: Option<f64>,
+    /// Reserved by PyTorch but unallocated.
+    pub reserved_unallocated_mib: Option<f64>,
+    /// cudaMallocAsync's device limit (kept apart from the total capacity).
+    pub device_limit_mib: Option<f64>,
+    /// The old "reserved in total by PyTorch" (or "cached").
+    pub reserved_total_mib: Option<f64>,
+    /// Sum of "Process N has X memory in use" lines (other processes on the device).
+    pub other_processes_mib: Option<f64>,
+    /// A real user-set memory-fraction limit (the "no limit" sentinel is not recorded).
+    pub pytorch_limit_mib: Option<f64>,
+    /// MPS: memory allocated by the MPS backend.
+    pub mps_allocated_mib: Option<f64>,
+    /// MPS: other allocations.
+    pub mps_other_allocations_mib: Option<f64>,
+    /// MPS: the maximum allowed (high-watermark limit).
+    pub mps_max_allowed_mib: Option<f64>,
+}
+
+impl Numbers {
+    /// The eight numbers of the diagnosis contract, as the report prints them.
+    pub fn contract(&self) -> ContractNumbers {
+        ContractNumbers {
+            requested_mib: self.requested_mib,
+            gpu_index: self.gpu_index,
+            total_mib: self.total_mib,
+            free_mib: self.free_mib,
+            process_in_use_mib: self.process_in_use_mib,
+            allocated_mib: self.allocated_mib,
+            reserved_unallocated_mib: self.reserved_unallocated_mib,
+            device_limit_mib: self.device_limit_mib,
+        }
+    }
+}
+
+/// The eight allocator numbers of the diagnosis contract as the report prints them: the same
+/// facts as [`Numbers`], absent ones left out of the JSON (see [`Numbers::contract`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContractNumbers {
+    /// Size of the allocation that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_mib: Option<f64>,
+    /// The device index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_index: Option<u32>,
+    /// The device's total capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_mib: Option<f64>,
+    /// Free device memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_mib: Option<f64>,
+    /// Memory in use by the process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_in_use_mib: Option<f64>,
+    /// Allocated by PyTorch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_mib: Option<f64>,
+    /// Reserved by PyTorch but unallocated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_unallocated_mib: Option<f64>,
+    /// cudaMallocAsync device limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_limit_mib: Option<f64>,
+}
+
+impl ContractNumbers {
+    /// Whether no number was printed.
+    pub fn is_empty(&self) -> bool {
+        self == &ContractNumbers::default()
+    }
+
+    /// (label, MiB) pairs of the printed numbers, in message order (the GPU index excluded).
+    pub fn rows(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("requested", self.requested_mib),
+            ("total capacity", self.total_mib),
+            ("free", self.free_mib),
+            ("in use by the process", self.process_in_use_mib),
+            ("allocated by PyTorch", self.allocated_mib),
+            (
+                "reserved by PyTorch but unallocated",
+                self.reserved_unallocated_mib,
+            ),
+            ("device limit", self.device_limit_mib),
+        ]
+        .into_iter()
+        .filter_map(|(label, v)| v.map(|v| (label, v)))
+        .collect()
+    }
+}
+
+/// The verdict kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The minimal variant passed and adding one increment made it fail.
+    FirstFailure,
+    /// The minimal variant already fails.
+    MinimalFails,
+    /// The full workflow passed: the failure did not reproduce.
+    CouldNotReproduce,
+    /// Repeated runs of the boundary steps disagreed.
+    Flaky,
+    /// The session stopped before a verdict (deadline, interrupted, server lost).
+    Incomplete,
+    /// A run was rejected or interrupted, which says nothing about the variant.
+    Inconclusive,
+    /// Preflight stopped the workflow before any run (unknown nodes, missing models).
+    PreflightFailed,
+    /// No verdict yet: the session is still running (the report is rewritten after every run)
+    /// or has not reached this workflow.
+    InProgress,
+}
+
+impl VerdictKind {
+    /// The snake_case name used in JSON (`first_failure`, `minimal_fails`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::FirstFailure => "first_failure",
+            VerdictKind::MinimalFails => "minimal_fails",
+            VerdictKind::CouldNotReproduce => "could_not_reproduce",
+            VerdictKind::Flaky => "flaky",
+            VerdictKind::Incomplete => "incomplete",
+            VerdictKind::Inconclusive => "inconclusive",
+            VerdictKind::PreflightFailed => "preflight_failed",
+            VerdictKind::InProgress => "in_progress",
+        }
+    }
+}
