@@ -426,3 +426,210 @@ fn every_console_capture_replays_to_its_known_outcome() {
         }
     }
 }
+
+/// Captures of a real ComfyUI 0.8.0 (`tests/fixtures/comfyui-0.8.0/`, README there): every
+/// WebSocket capture replays to the outcome its `/history` entry records, and the jobs API's
+/// answers for a queued, running, finished, failed and interrupted job read as such.
+mod comfyui_080 {
+    use comfy_bisect_core::comfy::protocol::{
+        is_canonical_prompt_id, HistoryEntry, Job, JobStatus, SystemStats,
+    };
+    use comfy_bisect_core::comfy::{EventTracker, Terminal, TerminalKind};
+    use serde_json::Value;
+
+    const DIR: &str = "tests/fixtures/comfyui-0.8.0";
+
+    fn json(name: &str) -> Value {
+        let path = format!("{DIR}/{name}");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path}: {e}"))
+    }
+
+    /// The HTTP body of a `{status, body}` capture.
+    fn body(name: &str) -> Value {
+        json(name)["body"].clone()
+    }
+
+    fn history(name: &str, prompt_id: &str) -> HistoryEntry {
+        let all = match json(name) {
+            v if v.get("body").is_some() => v["body"].clone(),
+            v => v,
+        };
+        serde_json::from_value(all[prompt_id].clone()).unwrap()
+    }
+
+    /// Feeds every captured text frame (in order, 1 ms apart) to a tracker for `prompt_id`.
+    fn replay(ws: &str, prompt_id: &str) -> EventTracker {
+        let mut t = EventTracker::new(prompt_id);
+        let frames = json(ws);
+        for (i, f) in frames.as_array().unwrap().iter().enumerate() {
+            if f.get("type").is_some() {
+                t.feed_text(&f.to_string(), i as u64);
+            }
+        }
+        t
+    }
+
+    fn kind(t: Option<&Terminal>) -> Option<TerminalKind> {
+        t.map(Terminal::kind)
+    }
+
+    #[test]
+    fn every_080_socket_capture_ends_as_its_history_says() {
+        let cases = [
+            (
+                "basic_post_prompt_response.json",
+                "basic_ws_messages.json",
+                "basic_history_entry.json",
+                TerminalKind::Success,
+            ),
+            (
+                "lora_upscale_post_prompt_response.json",
+                "lora_upscale_ws_messages.json",
+                "lora_upscale_history_entry.json",
+                TerminalKind::Success,
+            ),
+            (
+                "nonuuid_post_prompt_response.json",
+                "nonuuid_ws_messages.json",
+                "nonuuid_history_entry.json",
+                TerminalKind::Success,
+            ),
+            (
+                "realrun_post_prompt_512_oom.json",
+                "realrun_ws_oom_run.json",
+                "realrun_history_oom.json",
+                TerminalKind::Error,
+            ),
+        ];
+        for (post, ws, hist, expected) in cases {
+            let id = body(post)["prompt_id"].as_str().unwrap().to_string();
+            let mut t = replay(ws, &id);
+            assert!(t.is_finished(), "{ws}: no executing(node=null) for {id}");
+            assert_eq!(kind(t.terminal()), Some(expected), "{ws}");
+            let h = history(hist, &id);
+            assert_eq!(kind(h.terminal().as_ref()), Some(expected), "{hist}");
+            assert_eq!(
+                t.apply_history(&h, 999_999),
+                None,
+                "{hist} disagrees with {ws}"
+            );
+            // 0.8.0's progress_state nodes carry display/parent/real ids; a top-level node is
+            // its own display node.
+            assert!(t
+                .timeline()
+                .iter()
+                .all(|n| n.display_node.as_deref().is_none_or(|d| d == n.node_id)));
+        }
+    }
+
+    #[test]
+    fn the_080_interrupt_capture_ends_interrupted_in_the_socket_and_the_jobs_api() {
+        let job: Job =
+            serde_json::from_value(body("realrun_api_jobs_id_interrupted.json")).unwrap();
+        let t = replay("realrun_ws_interrupt_run.json", &job.id);
+        assert_eq!(kind(t.terminal()), Some(TerminalKind::Interrupted));
+        // 0.8.0 has no "interrupted" job status: the job is "failed" without an
+        // execution_error, and only its messages say it was interrupted.
+        assert_eq!(job.status, JobStatus::Failed);
+        assert!(job.execution_error.is_none());
+        match job.terminal() {
+            Some(Terminal::Interrupted(i)) => {
+                assert_eq!(
+                    (i.node_id.as_str(), i.node_type.as_str()),
+                    ("3", "KSampler")
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let h = history("realrun_history_interrupted.json", &job.id);
+        assert_eq!(kind(h.terminal().as_ref()), Some(TerminalKind::Interrupted));
+    }
+
+    #[test]
+    fn jobs_api_answers_read_as_their_state() {
+        let queued: Job = serde_json::from_value(body("realrun_api_jobs_id_queued.json")).unwrap();
+        assert_eq!(queued.status, JobStatus::Pending);
+        assert!(!queued.is_over() && queued.terminal().is_none());
+
+        let running: Job =
+            serde_json::from_value(body("realrun_api_jobs_id_running.json")).unwrap();
+        assert_eq!(running.status, JobStatus::InProgress);
+        assert_eq!(
+            running.execution_start_time, None,
+            "0.8.0 has none while running"
+        );
+        assert!(!running.is_over());
+
+        let done: Job = serde_json::from_value(body("realrun_api_jobs_id_done.json")).unwrap();
+        assert_eq!(done.status, JobStatus::Completed);
+        assert_eq!(kind(done.terminal().as_ref()), Some(TerminalKind::Success));
+        assert!(done.outputs.as_ref().is_some_and(|o| !o.is_empty()));
+
+        let failed: Job = serde_json::from_value(body("realrun_api_jobs_id_failed.json")).unwrap();
+        assert_eq!(failed.status, JobStatus::Failed);
+        match failed.terminal() {
+            Some(Terminal::Error(e)) => {
+                assert_eq!(e.node_type, "VAEDecode");
+                assert_eq!(e.exception_type, "torch.OutOfMemoryError");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Without its messages, a failed job's execution_error still says how it ended.
+        let mut bare = failed.clone();
+        bare.execution_status = None;
+        assert_eq!(kind(bare.terminal().as_ref()), Some(TerminalKind::Error));
+
+        let shared: Job = serde_json::from_value(body("api_job_by_id.json")).unwrap();
+        assert_eq!(shared.status, JobStatus::Completed);
+    }
+
+    #[test]
+    fn the_080_unknown_job_and_cancel_answers_are_what_the_client_expects() {
+        // The jobs API's own 404 is JSON with an `error`; the cancel routes are not there yet.
+        for f in ["api_job_not_found.json", "realrun_api_jobs_unknown_id.json"] {
+            let v = json(f);
+            assert_eq!(v["status"], 404, "{f}");
+            assert!(v["body"]["error"].is_string(), "{f}");
+        }
+        let probe = json("realrun_cancel_endpoints_probe.json");
+        let cancel = probe
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.starts_with("POST /api/jobs/") && k.ends_with("/cancel"))
+            .map(|(_, v)| v)
+            .unwrap();
+        assert_eq!(cancel["status"], 405);
+        assert_eq!(json("realrun_interrupt_running_id.json")["status"], 200);
+    }
+
+    #[test]
+    fn the_080_system_stats_spell_the_os_as_sys_platform() {
+        let s: SystemStats = serde_json::from_value(body("system_stats.json")).unwrap();
+        assert_eq!(s.system.os, "linux");
+        assert_eq!(s.system.comfyui_version, "0.8.0");
+        assert_eq!(s.devices[0].kind, "cpu");
+        assert_eq!(s.devices[0].torch_vram_total, s.devices[0].vram_total);
+    }
+
+    #[test]
+    fn our_prompt_ids_are_canonical_and_080_took_a_non_uuid_one() {
+        assert_eq!(
+            body("nonuuid_post_prompt_response.json")["prompt_id"],
+            "abc"
+        );
+        assert!(!is_canonical_prompt_id("abc"));
+        for f in [
+            "basic_post_prompt_response.json",
+            "realrun_post_prompt_ok.json",
+        ] {
+            let id = body(f)["prompt_id"].as_str().unwrap().to_string();
+            assert!(is_canonical_prompt_id(&id), "{f}: {id}");
+        }
+        assert!(!is_canonical_prompt_id(
+            "F750B374-946C-47EE-A873-7242DC263695"
+        ));
+        assert!(!is_canonical_prompt_id("f750b374946c47eea8737242dc263695"));
+    }
+}

@@ -2,7 +2,7 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use comfy_bisect_sim::{parse_size, run_blocking, Allocator, Faults, SimConfig};
+use comfy_bisect_sim::{parse_size, run_blocking, Allocator, Faults, Profile, SimConfig};
 use std::net::{IpAddr, SocketAddr};
 
 /// Arguments of `simulate`.
@@ -45,6 +45,10 @@ pub struct Args {
     /// a folder that exists nowhere, so the simulator looks like a remote server).
     #[arg(long, value_name = "DIR")]
     pub models_root: Option<std::path::PathBuf>,
+    /// Which ComfyUI to answer as: 0.3.64 (the default) or 2026 (the jobs API, UUID-only
+    /// prompt ids, asset ids in outputs, the 2026 /system_stats and /features; docs/simulator.md).
+    #[arg(long, default_value = "0.3.64")]
+    pub profile: String,
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
@@ -90,7 +94,9 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
             _ => return Err(format!("--require-header {h:?}: write it as 'Name: value'")),
         },
     };
+    let profile = Profile::parse(&args.profile).map_err(|e| format!("--profile: {e}"))?;
     Ok(SimConfig {
+        profile,
         vram_bytes: vram,
         ram_bytes: ram,
         faults,
@@ -121,6 +127,7 @@ mod tests {
             lowvram: true,
             require_header: None,
             models_root: None,
+            profile: "0.3.64".into(),
         }
     }
 
@@ -137,5 +144,13 @@ mod tests {
         assert!(config_from(&args("24GiB", "meteor"))
             .unwrap_err()
             .contains("unknown fault"));
+        assert_eq!(c.profile, Profile::V0364);
+        let mut a = args("12GB", "");
+        a.profile = "2026".into();
+        assert_eq!(config_from(&a).unwrap().profile, Profile::Y2026);
+        a.profile = "0.9".into();
+        assert!(config_from(&a)
+            .unwrap_err()
+            .starts_with("--profile: unknown"));
     }
 }

@@ -197,10 +197,17 @@ pub fn summary(record: &RunRecord) -> String {
         }
     }
     if let Some(peak) = record.vram.peak_used_bytes {
+        let reserved = match (
+            record.vram.device_kind.as_deref(),
+            record.vram.peak_reserved_bytes,
+        ) {
+            (Some("cpu"), _) => "CPU device: RAM, no torch-reserved figure".to_string(),
+            (_, Some(r)) => format!("{} reserved by torch", gib(r)),
+            (_, None) => "torch-reserved unknown".to_string(),
+        };
         out.push_str(&format!(
-            "peak memory: {} used, {} reserved by torch ({} samples, every {} ms; shorter spikes are missed)\n",
+            "peak memory: {} used, {reserved} ({} samples, every {} ms; shorter spikes are missed)\n",
             gib(peak),
-            gib(record.vram.peak_reserved_bytes.unwrap_or(0)),
             record.vram.samples.len(),
             record.vram.interval_ms
         ));

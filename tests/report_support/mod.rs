@@ -403,6 +403,7 @@ impl Fixture {
                     system_stats_after: None,
                     vram_baseline_bytes: None,
                     history: None,
+                    prompt_rewrite: None,
                     warnings: vec![],
                     console: None,
                     memory_events: vec![],

@@ -666,7 +666,12 @@ async fn run_node(
     let ui = if silent {
         None
     } else {
-        output_ui(run, &class, &lits, ctx.images.max(1))
+        output_ui(run, &class, &lits, ctx.images.max(1)).map(|mut ui| {
+            if run.inst.shared.config.profile == super::Profile::Y2026 {
+                super::profile::add_asset_ids(&mut ui);
+            }
+            ui
+        })
     };
     // The files' sizes and frames, for the containers `/view` serves: a still per image, or
     // every image as a frame of one animated/video file (SaveVideo's images come through

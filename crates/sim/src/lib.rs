@@ -27,12 +27,14 @@ mod media;
 pub mod memory;
 pub mod nodes;
 pub mod oom;
+pub mod profile;
 mod server;
 mod state;
 pub mod validate;
 
 pub use memory::{Stage, GIB, MIB};
 pub use oom::Allocator;
+pub use profile::Profile;
 
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -407,6 +409,8 @@ pub struct SimConfig {
     /// By default a folder that exists on no machine ([`SIM_MODELS_ROOT`]), so the simulator
     /// looks like a remote server; point it at a folder with model files to hash them.
     pub models_root: std::path::PathBuf,
+    /// Which ComfyUI it answers as (0.3.64 by default; see [`Profile`]).
+    pub profile: Profile,
 }
 
 /// The default [`SimConfig::models_root`]: a path that exists nowhere.
@@ -423,6 +427,7 @@ impl Default for SimConfig {
             lowvram: false,
             require_header: None,
             models_root: SIM_MODELS_ROOT.into(),
+            profile: Profile::default(),
         }
     }
 }
@@ -456,6 +461,11 @@ impl SimConfig {
     /// [`SimConfig::models_root`]).
     pub fn with_models_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
         self.models_root = root.into();
+        self
+    }
+    /// Answers as `profile` (see [`Profile`]).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
         self
     }
     pub fn with_lowvram(mut self) -> Self {

@@ -3,6 +3,7 @@
 use super::http::{self, BodyError, Request, Response};
 use super::memory::model_file_bytes;
 use super::nodes::defs;
+use super::profile::{self, Profile};
 use super::state::{Instance, Out, QueueItem};
 use super::validate::{self, py_str, Verdict};
 use bytes::Bytes;
@@ -465,6 +466,12 @@ fn parse_body(req: &Request) -> Option<Value> {
 }
 
 fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
+    let y2026 = inst.shared.config.profile == Profile::Y2026;
+    if y2026 {
+        if let Some(answer) = profile::jobs_route(inst, &req.method, &req.path) {
+            return answer;
+        }
+    }
     let get = req.method == "GET";
     let post = req.method == "POST";
     let logs = !inst.shared.faults().no_internal_logs;
@@ -494,7 +501,14 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             Response::json(200, &folder_paths(&inst.shared.config.models_root))
         }
         "/view" if get => view(inst, req),
-        "/system_stats" if get => Response::json(200, &system_stats(inst)),
+        "/system_stats" if get => {
+            let mut stats = system_stats(inst);
+            if y2026 {
+                profile::adjust_system_stats(&mut stats);
+            }
+            Response::json(200, &stats)
+        }
+        "/features" if get && y2026 => Response::json(200, &profile::features()),
         "/features" if get => Response::json(200, &server_features()),
         "/embeddings" if get => Response::json(200, &json!([])),
         "/extensions" if get => {
@@ -885,6 +899,12 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
             }
         }
     };
+    let y2026 = inst.shared.config.profile == Profile::Y2026;
+    if obj.contains_key("prompt") && y2026 {
+        if let Some(rejection) = profile::reject_prompt_id(obj.get("prompt_id")) {
+            return rejection;
+        }
+    }
     let Some(prompt) = obj.get("prompt") else {
         return Response::json(
             400,
@@ -922,6 +942,14 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
         .unwrap_or_else(|| json!({}));
     if let Some(cid) = obj.get("client_id") {
         extra_data["client_id"] = cid.clone();
+    }
+    if y2026 {
+        // From 0.8.0 the queued item's extra_data carries its creation time in ms.
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        extra_data["create_time"] = json!(ms);
     }
     let sort = number.as_f64().unwrap_or(0.0);
     let item = QueueItem {

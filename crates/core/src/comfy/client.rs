@@ -4,8 +4,8 @@
 use super::error::ClientError;
 use super::headers::ExtraHeaders;
 use super::protocol::{
-    routes, HistoryEntry, LogsData, LogsSubscribe, PromptRejection, PromptRequest, PromptResponse,
-    QueueState, SystemStats,
+    is_jobs_api_not_found, routes, HistoryEntry, Job, JobLookup, LogsData, LogsSubscribe,
+    PromptRejection, PromptRequest, PromptResponse, QueueState, SystemStats,
 };
 use super::ws::WsConnection;
 use serde::{Deserialize, Serialize};
@@ -326,6 +326,54 @@ impl Client {
     pub async fn interrupt(&self, prompt_id: &str) -> Result<(), ClientError> {
         self.post_ok(routes::INTERRUPT, json!({ "prompt_id": prompt_id }))
             .await
+    }
+
+    /// `GET /api/jobs/{id}`: the job, a JSON 404 for an id the server does not know, or
+    /// [`JobLookup::NoJobsApi`] when the server has no jobs API (0.3.x: a plain 404/405).
+    pub async fn job(&self, prompt_id: &str) -> Result<JobLookup, ClientError> {
+        let route = format!("{}/{}", routes::JOBS, encode_segment(prompt_id));
+        let (status, text) = self.send("GET", &route, None).await?;
+        match status {
+            200 => serde_json::from_str::<Job>(&text)
+                .map(|j| JobLookup::Found(Box::new(j)))
+                .map_err(|e| self.decode_error("GET", &route, e)),
+            404 if is_jobs_api_not_found(&text) => Ok(JobLookup::NotFound),
+            404 | 405 => Ok(JobLookup::NoJobsApi),
+            _ => Err(ClientError::Status {
+                method: "GET".into(),
+                url: self.url_for(&route).to_string(),
+                status,
+                body: trim_text(&text),
+            }),
+        }
+    }
+
+    /// `POST /api/jobs/{id}/cancel`: `Some(cancelled)` from the server's answer, `None` when it
+    /// has no such route (0.8.0 answers 405, 0.3.x 404): then use [`Client::interrupt`].
+    pub async fn cancel_job(&self, prompt_id: &str) -> Result<Option<bool>, ClientError> {
+        let route = format!(
+            "{}/{}{}",
+            routes::JOBS,
+            encode_segment(prompt_id),
+            routes::JOB_CANCEL_SUFFIX
+        );
+        let (status, text) = self.send("POST", &route, Some(json!({}))).await?;
+        match status {
+            200 => serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("cancelled").and_then(Value::as_bool))
+                .map(Some)
+                .ok_or_else(|| {
+                    self.decode_error("POST", &route, "no boolean `cancelled` in the answer")
+                }),
+            404 | 405 => Ok(None),
+            _ => Err(ClientError::Status {
+                method: "POST".into(),
+                url: self.url_for(&route).to_string(),
+                status,
+                body: trim_text(&text),
+            }),
+        }
     }
 
     /// `POST /queue {"delete": [...]}`: removes pending prompts (not the running one).

@@ -79,6 +79,244 @@ pub struct Fingerprint {
     /// sha256 of the raw `/object_info` body (lets the next fingerprint skip parsing it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_info_sha256: Option<String>,
+    /// Installed and required versions of the comfy* packages (`system.comfy_package_versions`,
+    /// late-2026 servers): comfy-aimdo, comfy-kitchen, the frontend …
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comfy_packages: Vec<ComfyPackage>,
+    /// `system.deploy_environment` (`local-git`, `desktop`, … on late-2026 servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_environment: Option<String>,
+    /// How the server manages memory (dynamic VRAM, pinned memory, offload, cache), derived
+    /// from the version, the primary device, the launch arguments and the comfy packages; not
+    /// part of the id (those fields are), but named in [`diff`] when it changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mode: Option<MemoryMode>,
+}
+
+/// One entry of `system.comfy_package_versions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComfyPackage {
+    /// The package (`comfy-aimdo`, `comfy-kitchen`, `comfyui-frontend-package` …).
+    pub name: String,
+    /// The installed version; none when it is not installed.
+    #[serde(default)]
+    pub installed: Option<String>,
+    /// The version requirements.txt asks for.
+    #[serde(default)]
+    pub required: Option<String>,
+}
+
+/// The memory mode of a server: each knob as the report shows it (`on (default …)`,
+/// `off (--cpu)`, `default`, a flag's value), from what the server says about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryMode {
+    /// Dynamic VRAM (comfy-aimdo): on by default on NVIDIA from ComfyUI 0.15.0, off with
+    /// `--disable-dynamic-vram`, `--highvram`, `--gpu-only`, `--novram`, `--cpu` or
+    /// `--disable-smart-memory`.
+    pub dynamic_vram: String,
+    /// Pinned host memory: `default`, or `off (--disable-pinned-memory)`.
+    pub pinned_memory: String,
+    /// Async weight offload: `default`, `off (--disable-async-offload)`, or its streams.
+    pub async_offload: String,
+    /// The cache mode flag (`--cache-ram …`, `--cache-classic`, `--cache-lru N`,
+    /// `--cache-none`, `--high-ram`), or `default`.
+    pub cache: String,
+    /// `--reserve-vram` in GB, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_vram_gb: Option<String>,
+    /// `--vram-headroom` in GB, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_headroom_gb: Option<String>,
+    /// The installed comfy-aimdo (from `comfy_package_versions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comfy_aimdo: Option<String>,
+    /// The installed comfy-kitchen (from `comfy_package_versions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comfy_kitchen: Option<String>,
+}
+
+/// Launch flags that turn dynamic VRAM off (`comfy/cli_args.py`, comfy/model_management.py).
+const DYNAMIC_VRAM_OFF: &[&str] = &[
+    "--disable-dynamic-vram",
+    "--highvram",
+    "--gpu-only",
+    "--novram",
+    "--cpu",
+    "--disable-smart-memory",
+];
+
+/// Cache mode flags (one at most: a mutually exclusive group in `comfy/cli_args.py`).
+const CACHE_FLAGS: &[&str] = &[
+    "--cache-ram",
+    "--cache-classic",
+    "--cache-lru",
+    "--cache-none",
+    "--high-ram",
+];
+
+/// `(major, minor)` of a version string such as `0.38.0` or `v0.15.1`.
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+/// The values that follow `flag` in `argv` (until the next `--` argument), or None when the
+/// flag is absent. `--flag=value` counts too.
+fn flag_values(argv: &[String], flag: &str) -> Option<Vec<String>> {
+    let prefix = format!("{flag}=");
+    let i = argv
+        .iter()
+        .position(|a| a == flag || a.starts_with(&prefix))?;
+    if let Some(v) = argv[i].strip_prefix(&prefix) {
+        return Some(vec![v.to_string()]);
+    }
+    Some(
+        argv[i + 1..]
+            .iter()
+            .take_while(|a| !a.starts_with("--"))
+            .cloned()
+            .collect(),
+    )
+}
+
+/// The memory mode of a server from its `/system_stats` (see [`MemoryMode`]).
+pub fn memory_mode(stats: &SystemStats) -> MemoryMode {
+    let argv = &stats.system.argv;
+    let has = |f: &str| flag_values(argv, f).is_some();
+    let packages = comfy_packages(stats);
+    let installed = |name: &str| {
+        packages
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.installed.clone())
+    };
+    let aimdo_listed = packages.iter().any(|p| p.name == "comfy-aimdo");
+    let version = major_minor(&stats.system.comfyui_version);
+    let primary = stats.primary().map(|d| d.kind.as_str()).unwrap_or("");
+    let rocm = stats.system.pytorch_version.contains("rocm");
+    let dynamic_vram = if let Some(f) = DYNAMIC_VRAM_OFF.iter().find(|f| has(f)) {
+        format!("off ({f})")
+    } else if matches!(version, Some(v) if v < (0, 15)) {
+        "not in this version (ComfyUI < 0.15)".into()
+    } else if aimdo_listed && installed("comfy-aimdo").is_none() {
+        "off (comfy-aimdo not installed)".into()
+    } else if has("--enable-dynamic-vram") {
+        "on (--enable-dynamic-vram)".into()
+    } else if version.is_none() {
+        "unknown (no ComfyUI version)".into()
+    } else if primary == "cuda" && rocm {
+        "default on ROCm ≥ 7.14 (ROCm version unknown)".into()
+    } else if primary == "cuda" {
+        "on (default on NVIDIA from ComfyUI 0.15)".into()
+    } else {
+        format!(
+            "off (not an NVIDIA device: {})",
+            if primary.is_empty() { "none" } else { primary }
+        )
+    };
+    let pinned_memory = if has("--disable-pinned-memory") {
+        "off (--disable-pinned-memory)".into()
+    } else {
+        "default".into()
+    };
+    let async_offload = if has("--disable-async-offload") {
+        "off (--disable-async-offload)".into()
+    } else {
+        match flag_values(argv, "--async-offload") {
+            Some(v) if v.is_empty() => "on, 2 streams (--async-offload)".into(),
+            Some(v) => format!("on, {} streams (--async-offload {})", v[0], v[0]),
+            None => "default".into(),
+        }
+    };
+    let cache = CACHE_FLAGS
+        .iter()
+        .find_map(|f| {
+            flag_values(argv, f).map(|v| {
+                std::iter::once(f.to_string())
+                    .chain(v)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        })
+        .unwrap_or_else(|| "default".into());
+    let one = |f: &str| flag_values(argv, f).and_then(|v| v.into_iter().next());
+    MemoryMode {
+        dynamic_vram,
+        pinned_memory,
+        async_offload,
+        cache,
+        reserve_vram_gb: one("--reserve-vram"),
+        vram_headroom_gb: one("--vram-headroom"),
+        comfy_aimdo: installed("comfy-aimdo"),
+        comfy_kitchen: installed("comfy-kitchen"),
+    }
+}
+
+/// `system.comfy_package_versions` (absent before late 2026: empty).
+pub fn comfy_packages(stats: &SystemStats) -> Vec<ComfyPackage> {
+    stats
+        .system
+        .extra
+        .get("comfy_package_versions")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+impl MemoryMode {
+    /// One line per knob that differs from `other`, e.g. `dynamic VRAM: on … → off (--cpu)`.
+    fn changes(&self, other: &MemoryMode) -> Vec<String> {
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "not set".into());
+        let pairs = [
+            (
+                "dynamic VRAM",
+                self.dynamic_vram.clone(),
+                other.dynamic_vram.clone(),
+            ),
+            (
+                "pinned memory",
+                self.pinned_memory.clone(),
+                other.pinned_memory.clone(),
+            ),
+            (
+                "async offload",
+                self.async_offload.clone(),
+                other.async_offload.clone(),
+            ),
+            ("cache mode", self.cache.clone(), other.cache.clone()),
+            (
+                "--reserve-vram",
+                opt(&self.reserve_vram_gb),
+                opt(&other.reserve_vram_gb),
+            ),
+            (
+                "--vram-headroom",
+                opt(&self.vram_headroom_gb),
+                opt(&other.vram_headroom_gb),
+            ),
+            (
+                "comfy-aimdo",
+                opt(&self.comfy_aimdo),
+                opt(&other.comfy_aimdo),
+            ),
+            (
+                "comfy-kitchen",
+                opt(&self.comfy_kitchen),
+                opt(&other.comfy_kitchen),
+            ),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, a, b)| a != b)
+            .map(|(what, a, b)| format!("memory mode: {what}: {a} → {b}"))
+            .collect()
+    }
 }
 
 /// One device of `/system_stats`.
@@ -276,6 +514,13 @@ pub fn build(
             })
             .collect(),
         argv: sys.argv.clone(),
+        comfy_packages: comfy_packages(stats),
+        deploy_environment: sys
+            .extra
+            .get("deploy_environment")
+            .and_then(Value::as_str)
+            .and_then(text),
+        memory_mode: Some(memory_mode(stats)),
         ..Fingerprint::default()
     };
     if let Some((core, packs)) = nodes {
@@ -309,6 +554,7 @@ impl Fingerprint {
                 "models_sha256",
                 "model_paths",
                 "object_info_sha256",
+                "memory_mode",
             ] {
                 o.remove(k);
             }
@@ -346,7 +592,9 @@ pub fn diff(before: &Fingerprint, after: &Fingerprint) -> Vec<String> {
         ("Python", &before.python_version, &after.python_version),
         ("OS", &before.os, &after.os),
     ] {
-        if a != b {
+        let respelled =
+            what == "OS" && matches!((a, b), (Some(a), Some(b)) if super::protocol::same_os(a, b));
+        if a != b && !respelled {
             out.push(format!("{what}: {} → {}", opt(a), opt(b)));
         }
     }
@@ -356,6 +604,35 @@ pub fn diff(before: &Fingerprint, after: &Fingerprint) -> Vec<String> {
             before.argv.join(" "),
             after.argv.join(" ")
         ));
+    }
+    if before.comfy_packages != after.comfy_packages {
+        let list = |p: &[ComfyPackage]| {
+            p.iter()
+                .map(|p| {
+                    format!(
+                        "{} {}",
+                        p.name,
+                        p.installed.as_deref().unwrap_or("not installed")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push(format!(
+            "comfy packages: {} → {}",
+            list(&before.comfy_packages),
+            list(&after.comfy_packages)
+        ));
+    }
+    if before.deploy_environment != after.deploy_environment {
+        out.push(format!(
+            "deploy environment: {} → {}",
+            opt(&before.deploy_environment),
+            opt(&after.deploy_environment)
+        ));
+    }
+    if let (Some(a), Some(b)) = (&before.memory_mode, &after.memory_mode) {
+        out.extend(a.changes(b));
     }
     if before.devices != after.devices {
         let list = |d: &[DeviceInfo]| {
@@ -869,5 +1146,139 @@ mod tests {
         let mut moved = fp.clone();
         moved.model_paths = paths;
         assert_eq!(moved.compute_id(), fp.id);
+    }
+
+    fn stats_of(version: &str, kind: &str, argv: &[&str], packages: Value) -> SystemStats {
+        serde_json::from_value(serde_json::json!({
+            "system": {"os": "linux", "comfyui_version": version, "pytorch_version": "2.15.0+cu132",
+                       "argv": argv, "comfy_package_versions": packages,
+                       "deploy_environment": "local-git"},
+            "devices": [{"name": "cuda:0 X : cudaMallocAsync", "type": kind, "index": 0,
+                         "vram_total": 1, "vram_free": 1, "torch_vram_total": 0, "torch_vram_free": 0}]
+        }))
+        .unwrap()
+    }
+
+    fn aimdo() -> Value {
+        serde_json::json!([
+            {"name": "comfy-aimdo", "installed": "0.5.5", "required": "0.5.5"},
+            {"name": "comfy-kitchen", "installed": "0.2.36", "required": "0.2.36"}
+        ])
+    }
+
+    #[test]
+    fn memory_mode_from_version_device_flags_and_packages() {
+        let late = stats_of(
+            "0.38.0",
+            "cuda",
+            &[
+                "main.py",
+                "--cache-lru",
+                "8",
+                "--reserve-vram",
+                "1.5",
+                "--async-offload",
+            ],
+            aimdo(),
+        );
+        let m = memory_mode(&late);
+        assert_eq!(m.dynamic_vram, "on (default on NVIDIA from ComfyUI 0.15)");
+        assert_eq!(m.cache, "--cache-lru 8");
+        assert_eq!(m.reserve_vram_gb.as_deref(), Some("1.5"));
+        assert_eq!(m.vram_headroom_gb, None);
+        assert_eq!(m.async_offload, "on, 2 streams (--async-offload)");
+        assert_eq!(m.pinned_memory, "default");
+        assert_eq!(
+            (m.comfy_aimdo.as_deref(), m.comfy_kitchen.as_deref()),
+            (Some("0.5.5"), Some("0.2.36"))
+        );
+        let off = stats_of(
+            "0.38.0",
+            "cuda",
+            &[
+                "main.py",
+                "--disable-dynamic-vram",
+                "--disable-pinned-memory",
+                "--vram-headroom=2",
+            ],
+            aimdo(),
+        );
+        let m = memory_mode(&off);
+        assert_eq!(m.dynamic_vram, "off (--disable-dynamic-vram)");
+        assert_eq!(m.pinned_memory, "off (--disable-pinned-memory)");
+        assert_eq!(m.vram_headroom_gb.as_deref(), Some("2"));
+        let old = stats_of("0.8.0", "cuda", &["main.py"], Value::Null);
+        assert_eq!(
+            memory_mode(&old).dynamic_vram,
+            "not in this version (ComfyUI < 0.15)"
+        );
+        assert_eq!(memory_mode(&stats()).dynamic_vram, "off (--cpu)");
+        let missing = stats_of(
+            "0.38.0",
+            "cuda",
+            &["main.py"],
+            serde_json::json!([{"name": "comfy-aimdo", "installed": null, "required": "0.5.5"}]),
+        );
+        assert_eq!(
+            memory_mode(&missing).dynamic_vram,
+            "off (comfy-aimdo not installed)"
+        );
+    }
+
+    #[test]
+    fn a_memory_mode_change_is_drift_and_named() {
+        let on = build(
+            &stats_of("0.38.0", "cuda", &["main.py"], aimdo()),
+            None,
+            None,
+            vec![],
+        );
+        assert_eq!(on.comfy_packages.len(), 2);
+        assert_eq!(on.deploy_environment.as_deref(), Some("local-git"));
+        let off = build(
+            &stats_of(
+                "0.38.0",
+                "cuda",
+                &["main.py", "--disable-dynamic-vram"],
+                aimdo(),
+            ),
+            None,
+            None,
+            vec![],
+        );
+        assert_ne!(on.id, off.id);
+        let d = diff(&on, &off);
+        assert!(
+            d.contains(&"memory mode: dynamic VRAM: on (default on NVIDIA from ComfyUI 0.15) → off (--disable-dynamic-vram)".to_string()),
+            "{d:?}"
+        );
+        let mut newer = aimdo();
+        newer[0]["installed"] = "0.5.6".into();
+        let upgraded = build(
+            &stats_of("0.38.0", "cuda", &["main.py"], newer),
+            None,
+            None,
+            vec![],
+        );
+        assert_ne!(
+            on.id, upgraded.id,
+            "a comfy package upgrade changes the environment"
+        );
+        let d = diff(&on, &upgraded);
+        assert!(
+            d.contains(&"memory mode: comfy-aimdo: 0.5.5 → 0.5.6".to_string()),
+            "{d:?}"
+        );
+        // posix (0.3.x's os.name) and linux (sys.platform) are one OS spelled two ways.
+        let mut respelled = on.clone();
+        respelled.os = Some("posix".into());
+        assert!(!diff(&respelled, &on).iter().any(|l| l.starts_with("OS")));
+        respelled.os = Some("nt".into());
+        assert!(diff(&respelled, &on)
+            .iter()
+            .any(|l| l.starts_with("OS: nt → linux")));
+        // A 0.3.64 server has no comfy packages: its id is what it was before they were read.
+        let old = build(&stats(), None, None, vec![]);
+        assert!(old.comfy_packages.is_empty() && old.deploy_environment.is_none());
     }
 }

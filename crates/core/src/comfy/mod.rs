@@ -22,7 +22,7 @@ pub use events::{EventTracker, FrameCounts, NodeTiming, Progress, TerminalKind, 
 pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use headers::{ExtraHeaders, HeaderError, HEADERS_ENV};
 pub use protocol::{
-    Device, ExecutionError, ExecutionInterrupted, HistoryEntry, LogEntry, LogsData,
-    PromptRejection, QueuePosition, QueueState, SystemStats, Terminal,
+    Device, ExecutionError, ExecutionInterrupted, HistoryEntry, Job, JobLookup, JobStatus,
+    LogEntry, LogsData, PromptRejection, QueuePosition, QueueState, SystemStats, Terminal,
 };
 pub use ws::{WsConnection, WsFrame};

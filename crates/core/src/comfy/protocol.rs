@@ -44,6 +44,12 @@ pub mod routes {
     pub const FOLDER_PATHS: &str = "/internal/folder_paths";
     /// `GET /view?filename=&subfolder=&type=`: an output file's bytes.
     pub const VIEW: &str = "/view";
+    /// `GET /api/jobs/{id}`: one job (from 0.8.0; 404 `{"error": "Job not found"}` for an
+    /// unknown id, a plain-text 404 on servers without the route). Only under `/api`.
+    pub(crate) const JOBS: &str = "/api/jobs";
+    /// `POST /api/jobs/{id}/cancel` → `{"cancelled": bool}`: dequeues a pending job or
+    /// interrupts the running one (late 2026 servers; 0.8.0 answers 405).
+    pub(crate) const JOB_CANCEL_SUFFIX: &str = "/cancel";
 }
 
 /// WebSocket message `type` values the client acts on.
@@ -153,6 +159,30 @@ pub struct Device {
     /// Reserved by torch but unused.
     #[serde(default)]
     pub torch_vram_free: u64,
+}
+
+/// What a `system.os` value means: 0.3.x servers sent Python's `os.name` (`posix`, `nt`),
+/// later ones `sys.platform` (`linux`, `win32`, `darwin`).
+pub fn os_description(os: &str) -> String {
+    match os {
+        "posix" => "posix (os.name: Linux or macOS)".into(),
+        "nt" => "nt (os.name: Windows)".into(),
+        "linux" => "linux".into(),
+        "win32" | "cygwin" => format!("{os} (Windows)"),
+        "darwin" => "darwin (macOS)".into(),
+        other => other.into(),
+    }
+}
+
+/// Whether two `system.os` values can be the same operating system, across the two spellings
+/// (`posix` covers `linux` and `darwin`, `nt` covers `win32` and `cygwin`).
+pub fn same_os(a: &str, b: &str) -> bool {
+    let family = |s: &str| match s {
+        "posix" => &["posix", "linux", "darwin"][..],
+        "nt" => &["nt", "win32", "cygwin"][..],
+        _ => &[][..],
+    };
+    a == b || family(a).contains(&b) || family(b).contains(&a)
 }
 
 impl SystemInfo {
@@ -443,6 +473,131 @@ pub(crate) fn terminal_from_message(name: &str, data: &Value) -> Option<Terminal
             .map(Terminal::Interrupted),
         _ => None,
     }
+}
+
+/// `status` of a job in the jobs API (`comfy_execution/jobs.py`). An interrupted job is
+/// `failed` too; only its `execution_status.messages` tell the two apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Queued, not started.
+    Pending,
+    /// Running now.
+    InProgress,
+    /// Ended with `execution_success`.
+    Completed,
+    /// Ended with an error or an interrupt.
+    Failed,
+    /// A status this client does not know (a newer server).
+    #[serde(other)]
+    Unknown,
+}
+
+/// `GET /api/jobs/{id}` (0.8.0 and later). The list form carries neither `outputs` nor
+/// `execution_status`; the single-job form does once the job ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// The prompt id.
+    pub id: String,
+    /// Where the job is.
+    pub status: JobStatus,
+    /// The queue `number`.
+    #[serde(default)]
+    pub priority: Option<f64>,
+    /// Epoch milliseconds when it was queued.
+    #[serde(default)]
+    pub create_time: Option<u64>,
+    /// Epoch milliseconds; absent while running.
+    #[serde(default)]
+    pub execution_start_time: Option<u64>,
+    /// Epoch milliseconds; absent until it ended.
+    #[serde(default)]
+    pub execution_end_time: Option<u64>,
+    /// How many output files it produced.
+    #[serde(default)]
+    pub outputs_count: Option<u64>,
+    /// Node id → UI output, as in `/history` (ended jobs only).
+    #[serde(default)]
+    pub outputs: Option<Map<String, Value>>,
+    /// The history `status` (ended jobs only).
+    #[serde(default)]
+    pub execution_status: Option<HistoryStatus>,
+    /// The fatal `execution_error` data of a failed (not interrupted) job.
+    #[serde(default)]
+    pub execution_error: Option<Value>,
+}
+
+impl Job {
+    /// True once the job ended (completed or failed).
+    pub fn is_over(&self) -> bool {
+        matches!(self.status, JobStatus::Completed | JobStatus::Failed)
+    }
+
+    /// How an ended job ended: from `execution_status.messages`, else from the status and
+    /// `execution_error` (an interrupted job has only the message).
+    pub fn terminal(&self) -> Option<Terminal> {
+        let from_messages = self.execution_status.as_ref().and_then(|s| {
+            s.messages
+                .iter()
+                .rev()
+                .find_map(|(name, data)| terminal_from_message(name, data))
+        });
+        from_messages.or_else(|| match self.status {
+            JobStatus::Completed => Some(Terminal::Success {
+                timestamp: self.execution_end_time,
+            }),
+            JobStatus::Failed => self
+                .execution_error
+                .as_ref()
+                .and_then(|e| terminal_from_message(msg::EXECUTION_ERROR, e)),
+            _ => None,
+        })
+    }
+}
+
+/// The answer of `GET /api/jobs/{id}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobLookup {
+    /// The server knows the job.
+    Found(Box<Job>),
+    /// The route exists (a JSON 404 `{"error": …}`) but the id is unknown.
+    NotFound,
+    /// The server has no jobs API (a 404/405 that is not the jobs API's own answer: 0.3.x).
+    NoJobsApi,
+}
+
+/// Whether a 404/405 body of `GET /api/jobs/{id}` is the jobs API's own "not found" (a JSON
+/// object with an `error` string) rather than the router's plain-text 404 of an older server.
+pub(crate) fn is_jobs_api_not_found(body: &str) -> bool {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(Value::as_str).map(|_| ()))
+        .is_some()
+}
+
+/// The `error.type` of a 400 to a `prompt_id` that is not a canonical lowercase UUID
+/// (late-2026 servers; 0.8.0 accepts any string).
+pub const INVALID_PROMPT_ID: &str = "invalid_prompt_id";
+
+/// The `prompt_id` this client sends for a run: the canonical lowercase hyphenated form of
+/// its UUID, the only form late-2026 servers accept.
+pub fn canonical_prompt_id(id: &uuid::Uuid) -> String {
+    id.hyphenated().to_string()
+}
+
+/// Whether `s` is a canonical lowercase hyphenated UUID (what late-2026 servers require).
+pub fn is_canonical_prompt_id(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok_and(|u| u.hyphenated().to_string() == s)
+}
+
+/// What a 400 `invalid_prompt_id` means and how to get past it, for the run record.
+pub fn explain_invalid_prompt_id(sent: &str) -> String {
+    format!(
+        "the server rejected the prompt id {sent:?}: ComfyUI after 0.8.0 accepts a client-chosen \
+         prompt_id only as a canonical lowercase hyphenated UUID (e.g. \
+         4f1c2d3e-0a1b-4c2d-8e3f-123456789abc); comfy-bisect always sends one, so this id came \
+         from elsewhere (a hand-edited journal or run id): start a new session or drop the id"
+    )
 }
 
 /// Data of `execution_cached`.

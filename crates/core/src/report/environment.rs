@@ -253,6 +253,27 @@ pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
         fingerprint: None,
         node_packs: Vec::new(),
         pack_versions_from: None,
+        // Only servers with the 2026 memory machinery (dynamic VRAM, comfy-aimdo) get the row.
+        memory_mode: Some(crate::comfy::fingerprint::memory_mode(stats)).filter(|m| {
+            m.comfy_aimdo.is_some()
+                || m.comfy_kitchen.is_some()
+                || m.dynamic_vram.starts_with("on")
+                || m.dynamic_vram.starts_with("default")
+        }),
+        // One device needs no list: the GPU row names it.
+        devices: match stats.devices.len() {
+            0 | 1 => Vec::new(),
+            _ => stats
+                .devices
+                .iter()
+                .map(|d| format!("{} ({})", d.name, d.kind))
+                .collect(),
+        },
+        deploy_environment: system
+            .extra
+            .get("deploy_environment")
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
     }
 }
 
@@ -328,6 +349,35 @@ mod tests {
     }
 
     #[test]
+    fn a_2026_server_gets_its_memory_mode_devices_and_deploy_environment() {
+        let stats: SystemStats = serde_json::from_value(serde_json::json!({
+            "system": {"os": "linux", "comfyui_version": "0.38.0", "argv": ["main.py", "--reserve-vram", "2"],
+                       "comfy_package_versions": [{"name": "comfy-aimdo", "installed": "0.5.5", "required": "0.5.5"}],
+                       "deploy_environment": "desktop"},
+            "devices": [
+                {"name": "cuda:1 B : cudaMallocAsync", "type": "cuda", "index": 1, "vram_total": 8, "vram_free": 8},
+                {"name": "cuda:0 A : cudaMallocAsync", "type": "cuda", "index": 0, "vram_total": 16, "vram_free": 16}
+            ]
+        }))
+        .unwrap();
+        let env = environment(&stats, "cold");
+        let m = env.memory_mode.expect("a 2026 server has a memory mode");
+        assert_eq!(m.reserve_vram_gb.as_deref(), Some("2"));
+        assert_eq!(m.comfy_aimdo.as_deref(), Some("0.5.5"));
+        assert_eq!(env.devices.len(), 2);
+        assert!(
+            env.devices[0].starts_with("cuda:1 B"),
+            "the primary comes first"
+        );
+        assert_eq!(
+            env.gpu.unwrap().index,
+            Some(1),
+            "the primary is the one measured"
+        );
+        assert_eq!(env.deploy_environment.as_deref(), Some("desktop"));
+    }
+
+    #[test]
     fn environment_from_the_captured_system_stats() {
         let text = std::fs::read_to_string(format!(
             "{}/comfyui/GET__system_stats.final.json",
@@ -337,6 +387,8 @@ mod tests {
         let stats: SystemStats = serde_json::from_str(&text).unwrap();
         let env = environment(&stats, "cold");
         assert_eq!(env.comfyui_version.as_deref(), Some("0.3.64"));
+        assert!(env.memory_mode.is_none(), "0.3.64 has no dynamic VRAM");
+        assert!(env.devices.is_empty() && env.deploy_environment.is_none());
         assert_eq!(env.frontend_version.as_deref(), Some("1.27.10"));
         assert_eq!(env.pytorch_version.as_deref(), Some("2.15.0+cu132"));
         assert_eq!(env.python_version.as_deref(), Some("3.11.7"));

@@ -237,6 +237,15 @@ pub struct Environment {
     /// Where the packs' versions came from (`ComfyUI-Manager`), when anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pack_versions_from: Option<String>,
+    /// How the server manages memory (dynamic VRAM, pinned memory, offload, cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mode: Option<crate::comfy::fingerprint::MemoryMode>,
+    /// Every device the server lists, the primary (the one runs are measured on) first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+    /// `system.deploy_environment` (late-2026 servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_environment: Option<String>,
 }
 
 /// One custom node pack of the environment.

@@ -12,8 +12,8 @@ use super::record::{
 use super::sampler::Sampler;
 use crate::comfy::events::{EventTracker, TrackerEvent};
 use crate::comfy::protocol::{
-    msg, HistoryEntry, LogsData, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats,
-    Terminal, PREVIEW_METHOD_NONE,
+    canonical_prompt_id, explain_invalid_prompt_id, msg, HistoryEntry, LogsData, PromptErrorInfo,
+    PromptRequest, QueuePosition, SystemStats, Terminal, INVALID_PROMPT_ID, PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
 use crate::host::{HostReport, HostSample, ServerProcess};
@@ -147,6 +147,10 @@ pub(super) struct Runner<'a> {
     product: Option<super::product::Product>,
     /// Nodes that were running when binary (image) frames came.
     pub(super) streamed: std::collections::BTreeSet<String>,
+    /// Whether the server has `GET /api/jobs/{id}` (None until the first lookup).
+    pub(super) jobs_api: Option<bool>,
+    /// Whether the server has `POST /api/jobs/{id}/cancel` (None until first needed).
+    pub(super) cancel_api: Option<bool>,
 }
 
 impl<'a> Runner<'a> {
@@ -160,7 +164,7 @@ impl<'a> Runner<'a> {
                 v.push((t, ex));
             }
         }));
-        let prompt_id = req.run_id.to_string();
+        let prompt_id = canonical_prompt_id(&req.run_id);
         Runner {
             client: recording,
             plain: client.clone(),
@@ -189,6 +193,8 @@ impl<'a> Runner<'a> {
             socket_dropped: false,
             product: None,
             streamed: Default::default(),
+            jobs_api: None,
+            cancel_api: None,
         }
     }
 
@@ -257,6 +263,8 @@ impl<'a> Runner<'a> {
         self.queue.started_ms = self.tracker.started_ms();
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
+        self.raw.jobs_api = self.jobs_api;
+        self.raw.jobs_cancel_api = self.cancel_api;
         let (outcome, error) = outcome.into_parts();
         let console = std::mem::take(&mut self.console);
         let note =
@@ -277,6 +285,13 @@ impl<'a> Runner<'a> {
         let product = self.product.take();
         for m in product.iter().flat_map(|p| &p.mismatches) {
             self.warnings.push(format!("product: {m}"));
+        }
+        let prompt_rewrite = self
+            .history
+            .as_ref()
+            .and_then(|h| super::rewrite::compare(&self.req.workflow, h));
+        if let Some(r) = &prompt_rewrite {
+            self.warnings.push(super::rewrite::warning(r));
         }
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
@@ -299,6 +314,7 @@ impl<'a> Runner<'a> {
             system_stats_before: self.stats_before,
             system_stats_after: self.stats_after,
             vram_baseline_bytes: self.baseline,
+            prompt_rewrite,
             history: self.history,
             warnings: self.warnings,
             console: Some(console),
@@ -873,14 +889,23 @@ impl<'a> Runner<'a> {
                     self.phase("submitted");
                     return Ok(());
                 }
-                Ok(Submitted::Rejected(r)) => {
+                Ok(Submitted::Rejected(mut r)) => {
+                    if r.error.kind == INVALID_PROMPT_ID {
+                        let why = explain_invalid_prompt_id(&self.prompt_id);
+                        self.warn(why.clone());
+                        r.error.details = if r.error.details.is_empty() {
+                            why
+                        } else {
+                            format!("{} ({why})", r.error.details)
+                        };
+                    }
                     return Err(Outcome::Rejected(Rejection {
                         http_status: 400,
                         error: r.error,
                         node_errors: r.node_errors,
                         partial: false,
                         partial_run: None,
-                    }))
+                    }));
                 }
                 Ok(Submitted::ServerError { status, body: text }) => {
                     if self.prompt_is_known().await {

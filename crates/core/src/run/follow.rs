@@ -6,7 +6,9 @@
 //!    confirm an interrupt we sent;
 //! 3. [`Follow::wait`] + [`Follow::on_wake`]: a frame, the next tick, or Ctrl-C;
 //! 4. [`Follow::reconnect`]: a new socket after the old one closed (with backoff);
-//! 5. [`Follow::poll`]: `/queue`, and `/history` when our prompt left the queue.
+//! 5. [`Follow::poll`]: `GET /api/jobs/{id}` where the server has the jobs API (0.8.0 and
+//!    later; found out by the first lookup), else `/queue`; and `/history` once the prompt ended
+//!    or left the queue.
 //!
 //! The loop returns how the follow ended ([`End`]); `run/execute.rs` (`Runner::decide`) turns
 //! that into the run's outcome.
@@ -14,7 +16,7 @@
 use super::execute::{End, Runner};
 use super::observer::RunEvent;
 use super::record::{ServerLostInfo, TimeoutInfo, TimeoutReason};
-use crate::comfy::protocol::QueuePosition;
+use crate::comfy::protocol::{Job, JobLookup, JobStatus, QueuePosition};
 use crate::comfy::{ClientError, WsConnection, WsFrame};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -98,6 +100,10 @@ impl Runner<'_> {
         if !self.submitted {
             return false;
         }
+        if let Some(removed) = self.cancel_through_jobs_api().await {
+            self.flush_http();
+            return removed;
+        }
         if let Ok(q) = self.client.queue().await {
             if let QueuePosition::Pending { .. } = q.position(&self.prompt_id) {
                 let id = self.prompt_id.clone();
@@ -122,6 +128,45 @@ impl Runner<'_> {
         });
         self.flush_http();
         removed
+    }
+
+    /// `POST /api/jobs/{id}/cancel` (late-2026 servers: it dequeues a pending job or
+    /// interrupts the running one). `None` when the server has no such route (0.8.0 answers
+    /// 405, 0.3.x 404) or the call failed: the caller falls back to `/queue` + `/interrupt`.
+    /// `Some(true)` when the job was pending and is gone from the server afterwards.
+    async fn cancel_through_jobs_api(&mut self) -> Option<bool> {
+        if self.cancel_api == Some(false) {
+            return None;
+        }
+        let id = self.prompt_id.clone();
+        match self.client.cancel_job(&id).await {
+            Ok(Some(cancelled)) => {
+                self.cancel_api = Some(true);
+                // A dequeued job leaves no trace; an interrupted one ends in history.
+                let removed = cancelled
+                    && self.tracker.started_ms().is_none()
+                    && matches!(self.client.job(&id).await, Ok(JobLookup::NotFound));
+                self.note(&format!(
+                    "sent POST /api/jobs/{{id}}/cancel for our prompt (cancelled: {cancelled}{})",
+                    if removed {
+                        ", removed from the queue"
+                    } else {
+                        ""
+                    }
+                ));
+                Some(removed)
+            }
+            Ok(None) => {
+                self.cancel_api = Some(false);
+                None
+            }
+            Err(e) => {
+                self.warn(format!(
+                    "POST /api/jobs/{{id}}/cancel failed ({e}); using /queue and /interrupt"
+                ));
+                None
+            }
+        }
     }
 
     /// Reads our socket until it sends `executing {node: null}` for our prompt (or closes, or
@@ -383,8 +428,55 @@ impl<'r, 'a> Follow<'r, 'a> {
         end
     }
 
-    /// One `GET /queue`, and `GET /history` when our prompt is not in the queue.
+    /// One status lookup: `GET /api/jobs/{id}` while the server has the jobs API, else
+    /// `GET /queue`; then `GET /history` when our prompt ended or is not in the queue.
     async fn poll_queue(&mut self, now: Instant) -> Option<End> {
+        if self.runner.jobs_api != Some(false) {
+            let id = self.runner.prompt_id.clone();
+            match self.runner.client.job(&id).await {
+                Ok(JobLookup::Found(job)) => {
+                    self.unreachable_since = None;
+                    self.runner.jobs_api = Some(true);
+                    return self.on_job(*job, now).await;
+                }
+                Ok(JobLookup::NotFound) => {
+                    self.unreachable_since = None;
+                    self.runner.jobs_api = Some(true);
+                    return self.poll_history(now).await;
+                }
+                Ok(JobLookup::NoJobsApi) => {
+                    self.runner.jobs_api = Some(false);
+                    self.runner.note(
+                        "the server has no jobs API (GET /api/jobs/{id}: 404): following our \
+                         prompt through /queue and /history",
+                    );
+                }
+                Err(e) if e.is_unreachable() => return self.on_unreachable(e, now),
+                Err(e) => self
+                    .runner
+                    .note(&format!("GET /api/jobs/{{id}} failed: {e}; trying /queue")),
+            }
+        }
+        self.poll_queue_only(now).await
+    }
+
+    /// Our job's status from the jobs API: running, waiting (its place comes from `/queue`,
+    /// which the jobs API does not give), or over (its `/history` entry is merged).
+    async fn on_job(&mut self, job: Job, now: Instant) -> Option<End> {
+        match job.status {
+            JobStatus::InProgress => {
+                self.vanished = None;
+                self.running_since.get_or_insert(now);
+                None
+            }
+            JobStatus::Pending => self.poll_queue_only(now).await,
+            JobStatus::Completed | JobStatus::Failed => self.poll_history(now).await,
+            JobStatus::Unknown => self.poll_queue_only(now).await,
+        }
+    }
+
+    /// One `GET /queue`, and `GET /history` when our prompt is not in the queue.
+    async fn poll_queue_only(&mut self, now: Instant) -> Option<End> {
         match self.runner.client.queue().await {
             Ok(q) => {
                 self.unreachable_since = None;

@@ -8,6 +8,7 @@ mod follow;
 pub(crate) mod observer;
 pub mod product;
 pub mod record;
+pub mod rewrite;
 pub mod sampler;
 
 pub use execute::{execute, execute_with, RunRequest};

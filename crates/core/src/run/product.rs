@@ -79,8 +79,10 @@ pub struct OutputNode {
     pub expected: Option<ExpectedImages>,
 }
 
-/// One output file as `/history` lists it, with what its header says.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One output file as `/history` lists it, with what its header says. Two files compare
+/// equal whatever their per-run asset ids (`asset_id`, `preview_id`): the same product made
+/// twice, or served from the cache, gets new ids on late-2026 servers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct OutputFile {
     /// The output node.
     pub node_id: String,
@@ -122,6 +124,45 @@ pub struct OutputFile {
     /// Why there is no size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The per-run asset id late-2026 servers give the file (`id` in its history entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset_id: Option<String>,
+    /// The asset id of its preview (`preview_id`), when the server made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_id: Option<String>,
+}
+
+impl PartialEq for OutputFile {
+    /// Everything but the asset ids.
+    fn eq(&self, other: &Self) -> bool {
+        let strip = |f: &OutputFile| OutputFile {
+            asset_id: None,
+            preview_id: None,
+            ..f.clone()
+        };
+        let (a, b) = (strip(self), strip(other));
+        (
+            &a.node_id,
+            &a.class_type,
+            &a.key,
+            &a.filename,
+            &a.subfolder,
+            &a.kind,
+            &a.format,
+        ) == (
+            &b.node_id,
+            &b.class_type,
+            &b.key,
+            &b.filename,
+            &b.subfolder,
+            &b.kind,
+            &b.format,
+        ) && (
+            a.media, a.width, a.height, a.frames, a.animated, a.bytes, &a.note,
+        ) == (
+            b.media, b.width, b.height, b.frames, b.animated, b.bytes, &b.note,
+        )
+    }
 }
 
 /// The run's product (`run.json` `product`).
@@ -313,6 +354,11 @@ pub fn check(
                         subfolder: text("subfolder").to_string(),
                         kind: text("type").to_string(),
                         animated,
+                        asset_id: item.get("id").and_then(Value::as_str).map(String::from),
+                        preview_id: item
+                            .get("preview_id")
+                            .and_then(Value::as_str)
+                            .map(String::from),
                         ..OutputFile::default()
                     });
                 }
@@ -594,6 +640,30 @@ fn compare(product: &Product) -> (Vec<String>, Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn asset_ids_are_kept_but_do_not_make_two_products_differ() {
+        let mut h = entry("history_core_success.json");
+        let node = h.outputs.keys().next().unwrap().clone();
+        let plain = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &[]);
+        let first = &mut h.outputs.get_mut(&node).unwrap()["images"][0];
+        first["id"] = "0b5e7b2e-1f00-4c1a-9d7e-4f2f6b1a2c3d".into();
+        first["preview_id"] = "1c6f8c3f-2a11-4d2b-8e8f-5a3a7c2b3d4e".into();
+        let with_ids = check(&prompt_of(&h), Some(&h), &[], &BTreeSet::new(), &[]);
+        let f = with_ids.files.iter().find(|f| f.node_id == node).unwrap();
+        assert_eq!(
+            f.asset_id.as_deref(),
+            Some("0b5e7b2e-1f00-4c1a-9d7e-4f2f6b1a2c3d")
+        );
+        assert_eq!(
+            f.preview_id.as_deref(),
+            Some("1c6f8c3f-2a11-4d2b-8e8f-5a3a7c2b3d4e")
+        );
+        assert_eq!(with_ids, plain, "asset ids are not part of the product");
+        let mut renamed = with_ids.clone();
+        renamed.files[0].filename.push('x');
+        assert_ne!(renamed, plain);
+    }
     use super::*;
 
     fn entry(name: &str) -> HistoryEntry {

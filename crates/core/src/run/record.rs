@@ -205,6 +205,10 @@ pub struct VramReport {
     /// Primary device name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// Primary device type (`cuda`, `cpu`, `mps` …). On `cpu` the "VRAM" is system RAM and
+    /// there is no torch-reserved figure (`torch_vram_total` is the total RAM there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_kind: Option<String>,
     /// `vram_total` of the device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_bytes: Option<u64>,
@@ -235,11 +239,17 @@ impl VramReport {
         device: Option<&crate::comfy::Device>,
         failed_samples: u32,
     ) -> VramReport {
+        let cpu = device.is_some_and(|d| d.kind == "cpu");
         VramReport {
             device: device.map(|d| d.name.clone()),
+            device_kind: device.map(|d| d.kind.clone()).filter(|k| !k.is_empty()),
             total_bytes: device.map(|d| d.vram_total),
             peak_used_bytes: samples.iter().map(|s| s.used_bytes).max(),
-            peak_reserved_bytes: samples.iter().map(|s| s.reserved_bytes).max(),
+            peak_reserved_bytes: if cpu {
+                None
+            } else {
+                samples.iter().map(|s| s.reserved_bytes).max()
+            },
             interval_ms,
             failed_samples,
             note: format!(
@@ -293,6 +303,14 @@ pub struct RawLog {
     /// HTTP exchanges (no headers, so no credentials).
     #[serde(default)]
     pub http: Vec<HttpRecord>,
+    /// Whether the server answered `GET /api/jobs/{id}` (the status came from the jobs API)
+    /// or has no jobs API (`/queue` was polled); None when no status lookup was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_api: Option<bool>,
+    /// Whether `POST /api/jobs/{id}/cancel` exists (it was used to stop our prompt) or not
+    /// (`/interrupt` was); None when nothing was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_cancel_api: Option<bool>,
 }
 
 /// Everything about one submission (`run.json`).
@@ -355,6 +373,10 @@ pub struct RunRecord {
     /// The server's history entry (the truth about the outcome).
     #[serde(default)]
     pub history: Option<HistoryEntry>,
+    /// The server ran a different prompt than the one sent (its history prompt differs from
+    /// the submitted variant): the hash of what ran and the differences. None when they match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_rewrite: Option<super::rewrite::PromptRewrite>,
     /// Things the reader should know (cached nodes on a cold run, reconnects …).
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -503,6 +525,31 @@ pub(crate) fn trim_current_inputs(mut e: ExecutionError) -> ExecutionError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn on_a_cpu_device_there_is_no_torch_reserved_peak() {
+        // Real 0.8.0 on --cpu: torch_vram_total is the total RAM (system_stats.json).
+        let text = std::fs::read_to_string(format!(
+            "{}/comfyui-0.8.0/system_stats.json",
+            crate::FIXTURES
+        ))
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let stats: crate::comfy::SystemStats = serde_json::from_value(v["body"].clone()).unwrap();
+        let d = &stats.devices[0];
+        let samples = vec![VramSample {
+            t_ms: 0,
+            used_bytes: d.used(),
+            reserved_bytes: d.torch_vram_total,
+        }];
+        let cpu = VramReport::from_samples(samples.clone(), 500, Some(d), 0);
+        assert_eq!(cpu.device_kind.as_deref(), Some("cpu"));
+        assert_eq!(cpu.peak_reserved_bytes, None);
+        let mut gpu = d.clone();
+        gpu.kind = "cuda".into();
+        let gpu = VramReport::from_samples(samples, 500, Some(&gpu), 0);
+        assert_eq!(gpu.peak_reserved_bytes, Some(d.torch_vram_total));
+    }
     use super::*;
 
     #[test]
@@ -649,6 +696,7 @@ mod tests {
             system_stats_after: None,
             vram_baseline_bytes: None,
             history: None,
+            prompt_rewrite: None,
             warnings: vec![],
             console: None,
             memory_events: vec![],

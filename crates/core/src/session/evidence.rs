@@ -214,6 +214,7 @@ fn bare(
         system_stats_after: None,
         vram_baseline_bytes: None,
         history: None,
+        prompt_rewrite: None,
         warnings: vec![],
         console: None,
         memory_events: vec![],

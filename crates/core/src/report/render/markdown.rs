@@ -233,6 +233,40 @@ fn environment(env: &Environment, level: usize) -> String {
             .join("<br>")
     };
     row("Memory-relevant flags", flags);
+    if let Some(m) = &env.memory_mode {
+        let mut parts = vec![
+            format!("dynamic VRAM {}", text(&m.dynamic_vram)),
+            format!("pinned memory {}", text(&m.pinned_memory)),
+            format!("async offload {}", text(&m.async_offload)),
+            format!("cache {}", text(&m.cache)),
+        ];
+        for (what, v) in [
+            ("--reserve-vram", &m.reserve_vram_gb),
+            ("--vram-headroom", &m.vram_headroom_gb),
+            ("comfy-aimdo", &m.comfy_aimdo),
+            ("comfy-kitchen", &m.comfy_kitchen),
+        ] {
+            if let Some(v) = v {
+                parts.push(format!("{what} {}", text(v)));
+            }
+        }
+        row("Memory mode", parts.join("<br>"));
+    }
+    if !env.devices.is_empty() {
+        let list: Vec<String> = env
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let primary = if i == 0 { " — primary, measured" } else { "" };
+                format!("{}{primary}", text(d))
+            })
+            .collect();
+        row("Devices", list.join("<br>"));
+    }
+    if let Some(d) = &env.deploy_environment {
+        row("Deploy environment", text(d));
+    }
     let runs = match env.runs.as_str() {
         "cold" => "cold: models and memory freed before every run".to_string(),
         "warm" => "warm: models and cached outputs of earlier runs may still be loaded".to_string(),

@@ -1,0 +1,221 @@
+//! The simulator's 2026 profile (`simulate --profile 2026`) answers with the shapes of the real
+//! ComfyUI 0.8.0 captures (`tests/fixtures/comfyui-0.8.0/`), and comfy-bisect's client runs
+//! against both profiles: on 2026 it follows its prompt through `GET /api/jobs/{id}` and stops
+//! it through `POST /api/jobs/{id}/cancel`; on 0.3.64 it finds no jobs API and polls `/queue`.
+
+mod session_support;
+mod sim_common;
+
+use comfy_bisect_core::run::{execute, Outcome, OutcomeKind, RunRecord, TimeoutReason};
+use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_sim::{Profile, SimConfig, MIB};
+use serde_json::{json, Value};
+use sim_common::{client, http, run_request, sim};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+const CAPTURES: &str = "tests/fixtures/comfyui-0.8.0";
+
+fn capture(name: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{CAPTURES}/{name}")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+fn y2026() -> SimConfig {
+    SimConfig::default()
+        .with_time_scale(0.0)
+        .with_profile(Profile::Y2026)
+}
+
+fn sd15() -> Value {
+    let mut v = sim_common::sd15(512, 512, 1, 4);
+    v["4"]["inputs"]["ckpt_name"] = json!("random_sd15.safetensors");
+    v
+}
+
+/// The paths of the HTTP requests a run made, e.g. `GET /queue`.
+fn requests(record: &RunRecord) -> Vec<String> {
+    record
+        .raw
+        .http
+        .iter()
+        .map(|h| format!("{} {}", h.exchange.method, h.exchange.path))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_system_stats_and_features_have_every_field_of_the_080_capture() {
+    let sim = sim(y2026()).await;
+    let url = sim.base_url();
+    let stats: Value = http()
+        .get(format!("{url}/system_stats"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let real = capture("system_stats.json")["body"].clone();
+    let missing: Vec<_> = keys(&real["system"])
+        .difference(&keys(&stats["system"]))
+        .cloned()
+        .collect();
+    assert!(missing.is_empty(), "system lacks {missing:?}");
+    assert_eq!(stats["system"]["os"], "linux");
+    assert!(stats["system"]["comfy_package_versions"].is_array());
+    assert_eq!(stats["system"]["deploy_environment"], "local-git");
+    assert_eq!(keys(&stats["devices"][0]), keys(&real["devices"][0]));
+
+    let features: Value = http()
+        .get(format!("{url}/api/features"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let real = capture("features.json")["body"].clone();
+    for k in keys(&real) {
+        assert_eq!(features[&k], real[&k], "/features {k}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_profile_rejects_a_non_uuid_prompt_id_and_the_default_takes_it() {
+    for (config, expected) in [(y2026(), 400), (SimConfig::default(), 200)] {
+        let sim = sim(config).await;
+        let answer = http()
+            .post(format!("{}/prompt", sim.base_url()))
+            .json(&json!({"prompt": sd15(), "prompt_id": "abc", "client_id": "c"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), expected);
+        if expected == 400 {
+            let body: Value = answer.json().await.unwrap();
+            assert_eq!(body["error"]["type"], "invalid_prompt_id");
+            assert_eq!(body["node_errors"], json!({}));
+        }
+        sim.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_2026_is_followed_through_the_jobs_api_and_its_outputs_carry_asset_ids() {
+    let sim = sim(y2026()).await;
+    let c = client(&sim);
+    let record = execute(&c, run_request(&sd15())).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    assert_eq!(record.raw.jobs_api, Some(true));
+    let reqs = requests(&record);
+    let jobs = format!("GET /api/jobs/{}", record.prompt_id);
+    assert!(reqs.contains(&jobs), "{reqs:?}");
+    // The asset ids are kept in the record's history and product...
+    let out = &record.history.as_ref().unwrap().outputs["9"]["images"][0];
+    assert!(out["id"].is_string(), "{out}");
+    let product = record.product.as_ref().unwrap();
+    assert_eq!(product.files[0].asset_id.as_deref(), out["id"].as_str());
+    // ...and the prompt that ran is the one sent.
+    assert_eq!(record.prompt_rewrite, None);
+    // ...and the finished job reads like the real one.
+    match c.job(&record.prompt_id).await.unwrap() {
+        comfy_bisect_core::comfy::JobLookup::Found(job) => {
+            assert_eq!(job.status, comfy_bisect_core::comfy::JobStatus::Completed);
+            assert_eq!(job.outputs_count, Some(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    let ours: Value = http()
+        .get(format!("{}/api/jobs/{}", sim.base_url(), record.prompt_id))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let real = capture("realrun_api_jobs_id_done.json")["body"].clone();
+    assert_eq!(keys(&ours), keys(&real), "{ours}");
+    assert_eq!(keys(&ours["preview_output"]), keys(&real["preview_output"]));
+    assert_eq!(
+        c.job("6a1c7a43-0000-4000-8000-000000000000").await.unwrap(),
+        comfy_bisect_core::comfy::JobLookup::NotFound
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_0_3_64_finds_no_jobs_api_and_polls_the_queue() {
+    let sim = sim(SimConfig::default().with_time_scale(0.0)).await;
+    let c = client(&sim);
+    let record = execute(&c, run_request(&sd15())).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let reqs = requests(&record);
+    // The first status lookup found out, once, and /queue was used from then on.
+    assert_eq!(record.raw.jobs_api, Some(false));
+    let tries = reqs
+        .iter()
+        .filter(|r| r.starts_with("GET /api/jobs/"))
+        .count();
+    assert_eq!(tries, 1, "{reqs:?}");
+    assert!(reqs.iter().any(|r| r == "GET /queue"), "{reqs:?}");
+    assert_eq!(
+        c.job(&record.prompt_id).await.unwrap(),
+        comfy_bisect_core::comfy::JobLookup::NoJobsApi
+    );
+    assert_eq!(c.cancel_job(&record.prompt_id).await.unwrap(), None);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_timeout_on_2026_cancels_through_the_jobs_api() {
+    let sim = sim(y2026().with_time_scale(0.5)).await;
+    let mut r = run_request(&sim_common::sd15(512, 512, 1, 5000));
+    r.timeout = Duration::from_millis(500);
+    let record = execute(&client(&sim), r).await;
+    assert_eq!(record.outcome, OutcomeKind::Timeout, "{:?}", record.error);
+    match record.outcome() {
+        Outcome::Timeout(t) => {
+            assert_eq!(t.reason, TimeoutReason::Run);
+            assert!(t.interrupt_sent && t.interrupt_confirmed);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(record.raw.jobs_cancel_api, Some(true));
+    let reqs = requests(&record);
+    let cancel = format!("POST /api/jobs/{}/cancel", record.prompt_id);
+    assert!(reqs.contains(&cancel), "{reqs:?}");
+    assert!(!reqs.iter().any(|r| r == "POST /interrupt"), "{reqs:?}");
+    sim.shutdown().await;
+}
+
+#[test]
+fn a_bisect_on_the_2026_profile_finds_the_resolution_step() {
+    // 1792 MiB: the SD1.5 example fits at its minimal size and fails at its full resolution
+    // (tests/session_sim.rs, failure_at_resolution).
+    let sim = session_support::Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(1792 * MIB)
+            .with_time_scale(0.0)
+            .with_profile(Profile::Y2026),
+    );
+    let wf = session_support::example(
+        "sd15_txt2img_lora_upscale",
+        &[("5", "batch_size", json!(1))],
+    );
+    let b = session_support::bisect_workflow(&sim, &wf, &[]);
+    match &b.job().verdict {
+        Some(Verdict::FirstFailure { increment, .. }) => {
+            assert_eq!(increment, "resolution", "{}", b.text())
+        }
+        other => panic!("expected a first failure, got {other:?}\n{}", b.text()),
+    }
+    for run in &b.job().runs {
+        let file: RunFile = read_json(&b.dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+        assert_eq!(file.record.raw.jobs_api, Some(true), "run {}", run.dir);
+    }
+}
