@@ -186,5 +186,9 @@ fn a_bundle_pointed_into_the_session_folder_is_refused_and_the_journal_is_kept()
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_ne!(run.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("inside the session folder"), "{stderr}");
-    assert_eq!(std::fs::read(&journal).unwrap(), before, "the journal is unchanged");
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "the journal is unchanged"
+    );
 }

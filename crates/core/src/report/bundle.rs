@@ -209,9 +209,16 @@ mod tests {
             session.join("..").join("s1").join("new.zip"),
         ] {
             let err = write_bundle(&session, &out, true).unwrap_err().to_string();
-            assert!(err.contains("inside the session folder"), "{}: {err}", out.display());
+            assert!(
+                err.contains("inside the session folder"),
+                "{}: {err}",
+                out.display()
+            );
         }
-        assert_eq!(std::fs::read_to_string(session.join("session.json")).unwrap(), "{}");
+        assert_eq!(
+            std::fs::read_to_string(session.join("session.json")).unwrap(),
+            "{}"
+        );
         assert!(!session.join("wf").join("x.zip").exists());
         assert!(!session.join("new.zip").exists());
     }
