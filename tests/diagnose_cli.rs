@@ -263,3 +263,21 @@ fn aimdo_errors_are_their_own_kind() {
         );
     }
 }
+
+/// A failed job's body from `GET /api/jobs/{id}` of a real ComfyUI 0.8.0 is diagnosed like its
+/// execution_error (the planted decode OOM of the capture).
+#[test]
+fn a_jobs_api_body_is_diagnosed() {
+    let capture: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/comfyui-0.8.0/realrun_api_jobs_id_failed.json")
+            .unwrap(),
+    )
+    .unwrap();
+    let body = capture["body"].to_string();
+    let o = run(&["diagnose", "-", "--json"], Some(&body));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "cuda_oom", "{v}");
+    assert_eq!(v["stage"], "decode", "{v}");
+}

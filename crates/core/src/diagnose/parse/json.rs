@@ -92,6 +92,24 @@ pub(super) fn parse_json(value: &Value) -> Result<ParsedInput, ParseError> {
             if map.contains_key("error") && map.contains_key("node_errors") {
                 return Ok(wrap(evidence_from_rejection(value)));
             }
+            // A jobs API entry (`GET /api/jobs/{id}`, ComfyUI 0.8 and later): a failed job
+            // carries its execution_error at the top level; an interrupted one is `failed` too,
+            // with only its status messages saying so.
+            if let (Some(Value::String(status)), true) = (map.get("status"), map.contains_key("id"))
+            {
+                if let Some(error) = map.get("execution_error").filter(|v| v.is_object()) {
+                    return Ok(wrap(evidence_from_error(error)));
+                }
+                let entry = serde_json::json!({ "status": map.get("execution_status") });
+                return history_entry_failure(&entry)
+                    .map(|(_, e)| wrap(e))
+                    .ok_or_else(|| {
+                        ParseError::NoFailureInJson(format!(
+                            "it is a /api/jobs entry with status `{status}` and neither an \
+                             execution_error nor an interruption"
+                        ))
+                    });
+            }
             if map.contains_key("status") && map.contains_key("prompt") {
                 return history_entry_failure(value)
                     .map(|(_, e)| wrap(e))
@@ -398,5 +416,37 @@ mod tests {
             p.evidence.node_type.as_deref(),
             Some("CheckpointLoaderSimple")
         );
+    }
+
+    /// The bodies of `GET /api/jobs/{id}` from a real ComfyUI 0.8.0 (the capture's `body`).
+    fn job(name: &str) -> String {
+        let path = format!(
+            "{}/comfyui-0.8.0/realrun_api_jobs_id_{name}.json",
+            crate::FIXTURES
+        );
+        let capture: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        capture["body"].to_string()
+    }
+
+    #[test]
+    fn a_failed_job_of_the_jobs_api_is_read_as_its_execution_error() {
+        let p = parse_input(&job("failed")).unwrap();
+        assert_eq!(p.evidence.node_type.as_deref(), Some("VAEDecode"));
+        assert_eq!(p.evidence.node_id.as_deref(), Some("8"));
+        assert!(p.evidence.exception_type.is_some());
+    }
+
+    #[test]
+    fn an_interrupted_job_is_read_from_its_status_messages() {
+        let p = parse_input(&job("interrupted")).unwrap();
+        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::Interrupted));
+        assert_eq!(p.evidence.node_type.as_deref(), Some("KSampler"));
+    }
+
+    #[test]
+    fn a_finished_job_says_it_is_a_job_without_a_failure() {
+        let err = parse_input(&job("done")).unwrap_err().to_string();
+        assert!(err.contains("/api/jobs entry"), "{err}");
     }
 }
