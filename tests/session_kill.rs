@@ -65,34 +65,17 @@ fn sigkill_mid_session_then_resume() {
     let (mut child, runs, _) = spawn_wan_bisect(&sim, tmp.path());
 
     // Wait until two runs are done and a third is in flight, then kill -9.
-    let start = Instant::now();
-    let killed_run = loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the session never got going"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("bisect ended before it could be killed: {status}");
-        }
-        let dirs = if runs.exists() {
-            session_dirs(&runs)
-        } else {
-            vec![]
-        };
-        if let Some(dir) = dirs.first() {
-            if let Ok(s) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
-                let done = s.workflows[0]
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == RunStatus::Done)
-                    .count();
-                if let (true, Some(flight)) = (done >= 2, s.in_flight.clone()) {
-                    break flight.run_id;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let killed_run = wait_for_journal(&mut child, &runs, |s| {
+        let done = s.workflows[0]
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Done)
+            .count();
+        s.in_flight
+            .as_ref()
+            .filter(|_| done >= 2)
+            .map(|f| f.run_id.clone())
+    });
     // SIGKILL, not reaped: the killed tool stays a zombie (as under a cron job or a container
     // whose init reaps late), its process entry still there, while `resume` starts at once.
     child.kill().unwrap();

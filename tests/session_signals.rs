@@ -5,13 +5,10 @@
 
 mod session_support;
 
-use comfy_bisect_core::session::journal::{
-    read_json, Outcome, RunStatus, SessionFile, SessionState, StopReason, SESSION_FILE,
-};
+use comfy_bisect_core::session::journal::{Outcome, RunStatus, SessionState, StopReason};
 use session_support::*;
 use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// Starts `bisect` of the Wan example on a slow simulator, waits until a run is in flight,
 /// sends `signal` and checks what the tool recorded, printed and exited with.
@@ -33,29 +30,9 @@ fn stop_with(signal: libc::c_int) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let flight = loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the session never got going"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("bisect ended before the signal: {status}");
-        }
-        let dirs = if runs.exists() {
-            session_dirs(&runs)
-        } else {
-            vec![]
-        };
-        if let Some(dir) = dirs.first() {
-            if let Ok(s) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
-                if let Some(flight) = s.in_flight.clone() {
-                    break flight.run_id;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let flight = wait_for_journal(&mut child, &runs, |s| {
+        s.in_flight.as_ref().map(|f| f.run_id.clone())
+    });
     // SAFETY: kill(2) on the child we spawned and have not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let status = child.wait().unwrap();

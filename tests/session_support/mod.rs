@@ -232,3 +232,35 @@ pub fn bisect_workflow(sim: &Sim, workflow: &Value, extra: &[&str]) -> Bisected 
         out,
     }
 }
+
+/// Polls the journal of the one session under `runs` (every 20 ms, at most 120 s) until `ready`
+/// takes a value from it; panics when the bisect process `child` ends first.
+pub fn wait_for_journal<T>(
+    child: &mut std::process::Child,
+    runs: &Path,
+    ready: impl Fn(&SessionFile) -> Option<T>,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the session never got going"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("bisect ended before the session got where the test waits: {status}");
+        }
+        let dirs = if runs.exists() {
+            session_dirs(runs)
+        } else {
+            vec![]
+        };
+        if let Some(dir) = dirs.first() {
+            if let Ok(s) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
+                if let Some(v) = ready(&s) {
+                    return v;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
