@@ -770,6 +770,21 @@ mod tests {
         r
     }
 
+    /// The session of one finished run: its journal entry and its run file around `record`.
+    fn session_of_run(entry: &RunEntry, record: RunRecord) -> SessionData {
+        let file = RunFile {
+            schema_version: SESSION_SCHEMA_VERSION,
+            session_id: "s".into(),
+            workflow: "wf".into(),
+            entry: entry.clone(),
+            component_hashes: vec![],
+            node_hashes: Default::default(),
+            environment: None,
+            record,
+        };
+        session_with(entry.clone(), Some(file))
+    }
+
     fn session_with(entry: RunEntry, file: Option<RunFile>) -> SessionData {
         let session = SessionFile {
             schema_version: SESSION_SCHEMA_VERSION,
@@ -842,17 +857,7 @@ mod tests {
             fingerprint: None,
             reduced: None,
         };
-        let file = RunFile {
-            schema_version: SESSION_SCHEMA_VERSION,
-            session_id: "s".into(),
-            workflow: "wf".into(),
-            entry: entry.clone(),
-            component_hashes: vec![],
-            node_hashes: Default::default(),
-            environment: None,
-            record: record.clone(),
-        };
-        let data = session_with(entry.clone(), Some(file));
+        let data = session_of_run(&entry, record.clone());
         let by_report = run_diagnosis(&data, &entry).expect("the report diagnoses it");
         for d in [&by_runner, &by_session, &by_report] {
             assert_eq!(d.cached_nodes, ["4"], "{d:?}");
@@ -911,17 +916,7 @@ mod tests {
             fingerprint: None,
             reduced: None,
         };
-        let file = RunFile {
-            schema_version: SESSION_SCHEMA_VERSION,
-            session_id: "s".into(),
-            workflow: "wf".into(),
-            entry: entry.clone(),
-            component_hashes: vec![],
-            node_hashes: Default::default(),
-            environment: None,
-            record,
-        };
-        let data = session_with(entry.clone(), Some(file));
+        let data = session_of_run(&entry, record);
         let row = row_for(&data, 0, "minimal", vec![], Some(&entry));
         assert_eq!(row.outcome, "memory_fallback");
         assert_eq!(row.stage.as_deref(), Some("decode"), "{row:?}");
