@@ -228,7 +228,9 @@ mod tests {
         run_dir_name, ControlVariant, Outcome, RunStatus, RunSummary, StepInfo, Strategy,
     };
 
-    fn job(n: usize) -> WorkflowJob {
+    /// A job of `n` increments with a control variant per increment (also used by the
+    /// reduced-step tests in `decide/reduced_tests.rs`).
+    pub(super) fn job(n: usize) -> WorkflowJob {
         let names = [
             "minimal",
             "resolution",

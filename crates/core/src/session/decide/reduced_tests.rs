@@ -2,33 +2,9 @@
 //! of which runs fail at which step count.
 
 use super::super::decide_steps_in;
+use super::super::tests::job;
 use super::*;
-use crate::session::journal::{
-    run_dir_name, Outcome, ReducedSteps, RunStatus, RunSummary, StepInfo,
-};
-
-fn job(n: usize) -> WorkflowJob {
-    WorkflowJob {
-        name: "wf".into(),
-        source: "wf.json".into(),
-        target_sha256: "t".into(),
-        steps: (0..=n)
-            .map(|i| StepInfo {
-                index: i,
-                increment: format!("inc{i}"),
-                file: format!("workflows/wf/{i:02}.json"),
-                sha256: format!("h{i}"),
-                changes: vec![],
-            })
-            .collect(),
-        controls: vec![],
-        not_separable: vec![],
-        kept: vec![],
-        phase: Phase::Pending,
-        runs: vec![],
-        verdict: None,
-    }
-}
+use crate::session::journal::{run_dir_name, Outcome, ReducedSteps, RunStatus, RunSummary};
 
 /// What a run of a step gives: passed, or failed in this stage.
 type Model = dyn Fn(usize, bool) -> Result<(), &'static str>;
