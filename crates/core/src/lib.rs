@@ -1,7 +1,8 @@
 //! comfy-bisect's library: find the first increment that makes a ComfyUI workflow fail.
 //!
-//! `units` (sizes, durations, timestamps) and `vocab` (the outcome, failure kind, stage,
-//! allocator numbers and verdict that records, journal and report share) sit below everything.
+//! `units` (sizes, durations, timestamps), `vocab` (the outcome, failure kind, stage,
+//! allocator numbers and verdict that records, journal and report share) and `text` (the one
+//! sanitiser of server text for terminals and Markdown) sit below everything.
 //! Data flows top to bottom: the graph layer (`workflow` → `nodedefs` → `catalog` → `ladder`,
 //! re-exported from `comfy-bisect-graph`) → `comfy` (HTTP/WS client) → `diagnose` (failure
 //! classification) → `host` (host RAM, the local server process, the kernel log) → `run` (one
@@ -24,6 +25,7 @@ pub mod host;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod text;
 pub mod units;
 pub mod vocab;
 

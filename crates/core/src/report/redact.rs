@@ -1,6 +1,10 @@
 //! Redaction of what a report must not leak when pasted into a public issue: home directories
-//! and user names in paths, host names and IP addresses in URLs and launch arguments, and
-//! secret-looking inputs (`api_key`, `token`, `auth_token_comfy_org`, `password`, …).
+//! (`/home/x`, `/Users/x`, `C:\Users\x`, `~x`, `/root`) and user names in paths, host names
+//! (in URLs, `host=` values, private suffixes such as `.lan`, and every host name seen in a
+//! URL elsewhere in the text) and IP addresses, e-mail addresses, secret-looking inputs
+//! (`api_key`, `token`, `civitai_key`, `webhook_url`, `password`, …) and, in free text,
+//! `name=value` / `name: value` pairs and URL query parameters with such names, credential
+//! headers, well-known token formats and Slack/Discord/other webhook URLs.
 //!
 //! Works on JSON values, so the same rules apply to the report, to workflow files and to run
 //! records. Model file names stay: they identify the components. Loopback addresses
@@ -19,6 +23,10 @@ pub(crate) const HOST: &str = "<host>";
 pub const IP: &str = "<ip>";
 /// Replaces a secret.
 pub(crate) const SECRET: &str = "<secret>";
+/// Replaces an e-mail address.
+pub(crate) const EMAIL: &str = "<email>";
+/// Replaces the home folder `/root` (the user name is the folder itself).
+pub(crate) const HOME: &str = "<home>";
 
 /// Path components after a home-folder prefix that are not user names.
 const NOT_USERS: &[&str] = &["Shared", "Public", "Default", "All Users", USER];
@@ -32,6 +40,13 @@ struct Patterns {
     secret_value: Regex,
     header: Regex,
     path_token: Regex,
+    webhook: Regex,
+    query: Regex,
+    assignment: Regex,
+    email: Regex,
+    root_home: Regex,
+    tilde_home: Regex,
+    private_host: Regex,
 }
 
 fn patterns() -> &'static Patterns {
@@ -69,12 +84,39 @@ fn patterns() -> &'static Patterns {
         )
         .expect("header pattern"),
         path_token: Regex::new(r#"[/\\]([^/\\\s"'<>]+)"#).expect("path token pattern"),
+        // Webhook URLs carry their secret in the path: Slack's
+        // hooks.slack.com/services/T…/B…/X…, Discord's /api/webhooks/ID/TOKEN, and any other
+        // `/webhook(s)/…` or `/hooks/…` path (Zapier, n8n, Make).
+        webhook: Regex::new(
+            r#"(?i)\b(https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|[^/\s"'<>]+/(?:[^\s"'<>?#]*/)?(?:webhooks?|hooks)/))[^\s"'<>)\]]+"#,
+        )
+        .expect("webhook pattern"),
+        // A query parameter: `?key=…`, `&access_token=…`.
+        query: Regex::new(r#"([?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s"'<>]+)"#)
+            .expect("query pattern"),
+        // `name=`, `name: `, `'name': `, `"name" = ` (the value follows the match).
+        assignment: Regex::new(r#"\b([A-Za-z][A-Za-z0-9_.\-]*)(["']?)(\s*[:=]\s*)"#)
+            .expect("assignment pattern"),
+        email: Regex::new(
+            r"\b([A-Za-z0-9][A-Za-z0-9._%+-]*)@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}\b",
+        )
+        .expect("email pattern"),
+        // `/root` as a path of its own (not `/srv/root` or `/rootfs`).
+        root_home: Regex::new(r#"(^|[\s"'=(,\[{:])/root(/|$|[\s"'),;\]}:])"#)
+            .expect("root home pattern"),
+        tilde_home: Regex::new(r"(^|[^\w~])~([A-Za-z_][A-Za-z0-9_.-]*)([/\\])").expect("tilde pattern"),
+        // Host names under suffixes that only exist on private networks.
+        private_host: Regex::new(
+            r"(?i)\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:local|lan|internal|localdomain|intranet|corp|home\.arpa)\b(\.[a-z0-9])?",
+        )
+        .expect("private host pattern"),
     })
 }
 
 /// Whether an object key names a secret: `api_key`, `apiKey`, `token`, `auth_token_comfy_org`,
-/// `password`, `client_secret`, `cookie`, … but not `max_tokens`, `token_normalization` or
-/// `tokenizer`.
+/// `password`, `client_secret`, `cookie`, `civitai_key`, `webhook_url`, … but not
+/// `max_tokens`, `token_normalization`, `tokenizer`, `key` alone (an output's key in a run
+/// record, a combo option's key in a UI workflow) or `key_frame`/`sort_key`-like names.
 pub(crate) fn is_secret_key(key: &str) -> bool {
     let words = key_words(key);
     let has = |w: &str| words.iter().any(|x| x == w);
@@ -116,8 +158,25 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
         "authorization",
         "auth",
         "privatekey",
+        "webhook",
+        "webhooks",
+        "passkey",
+        "licensekey",
     ];
     if SECRET_WORDS.iter().any(|w| has(w)) {
+        return true;
+    }
+    // `<service>_key` (civitai_key, openai_key, hf_key): a key with a qualifier that is not
+    // one of the non-secret kinds of key.
+    const NOT_SECRET_KEYS: &[&str] = &[
+        "frame", "frames", "sort", "cache", "dict", "map", "hash", "primary", "foreign", "lookup",
+        "name", "names", "index", "press", "hot", "compile", "output", "input", "node", "model",
+        "state", "prompt", "latent", "image", "color", "chroma", "mode",
+    ];
+    if has("key")
+        && words.len() > 1
+        && !words.iter().any(|w| NOT_SECRET_KEYS.contains(&w.as_str()))
+    {
         return true;
     }
     words.windows(2).any(|pair| {
@@ -164,6 +223,9 @@ const PUBLIC_HOSTS: &[&str] = &[
     "comfy.org",
     "python.org",
     "nvidia.com",
+    "slack.com",
+    "discord.com",
+    "discordapp.com",
 ];
 
 fn is_public_host(host: &str) -> bool {
@@ -202,10 +264,12 @@ fn host_placeholder(host: &str) -> &'static str {
     }
 }
 
-/// The redaction rules, with the user names learned from home paths.
+/// The redaction rules, with the user names learned from home paths and the private host
+/// names learned from URLs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Redactor {
     users: BTreeSet<String>,
+    hosts: BTreeSet<String>,
 }
 
 impl Redactor {
@@ -236,6 +300,31 @@ impl Redactor {
             let name = cap[2].to_string();
             if !NOT_USERS.iter().any(|n| n.eq_ignore_ascii_case(&name)) && name.len() >= 2 {
                 self.users.insert(name);
+            }
+        }
+        for cap in p.tilde_home.captures_iter(text) {
+            if cap[2].len() >= 2 {
+                self.users.insert(cap[2].to_string());
+            }
+        }
+        // Host names (not addresses) of URLs: the same name elsewhere in the text (a console
+        // line, an error without the scheme) is the same machine.
+        for cap in p.url.captures_iter(text) {
+            let host = cap[4].to_ascii_lowercase();
+            let bare = host.trim_matches(|c| c == '[' || c == ']');
+            // Only names that cannot be an ordinary word (`gpu-box`, `nas.example.org`,
+            // `node7`): a compose service called `comfyui` must not blank the word ComfyUI.
+            let distinctive = host.contains(['.', '-']) || host.chars().any(|c| c.is_ascii_digit());
+            if host.len() >= 3
+                && distinctive
+                && !is_loopback_host(&host)
+                && !is_public_host(&host)
+                && !is_ipv4(bare)
+                && !bare.contains(':')
+                && host != HOST
+                && host != IP
+            {
+                self.hosts.insert(host);
             }
         }
     }
@@ -282,6 +371,21 @@ impl Redactor {
             })
             .into_owned();
         out = p
+            .webhook
+            .replace_all(&out, |c: &regex::Captures| format!("{}{SECRET}", &c[1]))
+            .into_owned();
+        out = p
+            .query
+            .replace_all(&out, |c: &regex::Captures| {
+                if is_secret_query_name(&c[2]) && &c[3] != SECRET {
+                    format!("{}{}={SECRET}", &c[1], &c[2])
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned();
+        out = redact_assignments(&out);
+        out = p
             .url
             .replace_all(&out, |c: &regex::Captures| {
                 let mut s = c[1].to_string();
@@ -303,6 +407,30 @@ impl Redactor {
                 s
             })
             .into_owned();
+        out = p
+            .email
+            .replace_all(&out, |c: &regex::Captures| {
+                // `git@github.com:owner/repo` is an address of a repository, not a person.
+                if &c[1] == "git" {
+                    c[0].to_string()
+                } else {
+                    EMAIL.to_string()
+                }
+            })
+            .into_owned();
+        out = p
+            .private_host
+            .replace_all(&out, |c: &regex::Captures| {
+                if c.get(1).is_some() {
+                    c[0].to_string() // a file name such as settings.local.json
+                } else {
+                    HOST.to_string()
+                }
+            })
+            .into_owned();
+        for host in &self.hosts {
+            out = replace_word(&out, host, HOST);
+        }
         out = replace_ipv4(&out);
         out = p.ipv6.replace_all(&out, IP).into_owned();
         out = p
@@ -324,6 +452,16 @@ impl Redactor {
                 } else {
                     format!("{}{USER}", &c[1])
                 }
+            })
+            .into_owned();
+        out = p
+            .root_home
+            .replace_all(&out, |c: &regex::Captures| format!("{}{HOME}{}", &c[1], &c[2]))
+            .into_owned();
+        out = p
+            .tilde_home
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{}~{USER}{}", &c[1], &c[3])
             })
             .into_owned();
         if !self.users.is_empty() {
@@ -358,6 +496,111 @@ pub(crate) fn redact_text(text: &str) -> String {
     r.redact_text(text)
 }
 
+/// Query parameter names that hold a secret: every [secret key](is_secret_key), and the short
+/// names APIs use for one (`?key=`, `?sig=`, `X-Amz-Signature=`).
+fn is_secret_query_name(name: &str) -> bool {
+    let words = key_words(name);
+    is_secret_key(name)
+        || words
+            .iter()
+            .any(|w| matches!(w.as_str(), "key" | "sig" | "signature" | "code" | "session"))
+}
+
+/// Names whose value is a host name (`host='nas'`, `hostname: gpu-box`).
+fn is_host_key(name: &str) -> bool {
+    key_words(name)
+        .iter()
+        .any(|w| matches!(w.as_str(), "host" | "hostname" | "hosts"))
+}
+
+/// Redacts the values of `name=value`, `name: value`, `'name': 'value'` pairs whose name says
+/// secret (`token=…`, `api_key='…'`, `"password": "…"`) or host (`host='nas'`). A value after
+/// `=` or in quotes is always taken; an unquoted value after `:` only when it does not read
+/// as a plain word (`Invalid token: expired` stays).
+fn redact_assignments(text: &str) -> String {
+    let re = &patterns().assignment;
+    let mut out = String::with_capacity(text.len());
+    let (mut last, mut from) = (0, 0);
+    while let Some(c) = re.captures_at(text, from) {
+        let m = c.get(0).expect("whole match");
+        from = m.end();
+        let name = &c[1];
+        let (secret, host) = (is_secret_key(name), is_host_key(name));
+        if !secret && !host {
+            continue;
+        }
+        let rest = &text[m.end()..];
+        let Some((skip, len, quoted)) = value_span(rest) else {
+            continue;
+        };
+        let value = &rest[skip..skip + len];
+        if value.starts_with('<') && value.ends_with('>') {
+            continue; // already a placeholder
+        }
+        let by_colon = !c[3].contains('=');
+        let plain_word = value.chars().all(|ch| ch.is_ascii_lowercase());
+        if by_colon && !quoted && plain_word && c[2].is_empty() {
+            continue;
+        }
+        let replacement = if secret {
+            SECRET
+        } else if is_loopback_host(value) || is_public_host(value) {
+            continue;
+        } else {
+            host_placeholder(value)
+        };
+        out.push_str(&text[last..m.end() + skip]);
+        out.push_str(replacement);
+        last = m.end() + skip + len;
+        from = last;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Where the value at the start of `rest` is: (offset, length, quoted). A quoted value runs to
+/// its closing quote on the same line; an unquoted one to whitespace or punctuation.
+fn value_span(rest: &str) -> Option<(usize, usize, bool)> {
+    let first = rest.chars().next()?;
+    if first == '"' || first == '\'' {
+        let body = &rest[1..];
+        let end = body.find([first, '\n'])?;
+        return (end > 0).then_some((1, end, true));
+    }
+    let end = rest
+        .find(|ch: char| ch.is_whitespace() || "\"',;&()[]{}<>".contains(ch))
+        .unwrap_or(rest.len());
+    (end > 0).then_some((0, end, false))
+}
+
+/// Replaces every whole-word occurrence of `word` (not inside a longer host or file name).
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_name = |ch: char| ch.is_alphanumeric() || ch == '-' || ch == '_' || ch == '.';
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut from = 0;
+    while let Some(pos) = lower[from..].find(word).map(|p| p + from) {
+        let end = pos + word.len();
+        from = end;
+        let before_ok = text[..pos].chars().next_back().is_none_or(|ch| !is_name(ch));
+        // A trailing dot ends a sentence, not a longer name.
+        let after = &text[end..];
+        let after_ok = match after.chars().next() {
+            None => true,
+            Some('.') => after[1..].chars().next().is_none_or(|ch| !is_name(ch)),
+            Some(ch) => !is_name(ch),
+        };
+        if before_ok && after_ok {
+            out.push_str(&text[last..pos]);
+            out.push_str(with);
+            last = end;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 fn replace_ipv4(text: &str) -> String {
     let re = &patterns().ipv4;
     let mut out = String::with_capacity(text.len());
@@ -379,6 +622,8 @@ fn replace_ipv4(text: &str) -> String {
 
 fn blank_strings(value: &mut Value) {
     match value {
+        // A link to another node's output (`["4", 0]`) is not the secret itself.
+        Value::Array(a) if a.len() == 2 && a[0].is_string() && a[1].is_u64() => {}
         Value::String(s) if !s.is_empty() => *s = SECRET.to_string(),
         Value::Array(a) => a.iter_mut().for_each(blank_strings),
         Value::Object(m) => m.values_mut().for_each(blank_strings),
@@ -631,5 +876,134 @@ mod tests {
             format!("--header 'Authorization: {SECRET}' proxy-authorization={SECRET} X-API-Key: {SECRET}; Cookie: {SECRET}, max_tokens: 5")
         );
         assert_eq!(redact_text(&out), out);
+    }
+    #[test]
+    fn secret_pairs_in_free_text() {
+        for (raw, want) in [
+            ("download failed: token=abc123XYZ then", "download failed: token=<secret> then"),
+            ("Client(api_key='sk-not-a-format', timeout=5)", "Client(api_key='<secret>', timeout=5)"),
+            (
+                r#"{"password": "hunter two", "steps": 20}"#,
+                r#"{"password": "<secret>", "steps": 20}"#,
+            ),
+            ("hf_token: Abc123 loaded", "hf_token: <secret> loaded"),
+            ("self.civitai_key = Xy9", "self.civitai_key = <secret>"),
+            // A plain word after a colon is prose, not a value.
+            ("Invalid token: expired", "Invalid token: expired"),
+            ("max_tokens=256 tokenizer: t5 key=images", "max_tokens=256 tokenizer: t5 key=images"),
+        ] {
+            assert_eq!(redact_text(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn secret_query_parameters() {
+        for (raw, want) in [
+            (
+                "GET https://api.example.com/v1/models?key=AIzaSyA1b2&alt=json",
+                "GET https://<host>/v1/models?key=<secret>&alt=json",
+            ),
+            (
+                "https://civitai.com/api/download/models/12?type=Model&token=0123abcd",
+                "https://civitai.com/api/download/models/12?type=Model&token=<secret>",
+            ),
+            (
+                "https://bucket.s3.amazonaws.com/x?X-Amz-Signature=f00d&X-Amz-Expires=60",
+                "https://<host>/x?X-Amz-Signature=<secret>&X-Amz-Expires=60",
+            ),
+            ("/view?filename=a.png&type=output", "/view?filename=a.png&type=output"),
+        ] {
+            assert_eq!(redact_text(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn webhook_urls() {
+        for (raw, want) in [
+            (
+                "posting to https://hooks.slack.com/services/T0AAAA/B0BBBB/XXsecretXX failed",
+                "posting to https://hooks.slack.com/services/<secret> failed",
+            ),
+            (
+                "https://discord.com/api/webhooks/123456789/abcDEF-ghi_jkl",
+                "https://discord.com/api/webhooks/<secret>",
+            ),
+            (
+                "(https://hooks.zapier.com/hooks/catch/123/abc/)",
+                "(https://<host>/hooks/<secret>)",
+            ),
+        ] {
+            assert_eq!(redact_text(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn emails_root_and_tilde_homes() {
+        for (raw, want) in [
+            ("contact alice.smith@example.org for access", "contact <email> for access"),
+            ("git@github.com:comfyanonymous/ComfyUI.git", "git@github.com:comfyanonymous/ComfyUI.git"),
+            ("torch@2.1.0 and @torch.no_grad", "torch@2.1.0 and @torch.no_grad"),
+            (
+                r#"File "/root/ComfyUI/nodes.py", line 5"#,
+                r#"File "<home>/ComfyUI/nodes.py", line 5"#,
+            ),
+            ("cd /root && ls /srv/root /rootfs/x", "cd <home> && ls /srv/root /rootfs/x"),
+            ("~alice/ComfyUI and ~/.cache", "~<user>/ComfyUI and ~/.cache"),
+        ] {
+            assert_eq!(redact_text(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn private_host_names() {
+        for (raw, want) in [
+            (
+                "HTTPConnectionPool(host='nas-01', port=8188)",
+                "HTTPConnectionPool(host='<host>', port=8188)",
+            ),
+            ("host='huggingface.co' ok", "host='huggingface.co' ok"),
+            ("ComfyUI on studio.lan and nas.local.", "ComfyUI on <host> and <host>."),
+            ("read settings.local.json", "read settings.local.json"),
+        ] {
+            assert_eq!(redact_text(raw), want, "{raw}");
+        }
+        // A host name seen in a URL is the same machine wherever else it appears.
+        let mut v = json!({
+            "server": "http://gpu-box:8188",
+            "log": "lost gpu-box at 10:00. gpu-box-2 and ComfyUI stay",
+            "compose": "http://comfyui:8188",
+        });
+        redact(&mut v);
+        assert_eq!(v["server"], "http://<host>:8188");
+        assert_eq!(v["log"], "lost <host> at 10:00. gpu-box-2 and ComfyUI stay");
+    }
+
+    #[test]
+    fn service_keys_and_webhook_inputs_are_secret_keys() {
+        for k in ["civitai_key", "webhook_url", "openai_key", "hf_api_key", "discordWebhook"] {
+            assert!(is_secret_key(k), "{k} should be secret");
+        }
+        for k in ["key", "key_frame", "sort_key", "detailer_hook", "debug_compile_keys"] {
+            assert!(!is_secret_key(k), "{k} should not be secret");
+        }
+        let mut v = json!({"inputs": {
+            "civitai_key": "civ-123", "webhook_url": "https://example.net/x",
+            "api_key": ["5", 0], "model": ["4", 0]
+        }});
+        redact(&mut v);
+        assert_eq!(v["inputs"]["civitai_key"], "<secret>");
+        assert_eq!(v["inputs"]["webhook_url"], "<secret>");
+        assert_eq!(v["inputs"]["api_key"], json!(["5", 0]), "a link stays a link");
+    }
+
+    #[test]
+    fn free_text_redaction_is_idempotent() {
+        let raw = "token=abc1 https://x.example/a?key=k2 alice@example.org /root/x host='nas-1' \
+                   https://discord.com/api/webhooks/1/t studio.lan ~bob/x";
+        let once = redact_text(raw);
+        for private in ["abc1", "k2", "alice@", "/root", "nas-1", "/1/t", "studio", "bob"] {
+            assert!(!once.contains(private), "{private} left in {once:?}");
+        }
+        assert_eq!(redact_text(&once), once);
     }
 }
