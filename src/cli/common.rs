@@ -5,6 +5,7 @@ use crate::error::exit;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::session::schedule::parse_duration;
+use comfy_bisect_core::text::escape_controls;
 use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
 use comfy_bisect_core::workflow::Workflow;
 use std::path::{Path, PathBuf};
@@ -295,20 +296,35 @@ pub(crate) fn read_loaded_with(
     }
 }
 
-/// Writes command output to stdout (the commands' `print!`/`println!`). A reader that went
-/// away (`| head`, a closed pipe) ends the process at once and quietly with exit code 0: the
-/// output was wanted only up to there. Any other write error ends it with a message on stderr
-/// and exit code 1 (std's own `print!` would panic with exit code 101 in both cases).
+/// Writes command output to stdout (the commands' `print!`/`println!`), its control and
+/// bidi characters made visible ([`escape_controls`]: server text never reaches the terminal
+/// raw; JSON output stays valid). A reader that went away (`| head`, a closed pipe) ends the
+/// process at once and quietly with exit code 0: the output was wanted only up to there. Any
+/// other write error ends it with a message on stderr and exit code 1 (std's own `print!`
+/// would panic with exit code 101 in both cases).
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
+    let text = std::fmt::format(args);
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+    if let Err(e) = out
+        .write_all(escape_controls(&text).as_bytes())
+        .and_then(|()| out.flush())
+    {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(i32::from(exit::OK));
         }
         eprintln!("error: cannot write to stdout: {e}");
         std::process::exit(i32::from(exit::FAILED));
     }
+}
+
+/// Writes to stderr (the commands' `eprint!`/`eprintln!`), control and bidi characters made
+/// visible like [`write_stdout`]'s. A failed write is ignored (there is nowhere to say so).
+pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let text = std::fmt::format(args);
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(escape_controls(&text).as_bytes());
 }
 
 /// Prints an error for the user on stderr.

@@ -6,7 +6,8 @@
 //!
 //! `print!` and `println!` are shadowed here for every command: they write through
 //! `common::write_stdout`, so a closed pipe (`show RUN | head -1`) ends the command quietly
-//! instead of panicking.
+//! instead of panicking. They and `eprint!`/`eprintln!` (`common::write_stderr`) make the
+//! control and bidi characters of server text visible (`comfy_bisect_core::text`).
 
 /// `print!` for the commands: a closed stdout ends the process quietly (see
 /// `common::write_stdout`).
@@ -20,6 +21,21 @@ macro_rules! println {
     () => { $crate::cli::common::write_stdout(format_args!("\n")) };
     ($($arg:tt)*) => {
         $crate::cli::common::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` for the commands: control and bidi characters made visible (see
+/// `common::write_stderr`).
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::cli::common::write_stderr(format_args!($($arg)*)) };
+}
+
+/// `eprintln!` for the commands: control and bidi characters made visible (see
+/// `common::write_stderr`).
+macro_rules! eprintln {
+    () => { $crate::cli::common::write_stderr(format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::cli::common::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 

@@ -96,9 +96,11 @@ pub fn run(args: Args, server: &str) -> CliResult {
     })
 }
 
-/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+/// Writes to stdout, control and bidi characters made visible like every command's output
+/// (`common::write_stdout`); a closed pipe (`| head`) is not an error worth a panic.
 fn write_stdout(text: &str) {
     use std::io::Write;
+    let text = comfy_bisect_core::text::escape_controls(text);
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
@@ -254,18 +256,20 @@ impl Progress {
 
 impl RunObserver for Progress {
     fn on_event(&mut self, event: &RunEvent) {
+        // Node ids and warnings are server text: control and bidi characters made visible.
+        let safe = |s: String| comfy_bisect_core::text::escape_controls(&s).into_owned();
         match event {
-            RunEvent::Phase(p) => self.bar.set_message(p.clone()),
+            RunEvent::Phase(p) => self.bar.set_message(safe(p.clone())),
             RunEvent::Queued { ahead } => self
                 .bar
                 .set_message(format!("waiting: {ahead} prompt(s) ahead of ours")),
             RunEvent::Tracker(TrackerEvent::NodeStarted { node }) => {
-                self.bar.set_message(format!("node {node}"))
+                self.bar.set_message(safe(format!("node {node}")))
             }
             RunEvent::Tracker(TrackerEvent::Progress { node, value, max }) => self
                 .bar
-                .set_message(format!("node {node}: step {value}/{max}")),
-            RunEvent::Warning(w) => self.bar.println(format!("warning: {w}")),
+                .set_message(safe(format!("node {node}: step {value}/{max}"))),
+            RunEvent::Warning(w) => self.bar.println(safe(format!("warning: {w}"))),
             _ => {}
         }
     }

@@ -621,12 +621,13 @@ async fn run_node(
         let mut executed = run.executed.clone();
         executed.reverse();
         let current_outputs: Vec<&String> = prompt.keys().collect();
+        let hostile = inst.shared.faults().hostile_text.unwrap_or_default();
         let data = json!({
             "prompt_id": pid,
             "node_id": id,
-            "node_type": class,
+            "node_type": format!("{class}{hostile}"),
             "executed": executed,
-            "exception_message": oom::exception_message(oom, inst.shared.config.allocator),
+            "exception_message": format!("{hostile}{}", oom::exception_message(oom, inst.shared.config.allocator)),
             "exception_type": oom::OOM_EXCEPTION_TYPE,
             "traceback": oom::traceback(oom, &trace_ctx),
             "current_inputs": current_inputs(node, values),

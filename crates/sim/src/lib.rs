@@ -112,6 +112,12 @@ pub struct Faults {
     pub queue_hides: bool,
     /// `GET /history/{id}` answers aiohttp's HTTP 500 (`history-500`).
     pub history_500: bool,
+    /// A hostile server (issue #29): this text (control characters, terminal escapes, bidi
+    /// overrides…) is appended to every free text the server reports — `comfyui_version`, the
+    /// device name, a custom node pack's name (one more pack in `/object_info`), a failed
+    /// node's `exception_message` and `node_type` and the console. Set in code only (not in
+    /// the `--faults` list: it holds control characters).
+    pub hostile_text: Option<String>,
 }
 
 impl Faults {
@@ -211,6 +217,11 @@ impl Faults {
     /// `/history/{id}` answers 500.
     pub fn with_history_500(mut self) -> Self {
         self.history_500 = true;
+        self
+    }
+
+    pub fn with_hostile_text(mut self, text: &str) -> Self {
+        self.hostile_text = Some(text.to_string());
         self
     }
     /// `/view` ignores `Range`.

@@ -285,6 +285,24 @@ fn object_info_body() -> &'static [u8] {
     BODY.get_or_init(|| serde_json::to_vec(&defs().map).expect("object_info serializes"))
 }
 
+/// One node class of a pack whose name ends in `hostile` ([`super::Faults::hostile_text`]).
+fn hostile_pack_defs(hostile: &str) -> serde_json::Map<String, Value> {
+    let def = json!({
+        "input": {"required": {"value": ["IMAGE"]}},
+        "input_order": {"required": ["value"]},
+        "output": ["IMAGE"],
+        "output_is_list": [false],
+        "output_name": ["IMAGE"],
+        "name": "SimHostilePass",
+        "display_name": format!("Hostile pass-through {hostile}"),
+        "description": "",
+        "python_module": format!("custom_nodes.hostile-pack{hostile}"),
+        "category": "utils",
+        "output_node": false,
+    });
+    std::iter::once(("SimHostilePass".to_string(), def)).collect()
+}
+
 /// The node classes of [`super::EXTRA_PACK`] (an image pass-through and a latent one, in the
 /// captured `/object_info` shape).
 fn extra_pack_defs() -> serde_json::Map<String, Value> {
@@ -506,6 +524,11 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             if y2026 {
                 profile::adjust_system_stats(&mut stats);
             }
+            if let Some(hostile) = inst.shared.faults().hostile_text {
+                for field in [&mut stats["system"]["comfyui_version"], &mut stats["devices"][0]["name"]] {
+                    *field = json!(format!("{}{hostile}", field.as_str().unwrap_or_default()));
+                }
+            }
             Response::json(200, &stats)
         }
         "/features" if get && y2026 => Response::json(200, &profile::features()),
@@ -523,10 +546,18 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             }
             Response::json(200, &json!(scripts))
         }
-        "/object_info" if get && (inst.shared.extra_pack() || inst.shared.pack_removed()) => {
+        "/object_info"
+            if get
+                && (inst.shared.extra_pack()
+                    || inst.shared.pack_removed()
+                    || inst.shared.faults().hostile_text.is_some()) =>
+        {
             let mut all = inst.shared.defs().map.clone();
             if inst.shared.extra_pack() {
                 all.extend(extra_pack_defs());
+            }
+            if let Some(hostile) = inst.shared.faults().hostile_text {
+                all.extend(hostile_pack_defs(&hostile));
             }
             Response::json(200, &Value::Object(all))
         }

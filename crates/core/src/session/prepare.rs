@@ -204,8 +204,11 @@ pub fn prepare(
                 write_variant(doc, converted, &s.edits, defs)
                     .map_err(|e| {
                         eprintln!(
-                            "warning: {name}: step {i} ({}) has no faithful UI form; only the API variant is written: {e}",
-                            s.increment.name()
+                            "{}",
+                            crate::text::escape_controls(&format!(
+                                "warning: {name}: step {i} ({}) has no faithful UI form; only the API variant is written: {e}",
+                                s.increment.name()
+                            ))
                         )
                     })
                     .ok()

@@ -93,6 +93,8 @@ impl ProgressView {
         if self.quiet {
             return;
         }
+        // Run lines quote server text (errors, node classes): control characters made visible.
+        let text = &*crate::text::escape_controls(text);
         if self.bar.is_hidden() {
             eprintln!("{text}");
         } else {
@@ -130,7 +132,8 @@ impl ProgressView {
             human(s.run_start.elapsed()),
             human(s.session_start.elapsed())
         ));
-        self.bar.set_message(msg);
+        self.bar
+            .set_message(crate::text::escape_controls(&msg).into_owned());
     }
 
     /// Removes the progress line.

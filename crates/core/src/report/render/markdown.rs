@@ -45,7 +45,8 @@ pub fn render(report: &Report) -> String {
     budget::cut_to_fit(&doc, budget::GITHUB_BODY_LIMIT)
 }
 
-/// Renders the whole report with the long parts trimmed to `limits`.
+/// Renders the whole report with the long parts trimmed to `limits`, its control and bidi
+/// characters made visible ([`crate::text::escape_controls`]).
 pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     let mut out = String::new();
     let single = report.workflows.len() == 1;
@@ -99,7 +100,9 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
         out.push('\n');
     }
     out.push_str(&footer(report));
-    out
+    // One chokepoint for every piece of server and workflow text in the document: control and
+    // bidi characters become visible `\u001b` escapes (`cat report.md` must not act on them).
+    crate::text::escape_controls(&out).into_owned()
 }
 
 fn heading(level: usize, title: &str) -> String {
