@@ -71,9 +71,12 @@ fn hostile_server_text_reaches_terminals_and_report_md_only_escaped() {
     let shown = safe_output("show", &show);
     assert!(shown.contains("\\u001b]0;pwned-title"), "{shown}");
 
+    // With a second runs folder `runs` groups sessions by environment (device, version).
+    let other = b.tmp.path().join("other-machine");
+    std::fs::create_dir_all(&other).unwrap();
     for args in [
         vec!["report", b.session.session_id.as_str(), "--runs-dir", runs],
-        vec!["runs", "--runs-dir", runs],
+        vec!["runs", "--runs-dir", runs, "--runs-dir", other.to_str().unwrap()],
     ] {
         let out = cli(&args);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -106,4 +109,70 @@ fn hostile_server_text_reaches_terminals_and_report_md_only_escaped() {
     let diagnose = cli(&["diagnose", log.to_str().unwrap()]);
     let diagnosed = safe_output("diagnose", &diagnose);
     assert!(diagnosed.contains("\\u001b"), "{diagnosed}");
+}
+
+/// Secrets in the forms of issue #29 item 9, each with a numbered marker.
+const SECRETS: &str = " token=tok-s3cret-1 Client(api_key='key-s3cret-2') GET \
+     https://api.example.com/v1?key=qry-s3cret-3 in /root/ComfyUI mail ops-s3cret-5@example.org \
+     https://hooks.slack.com/services/T1/B2/slk-s3cret-6 \
+     https://discord.com/api/webhooks/1/dsc-s3cret-7 host='nas-s3cret-8' ";
+
+fn unzip(path: &std::path::Path) -> Vec<(String, String)> {
+    use std::io::Read;
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..zip.len())
+        .map(|i| {
+            let mut file = zip.by_index(i).unwrap();
+            let mut text = String::new();
+            file.read_to_string(&mut text).unwrap();
+            (file.name().unwrap().to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn secrets_in_server_errors_console_and_inputs_stay_out_of_the_report_and_bundle() {
+    let sim = Sim::with_faults(
+        PASSES_TWO_STEPS,
+        Faults::default().with_hostile_text(SECRETS),
+    );
+    let mut target = example("sd15_txt2img_lora_upscale", &[]);
+    target["4"]["inputs"]["civitai_key"] = "civ-s3cret-9".into();
+    target["4"]["inputs"]["webhook_url"] = "https://example.net/x/hook-s3cret-10".into();
+    let b = bisect_workflow(&sim, &target, &[]);
+    let failed = b
+        .job()
+        .runs
+        .iter()
+        .find(|r| r.failed())
+        .unwrap_or_else(|| panic!("no failed run\n{}", b.text()));
+    // The journal keeps what the server said (it stays on this machine).
+    let raw = std::fs::read_to_string(b.dir.join(&failed.dir).join("run.json")).unwrap();
+    for n in [1, 2, 3, 5, 6, 7, 8, 9, 10] {
+        assert!(raw.contains(&format!("s3cret-{n}")), "marker {n} not recorded");
+    }
+    let zip = b.tmp.path().join("issue.zip");
+    let out = cli(&[
+        "report",
+        &b.session.session_id,
+        "--runs-dir",
+        b.runs.to_str().unwrap(),
+        "--bundle",
+        zip.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut files = vec![
+        ("report.md".to_string(), b.read("report.md")),
+        ("report.json".to_string(), b.read("report.json")),
+    ];
+    files.extend(unzip(&zip));
+    assert!(files.iter().any(|(n, _)| n.ends_with("server.log")), "{files:?}");
+    for (name, text) in &files {
+        assert!(!text.contains("s3cret"), "{name} leaks a secret:\n{text}");
+        assert!(!text.contains("/root/"), "{name} keeps /root:\n{text}");
+    }
+    let json = &files[1].1;
+    for placeholder in ["token=<secret>", "api_key='<secret>'", "?key=<secret>", "<home>/ComfyUI", "<email>"] {
+        assert!(json.contains(placeholder), "{placeholder} not in report.json");
+    }
 }

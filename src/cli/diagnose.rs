@@ -3,7 +3,7 @@
 use super::common::{CliError, CliResult};
 use crate::error::exit;
 use comfy_bisect_core::diagnose;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 /// Diagnose a failure from a ComfyUI console log, a traceback, an execution_error JSON or a
@@ -43,10 +43,9 @@ pub fn run(args: Args) -> CliResult {
     if args.json {
         print_json(&diagnosis)?;
     } else {
-        // A closed pipe (e.g. `| head`) is not an error worth a panic.
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(diagnose::render_text(&diagnosis).as_bytes());
+        // Through the commands' `print!`: a closed pipe (e.g. `| head`) is not an error worth
+        // a panic, and the pasted text's control characters are made visible.
+        print!("{}", diagnose::render_text(&diagnosis));
     }
     Ok(exit::OK)
 }
@@ -55,7 +54,7 @@ pub fn run(args: Args) -> CliResult {
 fn print_json(diagnosis: &diagnose::Diagnosis) -> Result<(), CliError> {
     let json = serde_json::to_string_pretty(diagnosis)
         .map_err(|e| CliError::failed(format!("could not serialize the diagnosis: {e}")))?;
-    let _ = std::io::stdout().lock().write_all((json + "\n").as_bytes());
+    println!("{json}");
     Ok(())
 }
 

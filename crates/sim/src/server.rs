@@ -525,8 +525,10 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
                 profile::adjust_system_stats(&mut stats);
             }
             if let Some(hostile) = inst.shared.faults().hostile_text {
-                for field in [&mut stats["system"]["comfyui_version"], &mut stats["devices"][0]["name"]] {
-                    *field = json!(format!("{}{hostile}", field.as_str().unwrap_or_default()));
+                for field in ["/system/comfyui_version", "/devices/0/name"] {
+                    if let Some(v) = stats.pointer_mut(field) {
+                        *v = json!(format!("{}{hostile}", v.as_str().unwrap_or_default()));
+                    }
                 }
             }
             Response::json(200, &stats)
