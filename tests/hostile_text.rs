@@ -24,10 +24,7 @@ const HOSTILE: &str = "\u{1b}]0;pwned-title\u{7}\u{1b}]52;c;cm0gLXJmIH4=\u{7}\0\
 fn assert_safe(what: &str, text: &str) {
     if let Some((i, c)) = text.char_indices().find(|(_, c)| is_unsafe(*c)) {
         let from = text[..i].char_indices().rev().nth(60).map_or(0, |(j, _)| j);
-        panic!(
-            "{what}: raw {c:?} at byte {i}, after {:?}",
-            &text[from..i]
-        );
+        panic!("{what}: raw {c:?} at byte {i}, after {:?}", &text[from..i]);
     }
 }
 
@@ -54,7 +51,13 @@ fn hostile_server_text_reaches_terminals_and_report_md_only_escaped() {
     // report.md: the error message, node type, device name, version and pack all escaped.
     let md = b.read("report.md");
     assert_safe("report.md", &md);
-    for visible in ["\\u001b", "pwned-title", "\\u0007", "\\u0000", "\\u202elave"] {
+    for visible in [
+        "\\u001b",
+        "pwned-title",
+        "\\u0007",
+        "\\u0000",
+        "\\u202elave",
+    ] {
         assert!(md.contains(visible), "{visible} not in report.md:\n{md}");
     }
     assert!(md.contains("hostile-pack\\u001b"), "pack name:\n{md}");
@@ -76,7 +79,13 @@ fn hostile_server_text_reaches_terminals_and_report_md_only_escaped() {
     std::fs::create_dir_all(&other).unwrap();
     for args in [
         vec!["report", b.session.session_id.as_str(), "--runs-dir", runs],
-        vec!["runs", "--runs-dir", runs, "--runs-dir", other.to_str().unwrap()],
+        vec![
+            "runs",
+            "--runs-dir",
+            runs,
+            "--runs-dir",
+            other.to_str().unwrap(),
+        ],
     ] {
         let out = cli(&args);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -86,7 +95,13 @@ fn hostile_server_text_reaches_terminals_and_report_md_only_escaped() {
 
     // `--json` keeps the original text: JSON escapes the controls, the bidi override is
     // escaped on the way out, and both come back when parsed.
-    let json = cli(&["report", &b.session.session_id, "--runs-dir", runs, "--json"]);
+    let json = cli(&[
+        "report",
+        &b.session.session_id,
+        "--runs-dir",
+        runs,
+        "--json",
+    ]);
     let doc = safe_output("report --json", &json);
     let report: Value = serde_json::from_str(&doc).unwrap();
     assert!(report.to_string().contains("\\u001b]0;pwned-title"));
@@ -149,7 +164,10 @@ fn secrets_in_server_errors_console_and_inputs_stay_out_of_the_report_and_bundle
     // The journal keeps what the server said (it stays on this machine).
     let raw = std::fs::read_to_string(b.dir.join(&failed.dir).join("run.json")).unwrap();
     for n in [1, 2, 3, 5, 6, 7, 8, 9, 10] {
-        assert!(raw.contains(&format!("s3cret-{n}")), "marker {n} not recorded");
+        assert!(
+            raw.contains(&format!("s3cret-{n}")),
+            "marker {n} not recorded"
+        );
     }
     let zip = b.tmp.path().join("issue.zip");
     let out = cli(&[
@@ -166,13 +184,25 @@ fn secrets_in_server_errors_console_and_inputs_stay_out_of_the_report_and_bundle
         ("report.json".to_string(), b.read("report.json")),
     ];
     files.extend(unzip(&zip));
-    assert!(files.iter().any(|(n, _)| n.ends_with("server.log")), "{files:?}");
+    assert!(
+        files.iter().any(|(n, _)| n.ends_with("server.log")),
+        "{files:?}"
+    );
     for (name, text) in &files {
         assert!(!text.contains("s3cret"), "{name} leaks a secret:\n{text}");
         assert!(!text.contains("/root/"), "{name} keeps /root:\n{text}");
     }
     let json = &files[1].1;
-    for placeholder in ["token=<secret>", "api_key='<secret>'", "?key=<secret>", "<home>/ComfyUI", "<email>"] {
-        assert!(json.contains(placeholder), "{placeholder} not in report.json");
+    for placeholder in [
+        "token=<secret>",
+        "api_key='<secret>'",
+        "?key=<secret>",
+        "<home>/ComfyUI",
+        "<email>",
+    ] {
+        assert!(
+            json.contains(placeholder),
+            "{placeholder} not in report.json"
+        );
     }
 }

@@ -50,8 +50,26 @@ pub fn init(verbose: u8) {
     let filter =
         EnvFilter::try_from_env("COMFY_BISECT_LOG").unwrap_or_else(|_| EnvFilter::new(level));
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogWriter)
         .with_filter(filter)
         .with_filter(dependency_cap());
     let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// Stderr for the log lines, with the control and bidi characters of logged server text that
+/// `tracing` leaves as they are (NUL, a lone CR, U+202E…) made visible
+/// ([`comfy_bisect_core::text::escape_log_line`]). The formatter writes each event in one call.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let safe = comfy_bisect_core::text::escape_log_line(&text);
+        std::io::stderr().lock().write_all(safe.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().lock().flush()
+    }
 }

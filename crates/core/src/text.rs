@@ -37,8 +37,20 @@ pub fn is_unsafe(c: char) -> bool {
 /// lower-case hex digits), except a CR directly before a newline. Borrows when there is nothing
 /// to replace.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    escape_where(text, is_unsafe)
+}
+
+/// Like [`escape_controls`], for the log lines of `tracing`'s formatter, which escapes ESC,
+/// BEL and the C1 controls in logged values itself and colours its own output with ESC
+/// sequences: those ESCs pass, every other unsafe character (NUL, a lone CR, the bidi
+/// overrides) is escaped.
+pub fn escape_log_line(text: &str) -> Cow<'_, str> {
+    escape_where(text, |c| c != '\x1b' && is_unsafe(c))
+}
+
+fn escape_where(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
     let needs = |(i, c): (usize, char)| {
-        is_unsafe(c) && !(c == '\r' && text.as_bytes().get(i + 1) == Some(&b'\n'))
+        unsafe_char(c) && !(c == '\r' && text.as_bytes().get(i + 1) == Some(&b'\n'))
     };
     let Some(first) = text.char_indices().find(|&ic| needs(ic)).map(|(i, _)| i) else {
         return Cow::Borrowed(text);
@@ -98,6 +110,14 @@ mod tests {
         // A lone CR (overwrites the line on a terminal) is escaped; one before \n is not.
         assert_eq!(escape_controls("ok\rfake\r\n"), "ok\\u000dfake\r\n");
         assert_eq!(escape_controls("end\r"), "end\\u000d");
+    }
+
+    #[test]
+    fn log_lines_keep_the_formatters_colours_only() {
+        assert_eq!(
+            escape_log_line("\x1b[2mDEBUG\x1b[0m node \\x1b]0;t\0\u{202e}"),
+            "\x1b[2mDEBUG\x1b[0m node \\x1b]0;t\\u0000\\u202e"
+        );
     }
 
     #[test]

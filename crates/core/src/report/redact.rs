@@ -173,9 +173,7 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
         "name", "names", "index", "press", "hot", "compile", "output", "input", "node", "model",
         "state", "prompt", "latent", "image", "color", "chroma", "mode",
     ];
-    if has("key")
-        && words.len() > 1
-        && !words.iter().any(|w| NOT_SECRET_KEYS.contains(&w.as_str()))
+    if has("key") && words.len() > 1 && !words.iter().any(|w| NOT_SECRET_KEYS.contains(&w.as_str()))
     {
         return true;
     }
@@ -456,7 +454,9 @@ impl Redactor {
             .into_owned();
         out = p
             .root_home
-            .replace_all(&out, |c: &regex::Captures| format!("{}{HOME}{}", &c[1], &c[2]))
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{}{HOME}{}", &c[1], &c[2])
+            })
             .into_owned();
         out = p
             .tilde_home
@@ -583,7 +583,10 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
     while let Some(pos) = lower[from..].find(word).map(|p| p + from) {
         let end = pos + word.len();
         from = end;
-        let before_ok = text[..pos].chars().next_back().is_none_or(|ch| !is_name(ch));
+        let before_ok = text[..pos]
+            .chars()
+            .next_back()
+            .is_none_or(|ch| !is_name(ch));
         // A trailing dot ends a sentence, not a longer name.
         let after = &text[end..];
         let after_ok = match after.chars().next() {
@@ -880,8 +883,14 @@ mod tests {
     #[test]
     fn secret_pairs_in_free_text() {
         for (raw, want) in [
-            ("download failed: token=abc123XYZ then", "download failed: token=<secret> then"),
-            ("Client(api_key='sk-not-a-format', timeout=5)", "Client(api_key='<secret>', timeout=5)"),
+            (
+                "download failed: token=abc123XYZ then",
+                "download failed: token=<secret> then",
+            ),
+            (
+                "Client(api_key='sk-not-a-format', timeout=5)",
+                "Client(api_key='<secret>', timeout=5)",
+            ),
             (
                 r#"{"password": "hunter two", "steps": 20}"#,
                 r#"{"password": "<secret>", "steps": 20}"#,
@@ -890,7 +899,10 @@ mod tests {
             ("self.civitai_key = Xy9", "self.civitai_key = <secret>"),
             // A plain word after a colon is prose, not a value.
             ("Invalid token: expired", "Invalid token: expired"),
-            ("max_tokens=256 tokenizer: t5 key=images", "max_tokens=256 tokenizer: t5 key=images"),
+            (
+                "max_tokens=256 tokenizer: t5 key=images",
+                "max_tokens=256 tokenizer: t5 key=images",
+            ),
         ] {
             assert_eq!(redact_text(raw), want, "{raw}");
         }
@@ -911,7 +923,10 @@ mod tests {
                 "https://bucket.s3.amazonaws.com/x?X-Amz-Signature=f00d&X-Amz-Expires=60",
                 "https://<host>/x?X-Amz-Signature=<secret>&X-Amz-Expires=60",
             ),
-            ("/view?filename=a.png&type=output", "/view?filename=a.png&type=output"),
+            (
+                "/view?filename=a.png&type=output",
+                "/view?filename=a.png&type=output",
+            ),
         ] {
             assert_eq!(redact_text(raw), want, "{raw}");
         }
@@ -940,15 +955,30 @@ mod tests {
     #[test]
     fn emails_root_and_tilde_homes() {
         for (raw, want) in [
-            ("contact alice.smith@example.org for access", "contact <email> for access"),
-            ("git@github.com:comfyanonymous/ComfyUI.git", "git@github.com:comfyanonymous/ComfyUI.git"),
-            ("torch@2.1.0 and @torch.no_grad", "torch@2.1.0 and @torch.no_grad"),
+            (
+                "contact alice.smith@example.org for access",
+                "contact <email> for access",
+            ),
+            (
+                "git@github.com:comfyanonymous/ComfyUI.git",
+                "git@github.com:comfyanonymous/ComfyUI.git",
+            ),
+            (
+                "torch@2.1.0 and @torch.no_grad",
+                "torch@2.1.0 and @torch.no_grad",
+            ),
             (
                 r#"File "/root/ComfyUI/nodes.py", line 5"#,
                 r#"File "<home>/ComfyUI/nodes.py", line 5"#,
             ),
-            ("cd /root && ls /srv/root /rootfs/x", "cd <home> && ls /srv/root /rootfs/x"),
-            ("~alice/ComfyUI and ~/.cache", "~<user>/ComfyUI and ~/.cache"),
+            (
+                "cd /root && ls /srv/root /rootfs/x",
+                "cd <home> && ls /srv/root /rootfs/x",
+            ),
+            (
+                "~alice/ComfyUI and ~/.cache",
+                "~<user>/ComfyUI and ~/.cache",
+            ),
         ] {
             assert_eq!(redact_text(raw), want, "{raw}");
         }
@@ -962,7 +992,10 @@ mod tests {
                 "HTTPConnectionPool(host='<host>', port=8188)",
             ),
             ("host='huggingface.co' ok", "host='huggingface.co' ok"),
-            ("ComfyUI on studio.lan and nas.local.", "ComfyUI on <host> and <host>."),
+            (
+                "ComfyUI on studio.lan and nas.local.",
+                "ComfyUI on <host> and <host>.",
+            ),
             ("read settings.local.json", "read settings.local.json"),
         ] {
             assert_eq!(redact_text(raw), want, "{raw}");
@@ -980,10 +1013,22 @@ mod tests {
 
     #[test]
     fn service_keys_and_webhook_inputs_are_secret_keys() {
-        for k in ["civitai_key", "webhook_url", "openai_key", "hf_api_key", "discordWebhook"] {
+        for k in [
+            "civitai_key",
+            "webhook_url",
+            "openai_key",
+            "hf_api_key",
+            "discordWebhook",
+        ] {
             assert!(is_secret_key(k), "{k} should be secret");
         }
-        for k in ["key", "key_frame", "sort_key", "detailer_hook", "debug_compile_keys"] {
+        for k in [
+            "key",
+            "key_frame",
+            "sort_key",
+            "detailer_hook",
+            "debug_compile_keys",
+        ] {
             assert!(!is_secret_key(k), "{k} should not be secret");
         }
         let mut v = json!({"inputs": {
@@ -993,7 +1038,11 @@ mod tests {
         redact(&mut v);
         assert_eq!(v["inputs"]["civitai_key"], "<secret>");
         assert_eq!(v["inputs"]["webhook_url"], "<secret>");
-        assert_eq!(v["inputs"]["api_key"], json!(["5", 0]), "a link stays a link");
+        assert_eq!(
+            v["inputs"]["api_key"],
+            json!(["5", 0]),
+            "a link stays a link"
+        );
     }
 
     #[test]
@@ -1001,7 +1050,9 @@ mod tests {
         let raw = "token=abc1 https://x.example/a?key=k2 alice@example.org /root/x host='nas-1' \
                    https://discord.com/api/webhooks/1/t studio.lan ~bob/x";
         let once = redact_text(raw);
-        for private in ["abc1", "k2", "alice@", "/root", "nas-1", "/1/t", "studio", "bob"] {
+        for private in [
+            "abc1", "k2", "alice@", "/root", "nas-1", "/1/t", "studio", "bob",
+        ] {
             assert!(!once.contains(private), "{private} left in {once:?}");
         }
         assert_eq!(redact_text(&once), once);
