@@ -64,7 +64,7 @@ fn patterns() -> &'static Patterns {
         .expect("home pattern"),
         // scheme://[userinfo@]host[:port]
         url: Regex::new(
-            r"(?i)\b([a-z][a-z0-9+.-]*://)(?:([^/\s@:]*)(?::([^/\s@]*))?@)?(\[[0-9a-f:.]+\]|[^/\s:?#<>\x22']+)",
+            r"(?i)\b([a-z][a-z0-9+.-]*://)(?:([^/\s@:]*)(?::([^/\s@]*))?@)?(\[[0-9a-f:.]+\]|[^/\s:?#<>@\x22']+)",
         )
         .expect("url pattern"),
         ipv4: Regex::new(r"(?:^|[^0-9.])((?:[0-9]{1,3}\.){3}[0-9]{1,3})(?:$|[^0-9.]|\.[^0-9])")
@@ -92,7 +92,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("webhook pattern"),
         // A query parameter: `?key=…`, `&access_token=…`.
-        query: Regex::new(r#"([?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s"'<>]+)"#)
+        query: Regex::new(r#"([?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^?&#\s"'<>]+)"#)
             .expect("query pattern"),
         // `name=`, `name: `, `'name': `, `"name" = ` (the value follows the match).
         assignment: Regex::new(r#"\b([A-Za-z][A-Za-z0-9_.\-]*)(["']?)(\s*[:=]\s*)"#)
@@ -452,18 +452,8 @@ impl Redactor {
                 }
             })
             .into_owned();
-        out = p
-            .root_home
-            .replace_all(&out, |c: &regex::Captures| {
-                format!("{}{HOME}{}", &c[1], &c[2])
-            })
-            .into_owned();
-        out = p
-            .tilde_home
-            .replace_all(&out, |c: &regex::Captures| {
-                format!("{}~{USER}{}", &c[1], &c[3])
-            })
-            .into_owned();
+        out = replace_before_last_group(&out, &p.root_home, |c| format!("{}{HOME}", &c[1]));
+        out = replace_before_last_group(&out, &p.tilde_home, |c| format!("{}~{USER}", &c[1]));
         if !self.users.is_empty() {
             out = p
                 .path_token
@@ -599,6 +589,31 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
             out.push_str(with);
             last = end;
         }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Like `Regex::replace_all` for a pattern whose last group is the delimiter after the match,
+/// which the next match may need as its leading delimiter (`/root /root`, `~a/~b/`): each match
+/// is replaced up to that group only, and the search goes on from there.
+fn replace_before_last_group(
+    text: &str,
+    re: &Regex,
+    with: impl Fn(&regex::Captures) -> String,
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut last, mut from) = (0, 0);
+    while let Some(c) = re.captures_at(text, from) {
+        let whole = c.get(0).expect("whole match");
+        let end = c
+            .get(c.len() - 1)
+            .map_or(whole.end(), |g| g.start())
+            .max(whole.start() + 1);
+        out.push_str(&text[last..whole.start()]);
+        out.push_str(&with(&c));
+        last = end;
+        from = end;
     }
     out.push_str(&text[last..]);
     out
@@ -1056,5 +1071,41 @@ mod tests {
             assert!(!once.contains(private), "{private} left in {once:?}");
         }
         assert_eq!(redact_text(&once), once);
+    }
+    proptest::proptest! {
+        /// Any text mixing the patterns' pieces with multi-byte characters: redaction never
+        /// panics (byte offsets stay on character boundaries).
+        #[test]
+        fn free_text_redaction_never_panics(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "token", "=", ": ", "'", "\"", "?key=", "&", "host", "@", ".lan", ".", "/root",
+                "~", "/", "ü", "東京", "x1", "https://", "gpu-box", "hooks/", " ", "\n", "<", ">",
+                "api_key", "sk-", "example.org", "\u{202e}",
+            ]), 0..24)
+        ) {
+            let _ = redact_text(&parts.concat());
+        }
+
+        /// Log lines made of the forms the rules know, in any order: a second pass changes
+        /// nothing (placeholders are not redacted into something else).
+        #[test]
+        fn free_text_redaction_is_idempotent_on_any_mix_of_forms(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "download failed: token=abc123XYZ", "Client(api_key='sk-not-a-format')",
+                r#"{"password": "hunter two"}"#, "hf_token: Abc123", "Invalid token: expired",
+                "https://api.example.com/v1/models?key=AIzaSyA1b2&alt=json",
+                "https://hooks.slack.com/services/T0AAAA/B0BBBB/XXsecretXX",
+                "https://discord.com/api/webhooks/123456789/abc", "alice.smith@example.org",
+                r#"File "/root/ComfyUI/nodes.py""#, "~alice/ComfyUI", "host='nas-01'",
+                "studio.lan", "http://gpu-box:8188", "lost gpu-box.", "192.168.1.20",
+                "/home/bob/x", r"C:\Users\Carol Smith\x", "Authorization: Basic dXNl",
+                "東京 ü", "git@github.com:o/r.git",
+            ]), 0..12),
+            newline in proptest::bool::ANY,
+        ) {
+            let text = parts.join(if newline { "\n" } else { " " });
+            let once = redact_text(&text);
+            proptest::prop_assert_eq!(redact_text(&once), once.clone(), "{:?}", text);
+        }
     }
 }
