@@ -1,8 +1,10 @@
 //! Issue #29 item 2 through the binary: a hostile server puts terminal escapes (OSC 0 window
 //! title, OSC 52 clipboard write), BEL, NUL and a bidi override into its error message, node
 //! type, device name, `comfyui_version` and a pack name (the simulator's `hostile_text`
-//! fault). `bisect`, `submit`, `show`, `runs`, `report` and `diagnose` print them, and
+//! fault). `submit`, `show`, `runs`, `report` and `diagnose` print them, and
 //! `report.md` holds them, only as visible `\u001b` escapes; the JSON outputs keep the text.
+//! Item 9: secrets in each free-text form in the server's error and console, and in inputs
+//! named `civitai_key` / `webhook_url`, stay out of report.md, report.json and the bundle.
 
 mod session_support;
 
