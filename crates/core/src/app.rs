@@ -457,6 +457,29 @@ fn drive(
     Ok(Finished { paths, session })
 }
 
+/// Runs `check`: one run of a workflow as given on a freshly (re)started server, answered as
+/// `git bisect run` reads exit statuses (see [`crate::session::check`]); Ctrl-C, SIGTERM and
+/// SIGHUP interrupt it. Errors: bad input (`Input`), the journal cannot be written (`Failed`).
+pub fn check(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    options: crate::session::check::CheckOptions,
+) -> AppResult<crate::session::check::CheckRecord> {
+    use crate::session::check::CheckError;
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let signals = rt.spawn(async move {
+        if stop_signal().await.is_some() {
+            let _ = cancel_tx.send(true);
+        }
+    });
+    let result = crate::session::check::check(rt.handle(), client, options, cancel_rx);
+    signals.abort();
+    result.map_err(|e| match e {
+        CheckError::Input(m) => AppError::new(ErrorKind::Input, m),
+        CheckError::Journal(e) => AppError::new(ErrorKind::Failed, e),
+    })
+}
+
 /// Waits for a signal that asks the tool to stop: Ctrl-C (SIGINT), and on Unix SIGTERM (what
 /// systemd, Docker, Kubernetes and Slurm send) and SIGHUP (the terminal went away). All three
 /// are handled alike: our prompt is interrupted on the server, the run and the session are
@@ -734,6 +757,7 @@ pub fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
                     fingerprint: run.fingerprint.clone(),
+                    check: None,
                 });
             }
         }

@@ -2,7 +2,8 @@
 //! (`--restart-timeout`). Its output (stdout and stderr) is appended to a log file; a command that
 //! overruns is killed with every process it started (its whole process group), so a hung restart
 //! cannot hold the session past its deadline. A command that finishes in time may leave a server
-//! running in the background; that one is left alone.
+//! running in the background; that one is left alone. [`wait_for_server`] then waits for the
+//! server to answer (`--wait-server`).
 
 use std::fs::File;
 use std::io::Write;
@@ -101,6 +102,31 @@ pub(crate) fn run_restart(
             "'{command}' exited with {}{where_output}",
             describe(status)
         ))
+    }
+}
+
+/// How often a server that does not answer yet is asked again.
+const SERVER_POLL: Duration = Duration::from_millis(250);
+
+/// Asks `GET /system_stats` until the server answers or `limit` has passed; its answer, or the
+/// last error in words. Each request is bounded by what is left of `limit` (at least a second).
+pub(crate) async fn wait_for_server(
+    client: &crate::comfy::Client,
+    limit: Duration,
+) -> Result<crate::comfy::SystemStats, String> {
+    let start = Instant::now();
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        let bounded = client
+            .with_request_timeout(left.clamp(Duration::from_secs(1), Duration::from_secs(10)));
+        let error = match bounded.system_stats().await {
+            Ok(stats) => return Ok(stats),
+            Err(e) => format!("{e}"),
+        };
+        if start.elapsed() >= limit {
+            return Err(error);
+        }
+        tokio::time::sleep(SERVER_POLL.min(limit.saturating_sub(start.elapsed()))).await;
     }
 }
 
