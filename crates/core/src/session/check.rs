@@ -299,13 +299,15 @@ pub fn check(
             ))
         }
         Some(Ok(s)) => s,
-        Some(Err(e)) => return Ok(facts.record(
-            CheckStatus::Skip,
-            format!(
+        Some(Err(e)) => {
+            return Ok(facts.record(
+                CheckStatus::Skip,
+                format!(
                 "cannot test: the server {server} did not come up within {}s (--wait-server): {e}",
                 options.wait_server.as_secs()
             ),
-        )),
+            ))
+        }
     };
     facts.comfyui_version =
         Some(stats.system.comfyui_version.clone()).filter(|v| !v.trim().is_empty());
