@@ -398,3 +398,42 @@ fn a_bad_checkout_or_workflow_is_a_usage_error() {
     let out = check_in(tmp.path(), &url, &runs, &["missing.json"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+#[test]
+fn bisect_starts_a_server_that_is_down_at_its_first_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("vram"), "24GiB\n").unwrap();
+    let port = free_port();
+    let (script, _sims) = restart_script(tmp.path(), port);
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let restart = format!("sh '{}'", script.display());
+    // Nothing listens on the port yet: --restart-cmd starts the server, --wait-server waits.
+    let out = Command::new(BIN)
+        .current_dir(tmp.path())
+        .args([
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+            "bisect",
+            "-q",
+        ])
+        .arg(&wf)
+        .args([
+            "--restart-cmd",
+            &restart,
+            "--wait-server",
+            "120s",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .env_remove("COMFY_BISECT_SERVER")
+        .env_remove("COMFY_BISECT_HEADERS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (_, session) = only_session(&runs);
+    assert_eq!(session.state, SessionState::Done);
+    assert!(!session.workflows[0].runs.is_empty());
+    let log = std::fs::read_to_string(runs.join("restart.log")).unwrap();
+    assert!(log.contains("restart.sh"), "{log}");
+}

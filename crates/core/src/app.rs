@@ -457,6 +457,33 @@ fn drive(
     Ok(Finished { paths, session })
 }
 
+/// Before a bisect's first request: a server that does not answer is started with
+/// `--restart-cmd` (its output in `runs_dir/restart.log`) and waited for up to `--wait-server`,
+/// as the session does for a server lost later. Error: still no answer (`Unreachable`).
+pub fn bring_up(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    options: &SessionOptions,
+    runs_dir: &Path,
+    quiet: bool,
+) -> AppResult<()> {
+    let progress = ProgressView::new(quiet);
+    let log = runs_dir.join(crate::session::restart::RESTART_LOG);
+    let restart = options.restart_cmd.as_deref().map(|cmd| {
+        let _ = std::fs::create_dir_all(runs_dir);
+        (
+            cmd,
+            Duration::from_secs(options.restart_timeout_s),
+            log.as_path(),
+        )
+    });
+    let wait = Duration::from_secs(options.wait_server_s);
+    crate::session::restart::bring_up(rt.handle(), client, restart, wait, &mut |t| {
+        progress.println(t)
+    })
+    .kind(ErrorKind::Unreachable)
+}
+
 /// Runs `check`: one run of a workflow as given on a freshly (re)started server, answered as
 /// `git bisect run` reads exit statuses (see [`crate::session::check`]); Ctrl-C, SIGTERM and
 /// SIGHUP interrupt it. Errors: bad input (`Input`), the journal cannot be written (`Failed`).
