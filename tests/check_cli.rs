@@ -269,6 +269,23 @@ fn a_complete_product_exits_0_with_the_version_and_commit_recorded() {
         .join(&session.workflows[0].runs[0].dir)
         .join("run.json")
         .is_file());
+    // `show` finds the run by its id; `resume` leaves a check alone.
+    let runs_arg = runs.to_str().unwrap();
+    let shown = cli(&["show", "--runs-dir", runs_arg, &run_id[..8]]);
+    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
+    let resumed = cli(&["resume", "--runs-dir", runs_arg]);
+    assert!(
+        text(&resumed).contains("no unfinished session"),
+        "{}",
+        text(&resumed)
+    );
+    let resumed = cli(&["resume", "--runs-dir", runs_arg, &session.session_id]);
+    assert_eq!(resumed.status.code(), Some(2), "{}", text(&resumed));
+    assert!(
+        text(&resumed).contains("is a `check`"),
+        "{}",
+        text(&resumed)
+    );
     // --json: the same record.
     let out = check_in(
         tmp.path(),

@@ -321,6 +321,15 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
         None => latest_unfinished(&options.runs_dir),
     }
     .kind(ErrorKind::Input)?;
+    if crate::session::check::is_check(&paths.dir) {
+        return Err(AppError::new(
+            ErrorKind::Input,
+            format!(
+                "{} is a `check` (one run for git bisect), not a bisect session: nothing to resume; run the check again",
+                paths.dir.display()
+            ),
+        ));
+    }
     let mut session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
     match options.deadline {
         DeadlineChange::Keep => {}
@@ -593,7 +602,7 @@ pub fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
     for entry in entries.filter_map(Result::ok) {
         let id = entry.file_name().to_string_lossy().into_owned();
         let paths = SessionPaths::new(runs_dir, &id);
-        if !paths.session_file().is_file() {
+        if !paths.session_file().is_file() || crate::session::check::is_check(&paths.dir) {
             continue;
         }
         // An unreadable journal is not a candidate; `resume ID` says what is wrong with it.

@@ -169,6 +169,11 @@ impl CheckRecord {
     }
 }
 
+/// Whether a session folder holds a check (one run for `git bisect`, not a bisect to resume).
+pub fn is_check(session_dir: &Path) -> bool {
+    session_dir.join(CHECK_FILE).is_file()
+}
+
 /// Why a check could not even be answered (bad input, or the journal cannot be written).
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -390,6 +395,13 @@ pub fn check(
         return finish(&paths, record);
     }
     session.save(&paths)?;
+    // Marks the folder as a check's at once (`resume` leaves it alone), even if killed.
+    let mut pending = facts.record(
+        CheckStatus::Skip,
+        "cannot test: the check was killed before its run ended".into(),
+    );
+    pending.session_id = Some(session.session_id.clone());
+    finish(&paths, pending)?;
     let backend = LiveBackend::new(handle.clone(), client, cancel.clone())
         .with_progress(progress.clone())
         .with_restart(
