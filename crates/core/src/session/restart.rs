@@ -2,7 +2,7 @@
 //! (`--restart-timeout`). Its output (stdout and stderr) is appended to a log file; a command that
 //! overruns is killed with every process it started (its whole process group), so a hung restart
 //! cannot hold the session past its deadline. A command that finishes in time may leave a server
-//! running in the background; that one is left alone. [`wait_for_server`] then waits for the
+//! running in the background; that one is left alone. `wait_for_server` then waits for the
 //! server to answer (`--wait-server`).
 
 use std::fs::File;
