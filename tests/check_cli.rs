@@ -326,6 +326,23 @@ fn an_out_of_memory_run_exits_1() {
 }
 
 #[test]
+fn an_incomplete_product_exits_1() {
+    // The server says success, but the SaveImage node wrote nothing: not a complete product.
+    let faults = comfy_bisect_sim::Faults::parse("missing-output=SaveImage").unwrap();
+    let sim = Sim::with_faults(24 * 1024, faults);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = check_in(tmp.path(), &sim.url(), &runs, &[wf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("bad (exit 1)") && line.contains("incomplete product"),
+        "{line}"
+    );
+}
+
+#[test]
 fn a_missing_node_class_cannot_be_tested_125() {
     let sim = Sim::with_vram_mib(24 * 1024, 0.0);
     let tmp = tempfile::tempdir().unwrap();
