@@ -29,7 +29,15 @@ fn completion_scripts_for_every_shell() {
         let (code, out, err) = run(&["completions", shell]);
         assert_eq!(code, Some(0), "{shell}: {err}");
         assert!(out.contains(marker), "{shell}: no {marker:?} in\n{out}");
-        for word in ["bisect", "resume", "completions", "runs-dir", "strategy"] {
+        for word in [
+            "bisect",
+            "resume",
+            "completions",
+            "runs-dir",
+            "strategy",
+            "check",
+            "checkout",
+        ] {
             assert!(out.contains(word), "{shell}: {word} missing");
         }
     }
@@ -48,7 +56,7 @@ fn unknown_shell_is_a_usage_error_naming_the_shells() {
 /// The commands that load workflows with `read_*_with` accept UI workflows, and say so.
 #[test]
 fn help_names_every_accepted_workflow_format() {
-    for command in ["bisect", "submit", "validate", "plan"] {
+    for command in ["bisect", "submit", "validate", "plan", "check"] {
         let (code, out, err) = run(&[command, "--help"]);
         assert_eq!(code, Some(0), "{command}: {err}");
         let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -273,6 +273,14 @@ pub fn run(args: Args, server: &str) -> CliResult {
     let catalog = args.ladder.catalog().or_usage()?;
     // One client for every request (headers, URL credentials, request timeout).
     let connection = args.session.connect.connect(server)?;
+    // The first connection too waits for (and with --restart-cmd starts) the server.
+    app::bring_up(
+        &connection.runtime,
+        &connection.client,
+        &options,
+        &args.session.runs_dir,
+        args.session.quiet,
+    )?;
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for path in &args.workflows {

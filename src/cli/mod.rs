@@ -40,6 +40,7 @@ macro_rules! eprintln {
 }
 
 pub mod bisect;
+pub mod check;
 pub mod common;
 pub mod completions;
 pub mod convert;
@@ -66,7 +67,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
-    /// ComfyUI server URL (http/https) for validate, convert, submit, bisect, plan and hash (of
+    /// ComfyUI server URL (http/https) for validate, convert, submit, check, bisect, plan and hash (of
     /// a UI workflow); resume uses the session's server; the other commands need none.
     #[arg(
         long,
@@ -98,6 +99,8 @@ pub enum Command {
     Simulate(simulate::Args),
     /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
     Bisect(bisect::Args),
+    /// Run one workflow once on a freshly (re)started server; exit 0/1/125 for `git bisect run`.
+    Check(check::Args),
     /// Continue a session after a crash, kill, Ctrl-C, deadline or lost server.
     Resume(resume::Args),
     /// Print one run (a unique prefix of its run id is enough).
@@ -129,6 +132,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Submit(args) => submit::run(args, &server),
         Command::Simulate(args) => simulate::run(args),
         Command::Bisect(args) => bisect::run(args, &server),
+        Command::Check(args) => check::run(args, &server),
         Command::Resume(args) => resume::run(args),
         Command::Show(args) => show::run(args),
         Command::Runs(args) => runs::run(args),

@@ -1,9 +1,11 @@
 //! `comfy-bisect runs`: the sessions of one or several runs folders (one per machine) with their
-//! verdicts, grouped by environment fingerprint; `--json` prints one line per session.
+//! verdicts (a `check`'s line: version, commit, outcome, exit status), grouped by environment
+//! fingerprint; `--json` prints one line per session.
 
 use super::common::{CliResult, OrExit};
 use crate::error::exit;
 use comfy_bisect_core::comfy::Fingerprint;
+use comfy_bisect_core::session::check::CheckRecord;
 use comfy_bisect_core::session::folders::{self, FoundSession};
 use comfy_bisect_core::session::journal::{SessionFile, SessionState};
 use std::collections::BTreeMap;
@@ -91,6 +93,7 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
         "state": s.state,
         "state_text": state_text(&s.state),
         "runs": runs,
+        "check": CheckRecord::load(&found.dir),
         "workflows": s.workflows.iter().map(|w| serde_json::json!({
             "name": w.name,
             "steps": w.steps.len(),
@@ -169,6 +172,11 @@ pub fn run(args: Args) -> CliResult {
                 line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
             }
             println!("{}{line}", if grouped { "  " } else { "" });
+            // A `check` session: its one line (version, commit, outcome, exit status).
+            if let Some(check) = CheckRecord::load(&found.dir) {
+                println!("{}    {}", if grouped { "  " } else { "" }, check.line());
+                continue;
+            }
             for w in &s.workflows {
                 let verdict = w
                     .verdict

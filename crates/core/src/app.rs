@@ -321,6 +321,15 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
         None => latest_unfinished(&options.runs_dir),
     }
     .kind(ErrorKind::Input)?;
+    if crate::session::check::is_check(&paths.dir) {
+        return Err(AppError::new(
+            ErrorKind::Input,
+            format!(
+                "{} is a `check` (one run for git bisect), not a bisect session: nothing to resume; run the check again",
+                paths.dir.display()
+            ),
+        ));
+    }
     let mut session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
     match options.deadline {
         DeadlineChange::Keep => {}
@@ -457,6 +466,56 @@ fn drive(
     Ok(Finished { paths, session })
 }
 
+/// Before a bisect's first request: a server that does not answer is started with
+/// `--restart-cmd` (its output in `runs_dir/restart.log`) and waited for up to `--wait-server`,
+/// as the session does for a server lost later. Error: still no answer (`Unreachable`).
+pub fn bring_up(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    options: &SessionOptions,
+    runs_dir: &Path,
+    quiet: bool,
+) -> AppResult<()> {
+    let progress = ProgressView::new(quiet);
+    let log = runs_dir.join(crate::session::restart::RESTART_LOG);
+    let restart = options.restart_cmd.as_deref().map(|cmd| {
+        let _ = std::fs::create_dir_all(runs_dir);
+        (
+            cmd,
+            Duration::from_secs(options.restart_timeout_s),
+            log.as_path(),
+        )
+    });
+    let wait = Duration::from_secs(options.wait_server_s);
+    crate::session::restart::bring_up(rt.handle(), client, restart, wait, &mut |t| {
+        progress.println(t)
+    })
+    .kind(ErrorKind::Unreachable)
+}
+
+/// Runs `check`: one run of a workflow as given on a freshly (re)started server, answered as
+/// `git bisect run` reads exit statuses (see [`crate::session::check`]); Ctrl-C, SIGTERM and
+/// SIGHUP interrupt it. Errors: bad input (`Input`), the journal cannot be written (`Failed`).
+pub fn check(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    options: crate::session::check::CheckOptions,
+) -> AppResult<crate::session::check::CheckRecord> {
+    use crate::session::check::CheckError;
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let signals = rt.spawn(async move {
+        if stop_signal().await.is_some() {
+            let _ = cancel_tx.send(true);
+        }
+    });
+    let result = crate::session::check::check(rt.handle(), client, options, cancel_rx);
+    signals.abort();
+    result.map_err(|e| match e {
+        CheckError::Input(m) => AppError::new(ErrorKind::Input, m),
+        CheckError::Journal(e) => AppError::new(ErrorKind::Failed, e),
+    })
+}
+
 /// Waits for a signal that asks the tool to stop: Ctrl-C (SIGINT), and on Unix SIGTERM (what
 /// systemd, Docker, Kubernetes and Slurm send) and SIGHUP (the terminal went away). All three
 /// are handled alike: our prompt is interrupted on the server, the run and the session are
@@ -543,7 +602,7 @@ pub fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
     for entry in entries.filter_map(Result::ok) {
         let id = entry.file_name().to_string_lossy().into_owned();
         let paths = SessionPaths::new(runs_dir, &id);
-        if !paths.session_file().is_file() {
+        if !paths.session_file().is_file() || crate::session::check::is_check(&paths.dir) {
             continue;
         }
         // An unreadable journal is not a candidate; `resume ID` says what is wrong with it.
@@ -734,6 +793,7 @@ pub fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
                     fingerprint: run.fingerprint.clone(),
+                    check: None,
                 });
             }
         }

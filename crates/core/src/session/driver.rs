@@ -5,7 +5,7 @@
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
 use super::decide::{decide_steps_in, Decision};
-use super::index::{self, IndexEntry};
+use super::index::{self, CheckMark, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
     RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason,
@@ -133,6 +133,8 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     durable: SyncBehind,
     /// Fingerprint id of the environment the next run happens in (the last one taken).
     env_now: Option<String>,
+    /// What `check` adds to the index line of its run.
+    index_mark: Option<CheckMark>,
 }
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
@@ -160,6 +162,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             hash_cache,
             durable: SyncBehind::default(),
             env_now: None,
+            index_mark: None,
         }
     }
 
@@ -581,6 +584,95 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         fingerprint: Option<String>,
         cap: Option<u32>,
     ) -> Result<bool, JournalError> {
+        match self.submit(w, step, role, confirms, fingerprint, cap)? {
+            Submitted::Not(_) => self.ensure_server(w),
+            Submitted::Done { run_id, outcome } => match outcome {
+                Outcome::ServerLost { .. } | Outcome::Timeout { .. }
+                    if self.will_confirm(w, &run_id) =>
+                {
+                    // A crash decides nothing alone: it is re-run once the server is back.
+                    self.back_after_crash(w)
+                }
+                Outcome::ServerLost { .. } => {
+                    // The variant killed the server: it counts as failing and is not
+                    // resubmitted (beyond --repeat); the session needs the server back.
+                    self.ensure_server(w)
+                }
+                Outcome::Interrupted => {
+                    self.stop_session(
+                        Some(w),
+                        StopReason::Interrupted,
+                        format!(
+                            "the run was interrupted; `{}` runs it again",
+                            self.resume_command()
+                        ),
+                    )?;
+                    Ok(false)
+                }
+                _ => Ok(true),
+            },
+        }
+    }
+
+    /// Runs the last step of the first workflow once, as the target, and journals it (`check`:
+    /// no ladder, no decision, no restart or wait afterwards; `mark` goes into its index line).
+    /// The session ends `done`, or stopped when the run was interrupted.
+    pub fn run_once(&mut self, mark: Option<CheckMark>) -> Result<RunResult, JournalError> {
+        self.index_mark = mark;
+        self.session.state = SessionState::Running { workflow: 0 };
+        self.save()?;
+        let fingerprint = match self.take_environment(0)? {
+            EnvCheck::Same(id) => id,
+            EnvCheck::Changed | EnvCheck::Stop => self.env_now.clone(),
+        };
+        let step = self.session.workflows[0].steps.len().saturating_sub(1);
+        let submitted = self.submit(0, step, RunRole::Target, None, fingerprint, None)?;
+        let result = match submitted {
+            Submitted::Not(reason) => RunResult::NotSubmitted(reason),
+            Submitted::Done { run_id, outcome } => {
+                let entry = self.session.workflows[0]
+                    .runs
+                    .iter()
+                    .find(|r| r.run_id == run_id)
+                    .cloned();
+                match entry {
+                    Some(entry) => RunResult::Done(Box::new(entry)),
+                    None => RunResult::NotSubmitted(format!(
+                        "run {run_id} ({}) is not in the journal",
+                        outcome.name()
+                    )),
+                }
+            }
+        };
+        self.session.workflows[0].phase = Phase::Done;
+        self.session.state = match &result {
+            RunResult::Done(e) if matches!(e.outcome, Some(Outcome::Interrupted)) => {
+                SessionState::Stopped {
+                    reason: StopReason::Interrupted,
+                    detail: "the run was interrupted".into(),
+                }
+            }
+            RunResult::NotSubmitted(reason) => SessionState::Stopped {
+                reason: StopReason::ServerLost,
+                detail: format!("not submitted: {reason}"),
+            },
+            RunResult::Done(_) => SessionState::Done,
+        };
+        self.saved()?;
+        self.durable.wait()?;
+        Ok(result)
+    }
+
+    /// Submits one run and journals it (`run.json`, the index line, the session entry).
+    fn submit(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        confirms: Option<String>,
+        fingerprint: Option<String>,
+        cap: Option<u32>,
+    ) -> Result<Submitted, JournalError> {
         let (workflow, increment) = self.variant(w, step, role)?;
         let (workflow, reduced) =
             super::prepare::reduce_steps(workflow, cap, &self.paths.session_file())?;
@@ -652,35 +744,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 self.session.in_flight = None;
                 let _ = std::fs::remove_dir_all(&run_dir);
                 self.save()?;
-                self.ensure_server(w)
+                Ok(Submitted::Not(reason))
             }
             Attempt::Done(record) => {
                 let outcome = self.finish_run(w, &run_id, *record, &workflow, false)?;
-                match outcome {
-                    Outcome::ServerLost { .. } | Outcome::Timeout { .. }
-                        if self.will_confirm(w, &run_id) =>
-                    {
-                        // A crash decides nothing alone: it is re-run once the server is back.
-                        self.back_after_crash(w)
-                    }
-                    Outcome::ServerLost { .. } => {
-                        // The variant killed the server: it counts as failing and is not
-                        // resubmitted (beyond --repeat); the session needs the server back.
-                        self.ensure_server(w)
-                    }
-                    Outcome::Interrupted => {
-                        self.stop_session(
-                            Some(w),
-                            StopReason::Interrupted,
-                            format!(
-                                "the run was interrupted; `{}` runs it again",
-                                self.resume_command()
-                            ),
-                        )?;
-                        Ok(false)
-                    }
-                    _ => Ok(true),
-                }
+                Ok(Submitted::Done { run_id, outcome })
             }
         }
     }
@@ -810,6 +878,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
                 fingerprint: entry.fingerprint.clone(),
+                check: self.index_mark.clone(),
             },
             &mut self.durable,
         )
@@ -909,6 +978,23 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         }
     }
+}
+
+/// What came of [`Driver::submit`].
+enum Submitted {
+    /// Nothing was submitted; why.
+    Not(String),
+    /// The run is journaled with this outcome.
+    Done { run_id: String, outcome: Outcome },
+}
+
+/// What came of [`Driver::run_once`].
+#[derive(Debug, Clone)]
+pub enum RunResult {
+    /// The run is journaled: its session entry.
+    Done(Box<RunEntry>),
+    /// Nothing was submitted (the server did not answer); why.
+    NotSubmitted(String),
 }
 
 /// What the environment check before a run found.

@@ -44,6 +44,21 @@ pub struct IndexEntry {
     /// Short id of the environment fingerprint the run saw (its `run.json` holds the whole).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// `check`'s run: the server's version and the checkout's commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckMark>,
+}
+
+/// What `comfy-bisect check` adds to its run's index line, so a `git bisect run` can be read
+/// back from the runs folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckMark {
+    /// `comfyui_version` of the server's `/system_stats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comfyui_version: Option<String>,
+    /// `git rev-parse HEAD` of the checkout (`--checkout`, else the current folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 /// The index file of a runs folder.
@@ -176,6 +191,7 @@ mod tests {
             dir: format!("s/01-lora-{id}"),
             finished_at: "2026-11-29T01:00:00Z".into(),
             fingerprint: None,
+            check: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
 //! (`--start-at`, `--deadline`) and the progress display.
 
+pub mod check;
 pub mod decide;
 pub mod driver;
 pub mod evidence;
@@ -18,7 +19,7 @@ pub mod setup;
 
 pub use decide::{decide, Decision};
 pub use driver::{Attempt, Backend, Clock, Driver, Hooks, NoHooks, Recovery, RunSpec, SystemClock};
-pub use index::{IndexEntry, Lookup};
+pub use index::{CheckMark, IndexEntry, Lookup};
 pub use journal::{
     ControlVariant, FlakyCount, InFlight, Outcome, Phase, RunEntry, RunFile, RunRole, RunStatus,
     RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason,

@@ -2,7 +2,8 @@
 //! (`--restart-timeout`). Its output (stdout and stderr) is appended to a log file; a command that
 //! overruns is killed with every process it started (its whole process group), so a hung restart
 //! cannot hold the session past its deadline. A command that finishes in time may leave a server
-//! running in the background; that one is left alone.
+//! running in the background; that one is left alone. `wait_for_server` then waits for the
+//! server to answer (`--wait-server`).
 
 use std::fs::File;
 use std::io::Write;
@@ -102,6 +103,84 @@ pub(crate) fn run_restart(
             describe(status)
         ))
     }
+}
+
+/// How often a server that does not answer yet is asked again.
+const SERVER_POLL: Duration = Duration::from_millis(250);
+
+/// Whether an error may be a server that is still starting (no answer, or a proxy's 5xx in
+/// front of it); a 4xx (authentication, a wrong URL) does not go away by waiting.
+fn starting_up(error: &crate::comfy::ClientError) -> bool {
+    use crate::comfy::ClientError;
+    match error {
+        ClientError::Unreachable { .. } => true,
+        ClientError::Status { status, .. } => *status >= 500,
+        _ => false,
+    }
+}
+
+/// Asks `GET /system_stats` until the server answers or `limit` has passed (at once for an
+/// error waiting does not change, see [`starting_up`]); its answer, or the last error in words. Each request is bounded by what is left of `limit` (at least a second).
+pub(crate) async fn wait_for_server(
+    client: &crate::comfy::Client,
+    limit: Duration,
+) -> Result<crate::comfy::SystemStats, String> {
+    let start = Instant::now();
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        let bounded = client
+            .with_request_timeout(left.clamp(Duration::from_secs(1), Duration::from_secs(10)));
+        let error = match bounded.system_stats().await {
+            Ok(stats) => return Ok(stats),
+            Err(e) => e,
+        };
+        if !starting_up(&error) || start.elapsed() >= limit {
+            return Err(error.to_string());
+        }
+        tokio::time::sleep(SERVER_POLL.min(limit.saturating_sub(start.elapsed()))).await;
+    }
+}
+
+/// Before a session's first request (`bisect`): when the server does not answer, runs
+/// `restart` (command, limit, log file) when given, then waits up to `wait` for the server;
+/// `note` tells the user. The error in words. A server that answers is left alone.
+pub fn bring_up(
+    handle: &tokio::runtime::Handle,
+    client: &crate::comfy::Client,
+    restart: Option<(&str, Duration, &Path)>,
+    wait: Duration,
+    note: &mut dyn FnMut(&str),
+) -> Result<(), String> {
+    let url = client.server_url();
+    let probe = client.with_request_timeout(Duration::from_secs(5));
+    match handle.block_on(probe.system_stats()) {
+        // An answer, or one waiting does not change (the preflight says what is wrong).
+        Ok(_) => return Ok(()),
+        Err(e) if !starting_up(&e) => return Ok(()),
+        Err(_) => {}
+    }
+    if let Some((command, limit, log)) = restart {
+        note(&format!(
+            "the server {url} does not answer; starting it: {command}"
+        ));
+        if let Err(e) = run_restart(command, limit, Some(log)) {
+            note(&format!("--restart-cmd failed: {e}"));
+        }
+    }
+    note(&format!(
+        "waiting up to {}s for the server {url} (--wait-server)",
+        wait.as_secs()
+    ));
+    handle
+        .block_on(wait_for_server(client, wait))
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "the server {url} did not answer within {}s (--wait-server): {e}. {}",
+                wait.as_secs(),
+                "Start ComfyUI, or give --restart-cmd to start it and a longer --wait-server"
+            )
+        })
 }
 
 fn shell(command: &str) -> Command {
