@@ -137,6 +137,10 @@ pub struct SessionOptions {
     /// `--deadline`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
+    /// `--deadline-grace`, seconds: a run still going this long after the deadline is
+    /// interrupted (None = [`DEFAULT_DEADLINE_GRACE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_grace_s: Option<u64>,
     /// `--start-at`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
@@ -159,6 +163,10 @@ pub struct SessionOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u32>,
 }
+
+/// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
+/// interrupted (and run again by `resume`).
+pub const DEFAULT_DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default of `--confirm-crashes`.
 pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
@@ -186,6 +194,7 @@ impl Default for SessionOptions {
             restart_each: false,
             restart_timeout_s: default_restart_timeout_s(),
             deadline: None,
+            deadline_grace_s: None,
             start_at: None,
             models_dirs: Vec::new(),
             plan_args: Vec::new(),
