@@ -294,6 +294,8 @@ pub struct ResumeOptions {
     pub deadline: DeadlineChange,
     /// A new wait for a server that went away.
     pub wait_server: Option<Duration>,
+    /// A new grace after the deadline for a run still going.
+    pub deadline_grace: Option<Duration>,
 }
 
 /// A session found for resuming.
@@ -329,6 +331,9 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }
     if let Some(w) = options.wait_server {
         session.options.wait_server_s = w.as_secs();
+    }
+    if let Some(g) = options.deadline_grace {
+        session.options.deadline_grace_s = Some(g.as_secs());
     }
     session.options.start_at = None;
     if session.is_finished() && session.in_flight.is_none() {
@@ -856,6 +861,7 @@ mod tests {
             session: Some("nope".into()),
             deadline: DeadlineChange::Drop,
             wait_server: None,
+            deadline_grace: None,
         }) {
             Err(e) => e,
             Ok(_) => panic!("a missing session resumed"),
