@@ -716,7 +716,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         );
         let (limit, why) = self.run_limit();
-        if self.last_limit != Some(limit) {
+        // Said when the derived limit moves off the default (a given --timeout is known).
+        if self.session.options.timeout_s.is_none()
+            && self.last_limit.unwrap_or(DEFAULT_RUN_LIMIT) != limit
+        {
             self.hooks.note(&format!(
                 "per-run limit {} ({why})",
                 super::schedule::human(limit)
