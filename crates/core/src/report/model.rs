@@ -605,6 +605,10 @@ pub struct Component {
     /// Why it was not hashed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Where the file really is when the name reaches it through a link out of the model
+    /// folders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target: Option<String>,
 }
 
 /// Files to attach to an issue.

@@ -488,8 +488,12 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
                     DASH.to_string(),
                 ),
             };
+            let file = match &c.link_target {
+                Some(target) => format!("{} → {}", code(&c.file), code(target)),
+                None => code(&c.file),
+            };
             t.row(vec![
-                code(&c.file),
+                file,
                 text(&c.folder),
                 format!("{} ({})", node(&c.node), code(&c.input)),
                 c.size_bytes.map(size).unwrap_or_else(|| DASH.into()),
