@@ -23,6 +23,8 @@ use std::time::Duration;
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
     /// the server's node definitions; every variant is also written as a UI workflow). Several
     /// run one after another.
@@ -274,7 +276,8 @@ pub fn exit_code(session: &SessionFile) -> u8 {
 }
 
 /// Runs `bisect`.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let options = args.session.options(&args.ladder).or_usage()?;
     let catalog = args.ladder.catalog().or_usage()?;
     // One client for every request (headers, URL credentials, request timeout).
