@@ -409,6 +409,7 @@ impl Fixture {
                     memory_events: vec![],
                     memory_fallbacks: vec![],
                     product: None,
+                    step_timing: Vec::new(),
                     raw: RawLog::default(),
                     server_log: String::new(),
                 },

@@ -321,6 +321,7 @@ impl<'a> Runner<'a> {
             memory_events,
             memory_fallbacks,
             product,
+            step_timing: super::timing::sampler_timings(&self.raw.ws_text, &self.prompt_id),
             raw: self.raw,
             server_log,
         };

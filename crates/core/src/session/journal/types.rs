@@ -556,6 +556,10 @@ pub struct RunSummary {
     /// Where the product differs from what the variant asked for (warnings, not failures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_warnings: Vec<String>,
+    /// Seconds per sampler step after the first (the slowest sampler pass's median; run.json's
+    /// `step_timing` has every pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
 }
 
 /// The submitted-but-unrecorded run.
