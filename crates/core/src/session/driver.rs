@@ -279,7 +279,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 l * RUN_LIMIT_FACTOR,
                 format!(
                     "{RUN_LIMIT_FACTOR} × the longest run so far ({}); --timeout sets it",
-                    super::schedule::human(l)
+                    units::compact_duration(l)
                 ),
             ),
             _ => (
@@ -318,7 +318,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 if last_note.is_some() {
                     self.hooks.note(&format!(
                         "waiting until {text} (--start-at): {} left",
-                        super::schedule::human(left)
+                        units::compact_duration(left)
                     ));
                 }
                 last_note = Some(now);
@@ -500,8 +500,8 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 self.hooks.note(&format!(
                     "still waiting for the server {} ({} of {})",
                     self.session.server,
-                    super::schedule::human(waited),
-                    super::schedule::human(limit)
+                    units::compact_duration(waited),
+                    units::compact_duration(limit)
                 ));
             }
             self.clock.sleep(Duration::from_secs(1));
@@ -722,7 +722,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         {
             self.hooks.note(&format!(
                 "per-run limit {} ({why})",
-                super::schedule::human(limit)
+                units::compact_duration(limit)
             ));
             self.last_limit = Some(limit);
         }

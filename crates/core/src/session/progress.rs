@@ -4,9 +4,9 @@
 
 use super::driver::Hooks;
 use super::journal::{RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
-use super::schedule::human;
 use crate::comfy::TrackerEvent;
 use crate::run::{RunEvent, RunObserver};
+use crate::units::compact_duration as human;
 use crate::workflow::Workflow;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;

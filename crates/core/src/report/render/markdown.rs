@@ -3,7 +3,7 @@
 use super::budget::{self, Limits, Trimmed};
 use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use crate::report::memory;
+use super::memory;
 use crate::report::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
