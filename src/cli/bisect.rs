@@ -343,7 +343,7 @@ pub(crate) fn run_session(
             .session
             .workflows
             .iter()
-            .map(|w| format!("{} ({} steps)", w.name, w.steps.len()))
+            .map(|w| format!("{} (steps 0–{})", w.name, w.steps.len().saturating_sub(1)))
             .collect();
         eprintln!(
             "session {} in {}: {}",

@@ -517,11 +517,7 @@ fn shell_word(s: &str) -> String {
 pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
     let mut out = format!("session {}\n", session.session_id);
     for job in &session.workflows {
-        let verdict = job
-            .verdict
-            .as_ref()
-            .map(|v| v.headline())
-            .unwrap_or_else(|| "not started".into());
+        let verdict = job.headline().unwrap_or_else(|| "not started".into());
         out.push_str(&format!("  {}: {verdict}\n", job.name));
     }
     if let SessionState::Stopped { detail, .. } = &session.state {

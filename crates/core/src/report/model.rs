@@ -119,6 +119,9 @@ pub struct Verdict {
     pub steps: usize,
     /// The increment added at `step`.
     pub increment: Option<String>,
+    /// The named parts that increment brings back (`hires pass: KSampler #11 at 1024×1024`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
     /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
     pub failure_kind: Option<String>,
     /// The stage (`load`, `sample_first`, …) of the failing run.
@@ -651,6 +654,13 @@ impl Verdict {
             )),
             _ => None,
         };
+        let named = || {
+            if self.parts.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", self.parts.join("; "))
+            }
+        };
         let reproduced = || match self.reproduced {
             Some(n) => format!(" (the crash was reproduced {n} times)"),
             None => String::new(),
@@ -658,17 +668,19 @@ impl Verdict {
         match self.kind {
             VerdictKind::FirstFailure => match fallback {
                 Some(f) => format!(
-                    "{}{}; first failure at {} (step {} of {steps}): {}{}. Root cause: unknown.",
+                    "{}{}; first failure at {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
                     f[..1].to_uppercase(),
                     &f[1..],
                     emph(self.increment.as_deref().unwrap_or("?")),
+                    named(),
                     self.step.unwrap_or_default(),
                     what(),
                     reproduced()
                 ),
                 None => format!(
-                    "First failure when adding {} (step {} of {steps}): {}{}. Root cause: unknown.",
+                    "First failure when adding {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
                     emph(self.increment.as_deref().unwrap_or("?")),
+                    named(),
                     self.step.unwrap_or_default(),
                     what(),
                     reproduced()

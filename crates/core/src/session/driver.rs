@@ -406,9 +406,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 Decision::Finish(verdict) => {
                     let job = &mut self.session.workflows[w];
                     job.phase = Phase::Done;
-                    self.hooks
-                        .note(&format!("{}: {}", job.name, verdict.headline()));
                     job.verdict = Some(verdict);
+                    let line = job.headline().unwrap_or_default();
+                    self.hooks.note(&format!("{}: {line}", job.name));
                     self.saved()?;
                     return Ok(true);
                 }

@@ -473,6 +473,22 @@ pub enum CrashCheck {
 }
 
 impl WorkflowJob {
+    /// The verdict's line, naming the part of the workflow the failing step brings back (a
+    /// hires pass); None before a verdict.
+    pub fn headline(&self) -> Option<String> {
+        let verdict = self.verdict.as_ref()?;
+        let parts = match verdict {
+            Verdict::FirstFailure { step, .. } => self
+                .steps
+                .iter()
+                .find(|s| s.index == *step)
+                .map(|s| crate::ladder::named_parts(&s.changes))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Some(verdict.headline_with(&parts))
+    }
+
     /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
     /// looked at in order: a pass means "not reproduced"; a failure that is not a crash (an
     /// out-of-memory error, …) confirms at once; a crash counts towards `n`.
@@ -692,20 +708,34 @@ pub struct FlakyCount {
 }
 
 impl Verdict {
-    /// One line for the terminal and the `runs` listing.
+    /// One line for the terminal and the `runs` listing ([`WorkflowJob::headline`] also names
+    /// the part of the workflow the failing step brings back).
     pub fn headline(&self) -> String {
+        self.headline_with(&[])
+    }
+
+    /// [`Verdict::headline`], naming `parts` of the failing step (`hires pass: KSampler #11 at
+    /// 1024×1024`) after its increment.
+    pub fn headline_with(&self, parts: &[String]) -> String {
         match self {
             Verdict::FirstFailure {
                 step,
                 increment,
                 stage,
                 ..
-            } => match stage {
-                Some(stage) => {
-                    format!("first failure at increment {increment} (step {step}), stage {stage}")
+            } => {
+                let named = if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", parts.join("; "))
+                };
+                match stage {
+                    Some(stage) => format!(
+                        "first failure at increment {increment}{named} (step {step}), stage {stage}"
+                    ),
+                    None => format!("first failure at increment {increment}{named} (step {step})"),
                 }
-                None => format!("first failure at increment {increment} (step {step})"),
-            },
+            }
             Verdict::MinimalFails { stage, .. } => match stage {
                 Some(stage) => format!("minimal variant already fails (stage {stage})"),
                 None => "minimal variant already fails".to_string(),
