@@ -303,3 +303,71 @@ fn a_server_that_is_not_comfyui_gets_a_short_specific_error() {
         assert!(!text.contains("--listen"), "{command}: {text}");
     }
 }
+
+/// Issue #28: `--server` is offered by the commands that talk to a server, before or after
+/// the subcommand, and by no other command (its help no longer lists an option it ignores).
+#[test]
+fn server_is_an_option_of_the_commands_that_use_one() {
+    use clap::{CommandFactory, Parser};
+    use comfy_bisect::cli::{Cli, Command};
+    let mut cli = Cli::command();
+    for (name, takes) in [
+        ("validate", true),
+        ("hash", true),
+        ("convert", true),
+        ("submit", true),
+        ("check", true),
+        ("bisect", true),
+        ("plan", true),
+        ("resume", false),
+        ("show", false),
+        ("runs", false),
+        ("report", false),
+        ("demo", false),
+        ("diagnose", false),
+        ("hash-files", false),
+        ("simulate", false),
+        ("completions", false),
+    ] {
+        let help = cli
+            .find_subcommand_mut(name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .render_long_help()
+            .to_string();
+        assert_eq!(help.contains("--server"), takes, "{name}:\n{help}");
+    }
+    assert!(
+        Cli::try_parse_from(["comfy-bisect", "show", "abc", "--server", "http://x:1"]).is_err()
+    );
+    // Before the subcommand, after it (which wins), or neither (the default).
+    let server = |args: &[&str]| match Cli::try_parse_from(args).unwrap() {
+        Cli {
+            server: before,
+            command: Command::Bisect(a),
+            ..
+        } => a.target.resolve(before.as_deref()),
+        _ => unreachable!(),
+    };
+    assert_eq!(
+        server(&["comfy-bisect", "--server", "http://a:1", "bisect", "w.json"]),
+        "http://a:1"
+    );
+    assert_eq!(
+        server(&[
+            "comfy-bisect",
+            "--server",
+            "http://a:1",
+            "bisect",
+            "w.json",
+            "--server",
+            "http://b:2"
+        ]),
+        "http://b:2"
+    );
+    if std::env::var_os("COMFY_BISECT_SERVER").is_none() {
+        assert_eq!(
+            server(&["comfy-bisect", "bisect", "w.json"]),
+            "http://127.0.0.1:8188"
+        );
+    }
+}

@@ -276,7 +276,7 @@ fn unhashed_reason(location: Location) -> String {
 }
 
 #[test]
-fn locate_refuses_escapes_and_links_out_of_the_roots() {
+fn locate_refuses_escapes_and_follows_the_users_links_out_of_the_roots() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ComfyUI/models");
     fs::create_dir_all(root.join("loras/sd15")).unwrap();
@@ -302,14 +302,37 @@ fn locate_refuses_escapes_and_links_out_of_the_roots() {
     let reason = unhashed_reason(locate(&model_ref(absolute, vec!["loras"]), &roots));
     assert!(reason.contains("absolute"), "{reason}");
 
-    let reason = unhashed_reason(locate(
-        &model_ref("link-out.safetensors", vec!["loras"]),
+    // A link the user put in the folder (one shared model store) is followed, and marked:
+    // ComfyUI loads through it (issue #28, found on a real 0.8.0 whose models were links).
+    match locate(&model_ref("link-out.safetensors", vec!["loras"]), &roots) {
+        Location::Located {
+            path, linked_out, ..
+        } => {
+            assert_eq!(path, fs::canonicalize(&outside).unwrap());
+            assert!(linked_out);
+        }
+        other => panic!("{other:?}"),
+    }
+    // So is a folder under the root that is a link into the store.
+    let store = dir.path().join("store/loras");
+    fs::create_dir_all(&store).unwrap();
+    fs::write(store.join("shared.safetensors"), b"shared").unwrap();
+    std::os::unix::fs::symlink(&store, root.join("loras/store")).unwrap();
+    match locate(
+        &model_ref("store/shared.safetensors", vec!["loras"]),
         &roots,
-    ));
-    assert!(
-        reason.contains("outside every --models-dir root"),
-        "{reason}"
-    );
+    ) {
+        Location::Located {
+            path, linked_out, ..
+        } => {
+            assert_eq!(
+                path,
+                fs::canonicalize(store.join("shared.safetensors")).unwrap()
+            );
+            assert!(linked_out);
+        }
+        other => panic!("{other:?}"),
+    }
 
     let inside = fs::canonicalize(root.join("loras/sd15/inside.safetensors")).unwrap();
     for name in [
@@ -318,9 +341,14 @@ fn locate_refuses_escapes_and_links_out_of_the_roots() {
         "sd15\\inside.safetensors",
     ] {
         match locate(&model_ref(name, vec!["loras"]), &roots) {
-            Location::Located { path, folder } => {
+            Location::Located {
+                path,
+                folder,
+                linked_out,
+            } => {
                 assert_eq!(path, inside, "{name}");
                 assert_eq!(folder, "loras");
+                assert!(!linked_out, "{name}");
             }
             other => panic!("{name}: {other:?}"),
         }
@@ -360,7 +388,7 @@ fn locate_searches_legacy_folders_and_every_root_in_order() {
     let refs = model_references(&prompt);
     assert_eq!(refs.len(), 2);
     match locate(&refs[0], &roots) {
-        Location::Located { path, folder } => {
+        Location::Located { path, folder, .. } => {
             assert_eq!(folder, "unet");
             assert_eq!(
                 path,

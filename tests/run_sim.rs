@@ -67,6 +67,12 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert_eq!(ks.class_type.as_deref(), Some("KSampler"));
     assert_eq!(ks.progress.map(|p| p.max), Some(4.0));
     assert!(ks.duration_ms().is_some());
+    // Time per step from the sampler's progress frames (issue #23): one pass of 4 steps.
+    assert_eq!(record.step_timing.len(), 1, "{:?}", record.step_timing);
+    let pass = &record.step_timing[0];
+    assert_eq!((pass.node.as_str(), pass.steps, pass.reached), ("3", 4, 4));
+    assert_eq!(pass.step_ms.len(), 3, "steps 2–4, the first step apart");
+    assert!(pass.s_per_step.is_some());
     assert!(record.history.as_ref().unwrap().status.completed);
     assert!(record.vram.peak_used_bytes.unwrap() > 0);
     assert!(record.vram.samples.len() >= 2);

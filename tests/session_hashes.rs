@@ -196,3 +196,32 @@ fn a_remote_server_without_sizes_has_its_files_listed_by_name_only() {
     }
     assert!(h.report.contains("remote server"), "{}", h.report);
 }
+
+#[test]
+#[cfg(unix)]
+fn a_model_file_that_is_a_link_into_a_shared_store_is_hashed_and_shown_with_its_target() {
+    // As on the real 0.8.0 of issue #28: the install's model files are links into one store.
+    let comfy = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let ckpt_dir = comfy.path().join("models").join("checkpoints");
+    std::fs::create_dir_all(&ckpt_dir).unwrap();
+    let real = store.path().join("random_sd15.safetensors");
+    std::fs::write(&real, b"a checkpoint kept in a shared store").unwrap();
+    std::os::unix::fs::symlink(&real, ckpt_dir.join("random_sd15.safetensors")).unwrap();
+    let expected = hash_file(&real).unwrap();
+    let Hashed {
+        components,
+        report,
+        out,
+        ..
+    } = components(SimConfig::default().with_models_root(comfy.path()));
+    let c = by_file(&components, "random_sd15.safetensors");
+    assert_eq!(c.status, ComponentStatus::Hashed, "{c:?}\n{out}");
+    assert_eq!(c.sha256.as_deref(), Some(expected.sha256.as_str()));
+    let target = std::fs::canonicalize(&real).unwrap().display().to_string();
+    assert_eq!(c.link_target.as_deref(), Some(target.as_str()));
+    assert!(
+        report.contains("`random_sd15.safetensors` → `"),
+        "the report shows where the link goes\n{report}"
+    );
+}

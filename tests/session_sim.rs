@@ -217,8 +217,12 @@ fn hires_second_pass_failure_is_postprocess() {
     let (step, inc, stage) = first_failure(&s, &out);
     assert_eq!((step, inc.as_str()), (2, "postprocess"), "{out}");
     assert_eq!(stage.as_deref(), Some("sample_first"), "{out}");
+    // The command line and the report's verdict name the hires pass, not `postprocess` alone
+    // (issue #28).
     assert!(
-        out.contains("first failure at increment postprocess"),
+        out.contains(
+            "first failure at increment postprocess — hires pass: KSampler #11 at 1024×1024 (step 2)"
+        ),
         "{out}"
     );
     let failed = s.workflows[0]
@@ -248,6 +252,12 @@ fn hires_second_pass_failure_is_postprocess() {
         "{report}"
     );
     assert!(report.contains("Failing node: KSampler #11"), "{report}");
+    assert!(
+        report.contains(
+"First failure when adding **postprocess** — hires pass: KSampler #11 at 1024×1024 (step 2 of 2)"
+        ),
+        "{report}"
+    );
     assert_journal_complete(&dir, &s);
 }
 

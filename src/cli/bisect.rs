@@ -23,6 +23,8 @@ use std::time::Duration;
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
     /// the server's node definitions; every variant is also written as a UI workflow). Several
     /// run one after another.
@@ -71,7 +73,8 @@ pub struct SessionArgs {
     /// decode/encode retry after an OOM) as a failure (kind `memory_fallback`).
     #[arg(long)]
     pub strict: bool,
-    /// Longest run (e.g. 30m, 1h30m).
+    /// Longest run (e.g. 30m, 1h30m). Default: 8 × the longest run of the session so far,
+    /// at least 1h.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Free models and memory before every run (the default).
@@ -96,9 +99,13 @@ pub struct SessionArgs {
     /// Wait until this time before the first run: HH:MM (local) or RFC 3339.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
-    /// Stop cleanly between runs at this time: HH:MM (local) or RFC 3339.
+    /// Stop at this time: HH:MM (local) or RFC 3339. No run starts after it; a run still
+    /// going is interrupted once --deadline-grace has passed too (resume runs it again).
     #[arg(long, value_name = "TIME")]
     pub deadline: Option<String>,
+    /// How long a run may go on past --deadline before it is interrupted.
+    #[arg(long, default_value = "10m", value_name = "D", value_parser = parse_duration)]
+    pub deadline_grace: Duration,
     /// ComfyUI models/ root for component hashes (repeatable).
     #[arg(long = "models-dir", value_name = "DIR")]
     pub models_dirs: Vec<PathBuf>,
@@ -224,6 +231,7 @@ impl SessionArgs {
             restart_each: self.restart_each,
             restart_timeout_s: self.restart_timeout.as_secs().max(1),
             deadline,
+            deadline_grace_s: Some(self.deadline_grace.as_secs()),
             start_at,
             models_dirs: self.models_dirs.clone(),
             plan_args: ladder.as_args(),
@@ -268,7 +276,8 @@ pub fn exit_code(session: &SessionFile) -> u8 {
 }
 
 /// Runs `bisect`.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let options = args.session.options(&args.ladder).or_usage()?;
     let catalog = args.ladder.catalog().or_usage()?;
     // One client for every request (headers, URL credentials, request timeout).
@@ -342,7 +351,7 @@ pub(crate) fn run_session(
             .session
             .workflows
             .iter()
-            .map(|w| format!("{} ({} steps)", w.name, w.steps.len()))
+            .map(|w| format!("{} (steps 0–{})", w.name, w.steps.len().saturating_sub(1)))
             .collect();
         eprintln!(
             "session {} in {}: {}",

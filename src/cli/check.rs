@@ -12,6 +12,8 @@ use std::time::Duration;
 /// Arguments of `check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// The workflow: API format, a POST /prompt body, or a UI workflow (converted with the
     /// server's node definitions).
     pub workflow: PathBuf,
@@ -57,7 +59,8 @@ pub struct Args {
 
 /// Runs `check`: exit 0 good, 1 bad, 125 cannot test, 130 interrupted, 2 bad arguments or
 /// input. A journal that cannot be written is 125 too (the commit was not judged).
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let Connection { client, runtime } = args.connect.connect(server)?;
     let options = CheckOptions {
         runs_dir: args.runs_dir,

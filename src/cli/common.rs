@@ -11,6 +11,32 @@ use comfy_bisect_core::workflow::Workflow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The default server when neither `--server` nor `COMFY_BISECT_SERVER` names one.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8188";
+
+/// `--server` of the commands that talk to a server. It may also come before the subcommand
+/// (`comfy-bisect --server URL bisect …`) or from `COMFY_BISECT_SERVER`; commands that use no
+/// server do not take it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServerArg {
+    /// ComfyUI server URL (http/https) [default: COMFY_BISECT_SERVER, else
+    /// http://127.0.0.1:8188].
+    #[arg(long = "server", value_name = "URL")]
+    pub server: Option<String>,
+}
+
+impl ServerArg {
+    /// This command's server: its own `--server`, else the one before the subcommand (or
+    /// the environment), else [`DEFAULT_SERVER`].
+    pub fn resolve(&self, before: Option<&str>) -> String {
+        self.server
+            .as_deref()
+            .or(before)
+            .unwrap_or(DEFAULT_SERVER)
+            .to_string()
+    }
+}
+
 /// How to reach the server, for every command that talks to it.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConnectArgs {

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 /// Arguments of `convert`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// The UI workflow file (an API-format file is passed through unchanged).
     pub workflow: PathBuf,
     #[command(flatten)]
@@ -23,7 +25,8 @@ pub struct Args {
 
 /// Converts the workflow; exit 0 on success, 1 when it cannot be converted for this server
 /// (unknown node types…), 2 on input errors, 3 when the server is unreachable.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let defs = args.defs.load_cli(server)?;
     let loaded = load_workflow_file(&args.workflow, &defs).map_err(|e| match e {
         LoadAnyError::Convert { .. } => CliError::failed(e),

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 /// Arguments of `hash`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// The workflow file: API format, a POST /prompt body, or a UI workflow (what ComfyUI's
     /// "Save" writes; converted with the node definitions of --object-info or the server).
     pub workflow: PathBuf,
@@ -20,7 +22,8 @@ pub struct Args {
 }
 
 /// Prints the workflow hash.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let workflow = read_workflow_with(&args.workflow, || {
         args.defs.load(server).map_err(|e| {
             format!(

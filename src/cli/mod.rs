@@ -67,15 +67,11 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "comfy-bisect", version, about, long_about = None)]
 pub struct Cli {
-    /// ComfyUI server URL (http/https) for validate, convert, submit, check, bisect, plan and hash (of
-    /// a UI workflow); resume uses the session's server; the other commands need none.
-    #[arg(
-        long,
-        global = true,
-        env = "COMFY_BISECT_SERVER",
-        default_value = "http://127.0.0.1:8188"
-    )]
-    pub server: String,
+    /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
+    /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
+    /// [default: http://127.0.0.1:8188].
+    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL")]
+    pub server: Option<String>,
     /// More log output (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -124,15 +120,16 @@ pub enum Command {
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> ExitCode {
     logging::init(cli.verbose);
-    let server = cli.server.clone();
+    let before = cli.server.clone();
+    let server = |arg: &common::ServerArg| arg.resolve(before.as_deref());
     let result: common::CliResult = match cli.command {
-        Command::Validate(args) => validate::run(args, &server),
-        Command::Hash(args) => hash::run(args, &server),
-        Command::Convert(args) => convert::run(args, &server),
-        Command::Submit(args) => submit::run(args, &server),
+        Command::Validate(args) => validate::run(server(&args.target), args),
+        Command::Hash(args) => hash::run(server(&args.target), args),
+        Command::Convert(args) => convert::run(server(&args.target), args),
+        Command::Submit(args) => submit::run(server(&args.target), args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Bisect(args) => bisect::run(args, &server),
-        Command::Check(args) => check::run(args, &server),
+        Command::Bisect(args) => bisect::run(server(&args.target), args),
+        Command::Check(args) => check::run(server(&args.target), args),
         Command::Resume(args) => resume::run(args),
         Command::Show(args) => show::run(args),
         Command::Runs(args) => runs::run(args),
@@ -140,7 +137,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
-        Command::Plan(args) => plan::run(args, &server),
+        Command::Plan(args) => plan::run(server(&args.target), args),
         Command::Completions(args) => completions::run(args),
     };
     ExitCode::from(result.unwrap_or_else(common::CliError::report))

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 /// Arguments of `plan`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// The failing target workflow (API format, a POST /prompt body, or a UI workflow).
     pub workflow: PathBuf,
     #[command(flatten)]
@@ -26,7 +28,8 @@ pub struct Args {
 }
 
 /// Plans the ladder; exit 0 on success, 2 on input errors, 3 when the server is unreachable.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let catalog = args.ladder.catalog().or_usage()?;
     let defs = args.defs.load_cli(server)?;
     let loaded = read_loaded(&args.workflow, &defs).or_usage()?;

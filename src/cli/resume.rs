@@ -28,6 +28,9 @@ pub struct Args {
     /// A new --wait-server.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub wait_server: Option<Duration>,
+    /// A new --deadline-grace (how long a run may go on past the deadline).
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub deadline_grace: Option<Duration>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// No progress line and no per-run lines.
@@ -55,6 +58,7 @@ pub fn run(args: Args) -> CliResult {
         session: args.session.clone(),
         deadline,
         wait_server: args.wait_server,
+        deadline_grace: args.deadline_grace,
     };
     let pending = match app::resume(options)? {
         Resumed::Finished(finished) => {

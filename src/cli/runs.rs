@@ -99,7 +99,7 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
             "steps": w.steps.len(),
             "runs": w.runs.len(),
             "verdict": w.verdict,
-            "headline": w.verdict.as_ref().map(|v| v.headline()),
+            "headline": w.headline(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -178,11 +178,7 @@ pub fn run(args: Args) -> CliResult {
                 continue;
             }
             for w in &s.workflows {
-                let verdict = w
-                    .verdict
-                    .as_ref()
-                    .map(|v| v.headline())
-                    .unwrap_or_else(|| "no verdict yet".into());
+                let verdict = w.headline().unwrap_or_else(|| "no verdict yet".into());
                 println!(
                     "{}    {}: {verdict}",
                     if grouped { "  " } else { "" },

@@ -17,6 +17,8 @@ use std::time::Duration;
 /// Arguments of `submit`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// Workflow file: API format, a POST /prompt body `{"prompt": {...}}`, or a UI workflow
     /// (converted with the server's node definitions first).
     pub workflow: PathBuf,
@@ -40,7 +42,8 @@ pub struct Args {
 }
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let Connection { client, runtime } = args.connect.connect(server)?;
     let workflow = read_workflow_with(&args.workflow, || {
         let info = runtime

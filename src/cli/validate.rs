@@ -9,6 +9,8 @@ use std::path::PathBuf;
 /// Arguments of `validate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
     /// Workflow file(s): API format, a POST /prompt body, or a UI workflow (converted first).
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
@@ -20,7 +22,8 @@ pub struct Args {
 }
 
 /// Validates each workflow; exit 0 when all are valid, 1 when any is invalid, 2 on input errors.
-pub fn run(args: Args, server: &str) -> CliResult {
+pub fn run(server: String, args: Args) -> CliResult {
+    let server = server.as_str();
     let defs = args.defs.load_cli(server)?;
     let mut code = exit::OK;
     let mut results = Vec::new();

@@ -409,6 +409,7 @@ impl Fixture {
                     memory_events: vec![],
                     memory_fallbacks: vec![],
                     product: None,
+                    step_timing: Vec::new(),
                     raw: RawLog::default(),
                     server_log: String::new(),
                 },
@@ -517,6 +518,7 @@ pub fn components() -> Vec<ComponentHash> {
             sha256: Some("879db523c30d3b9017143d56705015e15a2cb5628762c11d086fed9538abd7fd".into()),
             autov2: Some("879db523c3".into()),
             reason: None,
+            link_target: None,
         },
         ComponentHash {
             file: "detail-tweaker.safetensors".into(),
@@ -529,6 +531,7 @@ pub fn components() -> Vec<ComponentHash> {
             sha256: Some("47aaaf0d2945ca937151d61304946dd229b3f072140b85484bc93e38f2a6e2f7".into()),
             autov2: Some("47aaaf0d29".into()),
             reason: None,
+            link_target: None,
         },
         ComponentHash {
             file: "4x-UltraSharp.pth".into(),
@@ -541,6 +544,7 @@ pub fn components() -> Vec<ComponentHash> {
             sha256: None,
             autov2: None,
             reason: Some("not found under the --models-dir roots (the server may be remote); pass --models-dir".into()),
+            link_target: None,
         },
     ]
 }

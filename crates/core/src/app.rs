@@ -294,6 +294,8 @@ pub struct ResumeOptions {
     pub deadline: DeadlineChange,
     /// A new wait for a server that went away.
     pub wait_server: Option<Duration>,
+    /// A new grace after the deadline for a run still going.
+    pub deadline_grace: Option<Duration>,
 }
 
 /// A session found for resuming.
@@ -338,6 +340,9 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }
     if let Some(w) = options.wait_server {
         session.options.wait_server_s = w.as_secs();
+    }
+    if let Some(g) = options.deadline_grace {
+        session.options.deadline_grace_s = Some(g.as_secs());
     }
     session.options.start_at = None;
     if session.is_finished() && session.in_flight.is_none() {
@@ -571,11 +576,7 @@ fn shell_word(s: &str) -> String {
 pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
     let mut out = format!("session {}\n", session.session_id);
     for job in &session.workflows {
-        let verdict = job
-            .verdict
-            .as_ref()
-            .map(|v| v.headline())
-            .unwrap_or_else(|| "not started".into());
+        let verdict = job.headline().unwrap_or_else(|| "not started".into());
         out.push_str(&format!("  {}: {verdict}\n", job.name));
     }
     if let SessionState::Stopped { detail, .. } = &session.state {
@@ -916,6 +917,7 @@ mod tests {
             session: Some("nope".into()),
             deadline: DeadlineChange::Drop,
             wait_server: None,
+            deadline_grace: None,
         }) {
             Err(e) => e,
             Ok(_) => panic!("a missing session resumed"),

@@ -71,6 +71,18 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
+/// A duration for progress lines, whole seconds without spaces: `1h02m`, `3m05s`, `12s`.
+pub fn compact_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// Now, UTC, RFC 3339 with as many fraction digits as needed: `2026-12-01T03:12:44.5Z`.
 pub fn now_rfc3339() -> String {
     Timestamp::now().to_string()
@@ -182,6 +194,10 @@ mod tests {
         assert_eq!(seconds(4.25), "4.2 s");
         assert_eq!(seconds(59.9), "59.9 s");
         assert_eq!(seconds(185.4), "3m 05s");
+        use std::time::Duration;
+        assert_eq!(compact_duration(Duration::from_secs(3725)), "1h02m");
+        assert_eq!(compact_duration(Duration::from_secs(185)), "3m05s");
+        assert_eq!(compact_duration(Duration::from_millis(12_900)), "12s");
     }
 
     #[test]

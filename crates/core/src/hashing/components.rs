@@ -48,6 +48,10 @@ pub struct ComponentHash {
     /// Why it was not hashed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Where the file really is, when the name reaches it through a symbolic link out of the
+    /// model folders (the report shows `name → target`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target: Option<String>,
 }
 
 /// The model folders of the server as the server describes them, for hashing without
@@ -109,7 +113,11 @@ pub(crate) fn hash_server_components(
             return (Location::Unhashed { reason }, listed.flatten());
         }
         let location = match locate_in_server_folders(r, &server.folder_paths) {
-            Location::Located { path, folder } => {
+            Location::Located {
+                path,
+                folder,
+                linked_out,
+            } => {
                 match (listed.flatten(), std::fs::metadata(&path).map(|m| m.len())) {
                     (Some(want), Ok(have)) if want != have => Location::Unhashed {
                         reason: format!(
@@ -117,7 +125,11 @@ pub(crate) fn hash_server_components(
                             path.display()
                         ),
                     },
-                    _ => Location::Located { path, folder },
+                    _ => Location::Located {
+                        path,
+                        folder,
+                        linked_out,
+                    },
                 }
             }
             other => other,
@@ -179,14 +191,22 @@ fn hash_located(
                 sha256: None,
                 autov2: None,
                 reason: None,
+                link_target: None,
             };
             match location {
                 Location::Unhashed { reason } => {
                     component.reason = Some(reason);
                     component.size = listed_size;
                 }
-                Location::Located { path, folder } => {
+                Location::Located {
+                    path,
+                    folder,
+                    linked_out,
+                } => {
                     component.folder = folder.to_string();
+                    if linked_out {
+                        component.link_target = Some(path.display().to_string());
+                    }
                     match &hashes[index_of[&path]] {
                         Ok(hash) => {
                             component.status = ComponentStatus::Hashed;

@@ -4,8 +4,11 @@
 //! A root is ComfyUI's `models/` directory. A reference is looked up as
 //! `<root>/<folder>/<file>` for each root (in the order given) and each of its folders (in
 //! ComfyUI's order). Without `--models-dir`, the server's folders (`GET /internal/folder_paths`,
-//! absolute folders per kind) are searched the same way when they exist here. Absolute names and `..` are refused, and so is any path whose real location
-//! (after following symlinks) is outside every root. Nothing is ever guessed.
+//! absolute folders per kind) are searched the same way when they exist here. Absolute names and
+//! `..` are refused: a name never leaves its folder. A file in a folder that is a symbolic link
+//! into another place (the usual way to share one model store between installs) is the user's
+//! own choice, as ComfyUI loads through it: it is hashed, and its real location is recorded
+//! ("→ target"). Nothing is ever guessed.
 
 use super::refs::ModelRef;
 use std::collections::BTreeMap;
@@ -21,6 +24,9 @@ pub enum Location {
         path: PathBuf,
         /// The folder it was found in (`loras`, `unet`, …).
         folder: &'static str,
+        /// True when the real path lies outside the roots: the name was reached through a
+        /// symbolic link (of the file or of a folder under the root) pointing elsewhere.
+        linked_out: bool,
     },
     /// Not hashed; the reason says why and what to do.
     Unhashed {
@@ -50,19 +56,14 @@ pub fn locate(model: &ModelRef, roots: &[PathBuf]) -> Location {
                 .map(|&folder| (root.join(folder).join(&relative), folder))
         })
         .collect();
-    search(
-        candidates,
-        roots,
-        "every --models-dir root",
-        "any --models-dir root",
-    )
+    search(candidates, roots, "any --models-dir root")
 }
 
 /// Looks `model` up in the server's own folders (`GET /internal/folder_paths`: absolute
 /// folders per folder kind, on the server's machine), for a server on this machine: each
-/// folder of each of the reference's kinds, in ComfyUI's order. A real path outside those
-/// folders is refused, as under `--models-dir`. (Whether the server is on this machine at all
-/// is the caller's question.)
+/// folder of each of the reference's kinds, in ComfyUI's order; links out of those folders are
+/// followed as under `--models-dir`. (Whether the server is on this machine at all is the
+/// caller's question.)
 pub(crate) fn locate_in_server_folders(
     model: &ModelRef,
     folder_paths: &BTreeMap<String, Vec<PathBuf>>,
@@ -91,7 +92,6 @@ pub(crate) fn locate_in_server_folders(
         candidates,
         &roots,
         "the server's model folders (GET /internal/folder_paths)",
-        "the server's model folders (GET /internal/folder_paths)",
     )
 }
 
@@ -99,11 +99,11 @@ fn unhashed(reason: String) -> Location {
     Location::Unhashed { reason }
 }
 
-/// The first candidate that is a regular file whose real path is under one of `roots`.
+/// The first candidate that is a regular file (through any links; whether its real path is
+/// under one of `roots` is recorded).
 fn search(
     candidates: Vec<(PathBuf, &'static str)>,
     roots: &[PathBuf],
-    outside: &str,
     not_found: &str,
 ) -> Location {
     let real_roots: Vec<PathBuf> = roots
@@ -127,19 +127,16 @@ fn search(
                 continue;
             }
         };
-        if !real_roots.iter().any(|r| real.starts_with(r)) {
-            refusals.push(format!(
-                "refused '{}': it resolves to '{}', outside {outside} (add the root that holds it with --models-dir if you trust it)",
-                candidate.display(),
-                real.display()
-            ));
-            continue;
-        }
         if !real.is_file() {
             refusals.push(format!("'{}' is not a regular file", candidate.display()));
             continue;
         }
-        return Location::Located { path: real, folder };
+        let linked_out = !real_roots.iter().any(|r| real.starts_with(r));
+        return Location::Located {
+            path: real,
+            folder,
+            linked_out,
+        };
     }
     if refusals.is_empty() {
         unhashed(format!(

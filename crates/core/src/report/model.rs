@@ -3,16 +3,19 @@
 //!
 //! Field names and meanings are a stable contract: new fields may be added (optional ones are
 //! omitted when absent), existing ones are never renamed or retyped without bumping
-//! [`SCHEMA_VERSION`].
+//! [`SCHEMA_VERSION`]. Every struct here is `#[skip_serializing_none]`: an `Option` field that is
+//! `None` is left out of `report.json` (and reads back as `None`).
 
 pub use crate::vocab::{ContractNumbers, VerdictKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 /// Version of the report.json schema.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Everything a report says about one bisection session.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Schema version of this document ([`SCHEMA_VERSION`]).
@@ -24,14 +27,12 @@ pub struct Report {
     /// Where the session is: `preflight`, `waiting`, `running`, `done` or `stopped`.
     pub state: String,
     /// Why the session stopped early, in words (state `stopped`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
     /// Whether home directories, user and host names, IP addresses and secrets were replaced.
     pub redacted: bool,
     /// How the session was run.
     pub settings: Settings,
     /// The server's versions, hardware and launch arguments (absent before preflight).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Environment>,
     /// Environment changes between runs (the fingerprint changed), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -43,6 +44,7 @@ pub struct Report {
 }
 
 /// The environment changed between two runs.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DriftRow {
     /// When it was seen (before the next run).
@@ -62,6 +64,7 @@ pub struct DriftRow {
 }
 
 /// The report of one workflow of the session.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowReport {
     /// The workflow's short name in the session.
@@ -75,17 +78,14 @@ pub struct WorkflowReport {
     /// How peak VRAM was measured.
     pub vram: VramInfo,
     /// Evidence for the first failing run (or the failing minimal run).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<Evidence>,
     /// What to check next and the unproven explanations, for the failure's stage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_steps: Option<NextSteps>,
     /// Repeated runs of the first failing and last passing steps (`--repeat`).
     pub repeats: Vec<RepeatRow>,
     /// Control runs: minimal plus one later increment alone (`--controls`).
     pub controls: Vec<ControlRow>,
     /// What preflight found missing (verdict `preflight_failed`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<Preflight>,
     /// Model files the failing (or last) run's workflow references, with their hashes.
     pub components: Vec<Component>,
@@ -94,6 +94,7 @@ pub struct WorkflowReport {
 }
 
 /// What preflight found before any run.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Preflight {
     /// Node classes the server does not know (install the custom nodes).
@@ -105,6 +106,7 @@ pub struct Preflight {
 }
 
 /// The one-line verdict.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// Which verdict.
@@ -112,62 +114,54 @@ pub struct Verdict {
     /// The verdict as one sentence of plain text.
     pub summary: String,
     /// The step the verdict is about (first failing step, or the failing minimal step 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
     /// Number of increments in the ladder (the full workflow is step `steps`).
     pub steps: usize,
     /// The increment added at `step`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub increment: Option<String>,
+    /// The named parts that increment brings back (`hires pass: KSampler #11 at 1024×1024`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
     /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_kind: Option<String>,
     /// The stage (`load`, `sample_first`, …) of the failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     /// Why the session is incomplete, or the flaky counts, in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The first step whose run went through a memory fallback, when it comes before the
     /// first failure (or when nothing failed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_fallback_step: Option<usize>,
     /// Its increment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_fallback_increment: Option<String>,
     /// What fell back there (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_fallbacks: Vec<String>,
     /// When the failing run crashed (server lost, timeout): how often the failure was seen,
     /// the crash and its confirming re-runs together (`--confirm-crashes`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduced: Option<u32>,
     /// Always `unknown`: a bisection locates a failure, it does not prove its cause.
     pub root_cause: String,
 }
 
 /// The bisected workflow.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowInfo {
     /// The input file as given on the command line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// `api` or `ui` (the input format).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
     /// Canonical sha256 of the full (target) workflow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
 }
 
 /// How the session was run.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// The ComfyUI server URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
     /// `linear` or `binary`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
     /// `--repeat N` (0 when not used).
     pub repeat: u32,
@@ -176,51 +170,38 @@ pub struct Settings {
     /// Whether cold runs were asked for (models and memory freed before each run).
     pub cold: bool,
     /// `--timeout` per run, seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
     /// `--deadline` (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
     /// When the session started (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// When the last run ended (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
     /// The runs directory the session lives in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_dir: Option<String>,
 }
 
 /// The server's environment, from `/system_stats`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// ComfyUI version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comfyui_version: Option<String>,
     /// The frontend version the server requires (`required_frontend_version`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frontend_version: Option<String>,
     /// PyTorch version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pytorch_version: Option<String>,
     /// Python version (the number only; `python_version_full` has the build string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python_version: Option<String>,
     /// Python's full `sys.version`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python_version_full: Option<String>,
     /// Whether ComfyUI runs on the portable build's embedded Python.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedded_python: Option<bool>,
     /// Operating system as the server reports it (`posix`, `nt`, `linux`, `win32`, `darwin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,
     /// The device ComfyUI runs on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Gpu>,
     /// Host RAM in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ram_total_mib: Option<f64>,
     /// The server's launch arguments.
     pub argv: Vec<String>,
@@ -229,26 +210,23 @@ pub struct Environment {
     /// `cold` (models unloaded before every run), `warm`, `mixed` or `unknown`.
     pub runs: String,
     /// Short id of the environment fingerprint of the session's last run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
     /// Custom node packs the server has (from that fingerprint).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_packs: Vec<NodePackRow>,
     /// Where the packs' versions came from (`ComfyUI-Manager`), when anywhere.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pack_versions_from: Option<String>,
     /// How the server manages memory (dynamic VRAM, pinned memory, offload, cache).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mode: Option<crate::comfy::fingerprint::MemoryMode>,
     /// Every device the server lists, the primary (the one runs are measured on) first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<String>,
     /// `system.deploy_environment` (late-2026 servers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deploy_environment: Option<String>,
 }
 
 /// One custom node pack of the environment.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodePackRow {
     /// The pack (its folder under `custom_nodes/`).
@@ -262,6 +240,7 @@ pub struct NodePackRow {
 }
 
 /// The device ComfyUI runs on.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
     /// Device name as ComfyUI prints it, without the allocator suffix.
@@ -270,29 +249,27 @@ pub struct Gpu {
     #[serde(rename = "type")]
     pub kind: String,
     /// Device index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<i64>,
     /// PyTorch allocator backend from the device name (`cudaMallocAsync`, `native`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
     /// Total device memory in MiB (system RAM on `--cpu`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_total_mib: Option<f64>,
 }
 
 /// One memory-relevant launch argument.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryFlag {
     /// The flag as given, e.g. `--reserve-vram`.
     pub flag: String,
     /// Its value, when it takes one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// What it changes about memory use, in words.
     pub effect: String,
 }
 
 /// A node of the workflow.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeRef {
     /// Node id in the submitted prompt.
@@ -302,6 +279,7 @@ pub struct NodeRef {
 }
 
 /// One ladder step.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LadderRow {
     /// 0 = the minimal variant; the last step is the full workflow.
@@ -309,64 +287,48 @@ pub struct LadderRow {
     /// The increment's label (`minimal` for step 0).
     pub increment: String,
     /// The increment's kind (`resolution`, `frames`, `lora`, `cache`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub increment_kind: Option<String>,
     /// What changed against the previous step, e.g. `resolution 256×144 → 1280×720`.
     pub changes: Vec<String>,
     /// The run's id (a UUID, also the prompt_id); absent when the step was not run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// `passed`, `failed`, `rejected`, `interrupted`, `timeout`, `server_lost`, `running` or
     /// `not_run`.
     pub outcome: String,
     /// Failure kind for a failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_kind: Option<String>,
     /// Stage for a failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     /// The node that raised.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_node: Option<NodeRef>,
     /// Highest sampled VRAM use in MiB (total − free).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_vram_mib: Option<f64>,
     /// How many VRAM samples were taken.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vram_samples: Option<usize>,
     /// Device memory already in use before the run (after `/free` and the settle), MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_vram_mib: Option<f64>,
     /// Peak system RAM in use in MiB (`ram_total − ram_free`, sampled).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_ram_mib: Option<f64>,
     /// Peak resident memory of the server process in MiB (a server on this machine).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_mib: Option<f64>,
     /// Peak swap of the local server process in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_swap_mib: Option<f64>,
     /// Wall time from submission to the terminal event, in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
     /// Whether models were unloaded before the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<bool>,
     /// The run's folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
     /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`): a pass
     /// with any is the early warning a bisection looks for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
     /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,
     /// Where the product differs from what the variant asked for (a warning, not a failure).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_warnings: Vec<String>,
     /// The run crashed (server lost, timeout) and was re-run to confirm it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash_check: Option<CrashCheckRow>,
     /// The models ComfyUI put on the device during the run, in order, from its console
     /// (`Requested to load X` + `loaded completely/partially …`).
@@ -381,25 +343,24 @@ pub struct LadderRow {
 
 /// One model load of a run, as ComfyUI's console printed it. ComfyUI prints these figures as
 /// "MB" but computes them as bytes / 1024², so they are MiB.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelLoadRow {
     /// The model class (`BaseModel`, `SD1ClipModel`, `AutoencoderKL`, `WAN21`, …), when the
     /// `Requested to load` line was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     /// `true` for `loaded completely`, `false` for `loaded partially`.
     pub full: bool,
     /// MiB of the model placed on the device.
     pub loaded_mib: f64,
     /// MiB left in system memory (partial loads; only newer ComfyUI prints it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offloaded_mib: Option<f64>,
     /// Weights patched on the fly (partial loads).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowvram_patches: Option<u64>,
 }
 
 /// What the re-runs of a crashed run said (`--confirm-crashes`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrashCheckRow {
     /// `not_reproduced` (a re-run passed: the step counts as passed), `confirmed` (the
@@ -412,22 +373,21 @@ pub struct CrashCheckRow {
 }
 
 /// How peak VRAM was measured.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VramInfo {
     /// The `/system_stats` sampling interval in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_interval_ms: Option<u64>,
     /// The device's total memory in MiB (the chart's reference line).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_mib: Option<f64>,
     /// What "Peak RAM", "Server RSS" and "Swap" are, in words (None when no run sampled RAM).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ram_note: Option<String>,
     /// What the numbers mean and miss, in words.
     pub note: String,
 }
 
 /// Progress a node reported before the failure.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgressSeen {
     /// The node.
@@ -439,6 +399,7 @@ pub struct ProgressSeen {
 }
 
 /// Evidence for one failing run.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The step.
@@ -446,43 +407,33 @@ pub struct Evidence {
     /// The increment added at that step.
     pub increment: String,
     /// The run's id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The run's outcome (`failed`, `server_lost`, `timeout`, `rejected`, …).
     pub outcome: String,
     /// The node that raised.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<NodeRef>,
     /// Module-qualified exception class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception_type: Option<String>,
     /// The exception message as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception_message: Option<String>,
     /// Failure kind (diagnosis).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_kind: Option<String>,
     /// Stage (diagnosis).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     /// The evidence the stage rests on, in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_evidence: Option<String>,
     /// How sure the stage is: `certain` (a frame, the exception or the node decided it),
     /// `likely` (only progress or console order), `unknown`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_confidence: Option<String>,
     /// Numbers parsed from the message.
     pub numbers: ContractNumbers,
     /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
     /// as printed and not used to reason. Absent when nothing was printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numbers_consistent: Option<bool>,
     /// What is wrong with the numbers, when they are inconsistent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numbers_notes: Vec<String>,
     /// The last progress any node reported before the failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_progress: Option<ProgressSeen>,
     /// The traceback frames as ComfyUI sent them.
     pub traceback: Vec<String>,
@@ -490,33 +441,28 @@ pub struct Evidence {
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub current_inputs: Map<String, Value>,
     /// What happened when there is no exception (server lost, timeout, rejection), in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The kernel's OOM kill of the server, as its log printed it (a lost local server).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_kill: Option<crate::host::OomKill>,
     /// What the kernel log of the run's window showed, or why it could not be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_log: Option<String>,
     /// The kernel log's OOM-killer lines (also in the run folder's `kernel-oom.log`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_lines: Vec<String>,
     /// Host RAM during the run: peaks, and the pressure when it came close to the total.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_ram: Option<String>,
     /// The run's server console, whole: its `server.log` lines (`<server time> <line>`), from
     /// our prompt's `got prompt` to its end. report.md shows an excerpt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console: Vec<String>,
     /// The file holding the console (`<run folder>/server.log`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console_file: Option<String>,
     /// The run's folder (its `run.json` holds the traceback and inputs whole).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
 }
 
 /// What to check next for the failure's stage.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NextSteps {
     /// The stage these apply to.
@@ -530,6 +476,7 @@ pub struct NextSteps {
 }
 
 /// One possible explanation.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidate {
     /// The explanation.
@@ -539,6 +486,7 @@ pub struct Candidate {
 }
 
 /// Repeated runs of one step (`--repeat`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RepeatRow {
     /// The step.
@@ -558,6 +506,7 @@ pub struct RepeatRow {
 }
 
 /// One control run: the minimal variant plus a single later increment.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlRow {
     /// The increment's step in the ladder.
@@ -565,22 +514,19 @@ pub struct ControlRow {
     /// The increment added alone to the minimal variant.
     pub increment: String,
     /// The run's id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The run's outcome.
     pub outcome: String,
     /// Stage, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     /// The node that raised, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_node: Option<NodeRef>,
     /// Peak sampled VRAM in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_vram_mib: Option<f64>,
 }
 
 /// One model file a loader references.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Component {
     /// File name as the workflow gives it (never redacted: it identifies the component).
@@ -594,35 +540,35 @@ pub struct Component {
     /// `hashed` or `unhashed`.
     pub status: String,
     /// Size in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
     /// Full-file sha256.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     /// First 10 hex digits of the sha256.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autov2: Option<String>,
     /// Why it was not hashed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Where the file really is when the name reaches it through a link out of the model
+    /// folders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target: Option<String>,
 }
 
 /// Files to attach to an issue.
+#[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attachments {
     /// The session folder.
     pub session_dir: String,
     /// The last passing run below the first failure (the minimal passing workflow).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal_passing: Option<AttachedRun>,
     /// The first failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failing: Option<AttachedRun>,
     /// Every run of the session with the command that reproduces it.
     pub runs: Vec<AttachedRun>,
 }
 
 /// One run's files and how to reproduce it.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttachedRun {
     /// The step.
@@ -640,11 +586,9 @@ pub struct AttachedRun {
     /// The API-format workflow exactly as submitted.
     pub workflow: String,
     /// The same variant in UI format, when the input was a UI workflow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui_workflow: Option<String>,
     /// A copy of `workflow` with secrets and home paths replaced, written next to the report
     /// when redaction changed anything (attach this one instead).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shareable_workflow: Option<String>,
     /// The comfy-bisect command that submits this workflow again.
     pub reproduce: String,
@@ -710,6 +654,13 @@ impl Verdict {
             )),
             _ => None,
         };
+        let named = || {
+            if self.parts.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", self.parts.join("; "))
+            }
+        };
         let reproduced = || match self.reproduced {
             Some(n) => format!(" (the crash was reproduced {n} times)"),
             None => String::new(),
@@ -717,17 +668,19 @@ impl Verdict {
         match self.kind {
             VerdictKind::FirstFailure => match fallback {
                 Some(f) => format!(
-                    "{}{}; first failure at {} (step {} of {steps}): {}{}. Root cause: unknown.",
+                    "{}{}; first failure at {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
                     f[..1].to_uppercase(),
                     &f[1..],
                     emph(self.increment.as_deref().unwrap_or("?")),
+                    named(),
                     self.step.unwrap_or_default(),
                     what(),
                     reproduced()
                 ),
                 None => format!(
-                    "First failure when adding {} (step {} of {steps}): {}{}. Root cause: unknown.",
+                    "First failure when adding {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
                     emph(self.increment.as_deref().unwrap_or("?")),
+                    named(),
                     self.step.unwrap_or_default(),
                     what(),
                     reproduced()

@@ -16,7 +16,7 @@ fn progress_text(job: &WorkflowJob, steps_total: usize) -> String {
         .filter(|r| r.status == RunStatus::Done)
         .count();
     let mut parts = vec![format!(
-        "{done} run{} recorded on a {steps_total}-step ladder",
+        "{done} run{} recorded on a ladder of steps 0–{steps_total}",
         if done == 1 { "" } else { "s" }
     )];
     if let Some(p) = job
@@ -71,6 +71,7 @@ pub(super) fn verdict(
         step: None,
         steps: steps_total,
         increment: None,
+        parts: Vec::new(),
         failure_kind: None,
         stage: None,
         reason: None,
@@ -92,6 +93,12 @@ pub(super) fn verdict(
             v.kind = VerdictKind::FirstFailure;
             v.step = Some(*step);
             v.increment = Some(increment.clone());
+            v.parts = job
+                .steps
+                .iter()
+                .find(|s| s.index == *step)
+                .map(|s| crate::ladder::named_parts(&s.changes))
+                .unwrap_or_default();
             v.failure_kind = row(*step).and_then(|r| r.failure_kind.clone());
             v.stage = stage
                 .clone()

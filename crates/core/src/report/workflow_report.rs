@@ -401,6 +401,7 @@ pub(super) fn workflow_report(
                     sha256: c.sha256.clone(),
                     autov2: c.autov2.clone(),
                     reason: c.reason.clone(),
+                    link_target: c.link_target.clone(),
                 })
                 .collect()
         })

@@ -1,7 +1,9 @@
 //! One run: optional cold start, socket first, submit, follow our prompt (`run/follow.rs`),
 //! reconcile with history, sample VRAM, and turn all of it into a [`RunRecord`]. Every loop here
 //! is bounded in time (run, stall, queue, reconnect and grace limits). The outcome of a
-//! submitted prompt is decided in one place, `Runner::decide`.
+//! submitted prompt is decided in one place, `Runner::decide`. `Runner` owns our prompt's
+//! server-side state (`run/state.rs`) and lends it to the follow phase through methods; its own
+//! fields are private to this file.
 
 use super::console::RunConsole;
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
@@ -10,12 +12,13 @@ use super::record::{
     Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample, WsTextRecord,
 };
 use super::sampler::Sampler;
-use crate::comfy::events::{EventTracker, TrackerEvent};
+use super::state::FollowState;
+use crate::comfy::events::TrackerEvent;
 use crate::comfy::protocol::{
     canonical_prompt_id, explain_invalid_prompt_id, msg, HistoryEntry, LogsData, PromptErrorInfo,
     PromptRequest, QueuePosition, SystemStats, Terminal, INVALID_PROMPT_ID, PREVIEW_METHOD_NONE,
 };
-use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsConnection, WsFrame};
+use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsFrame};
 use crate::host::{HostReport, HostSample, ServerProcess};
 use crate::workflow::Workflow;
 use serde_json::{Map, Value};
@@ -111,22 +114,18 @@ pub(super) enum End {
     Lost(ServerLostInfo),
 }
 
-/// One run in progress: the request, the client, and everything observed so far.
+/// One run in progress: the request, our prompt on the server ([`FollowState`], which the follow
+/// phase borrows), and everything else observed so far.
 pub(super) struct Runner<'a> {
-    pub(super) client: Client,
+    state: FollowState,
     plain: Client,
-    pub(super) req: RunRequest,
-    pub(super) obs: &'a mut dyn RunObserver,
+    req: RunRequest,
+    obs: &'a mut dyn RunObserver,
     t0: Instant,
-    pub(super) prompt_id: String,
-    pub(super) tracker: EventTracker,
     pending_http: PendingHttp,
-    pub(super) raw: RawLog,
+    raw: RawLog,
     warnings: Vec<String>,
-    pub(super) queue: QueueInfo,
-    pub(super) sock: Option<WsConnection>,
-    pub(super) sockets_opened: u32,
-    pub(super) history: Option<HistoryEntry>,
+    queue: QueueInfo,
     stats_before: Option<SystemStats>,
     stats_after: Option<SystemStats>,
     stats_after_tried: bool,
@@ -134,23 +133,16 @@ pub(super) struct Runner<'a> {
     baseline: Option<u64>,
     sampler: Option<Sampler>,
     partial: Option<Rejection>,
-    pub(super) submitted: bool,
     /// Our share of the server console.
     console: RunConsole,
     /// `Some(true)` once the server took a log subscription, `Some(false)` when it has none.
     logs: Option<bool>,
     /// Why there is no console (no route, subscription failed).
     logs_note: Option<String>,
-    /// A socket closed during the run (console lines may be missing).
-    pub(super) socket_dropped: bool,
     /// What the output nodes produced (a run the server called a success).
     product: Option<super::product::Product>,
     /// Nodes that were running when binary (image) frames came.
-    pub(super) streamed: std::collections::BTreeSet<String>,
-    /// Whether the server has `GET /api/jobs/{id}` (None until the first lookup).
-    pub(super) jobs_api: Option<bool>,
-    /// Whether the server has `POST /api/jobs/{id}/cancel` (None until first needed).
-    pub(super) cancel_api: Option<bool>,
+    streamed: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -166,10 +158,8 @@ impl<'a> Runner<'a> {
         }));
         let prompt_id = canonical_prompt_id(&req.run_id);
         Runner {
-            client: recording,
+            state: FollowState::new(recording, prompt_id),
             plain: client.clone(),
-            tracker: EventTracker::new(&prompt_id),
-            prompt_id,
             req,
             obs,
             t0,
@@ -177,29 +167,61 @@ impl<'a> Runner<'a> {
             raw: RawLog::default(),
             warnings: Vec::new(),
             queue: QueueInfo::default(),
-            sock: None,
-            sockets_opened: 0,
-            history: None,
             stats_before: None,
             stats_after: None,
             stats_after_tried: false,
             baseline: None,
             sampler: None,
             partial: None,
-            submitted: false,
             console: RunConsole::new(),
             logs: None,
             logs_note: None,
-            socket_dropped: false,
             product: None,
             streamed: Default::default(),
-            jobs_api: None,
-            cancel_api: None,
         }
     }
 
+    /// Milliseconds since the run began.
     pub(super) fn ms(&self) -> u64 {
         self.t0.elapsed().as_millis() as u64
+    }
+
+    /// Our prompt on the server, for the follow phase.
+    pub(super) fn state(&self) -> &FollowState {
+        &self.state
+    }
+
+    /// Our prompt on the server, for the follow phase to change.
+    pub(super) fn state_mut(&mut self) -> &mut FollowState {
+        &mut self.state
+    }
+
+    /// The run's request (its limits).
+    pub(super) fn request(&self) -> &RunRequest {
+        &self.req
+    }
+
+    /// Takes the Ctrl-C receiver (the follow phase watches it from then on).
+    pub(super) fn take_cancel(&mut self) -> Option<watch::Receiver<bool>> {
+        self.req.cancel.take()
+    }
+
+    /// Our prompt waits behind `ahead` others: kept for the record (the most seen).
+    pub(super) fn saw_ahead(&mut self, ahead: usize) {
+        self.queue.max_ahead = self.queue.max_ahead.max(ahead);
+    }
+
+    /// Tells the observer of an event of the run.
+    pub(super) fn event(&mut self, event: &RunEvent) {
+        self.obs.on_event(event);
+    }
+
+    /// Merges our prompt's `/history` entry (warning when it disagrees with the socket).
+    pub(super) fn keep_history(&mut self, entry: HistoryEntry) {
+        let t = self.ms();
+        if let Some(n) = self.state.merge_history(entry, t) {
+            self.warn(n);
+        }
     }
 
     async fn go(mut self) -> RunRecord {
@@ -210,7 +232,7 @@ impl<'a> Runner<'a> {
         // The socket is closed in the background (nobody waits for the server's close reply);
         // the last stats (unless fetched with the history already) and the sampler's series are
         // collected at the same time.
-        if let Some(sock) = self.sock.take() {
+        if let Some(sock) = self.state.take_socket() {
             sock.close_in_background();
         }
         let want_stats = !self.stats_after_tried && !matches!(outcome, Outcome::ServerLost(_));
@@ -248,23 +270,24 @@ impl<'a> Runner<'a> {
             device.as_ref(),
             failed,
         );
-        if self.req.cold && !self.tracker.cached().is_empty() {
-            let nodes = self.tracker.cached().join(", ");
+        if self.req.cold && !self.state.tracker().cached().is_empty() {
+            let nodes = self.state.tracker().cached().join(", ");
             self.warn(format!(
                 "cold run, but the server served nodes [{nodes}] from its cache: POST /free did not \
                  clear the output cache (custom cache mode, or another client re-filled it)"
             ));
         }
-        let mut timeline = self.tracker.timeline().to_vec();
+        let mut timeline = self.state.tracker().timeline().to_vec();
         for n in &mut timeline {
             let id = n.display_node.as_deref().unwrap_or(&n.node_id);
             n.class_type = self.req.workflow.node(id).map(|w| w.class_type.clone());
         }
-        self.queue.started_ms = self.tracker.started_ms();
-        self.queue.finished_ms = self.tracker.finished_ms();
-        self.raw.frames = self.tracker.counts().clone();
-        self.raw.jobs_api = self.jobs_api;
-        self.raw.jobs_cancel_api = self.cancel_api;
+        self.queue.started_ms = self.state.tracker().started_ms();
+        self.queue.finished_ms = self.state.tracker().finished_ms();
+        self.raw.frames = self.state.tracker().counts().clone();
+        let apis = self.state.apis();
+        self.raw.jobs_api = apis.jobs;
+        self.raw.jobs_cancel_api = apis.cancel;
         let (outcome, error) = outcome.into_parts();
         let console = std::mem::take(&mut self.console);
         let note =
@@ -287,17 +310,18 @@ impl<'a> Runner<'a> {
             self.warnings.push(format!("product: {m}"));
         }
         let prompt_rewrite = self
-            .history
-            .as_ref()
+            .state
+            .history()
             .and_then(|h| super::rewrite::compare(&self.req.workflow, h));
         if let Some(r) = &prompt_rewrite {
             self.warnings.push(super::rewrite::warning(r));
         }
+        let step_timing = super::timing::sampler_timings(&self.raw.ws_text, self.state.prompt_id());
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
-            prompt_id: self.prompt_id.clone(),
+            prompt_id: self.state.prompt_id().to_string(),
             workflow_sha256: self.req.workflow.sha256(),
-            server: self.client.server_url(),
+            server: self.state.client().server_url(),
             started_at,
             finished_at: now_rfc3339(),
             duration_ms: self.ms(),
@@ -306,7 +330,7 @@ impl<'a> Runner<'a> {
             error,
             diagnosis: None,
             queue: self.queue,
-            cached_nodes: self.tracker.cached().to_vec(),
+            cached_nodes: self.state.tracker().cached().to_vec(),
             timeline,
             vram,
             host,
@@ -315,12 +339,13 @@ impl<'a> Runner<'a> {
             system_stats_after: self.stats_after,
             vram_baseline_bytes: self.baseline,
             prompt_rewrite,
-            history: self.history,
+            history: self.state.take_history(),
             warnings: self.warnings,
             console: Some(console),
             memory_events,
             memory_fallbacks,
             product,
+            step_timing,
             raw: self.raw,
             server_log,
         };
@@ -418,7 +443,7 @@ impl<'a> Runner<'a> {
         &self,
         wanted: bool,
     ) -> impl std::future::Future<Output = Option<Result<SystemStats, ClientError>>> {
-        let client = self.client.clone();
+        let client = self.state.client().clone();
         async move {
             if wanted {
                 Some(client.system_stats().await)
@@ -440,7 +465,7 @@ impl<'a> Runner<'a> {
     async fn drive(&mut self) -> Outcome {
         if !self.req.cold {
             // Warm run: the first stats and the socket (handshake + greeting) at the same time.
-            let client = self.client.clone();
+            let client = self.state.client().clone();
             let (stats, socket) = tokio::join!(
                 async move { client.system_stats().await },
                 self.open_socket()
@@ -450,12 +475,12 @@ impl<'a> Runner<'a> {
             }
             return self.submit_and_follow(socket).await;
         }
-        let stats = self.client.system_stats().await;
+        let stats = self.state.client().system_stats().await;
         if let Some(outcome) = self.keep_stats_before(stats) {
             return outcome;
         }
         self.phase("cold start: POST /free {unload_models, free_memory}");
-        if let Err(e) = self.client.free(true, true).await {
+        if let Err(e) = self.state.client().free(true, true).await {
             if e.is_unreachable() {
                 return self.lost(e.to_string());
             }
@@ -468,7 +493,7 @@ impl<'a> Runner<'a> {
         // still held (the run's baseline) is read.
         let settle = self.req.settle;
         let (_, socket) = tokio::join!(tokio::time::sleep(settle), self.open_socket());
-        match self.client.system_stats().await {
+        match self.state.client().system_stats().await {
             Ok(s) => self.baseline = s.primary().map(|d| d.used()),
             Err(e) => self.warn(format!(
                 "GET /system_stats after /free failed, no memory baseline: {e}"
@@ -491,7 +516,7 @@ impl<'a> Runner<'a> {
     /// and the history reconciled alongside the stats after the run.
     async fn submit_and_follow(&mut self, socket: Result<(), ClientError>) -> Outcome {
         if let Err(e) = socket {
-            if self.client.queue().await.is_err() {
+            if self.state.client().queue().await.is_err() {
                 return self.lost(e.to_string());
             }
             self.warn(format!(
@@ -511,23 +536,23 @@ impl<'a> Runner<'a> {
         let lost = matches!(end, End::Lost(_));
         self.finish_console(lost).await;
         let unsubscribe = self.unsubscribe_logs(lost);
-        if self.tracker.is_finished() || self.tracker.terminal().is_some() {
+        if self.state.tracker().is_finished() || self.state.tracker().terminal().is_some() {
             let stats = self.stats_after_fetch(!lost);
             let (stats, (), unsubscribed) =
                 tokio::join!(stats, self.reconcile_history(), unsubscribe);
             self.keep_stats_after(stats);
             self.keep_unsubscribe(unsubscribed);
-            if let Some(Terminal::Success { .. }) = self.tracker.terminal() {
-                let (w, t) = (&self.req.workflow, &self.tracker);
+            if let Some(Terminal::Success { .. }) = self.state.tracker().terminal() {
+                let (w, t) = (&self.req.workflow, self.state.tracker());
                 let cached = t.cached();
                 let mut p = super::product::check(
                     w,
-                    self.history.as_ref(),
+                    self.state.history(),
                     t.timeline(),
                     &self.streamed,
                     cached,
                 );
-                super::product::read_headers(&self.client, &mut p).await;
+                super::product::read_headers(self.state.client(), &mut p).await;
                 self.flush_http();
                 self.product = Some(p);
             }
@@ -552,7 +577,7 @@ impl<'a> Runner<'a> {
         };
         match end {
             End::Cancelled { removed } => {
-                let (node_id, node_type, executed) = interrupted(self.tracker.terminal());
+                let (node_id, node_type, executed) = interrupted(self.state.tracker().terminal());
                 Outcome::Interrupted(Interruption {
                     by: InterruptedBy::User,
                     node_id,
@@ -562,14 +587,17 @@ impl<'a> Runner<'a> {
                 })
             }
             End::Timeout(mut info) => {
-                if matches!(self.tracker.terminal(), Some(Terminal::Interrupted(_))) {
+                if matches!(
+                    self.state.tracker().terminal(),
+                    Some(Terminal::Interrupted(_))
+                ) {
                     info.interrupt_confirmed = true;
                 }
                 Outcome::Timeout(info)
             }
             End::Lost(info) => Outcome::ServerLost(info),
             End::Finished => {
-                let run = match self.tracker.terminal().cloned() {
+                let run = match self.state.tracker().terminal().cloned() {
                     Some(Terminal::Success { .. }) => self
                         .product
                         .as_ref()
@@ -608,15 +636,23 @@ impl<'a> Runner<'a> {
     fn lost(&mut self, reason: String) -> Outcome {
         Outcome::ServerLost(ServerLostInfo {
             reason,
-            submitted: self.submitted,
+            submitted: self.state.submitted(),
             last_node: self.last_node(),
         })
     }
 
     pub(super) fn last_node(&self) -> Option<String> {
-        self.tracker
+        self.state
+            .tracker()
             .current_node()
-            .or_else(|| self.tracker.timeline().iter().rev().find(|n| !n.cached))
+            .or_else(|| {
+                self.state
+                    .tracker()
+                    .timeline()
+                    .iter()
+                    .rev()
+                    .find(|n| !n.cached)
+            })
             .map(|n| n.node_id.clone())
     }
 
@@ -626,13 +662,13 @@ impl<'a> Runner<'a> {
         let deadline = Instant::now() + self.req.queue_timeout;
         let mut unreachable_since: Option<Instant> = None;
         loop {
-            match self.client.queue().await {
+            match self.state.client().queue().await {
                 Ok(q) if q.is_idle() => return None,
                 Ok(q) => {
                     unreachable_since = None;
                     let ahead = q.queue_running.len() + q.queue_pending.len();
-                    self.queue.max_ahead = self.queue.max_ahead.max(ahead);
-                    self.obs.on_event(&RunEvent::Queued { ahead });
+                    self.saw_ahead(ahead);
+                    self.event(&RunEvent::Queued { ahead });
                 }
                 Err(e) if e.is_unreachable() => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
@@ -670,12 +706,12 @@ impl<'a> Runner<'a> {
     /// `PATCH /internal/logs/subscribe` for a new socket, so the console comes on it as `logs`
     /// frames. A server without the route is noted once and the run goes on without a console.
     async fn subscribe_logs(&mut self, client_id: &str) {
-        if (self.logs == Some(false) && self.logs_note.is_some()) || self.socket_dropped {
+        if (self.logs == Some(false) && self.logs_note.is_some()) || self.state.socket_dropped() {
             // After a drop, lines on a new socket cannot be placed against our prompt's events
             // (they stay on the old one): the backfill from /internal/logs/raw fills the gap.
             return;
         }
-        match self.client.logs_subscribe(client_id, true).await {
+        match self.state.client().logs_subscribe(client_id, true).await {
             Ok(true) => self.logs = Some(true),
             Ok(false) => {
                 self.logs = Some(false);
@@ -704,7 +740,8 @@ impl<'a> Runner<'a> {
             return;
         }
         self.sync_console();
-        let finished = self.tracker.is_finished() || self.tracker.terminal().is_some();
+        let finished =
+            self.state.tracker().is_finished() || self.state.tracker().terminal().is_some();
         if finished {
             self.console.ended();
         }
@@ -712,7 +749,7 @@ impl<'a> Runner<'a> {
             // Bounded: a server that never prints the line costs at most this.
             let deadline = Instant::now() + Duration::from_secs(2);
             while !self.console.is_done() {
-                let Some(sock) = self.sock.as_mut() else {
+                let Some(sock) = self.state.socket_mut() else {
                     break;
                 };
                 match tokio::time::timeout_at(deadline.into(), sock.next_frame()).await {
@@ -720,15 +757,14 @@ impl<'a> Runner<'a> {
                         let closed = matches!(frame, WsFrame::Closed(_));
                         self.handle_frame(frame);
                         if closed {
-                            self.sock = None;
-                            self.socket_dropped = true;
+                            self.state.socket_lost();
                         }
                     }
                     Err(_) => break,
                 }
             }
         }
-        if self.console.is_done() || lost || !self.submitted {
+        if self.console.is_done() || lost || !self.state.submitted() {
             return;
         }
         // Not recorded in raw.http: the ring buffer holds other prompts' lines too.
@@ -752,8 +788,12 @@ impl<'a> Runner<'a> {
         &self,
         lost: bool,
     ) -> impl std::future::Future<Output = Option<Result<bool, ClientError>>> {
-        let client = self.client.clone();
-        let id = match (&self.sock, self.logs, lost || self.socket_dropped) {
+        let client = self.state.client().clone();
+        let id = match (
+            self.state.socket(),
+            self.logs,
+            lost || self.state.socket_dropped(),
+        ) {
             (Some(s), Some(true), false) => Some(s.client_id().to_string()),
             _ => None,
         };
@@ -774,10 +814,10 @@ impl<'a> Runner<'a> {
 
     /// Tells the console collector where our prompt is (by the events seen so far).
     fn sync_console(&mut self) {
-        if self.tracker.started_ms().is_some() {
+        if self.state.tracker().started_ms().is_some() {
             self.console.started();
         }
-        if self.tracker.terminal().is_some() {
+        if self.state.tracker().terminal().is_some() {
             self.console.ended();
         }
     }
@@ -785,9 +825,8 @@ impl<'a> Runner<'a> {
     /// Opens a socket with a fresh session id and waits for the server's greeting.
     pub(super) async fn open_socket(&mut self) -> Result<(), ClientError> {
         let client_id = Uuid::new_v4().to_string();
-        let mut sock = self.client.connect_ws(&client_id).await?;
-        let socket = self.sockets_opened;
-        self.sockets_opened += 1;
+        let mut sock = self.state.client().connect_ws(&client_id).await?;
+        let socket = self.state.count_socket();
         self.raw.client_ids.push(client_id.clone());
         let t_ms = self.ms();
         self.obs.on_raw(&RawEvent::Ws {
@@ -806,16 +845,16 @@ impl<'a> Runner<'a> {
         match tokio::time::timeout(Duration::from_secs(5), sock.next_frame()).await {
             Ok(WsFrame::Closed(reason)) => {
                 return Err(ClientError::WebSocket {
-                    url: format!("{}/ws", self.client.server_url()),
+                    url: format!("{}/ws", self.state.client().server_url()),
                     detail: format!("closed right after the handshake: {reason}"),
                 })
             }
             Ok(frame) => {
-                self.sock = Some(sock);
+                self.state.keep_socket(sock);
                 self.handle_frame(frame);
             }
             Err(_) => {
-                self.sock = Some(sock);
+                self.state.keep_socket(sock);
                 self.warn("the server sent no greeting on the new WebSocket within 5 s".into());
             }
         }
@@ -825,7 +864,7 @@ impl<'a> Runner<'a> {
 
     /// `POST /prompt`, retrying a 5xx after checking the prompt did not get queued anyway.
     async fn submit(&mut self) -> Result<(), Outcome> {
-        let client_id = match &self.sock {
+        let client_id = match self.state.socket() {
             Some(s) => s.client_id().to_string(),
             None => Uuid::new_v4().to_string(),
         };
@@ -835,7 +874,7 @@ impl<'a> Runner<'a> {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        let prompt_id = self.prompt_id.clone();
+        let prompt_id = self.state.prompt_id().to_string();
         let body = PromptRequest {
             prompt: &prompt,
             client_id: &client_id,
@@ -846,20 +885,19 @@ impl<'a> Runner<'a> {
         self.console.submitted();
         const ATTEMPTS: u32 = 3;
         for attempt in 1..=ATTEMPTS {
-            let answer = self.client.submit(&body).await;
+            let answer = self.state.client().submit(&body).await;
             self.flush_http();
             match answer {
                 Ok(Submitted::Accepted(r)) => {
-                    self.submitted = true;
+                    self.state.mark_submitted();
                     self.queue.submitted_ms = Some(self.ms());
                     self.queue.number = r.number.clone();
-                    if !r.prompt_id.is_empty() && r.prompt_id != self.prompt_id {
+                    if !r.prompt_id.is_empty() && r.prompt_id != self.state.prompt_id() {
                         self.warn(format!(
                             "the server renamed the prompt to {} (it ignores client prompt ids)",
                             r.prompt_id
                         ));
-                        self.prompt_id = r.prompt_id.clone();
-                        self.tracker = EventTracker::new(&self.prompt_id);
+                        self.state.renamed(r.prompt_id.clone());
                     }
                     if !r.node_errors.is_empty() {
                         let mut nodes: Vec<&String> = r.node_errors.keys().collect();
@@ -891,7 +929,7 @@ impl<'a> Runner<'a> {
                 }
                 Ok(Submitted::Rejected(mut r)) => {
                     if r.error.kind == INVALID_PROMPT_ID {
-                        let why = explain_invalid_prompt_id(&self.prompt_id);
+                        let why = explain_invalid_prompt_id(self.state.prompt_id());
                         self.warn(why.clone());
                         r.error.details = if r.error.details.is_empty() {
                             why
@@ -912,7 +950,7 @@ impl<'a> Runner<'a> {
                         self.warn(format!(
                             "POST /prompt answered HTTP {status}, but the prompt is queued; following it"
                         ));
-                        self.submitted = true;
+                        self.state.mark_submitted();
                         self.queue.submitted_ms = Some(self.ms());
                         return Ok(());
                     }
@@ -942,7 +980,7 @@ impl<'a> Runner<'a> {
                         self.warn(format!(
                             "POST /prompt failed ({e}), but the prompt is queued"
                         ));
-                        self.submitted = true;
+                        self.state.mark_submitted();
                         self.queue.submitted_ms = Some(self.ms());
                         return Ok(());
                     }
@@ -959,9 +997,12 @@ impl<'a> Runner<'a> {
 
     /// True when our prompt id is in the queue or in history.
     async fn prompt_is_known(&mut self) -> bool {
-        let known = match self.client.queue().await {
-            Ok(q) if q.position(&self.prompt_id) != QueuePosition::Absent => true,
-            _ => matches!(self.client.history(&self.prompt_id).await, Ok(Some(_))),
+        let known = match self.state.client().queue().await {
+            Ok(q) if q.position(self.state.prompt_id()) != QueuePosition::Absent => true,
+            _ => matches!(
+                self.state.client().history(self.state.prompt_id()).await,
+                Ok(Some(_))
+            ),
         };
         self.flush_http();
         known
@@ -969,21 +1010,17 @@ impl<'a> Runner<'a> {
 
     /// Fetches `/history/{id}` with backoff (it can lag the socket) and merges it.
     async fn reconcile_history(&mut self) {
-        if self.history.is_some() {
+        if self.state.history().is_some() {
             return;
         }
         self.phase("reconciling with /history");
         let mut delay = Duration::from_millis(100);
         for attempt in 1..=self.req.history_attempts {
-            let answer = self.client.history(&self.prompt_id).await;
+            let answer = self.state.client().history(self.state.prompt_id()).await;
             self.flush_http();
             match answer {
                 Ok(Some(entry)) => {
-                    let t = self.ms();
-                    if let Some(n) = self.tracker.apply_history(&entry, t) {
-                        self.warn(n);
-                    }
-                    self.history = Some(entry);
+                    self.keep_history(entry);
                     return;
                 }
                 Ok(None) => {}
@@ -998,13 +1035,14 @@ impl<'a> Runner<'a> {
         }
         self.warn(format!(
             "/history has no entry for {} after {} attempts; the outcome comes from the socket alone",
-            self.prompt_id, self.req.history_attempts
+            self.state.prompt_id(),
+            self.req.history_attempts
         ));
     }
 
     pub(super) fn handle_frame(&mut self, frame: WsFrame) {
         let t_ms = self.ms();
-        let socket = self.sockets_opened.saturating_sub(1);
+        let socket = self.state.sockets_opened().saturating_sub(1);
         match frame {
             WsFrame::Text(text) => {
                 let json: Option<Value> = serde_json::from_str(&text).ok();
@@ -1026,8 +1064,8 @@ impl<'a> Runner<'a> {
                         client_id: None,
                         reason: None,
                     });
-                    self.tracker.feed_text(&text, t_ms);
-                    if !self.socket_dropped {
+                    self.state.tracker_mut().feed_text(&text, t_ms);
+                    if !self.state.socket_dropped() {
                         self.sync_console();
                         self.console.feed(&logs.entries);
                     }
@@ -1045,7 +1083,7 @@ impl<'a> Runner<'a> {
                     client_id: None,
                     reason: None,
                 });
-                let events = self.tracker.feed_text(&text, t_ms);
+                let events = self.state.tracker_mut().feed_text(&text, t_ms);
                 self.raw.ws_text.push(WsTextRecord {
                     t_ms,
                     socket,
@@ -1075,8 +1113,8 @@ impl<'a> Runner<'a> {
                     client_id: None,
                     reason: None,
                 });
-                self.tracker.feed_binary(len);
-                if let Some(n) = self.tracker.current_node() {
+                self.state.tracker_mut().feed_binary(len);
+                if let Some(n) = self.state.tracker().current_node() {
                     self.streamed.insert(n.node_id.clone());
                 }
             }

@@ -83,7 +83,7 @@ impl Runner<'_> {
     /// Follows our submitted prompt until it ends, a limit passes, the user cancels or the
     /// server is lost.
     pub(super) async fn follow(&mut self) -> End {
-        let cancel = self.req.cancel.take();
+        let cancel = self.take_cancel();
         if cancel.as_ref().is_some_and(|c| *c.borrow()) {
             // Ctrl-C came before the prompt was even submitted.
             let removed = self.stop_our_prompt().await;
@@ -97,27 +97,27 @@ impl Runner<'_> {
     /// prompt was still pending and got removed.
     async fn stop_our_prompt(&mut self) -> bool {
         let mut removed = false;
-        if !self.submitted {
+        if !self.state().submitted() {
             return false;
         }
         if let Some(removed) = self.cancel_through_jobs_api().await {
             self.flush_http();
             return removed;
         }
-        if let Ok(q) = self.client.queue().await {
-            if let QueuePosition::Pending { .. } = q.position(&self.prompt_id) {
-                let id = self.prompt_id.clone();
-                if self.client.delete_from_queue(&[&id]).await.is_ok() {
+        let (client, id) = (self.state().client(), self.state().prompt_id());
+        if let Ok(q) = client.queue().await {
+            if let QueuePosition::Pending { .. } = q.position(id) {
+                if client.delete_from_queue(&[id]).await.is_ok() {
                     removed = matches!(
-                        self.client.queue().await.map(|q| q.position(&id)),
+                        client.queue().await.map(|q| q.position(id)),
                         Ok(QueuePosition::Absent)
                     );
                 }
             }
         }
         if !removed {
-            let id = self.prompt_id.clone();
-            if let Err(e) = self.client.interrupt(&id).await {
+            let (client, id) = (self.state().client(), self.state().prompt_id());
+            if let Err(e) = client.interrupt(id).await {
                 self.warn(format!("POST /interrupt for our prompt failed: {e}"));
             }
         }
@@ -135,17 +135,17 @@ impl Runner<'_> {
     /// 405, 0.3.x 404) or the call failed: the caller falls back to `/queue` + `/interrupt`.
     /// `Some(true)` when the job was pending and is gone from the server afterwards.
     async fn cancel_through_jobs_api(&mut self) -> Option<bool> {
-        if self.cancel_api == Some(false) {
+        if self.state().apis().cancel == Some(false) {
             return None;
         }
-        let id = self.prompt_id.clone();
-        match self.client.cancel_job(&id).await {
+        let (client, id) = (self.state().client(), self.state().prompt_id());
+        match client.cancel_job(id).await {
             Ok(Some(cancelled)) => {
-                self.cancel_api = Some(true);
                 // A dequeued job leaves no trace; an interrupted one ends in history.
                 let removed = cancelled
-                    && self.tracker.started_ms().is_none()
-                    && matches!(self.client.job(&id).await, Ok(JobLookup::NotFound));
+                    && self.state().tracker().started_ms().is_none()
+                    && matches!(client.job(id).await, Ok(JobLookup::NotFound));
+                self.state_mut().cancel_api_found(true);
                 self.note(&format!(
                     "sent POST /api/jobs/{{id}}/cancel for our prompt (cancelled: {cancelled}{})",
                     if removed {
@@ -157,7 +157,7 @@ impl Runner<'_> {
                 Some(removed)
             }
             Ok(None) => {
-                self.cancel_api = Some(false);
+                self.state_mut().cancel_api_found(false);
                 None
             }
             Err(e) => {
@@ -177,12 +177,12 @@ impl Runner<'_> {
     /// (the one named in `client_id`) gets our prompt's frames; after a reconnect there is
     /// nothing to wait for.
     async fn drain_socket(&mut self) {
-        if self.tracker.socket_ended() || self.raw.client_ids.len() != 1 {
+        if self.state().tracker().socket_ended() || !self.state().on_first_socket() {
             return;
         }
         let deadline = tokio::time::Instant::now() + SOCKET_DRAIN;
-        while !self.tracker.socket_ended() {
-            let Some(sock) = self.sock.as_mut() else {
+        while !self.state().tracker().socket_ended() {
+            let Some(sock) = self.state_mut().socket_mut() else {
                 return;
             };
             match tokio::time::timeout_at(deadline, sock.next_frame()).await {
@@ -190,7 +190,7 @@ impl Runner<'_> {
                     let closed = matches!(frame, WsFrame::Closed(_));
                     self.handle_frame(frame);
                     if closed {
-                        self.sock = None;
+                        self.state_mut().take_socket();
                     }
                 }
                 Err(_) => {
@@ -246,7 +246,7 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// The prompt's end came: the end we were waiting to confirm, or [`End::Finished`].
     fn finished(&mut self) -> Option<End> {
-        if !self.runner.tracker.is_finished() {
+        if !self.runner.state().tracker().is_finished() {
             return None;
         }
         Some(self.ending.take().map(|(e, _)| e).unwrap_or(End::Finished))
@@ -256,7 +256,7 @@ impl<'r, 'a> Follow<'r, 'a> {
     /// ends the follow when the server did not confirm an interrupt within its grace.
     async fn check_limits(&mut self) -> Option<End> {
         let now = Instant::now();
-        if self.runner.tracker.started_ms().is_some() {
+        if self.runner.state().tracker().started_ms().is_some() {
             self.running_since.get_or_insert(now);
         }
         match &self.ending {
@@ -278,7 +278,7 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// The run, stall or queue limit that passed, with its length.
     fn limit_passed(&self, now: Instant) -> Option<(TimeoutReason, Duration)> {
-        let req = &self.runner.req;
+        let (req, state) = (self.runner.request(), self.runner.state());
         if now - self.run_clock > req.timeout {
             return Some((TimeoutReason::Run, req.timeout));
         }
@@ -286,8 +286,8 @@ impl<'r, 'a> Follow<'r, 'a> {
             // Only the first socket (the one named in client_id) receives our prompt's events;
             // after a reconnect silence proves nothing.
             Some(_)
-                if self.runner.sock.is_some()
-                    && self.runner.raw.client_ids.len() == 1
+                if state.socket().is_some()
+                    && state.on_first_socket()
                     && now - self.last_activity > req.stall_timeout =>
             {
                 Some((TimeoutReason::Stall, req.stall_timeout))
@@ -319,19 +319,22 @@ impl<'r, 'a> Follow<'r, 'a> {
             interrupt_sent: true,
             interrupt_confirmed: removed,
         };
-        self.ending = Some((End::Timeout(info), now + self.runner.req.interrupt_grace));
+        self.ending = Some((
+            End::Timeout(info),
+            now + self.runner.request().interrupt_grace,
+        ));
         self.next_poll = now;
     }
 
     /// Waits for a frame, the next poll (or reconnect) time, or Ctrl-C.
     async fn wait(&mut self) -> Wake {
-        let wake_at = if self.runner.sock.is_none() {
+        let wake_at = if self.runner.state().socket().is_none() {
             self.next_poll.min(self.next_reconnect)
         } else {
             self.next_poll
         };
         tokio::select! {
-            f = next_frame(self.runner.sock.as_mut()) => Wake::Frame(f),
+            f = next_frame(self.runner.state_mut().socket_mut()) => Wake::Frame(f),
             _ = tokio::time::sleep_until(wake_at.into()) => Wake::Tick,
             _ = cancelled(&mut self.cancel) => Wake::Cancel,
         }
@@ -347,15 +350,14 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// A frame: our prompt's events count as activity; a close starts reconnecting.
     fn on_frame(&mut self, frame: WsFrame) {
-        let ours = self.runner.tracker.counts().ours;
+        let ours = self.runner.state().tracker().counts().ours;
         let closed = matches!(frame, WsFrame::Closed(_));
         self.runner.handle_frame(frame);
-        if self.runner.tracker.counts().ours > ours {
+        if self.runner.state().tracker().counts().ours > ours {
             self.last_activity = Instant::now();
         }
         if closed {
-            self.runner.sock = None;
-            self.runner.socket_dropped = true;
+            self.runner.state_mut().socket_lost();
             self.socket_lost_at = Some(Instant::now());
             self.next_reconnect = Instant::now();
             self.reconnect_delay = FIRST_RECONNECT_DELAY;
@@ -372,7 +374,12 @@ impl<'r, 'a> Follow<'r, 'a> {
             let removed = self.runner.stop_our_prompt().await;
             self.ending = Some((
                 End::Cancelled { removed },
-                Instant::now() + self.runner.req.interrupt_grace.min(Duration::from_secs(10)),
+                Instant::now()
+                    + self
+                        .runner
+                        .request()
+                        .interrupt_grace
+                        .min(Duration::from_secs(10)),
             ));
             self.next_poll = Instant::now();
         }
@@ -380,12 +387,12 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// Tries a new socket when the old one closed and the backoff has passed.
     async fn reconnect(&mut self, now: Instant) {
-        if self.runner.sock.is_some() || now < self.next_reconnect {
+        if self.runner.state().socket().is_some() || now < self.next_reconnect {
             return;
         }
         match self.runner.open_socket().await {
             Ok(()) => {
-                let n = self.runner.sockets_opened - 1;
+                let n = self.runner.state().sockets_opened() - 1;
                 self.runner.warn(format!(
                     "WebSocket reconnected with a new clientId (socket {n}); our prompt's \
                      events still go to the old one, so the run is followed through /queue \
@@ -398,7 +405,7 @@ impl<'r, 'a> Follow<'r, 'a> {
                 self.next_reconnect = Instant::now() + self.reconnect_delay;
                 self.reconnect_delay = (self.reconnect_delay * 2).min(Duration::from_secs(2));
                 let down_for = self.socket_lost_at.map(|t| t.elapsed()).unwrap_or_default();
-                if down_for > self.runner.req.reconnect_window && !self.polling_only_warned {
+                if down_for > self.runner.request().reconnect_window && !self.polling_only_warned {
                     self.polling_only_warned = true;
                     self.runner
                         .note(&format!("WebSocket still unavailable: {e}"));
@@ -413,10 +420,10 @@ impl<'r, 'a> Follow<'r, 'a> {
         if now < self.next_poll {
             return None;
         }
-        let poll = self.runner.req.poll_interval;
+        let poll = self.runner.request().poll_interval;
         self.next_poll = now + poll;
         let quiet = now.duration_since(self.last_activity) >= poll * 2;
-        let want_poll = self.runner.sock.is_none()
+        let want_poll = self.runner.state().socket().is_none()
             || self.ending.is_some()
             || self.running_since.is_none()
             || quiet;
@@ -431,21 +438,22 @@ impl<'r, 'a> Follow<'r, 'a> {
     /// One status lookup: `GET /api/jobs/{id}` while the server has the jobs API, else
     /// `GET /queue`; then `GET /history` when our prompt ended or is not in the queue.
     async fn poll_queue(&mut self, now: Instant) -> Option<End> {
-        if self.runner.jobs_api != Some(false) {
-            let id = self.runner.prompt_id.clone();
-            match self.runner.client.job(&id).await {
+        if self.runner.state().apis().jobs != Some(false) {
+            let state = self.runner.state();
+            let lookup = state.client().job(state.prompt_id()).await;
+            match lookup {
                 Ok(JobLookup::Found(job)) => {
                     self.unreachable_since = None;
-                    self.runner.jobs_api = Some(true);
+                    self.runner.state_mut().jobs_api_found(true);
                     return self.on_job(*job, now).await;
                 }
                 Ok(JobLookup::NotFound) => {
                     self.unreachable_since = None;
-                    self.runner.jobs_api = Some(true);
+                    self.runner.state_mut().jobs_api_found(true);
                     return self.poll_history(now).await;
                 }
                 Ok(JobLookup::NoJobsApi) => {
-                    self.runner.jobs_api = Some(false);
+                    self.runner.state_mut().jobs_api_found(false);
                     self.runner.note(
                         "the server has no jobs API (GET /api/jobs/{id}: 404): following our \
                          prompt through /queue and /history",
@@ -477,10 +485,11 @@ impl<'r, 'a> Follow<'r, 'a> {
 
     /// One `GET /queue`, and `GET /history` when our prompt is not in the queue.
     async fn poll_queue_only(&mut self, now: Instant) -> Option<End> {
-        match self.runner.client.queue().await {
+        let answer = self.runner.state().client().queue().await;
+        match answer {
             Ok(q) => {
                 self.unreachable_since = None;
-                match q.position(&self.runner.prompt_id) {
+                match q.position(self.runner.state().prompt_id()) {
                     QueuePosition::Running => {
                         self.vanished = None;
                         self.running_since.get_or_insert(now);
@@ -506,16 +515,17 @@ impl<'r, 'a> Follow<'r, 'a> {
         self.vanished = None;
         self.last_activity = now;
         self.run_clock = now;
-        self.runner.queue.max_ahead = self.runner.queue.max_ahead.max(ahead);
+        self.runner.saw_ahead(ahead);
         if self.last_ahead != Some(ahead) {
             self.last_ahead = Some(ahead);
-            self.runner.obs.on_event(&RunEvent::Queued { ahead });
+            self.runner.event(&RunEvent::Queued { ahead });
         }
     }
 
     /// Our prompt left the queue: its history entry is merged, or it went missing.
     async fn poll_history(&mut self, now: Instant) -> Option<End> {
-        let answer = self.runner.client.history(&self.runner.prompt_id).await;
+        let state = self.runner.state();
+        let answer = state.client().history(state.prompt_id()).await;
         if answer.is_ok() && self.history_errors.0 > 0 {
             let failed = self.history_errors.0;
             self.history_errors.0 = 0;
@@ -529,11 +539,7 @@ impl<'r, 'a> Follow<'r, 'a> {
                 // History can answer before the frames the socket already carries were read:
                 // read them first, so the progress they hold is in the timeline.
                 self.runner.drain_socket().await;
-                let t = self.runner.ms();
-                if let Some(n) = self.runner.tracker.apply_history(&entry, t) {
-                    self.runner.warn(n);
-                }
-                self.runner.history = Some(entry);
+                self.runner.keep_history(entry);
                 None
             }
             Ok(None) => self.on_missing(now),
@@ -556,7 +562,7 @@ impl<'r, 'a> Follow<'r, 'a> {
         let failing_for = now - since;
         if self.ending.is_some()
             || in_a_row < HISTORY_ERRORS_IN_A_ROW
-            || failing_for < self.runner.req.reconnect_window
+            || failing_for < self.runner.request().reconnect_window
         {
             return None;
         }
@@ -588,7 +594,7 @@ impl<'r, 'a> Follow<'r, 'a> {
                 other => other,
             });
         }
-        if count >= 2 && missing_for >= self.runner.req.reconnect_window {
+        if count >= 2 && missing_for >= self.runner.request().reconnect_window {
             return Some(End::Lost(ServerLostInfo {
                 reason: "our prompt vanished: it is neither in /queue nor in /history (the \
                          server restarted or someone deleted it)"
@@ -605,7 +611,9 @@ impl<'r, 'a> Follow<'r, 'a> {
     fn on_unreachable(&mut self, e: ClientError, now: Instant) -> Option<End> {
         let since = *self.unreachable_since.get_or_insert(now);
         let down_for = now.duration_since(since);
-        if self.runner.sock.is_none() && down_for > self.runner.req.reconnect_window {
+        if self.runner.state().socket().is_none()
+            && down_for > self.runner.request().reconnect_window
+        {
             return Some(End::Lost(ServerLostInfo {
                 reason: format!(
                     "the WebSocket closed and HTTP has been unreachable for {}s: {e}",

@@ -10,6 +10,8 @@ pub mod product;
 pub mod record;
 pub mod rewrite;
 pub mod sampler;
+mod state;
+pub mod timing;
 
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};

@@ -396,6 +396,9 @@ pub struct RunRecord {
     /// passed run with any is a pass with a warning.
     #[serde(default)]
     pub memory_fallbacks: Vec<String>,
+    /// Time per sampler step, from the `progress` frames (the first step apart).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_timing: Vec<super::timing::SamplerTiming>,
     /// Raw evidence.
     #[serde(default)]
     pub raw: RawLog,
@@ -703,6 +706,7 @@ mod tests {
             memory_fallbacks: vec![],
             product: None,
             server_log: String::new(),
+            step_timing: Vec::new(),
             raw: RawLog {
                 http: vec![HttpRecord {
                     t_ms: 3,

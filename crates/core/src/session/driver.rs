@@ -33,8 +33,12 @@ pub struct RunSpec<'a> {
     pub workflow: &'a Workflow,
     /// Free models and memory first.
     pub cold: bool,
-    /// Per-run timeout.
+    /// Per-run limit: `--timeout`, or the default derived from the session's runs
+    /// ([`Driver::run_limit`]).
     pub timeout: Option<Duration>,
+    /// `--deadline` + `--deadline-grace`: a run still going then is interrupted (the driver
+    /// records it as interrupted and stops the session; `resume` runs it again).
+    pub stop_at: Option<Timestamp>,
     /// Raw events go here, appended as they arrive.
     pub events_file: &'a Path,
     /// `workflow name · step k increment` for the progress display.
@@ -135,7 +139,22 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     env_now: Option<String>,
     /// What `check` adds to the index line of its run.
     index_mark: Option<CheckMark>,
+    /// The per-run limit given to the last run (a change of the derived default is noted).
+    last_limit: Option<Duration>,
 }
+
+/// How often a wait for a lost server says it is still waiting.
+const WAIT_NOTE_EVERY: Duration = Duration::from_secs(60);
+
+/// How often the `--start-at` wait says how long is left.
+const START_NOTE_EVERY: Duration = Duration::from_secs(600);
+
+/// The per-run limit while no run of the session has finished, when `--timeout` is not given.
+pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(3600);
+
+/// Without `--timeout`, a run may take this many times the longest finished run of the
+/// session (never less than [`DEFAULT_RUN_LIMIT`]).
+pub const RUN_LIMIT_FACTOR: u32 = 8;
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// A driver over `session` (already saved under `paths`).
@@ -163,6 +182,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             durable: SyncBehind::default(),
             env_now: None,
             index_mark: None,
+            last_limit: None,
         }
     }
 
@@ -229,6 +249,49 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         units::parse_rfc3339(text)
     }
 
+    /// When a run still going is interrupted: the deadline plus `--deadline-grace`.
+    fn run_stop_at(&self) -> Option<Timestamp> {
+        let grace = self
+            .session
+            .options
+            .deadline_grace_s
+            .map(Duration::from_secs)
+            .unwrap_or(super::journal::DEFAULT_DEADLINE_GRACE);
+        self.deadline()?.checked_add(grace).ok()
+    }
+
+    /// The limit of the next run: `--timeout` when given; otherwise [`RUN_LIMIT_FACTOR`] times
+    /// the longest run of the session that ended by itself (passed or failed: a timeout, an
+    /// interruption or a lost server says nothing of how long the work takes), at least
+    /// [`DEFAULT_RUN_LIMIT`]. The second part says where the limit comes from.
+    pub fn run_limit(&self) -> (Duration, String) {
+        if let Some(s) = self.session.options.timeout_s {
+            return (Duration::from_secs(s), "--timeout".into());
+        }
+        let longest = self
+            .session
+            .workflows
+            .iter()
+            .flat_map(|w| &w.runs)
+            .filter(|r| matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. })))
+            .filter_map(|r| r.summary.as_ref().map(|s| s.duration_ms))
+            .max()
+            .map(Duration::from_millis);
+        match longest {
+            Some(l) if l * RUN_LIMIT_FACTOR > DEFAULT_RUN_LIMIT => (
+                l * RUN_LIMIT_FACTOR,
+                format!(
+                    "{RUN_LIMIT_FACTOR} × the longest run so far ({}); --timeout sets it",
+                    units::compact_duration(l)
+                ),
+            ),
+            _ => (
+                DEFAULT_RUN_LIMIT,
+                "the default while no run took over 1/8 of it; --timeout sets it".into(),
+            ),
+        }
+    }
+
     /// Waits for `--start-at`; false when stopped meanwhile.
     fn wait_until(&mut self, (until, offset): (Timestamp, Offset)) -> Result<bool, JournalError> {
         let text = units::format_rfc3339(until, offset);
@@ -239,6 +302,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.hooks.note(&format!(
             "waiting until {text} before the first run (--start-at)"
         ));
+        let mut last_note: Option<Timestamp> = None;
         loop {
             if self.stop.load(Ordering::SeqCst) {
                 self.stop_session(
@@ -253,6 +317,15 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 return Ok(true);
             }
             let left = (until - now).unsigned_abs();
+            if last_note.is_none_or(|t| (now - t).unsigned_abs() >= START_NOTE_EVERY) {
+                if last_note.is_some() {
+                    self.hooks.note(&format!(
+                        "waiting until {text} (--start-at): {} left",
+                        units::compact_duration(left)
+                    ));
+                }
+                last_note = Some(now);
+            }
             self.clock.sleep(left.min(Duration::from_secs(1)));
         }
     }
@@ -336,9 +409,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 Decision::Finish(verdict) => {
                     let job = &mut self.session.workflows[w];
                     job.phase = Phase::Done;
-                    self.hooks
-                        .note(&format!("{}: {}", job.name, verdict.headline()));
                     job.verdict = Some(verdict);
+                    let line = job.headline().unwrap_or_default();
+                    self.hooks.note(&format!("{}: {line}", job.name));
                     self.saved()?;
                     return Ok(true);
                 }
@@ -415,14 +488,24 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             self.session.server
         ));
         let start = self.clock.now();
+        let mut noted = Duration::ZERO;
         loop {
             if self.backend.alive() {
                 return true;
             }
-            if self.stop.load(Ordering::SeqCst)
-                || (self.clock.now() - start).unsigned_abs() >= limit
-            {
+            let waited = (self.clock.now() - start).unsigned_abs();
+            if self.stop.load(Ordering::SeqCst) || waited >= limit {
                 return false;
+            }
+            // A line a minute, so a log without a terminal shows the wait going on.
+            if waited >= noted + WAIT_NOTE_EVERY {
+                noted = waited;
+                self.hooks.note(&format!(
+                    "still waiting for the server {} ({} of {})",
+                    self.session.server,
+                    units::compact_duration(waited),
+                    units::compact_duration(limit)
+                ));
             }
             self.clock.sleep(Duration::from_secs(1));
         }
@@ -598,6 +681,23 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     // resubmitted (beyond --repeat); the session needs the server back.
                     self.ensure_server(w)
                 }
+                Outcome::Interrupted
+                    if !self.stop.load(Ordering::SeqCst)
+                        && self.run_stop_at().is_some_and(|t| self.clock.now() >= t) =>
+                {
+                    let text = self.session.options.deadline.clone().unwrap_or_default();
+                    self.stop_session(
+                        Some(w),
+                        StopReason::Deadline,
+                        format!(
+                            "deadline {text} reached while run {run_id} was still going; \
+                             interrupted it after the grace period (--deadline-grace); `{}` \
+                             runs it again",
+                            self.resume_command()
+                        ),
+                    )?;
+                    Ok(false)
+                }
                 Outcome::Interrupted => {
                     self.stop_session(
                         Some(w),
@@ -724,11 +824,24 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 ""
             }
         );
+        let (limit, why) = self.run_limit();
+        // Said when the derived limit moves off the default (a given --timeout is known).
+        if self.session.options.timeout_s.is_none()
+            && self.last_limit.unwrap_or(DEFAULT_RUN_LIMIT) != limit
+        {
+            self.hooks.note(&format!(
+                "per-run limit {} ({why})",
+                units::compact_duration(limit)
+            ));
+            self.last_limit = Some(limit);
+        }
+        let stop_at = self.run_stop_at();
         let spec = RunSpec {
             run_id: &run_id,
             workflow: &workflow,
             cold: self.session.options.cold,
-            timeout: self.session.options.timeout_s.map(Duration::from_secs),
+            timeout: Some(limit),
+            stop_at,
             events_file: &events_file,
             label,
         };

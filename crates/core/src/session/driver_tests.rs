@@ -60,6 +60,8 @@ struct FakeBackend {
     history: HashMap<String, bool>,
     /// The submission (0-based, in order) that someone interrupts mid-run.
     interrupt_call: Option<usize>,
+    /// The per-run limit each submission was given, in order.
+    limits: Rc<RefCell<Vec<Option<Duration>>>>,
 }
 
 impl FakeBackend {
@@ -76,6 +78,7 @@ impl FakeBackend {
             calls: Rc::new(RefCell::new(Vec::new())),
             history: HashMap::new(),
             interrupt_call: None,
+            limits: Rc::new(RefCell::new(Vec::new())),
         }
     }
     fn act(&self, size: i64) -> Act {
@@ -118,7 +121,27 @@ impl Backend for FakeBackend {
         }
         let size = size_of(spec.workflow);
         self.calls.borrow_mut().push(size);
+        self.limits.borrow_mut().push(spec.timeout);
         std::fs::write(spec.events_file, "{\"channel\":\"note\"}\n").unwrap();
+        // A run that would go past the deadline's grace is interrupted then, as the live
+        // backend does.
+        if let Some(at) = spec.stop_at {
+            if self.clock.now() + self.run_time > at {
+                if at > self.clock.now() {
+                    self.clock.0.set(at);
+                }
+                let interrupted = RunOutcome::Interrupted(crate::run::Interruption {
+                    by: crate::run::InterruptedBy::User,
+                    node_id: Some("1".into()),
+                    node_type: Some("KSampler".into()),
+                    executed: vec![],
+                    removed_from_queue: false,
+                });
+                let record =
+                    bare_record(spec.run_id, spec.workflow, "fake", spec.cold, interrupted);
+                return Attempt::Done(Box::new(record));
+            }
+        }
         self.clock.advance(self.run_time);
         if self.interrupt_call == Some(self.calls.borrow().len() - 1) {
             let interrupted = RunOutcome::Interrupted(crate::run::Interruption {
@@ -151,6 +174,8 @@ impl Backend for FakeBackend {
                 )
             }
         };
+        let mut record = record;
+        record.duration_ms = self.run_time.as_millis() as u64;
         Attempt::Done(Box::new(record))
     }
     fn recover(&mut self, run_id: &str, workflow: &Workflow, _events: &Path) -> Recovery {
@@ -381,6 +406,147 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
     // Finished: nothing is left for a bare `resume`.
     let err = crate::app::latest_unfinished(dir.path()).unwrap_err();
     assert!(err.contains("no unfinished session"), "{err}");
+}
+
+#[test]
+fn a_run_still_going_past_the_deadline_grace_is_interrupted_and_resume_runs_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    // 10-minute runs; the deadline falls 5 minutes into the second run, the grace is 2
+    // minutes: the second run is stopped 7 minutes in, not left to overrun by 5.
+    let deadline = clock.now() + Duration::from_secs(15 * 60);
+    let options = SessionOptions {
+        deadline: Some(deadline.to_string()),
+        deadline_grace_s: Some(120),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 5)]);
+    let backend = FakeBackend::new(&clock, 4);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![0, 5]);
+    assert_eq!(clock.now(), deadline + Duration::from_secs(120));
+    let SessionState::Stopped { reason, detail } = &s.state else {
+        panic!("{:?}", s.state)
+    };
+    assert_eq!(*reason, StopReason::Deadline);
+    assert!(detail.contains("--deadline-grace"), "{detail}");
+    assert!(
+        detail.contains(&format!("comfy-bisect resume {}", s.session_id)),
+        "{detail}"
+    );
+    // The overrunning run is recorded as interrupted, nothing is left in flight.
+    let last = s.workflows[0].runs.last().unwrap();
+    assert_eq!(last.step, 5);
+    assert!(matches!(last.outcome, Some(Outcome::Interrupted)));
+    assert!(s.in_flight.is_none());
+
+    // resume without a deadline runs the interrupted step again, and only it of the two.
+    let mut s2 = s.clone();
+    s2.options.deadline = None;
+    s2.save(&paths).unwrap();
+    let backend = FakeBackend::new(&clock, 4);
+    let calls = backend.calls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(calls.borrow()[0], 5);
+    assert!(!calls.borrow().contains(&0));
+    assert!(matches!(
+        s.workflows[0].verdict,
+        Some(Verdict::FirstFailure { step: 4, .. })
+    ));
+}
+
+#[test]
+fn without_timeout_the_run_limit_follows_the_longest_run_of_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 2)],
+    );
+    // 10-minute runs: the first run gets the one-hour default, the later ones 8 × 10 min.
+    let backend = FakeBackend::new(&clock, 9);
+    let limits = backend.limits.clone();
+    drive(&paths, backend, &clock);
+    let limits = limits.borrow();
+    assert!(limits.len() >= 2, "{limits:?}");
+    assert_eq!(limits[0], Some(DEFAULT_RUN_LIMIT));
+    assert!(
+        limits[1..]
+            .iter()
+            .all(|l| *l == Some(Duration::from_secs(80 * 60))),
+        "{limits:?}"
+    );
+
+    // --timeout wins.
+    let dir = tempfile::tempdir().unwrap();
+    let options = SessionOptions {
+        timeout_s: Some(90),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
+    let backend = FakeBackend::new(&clock, 9);
+    let limits = backend.limits.clone();
+    drive(&paths, backend, &clock);
+    assert!(limits
+        .borrow()
+        .iter()
+        .all(|l| *l == Some(Duration::from_secs(90))));
+}
+
+/// Hooks that keep the notes.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Hooks for Notes {
+    fn note(&mut self, text: &str) {
+        self.0.push(text.to_string());
+    }
+}
+
+fn drive_noting(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> Vec<String> {
+    let session = SessionFile::load(paths).unwrap();
+    let mut notes = Notes::default();
+    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut notes);
+    driver.drive().unwrap();
+    notes.0
+}
+
+#[test]
+fn waits_say_they_are_still_waiting_without_a_terminal() {
+    // A lost server: a line a minute until --wait-server (5 min) gives up.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 300,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
+    let backend = FakeBackend::new(&clock, 9);
+    backend.alive.set(false);
+    let notes = drive_noting(&paths, backend, &clock);
+    let still: Vec<_> = notes
+        .iter()
+        .filter(|n| n.starts_with("still waiting for the server"))
+        .collect();
+    assert_eq!(still.len(), 4, "{notes:#?}");
+    assert!(still[0].contains("(1m00s of 5m00s)"), "{}", still[0]);
+
+    // --start-at 35 minutes ahead: how long is left, every 10 minutes.
+    let dir = tempfile::tempdir().unwrap();
+    let options = SessionOptions {
+        start_at: Some((clock.now() + Duration::from_secs(35 * 60)).to_string()),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 1)]);
+    let notes = drive_noting(&paths, FakeBackend::new(&clock, 9), &clock);
+    let left: Vec<_> = notes
+        .iter()
+        .filter(|n| n.contains("(--start-at):") && n.ends_with("left"))
+        .collect();
+    assert_eq!(left.len(), 3, "{notes:#?}");
+    assert!(left[0].ends_with("25m00s left"), "{}", left[0]);
 }
 
 /// Puts a run in flight as a killed tool leaves it.

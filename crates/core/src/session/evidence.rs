@@ -119,6 +119,7 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .as_ref()
             .map(|p| p.mismatches.clone())
             .unwrap_or_default(),
+        s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
     }
 }
 
@@ -220,6 +221,7 @@ fn bare(
         memory_events: vec![],
         memory_fallbacks: vec![],
         product: None,
+        step_timing: Vec::new(),
         raw: RawLog::default(),
         server_log: String::new(),
     }

@@ -32,6 +32,15 @@ pub(crate) fn record_kernel(record: &mut crate::run::RunRecord, evidence: Kernel
 /// How long a resumed session waits for a prompt that is still queued or running.
 pub(crate) const RECOVER_WAIT: Duration = Duration::from_secs(6 * 3600);
 
+/// Aborts a watcher task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs on a real server through a tokio runtime handle (the driver itself is synchronous).
 pub struct LiveBackend {
     handle: Handle,
@@ -129,6 +138,38 @@ impl LiveBackend {
         self
     }
 
+    /// The cancel signal of one run: Ctrl-C (SIGTERM, SIGHUP), or `stop_at` passing (the
+    /// deadline plus its grace). The watcher task ends when the guard is dropped.
+    fn run_cancel(
+        &self,
+        stop_at: Option<jiff::Timestamp>,
+    ) -> (watch::Receiver<bool>, Option<AbortOnDrop>) {
+        let Some(at) = stop_at else {
+            return (self.cancel.clone(), None);
+        };
+        let wait =
+            Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or_default();
+        let (tx, rx) = watch::channel(*self.cancel.borrow());
+        let mut user = self.cancel.clone();
+        let task = self.handle.spawn(async move {
+            let timer = tokio::time::sleep(wait);
+            tokio::pin!(timer);
+            let mut user_open = true;
+            loop {
+                tokio::select! {
+                    _ = &mut timer => break,
+                    changed = user.changed(), if user_open => match changed {
+                        Ok(()) if *user.borrow() => break,
+                        Ok(()) => {}
+                        Err(_) => user_open = false,
+                    },
+                }
+            }
+            let _ = tx.send(true);
+        });
+        (rx, Some(AbortOnDrop(task)))
+    }
+
     /// Shows node and step progress of each run on `progress`.
     pub(crate) fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
         self.progress = Some(progress);
@@ -148,7 +189,8 @@ impl Backend for LiveBackend {
             request.timeout = t;
         }
         request.sample_interval = self.sample_interval;
-        request.cancel = Some(self.cancel.clone());
+        let (cancel, _deadline_watch) = self.run_cancel(spec.stop_at);
+        request.cancel = Some(cancel);
         self.check_server_process();
         request.server_process = self.server_process.clone();
         let file = match crate::atomic::open_private()

@@ -4,9 +4,9 @@
 
 use super::driver::Hooks;
 use super::journal::{RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
-use super::schedule::human;
 use crate::comfy::TrackerEvent;
 use crate::run::{RunEvent, RunObserver};
+use crate::units::compact_duration as human;
 use crate::workflow::Workflow;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
@@ -19,6 +19,8 @@ struct State {
     label: String,
     node: String,
     step: String,
+    /// The current sampler pass: its node and when each step value first arrived.
+    steps: StepClock,
     run_start: Instant,
     session_start: Instant,
     classes: HashMap<String, String>,
@@ -80,6 +82,7 @@ impl ProgressView {
                 label: String::new(),
                 node: String::new(),
                 step: String::new(),
+                steps: StepClock::default(),
                 run_start: now,
                 session_start: now,
                 classes: HashMap::new(),
@@ -152,8 +155,18 @@ impl RunObserver for ProgressView {
                         s.node = format!("{node} {class}").trim().to_string();
                         s.step.clear();
                     }
-                    TrackerEvent::Progress { value, max, .. } => {
-                        s.step = format!("{value:.0}/{max:.0}");
+                    TrackerEvent::Progress { node, value, max } => {
+                        let (value, max) = (value.max(0.0) as u32, max.max(0.0) as u32);
+                        s.steps.step(node, value, max, Instant::now());
+                        s.step = format!("{value}/{max}");
+                        if let Some(per) = s.steps.per_step() {
+                            let left = per.mul_f64(f64::from(max.saturating_sub(value)));
+                            s.step.push_str(&format!(
+                                " · {:.1} s/step · ~{} left",
+                                per.as_secs_f64(),
+                                human(left)
+                            ));
+                        }
                     }
                     _ => {}
                 }
@@ -202,9 +215,71 @@ impl Hooks for ProgressView {
     }
 }
 
+/// When each step of the current sampler pass arrived, for its time per step and time left.
+#[derive(Debug, Default)]
+struct StepClock {
+    node: String,
+    max: u32,
+    /// (step value, first arrival), values increasing.
+    seen: Vec<(u32, Instant)>,
+}
+
+impl StepClock {
+    /// A `progress` frame: a new pass starts when the node, the step count or the counting
+    /// changes.
+    fn step(&mut self, node: &str, value: u32, max: u32, at: Instant) {
+        let same = self.node == node
+            && self.max == max
+            && self.seen.last().is_some_and(|(v, _)| *v <= value);
+        if !same {
+            self.node = node.to_string();
+            self.max = max;
+            self.seen.clear();
+        }
+        if self.seen.last().is_none_or(|(v, _)| *v < value) {
+            self.seen.push((value, at));
+        }
+    }
+
+    /// Mean time per step over the last (up to) five steps after the first step (which
+    /// includes loading), None until two such steps were seen.
+    fn per_step(&self) -> Option<Duration> {
+        let later: Vec<&(u32, Instant)> = self.seen.iter().filter(|(v, _)| *v >= 1).collect();
+        if later.len() < 2 {
+            return None;
+        }
+        let recent = &later[later.len().saturating_sub(6)..];
+        let (v0, t0) = recent[0];
+        let (v1, t1) = recent[recent.len() - 1];
+        let steps = v1.checked_sub(*v0).filter(|n| *n > 0)?;
+        Some(t1.duration_since(*t0) / steps)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_per_step_leaves_out_the_first_step_and_follows_the_recent_ones() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut c = StepClock::default();
+        c.step("3", 0, 20, at(0));
+        c.step("3", 1, 20, at(9000)); // loading and the first step
+        assert_eq!(c.per_step(), None);
+        c.step("3", 2, 20, at(10_000));
+        assert_eq!(c.per_step(), Some(Duration::from_millis(1000)));
+        c.step("3", 2, 20, at(10_500)); // a repeated value (a preview) changes nothing
+        for v in 3..=8 {
+            c.step("3", v, 20, at(10_000 + 2000 * u64::from(v - 2)));
+        }
+        // The last five steps took 2 s each: the slower recent pace counts.
+        assert_eq!(c.per_step(), Some(Duration::from_millis(2000)));
+        // Another sampler starts over.
+        c.step("7", 1, 4, at(30_000));
+        assert_eq!(c.per_step(), None);
+    }
     use crate::session::journal::{Outcome, Phase, RunStatus, StepInfo};
 
     #[test]

@@ -122,18 +122,6 @@ fn too_long(text: &str) -> impl FnOnce() -> String + '_ {
     move || format!("'{text}' is longer than a year; give a shorter duration")
 }
 
-/// Formats a duration for people: `1h02m`, `3m05s`, `12s`.
-pub fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,7 +207,5 @@ mod tests {
         ] {
             assert!(parse_duration(huge).is_err(), "{huge}");
         }
-        assert_eq!(human(Duration::from_secs(3725)), "1h02m");
-        assert_eq!(human(Duration::from_secs(185)), "3m05s");
     }
 }

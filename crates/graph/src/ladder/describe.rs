@@ -87,6 +87,17 @@ impl Step {
     }
 }
 
+/// The parts of a workflow a step brings back that have a name of their own — a second
+/// sampling pass ("hires pass: KSampler #11 at 1024×1024") — for the verdict lines, which would
+/// otherwise say only the increment (`postprocess`).
+pub fn named_parts(changes: &[Change]) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|c| c.action == super::SECOND_PASS && c.to.is_some())
+        .map(second_pass_text)
+        .collect()
+}
+
 /// "hires pass: KSampler #11 at 1024×1024" (coming back) or "without the hires pass …" (left
 /// out), for a [`SECOND_PASS`] change.
 pub(crate) fn second_pass_text(c: &Change) -> String {

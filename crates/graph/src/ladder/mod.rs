@@ -13,7 +13,7 @@ mod passes;
 pub mod product;
 mod reduce;
 
-pub use describe::describe_changes;
+pub use describe::{describe_changes, named_parts};
 
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::NodeDefs;

@@ -3,7 +3,7 @@
 use super::budget::{self, Limits, Trimmed};
 use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
-use crate::report::memory;
+use super::memory;
 use crate::report::model::{
     kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
     VerdictKind, WorkflowReport,
@@ -491,8 +491,12 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
                     DASH.to_string(),
                 ),
             };
+            let file = match &c.link_target {
+                Some(target) => format!("{} → {}", code(&c.file), code(target)),
+                None => code(&c.file),
+            };
             t.row(vec![
-                code(&c.file),
+                file,
                 text(&c.folder),
                 format!("{} ({})", node(&c.node), code(&c.input)),
                 c.size_bytes.map(size).unwrap_or_else(|| DASH.into()),

@@ -2,9 +2,9 @@
 //! [`ReportFormat`](super::ReportFormat) — [`markdown`] (`report.md`) and [`json`]
 //! (`report.json`) — and the Markdown's parts live beside it: [`md`] (escaping, tables, fences,
 //! `<details>`, the well-formedness check), [`chart`] (Mermaid charts), [`console`] (the server
-//! console excerpt) and [`budget`] (keeping `report.md` under GitHub's issue-body limit). The
-//! rest of `report/` builds the [`Report`](super::Report) value and writes no Markdown, except
-//! the per-step memory cells of [`memory`](super::memory).
+//! console excerpt), [`memory`] (the per-step models-loaded cells and list) and [`budget`]
+//! (keeping `report.md` under GitHub's issue-body limit). The rest of `report/` builds the
+//! [`Report`](super::Report) value and writes no Markdown.
 
 pub mod budget;
 pub mod chart;
@@ -12,3 +12,4 @@ pub mod console;
 pub mod json;
 pub mod markdown;
 pub mod md;
+pub mod memory;

@@ -137,6 +137,10 @@ pub struct SessionOptions {
     /// `--deadline`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
+    /// `--deadline-grace`, seconds: a run still going this long after the deadline is
+    /// interrupted (None = [`DEFAULT_DEADLINE_GRACE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_grace_s: Option<u64>,
     /// `--start-at`, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
@@ -159,6 +163,10 @@ pub struct SessionOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u32>,
 }
+
+/// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
+/// interrupted (and run again by `resume`).
+pub const DEFAULT_DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default of `--confirm-crashes`.
 pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;
@@ -186,6 +194,7 @@ impl Default for SessionOptions {
             restart_each: false,
             restart_timeout_s: default_restart_timeout_s(),
             deadline: None,
+            deadline_grace_s: None,
             start_at: None,
             models_dirs: Vec::new(),
             plan_args: Vec::new(),
@@ -464,6 +473,22 @@ pub enum CrashCheck {
 }
 
 impl WorkflowJob {
+    /// The verdict's line, naming the part of the workflow the failing step brings back (a
+    /// hires pass); None before a verdict.
+    pub fn headline(&self) -> Option<String> {
+        let verdict = self.verdict.as_ref()?;
+        let parts = match verdict {
+            Verdict::FirstFailure { step, .. } => self
+                .steps
+                .iter()
+                .find(|s| s.index == *step)
+                .map(|s| crate::ladder::named_parts(&s.changes))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Some(verdict.headline_with(&parts))
+    }
+
     /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
     /// looked at in order: a pass means "not reproduced"; a failure that is not a crash (an
     /// out-of-memory error, …) confirms at once; a crash counts towards `n`.
@@ -547,6 +572,10 @@ pub struct RunSummary {
     /// Where the product differs from what the variant asked for (warnings, not failures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_warnings: Vec<String>,
+    /// Seconds per sampler step after the first (the slowest sampler pass's median; run.json's
+    /// `step_timing` has every pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
 }
 
 /// The submitted-but-unrecorded run.
@@ -679,20 +708,34 @@ pub struct FlakyCount {
 }
 
 impl Verdict {
-    /// One line for the terminal and the `runs` listing.
+    /// One line for the terminal and the `runs` listing ([`WorkflowJob::headline`] also names
+    /// the part of the workflow the failing step brings back).
     pub fn headline(&self) -> String {
+        self.headline_with(&[])
+    }
+
+    /// [`Verdict::headline`], naming `parts` of the failing step (`hires pass: KSampler #11 at
+    /// 1024×1024`) after its increment.
+    pub fn headline_with(&self, parts: &[String]) -> String {
         match self {
             Verdict::FirstFailure {
                 step,
                 increment,
                 stage,
                 ..
-            } => match stage {
-                Some(stage) => {
-                    format!("first failure at increment {increment} (step {step}), stage {stage}")
+            } => {
+                let named = if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", parts.join("; "))
+                };
+                match stage {
+                    Some(stage) => format!(
+                        "first failure at increment {increment}{named} (step {step}), stage {stage}"
+                    ),
+                    None => format!("first failure at increment {increment}{named} (step {step})"),
                 }
-                None => format!("first failure at increment {increment} (step {step})"),
-            },
+            }
             Verdict::MinimalFails { stage, .. } => match stage {
                 Some(stage) => format!("minimal variant already fails (stage {stage})"),
                 None => "minimal variant already fails".to_string(),
