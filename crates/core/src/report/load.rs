@@ -103,10 +103,10 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
     })
 }
 
-/// `ui` for a UI-format workflow file (`nodes` array and `links`), `api` for a prompt.
+/// `ui` for a UI-format workflow file (version 0.4 or 1), `api` for a prompt.
 fn detect_format(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
-    let is_ui = value.get("nodes").is_some_and(Value::is_array) && value.get("links").is_some();
+    let is_ui = crate::workflow::is_ui_document(&value);
     Some(if is_ui { "ui" } else { "api" }.to_string())
 }
