@@ -172,3 +172,83 @@ fn plan_scales_the_dotted_sizes_of_the_dynamic_combo_with_the_latent() {
     assert!(increments.contains(&"batch"), "{increments:?}");
     assert_eq!(steps.last().unwrap()["sha256"], plan["target_sha256"]);
 }
+
+/// What validation says of a V3 node whose values are wrong: an option key the dynamic combo
+/// does not have, a missing sub-input of the chosen option, a dotted sub-input out of range,
+/// and values missing from combos in the object form (`["COMBO", {"options": [...]}]`).
+#[test]
+fn validation_reads_v3_dynamic_combos_and_object_combos() {
+    let defs = defs();
+    let base = ui::convert(&read(V1), &defs).unwrap().workflow.to_value();
+    let problems = |edit: &dyn Fn(&mut Value)| -> Vec<(String, String)> {
+        let mut v = base.clone();
+        edit(&mut v["150"]["inputs"]);
+        let w = comfy_bisect_core::workflow::parse_api(&v, "edited.json").unwrap();
+        validate(&w, &defs)
+            .graph_errors()
+            .map(|p| {
+                (
+                    format!("{:?}", p.kind),
+                    p.input.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    assert!(problems(&|_| {}).is_empty());
+    let bad_key = problems(&|i| i["resize_type"] = json!("scale sideways"));
+    assert!(
+        bad_key.iter().any(|(_, input)| input == "resize_type"),
+        "{bad_key:?}"
+    );
+    let missing = problems(&|i| {
+        i.as_object_mut().unwrap().remove("resize_type.height");
+    });
+    assert_eq!(
+        missing,
+        vec![(
+            "RequiredInputMissing".to_string(),
+            "resize_type.height".to_string()
+        )]
+    );
+    let too_big = problems(&|i| i["resize_type.width"] = json!(99999));
+    assert!(
+        too_big
+            .iter()
+            .any(|(_, input)| input == "resize_type.width"),
+        "{too_big:?}"
+    );
+    let bad_crop = problems(&|i| i["resize_type.crop"] = json!("squash"));
+    assert!(
+        bad_crop.iter().any(|(_, input)| input == "resize_type.crop"),
+        "{bad_crop:?}"
+    );
+    let bad_method = problems(&|i| i["scale_method"] = json!("sharpest"));
+    assert!(
+        bad_method.iter().any(|(_, input)| input == "scale_method"),
+        "{bad_method:?}"
+    );
+    // Another option's sub-inputs switch with the key: `scale by multiplier` needs only
+    // `resize_type.multiplier`.
+    let by_multiplier = problems(&|i| {
+        let o = i.as_object_mut().unwrap();
+        o.retain(|k, _| !k.starts_with("resize_type."));
+        o.insert("resize_type".into(), json!("scale by multiplier"));
+        o.insert("resize_type.multiplier".into(), json!(1.5));
+    });
+    assert!(by_multiplier.is_empty(), "{by_multiplier:?}");
+}
+
+/// The subgraph names of a UI file, by instance execution id, name its inner nodes as the
+/// canvas shows them.
+#[test]
+fn subgraph_names_name_the_inner_nodes_of_both_files() {
+    use comfy_bisect_core::workflow::label::node_label;
+    for file in [V04, V1] {
+        let names = ui::subgraph_names(&read(file));
+        assert_eq!(names.get("140").map(String::as_str), Some("Sampler"));
+        assert_eq!(
+            node_label("140:125", "KSampler", &names),
+            "KSampler #125 in subgraph 'Sampler' #140"
+        );
+    }
+}

@@ -8,6 +8,7 @@ mod canonical;
 pub mod edit;
 mod graph;
 pub(crate) use graph::IdSet;
+pub mod label;
 mod load;
 pub mod ui;
 pub mod validate;
