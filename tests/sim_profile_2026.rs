@@ -219,3 +219,54 @@ fn a_bisect_on_the_2026_profile_finds_the_resolution_step() {
         assert_eq!(file.record.raw.jobs_api, Some(true), "run {}", run.dir);
     }
 }
+
+/// Issue 24's done-when for the graph formats: a UI workflow (a whole version-1 file) with a
+/// subgraph and a V3 dynamic-combo node converts against the 2026 server's `/object_info`,
+/// plans and bisects; the sampler inside the subgraph runs under its hierarchical id and the
+/// report names it as the canvas shows it.
+#[test]
+fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
+    let sim = session_support::Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(1792 * MIB)
+            .with_time_scale(0.0)
+            .with_profile(Profile::Y2026),
+    );
+    let wf: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/ui-2026/subgraph-dynamic-combo.v1.json").unwrap(),
+    )
+    .unwrap();
+    let b = session_support::bisect_workflow(&sim, &wf, &[]);
+    match &b.job().verdict {
+        Some(Verdict::FirstFailure { .. }) => {}
+        other => panic!("expected a first failure, got {other:?}\n{}", b.text()),
+    }
+    // The minimal variant ran the subgraph's sampler under its hierarchical id and the
+    // resize node with its dotted sub-inputs.
+    let first = b.main_run(0);
+    let file: RunFile = read_json(&b.dir.join(&first.dir).join(RUN_RECORD_FILE)).unwrap();
+    assert!(
+        file.record.timeline.iter().any(|t| t.node_id == "140:125"),
+        "{:?}",
+        file.record.timeline
+    );
+    let report = b.read("report.md");
+    assert!(
+        report.contains("KSampler #125 in subgraph 'Sampler' #140"),
+        "{report}"
+    );
+    // In report.json the node keeps its prompt id and says where it sits.
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
+    let sampler_failures: Vec<&Value> = json["workflows"][0]["ladder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|row| row.get("failing_node"))
+        .filter(|node| node["id"] == "140:125")
+        .collect();
+    assert!(!sampler_failures.is_empty(), "{json}");
+    for node in sampler_failures {
+        assert_eq!(node["class_type"], "KSampler");
+        assert_eq!(node["subgraph"], "subgraph 'Sampler' #140", "{json}");
+    }
+}

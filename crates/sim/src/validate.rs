@@ -242,6 +242,7 @@ impl<'a> Validator<'a> {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        expand_dynamic_combos(&mut order, &inputs);
         let mut errors: Vec<Value> = Vec::new();
         let mut valid = true;
         let mut rewrites: Vec<(String, Value)> = Vec::new();
@@ -441,6 +442,40 @@ impl<'a> Validator<'a> {
         );
         Ok(ok)
     }
+}
+
+/// A V3 dynamic combo (`COMFY_DYNAMICCOMBO_V3`) as the server's `get_finalized_class_inputs`
+/// expands it: the option whose `key` the prompt chose stays, followed by that option's inputs
+/// under dotted names (`resize_type.width`); a combo absent from the prompt, or set to a key no
+/// option has, is dropped with nothing added.
+fn expand_dynamic_combos(order: &mut Vec<(String, Value, bool)>, inputs: &Map<String, Value>) {
+    let mut out = Vec::with_capacity(order.len());
+    for (name, spec, required) in order.drain(..) {
+        if spec.get(0).and_then(Value::as_str) != Some("COMFY_DYNAMICCOMBO_V3") {
+            out.push((name, spec, required));
+            continue;
+        }
+        let chosen = inputs.get(&name).and_then(|key| {
+            spec.get(1)?
+                .get("options")?
+                .as_array()?
+                .iter()
+                .find(|o| o.get("key") == Some(key))
+                .cloned()
+        });
+        let Some(option) = chosen else {
+            continue;
+        };
+        out.push((name.clone(), spec, required));
+        for (sec, child_required) in [("required", true), ("optional", false)] {
+            if let Some(m) = option["inputs"][sec].as_object() {
+                for (child, child_spec) in m {
+                    out.push((format!("{name}.{child}"), child_spec.clone(), child_required));
+                }
+            }
+        }
+    }
+    *order = out;
 }
 
 /// Validates a `POST /prompt` body's `prompt` against the definitions.
