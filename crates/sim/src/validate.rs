@@ -663,6 +663,63 @@ mod tests {
         .clone()
     }
 
+    /// An image resized by the V3 `ResizeImageMaskNode` of the 2026 profile, with `inputs`.
+    fn resize(inputs: Value) -> Map<String, Value> {
+        let mut node = json!({"input": ["1", 0], "scale_method": "lanczos"});
+        for (k, v) in inputs.as_object().unwrap() {
+            node[k] = v.clone();
+        }
+        json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": 0}},
+            "2": {"class_type": "ResizeImageMaskNode", "inputs": node},
+            "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": "x"}}
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    /// The reasons node 2 was rejected for, as `(type, details)`.
+    fn reasons(prompt: &Map<String, Value>) -> Vec<(String, String)> {
+        match validate(prompt, None, crate::nodes::defs_2026()) {
+            Verdict::Accept { .. } => Vec::new(),
+            Verdict::Reject(body) => body["node_errors"]["2"]["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| (py_str(&e["type"]), py_str(&e["details"])))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_dynamic_combo_validates_the_sub_inputs_of_the_chosen_option() {
+        let dims = json!({"resize_type": "scale dimensions", "resize_type.width": 96,
+                          "resize_type.height": 48, "resize_type.crop": "center"});
+        assert_eq!(reasons(&resize(dims.clone())), vec![]);
+        let mut missing = dims.clone();
+        missing.as_object_mut().unwrap().remove("resize_type.height");
+        assert_eq!(
+            reasons(&resize(missing)),
+            vec![("required_input_missing".into(), "resize_type.height".into())]
+        );
+        let mut too_big = dims.clone();
+        too_big["resize_type.width"] = json!(99999);
+        assert_eq!(
+            reasons(&resize(too_big)),
+            vec![("value_bigger_than_max".into(), "resize_type.width".into())]
+        );
+        let mut bad_crop = dims;
+        bad_crop["resize_type.crop"] = json!("squash");
+        assert_eq!(reasons(&resize(bad_crop))[0].0, "value_not_in_list");
+        // Another option asks for its own sub-inputs only.
+        let by = json!({"resize_type": "scale by multiplier", "resize_type.multiplier": 1.5});
+        assert_eq!(reasons(&resize(by)), vec![]);
+        // A key no option has adds nothing to check (the server expands no option).
+        let unknown = json!({"resize_type": "scale sideways"});
+        assert_eq!(reasons(&resize(unknown)), vec![]);
+    }
+
     #[test]
     fn accepts_and_coerces() {
         let Verdict::Accept {
