@@ -269,6 +269,27 @@ fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
         assert_eq!(node["class_type"], "KSampler");
         assert_eq!(node["subgraph"], "subgraph 'Sampler' #140", "{json}");
     }
+    // `show` of that run names it the same way (from the run's UI companion), and the
+    // diagnosis says where it sits.
+    let run = b
+        .job()
+        .runs
+        .iter()
+        .find(|r| {
+            matches!(&r.outcome, Some(comfy_bisect_core::session::Outcome::Failed { node_id, .. }) if node_id == "140:125")
+        })
+        .unwrap_or_else(|| panic!("no run failed in the sampler
+{}", b.text()));
+    let shown = session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        stdout.contains("error:     KSampler #125 in subgraph 'Sampler' #140: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("node 125 (KSampler) in subgraph #140"),
+        "{stdout}"
+    );
 }
 
 /// The API prompt of the hand-written v1 UI file (a subgraph and a V3 dynamic combo), as the
