@@ -252,3 +252,32 @@ fn subgraph_names_name_the_inner_nodes_of_both_files() {
         );
     }
 }
+
+/// The ladder's bypass on the V3 resize node (a MatchType in and out) hands its image input to
+/// the consumer, as ComfyUI's bypass does; the UI write-back of that variant converts back to
+/// the same API prompt.
+#[test]
+fn bypassing_the_matchtype_resize_node_passes_its_image_through() {
+    use comfy_bisect_core::workflow::Edit;
+    let defs = defs();
+    let doc = read(V1);
+    let converted = ui::convert(&doc, &defs).unwrap();
+    let mut variant = converted.workflow.clone();
+    let edits = [Edit::Bypass { node: "150".into() }];
+    variant.apply(&edits, &defs).unwrap();
+    let v = variant.to_value();
+    assert!(v.get("150").is_none(), "{v}");
+    assert_eq!(v["9"]["inputs"]["images"], json!(["8", 0]));
+    let written = ui::write_variant(&doc, &converted, &edits, &defs).unwrap();
+    let back = ui::convert(&written, &defs).unwrap();
+    assert_eq!(back.workflow.sha256(), variant.sha256());
+    // The version-1 file stays one: links as objects, the link counter in `state`.
+    let links = written["links"].as_array().unwrap();
+    assert!(links.iter().all(Value::is_object), "{links:?}");
+    let last = written["state"]["lastLinkId"].as_i64().unwrap();
+    assert!(
+        links.iter().all(|l| l["id"].as_i64().unwrap() <= last),
+        "{links:?} last {last}"
+    );
+    assert!(written.get("last_link_id").is_none(), "{written}");
+}
