@@ -280,7 +280,8 @@ fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
         })
         .unwrap_or_else(|| panic!("no run failed in the sampler
 {}", b.text()));
-    let shown = session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+    let shown =
+        session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&shown.stdout);
     assert!(
         stdout.contains("error:     KSampler #125 in subgraph 'Sampler' #140: "),

@@ -154,7 +154,10 @@ fn plan_scales_the_dotted_sizes_of_the_dynamic_combo_with_the_latent() {
     );
     let latent = &minimal["5"]["inputs"];
     let resize = &minimal["150"]["inputs"];
-    let (lw, lh) = (latent["width"].as_i64().unwrap(), latent["height"].as_i64().unwrap());
+    let (lw, lh) = (
+        latent["width"].as_i64().unwrap(),
+        latent["height"].as_i64().unwrap(),
+    );
     let (rw, rh) = (
         resize["resize_type.width"].as_i64().unwrap(),
         resize["resize_type.height"].as_i64().unwrap(),
@@ -186,12 +189,7 @@ fn validation_reads_v3_dynamic_combos_and_object_combos() {
         let w = comfy_bisect_core::workflow::parse_api(&v, "edited.json").unwrap();
         validate(&w, &defs)
             .graph_errors()
-            .map(|p| {
-                (
-                    format!("{:?}", p.kind),
-                    p.input.clone().unwrap_or_default(),
-                )
-            })
+            .map(|p| (format!("{:?}", p.kind), p.input.clone().unwrap_or_default()))
             .collect()
     };
     assert!(problems(&|_| {}).is_empty());
@@ -219,7 +217,9 @@ fn validation_reads_v3_dynamic_combos_and_object_combos() {
     );
     let bad_crop = problems(&|i| i["resize_type.crop"] = json!("squash"));
     assert!(
-        bad_crop.iter().any(|(_, input)| input == "resize_type.crop"),
+        bad_crop
+            .iter()
+            .any(|(_, input)| input == "resize_type.crop"),
         "{bad_crop:?}"
     );
     let bad_method = problems(&|i| i["scale_method"] = json!("sharpest"));

@@ -129,7 +129,9 @@ impl Defs {
 
 /// True for classes that sample (their failures have sampler tracebacks).
 pub(crate) fn is_sampler_class(class: &str) -> bool {
-    defs_2026().has_role(class, "samplers") || class.contains("KSampler") || class.contains("Sampler")
+    defs_2026().has_role(class, "samplers")
+        || class.contains("KSampler")
+        || class.contains("Sampler")
 }
 
 /// A value flowing along a link.
@@ -576,7 +578,8 @@ pub(crate) fn evaluate(inp: &Inputs) -> Eval {
 /// unless that gave the latent).
 fn size_source(n: &mut Node) {
     let inp = n.inp;
-    if (defs_2026().has_role(inp.class, "size_sources") || n.out_types.iter().any(|t| t == "LATENT"))
+    if (defs_2026().has_role(inp.class, "size_sources")
+        || n.out_types.iter().any(|t| t == "LATENT"))
         && !n.special.contains_key("LATENT")
         && (inp.num("width").is_some() && inp.num("height").is_some())
     {

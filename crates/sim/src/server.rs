@@ -523,7 +523,9 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             }
             Response::json(200, &json!(scripts))
         }
-        "/object_info" if get && (inst.shared.extra_pack() || inst.shared.pack_removed() || y2026) => {
+        "/object_info"
+            if get && (inst.shared.extra_pack() || inst.shared.pack_removed() || y2026) =>
+        {
             let mut all = inst.shared.defs().map.clone();
             if inst.shared.extra_pack() {
                 all.extend(extra_pack_defs());

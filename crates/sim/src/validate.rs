@@ -470,7 +470,11 @@ fn expand_dynamic_combos(order: &mut Vec<(String, Value, bool)>, inputs: &Map<St
         for (sec, child_required) in [("required", true), ("optional", false)] {
             if let Some(m) = option["inputs"][sec].as_object() {
                 for (child, child_spec) in m {
-                    out.push((format!("{name}.{child}"), child_spec.clone(), child_required));
+                    out.push((
+                        format!("{name}.{child}"),
+                        child_spec.clone(),
+                        child_required,
+                    ));
                 }
             }
         }
@@ -698,7 +702,10 @@ mod tests {
                           "resize_type.height": 48, "resize_type.crop": "center"});
         assert_eq!(reasons(&resize(dims.clone())), vec![]);
         let mut missing = dims.clone();
-        missing.as_object_mut().unwrap().remove("resize_type.height");
+        missing
+            .as_object_mut()
+            .unwrap()
+            .remove("resize_type.height");
         assert_eq!(
             reasons(&resize(missing)),
             vec![("required_input_missing".into(), "resize_type.height".into())]

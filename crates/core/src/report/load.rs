@@ -5,8 +5,8 @@
 
 use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
 use anyhow::Context;
-use serde_json::Value;
 use indexmap::IndexMap;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -475,8 +475,18 @@ pub(super) fn workflow_report(
 /// (`subgraph 'Sampler' #140`; by id alone when the source was not a UI file).
 fn label_subgraph_nodes(report: &mut WorkflowReport, names: &IndexMap<String, String>) {
     let mut nodes: Vec<&mut NodeRef> = Vec::new();
-    nodes.extend(report.ladder.iter_mut().filter_map(|r| r.failing_node.as_mut()));
-    nodes.extend(report.controls.iter_mut().filter_map(|r| r.failing_node.as_mut()));
+    nodes.extend(
+        report
+            .ladder
+            .iter_mut()
+            .filter_map(|r| r.failing_node.as_mut()),
+    );
+    nodes.extend(
+        report
+            .controls
+            .iter_mut()
+            .filter_map(|r| r.failing_node.as_mut()),
+    );
     nodes.extend(report.components.iter_mut().map(|c| &mut c.node));
     if let Some(e) = report.first_failure.as_mut() {
         nodes.extend(e.node.as_mut());
