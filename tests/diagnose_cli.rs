@@ -281,3 +281,23 @@ fn a_jobs_api_body_is_diagnosed() {
     assert_eq!(v["kind"], "cuda_oom", "{v}");
     assert_eq!(v["stage"], "decode", "{v}");
 }
+
+/// A failure inside a subgraph (the node's prompt id is hierarchical, `140:2`) is named with its
+/// own id and the subgraph instance it sits in, not as an unknown node.
+#[test]
+fn a_node_inside_a_subgraph_is_named_with_its_instance() {
+    let text = std::fs::read_to_string(HISTORY_OOM)
+        .unwrap()
+        .replace("\"node_id\": \"2\"", "\"node_id\": \"140:2\"");
+    assert!(text.contains("140:2"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.json");
+    std::fs::write(&path, text).unwrap();
+    let o = run(&["diagnose", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("node:        140:2 (ImageScale #2 in subgraph #140)"),
+        "{out}"
+    );
+}

@@ -219,3 +219,160 @@ fn a_bisect_on_the_2026_profile_finds_the_resolution_step() {
         assert_eq!(file.record.raw.jobs_api, Some(true), "run {}", run.dir);
     }
 }
+
+/// Issue 24's done-when for the graph formats: a UI workflow (a whole version-1 file) with a
+/// subgraph and a V3 dynamic-combo node converts against the 2026 server's `/object_info`,
+/// plans and bisects; the sampler inside the subgraph runs under its hierarchical id and the
+/// report names it as the canvas shows it.
+#[test]
+fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
+    let sim = session_support::Sim::start(
+        SimConfig::default()
+            .with_vram_bytes(1792 * MIB)
+            .with_time_scale(0.0)
+            .with_profile(Profile::Y2026),
+    );
+    let wf: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/ui-2026/subgraph-dynamic-combo.v1.json").unwrap(),
+    )
+    .unwrap();
+    let b = session_support::bisect_workflow(&sim, &wf, &[]);
+    match &b.job().verdict {
+        Some(Verdict::FirstFailure { .. }) => {}
+        other => panic!("expected a first failure, got {other:?}\n{}", b.text()),
+    }
+    // The minimal variant ran the subgraph's sampler under its hierarchical id and the
+    // resize node with its dotted sub-inputs.
+    let first = b.main_run(0);
+    let file: RunFile = read_json(&b.dir.join(&first.dir).join(RUN_RECORD_FILE)).unwrap();
+    assert!(
+        file.record.timeline.iter().any(|t| t.node_id == "140:125"),
+        "{:?}",
+        file.record.timeline
+    );
+    let report = b.read("report.md");
+    assert!(
+        report.contains("KSampler #125 in subgraph 'Sampler' #140"),
+        "{report}"
+    );
+    // In report.json the node keeps its prompt id and says where it sits.
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
+    let sampler_failures: Vec<&Value> = json["workflows"][0]["ladder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|row| row.get("failing_node"))
+        .filter(|node| node["id"] == "140:125")
+        .collect();
+    assert!(!sampler_failures.is_empty(), "{json}");
+    for node in sampler_failures {
+        assert_eq!(node["class_type"], "KSampler");
+        assert_eq!(node["subgraph"], "subgraph 'Sampler' #140", "{json}");
+    }
+    // `show` of that run names it the same way (from the run's UI companion), and the
+    // diagnosis says where it sits.
+    let run = b
+        .job()
+        .runs
+        .iter()
+        .find(|r| {
+            matches!(&r.outcome, Some(comfy_bisect_core::session::Outcome::Failed { node_id, .. }) if node_id == "140:125")
+        })
+        .unwrap_or_else(|| panic!("no run failed in the sampler
+{}", b.text()));
+    let shown =
+        session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        stdout.contains("error:     KSampler #125 in subgraph 'Sampler' #140: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("node 125 (KSampler) in subgraph #140"),
+        "{stdout}"
+    );
+}
+
+/// The API prompt of the hand-written v1 UI file (a subgraph and a V3 dynamic combo), as the
+/// frontend would queue it.
+fn subgraph_prompt() -> Value {
+    let defs = comfy_bisect_core::nodedefs::NodeDefs::load_file(std::path::Path::new(
+        "tests/fixtures/comfyui-newer/object_info.json",
+    ))
+    .unwrap();
+    let ui: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/ui-2026/subgraph-dynamic-combo.v1.json").unwrap(),
+    )
+    .unwrap();
+    comfy_bisect_core::workflow::ui::convert(&ui, &defs)
+        .unwrap()
+        .workflow
+        .to_value()
+}
+
+/// A node inside a subgraph runs under its hierarchical id: `executing`, `progress` and every
+/// `progress_state` entry name `140:125`, and (not an expanded node) its `display_node_id` and
+/// `real_node_id` are that id with no parent, as `DynamicPrompt.get_display_node_id` /
+/// `get_real_node_id` / `get_parent_node_id` answer for a prompt node upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_inside_a_subgraph_report_their_hierarchical_id_on_2026() {
+    let sim = sim(y2026()).await;
+    let base = sim.base_url();
+    let mut ws = sim_common::Ws::connect(&base, "c-2026-sub").await;
+    let body = json!({"prompt": subgraph_prompt(), "client_id": "c-2026-sub"});
+    let (status, answer) = sim_common::post_prompt(&base, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    let pid = answer["prompt_id"].as_str().unwrap().to_string();
+    let msgs = ws.until_done(&pid).await;
+    assert!(
+        msgs.iter()
+            .any(|m| m["type"] == "executing" && m["data"]["node"] == "140:125"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m["type"] == "progress" && m["data"]["node"] == "140:125"),
+        "{msgs:?}"
+    );
+    let states: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["type"] == "progress_state")
+        .filter_map(|m| m["data"]["nodes"].get("140:125"))
+        .collect();
+    assert!(!states.is_empty(), "{msgs:?}");
+    for s in states {
+        assert_eq!(s["node_id"], "140:125");
+        assert_eq!(s["display_node_id"], "140:125");
+        assert_eq!(s["real_node_id"], "140:125");
+        assert!(s["parent_node_id"].is_null(), "{s}");
+    }
+    // The dynamic combo's node ran with its dotted sub-inputs: the product is the resized
+    // image.
+    let entry = sim_common::history_entry(&base, &pid).await;
+    assert_eq!(entry["status"]["status_str"], "success", "{entry}");
+    sim.shutdown().await;
+}
+
+/// The client follows such a run: its timeline holds the sampler under its hierarchical id
+/// with its class and progress, never as an unknown node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_tracks_a_subgraph_node_by_its_hierarchical_id() {
+    let sim = sim(y2026()).await;
+    let c = client(&sim);
+    let record = execute(&c, run_request(&subgraph_prompt())).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let sampler = record
+        .timeline
+        .iter()
+        .find(|t| t.node_id == "140:125")
+        .unwrap_or_else(|| panic!("{:?}", record.timeline));
+    assert_eq!(sampler.class_type.as_deref(), Some("KSampler"));
+    assert!(sampler.progress.is_some(), "{sampler:?}");
+    let product = record.product.as_ref().unwrap();
+    assert_eq!(
+        (product.files[0].width, product.files[0].height),
+        (Some(1536), Some(1024)),
+        "{product:?}"
+    );
+    sim.shutdown().await;
+}

@@ -119,13 +119,24 @@ pub fn run(args: Args) -> CliResult {
     println!("  workflow:  sha256 {}", entry.workflow_sha256);
     println!("  folder:    {}", run_dir.display());
     match read_json::<RunFile>(&record_path) {
-        Ok(file) => print_record(&file),
+        Ok(file) => print_record(&file, &run_dir),
         Err(e) => println!("  (no run.json: {e})"),
     }
     Ok(exit::OK)
 }
 
-fn print_record(file: &RunFile) {
+/// Node `id` of class `class_type` as the canvas shows it; a node inside a subgraph is named
+/// with the subgraph's name from the run's UI companion (`workflow.ui.json`) when there is one.
+fn node_label(run_dir: &std::path::Path, id: &str, class_type: &str) -> String {
+    let names = std::fs::read_to_string(run_dir.join("workflow.ui.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .map(|ui| comfy_bisect_core::workflow::ui::subgraph_names(&ui))
+        .unwrap_or_default();
+    comfy_bisect_core::workflow::label::node_label(id, class_type, &names)
+}
+
+fn print_record(file: &RunFile, run_dir: &std::path::Path) {
     let r = &file.record;
     println!(
         "  timing:    {} → {} ({} ms){}",
@@ -147,9 +158,8 @@ fn print_record(file: &RunFile) {
     }
     if let Some(e) = r.execution_error() {
         println!(
-            "  error:     node {} {}: {}: {}",
-            e.node_id,
-            e.node_type,
+            "  error:     {}: {}: {}",
+            node_label(run_dir, &e.node_id, &e.node_type),
             e.exception_type,
             e.exception_message.lines().next().unwrap_or_default()
         );

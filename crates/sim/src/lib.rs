@@ -561,11 +561,14 @@ impl Shared {
         self.pack_removed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// The node definitions the server has now: the shipped ones, without [`REMOVED_PACK`]
-    /// once it is gone (the classes of [`EXTRA_PACK`] are served apart).
+    /// The node definitions the server has now: the shipped ones (with the 2026 profile's V3
+    /// classes), without [`REMOVED_PACK`] once it is gone (the classes of [`EXTRA_PACK`] are
+    /// served apart).
     pub(crate) fn defs(&self) -> &'static nodes::Defs {
         if self.pack_removed() {
             nodes::defs_without_removed_pack()
+        } else if self.config.profile == Profile::Y2026 {
+            nodes::defs_2026()
         } else {
             nodes::defs()
         }

@@ -27,6 +27,23 @@ pub fn defs() -> &'static Defs {
     DEFS.get_or_init(|| parse_defs(|_| true))
 }
 
+/// The V3 node classes only the 2026 profile has (entries of the newer `/object_info` in
+/// `tests/fixtures/comfyui-newer/`): a node whose sizes are a dynamic combo's dotted sub-inputs.
+const OBJECT_INFO_2026: &str = include_str!("object_info.2026.sim.json");
+
+/// The shipped definitions plus the 2026 profile's V3 classes, parsed once. Execution reads
+/// these (a superset: the 0.3.64 profile's validation never lets a 2026-only class through).
+pub(crate) fn defs_2026() -> &'static Defs {
+    static DEFS: OnceLock<Defs> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        let mut defs = parse_defs(|_| true);
+        let extra: Map<String, Value> = serde_json::from_str(OBJECT_INFO_2026)
+            .expect("shipped object_info.2026.sim.json is valid JSON");
+        defs.map.extend(extra);
+        defs
+    })
+}
+
 /// The shipped definitions without the classes of [`super::REMOVED_PACK`] (`python_module`
 /// `custom_nodes.<pack>`), parsed once: a server restarted without that pack.
 pub(crate) fn defs_without_removed_pack() -> &'static Defs {
@@ -112,7 +129,9 @@ impl Defs {
 
 /// True for classes that sample (their failures have sampler tracebacks).
 pub(crate) fn is_sampler_class(class: &str) -> bool {
-    defs().has_role(class, "samplers") || class.contains("KSampler") || class.contains("Sampler")
+    defs_2026().has_role(class, "samplers")
+        || class.contains("KSampler")
+        || class.contains("Sampler")
 }
 
 /// A value flowing along a link.
@@ -385,17 +404,27 @@ fn lora_rows(inp: &Inputs, family: Family) -> Vec<(String, u64)> {
 }
 
 fn scale_image(img: ImageVal, inp: &Inputs) -> ImageVal {
-    let mut w = inp.int(&["width"], 0);
-    let mut h = inp.int(&["height"], 0);
-    if let Some(s) = inp.num("scale_by") {
+    let mut w = inp.int(&["width", "resize_type.width"], 0);
+    let mut h = inp.int(&["height", "resize_type.height"], 0);
+    if let Some(s) = inp
+        .num("scale_by")
+        .or_else(|| inp.num("resize_type.multiplier"))
+    {
         // ComfyUI's ImageScaleBy rounds (`round(width * scale_by)`).
         w = (img.width as f64 * s).round() as u64;
         h = (img.height as f64 * s).round() as u64;
-    } else if let Some(mp) = inp.num("megapixels") {
+    } else if let Some(mp) = inp
+        .num("megapixels")
+        .or_else(|| inp.num("resize_type.megapixels"))
+    {
         let s = (mp * 1_048_576.0 / (img.width * img.height).max(1) as f64).sqrt();
         w = (img.width as f64 * s) as u64;
         h = (img.height as f64 * s) as u64;
-    } else if let Some(longest) = inp.num("largest_size").or_else(|| inp.num("longer_edge")) {
+    } else if let Some(longest) = inp
+        .num("largest_size")
+        .or_else(|| inp.num("longer_edge"))
+        .or_else(|| inp.num("resize_type.longer_size"))
+    {
         let s = longest / img.width.max(img.height).max(1) as f64;
         w = (img.width as f64 * s) as u64;
         h = (img.height as f64 * s) as u64;
@@ -427,7 +456,7 @@ enum Match {
 impl Match {
     fn matches(&self, n: &Node) -> bool {
         match self {
-            Match::Role(role) => defs().has_role(n.inp.class, role),
+            Match::Role(role) => defs_2026().has_role(n.inp.class, role),
             Match::Class(classes) => classes.contains(&n.inp.class),
             Match::TextEncode => {
                 n.inp.links.values().any(|v| matches!(v, Val::Clip { .. }))
@@ -470,6 +499,7 @@ const HANDLERS: &[(Match, Handler)] = &[
     (Match::Class(&["EmptyImage"]), empty_image),
     (Match::Class(&["LoadImage"]), load_image),
     (Match::Class(&["VHS_LoadVideo"]), load_video),
+    (Match::Class(&["ResizeImageMaskNode"]), resize_image_mask),
     (Match::Role("image_rescale"), image_rescale),
     (Match::Role("size_helpers"), image_rescale),
     (
@@ -496,7 +526,7 @@ struct Node<'a> {
 pub(crate) fn evaluate(inp: &Inputs) -> Eval {
     let mut n = Node {
         inp,
-        out_types: defs().output_types(inp.class),
+        out_types: defs_2026().output_types(inp.class),
         ctx: NodeContext::default(),
         work: Work::Cpu { seconds: 0.01 },
         special: HashMap::new(),
@@ -513,7 +543,7 @@ pub(crate) fn evaluate(inp: &Inputs) -> Eval {
         };
     }
     size_source(&mut n);
-    if defs().is_output(inp.class) {
+    if defs_2026().is_output(inp.class) {
         n.ctx.images = inp.image().map(|i| i.count).unwrap_or(0);
     }
     let outputs = n
@@ -548,7 +578,8 @@ pub(crate) fn evaluate(inp: &Inputs) -> Eval {
 /// unless that gave the latent).
 fn size_source(n: &mut Node) {
     let inp = n.inp;
-    if (defs().has_role(inp.class, "size_sources") || n.out_types.iter().any(|t| t == "LATENT"))
+    if (defs_2026().has_role(inp.class, "size_sources")
+        || n.out_types.iter().any(|t| t == "LATENT"))
         && !n.special.contains_key("LATENT")
         && (inp.num("width").is_some() && inp.num("height").is_some())
     {
@@ -969,6 +1000,20 @@ fn image_rescale(n: &mut Node) {
                 Val::Int(img.count as i64),
             ]);
         }
+    }
+}
+
+/// The V3 `ResizeImageMaskNode`: its sizes are the sub-inputs of the chosen `resize_type`
+/// option (`resize_type.width`, `resize_type.multiplier`…); its one output is a MatchType that
+/// carries the resized image.
+fn resize_image_mask(n: &mut Node) {
+    let inp = n.inp;
+    if let Some(img) = inp.image() {
+        let out = scale_image(img, inp);
+        n.work = Work::Cpu {
+            seconds: 0.01 + (out.width * out.height * out.count) as f64 * 2.0e-8,
+        };
+        n.outputs = Some(vec![Val::Image(out)]);
     }
 }
 

@@ -552,7 +552,8 @@ fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
             if get
                 && (inst.shared.extra_pack()
                     || inst.shared.pack_removed()
-                    || inst.shared.faults().hostile_text.is_some()) =>
+                    || inst.shared.faults().hostile_text.is_some()
+                    || y2026) =>
         {
             let mut all = inst.shared.defs().map.clone();
             if inst.shared.extra_pack() {

@@ -242,6 +242,7 @@ impl<'a> Validator<'a> {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        expand_dynamic_combos(&mut order, &inputs);
         let mut errors: Vec<Value> = Vec::new();
         let mut valid = true;
         let mut rewrites: Vec<(String, Value)> = Vec::new();
@@ -443,6 +444,44 @@ impl<'a> Validator<'a> {
     }
 }
 
+/// A V3 dynamic combo (`COMFY_DYNAMICCOMBO_V3`) as the server's `get_finalized_class_inputs`
+/// expands it: the option whose `key` the prompt chose stays, followed by that option's inputs
+/// under dotted names (`resize_type.width`); a combo absent from the prompt, or set to a key no
+/// option has, is dropped with nothing added.
+fn expand_dynamic_combos(order: &mut Vec<(String, Value, bool)>, inputs: &Map<String, Value>) {
+    let mut out = Vec::with_capacity(order.len());
+    for (name, spec, required) in order.drain(..) {
+        if spec.get(0).and_then(Value::as_str) != Some("COMFY_DYNAMICCOMBO_V3") {
+            out.push((name, spec, required));
+            continue;
+        }
+        let chosen = inputs.get(&name).and_then(|key| {
+            spec.get(1)?
+                .get("options")?
+                .as_array()?
+                .iter()
+                .find(|o| o.get("key") == Some(key))
+                .cloned()
+        });
+        let Some(option) = chosen else {
+            continue;
+        };
+        out.push((name.clone(), spec, required));
+        for (sec, child_required) in [("required", true), ("optional", false)] {
+            if let Some(m) = option["inputs"][sec].as_object() {
+                for (child, child_spec) in m {
+                    out.push((
+                        format!("{name}.{child}"),
+                        child_spec.clone(),
+                        child_required,
+                    ));
+                }
+            }
+        }
+    }
+    *order = out;
+}
+
 /// Validates a `POST /prompt` body's `prompt` against the definitions.
 /// `targets` is `partial_execution_targets` when given.
 pub fn validate(prompt: &Map<String, Value>, targets: Option<&[String]>, defs: &Defs) -> Verdict {
@@ -626,6 +665,66 @@ mod tests {
         .as_object()
         .unwrap()
         .clone()
+    }
+
+    /// An image resized by the V3 `ResizeImageMaskNode` of the 2026 profile, with `inputs`.
+    fn resize(inputs: Value) -> Map<String, Value> {
+        let mut node = json!({"input": ["1", 0], "scale_method": "lanczos"});
+        for (k, v) in inputs.as_object().unwrap() {
+            node[k] = v.clone();
+        }
+        json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": 0}},
+            "2": {"class_type": "ResizeImageMaskNode", "inputs": node},
+            "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": "x"}}
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    /// The reasons node 2 was rejected for, as `(type, details)`.
+    fn reasons(prompt: &Map<String, Value>) -> Vec<(String, String)> {
+        match validate(prompt, None, crate::nodes::defs_2026()) {
+            Verdict::Accept { .. } => Vec::new(),
+            Verdict::Reject(body) => body["node_errors"]["2"]["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| (py_str(&e["type"]), py_str(&e["details"])))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_dynamic_combo_validates_the_sub_inputs_of_the_chosen_option() {
+        let dims = json!({"resize_type": "scale dimensions", "resize_type.width": 96,
+                          "resize_type.height": 48, "resize_type.crop": "center"});
+        assert_eq!(reasons(&resize(dims.clone())), vec![]);
+        let mut missing = dims.clone();
+        missing
+            .as_object_mut()
+            .unwrap()
+            .remove("resize_type.height");
+        assert_eq!(
+            reasons(&resize(missing)),
+            vec![("required_input_missing".into(), "resize_type.height".into())]
+        );
+        let mut too_big = dims.clone();
+        too_big["resize_type.width"] = json!(99999);
+        assert_eq!(
+            reasons(&resize(too_big)),
+            vec![("value_bigger_than_max".into(), "resize_type.width".into())]
+        );
+        let mut bad_crop = dims;
+        bad_crop["resize_type.crop"] = json!("squash");
+        assert_eq!(reasons(&resize(bad_crop))[0].0, "value_not_in_list");
+        // Another option asks for its own sub-inputs only.
+        let by = json!({"resize_type": "scale by multiplier", "resize_type.multiplier": 1.5});
+        assert_eq!(reasons(&resize(by)), vec![]);
+        // A key no option has adds nothing to check (the server expands no option).
+        let unknown = json!({"resize_type": "scale sideways"});
+        assert_eq!(reasons(&resize(unknown)), vec![]);
     }
 
     #[test]

@@ -39,7 +39,16 @@ pub(crate) fn render(d: &Diagnosis) -> String {
     }
     match (d.node_id.as_deref(), d.node_type.as_deref()) {
         (Some(id), Some(t)) if !id.is_empty() => {
-            let _ = writeln!(out, "node:        {id} ({t})");
+            // A node inside a subgraph (`140:125`) also as the canvas shows it.
+            let no_names = indexmap::IndexMap::new();
+            let _ = match crate::workflow::label::subgraph_location(id, &no_names) {
+                Some(_) => writeln!(
+                    out,
+                    "node:        {id} ({})",
+                    crate::workflow::label::node_label(id, t, &no_names)
+                ),
+                None => writeln!(out, "node:        {id} ({t})"),
+            };
         }
         (_, Some(t)) => {
             let _ = writeln!(out, "node:        {t}");

@@ -289,9 +289,16 @@ fn prog_from(value: u64, max: u64, console: bool) -> Prog {
     }
 }
 
+/// The failing node in words: `node 3 (KSampler)`; a node inside a subgraph by its own id and
+/// where it sits (`node 125 (KSampler) in subgraph #140` for `140:125`).
 fn describe_node(f: &Failing) -> Option<String> {
+    use crate::workflow::label::{split_hierarchical, subgraph_location};
+    let no_names = indexmap::IndexMap::new();
     match (f.node_id.as_deref(), f.node_type.as_deref()) {
-        (Some(id), Some(t)) if !id.is_empty() => Some(format!("node {id} ({t})")),
+        (Some(id), Some(t)) if !id.is_empty() => Some(match subgraph_location(id, &no_names) {
+            Some(location) => format!("node {} ({t}) in {location}", split_hierarchical(id).1),
+            None => format!("node {id} ({t})"),
+        }),
         (_, Some(t)) => Some(t.to_string()),
         (Some(id), None) if !id.is_empty() => Some(format!("node {id}")),
         _ => None,
@@ -421,6 +428,24 @@ mod tests {
 
     fn frames(lines: &[&str]) -> Vec<Frame> {
         parse_frames(&lines.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_node_inside_a_subgraph_is_described_by_its_own_id_and_its_instance() {
+        let failing = |id: &str| Failing {
+            node_id: Some(id.into()),
+            node_type: Some("KSampler".into()),
+            progress: None,
+            from_timeline: false,
+        };
+        assert_eq!(
+            describe_node(&failing("140:125")).as_deref(),
+            Some("node 125 (KSampler) in subgraph #140")
+        );
+        assert_eq!(
+            describe_node(&failing("3")).as_deref(),
+            Some("node 3 (KSampler)")
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
 use anyhow::Context;
+use indexmap::IndexMap;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ pub struct SessionData {
     pub ui_workflows: HashMap<String, PathBuf>,
     /// Input format of each workflow's source file (`api` or `ui`), when it could be read.
     pub source_formats: Vec<Option<String>>,
+    /// The subgraph instances of each workflow's source file (a UI file) by execution id, with
+    /// their names (`crate::workflow::ui::subgraph_names`); empty for an API file.
+    pub subgraph_names: Vec<IndexMap<String, String>>,
     /// Problems met while reading (unreadable run records), for the report's warnings.
     pub load_warnings: Vec<String>,
     /// The console lines (`server.log`) of every run that did not pass, by run id.
@@ -48,9 +52,12 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
     let mut ui_workflows = HashMap::new();
     let mut load_warnings = Vec::new();
     let mut source_formats = Vec::new();
+    let mut subgraph_names = Vec::new();
     let mut server_logs = HashMap::new();
     for job in &session.workflows {
-        source_formats.push(detect_format(Path::new(&job.source)));
+        let (format, names) = detect_format(Path::new(&job.source));
+        source_formats.push(format);
+        subgraph_names.push(names);
         for entry in &job.runs {
             let dir = session_dir.join(&entry.dir);
             if entry
@@ -98,15 +105,25 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         session_dir: session_dir.to_path_buf(),
         ui_workflows,
         source_formats,
+        subgraph_names,
         load_warnings,
         server_logs,
     })
 }
 
-/// `ui` for a UI-format workflow file (`nodes` array and `links`), `api` for a prompt.
-fn detect_format(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    let is_ui = value.get("nodes").is_some_and(Value::is_array) && value.get("links").is_some();
-    Some(if is_ui { "ui" } else { "api" }.to_string())
+/// `ui` for a UI-format workflow file (version 0.4 or 1), `api` for a prompt, with the names
+/// of a UI file's subgraph instances.
+fn detect_format(path: &Path) -> (Option<String>, IndexMap<String, String>) {
+    let Some(value) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+    else {
+        return (None, IndexMap::new());
+    };
+    if crate::workflow::is_ui_document(&value) {
+        let names = crate::workflow::ui::subgraph_names(&value);
+        (Some("ui".into()), names)
+    } else {
+        (Some("api".into()), IndexMap::new())
+    }
 }

@@ -272,10 +272,14 @@ pub struct MemoryFlag {
 #[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeRef {
-    /// Node id in the submitted prompt.
+    /// Node id in the submitted prompt (`"140:125"` for a node inside a subgraph).
     pub id: String,
     /// Its class_type.
     pub class_type: String,
+    /// Where it sits when inside a subgraph, as the canvas shows it: `subgraph 'Sampler' #140`
+    /// (`crate::workflow::label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgraph: Option<String>,
 }
 
 /// One ladder step.

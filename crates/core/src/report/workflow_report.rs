@@ -18,6 +18,7 @@ use crate::session::journal::{
     WorkflowJob, RUN_WORKFLOW_FILE,
 };
 use crate::vocab::ContractNumbers;
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,6 +58,7 @@ impl From<&Diagnosis> for Diag {
                 node: NodeRef {
                     id: p.node_id.clone(),
                     class_type: p.class_type.clone().unwrap_or_else(|| "?".into()),
+                    subgraph: None,
                 },
                 value: p.value,
                 max: p.max,
@@ -123,6 +125,7 @@ fn last_progress_from_timeline(file: Option<&RunFile>) -> Option<ProgressSeen> {
             node: NodeRef {
                 id,
                 class_type: class_type.unwrap_or_else(|| "?".into()),
+                subgraph: None,
             },
             value,
             max,
@@ -150,6 +153,7 @@ fn failing_node(entry: &RunEntry) -> Option<NodeRef> {
         } => Some(NodeRef {
             id: node_id.clone(),
             class_type: node_type.clone(),
+            subgraph: None,
         }),
         _ => None,
     }
@@ -391,6 +395,7 @@ pub(super) fn workflow_report(
                     node: NodeRef {
                         id: c.node_id.clone(),
                         class_type: c.class_type.clone(),
+                        subgraph: None,
                     },
                     input: c.input.clone(),
                     status: serde_json::to_value(c.status)
@@ -439,7 +444,7 @@ pub(super) fn workflow_report(
         }),
         _ => None,
     };
-    WorkflowReport {
+    let mut report = WorkflowReport {
         name: job.name.clone(),
         workflow: WorkflowInfo {
             path: Some(job.source.clone()),
@@ -461,6 +466,35 @@ pub(super) fn workflow_report(
         preflight,
         components,
         attachments,
+    };
+    let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
+    label_subgraph_nodes(&mut report, &names);
+    report
+}
+
+/// Says where every node of the report that sits inside a subgraph is, as the canvas shows it
+/// (`subgraph 'Sampler' #140`; by id alone when the source was not a UI file).
+fn label_subgraph_nodes(report: &mut WorkflowReport, names: &IndexMap<String, String>) {
+    let mut nodes: Vec<&mut NodeRef> = Vec::new();
+    nodes.extend(
+        report
+            .ladder
+            .iter_mut()
+            .filter_map(|r| r.failing_node.as_mut()),
+    );
+    nodes.extend(
+        report
+            .controls
+            .iter_mut()
+            .filter_map(|r| r.failing_node.as_mut()),
+    );
+    nodes.extend(report.components.iter_mut().map(|c| &mut c.node));
+    if let Some(e) = report.first_failure.as_mut() {
+        nodes.extend(e.node.as_mut());
+        nodes.extend(e.last_progress.as_mut().map(|p| &mut p.node));
+    }
+    for node in nodes {
+        node.subgraph = crate::workflow::label::subgraph_location(&node.id, names);
     }
 }
 
@@ -821,6 +855,7 @@ mod tests {
             session_dir: PathBuf::from("runs/s"),
             ui_workflows: HashMap::new(),
             source_formats: vec![],
+            subgraph_names: vec![],
             load_warnings: vec![],
             server_logs: HashMap::new(),
         }

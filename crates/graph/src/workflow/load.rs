@@ -103,10 +103,22 @@ pub enum LoadError {
     },
 }
 
+/// True for a UI-format document (what ComfyUI's "Save" writes), version 0.4 or 1.
+pub fn is_ui_document(value: &Value) -> bool {
+    detect_format(value) == Format::Ui
+}
+
 /// Tells the format of a parsed workflow file.
 pub(crate) fn detect_format(value: &Value) -> Format {
     match value {
         Value::Object(map) if map.contains_key("nodes") && map.contains_key("links") => Format::Ui,
+        // A version-1 UI file may leave out `links` (the frontend's schema has it optional).
+        Value::Object(map)
+            if map.get("nodes").is_some_and(Value::is_array)
+                && map.get("version").and_then(Value::as_f64) == Some(1.0) =>
+        {
+            Format::Ui
+        }
         Value::Object(map) if map.get("prompt").is_some_and(Value::is_object) => Format::PromptBody,
         _ => Format::Api,
     }

@@ -8,6 +8,7 @@ mod canonical;
 pub mod edit;
 mod graph;
 pub(crate) use graph::IdSet;
+pub mod label;
 mod load;
 pub mod ui;
 pub mod validate;
@@ -16,7 +17,7 @@ pub use canonical::canonical_json;
 pub use canonical::sha256_hex;
 pub use edit::{Change, Edit, EditError};
 pub(crate) use load::{detect_format, Format};
-pub use load::{load_api_file, parse_api, LoadError};
+pub use load::{is_ui_document, load_api_file, parse_api, LoadError};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};

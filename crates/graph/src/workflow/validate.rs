@@ -196,6 +196,7 @@ pub fn validate(workflow: &Workflow, defs: &NodeDefs) -> Report {
                 Some(input) => {
                     ctx.check_input(spec, input);
                     if spec.type_name() == DYNAMICCOMBO_V3 {
+                        ctx.check_dynamic_key(spec, input.as_literal());
                         for child in spec.required_children(input.as_literal()) {
                             let dotted = format!("{}.{child}", spec.name);
                             let nested = format!("{dotted}.");
@@ -355,6 +356,36 @@ impl NodeCheck<'_> {
                 _ => {}
             },
         }
+    }
+
+    /// A dynamic combo set to a key none of its options has: the server would expand no
+    /// option, and the node would run without the sub-inputs it needs.
+    fn check_dynamic_key(&mut self, spec: &InputDef, value: Option<&Value>) {
+        let Some(value) = value else {
+            return;
+        };
+        let keys: Vec<&Value> = spec
+            .options
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.get("key"))
+            .collect();
+        if keys.is_empty() || keys.contains(&value) {
+            return;
+        }
+        let listed: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        self.push(
+            ProblemKind::ValueNotInList,
+            &spec.name.clone(),
+            format!(
+                "{value} is not an option of '{}' (a V3 dynamic combo: {}); pick one of them",
+                spec.name,
+                listed.join(", ")
+            ),
+            Some(value.clone()),
+        );
     }
 
     fn combo_miss(&mut self, spec: &InputDef, value: &Value, listed: usize) {

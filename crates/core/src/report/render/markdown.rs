@@ -155,9 +155,16 @@ use crate::units::mib_rounded as mib;
 
 use crate::units::seconds as duration;
 
-/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue.
+/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue. A
+/// node inside a subgraph reads as the canvas shows it: `KSampler #125 in subgraph 'Sampler' #140`.
 fn node(n: &NodeRef) -> String {
-    code(&format!("{} #{}", n.class_type, n.id))
+    match &n.subgraph {
+        Some(location) => {
+            let (_, own) = crate::workflow::label::split_hierarchical(&n.id);
+            code(&format!("{} #{own} in {location}", n.class_type))
+        }
+        None => code(&format!("{} #{}", n.class_type, n.id)),
+    }
 }
 
 fn short(run_id: &str) -> String {

@@ -113,6 +113,35 @@ fn describe_unknown(nodes: &[UnknownNode]) -> String {
         .join("\n")
 }
 
+/// The name of every subgraph instance of a UI document, by execution id (`"140"`, nested
+/// `"140:130"`): its definition's `name` in `definitions.subgraphs[]`, with inner node ids
+/// renumbered as the frontend does on load (so the ids match the converted prompt's).
+pub fn subgraph_names(ui: &Value) -> IndexMap<String, String> {
+    fn walk(
+        doc: &parse::UiDoc,
+        graph: &parse::UiGraph,
+        prefix: &str,
+        depth: usize,
+        out: &mut IndexMap<String, String>,
+    ) {
+        if depth > 64 {
+            return;
+        }
+        for node in &graph.nodes {
+            let Some(def) = doc.defs.get(&node.type_name) else {
+                continue;
+            };
+            let exec = format!("{prefix}{}", node.id);
+            out.insert(exec.clone(), def.name.clone());
+            walk(doc, &def.graph, &format!("{exec}:"), depth + 1, out);
+        }
+    }
+    let doc = parse::parse_doc(ui);
+    let mut out = IndexMap::new();
+    walk(&doc, &doc.root, "", 0, &mut out);
+    out
+}
+
 /// Converts a UI workflow into the API prompt the official frontend (1.58.1) would queue.
 pub fn convert(ui: &Value, defs: &NodeDefs) -> Result<Converted, UiError> {
     convert::convert(ui, defs)

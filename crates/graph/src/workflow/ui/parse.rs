@@ -117,8 +117,18 @@ pub(crate) fn id_key(v: &Value) -> Option<String> {
     }
 }
 
+/// A slot index: a number, or a numeric string read as the frontend's schema reads it
+/// (`parseInt`: leading digits after optional whitespace).
 fn as_slot(v: Option<&Value>) -> Option<usize> {
     let v = v?;
+    if let Some(s) = v.as_str() {
+        let s = s.trim_start();
+        let digits = s.trim_start_matches('+');
+        let end = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        return digits[..end].parse().ok();
+    }
     v.as_u64()
         .map(|u| u as usize)
         .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as usize))

@@ -523,12 +523,15 @@ fn relink(
     }
     let definition = target.definition.clone();
     let scope = scope(ui, definition.as_deref()).ok_or("scope not found")?;
-    let counter = if definition.is_some() {
+    // A subgraph definition and a whole version-1 file keep their counter in `state` and their
+    // links as objects; a 0.4 root in `last_link_id` and arrays.
+    let v1 = definition.is_some() || scope.get("version").and_then(Value::as_f64) == Some(1.0);
+    let counter = if v1 {
         scope.pointer("/state/lastLinkId").and_then(Value::as_i64)
     } else {
         scope.get("last_link_id").and_then(Value::as_i64)
     };
-    let object_form = definition.is_some()
+    let object_form = v1
         || scope
             .get("links")
             .and_then(Value::as_array)
@@ -605,7 +608,7 @@ fn relink(
         .as_array_mut()
         .expect("just made an array")
         .push(link);
-    if definition.is_some() {
+    if v1 {
         if scope.get("state").is_some_and(Value::is_object) {
             scope["state"]["lastLinkId"] = Value::from(id);
         }
