@@ -252,6 +252,13 @@ fn hires_second_pass_failure_is_postprocess() {
         "{report}"
     );
     assert!(report.contains("Failing node: KSampler #11"), "{report}");
+    // The commands to reproduce hold the server's own address (a loopback one is not
+    // redacted): no placeholder to fill in, so the report does not ask for one.
+    assert!(
+        report.contains("Reproduce each run with comfy-bisect:"),
+        "{report}"
+    );
+    assert!(!report.contains("where the placeholders are"), "{report}");
     assert!(
         report.contains(
 "First failure when adding **postprocess** — hires pass: KSampler #11 at 1024×1024 (step 2 of 2)"

@@ -970,11 +970,6 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
     }
     out.push('\n');
     if !a.runs.is_empty() {
-        out.push_str("Reproduce each run with comfy-bisect");
-        if report.redacted {
-            out.push_str(" (put your server's address where the placeholders are)");
-        }
-        out.push_str(":\n\n");
         let mut body = String::new();
         let key = |r: &AttachedRun| {
             [&a.minimal_passing, &a.first_failing]
@@ -982,7 +977,7 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
                 .any(|k| k.as_ref().is_some_and(|k| k.run_id == r.run_id))
         };
         let mut others = 0;
-        let shown: Vec<&AttachedRun> = a
+        let mut shown: Vec<&AttachedRun> = a
             .runs
             .iter()
             .filter(|r| {
@@ -994,6 +989,8 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
             })
             .collect();
         let left_out = a.runs.len() - shown.len();
+        // In ladder order (runs of one step in the order they ran), as the Ladder table.
+        shown.sort_by_key(|r| r.step);
         for r in shown {
             body.push_str(&format!(
                 "# step {} {} ({}) — {}, run {}\n{}\n",
@@ -1010,6 +1007,12 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
                 "# … {left_out} more runs: report.json (attachments.runs) has every command\n"
             ));
         }
+        out.push_str("Reproduce each run with comfy-bisect");
+        // Redaction may have put placeholders where the server's address was.
+        if report.redacted && body.contains('<') {
+            out.push_str(" (put your server's address where the placeholders are)");
+        }
+        out.push_str(":\n\n");
         out.push_str(&fence("sh", body.trim_end()));
         out.push('\n');
     }
