@@ -9,6 +9,7 @@ use crate::run::record::{
     TimeoutReason, VramReport,
 };
 use crate::run::{Outcome as RunOutcome, RunRecord};
+use crate::vocab::ProductSummary;
 use crate::workflow::Workflow;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -112,13 +113,15 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .warnings
             .iter()
             .any(|w| w.starts_with(RECOVERED_WARNING)),
-        memory_fallbacks: record.memory_fallbacks.clone(),
-        product: record.product.as_ref().and_then(|p| p.summary()),
-        product_warnings: record
-            .product
-            .as_ref()
-            .map(|p| p.mismatches.clone())
-            .unwrap_or_default(),
+        delivered: ProductSummary {
+            memory_fallbacks: record.memory_fallbacks.clone(),
+            product: record.product.as_ref().and_then(|p| p.summary()),
+            product_warnings: record
+                .product
+                .as_ref()
+                .map(|p| p.mismatches.clone())
+                .unwrap_or_default(),
+        },
     }
 }
 

@@ -544,7 +544,7 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if swap {
         headers.push("Swap");
     }
-    let product = w.ladder.iter().any(|r| r.product.is_some());
+    let product = w.ladder.iter().any(|r| r.delivered.product.is_some());
     if product {
         headers.push("Product");
     }
@@ -600,11 +600,12 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
 /// from what the variant asked for.
 fn product_cell(r: &LadderRow) -> String {
     let line = r
+        .delivered
         .product
         .as_deref()
         .map(text)
         .unwrap_or_else(|| DASH.into());
-    if r.product_warnings.is_empty() {
+    if r.delivered.product_warnings.is_empty() {
         line
     } else {
         format!("{line} ⚠")
@@ -616,7 +617,7 @@ fn product_warnings(w: &WorkflowReport) -> String {
     let rows: Vec<&LadderRow> = w
         .ladder
         .iter()
-        .filter(|r| !r.product_warnings.is_empty())
+        .filter(|r| !r.delivered.product_warnings.is_empty())
         .collect();
     if rows.is_empty() {
         return String::new();
@@ -625,7 +626,7 @@ fn product_warnings(w: &WorkflowReport) -> String {
         "⚠ **Product differs from what the variant asked for** (a warning, not a failure):\n\n",
     );
     for r in rows {
-        for m in &r.product_warnings {
+        for m in &r.delivered.product_warnings {
             out.push_str(&format!(
                 "- step {} ({}): {}\n",
                 r.step,
@@ -646,10 +647,10 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         );
     let outcome = match &r.failure_kind {
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
-        None if !r.memory_fallbacks.is_empty() => format!(
+        None if !r.delivered.memory_fallbacks.is_empty() => format!(
             "{} — {}",
             r.outcome.replace('_', " "),
-            r.memory_fallbacks.join(", ")
+            r.delivered.memory_fallbacks.join(", ")
         ),
         None => r.outcome.replace('_', " "),
     };
