@@ -195,12 +195,7 @@ fn a_run_summary_writes_what_the_run_delivered_beside_its_numbers() {
         ..RunSummary::default()
     };
     let json = serde_json::to_value(&summary).unwrap();
-    let keys: Vec<&str> = json
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
         [
