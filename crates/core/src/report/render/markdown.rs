@@ -492,7 +492,9 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
                 code(&c.file),
                 text(&c.folder),
                 format!("{} ({})", node(&c.node), code(&c.input)),
-                c.size_bytes.map(size).unwrap_or_else(|| DASH.into()),
+                c.size_bytes
+                    .map(crate::units::file_size)
+                    .unwrap_or_else(|| DASH.into()),
                 sha,
                 autov2,
             ]);
@@ -502,19 +504,6 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
     }
     out.push_str(&attachments(w, level, report, limits));
     out
-}
-
-fn size(bytes: u64) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    const MIB: f64 = 1024.0 * 1024.0;
-    let b = bytes as f64;
-    if b >= GIB {
-        format!("{:.2} GiB", b / GIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b / MIB)
-    } else {
-        format!("{bytes} B")
-    }
 }
 
 fn ladder(w: &WorkflowReport, level: usize) -> String {
