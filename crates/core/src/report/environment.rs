@@ -5,8 +5,6 @@ use super::model::{Environment, Gpu, MemoryFlag};
 use crate::comfy::SystemStats;
 use crate::units::to_mib;
 
-/// Bytes per MiB.
-
 /// A launch flag that changes memory behaviour: its name, whether it takes a value, and what it
 /// does (ComfyUI's `comfy/cli_args.py`).
 struct KnownFlag {
