@@ -39,7 +39,10 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
     let res = b.main_run(1);
     assert_eq!(res.outcome, Some(Outcome::Passed));
     let fallbacks = vec!["tiled VAE decode fallback".to_string()];
-    assert_eq!(res.summary.as_ref().unwrap().memory_fallbacks, fallbacks);
+    assert_eq!(
+        res.summary.as_ref().unwrap().delivered.memory_fallbacks,
+        fallbacks
+    );
     let file: RunFile = read_json(&dir.join(&res.dir).join(RUN_RECORD_FILE)).unwrap();
     assert_eq!(file.record.memory_fallbacks, fallbacks);
     let log = std::fs::read_to_string(dir.join(&res.dir).join("server.log")).unwrap();

@@ -59,7 +59,7 @@ fn a_session_records_each_steps_product_without_mismatch() {
     for (step, want) in [(0, "1 × PNG 256×336"), (1, "1 × PNG 768×1024")] {
         let r = b.main_run(step);
         assert_eq!(r.outcome, Some(Outcome::Passed), "{}", b.text());
-        let s = r.summary.as_ref().unwrap();
+        let s = &r.summary.as_ref().unwrap().delivered;
         assert_eq!(s.product.as_deref(), Some(want), "step {step}");
         assert!(s.product_warnings.is_empty(), "{:?}", s.product_warnings);
         let file: RunFile = read_json(&dir.join(&r.dir).join(RUN_RECORD_FILE)).unwrap();

@@ -69,7 +69,7 @@ fn each_steps_video_is_recorded_with_its_frames_and_the_report_shows_them() {
     assert!(p.mismatches.is_empty(), "{:?}", p.mismatches);
     let line = format!("1 × MP4 {w}×{h}, {n} frames");
     assert_eq!(
-        r.summary.as_ref().unwrap().product.as_deref(),
+        r.summary.as_ref().unwrap().delivered.product.as_deref(),
         Some(line.as_str())
     );
     assert!(md.contains(&format!("| {line} |")), "{md}");
@@ -90,7 +90,7 @@ fn frames_the_video_lost_are_a_warning_in_the_report() {
         .unwrap();
     // Still a pass: a frame mismatch is a warning.
     assert_eq!(r.outcome, Some(Outcome::Passed), "{md}");
-    let warnings = &r.summary.as_ref().unwrap().product_warnings;
+    let warnings = &r.summary.as_ref().unwrap().delivered.product_warnings;
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("SaveVideo #") && warnings[0].contains("frame(s), the graph asks for"),

@@ -17,6 +17,7 @@ use comfy_bisect_core::session::journal::{
     RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason,
     Strategy, Verdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
+use comfy_bisect_core::vocab::ProductSummary;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -319,11 +320,14 @@ impl Fixture {
             recovered_from_history: false,
             // What the output node wrote (read from the files' headers in a real run); the
             // minimal variant's also shows a size warning.
-            product: matches!(did, Did::Pass).then(|| "1 × PNG 1024×1024".to_string()),
-            product_warnings: if matches!(did, Did::Pass) && step == 0 {
-                vec!["SaveImage #9 wrote 1024×1024, the graph asks for 512×512".into()]
-            } else {
-                vec![]
+            delivered: ProductSummary {
+                product: matches!(did, Did::Pass).then(|| "1 × PNG 1024×1024".to_string()),
+                product_warnings: if matches!(did, Did::Pass) && step == 0 {
+                    vec!["SaveImage #9 wrote 1024×1024, the graph asks for 512×512".into()]
+                } else {
+                    vec![]
+                },
+                ..ProductSummary::default()
             },
             ..RunSummary::default()
         });

@@ -789,7 +789,7 @@ pub fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                     memory_fallbacks: run
                         .summary
                         .as_ref()
-                        .map(|s| s.memory_fallbacks.clone())
+                        .map(|s| s.delivered.memory_fallbacks.clone())
                         .unwrap_or_default(),
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),

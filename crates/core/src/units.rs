@@ -43,6 +43,24 @@ pub fn gib_or_mib(bytes: u64) -> String {
     }
 }
 
+/// A file size for a report table: GiB with two decimals from 1 GiB on, MiB with one from
+/// 1 MiB on, else bytes (`1.99 GiB`, `159.8 MiB`, `512 B`).
+pub fn file_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= GIB {
+        format!("{:.2} GiB", b / GIB as f64)
+    } else if bytes >= MIB {
+        format!("{:.1} MiB", b / MIB as f64)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// Bytes as MiB, for the `*_mib` fields of the journal and the report.
+pub fn to_mib(bytes: u64) -> f64 {
+    bytes as f64 / MIB as f64
+}
+
 /// A byte count in the largest binary unit that keeps it at least 1, one decimal (bytes as a
 /// whole number): `0 B`, `1.5 KiB`, `2.0 GiB`.
 pub fn human_bytes(n: u64) -> String {
@@ -187,6 +205,11 @@ mod tests {
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(2 << 30), "2.0 GiB");
+        assert_eq!(file_size(2_136_746_229), "1.99 GiB");
+        assert_eq!(file_size(GIB - 1), "1024.0 MiB");
+        assert_eq!(file_size(MIB), "1.0 MiB");
+        assert_eq!(file_size(MIB - 1), "1048575 B");
+        assert_eq!(to_mib(3 * MIB / 2), 1.5);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The shared vocabulary of runs, diagnoses, the journal and the report: how a run ended
 //! ([`OutcomeKind`], [`Outcome`], [`RunOutcomeHint`]), what kind of failure it was
 //! ([`FailureKind`]), where it happened ([`Stage`], [`StageConfidence`]), the allocator numbers
-//! a failure message printed ([`Numbers`], and the report's [`ContractNumbers`]) and the
-//! verdict kinds ([`VerdictKind`]).
+//! a failure message printed ([`Numbers`], and the report's [`ContractNumbers`]), the
+//! verdict kinds ([`VerdictKind`]) and what a run delivered ([`ProductSummary`]).
 //!
 //! The module owns the canonical definitions and their serialised names: `run.json`,
 //! `session.json`, `diagnose --json` and `report.json` all write these values, so a name here
@@ -395,6 +395,24 @@ impl ContractNumbers {
         .filter_map(|(label, v)| v.map(|v| (label, v)))
         .collect()
     }
+}
+
+/// What a run delivered, in words: its output in one line, where that differs from what the
+/// variant asked for, and the silent memory fallbacks it went through to get there. The
+/// journal's run summary and the report's ladder row both embed it, flattened: its fields stand
+/// beside theirs in `session.json`, `run.json` and `report.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductSummary {
+    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`): a pass with
+    /// any is the early warning a bisection looks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_fallbacks: Vec<String>,
+    /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Where the product differs from what the variant asked for (warnings, not failures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_warnings: Vec<String>,
 }
 
 /// The verdict kinds.

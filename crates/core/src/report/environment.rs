@@ -3,9 +3,7 @@
 
 use super::model::{Environment, Gpu, MemoryFlag};
 use crate::comfy::SystemStats;
-
-/// Bytes per MiB.
-const MIB: f64 = 1024.0 * 1024.0;
+use crate::units::to_mib;
 
 /// A launch flag that changes memory behaviour: its name, whether it takes a value, and what it
 /// does (ComfyUI's `comfy/cli_args.py`).
@@ -227,7 +225,7 @@ pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
             kind: d.kind.clone(),
             index: d.index,
             allocator,
-            vram_total_mib: (d.vram_total > 0).then(|| d.vram_total as f64 / MIB),
+            vram_total_mib: (d.vram_total > 0).then(|| to_mib(d.vram_total)),
         }
     });
     Environment {
@@ -246,7 +244,7 @@ pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
             .and_then(|v| v.as_bool()),
         os: non_empty(&system.os),
         gpu,
-        ram_total_mib: (system.ram_total > 0).then(|| system.ram_total as f64 / MIB),
+        ram_total_mib: (system.ram_total > 0).then(|| to_mib(system.ram_total)),
         argv: system.argv.clone(),
         memory_flags: memory_flags(&system.argv),
         runs: runs.to_string(),
@@ -398,7 +396,7 @@ mod tests {
         assert_eq!(gpu.name, "cpu");
         assert_eq!(gpu.kind, "cpu");
         assert_eq!(gpu.index, None);
-        assert!((gpu.vram_total_mib.unwrap() - 25276502016.0 / MIB).abs() < 1e-6);
+        assert!((gpu.vram_total_mib.unwrap() - 25276502016.0 / 1048576.0).abs() < 1e-6);
         assert_eq!(env.memory_flags.len(), 1);
         assert_eq!(env.memory_flags[0].flag, "--cpu");
         assert_eq!(env.runs, "cold");

@@ -6,7 +6,7 @@
 //! [`SCHEMA_VERSION`]. Every struct here is `#[skip_serializing_none]`: an `Option` field that is
 //! `None` is left out of `report.json` (and reads back as `None`).
 
-pub use crate::vocab::{ContractNumbers, VerdictKind};
+pub use crate::vocab::{ContractNumbers, ProductSummary, VerdictKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use serde_with::skip_serializing_none;
@@ -323,15 +323,10 @@ pub struct LadderRow {
     pub cold: Option<bool>,
     /// The run's folder.
     pub run_dir: Option<String>,
-    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`): a pass
-    /// with any is the early warning a bisection looks for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub memory_fallbacks: Vec<String>,
-    /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
-    pub product: Option<String>,
-    /// Where the product differs from what the variant asked for (a warning, not a failure).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub product_warnings: Vec<String>,
+    /// What the run delivered (the journal's own words): `memory_fallbacks`, `product` and
+    /// `product_warnings`, beside the fields above.
+    #[serde(flatten)]
+    pub delivered: ProductSummary,
     /// The run crashed (server lost, timeout) and was re-run to confirm it.
     pub crash_check: Option<CrashCheckRow>,
     /// The models ComfyUI put on the device during the run, in order, from its console

@@ -223,12 +223,14 @@ pub(super) fn verdict(
     if let Some(limit) = before {
         if let Some(r) = ladder
             .iter()
-            .filter(|r| r.step < limit && r.outcome == "passed" && !r.memory_fallbacks.is_empty())
+            .filter(|r| {
+                r.step < limit && r.outcome == "passed" && !r.delivered.memory_fallbacks.is_empty()
+            })
             .min_by_key(|r| r.step)
         {
             v.first_fallback_step = Some(r.step);
             v.first_fallback_increment = Some(r.increment.clone());
-            v.first_fallbacks = r.memory_fallbacks.clone();
+            v.first_fallbacks = r.delivered.memory_fallbacks.clone();
         }
     }
     v.summary = v.sentence(&|s: &str| s.to_string());

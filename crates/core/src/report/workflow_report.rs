@@ -221,13 +221,7 @@ fn row_for(
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
-        memory_fallbacks: summary
-            .map(|s| s.memory_fallbacks.clone())
-            .unwrap_or_default(),
-        product: summary.and_then(|s| s.product.clone()),
-        product_warnings: summary
-            .map(|s| s.product_warnings.clone())
-            .unwrap_or_default(),
+        delivered: summary.map(|s| s.delivered.clone()).unwrap_or_default(),
         models: file
             .map(|f| super::memory::model_rows(&f.record.memory_events))
             .unwrap_or_default(),

@@ -986,7 +986,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 memory_fallbacks: entry
                     .summary
                     .as_ref()
-                    .map(|s| s.memory_fallbacks.clone())
+                    .map(|s| s.delivered.memory_fallbacks.clone())
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),

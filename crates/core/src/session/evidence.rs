@@ -9,9 +9,9 @@ use crate::run::record::{
     TimeoutReason, VramReport,
 };
 use crate::run::{Outcome as RunOutcome, RunRecord};
+use crate::units::to_mib;
+use crate::vocab::ProductSummary;
 use crate::workflow::Workflow;
-
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// The session's view of a record's outcome; with `strict`, a pass that went through a memory
 /// fallback is [`Outcome::MemoryFallback`].
@@ -97,14 +97,14 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
     };
     RunSummary {
         duration_ms: record.duration_ms,
-        vram_peak_mib: record.vram.peak_used_bytes.map(|b| b as f64 / MIB),
+        vram_peak_mib: record.vram.peak_used_bytes.map(to_mib),
         vram_sample_ms: (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
-        vram_total_mib: record.vram.total_bytes.map(|b| b as f64 / MIB),
-        vram_baseline_mib: record.vram_baseline_bytes.map(|b| b as f64 / MIB),
-        ram_peak_mib: record.host.peak_ram_used_bytes.map(|b| b as f64 / MIB),
-        rss_peak_mib: record.host.peak_rss_bytes.map(|b| b as f64 / MIB),
-        swap_peak_mib: record.host.peak_swap_bytes.map(|b| b as f64 / MIB),
-        ram_total_mib: record.host.ram_total_bytes.map(|b| b as f64 / MIB),
+        vram_total_mib: record.vram.total_bytes.map(to_mib),
+        vram_baseline_mib: record.vram_baseline_bytes.map(to_mib),
+        ram_peak_mib: record.host.peak_ram_used_bytes.map(to_mib),
+        rss_peak_mib: record.host.peak_rss_bytes.map(to_mib),
+        swap_peak_mib: record.host.peak_swap_bytes.map(to_mib),
+        ram_total_mib: record.host.ram_total_bytes.map(to_mib),
         cold: record.cold,
         last_node,
         stage: diagnosis.map(|d| d.stage.as_str().to_string()),
@@ -112,13 +112,15 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .warnings
             .iter()
             .any(|w| w.starts_with(RECOVERED_WARNING)),
-        memory_fallbacks: record.memory_fallbacks.clone(),
-        product: record.product.as_ref().and_then(|p| p.summary()),
-        product_warnings: record
-            .product
-            .as_ref()
-            .map(|p| p.mismatches.clone())
-            .unwrap_or_default(),
+        delivered: ProductSummary {
+            memory_fallbacks: record.memory_fallbacks.clone(),
+            product: record.product.as_ref().and_then(|p| p.summary()),
+            product_warnings: record
+                .product
+                .as_ref()
+                .map(|p| p.mismatches.clone())
+                .unwrap_or_default(),
+        },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
     }
 }

@@ -113,7 +113,9 @@ pub(crate) fn ladder_chart(w: &crate::report::model::WorkflowReport) -> Option<(
         .iter()
         .map(|r| {
             let how = match r.outcome.as_str() {
-                "passed" if !r.memory_fallbacks.is_empty() => " (passed, fallback)".to_string(),
+                "passed" if !r.delivered.memory_fallbacks.is_empty() => {
+                    " (passed, fallback)".to_string()
+                }
                 "passed" => String::new(),
                 other => format!(" ({})", other.replace('_', " ")),
             };

@@ -506,7 +506,9 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
                 file,
                 text(&c.folder),
                 format!("{} ({})", node(&c.node), code(&c.input)),
-                c.size_bytes.map(size).unwrap_or_else(|| DASH.into()),
+                c.size_bytes
+                    .map(crate::units::file_size)
+                    .unwrap_or_else(|| DASH.into()),
                 sha,
                 autov2,
             ]);
@@ -516,19 +518,6 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
     }
     out.push_str(&attachments(w, level, report, limits));
     out
-}
-
-fn size(bytes: u64) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    const MIB: f64 = 1024.0 * 1024.0;
-    let b = bytes as f64;
-    if b >= GIB {
-        format!("{:.2} GiB", b / GIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b / MIB)
-    } else {
-        format!("{bytes} B")
-    }
 }
 
 fn ladder(w: &WorkflowReport, level: usize) -> String {
@@ -558,7 +547,7 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if swap {
         headers.push("Swap");
     }
-    let product = w.ladder.iter().any(|r| r.product.is_some());
+    let product = w.ladder.iter().any(|r| r.delivered.product.is_some());
     if product {
         headers.push("Product");
     }
@@ -614,11 +603,12 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
 /// from what the variant asked for.
 fn product_cell(r: &LadderRow) -> String {
     let line = r
+        .delivered
         .product
         .as_deref()
         .map(text)
         .unwrap_or_else(|| DASH.into());
-    if r.product_warnings.is_empty() {
+    if r.delivered.product_warnings.is_empty() {
         line
     } else {
         format!("{line} ⚠")
@@ -630,7 +620,7 @@ fn product_warnings(w: &WorkflowReport) -> String {
     let rows: Vec<&LadderRow> = w
         .ladder
         .iter()
-        .filter(|r| !r.product_warnings.is_empty())
+        .filter(|r| !r.delivered.product_warnings.is_empty())
         .collect();
     if rows.is_empty() {
         return String::new();
@@ -639,7 +629,7 @@ fn product_warnings(w: &WorkflowReport) -> String {
         "⚠ **Product differs from what the variant asked for** (a warning, not a failure):\n\n",
     );
     for r in rows {
-        for m in &r.product_warnings {
+        for m in &r.delivered.product_warnings {
             out.push_str(&format!(
                 "- step {} ({}): {}\n",
                 r.step,
@@ -660,10 +650,10 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         );
     let outcome = match &r.failure_kind {
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
-        None if !r.memory_fallbacks.is_empty() => format!(
+        None if !r.delivered.memory_fallbacks.is_empty() => format!(
             "{} — {}",
             r.outcome.replace('_', " "),
-            r.memory_fallbacks.join(", ")
+            r.delivered.memory_fallbacks.join(", ")
         ),
         None => r.outcome.replace('_', " "),
     };

@@ -66,7 +66,10 @@ fn load_text(m: &ModelLoadRow) -> String {
 pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
     let mut out = String::new();
     for r in ladder {
-        if r.models.is_empty() && r.memory_events.is_empty() && r.memory_fallbacks.is_empty() {
+        if r.models.is_empty()
+            && r.memory_events.is_empty()
+            && r.delivered.memory_fallbacks.is_empty()
+        {
             continue;
         }
         let mut parts = Vec::new();
@@ -82,7 +85,8 @@ pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
             );
         }
         parts.extend(
-            r.memory_fallbacks
+            r.delivered
+                .memory_fallbacks
                 .iter()
                 .map(|f| format!("**{}**", text(f))),
         );
@@ -105,6 +109,7 @@ pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::ProductSummary;
 
     fn load(class: &str, full: bool, mib: f64, off: Option<f64>) -> ModelLoadRow {
         ModelLoadRow {
@@ -122,7 +127,10 @@ mod tests {
             increment: "LoRA @alice".into(),
             run_id: Some("r".into()),
             outcome: "failed".into(),
-            memory_fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
+            delivered: ProductSummary {
+                memory_fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
+                ..ProductSummary::default()
+            },
             models,
             memory_events: events.iter().map(|e| e.to_string()).collect(),
             ..LadderRow::default()

@@ -182,3 +182,36 @@ fn the_preflight_environment_is_typed_and_an_unreadable_one_loads_as_none() {
     assert!(odd.environment.is_none());
     assert_eq!(odd.workflows, s.workflows);
 }
+
+#[test]
+fn a_run_summary_writes_what_the_run_delivered_beside_its_numbers() {
+    let summary = RunSummary {
+        duration_ms: 1200,
+        delivered: crate::vocab::ProductSummary {
+            memory_fallbacks: vec!["tiled VAE decode fallback".into()],
+            product: Some("1 × PNG 512×512".into()),
+            product_warnings: vec!["SaveImage #9 wrote 512×512".into()],
+        },
+        ..RunSummary::default()
+    };
+    let json = serde_json::to_value(&summary).unwrap();
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "duration_ms",
+            "cold",
+            "recovered_from_history",
+            "memory_fallbacks",
+            "product",
+            "product_warnings"
+        ]
+    );
+    assert_eq!(json["product"], "1 × PNG 512×512");
+    assert_eq!(serde_json::from_value::<RunSummary>(json).unwrap(), summary);
+    // A summary written before any of the three existed still loads.
+    let old: RunSummary =
+        serde_json::from_str(r#"{"duration_ms": 5, "vram_peak_mib": 1.5, "cold": true}"#).unwrap();
+    assert_eq!(old.delivered, crate::vocab::ProductSummary::default());
+    assert_eq!(old.vram_peak_mib, Some(1.5));
+}

@@ -6,7 +6,7 @@ use crate::comfy::{Fingerprint, SystemStats};
 use crate::hashing::ComponentHash;
 use crate::ladder::{Kept, NotSeparable};
 pub use crate::vocab::Outcome;
-use crate::vocab::VerdictKind;
+use crate::vocab::{ProductSummary, VerdictKind};
 use crate::workflow::Change;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -563,15 +563,10 @@ pub struct RunSummary {
     /// (no timeline or VRAM series for this run).
     #[serde(default)]
     pub recovered_from_history: bool,
-    /// Silent memory fallbacks the run went through (`tiled VAE decode fallback`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub memory_fallbacks: Vec<String>,
-    /// What the output nodes wrote, in one line (`4 × PNG 768×1024`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub product: Option<String>,
-    /// Where the product differs from what the variant asked for (warnings, not failures).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub product_warnings: Vec<String>,
+    /// What the run delivered: its product and the memory fallbacks it went through
+    /// (`memory_fallbacks`, `product`, `product_warnings` beside the fields above).
+    #[serde(flatten)]
+    pub delivered: ProductSummary,
     /// Seconds per sampler step after the first (the slowest sampler pass's median; run.json's
     /// `step_timing` has every pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
