@@ -25,6 +25,10 @@ pub struct Args {
     /// Drop the session's deadline.
     #[arg(long)]
     pub no_deadline: bool,
+    /// Run even when another session is using the same server (recorded in the session; a
+    /// session started with it keeps it).
+    #[arg(long)]
+    pub allow_shared_server: bool,
     /// A new --wait-server.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub wait_server: Option<Duration>,
@@ -55,6 +59,7 @@ pub fn run(args: Args) -> CliResult {
         session: args.session.clone(),
         deadline,
         wait_server: args.wait_server,
+        allow_shared_server: args.allow_shared_server,
     };
     let pending = match app::resume(options)? {
         Resumed::Finished(finished) => {
