@@ -112,6 +112,11 @@ pub struct Faults {
     pub queue_hides: bool,
     /// `GET /history/{id}` answers aiohttp's HTTP 500 (`history-500`).
     pub history_500: bool,
+    /// When each prompt starts executing, its submitter's socket gets this many small frames
+    /// of other traffic (`ws-flood=N`, issue #29's endless frames): in turn the same `status`
+    /// frame again, another prompt's `progress` and a binary preview — the shapes of the
+    /// captures in `tests/fixtures/comfyui/` — then the prompt runs on.
+    pub ws_flood: u64,
 }
 
 impl Faults {
@@ -213,6 +218,11 @@ impl Faults {
         self.history_500 = true;
         self
     }
+    /// `n` small frames of other traffic at the start of every prompt.
+    pub fn with_ws_flood(mut self, n: u64) -> Self {
+        self.ws_flood = n;
+        self
+    }
     /// `/view` ignores `Range`.
     pub fn with_no_range(mut self) -> Self {
         self.no_range = true;
@@ -227,7 +237,7 @@ impl Faults {
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
-    /// crash-on=N[:N…],
+    /// ws-flood=N,crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
     /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -260,6 +270,11 @@ impl Faults {
                     })?
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
+                ("ws-flood", Some(n)) => {
+                    f.ws_flood = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--faults: ws-flood={n} is not a number of frames (≥ 1)")
+                    })?
+                }
                 ("crash-on", Some(list)) => {
                     f.crash_on = list
                         .split(':')
@@ -297,7 +312,7 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
-                         silent-socket, queue-hides, history-500, crash-on=N[:N…], revive-after=MS, \
+                         silent-socket, queue-hides, history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
                          step-growth=SIZE"
                     ))
@@ -357,6 +372,9 @@ impl std::fmt::Display for Faults {
         }
         if self.short_video > 0 {
             items.push(format!("short-video={}", self.short_video));
+        }
+        if self.ws_flood > 0 {
+            items.push(format!("ws-flood={}", self.ws_flood));
         }
         if items.is_empty() {
             f.write_str("none")

@@ -263,6 +263,13 @@ impl<'a> Runner<'a> {
         self.queue.started_ms = self.tracker.started_ms();
         self.queue.finished_ms = self.tracker.finished_ms();
         self.raw.frames = self.tracker.counts().clone();
+        let (held, dropped) = self.raw.finish_frames();
+        if let Some(note) = dropped {
+            self.warn(note);
+        }
+        for r in &held {
+            self.obs.on_raw(&RawEvent::text_in(r));
+        }
         self.raw.jobs_api = self.jobs_api;
         self.raw.jobs_cancel_api = self.cancel_api;
         let (outcome, error) = outcome.into_parts();
@@ -1014,18 +1021,20 @@ impl<'a> Runner<'a> {
                     .and_then(|j| serde_json::from_value::<LogsData>(j["data"].clone()).ok())
                 {
                     // Console lines go to server.log, not to the record's frame list.
-                    self.obs.on_raw(&RawEvent::Ws {
-                        t_ms,
-                        socket,
-                        dir: "in",
-                        kind: Some("text"),
-                        json: json.as_ref(),
-                        raw: None,
-                        size: None,
-                        event_type: None,
-                        client_id: None,
-                        reason: None,
-                    });
+                    if self.raw.keep_line(t_ms, text.len()) {
+                        self.obs.on_raw(&RawEvent::Ws {
+                            t_ms,
+                            socket,
+                            dir: "in",
+                            kind: Some("text"),
+                            json: json.as_ref(),
+                            raw: None,
+                            size: None,
+                            event_type: None,
+                            client_id: None,
+                            reason: None,
+                        });
+                    }
                     self.tracker.feed_text(&text, t_ms);
                     if !self.socket_dropped {
                         self.sync_console();
@@ -1033,25 +1042,18 @@ impl<'a> Runner<'a> {
                     }
                     return;
                 }
-                self.obs.on_raw(&RawEvent::Ws {
-                    t_ms,
-                    socket,
-                    dir: "in",
-                    kind: Some("text"),
-                    json: json.as_ref(),
-                    raw: json.is_none().then_some(text.as_str()),
-                    size: None,
-                    event_type: None,
-                    client_id: None,
-                    reason: None,
-                });
                 let events = self.tracker.feed_text(&text, t_ms);
-                self.raw.ws_text.push(WsTextRecord {
+                let bytes = text.len();
+                let record = WsTextRecord {
                     t_ms,
                     socket,
                     raw: json.is_none().then_some(text),
                     json,
-                });
+                };
+                // What is kept is capped (run/frames.rs); our prompt's events go last.
+                if let Some(kept) = self.raw.keep_text(record, &self.prompt_id, bytes) {
+                    self.obs.on_raw(&RawEvent::text_in(kept));
+                }
                 for ev in events {
                     if let TrackerEvent::Blocked { node, message } = &ev {
                         self.warnings.push(format!(
@@ -1063,18 +1065,20 @@ impl<'a> Runner<'a> {
                 }
             }
             WsFrame::Binary { len, event_type } => {
-                self.obs.on_raw(&RawEvent::Ws {
-                    t_ms,
-                    socket,
-                    dir: "in",
-                    kind: Some("binary"),
-                    json: None,
-                    raw: None,
-                    size: Some(len),
-                    event_type,
-                    client_id: None,
-                    reason: None,
-                });
+                if self.raw.keep_line(t_ms, len) {
+                    self.obs.on_raw(&RawEvent::Ws {
+                        t_ms,
+                        socket,
+                        dir: "in",
+                        kind: Some("binary"),
+                        json: None,
+                        raw: None,
+                        size: Some(len),
+                        event_type,
+                        client_id: None,
+                        reason: None,
+                    });
+                }
                 self.tracker.feed_binary(len);
                 if let Some(n) = self.tracker.current_node() {
                     self.streamed.insert(n.node_id.clone());
