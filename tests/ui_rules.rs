@@ -697,7 +697,10 @@ fn convert_of_a_subgraph_that_contains_itself_is_an_input_error() {
         .unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "bad input: {err}");
-    assert!(err.contains("subgraphs nest deeper than 64 levels"), "{err}");
+    assert!(
+        err.contains("subgraphs nest deeper than 64 levels"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -947,7 +947,10 @@ mod tests {
             let err = Client::new(url, ExtraHeaders::default()).unwrap_err();
             let text = err.to_string();
             assert!(matches!(err, ClientError::InvalidUrl { .. }), "{text}");
-            assert!(text.contains("?token=") && text.contains("--header"), "{text}");
+            assert!(
+                text.contains("?token=") && text.contains("--header"),
+                "{text}"
+            );
             assert!(!text.contains("s3cret") && !text.contains("pw"), "{text}");
         }
         // An empty query or a fragment carries nothing: accepted.
