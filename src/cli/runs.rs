@@ -106,7 +106,7 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
 /// stderr and listed once per folder.
 pub fn run(args: Args) -> CliResult {
     let dirs = folders::expand(&args.runs_dirs).or_usage()?;
-    let (sessions, duplicates) = folders::sessions(&dirs).or_usage()?;
+    let (sessions, duplicates, unreadable) = folders::sessions(&dirs).or_usage()?;
     for d in &duplicates {
         eprintln!("warning: {d}");
     }
@@ -114,7 +114,20 @@ pub fn run(args: Args) -> CliResult {
         for found in &sessions {
             println!("{}", json_line(found));
         }
+        for u in &unreadable {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "dir": u.dir.display().to_string(),
+                    "state": "corrupt",
+                    "state_text": u.to_string(),
+                })
+            );
+        }
         return Ok(exit::OK);
+    }
+    for u in &unreadable {
+        println!("{u}");
     }
     let several = dirs.len() > 1;
     let where_ = || {
@@ -124,7 +137,9 @@ pub fn run(args: Args) -> CliResult {
             .join(", ")
     };
     if sessions.is_empty() {
-        println!("no sessions in {}", where_());
+        if unreadable.is_empty() {
+            println!("no sessions in {}", where_());
+        }
         return Ok(exit::OK);
     }
     // Grouped by environment; sessions without a fingerprint last.
