@@ -68,6 +68,9 @@ pub fn run(args: Args) -> CliResult {
         }
         Resumed::Pending(pending) => pending,
     };
+    for note in &pending.notes {
+        eprintln!("note: {note}");
+    }
     let Connection { client, runtime } = args.connect.connect(&pending.session.server)?;
     if !args.quiet {
         eprintln!(

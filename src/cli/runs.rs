@@ -5,7 +5,7 @@ use super::common::{CliResult, OrExit};
 use crate::error::exit;
 use comfy_bisect_core::comfy::Fingerprint;
 use comfy_bisect_core::session::folders::{self, FoundSession};
-use comfy_bisect_core::session::journal::{SessionFile, SessionState};
+use comfy_bisect_core::session::journal::{orphan_runs, SessionFile, SessionPaths, SessionState};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -184,6 +184,13 @@ pub fn run(args: Args) -> CliResult {
                 line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
             }
             println!("{}{line}", if grouped { "  " } else { "" });
+            let paths = SessionPaths {
+                runs_dir: found.runs_dir.clone(),
+                dir: found.dir.clone(),
+            };
+            for orphan in orphan_runs(&paths, s) {
+                println!("{}    {orphan}", if grouped { "  " } else { "" });
+            }
             for w in &s.workflows {
                 let verdict = w
                     .verdict

@@ -313,6 +313,8 @@ pub struct Pending {
     pub paths: SessionPaths,
     /// The journal as saved.
     pub session: SessionFile,
+    /// What was found and done on the way (orphan run folders removed or kept), one line each.
+    pub notes: Vec<String>,
 }
 
 /// Finds and loads a session, applies the new deadline and server wait (a start time that has
@@ -335,11 +337,21 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }
     session.options.start_at = None;
     session.options.allow_shared_server |= options.allow_shared_server;
+    // A kill between creating a run folder and journaling its run leaves a folder the journal
+    // does not know: removed when it holds only its workflow (never submitted), else reported.
+    let notes = crate::session::journal::settle_orphan_runs(&paths, &session);
     if session.is_finished() && session.in_flight.is_none() {
+        for note in &notes {
+            tracing::warn!("{note}");
+        }
         return Ok(Resumed::Finished(Finished { paths, session }));
     }
     session.save(&paths).kind(ErrorKind::Failed)?;
-    Ok(Resumed::Pending(Pending { paths, session }))
+    Ok(Resumed::Pending(Pending {
+        paths,
+        session,
+        notes,
+    }))
 }
 
 impl Pending {
