@@ -122,12 +122,14 @@ impl std::fmt::Display for Unreadable {
     }
 }
 
+/// What [`sessions`] found: the sessions, the ids in more than one folder, the session folders
+/// whose journal cannot be read.
+pub type Listing = (Vec<FoundSession>, Vec<Duplicate>, Vec<Unreadable>);
+
 /// Every session in every runs folder (sorted by session id, then folder), the ids that are in
 /// more than one folder, and the session folders whose journal cannot be read (sorted). A
 /// folder that cannot be read is an error naming it.
-pub fn sessions(
-    runs_dirs: &[PathBuf],
-) -> Result<(Vec<FoundSession>, Vec<Duplicate>, Vec<Unreadable>), String> {
+pub fn sessions(runs_dirs: &[PathBuf]) -> Result<Listing, String> {
     let mut found = Vec::new();
     let mut unreadable = Vec::new();
     for runs_dir in runs_dirs {
