@@ -305,6 +305,9 @@ async fn endless_small_frames_are_capped_and_the_prompts_own_events_survive() {
                 assert!(rec.execution_error().is_some());
             }
         }
+        // What was kept and what was dropped reads back as written.
+        let back: comfy_bisect_core::run::RunRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.raw, rec.raw);
         // The last frames of other traffic are kept too, in order.
         assert!(rec.raw.ws_text.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
     }

@@ -217,7 +217,7 @@ impl FrameKeeper {
 
     /// Ends the run: the held last frames in arrival order, and what was dropped (None when
     /// nothing was).
-    pub fn finish(&mut self) -> (Vec<WsTextRecord>, Option<DroppedFrames>) {
+    pub fn finish(mut self) -> (Vec<WsTextRecord>, Option<DroppedFrames>) {
         let mut held: Vec<WsTextRecord> = Vec::new();
         for class in [&mut self.progress, &mut self.other] {
             held.extend(class.ring.drain(..).map(|(_, r)| r));

@@ -349,7 +349,8 @@ impl RawLog {
     /// Ends the run's frames: adds the held last frames to `ws_text`, records what was dropped
     /// and returns the added frames (to stream) and the note saying what was dropped.
     pub(crate) fn finish_frames(&mut self) -> (Vec<WsTextRecord>, Option<String>) {
-        let (held, dropped) = self.keeper.finish();
+        // The keeper's work ends here; a finished record equals its reloaded copy.
+        let (held, dropped) = std::mem::take(&mut self.keeper).finish();
         self.ws_text.extend(held.iter().cloned());
         self.ws_text.sort_by_key(|r| r.t_ms);
         let note = dropped.as_ref().map(super::frames::dropped_note);
