@@ -83,6 +83,46 @@ fn cycle_lists_its_nodes() {
 }
 
 #[test]
+fn a_huge_cycle_names_its_first_nodes_and_counts_the_rest() {
+    // 100 000 nodes in one cycle made the message one 989 KB line (issue #29); 2 000 show it
+    // (about 14 KB without the cap) and keep the test fast.
+    let n = 2_000;
+    let nodes: serde_json::Map<String, serde_json::Value> = (0..n)
+        .map(|i| {
+            let next = (i + 1) % n;
+            (
+                i.to_string(),
+                serde_json::json!({"class_type": "A", "inputs": {"x": [next.to_string(), 0]}}),
+            )
+        })
+        .collect();
+    let msg = load_err(&serde_json::Value::Object(nodes).to_string());
+    assert!(
+        msg.contains("the links form a cycle through nodes"),
+        "{msg}"
+    );
+    // The first 20 nodes, then how many more (the cycle closes on its first node).
+    assert!(msg.contains(" → … and 1981 more"), "{msg}");
+    assert!(msg.contains(" more; a workflow must be acyclic"), "{msg}");
+    assert!(msg.len() < 1000, "{} bytes", msg.len());
+}
+
+#[test]
+fn a_workflow_saved_with_a_byte_order_mark_loads() {
+    let text = "\u{feff}{\"1\": {\"class_type\": \"A\", \"inputs\": {}}}";
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "bom.json", text);
+    let wf = load_api_file(&p).expect("a BOM is accepted");
+    assert_eq!(wf.node("1").unwrap().class_type, "A");
+    assert_eq!(
+        wf.sha256(),
+        Workflow::from_json_str(&text[3..], "x.json")
+            .unwrap()
+            .sha256()
+    );
+}
+
+#[test]
 fn ui_format_is_recognised_and_refused_with_advice() {
     let template = std::fs::read_dir("tests/corpus/templates")
         .unwrap()

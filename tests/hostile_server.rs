@@ -209,3 +209,106 @@ impl RunObserver for Notes {
         }
     }
 }
+
+// ---- A socket that sends endless small frames of other traffic ----
+
+/// Keeps the `events.ndjson` lines a run writes.
+fn ndjson() -> comfy_bisect_core::run::NdjsonWriter<Vec<u8>> {
+    comfy_bisect_core::run::NdjsonWriter::new(Vec::new())
+}
+
+/// Our prompt's frames of type `kind` kept in the record.
+fn kept(rec: &comfy_bisect_core::run::RunRecord, kind: &str) -> usize {
+    rec.raw
+        .ws_text
+        .iter()
+        .filter_map(|f| f.json.as_ref())
+        .filter(|j| j["type"] == kind && j["data"]["prompt_id"] == rec.prompt_id.as_str())
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_small_frames_are_capped_and_the_prompts_own_events_survive() {
+    use comfy_bisect_core::run::frames::{OTHER_KEEP, PART_MAX_BYTES};
+    // 4 000 frames of other traffic per prompt, a third each: the same status frame again,
+    // another prompt's progress, a binary preview.
+    let flood = 4_000;
+    let faults = Faults::parse(&format!("ws-flood={flood}")).unwrap();
+    let sim = sim(SimConfig::default().with_vram_gib(4).with_faults(faults)).await;
+    let cap = PART_MAX_BYTES as usize;
+    let foreign = |j: &serde_json::Value, ours: &str| j["data"]["prompt_id"] != ours;
+    for (v, outcome) in [
+        (sd15(512, 512, 1, 20), OutcomeKind::Passed),
+        (sd15(2048, 2048, 8, 4), OutcomeKind::Failed),
+    ] {
+        let mut events = ndjson();
+        let rec = execute_with(&sim_client(&sim), run_request(&v), &mut events).await;
+        assert_eq!(rec.outcome, outcome, "{:?}", rec.error);
+        let json = serde_json::to_string(&rec).unwrap();
+        let log = String::from_utf8(events.into_inner()).unwrap();
+        assert!(json.len() < cap, "run.json is {} bytes", json.len());
+        assert!(log.len() < cap, "events.ndjson is {} bytes", log.len());
+        // All of the flood reached the client (counted), most of it was not kept.
+        assert!(
+            rec.raw.frames.others + rec.raw.frames.binary >= 2 * flood / 3,
+            "{:?}",
+            rec.raw.frames
+        );
+        // Of other traffic, at most the first and the last OTHER_KEEP frames are kept.
+        let others_kept = rec
+            .raw
+            .ws_text
+            .iter()
+            .filter(|f| f.json.as_ref().is_none_or(|j| foreign(j, &rec.prompt_id)))
+            .count();
+        assert!(others_kept <= 2 * OTHER_KEEP, "{others_kept}");
+        let lines_kept = log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["channel"] == "ws" && l["dir"] == "in")
+            .filter(|l| l.get("json").is_none_or(|j| foreign(j, &rec.prompt_id)))
+            .count();
+        assert!(lines_kept <= 2 * OTHER_KEEP, "{lines_kept}");
+        let dropped = rec
+            .raw
+            .dropped_frames
+            .clone()
+            .expect("the drop is recorded");
+        assert!(
+            dropped.count >= flood - 4 * OTHER_KEEP as u64,
+            "{dropped:?}"
+        );
+        assert!(dropped.bytes > 0 && dropped.ours == 0, "{dropped:?}");
+        let note = rec
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("WebSocket traffic capped"))
+            .expect("the record says what was dropped");
+        assert!(
+            note.contains(&format!("{} frames", dropped.count)),
+            "{note}"
+        );
+        assert!(
+            log.contains("WebSocket traffic capped"),
+            "the event stream says it too"
+        );
+        // The evidence survived: our prompt's start, every progress step, its end or error.
+        assert_eq!(kept(&rec, "execution_start"), 1);
+        match outcome {
+            OutcomeKind::Passed => {
+                assert!(kept(&rec, "progress") >= 20, "{}", kept(&rec, "progress"));
+                assert_eq!(kept(&rec, "execution_success"), 1);
+            }
+            _ => {
+                assert_eq!(kept(&rec, "execution_error"), 1);
+                assert!(log.contains("\"execution_error\""));
+                assert!(rec.execution_error().is_some());
+            }
+        }
+        // What was kept and what was dropped reads back as written.
+        let back: comfy_bisect_core::run::RunRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.raw, rec.raw);
+        // The last frames of other traffic are kept too, in order.
+        assert!(rec.raw.ws_text.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
+    }
+}

@@ -139,25 +139,15 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
     let sim = Sim::with_vram_mib(57344, 0.02);
     let tmp = tempfile::tempdir().unwrap();
     let (mut first, runs, wf) = spawn_wan_bisect(&sim, tmp.path());
-    // Wait for the first session's lock file.
+    // Wait for the first session's lock file (the lock itself, not the temporary file it is
+    // written in first).
+    let lock = comfy_bisect_core::session::lock::lock_path(&sim.url());
     let start = Instant::now();
-    loop {
+    while !lock.exists() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "no lock file appeared"
         );
-        let locked = std::fs::read_dir(&runs)
-            .map(|d| {
-                d.filter_map(Result::ok).any(|e| {
-                    // The lock itself, not the temporary file it is written in first.
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.starts_with(".lock-") && name.ends_with(".json")
-                })
-            })
-            .unwrap_or(false);
-        if locked {
-            break;
-        }
         std::thread::sleep(Duration::from_millis(20));
     }
     let second = bisect(&sim.url(), &runs, &[wf.to_str().unwrap()]);
@@ -168,7 +158,7 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
         text(&second)
     );
     assert!(
-        session_dirs(&runs).len() <= 1,
+        !runs.exists() || session_dirs(&runs).len() <= 1,
         "the refused session wrote nothing"
     );
     first.kill().unwrap();
@@ -231,7 +221,7 @@ fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
         assert!(start.elapsed() < Duration::from_secs(120), "no session");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let lock = comfy_bisect_core::session::lock::lock_path(&runs, &sim.url());
+    let lock = comfy_bisect_core::session::lock::lock_path(&sim.url());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let holder = comfy_bisect_core::session::lock::read_holder(&lock).unwrap();
@@ -244,4 +234,88 @@ fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
     }
     winner.kill().unwrap();
     winner.wait().unwrap();
+}
+
+/// `bisect -q --start-at <in an hour>` of the SD1.5 example on `server` with its own runs
+/// folder and lock folder `locks`: it holds the server's lock (when it gets it) while it waits.
+fn spawn_waiting(
+    server: &str,
+    runs: &std::path::Path,
+    locks: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
+    let wf = write_workflow(
+        runs.parent().unwrap(),
+        "sd",
+        &example("sd15_txt2img_lora_upscale", &[]),
+    );
+    let later = jiff::Timestamp::now() + Duration::from_secs(3600);
+    Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .env(comfy_bisect_core::session::lock::LOCK_DIR_ENV, locks)
+        .args(["--server", server, "bisect", "-q", "--runs-dir"])
+        .arg(runs)
+        .args(["--start-at", &later.to_string()])
+        .args(extra)
+        .arg(&wf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `child` has created its session in `runs` (it got past the lock and preflight).
+fn wait_for_session(child: &mut std::process::Child, runs: &std::path::Path) {
+    let start = Instant::now();
+    while !(runs.exists() && session_dirs(runs).len() == 1) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the session ended before it was created: {status}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no session");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn the_server_lock_is_shared_by_every_runs_folder_and_every_name_of_the_server() {
+    let sim = Sim::with_vram_mib(57344, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let locks = tmp.path().join("locks");
+    let folder = |name: &str| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("runs")
+    };
+    let (runs_a, runs_b, runs_c) = (folder("a"), folder("b"), folder("c"));
+    let mut first = spawn_waiting(&sim.url(), &runs_a, &locks, &[]);
+    wait_for_session(&mut first, &runs_a);
+    // Another runs folder, the same server by another name: refused, nothing written.
+    let localhost = sim.url().replace("127.0.0.1", "localhost");
+    assert_ne!(localhost, sim.url());
+    let second = spawn_waiting(&localhost, &runs_b, &locks, &[])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("another comfy-bisect session")
+            && stderr.contains(&format!("pid {} on", first.id()))
+            && stderr.contains("--allow-shared-server"),
+        "{stderr}"
+    );
+    assert!(!runs_b.exists() || session_dirs(&runs_b).is_empty());
+    // --allow-shared-server runs anyway, and the session records it.
+    let mut shared = spawn_waiting(&localhost, &runs_c, &locks, &["--allow-shared-server"]);
+    wait_for_session(&mut shared, &runs_c);
+    assert!(only_session(&runs_c).1.options.allow_shared_server);
+    assert!(!only_session(&runs_a).1.options.allow_shared_server);
+    for mut child in [first, shared] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    // The holder is gone: its lock is taken over by the next session.
+    let mut third = spawn_waiting(&sim.url(), &runs_b, &locks, &[]);
+    wait_for_session(&mut third, &runs_b);
+    third.kill().unwrap();
+    third.wait().unwrap();
 }

@@ -677,6 +677,33 @@ fn convert_command_writes_the_api_prompt() {
 }
 
 #[test]
+fn convert_of_a_subgraph_that_contains_itself_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = worked_example();
+    let sg = &mut doc["definitions"]["subgraphs"][0];
+    let id = sg["id"].clone();
+    sg["nodes"].as_array_mut().unwrap().push(json!({
+        "id": 99, "type": id, "mode": 0, "inputs": [], "outputs": [],
+        "properties": {}, "widgets_values": []
+    }));
+    let ui_path = dir.path().join("wf.json");
+    std::fs::write(&ui_path, doc.to_string()).unwrap();
+    let defs_path = dir.path().join("object_info.json");
+    std::fs::write(&defs_path, include_str!("fixtures/ui_object_info.json")).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["convert", ui_path.to_str().unwrap(), "--object-info"])
+        .arg(&defs_path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "bad input: {err}");
+    assert!(
+        err.contains("subgraphs nest deeper than 64 levels"),
+        "{err}"
+    );
+}
+
+#[test]
 fn relink_and_disconnect_are_written_back() {
     let original = worked_example();
     let defs = defs();

@@ -66,6 +66,11 @@ pub struct SessionArgs {
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
+    /// Run even when another comfy-bisect session is using the same server (same resolved
+    /// address, whatever its runs folder): both sessions' memory peaks and out-of-memory errors
+    /// then include the other's. Recorded in the session.
+    #[arg(long)]
+    pub allow_shared_server: bool,
     /// Do not run the target first: it is known to fail.
     #[arg(long)]
     pub assume_fails: bool,
@@ -238,6 +243,7 @@ impl SessionArgs {
             confirm_crashes: self.confirm_crashes,
             on_drift: self.on_drift,
             search_steps: self.search_steps.0,
+            allow_shared_server: self.allow_shared_server,
         })
     }
 }

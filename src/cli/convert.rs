@@ -3,7 +3,7 @@
 
 use super::common::{CliError, CliResult, DefsArgs, OrExit};
 use crate::error::exit;
-use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError};
+use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError, UiError};
 use std::path::PathBuf;
 
 /// Arguments of `convert`.
@@ -23,12 +23,18 @@ pub struct Args {
     pub provenance: Option<PathBuf>,
 }
 
-/// Converts the workflow; exit 0 on success, 1 when it cannot be converted for this server
-/// (unknown node types…), 2 on input errors, 3 when the server is unreachable.
+/// Converts the workflow; exit 0 on success, 1 when it cannot be converted (unknown node
+/// types, legacy group nodes, nothing left to run), 2 on input errors (a file that cannot be
+/// read, is no workflow, or whose links or subgraphs loop — a subgraph that contains itself),
+/// 3 when the server is unreachable.
 pub fn run(server: String, args: Args) -> CliResult {
     let server = server.as_str();
     let defs = args.defs.load_cli(server)?;
     let loaded = load_workflow_file(&args.workflow, &defs).map_err(|e| match e {
+        LoadAnyError::Convert {
+            source: UiError::Cycle(_),
+            ..
+        } => CliError::usage(e),
         LoadAnyError::Convert { .. } => CliError::failed(e),
         _ => CliError::usage(e),
     })?;

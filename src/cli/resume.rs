@@ -25,6 +25,10 @@ pub struct Args {
     /// Drop the session's deadline.
     #[arg(long)]
     pub no_deadline: bool,
+    /// Run even when another session is using the same server (recorded in the session; a
+    /// session started with it keeps it).
+    #[arg(long)]
+    pub allow_shared_server: bool,
     /// A new --wait-server.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub wait_server: Option<Duration>,
@@ -59,6 +63,7 @@ pub fn run(args: Args) -> CliResult {
         deadline,
         wait_server: args.wait_server,
         deadline_grace: args.deadline_grace,
+        allow_shared_server: args.allow_shared_server,
     };
     let pending = match app::resume(options)? {
         Resumed::Finished(finished) => {
@@ -67,6 +72,9 @@ pub fn run(args: Args) -> CliResult {
         }
         Resumed::Pending(pending) => pending,
     };
+    for note in &pending.notes {
+        eprintln!("note: {note}");
+    }
     let Connection { client, runtime } = args.connect.connect(&pending.session.server)?;
     if !args.quiet {
         eprintln!(

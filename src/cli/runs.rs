@@ -7,7 +7,7 @@ use crate::error::exit;
 use comfy_bisect_core::comfy::Fingerprint;
 use comfy_bisect_core::session::check::CheckRecord;
 use comfy_bisect_core::session::folders::{self, FoundSession};
-use comfy_bisect_core::session::journal::{SessionFile, SessionState};
+use comfy_bisect_core::session::journal::{orphan_runs, SessionFile, SessionPaths, SessionState};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -109,7 +109,7 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
 /// stderr and listed once per folder.
 pub fn run(args: Args) -> CliResult {
     let dirs = folders::expand(&args.runs_dirs).or_usage()?;
-    let (sessions, duplicates) = folders::sessions(&dirs).or_usage()?;
+    let (sessions, duplicates, unreadable) = folders::sessions(&dirs).or_usage()?;
     for d in &duplicates {
         eprintln!("warning: {d}");
     }
@@ -117,7 +117,20 @@ pub fn run(args: Args) -> CliResult {
         for found in &sessions {
             println!("{}", json_line(found));
         }
+        for u in &unreadable {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "dir": u.dir.display().to_string(),
+                    "state": "corrupt",
+                    "state_text": u.to_string(),
+                })
+            );
+        }
         return Ok(exit::OK);
+    }
+    for u in &unreadable {
+        println!("{u}");
     }
     let several = dirs.len() > 1;
     let where_ = || {
@@ -127,7 +140,9 @@ pub fn run(args: Args) -> CliResult {
             .join(", ")
     };
     if sessions.is_empty() {
-        println!("no sessions in {}", where_());
+        if unreadable.is_empty() {
+            println!("no sessions in {}", where_());
+        }
         return Ok(exit::OK);
     }
     // Grouped by environment; sessions without a fingerprint last.
@@ -172,6 +187,13 @@ pub fn run(args: Args) -> CliResult {
                 line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
             }
             println!("{}{line}", if grouped { "  " } else { "" });
+            let paths = SessionPaths {
+                runs_dir: found.runs_dir.clone(),
+                dir: found.dir.clone(),
+            };
+            for orphan in orphan_runs(&paths, s) {
+                println!("{}    {orphan}", if grouped { "  " } else { "" });
+            }
             // A `check` session: its one line (version, commit, outcome, exit status).
             if let Some(check) = CheckRecord::load(&found.dir) {
                 println!("{}    {}", if grouped { "  " } else { "" }, check.line());

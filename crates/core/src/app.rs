@@ -104,7 +104,8 @@ pub enum Started {
 /// A saved session about to run, holding the server's lock.
 pub struct Ready {
     client: Client,
-    lock: SessionLock,
+    /// None when `--allow-shared-server` runs beside another session's lock.
+    lock: Option<SessionLock>,
     /// Where the session is.
     pub paths: SessionPaths,
     /// The journal as saved.
@@ -200,8 +201,12 @@ pub fn start(
         ladder,
     } = options;
     // One bisection per GPU: taken before anything is written.
-    let mut lock = SessionLock::acquire(&runs_dir, &client.server_url(), "(starting)")
-        .kind(ErrorKind::Failed)?;
+    let mut lock = SessionLock::acquire_or_share(
+        &client.server_url(),
+        "(starting)",
+        session_options.allow_shared_server,
+    )
+    .kind(ErrorKind::Failed)?;
     let (defs, environment) = server_preflight(rt, &client).kind(ErrorKind::Unreachable)?;
     let (prepared, failed) = prepare_all(targets, &defs, &ladder);
     let verdicts: Vec<Option<Verdict>> = prepared
@@ -217,7 +222,10 @@ pub fn start(
         create_session(&runs_dir, &client.server_url(), session_options, prepared)
             .kind(ErrorKind::Failed)?;
     // Whoever is refused from now on is told which session holds the server.
-    if let Err(e) = lock.set_session(&session.session_id) {
+    if let Err(e) = lock
+        .as_mut()
+        .map_or(Ok(()), |l| l.set_session(&session.session_id))
+    {
         tracing::warn!("could not write the session id into the lock file: {e}");
     }
     session.environment = Some(environment);
@@ -259,14 +267,7 @@ impl Ready {
     /// Drives the session to its end (or its stop) on the live server; `quiet` hides the
     /// progress line and the per-run lines.
     pub fn drive(self, rt: &tokio::runtime::Runtime, quiet: bool) -> AppResult<Finished> {
-        drive(
-            rt,
-            self.client,
-            self.paths,
-            self.session,
-            quiet,
-            Some(self.lock),
-        )
+        drive(rt, self.client, self.paths, self.session, quiet, self.lock)
     }
 }
 
@@ -296,6 +297,8 @@ pub struct ResumeOptions {
     pub wait_server: Option<Duration>,
     /// A new grace after the deadline for a run still going.
     pub deadline_grace: Option<Duration>,
+    /// `--allow-shared-server` given to `resume` (recorded; never turned off by its absence).
+    pub allow_shared_server: bool,
 }
 
 /// A session found for resuming.
@@ -312,6 +315,8 @@ pub struct Pending {
     pub paths: SessionPaths,
     /// The journal as saved.
     pub session: SessionFile,
+    /// What was found and done on the way (orphan run folders removed or kept), one line each.
+    pub notes: Vec<String>,
 }
 
 /// Finds and loads a session, applies the new deadline and server wait (a start time that has
@@ -345,23 +350,41 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
         session.options.deadline_grace_s = Some(g.as_secs());
     }
     session.options.start_at = None;
+    session.options.allow_shared_server |= options.allow_shared_server;
+    // A kill between creating a run folder and journaling its run leaves a folder the journal
+    // does not know: removed when it holds only its workflow (never submitted), else reported.
+    let notes = crate::session::journal::settle_orphan_runs(&paths, &session);
     if session.is_finished() && session.in_flight.is_none() {
+        for note in &notes {
+            tracing::warn!("{note}");
+        }
         return Ok(Resumed::Finished(Finished { paths, session }));
     }
     session.save(&paths).kind(ErrorKind::Failed)?;
-    Ok(Resumed::Pending(Pending { paths, session }))
+    Ok(Resumed::Pending(Pending {
+        paths,
+        session,
+        notes,
+    }))
 }
 
 impl Pending {
     /// Continues the session on `client` (which should reach `session.server`): takes the
-    /// server's lock, then drives as [`Ready::drive`]. Completed runs are never re-run.
+    /// server's lock (unless the session allows a shared server and another holds it), then
+    /// drives as [`Ready::drive`]. Completed runs are never re-run.
     pub fn drive(
         self,
         rt: &tokio::runtime::Runtime,
         client: Client,
         quiet: bool,
     ) -> AppResult<Finished> {
-        drive(rt, client, self.paths, self.session, quiet, None)
+        let lock = SessionLock::acquire_or_share(
+            &self.session.server,
+            &self.session.session_id,
+            self.session.options.allow_shared_server,
+        )
+        .kind(ErrorKind::Failed)?;
+        drive(rt, client, self.paths, self.session, quiet, lock)
     }
 }
 
@@ -426,8 +449,8 @@ fn write_reports(session_dir: &Path, progress: &ProgressView) {
     }
 }
 
-/// Drives a session to its end (or its stop) on the live server: the lock (taken here unless
-/// given), the live backend, Ctrl-C (stops between runs and interrupts the run in flight), the
+/// Drives a session to its end (or its stop) on the live server, holding `lock` (None: a shared
+/// server, `--allow-shared-server`): the live backend, Ctrl-C (stops between runs and interrupts the run in flight), the
 /// hooks, and the reports at the end.
 fn drive(
     rt: &tokio::runtime::Runtime,
@@ -437,11 +460,7 @@ fn drive(
     quiet: bool,
     lock: Option<SessionLock>,
 ) -> AppResult<Finished> {
-    let _lock = match lock {
-        Some(l) => l,
-        None => SessionLock::acquire(&paths.runs_dir, &session.server, &session.session_id)
-            .kind(ErrorKind::Failed)?,
-    };
+    let _lock = lock;
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
@@ -918,6 +937,7 @@ mod tests {
             deadline: DeadlineChange::Drop,
             wait_server: None,
             deadline_grace: None,
+            allow_shared_server: false,
         }) {
             Err(e) => e,
             Ok(_) => panic!("a missing session resumed"),

@@ -244,6 +244,30 @@ impl Run<'_> {
         st.send_raw(sid, Out::Binary(vec![0, 0, 0, 99, 0xde, 0xad, 0xbe, 0xef]));
     }
 
+    /// The `ws-flood=N` fault: N small frames of other traffic to the submitter.
+    fn flood(&self) {
+        let n = self.faults.ws_flood;
+        if n == 0 {
+            return;
+        }
+        let st = self.inst.lock();
+        let sid = self.cid.as_deref();
+        let status = st.status_message(None).to_string();
+        for i in 0..n {
+            let out = match i % 3 {
+                0 => Out::Text(status.clone()),
+                1 => Out::Text(
+                    json!({"type": "progress", "data": {"value": i % 20 + 1, "max": 20,
+                        "prompt_id": "5b1c0ffe-0000-4000-8000-000000000000", "node": "3"}})
+                    .to_string(),
+                ),
+                // A PREVIEW_IMAGE frame (event 1, format 1 = JPEG) with a few bytes.
+                _ => Out::Binary(vec![0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xd8, 0xff, 0xd9]),
+            };
+            st.send_raw(sid, out);
+        }
+    }
+
     /// Crash / socket-drop faults fire once per run, at the first progress frame or halfway
     /// through the executed nodes, whichever comes first.
     fn mid_run(&mut self) -> bool {
@@ -332,6 +356,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
     run.to_submitter("execution_start", start.clone());
     run.messages.push(json!(["execution_start", start]));
     run.garbage();
+    run.flood();
 
     // Classic cache: keep only keys of this prompt, then see what is cached.
     let keys = cache_keys(&prompt);

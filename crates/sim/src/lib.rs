@@ -118,6 +118,11 @@ pub struct Faults {
     /// node's `exception_message` and `node_type` and the console. Set in code only (not in
     /// the `--faults` list: it holds control characters).
     pub hostile_text: Option<String>,
+    /// When each prompt starts executing, its submitter's socket gets this many small frames
+    /// of other traffic (`ws-flood=N`, issue #29's endless frames): in turn the same `status`
+    /// frame again, another prompt's `progress` and a binary preview — the shapes of the
+    /// captures in `tests/fixtures/comfyui/` — then the prompt runs on.
+    pub ws_flood: u64,
 }
 
 impl Faults {
@@ -220,8 +225,14 @@ impl Faults {
         self
     }
 
+    /// `text` appended to every free text the server reports (see [`Faults::hostile_text`]).
     pub fn with_hostile_text(mut self, text: &str) -> Self {
         self.hostile_text = Some(text.to_string());
+        self
+    }
+    /// `n` small frames of other traffic at the start of every prompt.
+    pub fn with_ws_flood(mut self, n: u64) -> Self {
+        self.ws_flood = n;
         self
     }
     /// `/view` ignores `Range`.
@@ -238,7 +249,7 @@ impl Faults {
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
-    /// crash-on=N[:N…],
+    /// ws-flood=N,crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
     /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -271,6 +282,11 @@ impl Faults {
                     })?
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
+                ("ws-flood", Some(n)) => {
+                    f.ws_flood = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--faults: ws-flood={n} is not a number of frames (≥ 1)")
+                    })?
+                }
                 ("crash-on", Some(list)) => {
                     f.crash_on = list
                         .split(':')
@@ -308,7 +324,7 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
-                         silent-socket, queue-hides, history-500, crash-on=N[:N…], revive-after=MS, \
+                         silent-socket, queue-hides, history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
                          step-growth=SIZE"
                     ))
@@ -368,6 +384,9 @@ impl std::fmt::Display for Faults {
         }
         if self.short_video > 0 {
             items.push(format!("short-video={}", self.short_video));
+        }
+        if self.ws_flood > 0 {
+            items.push(format!("ws-flood={}", self.ws_flood));
         }
         if items.is_empty() {
             f.write_str("none")

@@ -824,7 +824,7 @@ fn parse_server_url(
     mut headers: ExtraHeaders,
 ) -> Result<(reqwest::Url, ExtraHeaders), ClientError> {
     let invalid = |reason: &str| ClientError::InvalidUrl {
-        url: redact_url_credentials(server),
+        url: redact_url_query(&redact_url_credentials(server)),
         reason: reason.to_string(),
     };
     let text = server.trim();
@@ -852,9 +852,27 @@ fn parse_server_url(
         let _ = url.set_username("");
         let _ = url.set_password(None);
     }
+    if url.query().is_some_and(|q| !q.is_empty()) {
+        // Dropping it silently would send no token at all; keeping it would put it into every
+        // record, report and log line that names the server.
+        return Err(invalid(
+            "a query (`?…`, e.g. `?token=…`) in the server URL is not supported: it would not \
+             be sent with the requests. Give the token as a header instead, e.g. --header \
+             'Authorization: Bearer TOKEN' (or the header your proxy expects), or as \
+             user:password@ in the URL for Basic authentication",
+        ));
+    }
     url.set_query(None);
     url.set_fragment(None);
     Ok((url, headers))
+}
+
+/// The URL with its query (which may hold a token) replaced by `?<redacted>`.
+fn redact_url_query(url: &str) -> String {
+    match url.split_once('?') {
+        Some((head, _)) => format!("{head}?<redacted>"),
+        None => url.to_string(),
+    }
 }
 
 /// The URL as given with everything before its last `@` replaced: a password may itself hold
@@ -917,6 +935,26 @@ mod tests {
             c.url_for(routes::SYSTEM_STATS).as_str(),
             "https://example.org/comfy/system_stats"
         );
+    }
+
+    #[test]
+    fn a_query_in_the_server_url_is_refused_and_never_printed() {
+        for url in [
+            "http://127.0.0.1:8188/?token=s3cret",
+            "http://u:pw@127.0.0.1:8188/comfy?token=s3cret#x",
+            "127.0.0.1:8188?token=s3cret",
+        ] {
+            let err = Client::new(url, ExtraHeaders::default()).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, ClientError::InvalidUrl { .. }), "{text}");
+            assert!(
+                text.contains("?token=") && text.contains("--header"),
+                "{text}"
+            );
+            assert!(!text.contains("s3cret") && !text.contains("pw"), "{text}");
+        }
+        // An empty query or a fragment carries nothing: accepted.
+        assert!(Client::new("http://127.0.0.1:8188/?#top", ExtraHeaders::default()).is_ok());
     }
 
     #[test]

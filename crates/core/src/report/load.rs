@@ -84,7 +84,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
                         }
                         runs.insert(entry.run_id.clone(), file);
                     }
-                    Err(e) => load_warnings.push(format!("run record not used: {e}")),
+                    Err(e) => load_warnings.push(unreadable_record(&job.name, entry, &e)),
                 }
             }
             let mut candidates = vec![dir.join("workflow.ui.json")];
@@ -109,6 +109,32 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         load_warnings,
         server_logs,
     })
+}
+
+/// The report's warning about a run whose `run.json` cannot be read: which run, which file,
+/// what is missing and how to get it back.
+fn unreadable_record(
+    workflow: &str,
+    entry: &crate::session::journal::RunEntry,
+    error: &crate::session::journal::JournalError,
+) -> String {
+    let (path, reason) = match error {
+        crate::session::journal::JournalError::Invalid { path, reason } => {
+            (path.display().to_string(), reason.clone())
+        }
+        other => (String::new(), other.to_string()),
+    };
+    let file = if path.is_empty() {
+        RUN_RECORD_FILE.to_string()
+    } else {
+        path
+    };
+    format!(
+        "corrupt run record: {file} of run {} ({workflow}, step {} `{}`) cannot be read \
+         ({reason}); the run's evidence (error, timeline, memory) is left out of this report, \
+         its outcome comes from session.json. Restore the file from a backup to see it",
+        entry.run_id, entry.step, entry.increment
+    )
 }
 
 /// `ui` for a UI-format workflow file (version 0.4 or 1), `api` for a prompt, with the names

@@ -285,6 +285,13 @@ impl<'a> Runner<'a> {
         self.queue.started_ms = self.state.tracker().started_ms();
         self.queue.finished_ms = self.state.tracker().finished_ms();
         self.raw.frames = self.state.tracker().counts().clone();
+        let (held, dropped) = self.raw.finish_frames();
+        if let Some(note) = dropped {
+            self.warn(note);
+        }
+        for r in &held {
+            self.obs.on_raw(&RawEvent::text_in(r));
+        }
         let apis = self.state.apis();
         self.raw.jobs_api = apis.jobs;
         self.raw.jobs_cancel_api = apis.cancel;
@@ -1052,18 +1059,20 @@ impl<'a> Runner<'a> {
                     .and_then(|j| serde_json::from_value::<LogsData>(j["data"].clone()).ok())
                 {
                     // Console lines go to server.log, not to the record's frame list.
-                    self.obs.on_raw(&RawEvent::Ws {
-                        t_ms,
-                        socket,
-                        dir: "in",
-                        kind: Some("text"),
-                        json: json.as_ref(),
-                        raw: None,
-                        size: None,
-                        event_type: None,
-                        client_id: None,
-                        reason: None,
-                    });
+                    if self.raw.keep_line(t_ms, text.len()) {
+                        self.obs.on_raw(&RawEvent::Ws {
+                            t_ms,
+                            socket,
+                            dir: "in",
+                            kind: Some("text"),
+                            json: json.as_ref(),
+                            raw: None,
+                            size: None,
+                            event_type: None,
+                            client_id: None,
+                            reason: None,
+                        });
+                    }
                     self.state.tracker_mut().feed_text(&text, t_ms);
                     if !self.state.socket_dropped() {
                         self.sync_console();
@@ -1071,25 +1080,18 @@ impl<'a> Runner<'a> {
                     }
                     return;
                 }
-                self.obs.on_raw(&RawEvent::Ws {
-                    t_ms,
-                    socket,
-                    dir: "in",
-                    kind: Some("text"),
-                    json: json.as_ref(),
-                    raw: json.is_none().then_some(text.as_str()),
-                    size: None,
-                    event_type: None,
-                    client_id: None,
-                    reason: None,
-                });
                 let events = self.state.tracker_mut().feed_text(&text, t_ms);
-                self.raw.ws_text.push(WsTextRecord {
+                let bytes = text.len();
+                let record = WsTextRecord {
                     t_ms,
                     socket,
                     raw: json.is_none().then_some(text),
                     json,
-                });
+                };
+                // What is kept is capped (run/frames.rs); our prompt's events go last.
+                if let Some(kept) = self.raw.keep_text(record, self.state.prompt_id(), bytes) {
+                    self.obs.on_raw(&RawEvent::text_in(kept));
+                }
                 for ev in events {
                     if let TrackerEvent::Blocked { node, message } = &ev {
                         self.warnings.push(format!(
@@ -1101,18 +1103,20 @@ impl<'a> Runner<'a> {
                 }
             }
             WsFrame::Binary { len, event_type } => {
-                self.obs.on_raw(&RawEvent::Ws {
-                    t_ms,
-                    socket,
-                    dir: "in",
-                    kind: Some("binary"),
-                    json: None,
-                    raw: None,
-                    size: Some(len),
-                    event_type,
-                    client_id: None,
-                    reason: None,
-                });
+                if self.raw.keep_line(t_ms, len) {
+                    self.obs.on_raw(&RawEvent::Ws {
+                        t_ms,
+                        socket,
+                        dir: "in",
+                        kind: Some("binary"),
+                        json: None,
+                        raw: None,
+                        size: Some(len),
+                        event_type,
+                        client_id: None,
+                        reason: None,
+                    });
+                }
                 self.state.tracker_mut().feed_binary(len);
                 if let Some(n) = self.state.tracker().current_node() {
                     self.streamed.insert(n.node_id.clone());

@@ -5,6 +5,7 @@ pub mod console;
 pub mod diagnosis;
 pub mod execute;
 mod follow;
+pub mod frames;
 pub(crate) mod observer;
 pub mod product;
 pub mod record;

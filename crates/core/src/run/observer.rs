@@ -74,6 +74,24 @@ pub enum RawEvent<'a> {
     },
 }
 
+impl<'a> RawEvent<'a> {
+    /// The line of a received text frame.
+    pub(crate) fn text_in(record: &'a super::record::WsTextRecord) -> RawEvent<'a> {
+        RawEvent::Ws {
+            t_ms: record.t_ms,
+            socket: record.socket,
+            dir: "in",
+            kind: Some("text"),
+            json: record.json.as_ref(),
+            raw: record.raw.as_deref(),
+            size: None,
+            event_type: None,
+            client_id: None,
+            reason: None,
+        }
+    }
+}
+
 /// Watches a run. Both methods default to doing nothing.
 pub trait RunObserver: Send {
     /// Called for every step worth showing.

@@ -311,6 +311,52 @@ pub struct RawLog {
     /// (`/interrupt` was); None when nothing was stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_cancel_api: Option<bool>,
+    /// The frames not kept in `ws_text` and `events.ndjson` (the caps of
+    /// [`super::frames`]); None when every frame was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_frames: Option<super::frames::DroppedFrames>,
+    /// Decides which frames are kept while the run goes on (not written).
+    #[serde(skip)]
+    pub(crate) keeper: super::frames::FrameKeeper,
+}
+
+impl RawLog {
+    /// Keeps a received text frame as the caps allow ([`super::frames`]); the frame to stream
+    /// to `events.ndjson` now, if any (a frame among the last ones is streamed by
+    /// [`RawLog::finish_frames`]).
+    pub(crate) fn keep_text(
+        &mut self,
+        record: WsTextRecord,
+        prompt_id: &str,
+        bytes: usize,
+    ) -> Option<&WsTextRecord> {
+        let class = super::frames::FrameClass::of(record.json.as_ref(), prompt_id);
+        match self.keeper.admit_text(class, &record, bytes as u64) {
+            super::frames::Admit::Now => {
+                self.ws_text.push(record);
+                self.ws_text.last()
+            }
+            super::frames::Admit::Later | super::frames::Admit::Dropped => None,
+        }
+    }
+
+    /// Whether the `events.ndjson` line of a frame `run.json` does not store (binary, console)
+    /// is kept.
+    pub(crate) fn keep_line(&mut self, t_ms: u64, bytes: usize) -> bool {
+        self.keeper.admit_line(t_ms, bytes as u64) == super::frames::Admit::Now
+    }
+
+    /// Ends the run's frames: adds the held last frames to `ws_text`, records what was dropped
+    /// and returns the added frames (to stream) and the note saying what was dropped.
+    pub(crate) fn finish_frames(&mut self) -> (Vec<WsTextRecord>, Option<String>) {
+        // The keeper's work ends here; a finished record equals its reloaded copy.
+        let (held, dropped) = std::mem::take(&mut self.keeper).finish();
+        self.ws_text.extend(held.iter().cloned());
+        self.ws_text.sort_by_key(|r| r.t_ms);
+        let note = dropped.as_ref().map(super::frames::dropped_note);
+        self.dropped_frames = dropped;
+        (held, note)
+    }
 }
 
 /// Everything about one submission (`run.json`).

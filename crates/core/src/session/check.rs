@@ -270,7 +270,7 @@ pub fn check(
         server: server.clone(),
     };
     // One user of a GPU at a time, as for a bisect: taken before the server is restarted.
-    let mut lock = match SessionLock::acquire(&options.runs_dir, &server, "(check)") {
+    let mut lock = match SessionLock::acquire(&server, "(check)") {
         Ok(l) => l,
         Err(e) => return Ok(facts.record(CheckStatus::Skip, format!("cannot test: {e}"))),
     };

@@ -98,10 +98,40 @@ fn expand_pattern(pattern: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// Every session in every runs folder (sorted by session id, then folder), and the ids that
-/// are in more than one folder. A folder that cannot be read is an error naming it.
-pub fn sessions(runs_dirs: &[PathBuf]) -> Result<(Vec<FoundSession>, Vec<Duplicate>), String> {
+/// A session folder whose `session.json` exists but cannot be read (truncated, edited by hand,
+/// written by a newer version): listed, never hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The session folder.
+    pub dir: PathBuf,
+    /// Why its journal cannot be read.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: corrupt session journal, {} ({}); its runs (run.json of every run under \
+             workflows/) are kept; restore {SESSION_FILE} from a backup to resume or report it, \
+             or move the folder out of the runs folder",
+            self.dir.display(),
+            self.dir.join(SESSION_FILE).display(),
+            self.reason
+        )
+    }
+}
+
+/// What [`sessions`] found: the sessions, the ids in more than one folder, the session folders
+/// whose journal cannot be read.
+pub type Listing = (Vec<FoundSession>, Vec<Duplicate>, Vec<Unreadable>);
+
+/// Every session in every runs folder (sorted by session id, then folder), the ids that are in
+/// more than one folder, and the session folders whose journal cannot be read (sorted). A
+/// folder that cannot be read is an error naming it.
+pub fn sessions(runs_dirs: &[PathBuf]) -> Result<Listing, String> {
     let mut found = Vec::new();
+    let mut unreadable = Vec::new();
     for runs_dir in runs_dirs {
         let entries = std::fs::read_dir(runs_dir).map_err(|e| {
             format!(
@@ -111,20 +141,29 @@ pub fn sessions(runs_dirs: &[PathBuf]) -> Result<(Vec<FoundSession>, Vec<Duplica
         })?;
         for entry in entries.filter_map(Result::ok) {
             let dir = entry.path();
-            if let Ok(session) = read_json::<SessionFile>(&dir.join(SESSION_FILE)) {
-                found.push(FoundSession {
+            let file = dir.join(SESSION_FILE);
+            if !file.is_file() {
+                continue;
+            }
+            match read_json::<SessionFile>(&file) {
+                Ok(session) => found.push(FoundSession {
                     runs_dir: runs_dir.clone(),
                     dir,
                     session,
-                });
+                }),
+                Err(e) => unreadable.push(Unreadable {
+                    dir,
+                    reason: e.to_string(),
+                }),
             }
         }
     }
+    unreadable.sort_by(|a, b| a.dir.cmp(&b.dir));
     found.sort_by(|a, b| {
         (&a.session.session_id, &a.runs_dir).cmp(&(&b.session.session_id, &b.runs_dir))
     });
     let duplicates = duplicates(&found);
-    Ok((found, duplicates))
+    Ok((found, duplicates, unreadable))
 }
 
 /// Session and run ids that occur in more than one runs folder.

@@ -1,5 +1,8 @@
-//! One bisection per GPU: an operating-system lock on a file per server URL in the runs folder
-//! (`runs/.lock-<hash of the URL>.json`).
+//! One bisection per GPU: an operating-system lock on a file per server, held in the user's
+//! lock folder ([`lock_dir`]: `$COMFY_BISECT_LOCK_DIR`, else `$XDG_RUNTIME_DIR/comfy-bisect`,
+//! else the user's cache folder) so every runs folder sees it, and keyed by the server's
+//! *resolved* address ([`server_key`]: `localhost`, `127.0.0.1` and `[::1]` are one server;
+//! scheme, path and trailing slash do not matter).
 //!
 //! The lock is [`File::try_lock`] (an exclusive `flock` on Unix, `LockFileEx` on Windows): the
 //! kernel holds it for the process and drops it the moment the process ends — exit, crash,
@@ -28,6 +31,9 @@ pub struct LockInfo {
     pub host: String,
     /// The server URL.
     pub server: String,
+    /// The resolved address the lock is keyed by ([`server_key`]; empty in older files).
+    #[serde(default)]
+    pub address: String,
     /// The session being run (`(starting)` during preflight, before the session exists).
     pub session_id: String,
     /// RFC 3339: when the holder took the lock.
@@ -65,31 +71,134 @@ pub(crate) enum LockError {
     },
 }
 
+/// What a refused session is told to do when it means to share the server.
+const SHARE_HINT: &str = "(`--allow-shared-server` runs anyway, on purpose: both sessions' \
+     memory peaks and out-of-memory errors then include the other's)";
+
 fn held_message(holder: Option<&LockInfo>, server: &str, path: &Path) -> String {
     match holder {
-        Some(h) => format!(
-            "another comfy-bisect session ({}, pid {} on {}, since {}) is using {server}; wait for \
-             it to finish or stop it (the lock {} is released by the operating system the moment \
-             that process ends)",
-            h.session_id,
-            h.pid,
-            h.host,
-            h.since,
-            path.display()
-        ),
+        Some(h) => {
+            let same = if h.server != server {
+                format!(" (the same server as {server})")
+            } else {
+                String::new()
+            };
+            format!(
+                "another comfy-bisect session ({}, pid {} on {}, since {}) is using {}{same}; wait \
+                 for it to finish or stop it (the lock {} is released by the operating system the \
+                 moment that process ends) {SHARE_HINT}",
+                h.session_id,
+                h.pid,
+                h.host,
+                h.since,
+                h.server,
+                path.display()
+            )
+        }
         None => format!(
             "another comfy-bisect session is using {server} (its lock {} is held; the holder \
-             could not be read); wait for it to finish or stop it",
+             could not be read); wait for it to finish or stop it {SHARE_HINT}",
             path.display()
         ),
     }
 }
 
-/// The lock file for `server` under `runs_dir`.
-pub fn lock_path(runs_dir: &Path, server: &str) -> PathBuf {
-    let normalized = server.trim().trim_end_matches('/').to_ascii_lowercase();
-    let hash = crate::workflow::sha256_hex(normalized.as_bytes());
-    runs_dir.join(format!(".lock-{}.json", &hash[..16]))
+/// The environment variable naming the folder of the per-server locks (tests, unusual setups).
+pub const LOCK_DIR_ENV: &str = "COMFY_BISECT_LOCK_DIR";
+
+/// The folder of the per-server locks, the same whatever the runs folder:
+/// `$COMFY_BISECT_LOCK_DIR` when set, else `$XDG_RUNTIME_DIR/comfy-bisect` (the user's runtime
+/// folder), else `comfy-bisect/locks` in the user's cache folder (`$XDG_CACHE_HOME` or
+/// `~/.cache`; `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows), else the temporary
+/// folder.
+pub fn lock_dir() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(dir) = std::env::var_os(LOCK_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = var("XDG_RUNTIME_DIR") {
+        return dir.join("comfy-bisect");
+    }
+    let cache = if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
+    };
+    match cache {
+        Some(dir) => dir.join("comfy-bisect").join("locks"),
+        None => std::env::temp_dir().join("comfy-bisect-locks"),
+    }
+}
+
+/// The key of the server a URL reaches: its host resolved to IP addresses (sorted, every
+/// loopback or unspecified address written `loopback`) and the port (the scheme's default when
+/// none is given). Scheme, credentials, path, query and a trailing slash do not count, so
+/// `http://localhost:8188`, `127.0.0.1:8188` and `https://[::1]:8188/prefix/` are one server.
+/// A host that does not resolve is keyed by its lower-cased name.
+pub fn server_key(server: &str) -> String {
+    use std::net::{IpAddr, ToSocketAddrs};
+    let text = server.trim();
+    let with_scheme = if text.contains("://") {
+        text.to_string()
+    } else {
+        format!("http://{text}")
+    };
+    let url = match reqwest::Url::parse(&with_scheme) {
+        Ok(url) if url.host().is_some() => url,
+        _ => return text.trim_end_matches('/').to_ascii_lowercase(),
+    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    let host = url.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ips: Vec<IpAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => (bare, port)
+            .to_socket_addrs()
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+            .unwrap_or_default(),
+    };
+    let local = |ip: &IpAddr| {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(*ip),
+            v4 => *v4,
+        };
+        ip.is_loopback() || ip.is_unspecified()
+    };
+    let mut names: Vec<String> = ips
+        .iter()
+        .map(|ip| {
+            if local(ip) {
+                "loopback".to_string()
+            } else {
+                ip.to_string()
+            }
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    let host = if names.is_empty() {
+        host.to_ascii_lowercase()
+    } else {
+        names.join(",")
+    };
+    format!("{host} port {port}")
+}
+
+/// The lock file for `server` in the lock folder ([`lock_dir`]).
+pub fn lock_path(server: &str) -> PathBuf {
+    lock_path_in(&lock_dir(), server)
+}
+
+/// The lock file for `server` in `dir`.
+pub fn lock_path_in(dir: &Path, server: &str) -> PathBuf {
+    let hash = crate::workflow::sha256_hex(server_key(server).as_bytes());
+    dir.join(format!("server-{}.lock.json", &hash[..16]))
 }
 
 /// This machine's host name (best effort).
@@ -201,23 +310,47 @@ impl Drop for Candidate {
 const ATTEMPTS: u32 = 1000;
 
 impl SessionLock {
-    /// Takes the lock for `server` in `runs_dir`; a file left by a process that is gone is taken
-    /// over. Never waits: a live holder is an error naming it.
-    pub(crate) fn acquire(
-        runs_dir: &Path,
+    /// Takes the lock for `server` in the lock folder ([`lock_dir`]).
+    pub(crate) fn acquire(server: &str, session_id: &str) -> Result<SessionLock, LockError> {
+        SessionLock::acquire_in(&lock_dir(), server, session_id)
+    }
+
+    /// Takes the lock for `server` unless `shared` (`--allow-shared-server`): then a lock held
+    /// by another session is not an error (None, with a warning), and a free one is still taken
+    /// so that sessions without the flag are refused while this one runs.
+    pub(crate) fn acquire_or_share(
+        server: &str,
+        session_id: &str,
+        shared: bool,
+    ) -> Result<Option<SessionLock>, LockError> {
+        match SessionLock::acquire(server, session_id) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(e @ LockError::Held { .. }) if shared => {
+                tracing::warn!("--allow-shared-server: running anyway; {e}");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes the lock for `server` in the folder `dir`; a file left by a process that is gone is
+    /// taken over. Never waits: a live holder is an error naming it.
+    pub(crate) fn acquire_in(
+        dir: &Path,
         server: &str,
         session_id: &str,
     ) -> Result<SessionLock, LockError> {
-        let path = lock_path(runs_dir, server);
+        let path = lock_path_in(dir, server);
         let io = |source| LockError::Io {
             path: path.clone(),
             source,
         };
-        fs::create_dir_all(runs_dir).map_err(io)?;
+        create_private_dir(dir).map_err(io)?;
         let info = LockInfo {
             pid: std::process::id(),
             host: host_name(),
             server: server.to_string(),
+            address: server_key(server),
             session_id: session_id.to_string(),
             since: super::journal::now_rfc3339(),
         };
@@ -289,6 +422,15 @@ impl SessionLock {
     }
 }
 
+/// Creates the lock folder (mode 0700 on Unix: it lives among the user's own files).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 /// The holder record of an open lock file (None when unreadable, e.g. Windows' mandatory locks).
 fn read_from(mut file: File) -> Option<LockInfo> {
     let mut text = String::new();
@@ -323,8 +465,8 @@ mod tests {
     #[test]
     fn second_session_on_the_same_server_is_refused_until_released() {
         let dir = tempfile::tempdir().unwrap();
-        let first = SessionLock::acquire(dir.path(), SERVER, "s1").unwrap();
-        let err = SessionLock::acquire(dir.path(), &format!("{SERVER}/"), "s2").unwrap_err();
+        let first = SessionLock::acquire_in(dir.path(), SERVER, "s1").unwrap();
+        let err = SessionLock::acquire_in(dir.path(), &format!("{SERVER}/"), "s2").unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("another comfy-bisect session (s1, pid"),
@@ -337,16 +479,16 @@ mod tests {
         let holder = held_by(err);
         assert_eq!(holder.pid, std::process::id());
         // Another server is independent.
-        let other = SessionLock::acquire(dir.path(), "http://127.0.0.1:8189", "s3").unwrap();
+        let other = SessionLock::acquire_in(dir.path(), "http://127.0.0.1:8189", "s3").unwrap();
         assert!(other.path().exists());
         drop(other);
-        assert!(!lock_path(dir.path(), "http://127.0.0.1:8189").exists());
+        assert!(!lock_path_in(dir.path(), "http://127.0.0.1:8189").exists());
         drop(first);
         assert!(
-            !lock_path(dir.path(), SERVER).exists(),
+            !lock_path_in(dir.path(), SERVER).exists(),
             "released = removed"
         );
-        let again = SessionLock::acquire(dir.path(), SERVER, "s2").unwrap();
+        let again = SessionLock::acquire_in(dir.path(), SERVER, "s2").unwrap();
         assert_eq!(read_holder(again.path()).unwrap().session_id, "s2");
         // No temporary files are left behind.
         let names: Vec<String> = fs::read_dir(dir.path())
@@ -359,26 +501,27 @@ mod tests {
     #[test]
     fn the_real_session_id_replaces_the_placeholder_and_the_lock_stays_held() {
         let dir = tempfile::tempdir().unwrap();
-        let mut lock = SessionLock::acquire(dir.path(), SERVER, "(starting)").unwrap();
+        let mut lock = SessionLock::acquire_in(dir.path(), SERVER, "(starting)").unwrap();
         assert_eq!(read_holder(lock.path()).unwrap().session_id, "(starting)");
         lock.set_session("20261201-0100-abcd").unwrap();
         let on_disk = read_holder(lock.path()).unwrap();
         assert_eq!(on_disk.session_id, "20261201-0100-abcd");
         assert_eq!(&on_disk, lock.info());
-        let holder = held_by(SessionLock::acquire(dir.path(), SERVER, "other").unwrap_err());
+        let holder = held_by(SessionLock::acquire_in(dir.path(), SERVER, "other").unwrap_err());
         assert_eq!(holder.session_id, "20261201-0100-abcd");
     }
 
     #[test]
     fn a_file_nobody_holds_is_taken_over_whatever_it_says() {
         let dir = tempfile::tempdir().unwrap();
-        let path = lock_path(dir.path(), SERVER);
+        let path = lock_path_in(dir.path(), SERVER);
         // A live-looking holder (pid 1, this host) whose lock the kernel has released: the
         // content does not matter, only the operating system's lock does.
         let leftover = LockInfo {
             pid: 1,
             host: host_name(),
             server: SERVER.into(),
+            address: server_key(SERVER),
             session_id: "old".into(),
             since: "2026-11-29T01:00:00Z".into(),
         };
@@ -388,7 +531,7 @@ mod tests {
             "{\"pid\": 12".into(),
         ] {
             fs::write(&path, &text).unwrap();
-            let lock = SessionLock::acquire(dir.path(), SERVER, "new").unwrap();
+            let lock = SessionLock::acquire_in(dir.path(), SERVER, "new").unwrap();
             assert_eq!(
                 read_holder(lock.path()).unwrap().session_id,
                 "new",
@@ -409,7 +552,7 @@ mod tests {
                     let runs = dir.path().to_path_buf();
                     std::thread::spawn(move || {
                         barrier.wait();
-                        SessionLock::acquire(&runs, SERVER, &format!("r{round}-t{i}"))
+                        SessionLock::acquire_in(&runs, SERVER, &format!("r{round}-t{i}"))
                     })
                 })
                 .collect();
@@ -424,5 +567,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_server_has_one_key_whatever_its_url_says() {
+        let key = server_key("http://127.0.0.1:8188");
+        assert_eq!(key, "loopback port 8188");
+        for same in [
+            "http://localhost:8188",
+            "127.0.0.1:8188",
+            "https://[::1]:8188/prefix/",
+            "http://LOCALHOST:8188/",
+            "http://user:pw@127.0.0.2:8188",
+            "http://0.0.0.0:8188",
+        ] {
+            assert_eq!(server_key(same), key, "{same}");
+        }
+        assert_ne!(server_key("http://127.0.0.1:8189"), key);
+        assert_eq!(server_key("http://10.0.0.7"), "10.0.0.7 port 80");
+        assert_eq!(server_key("https://10.0.0.7/"), "10.0.0.7 port 443");
+        assert_eq!(server_key("http://10.0.0.7:80/x"), "10.0.0.7 port 80");
+        // A host that does not resolve is keyed by its name.
+        assert_eq!(
+            server_key("http://no-such-host.invalid:8188"),
+            "no-such-host.invalid port 8188"
+        );
+    }
+
+    #[test]
+    fn localhost_and_127_0_0_1_share_one_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = SessionLock::acquire_in(dir.path(), "http://localhost:8188", "s1").unwrap();
+        let err = SessionLock::acquire_in(dir.path(), SERVER, "s2").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "is using http://localhost:8188 (the same server as http://127.0.0.1:8188)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("--allow-shared-server"), "{text}");
     }
 }

@@ -65,10 +65,13 @@ pub fn unique_name(stem: &str, taken: &[String]) -> String {
             }
         })
         .collect();
+    // Never `.`, `..` or a hidden name: leading and trailing dots go (`...json` has the stem
+    // `..`, which as a folder name is the parent).
+    let base = base.trim_matches('.');
     let base = if base.is_empty() {
         "workflow".to_string()
     } else {
-        base
+        base.to_string()
     };
     let mut name = base.clone();
     let mut i = 2;
@@ -172,5 +175,11 @@ mod tests {
         assert_eq!(unique_name("wf", &taken), "wf-3");
         assert_eq!(unique_name("my flow (1)", &[]), "my_flow__1_");
         assert_eq!(unique_name("", &[]), "workflow");
+        for dots in [".", "..", "..."] {
+            assert_eq!(unique_name(dots, &[]), "workflow", "{dots}");
+        }
+        assert_eq!(unique_name(".hidden", &[]), "hidden");
+        assert_eq!(unique_name("v1.5.", &[]), "v1.5");
+        assert_eq!(unique_name("..", &["workflow".into()]), "workflow-2");
     }
 }

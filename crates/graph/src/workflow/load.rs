@@ -94,7 +94,7 @@ pub enum LoadError {
         target: String,
     },
     /// The links form a cycle.
-    #[error("{file}: the links form a cycle through nodes {}; a workflow must be acyclic", .nodes.join(" → "))]
+    #[error("{file}: the links form a cycle through nodes {}; a workflow must be acyclic", cycle_list(.nodes))]
     Cycle {
         /// File name.
         file: String,
@@ -136,7 +136,21 @@ pub fn load_api_file(path: &Path) -> Result<Workflow, LoadError> {
 }
 
 /// Parses JSON text, reporting syntax errors with line and column.
+/// How many nodes of a cycle its error names.
+const CYCLE_NAMED: usize = 20;
+
+/// The nodes of a cycle for its error: the first [`CYCLE_NAMED`] and how many more.
+fn cycle_list(nodes: &[String]) -> String {
+    let shown = nodes[..nodes.len().min(CYCLE_NAMED)].join(" → ");
+    match nodes.len().saturating_sub(CYCLE_NAMED) {
+        0 => shown,
+        more => format!("{shown} → … and {more} more"),
+    }
+}
+
 pub(crate) fn parse_json(text: &str, file: &str) -> Result<Value, LoadError> {
+    // Editors on Windows save UTF-8 with a byte-order mark; JSON parsers must not see it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(text).map_err(|e| LoadError::Syntax {
         file: file.to_string(),
         line: e.line(),

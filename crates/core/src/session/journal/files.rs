@@ -55,6 +55,106 @@ pub(crate) fn step_stem(step: usize, increment: &str) -> String {
     format!("{step:02}-{safe}")
 }
 
+/// A run folder of a session that `session.json` does not know: a kill (`kill -9`, power loss)
+/// between creating the folder and journaling the run. Its prompt was never submitted (the
+/// run is journaled before it is submitted), so a folder holding only the variant
+/// ([`OrphanRun::unsubmitted`]) is safe to remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanRun {
+    /// The folder.
+    pub dir: PathBuf,
+    /// It holds only the variant (`workflow.json`, `workflow.ui.json`, or their temporary
+    /// files): nothing was recorded from a server.
+    pub unsubmitted: bool,
+}
+
+impl std::fmt::Display for OrphanRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.unsubmitted {
+            write!(
+                f,
+                "orphan run folder {}: it holds only its workflow (the tool was stopped before \
+                 the run was journaled, so it was never submitted); `resume` removes it",
+                self.dir.display()
+            )
+        } else {
+            write!(
+                f,
+                "run folder {} is not in session.json but holds more than its workflow; kept \
+                 as it is (its prompt id is the folder name's UUID: look it up in the server's \
+                 history), move it out of the session folder once read",
+                self.dir.display()
+            )
+        }
+    }
+}
+
+/// Whether `name` is a run folder name (`NN-<increment>-<UUID>`).
+fn is_run_dir_name(name: &str) -> bool {
+    name.len() > 37
+        && name.as_bytes()[0].is_ascii_digit()
+        && uuid::Uuid::parse_str(&name[name.len() - 36..]).is_ok()
+        && name.as_bytes()[name.len() - 37] == b'-'
+}
+
+/// The run folders of the session folder that no run of `session` names.
+pub fn orphan_runs(paths: &SessionPaths, session: &SessionFile) -> Vec<OrphanRun> {
+    let known: std::collections::HashSet<&str> = session
+        .workflows
+        .iter()
+        .flat_map(|w| &w.runs)
+        .map(|r| r.dir.as_str())
+        .collect();
+    let Ok(entries) = fs::read_dir(&paths.dir) else {
+        return Vec::new();
+    };
+    let variant = |name: &str| {
+        let name = name.trim_start_matches('.');
+        name.starts_with(super::types::RUN_WORKFLOW_FILE) || name.starts_with("workflow.ui.json")
+    };
+    let mut orphans: Vec<OrphanRun> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (is_run_dir_name(&name) && !known.contains(name.as_str())).then(|| {
+                let unsubmitted = fs::read_dir(e.path()).is_ok_and(|files| {
+                    files
+                        .filter_map(Result::ok)
+                        .all(|f| variant(&f.file_name().to_string_lossy()))
+                });
+                OrphanRun {
+                    dir: e.path(),
+                    unsubmitted,
+                }
+            })
+        })
+        .collect();
+    orphans.sort_by(|a, b| a.dir.cmp(&b.dir));
+    orphans
+}
+
+/// Removes the orphan run folders that hold only their workflow and says what it did with
+/// every orphan (one line each): removed, or kept because it holds more.
+pub fn settle_orphan_runs(paths: &SessionPaths, session: &SessionFile) -> Vec<String> {
+    orphan_runs(paths, session)
+        .into_iter()
+        .map(|o| {
+            if !o.unsubmitted {
+                return o.to_string();
+            }
+            match fs::remove_dir_all(&o.dir) {
+                Ok(()) => format!(
+                    "removed the orphan run folder {}: it held only its workflow (the tool was \
+                     stopped before the run was journaled, so it was never submitted)",
+                    o.dir.display()
+                ),
+                Err(e) => format!("{o} (could not remove it: {e})"),
+            }
+        })
+        .collect()
+}
+
 /// Reads a JSON journal file.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, JournalError> {
     let text = fs::read_to_string(path).map_err(io_err("cannot read", path))?;

@@ -18,7 +18,9 @@ pub mod types;
 pub(crate) use durable::{write_atomic, SyncBehind};
 pub use durable::{write_json_atomic, JournalError};
 pub(crate) use files::{new_session_id, now_rfc3339, step_stem};
-pub use files::{read_json, run_dir_name, SessionPaths};
+pub use files::{
+    orphan_runs, read_json, run_dir_name, settle_orphan_runs, OrphanRun, SessionPaths,
+};
 pub use types::*;
 
 #[cfg(test)]

@@ -162,6 +162,10 @@ pub struct SessionOptions {
     /// at the workflow's own steps, as sessions before this option).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u32>,
+    /// `--allow-shared-server`: run even when another session holds the server's lock (both
+    /// sessions' memory numbers then include the other's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_shared_server: bool,
 }
 
 /// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
@@ -201,6 +205,7 @@ impl Default for SessionOptions {
             confirm_crashes: DEFAULT_CONFIRM_CRASHES,
             on_drift: OnDrift::Reanchor,
             search_steps: None,
+            allow_shared_server: false,
         }
     }
 }
