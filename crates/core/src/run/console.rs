@@ -32,9 +32,17 @@ pub struct ConsoleInfo {
     /// Lines left out as other prompts' (before ours, or other clients' submissions).
     #[serde(default)]
     pub foreign_lines: usize,
+    /// Lines of ours left out of `server.log` because the console was flooded (the first
+    /// and the last 10 000 are kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_lines: usize,
     /// Reasons the attribution may be wrong (empty when sure).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsure: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +63,12 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct RunConsole {
     phase: Phase,
+    /// The first [`HEAD_LINES`] lines of ours.
     kept: Vec<(String, String)>,
+    /// The last [`TAIL_LINES`] lines of ours after those (a flood's middle is dropped).
+    tail: std::collections::VecDeque<(String, String)>,
+    /// Lines of ours dropped between `kept` and `tail`.
+    dropped: usize,
     /// Inside another client's validation output (after its `got prompt`).
     foreign_validation: bool,
     /// Right after our own `got prompt` (our own validation lines follow).
@@ -67,6 +80,15 @@ pub(crate) struct RunConsole {
     end_seen: bool,
     unsure: Vec<String>,
 }
+
+/// Console lines kept from the start of a run, and from its end: a server (or a node) that
+/// floods its console cannot grow `server.log` and the run's memory without bound; the lines
+/// that place a failure — the first ones and the last ones — are kept.
+const HEAD_LINES: usize = 10_000;
+/// See [`HEAD_LINES`].
+const TAIL_LINES: usize = 10_000;
+/// Longest console line kept (bytes; a longer one is cut at a character boundary).
+const MAX_LINE_BYTES: usize = 16 * 1024;
 
 impl Default for RunConsole {
     fn default() -> Self {
@@ -90,6 +112,8 @@ impl RunConsole {
         RunConsole {
             phase: Phase::Before,
             kept: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            dropped: 0,
             foreign_validation: false,
             own_validation: false,
             foreign_got_prompts: 0,
@@ -129,7 +153,12 @@ impl RunConsole {
 
     /// Lines kept so far.
     pub fn len(&self) -> usize {
-        self.kept.len()
+        self.kept.len() + self.tail.len()
+    }
+
+    /// The last line kept.
+    fn last_kept(&self) -> Option<&(String, String)> {
+        self.tail.back().or(self.kept.last())
     }
 
     /// Feeds console writes in the order they arrived on our socket.
@@ -140,7 +169,24 @@ impl RunConsole {
     }
 
     fn keep(&mut self, t: &str, line: &str) {
-        self.kept.push((t.to_string(), line.trim_end().to_string()));
+        let mut line = line.trim_end();
+        if line.len() > MAX_LINE_BYTES {
+            let mut cut = MAX_LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line = &line[..cut];
+        }
+        let entry = (t.to_string(), line.to_string());
+        if self.kept.len() < HEAD_LINES {
+            self.kept.push(entry);
+            return;
+        }
+        self.tail.push_back(entry);
+        if self.tail.len() > TAIL_LINES {
+            self.tail.pop_front();
+            self.dropped += 1;
+        }
     }
 
     fn foreign(&mut self) {
@@ -206,7 +252,7 @@ impl RunConsole {
             return;
         }
         let raw_lines: Vec<(&str, &str)> = lines_of(raw).collect();
-        let start = match self.kept.last() {
+        let start = match self.last_kept() {
             Some((t, l)) => match raw_lines
                 .iter()
                 .rposition(|(rt, rl)| rt == t && rl.trim_end() == l)
@@ -241,14 +287,14 @@ impl RunConsole {
             }
             self.phase = Phase::Running;
         }
-        let before = self.kept.len();
+        let before = self.len();
         for (t, line) in &raw_lines[start..] {
             self.line(t, line);
             if self.is_done() {
                 break;
             }
         }
-        self.backfilled += self.kept.len() - before;
+        self.backfilled += self.len() - before;
     }
 
     /// The record, the text of `server.log` (`<server time> <line>` per line) and the memory
@@ -269,9 +315,24 @@ impl RunConsole {
         if available && !self.end_seen {
             unsure.push("our prompt's `Prompt executed` line was not seen".into());
         }
+        if self.dropped > 0 {
+            unsure.push(format!(
+                "the console was flooded: {} of our lines between the first {HEAD_LINES} and the \
+                 last {TAIL_LINES} were left out of server.log",
+                self.dropped
+            ));
+        }
+        let lines = self.kept.len() + self.tail.len();
         let mut parser = MemoryParser::new();
         let mut text = String::new();
-        for (t, line) in &self.kept {
+        for (i, (t, line)) in self.kept.iter().chain(self.tail.iter()).enumerate() {
+            if i == self.kept.len() && self.dropped > 0 {
+                text.push_str(&format!(
+                    "… {} console lines left out (only the first {HEAD_LINES} and the last \
+                     {TAIL_LINES} are kept) …\n",
+                    self.dropped
+                ));
+            }
             parser.feed(Some(t), line);
             text.push_str(t);
             text.push(' ');
@@ -281,7 +342,8 @@ impl RunConsole {
         let info = ConsoleInfo {
             available,
             note,
-            lines: self.kept.len(),
+            lines,
+            dropped_lines: self.dropped,
             start_seen: self.start_seen,
             end_seen: self.end_seen,
             backfilled: self.backfilled,
@@ -301,6 +363,39 @@ mod tests {
             t: t.into(),
             m: m.into(),
         }
+    }
+
+    #[test]
+    fn a_flooded_console_keeps_its_first_and_last_lines() {
+        let mut c = RunConsole::new();
+        c.submitted();
+        c.feed(&[e("00", "got prompt\n")]);
+        c.started();
+        let n = HEAD_LINES + TAIL_LINES + 5_000;
+        let flood: Vec<LogEntry> = (1..n)
+            .map(|i| e(&format!("{i:06}"), &format!("line {i}\n")))
+            .collect();
+        c.feed(&flood);
+        let long = "x".repeat(MAX_LINE_BYTES + 100) + "é";
+        c.feed(&[
+            e("999998", &format!("{long}\n")),
+            e("999999", "Prompt executed in 1.00 seconds\n"),
+        ]);
+        assert_eq!(c.len(), HEAD_LINES + TAIL_LINES);
+        let (info, text, _) = c.finish(true, None);
+        assert_eq!(info.lines, HEAD_LINES + TAIL_LINES);
+        assert_eq!(info.dropped_lines, n + 2 - HEAD_LINES - TAIL_LINES);
+        assert!(info.end_seen);
+        assert!(
+            info.unsure.iter().any(|u| u.contains("flooded")),
+            "{:?}",
+            info.unsure
+        );
+        assert!(text.starts_with("00 got prompt\n000001 line 1\n"));
+        assert!(text.contains("console lines left out"));
+        assert!(text.ends_with("999999 Prompt executed in 1.00 seconds\n"));
+        let cut = text.lines().find(|l| l.starts_with("999998")).unwrap();
+        assert_eq!(cut.len(), "999998 ".len() + MAX_LINE_BYTES);
     }
 
     #[test]

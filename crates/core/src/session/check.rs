@@ -277,6 +277,16 @@ pub fn check(
     let progress = ProgressView::new(options.quiet);
     if let Some(cmd) = &options.restart_cmd {
         progress.println(&format!("restarting the server: {cmd}"));
+        // The restart log lives in the runs folder, which a first check has to make.
+        if let Err(e) = std::fs::create_dir_all(&options.runs_dir) {
+            return Ok(facts.record(
+                CheckStatus::Skip,
+                format!(
+                    "cannot test: cannot create the runs folder {}: {e}",
+                    options.runs_dir.display()
+                ),
+            ));
+        }
         let log = options.runs_dir.join(RESTART_LOG);
         if let Err(e) = run_restart(cmd, options.restart_timeout, Some(&log)) {
             return Ok(facts.record(
