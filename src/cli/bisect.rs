@@ -88,9 +88,10 @@ pub struct SessionArgs {
     /// Keep models loaded between runs.
     #[arg(long, overrides_with = "cold")]
     pub warm: bool,
-    /// How long to wait for a server that went away.
-    #[arg(long, default_value = "10m", value_name = "D", value_parser = parse_duration)]
-    pub wait_server: Duration,
+    /// How long to wait for a server that went away [default: 10m]; given, or with
+    /// --restart-cmd, also for the first connection.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub wait_server: Option<Duration>,
     /// Shell command that restarts ComfyUI (run after a crash; before every run with --restart-each).
     #[arg(long, value_name = "CMD")]
     pub restart_cmd: Option<String>,
@@ -231,7 +232,7 @@ impl SessionArgs {
             strict: self.strict,
             timeout_s: self.timeout.map(|d| d.as_secs().max(1)),
             cold: !self.warm,
-            wait_server_s: self.wait_server.as_secs(),
+            wait_server_s: self.wait_server.map_or(600, |d| d.as_secs()),
             restart_cmd: self.restart_cmd.clone(),
             restart_each: self.restart_each,
             restart_timeout_s: self.restart_timeout.as_secs().max(1),
@@ -295,6 +296,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         &options,
         &args.session.runs_dir,
         args.session.quiet,
+        args.session.wait_server.is_some(),
     )?;
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();

@@ -8,8 +8,7 @@ use super::common::{
 use crate::error::exit;
 use comfy_bisect_core::comfy::{ClientError, TrackerEvent};
 use comfy_bisect_core::run::{
-    execute_with, InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, RunRequest,
-    TimeoutReason,
+    InterruptedBy, Outcome, RunEvent, RunObserver, RunRecord, TimeoutReason,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,31 +52,19 @@ pub fn run(server: String, args: Args) -> CliResult {
             .ok_or_else(|| "the server's /object_info is not an object of node classes".to_string())
     })
     .or_usage()?;
+    let options = comfy_bisect_core::app::SubmitOptions {
+        cold: !args.warm,
+        timeout: args.timeout,
+        stall_timeout: args.stall_timeout,
+        sample_interval: Duration::from_millis(args.sample_ms),
+    };
     runtime.block_on(async {
-        if let Err(e) = client.system_stats().await {
-            return Err(CliError::unreachable(unreachable_message(&e)));
-        }
-        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            // Ctrl-C, SIGTERM and SIGHUP alike (issue #29).
-            if let Some(signal) = comfy_bisect_core::app::stop_signal().await {
-                eprintln!("\n{signal}: interrupting our prompt (Ctrl-C again to quit at once)…");
-                let _ = cancel_tx.send(true);
-                if comfy_bisect_core::app::stop_signal().await.is_some() {
-                    std::process::exit(i32::from(exit::INTERRUPTED));
-                }
-            }
-        });
-        let mut request = RunRequest::new(workflow);
-        request.cold = !args.warm;
-        request.timeout = args.timeout;
-        request.stall_timeout = args.stall_timeout;
-        request.sample_interval = Duration::from_millis(args.sample_ms);
-        request.cancel = Some(cancel_rx);
-        request.server_process =
-            comfy_bisect_core::host::process::locate(&client.server_url()).into_request();
         let mut progress = Progress::new();
-        let record = execute_with(&client, request, &mut progress).await;
+        let record =
+            comfy_bisect_core::app::submit(&client, workflow, &options, &mut progress, |signal| {
+                eprintln!("\n{signal}: interrupting our prompt (Ctrl-C again to quit at once)…")
+            })
+            .await?;
         progress.finish();
         if args.json {
             match serde_json::to_string_pretty(&record) {

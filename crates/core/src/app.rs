@@ -492,14 +492,20 @@ fn drive(
 
 /// Before a bisect's first request: a server that does not answer is started with
 /// `--restart-cmd` (its output in `runs_dir/restart.log`) and waited for up to `--wait-server`,
-/// as the session does for a server lost later. Error: still no answer (`Unreachable`).
+/// as the session does for a server lost later. Without `--restart-cmd` it is waited for only
+/// when `--wait-server` was given (`wait_given`): a mistyped address fails at once. Error:
+/// still no answer (`Unreachable`).
 pub fn bring_up(
     rt: &tokio::runtime::Runtime,
     client: &Client,
     options: &SessionOptions,
     runs_dir: &Path,
     quiet: bool,
+    wait_given: bool,
 ) -> AppResult<()> {
+    if options.restart_cmd.is_none() && !wait_given {
+        return Ok(());
+    }
     let progress = ProgressView::new(quiet);
     let log = runs_dir.join(crate::session::restart::RESTART_LOG);
     let restart = options.restart_cmd.as_deref().map(|cmd| {
@@ -565,6 +571,58 @@ pub async fn stop_signal() -> Option<&'static str> {
     {
         tokio::signal::ctrl_c().await.ok().map(|()| "SIGINT")
     }
+}
+
+/// How `submit` runs one workflow.
+#[derive(Debug, Clone)]
+pub struct SubmitOptions {
+    /// Free models and memory first (`--warm` turns it off).
+    pub cold: bool,
+    /// Longest run, from submission.
+    pub timeout: Duration,
+    /// Longest time without an event for our running prompt.
+    pub stall_timeout: Duration,
+    /// `/system_stats` sampling interval.
+    pub sample_interval: Duration,
+}
+
+/// Runs `workflow` once on the server (`submit`): checks that the server answers, interrupts
+/// only our prompt on Ctrl-C, SIGTERM or SIGHUP (`on_signal` is told the signal's name; a
+/// second one exits at once with 130), samples the local server's process when there is one,
+/// and returns the run's record. Error: the server does not answer (`Unreachable`).
+pub async fn submit(
+    client: &Client,
+    workflow: Workflow,
+    options: &SubmitOptions,
+    observer: &mut dyn crate::run::RunObserver,
+    on_signal: fn(&str),
+) -> AppResult<crate::run::RunRecord> {
+    if let Err(e) = client.system_stats().await {
+        return Err(AppError {
+            kind: ErrorKind::Unreachable,
+            message: format!("{e}\n{}.", e.advice()),
+        });
+    }
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(async move {
+        if let Some(signal) = stop_signal().await {
+            on_signal(signal);
+            let _ = cancel_tx.send(true);
+            if stop_signal().await.is_some() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let mut request = crate::run::RunRequest::new(workflow);
+    request.cold = options.cold;
+    request.timeout = options.timeout;
+    request.stall_timeout = options.stall_timeout;
+    request.sample_interval = options.sample_interval;
+    request.cancel = Some(cancel_rx);
+    request.server_process = crate::host::process::locate(&client.server_url()).into_request();
+    let record = crate::run::execute_with(client, request, observer).await;
+    watcher.abort();
+    Ok(record)
 }
 
 /// The command that continues a session that stopped before its end (`None` once done).

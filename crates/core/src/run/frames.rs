@@ -20,10 +20,24 @@
 //! `run.json` (only counted, in `raw.frames`), nor the `logs` frames (their lines go to
 //! `server.log`), so their `events.ndjson` lines keep only the first part.
 
-use super::record::WsTextRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
+
+/// One received WebSocket text frame, kept verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WsTextRecord {
+    /// ms since the run started.
+    pub t_ms: u64,
+    /// Which socket (0, then 1 after the first reconnect …).
+    pub socket: u32,
+    /// The frame parsed as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
+    /// The frame text when it was not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
 
 /// Our prompt's key events kept at most (frames).
 pub const KEY_MAX_FRAMES: u64 = 20_000;

@@ -261,20 +261,7 @@ impl VramReport {
     }
 }
 
-/// One received WebSocket text frame, kept verbatim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WsTextRecord {
-    /// ms since the run started.
-    pub t_ms: u64,
-    /// Which socket (0, then 1 after the first reconnect …).
-    pub socket: u32,
-    /// The frame parsed as JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub json: Option<Value>,
-    /// The frame text when it was not JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<String>,
-}
+pub use super::frames::WsTextRecord;
 
 /// One HTTP exchange of the run (identical consecutive answers are folded into `repeats`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

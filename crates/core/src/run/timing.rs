@@ -2,7 +2,7 @@
 //! our prompt first arrived (ms since the run started). The first step is kept apart: it
 //! includes loading and staging the model. Pure: it reads a finished record's frames.
 
-use super::record::WsTextRecord;
+use super::frames::WsTextRecord;
 use serde::{Deserialize, Serialize};
 
 /// The steps of one sampler pass (one node counting from 1 to its `max`).

@@ -23,6 +23,8 @@ pub struct Excerpt {
     pub omitted: usize,
     /// Lines cut to `line_chars`.
     pub cut_lines: usize,
+    /// Traceback lines replaced by one line (the report shows the traceback once, above).
+    pub folded_traceback: usize,
 }
 
 /// The text of a `server.log` line (after its server time).
@@ -31,8 +33,14 @@ fn body(line: &str) -> &str {
 }
 
 /// The excerpt of `lines` (`server.log` lines) with at most `max_lines` lines of at most
-/// `line_chars` characters each.
-pub fn excerpt(lines: &[String], max_lines: usize, line_chars: usize) -> Excerpt {
+/// `line_chars` characters each; with `fold_traceback`, a Python traceback is one line (the
+/// report prints the traceback itself once, above the console).
+pub fn excerpt(
+    lines: &[String],
+    max_lines: usize,
+    line_chars: usize,
+    fold_traceback: bool,
+) -> Excerpt {
     let start = lines
         .iter()
         .position(|l| classify(body(l)) == Some(ConsoleLine::GotPrompt))
@@ -42,7 +50,12 @@ pub fn excerpt(lines: &[String], max_lines: usize, line_chars: usize) -> Excerpt
     let mut kept: Vec<&String> = Vec::new();
     let mut folded_bars = 0;
     let mut last_bar: Option<(String, u64, u64)> = None;
-    for line in lines {
+    let (folded, folded_traceback) = if fold_traceback {
+        fold_tracebacks(lines)
+    } else {
+        (lines.to_vec(), 0)
+    };
+    for line in &folded {
         match classify(body(line)) {
             Some(ConsoleLine::Bar(bar)) => {
                 let same = last_bar
@@ -58,14 +71,43 @@ pub fn excerpt(lines: &[String], max_lines: usize, line_chars: usize) -> Excerpt
         }
         kept.push(line);
     }
+    let total = kept.len() + folded_bars + folded_traceback;
     let t = trim_middle(&kept, max_lines, line_chars);
     Excerpt {
         lines: t.lines,
-        total: lines.len(),
+        total,
         folded_bars,
         omitted: t.omitted,
         cut_lines: t.cut,
+        folded_traceback,
     }
+}
+
+/// The lines with each Python traceback (`Traceback (most recent call last):` and its
+/// indented frame lines) replaced by one marker line, and how many lines went.
+fn fold_tracebacks(lines: &[String]) -> (Vec<String>, usize) {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut folded = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        if !body(&lines[i]).starts_with("Traceback (most recent call last):") {
+            out.push(lines[i].clone());
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < lines.len() && body(&lines[j]).starts_with(' ') {
+            j += 1;
+        }
+        let time = lines[i].split_once(' ').map(|(t, _)| t).unwrap_or("");
+        out.push(format!(
+            "{time} Traceback (most recent call last): … {} frame lines, shown in the report's Traceback above",
+            j - i - 1
+        ));
+        folded += j - i - 1;
+        i = j;
+    }
+    (out, folded)
 }
 
 /// The `<details>` block with the failing run's console (empty when it has none).
@@ -73,12 +115,18 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     if e.console.is_empty() {
         return String::new();
     }
-    let x = excerpt(&e.console, max_lines, line_chars);
+    let x = excerpt(&e.console, max_lines, line_chars, !e.traceback.is_empty());
     let mut notes = Vec::new();
     if x.folded_bars > 0 {
         notes.push(format!(
             "{} intermediate progress-bar states are shown as each bar's last state",
             x.folded_bars
+        ));
+    }
+    if x.folded_traceback > 0 {
+        notes.push(format!(
+            "the traceback's {} frame lines are shown once, in the Traceback above",
+            x.folded_traceback
         ));
     }
     if x.omitted > 0 {
@@ -137,6 +185,31 @@ mod tests {
     }
 
     #[test]
+    fn a_traceback_the_report_shows_above_is_one_line_of_the_console() {
+        let lines = log(&[
+            "got prompt",
+            "!!! Exception during processing !!! CUDA out of memory.",
+            "Traceback (most recent call last):",
+            "  File \"/x/execution.py\", line 496, in execute",
+            "    output_data = get_output_data()",
+            "  File \"/x/nodes.py\", line 1525, in sample",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+            "Prompt executed in 1.00 seconds",
+        ]);
+        let x = excerpt(&lines, 60, 400, true);
+        assert_eq!(x.folded_traceback, 3);
+        assert_eq!(x.total, 8);
+        assert_eq!(x.lines.len(), 5);
+        assert!(x.lines[2].ends_with(
+            "Traceback (most recent call last): … 3 frame lines, shown in the report's Traceback above"
+        ));
+        assert!(x.lines[3].ends_with("torch.OutOfMemoryError: CUDA out of memory."));
+        assert!(!x.lines.iter().any(|l| l.contains("File \"")));
+        // Without a traceback above, the console keeps it.
+        assert_eq!(excerpt(&lines, 60, 400, false).lines.len(), 8);
+    }
+
+    #[test]
     fn lines_before_got_prompt_are_skipped_and_bars_fold_into_their_last_state() {
         let lines = log(&[
             "Prompt executed in 1.00 seconds",
@@ -148,7 +221,7 @@ mod tests {
             "  25%|██       | 1/4 [00:00<?, ?it/s]",
             "Got an OOM, unloading all loaded models.",
         ]);
-        let x = excerpt(&lines, 60, 400);
+        let x = excerpt(&lines, 60, 400, false);
         assert_eq!(x.total, 7);
         assert_eq!(x.folded_bars, 3);
         assert_eq!(x.omitted, 0);
@@ -170,7 +243,7 @@ mod tests {
         lines.extend((0..200).map(|i| format!("line {i}")));
         lines.push("Prompt executed in 9.00 seconds".into());
         let lines = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
-        let x = excerpt(&lines, 21, 400);
+        let x = excerpt(&lines, 21, 400, false);
         assert_eq!(x.lines.len(), 21);
         assert_eq!(x.omitted, 202 - 20);
         assert_eq!(body(&x.lines[0]), "got prompt");
@@ -194,7 +267,7 @@ mod tests {
             "ping @alice about #12 and GH-3",
             "Prompt executed in 1 s",
         ]);
-        let x = excerpt(&lines, 60, 100);
+        let x = excerpt(&lines, 60, 100, false);
         assert_eq!(x.cut_lines, 1);
         assert!(x.lines[0].ends_with(&format!("[… {} more characters]", 27 + 1011 - 100)));
         let e = Evidence {
