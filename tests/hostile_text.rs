@@ -6,10 +6,12 @@
 //! Item 9: secrets in each free-text form in the server's error and console, and in inputs
 //! named `civitai_key` / `webhook_url`, stay out of report.md, report.json and the bundle.
 
+mod report_support;
 mod session_support;
 
 use comfy_bisect_core::text::is_unsafe;
 use comfy_bisect_sim::Faults;
+use report_support::unzip;
 use serde_json::Value;
 use session_support::*;
 use std::process::Output;
@@ -133,19 +135,6 @@ const SECRETS: &str = " token=tok-s3cret-1 Client(api_key='key-s3cret-2') GET \
      https://api.example.com/v1?key=qry-s3cret-3 in /root/ComfyUI mail ops-s3cret-5@example.org \
      https://hooks.slack.com/services/T1/B2/slk-s3cret-6 \
      https://discord.com/api/webhooks/1/dsc-s3cret-7 host='nas-s3cret-8' ";
-
-fn unzip(path: &std::path::Path) -> Vec<(String, String)> {
-    use std::io::Read;
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
-    (0..zip.len())
-        .map(|i| {
-            let mut file = zip.by_index(i).unwrap();
-            let mut text = String::new();
-            file.read_to_string(&mut text).unwrap();
-            (file.name().unwrap().to_string(), text)
-        })
-        .collect()
-}
 
 #[test]
 fn secrets_in_server_errors_console_and_inputs_stay_out_of_the_report_and_bundle() {

@@ -4,8 +4,7 @@
 
 mod report_support;
 
-use report_support::{scenario, SESSION_ID};
-use std::io::Read;
+use report_support::{scenario, unzip, SESSION_ID};
 use std::process::Command;
 
 const PLANTED: &[&str] = &[
@@ -37,18 +36,6 @@ fn session(root: &std::path::Path) -> std::path::PathBuf {
         }
     }
     f.write(root)
-}
-
-fn unzip(path: &std::path::Path) -> Vec<(String, String)> {
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
-    (0..zip.len())
-        .map(|i| {
-            let mut file = zip.by_index(i).unwrap();
-            let mut text = String::new();
-            file.read_to_string(&mut text).unwrap();
-            (file.name().unwrap().to_string(), text)
-        })
-        .collect()
 }
 
 #[test]

@@ -920,3 +920,17 @@ pub fn failing_console() -> String {
         &[],
     )
 }
+
+/// The files of a zip (a `report --bundle`), name and text, in the archive's order.
+pub fn unzip(path: &std::path::Path) -> Vec<(String, String)> {
+    use std::io::Read;
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..zip.len())
+        .map(|i| {
+            let mut file = zip.by_index(i).unwrap();
+            let mut text = String::new();
+            file.read_to_string(&mut text).unwrap();
+            (file.name().unwrap().to_string(), text)
+        })
+        .collect()
+}

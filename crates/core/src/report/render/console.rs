@@ -100,9 +100,10 @@ fn fold_tracebacks(lines: &[String]) -> (Vec<String>, usize) {
             j += 1;
         }
         let time = lines[i].split_once(' ').map(|(t, _)| t).unwrap_or("");
+        let n = j - i - 1;
         out.push(format!(
-            "{time} Traceback (most recent call last): … {} frame lines, shown in the report's Traceback above",
-            j - i - 1
+            "{time} Traceback (most recent call last): … {n} frame line{}, shown in the report's Traceback above",
+            if n == 1 { "" } else { "s" }
         ));
         folded += j - i - 1;
         i = j;
@@ -125,8 +126,10 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     }
     if x.folded_traceback > 0 {
         notes.push(format!(
-            "the traceback's {} frame lines are shown once, in the Traceback above",
-            x.folded_traceback
+            "the traceback's {} frame line{} {} shown once, in the Traceback above",
+            x.folded_traceback,
+            if x.folded_traceback == 1 { "" } else { "s" },
+            if x.folded_traceback == 1 { "is" } else { "are" }
         ));
     }
     if x.omitted > 0 {
