@@ -29,9 +29,13 @@ pub struct SamplerTiming {
     pub slowing: Option<f64>,
 }
 
+/// One pass while it is read: its node, its `max`, and each step value with its first arrival.
+type Pass = (String, u32, Vec<(u32, u64)>);
+
 /// The sampler passes of our prompt, in the order they ran.
 pub fn sampler_timings(frames: &[WsTextRecord], prompt_id: &str) -> Vec<SamplerTiming> {
-    let mut passes: Vec<(String, u32, Vec<(u32, u64)>)> = Vec::new();
+    // (node, max, (step value, first arrival ms) in order) per pass.
+    let mut passes: Vec<Pass> = Vec::new();
     for f in frames {
         let Some(json) = &f.json else { continue };
         if json.get("type").and_then(|t| t.as_str()) != Some("progress") {
