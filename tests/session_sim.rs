@@ -554,3 +554,36 @@ fn component_hashes_of_model_files_under_models_dir() {
     let line = idx.iter().find(|e| e.run_id == run.run_id).unwrap();
     assert_eq!(line.component_hashes, file.component_hashes);
 }
+
+/// Issue #28: a run that ran out of device memory is shown at what its OOM message proves it
+/// needed, not at the 500 ms sample (which misses the spike right before the OOM and drew the
+/// failing bar below the last passing one).
+#[test]
+fn an_oom_runs_bar_is_what_its_message_proves_it_needed() {
+    let (_t, dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_FRAMES, &[]);
+    let (step, _, _) = first_failure(&s, &out);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let ladder = report["workflows"][0]["ladder"].as_array().unwrap();
+    let failing = ladder.iter().find(|r| r["step"] == step).unwrap();
+    let needed = failing["oom_needed_mib"]
+        .as_f64()
+        .expect("the OOM's figures");
+    assert_eq!(
+        failing["oom_needed_from"], "in use by the process + requested",
+        "{failing}"
+    );
+    // More than the card has free: more than the device holds minus what was in use before.
+    let total = report["workflows"][0]["vram"]["total_mib"]
+        .as_f64()
+        .unwrap();
+    assert!(needed > total * 0.5, "{needed} of {total}");
+    if let Some(sampled) = failing["peak_vram_mib"].as_f64() {
+        assert!(needed >= sampled, "{needed} < sampled {sampled}");
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("needed** (in use by the process + requested, from the OOM message)"),
+        "{md}"
+    );
+}

@@ -156,6 +156,13 @@ fn print_record(file: &RunFile, run_dir: &std::path::Path) {
                 .unwrap_or_default()
         );
     }
+    if let Some((needed, from)) = r
+        .diagnosis
+        .as_ref()
+        .and_then(|d| d.numbers.proven_demand_mib())
+    {
+        println!("  VRAM needed: at least {needed:.0} MiB ({from}, from the OOM message; the sampled peak can miss the spike before it)");
+    }
     if let Some(e) = r.execution_error() {
         println!(
             "  error:     {}: {}: {}",

@@ -326,6 +326,27 @@ pub struct Numbers {
 }
 
 impl Numbers {
+    /// The device memory an out-of-memory message proves the run needed, with where the
+    /// figure comes from: what the process had in use plus what it asked for (or PyTorch's
+    /// allocated + reserved + requested), else the device limit it hit. None without such
+    /// figures. A sampled peak can miss the spike before an OOM; this cannot.
+    pub fn proven_demand_mib(&self) -> Option<(f64, &'static str)> {
+        let requested = self.requested_mib?;
+        if let Some(in_use) = self.process_in_use_mib {
+            return Some((in_use + requested, "in use by the process + requested"));
+        }
+        if let Some(allocated) = self.allocated_mib {
+            let reserved = self.reserved_unallocated_mib.unwrap_or(0.0);
+            return Some((
+                allocated + reserved + requested,
+                "allocated + reserved + requested",
+            ));
+        }
+        self.device_limit_mib
+            .or(self.total_mib)
+            .map(|limit| (limit, "the device limit it hit"))
+    }
+
     /// The eight numbers of the diagnosis contract, as the report prints them.
     pub fn contract(&self) -> ContractNumbers {
         ContractNumbers {

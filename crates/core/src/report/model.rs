@@ -307,6 +307,13 @@ pub struct LadderRow {
     pub failing_node: Option<NodeRef>,
     /// Highest sampled VRAM use in MiB (total − free).
     pub peak_vram_mib: Option<f64>,
+    /// For a run that ran out of device memory: what its OOM message proves it needed (MiB)
+    /// — the failing bar's height, as a sampled peak can miss the spike before the OOM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_needed_mib: Option<f64>,
+    /// Where `oom_needed_mib` comes from (`in use by the process + requested`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_needed_from: Option<String>,
     /// How many VRAM samples were taken.
     pub vram_samples: Option<usize>,
     /// Device memory already in use before the run (after `/free` and the settle), MiB.

@@ -190,6 +190,11 @@ fn row_for(
         None
     };
     let summary = entry.summary.as_ref();
+    let proven = entry
+        .diagnosis
+        .as_ref()
+        .filter(|_| entry.failed())
+        .and_then(|d| d.numbers.proven_demand_mib());
     LadderRow {
         step,
         increment: increment.to_string(),
@@ -213,6 +218,8 @@ fn row_for(
             }),
         failing_node: failing_node(entry),
         peak_vram_mib: summary.and_then(|s| s.vram_peak_mib),
+        oom_needed_mib: proven.map(|(v, _)| v),
+        oom_needed_from: proven.map(|(_, from)| from.to_string()),
         vram_samples: vram_samples(file),
         baseline_vram_mib: summary.and_then(|s| s.vram_baseline_mib),
         peak_ram_mib: summary.and_then(|s| s.ram_peak_mib),

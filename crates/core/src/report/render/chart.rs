@@ -122,9 +122,19 @@ pub(crate) fn ladder_chart(w: &crate::report::model::WorkflowReport) -> Option<(
             format!("{} {}{how}", r.step, r.increment)
         })
         .collect();
+    // A failed run's bar is what its OOM message proves it needed (up to the device total),
+    // when that is more than the sampled peak, which can miss the spike before the OOM.
+    let total = w.vram.total_mib;
     let vram = |keep: fn(&str) -> bool| -> Vec<Option<f64>> {
         ran.iter()
-            .map(|r| r.peak_vram_mib.filter(|_| keep(&r.outcome)))
+            .map(|r| {
+                let needed = r.oom_needed_mib.map(|n| total.map_or(n, |t| n.min(t)));
+                let peak = match (r.peak_vram_mib, needed) {
+                    (Some(p), Some(n)) => Some(p.max(n)),
+                    (p, n) => p.or(n),
+                };
+                peak.filter(|_| keep(&r.outcome))
+            })
             .collect()
     };
     let mut lines = Vec::new();
@@ -173,6 +183,15 @@ pub(crate) fn ladder_chart(w: &crate::report::model::WorkflowReport) -> Option<(
         "Bars: peak VRAM of each step that ran — passed runs in the first series (green), failed \
          runs in the second (red; the step's label says how it ended)",
     );
+    if ran
+        .iter()
+        .any(|r| r.oom_needed_mib.is_some() && is_failure(&r.outcome))
+    {
+        caption.push_str(
+            "; a run that ran out of device memory is drawn at what its OOM message proves it \
+             needed (up to the device's total) when that is more than the sampled peak",
+        );
+    }
     if ram {
         caption.push_str("; blue line: peak RAM of each step's run");
         if ran.iter().any(|r| r.peak_ram_mib.is_none()) {
@@ -197,7 +216,10 @@ pub(crate) fn ladder_chart(w: &crate::report::model::WorkflowReport) -> Option<(
     }
     let unsampled = ran
         .iter()
-        .filter(|r| r.peak_vram_mib.is_none() || !(r.outcome == "passed" || is_failure(&r.outcome)))
+        .filter(|r| {
+            (r.peak_vram_mib.is_none() && r.oom_needed_mib.is_none())
+                || !(r.outcome == "passed" || is_failure(&r.outcome))
+        })
         .count();
     if unsampled > 0 {
         caption.push_str(&format!(

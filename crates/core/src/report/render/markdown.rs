@@ -703,6 +703,18 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         (Some(p), None) => mib(p),
         _ => DASH.into(),
     };
+    if let (Some(needed), Some(from)) = (r.oom_needed_mib, &r.oom_needed_from) {
+        let sampled = if peak == DASH {
+            String::new()
+        } else {
+            format!("<br>sampled: {peak}")
+        };
+        peak = format!(
+            "**≥ {} needed** ({}, from the OOM message){sampled}",
+            mib(needed),
+            text(from)
+        );
+    }
     if let Some(b) = r.baseline_vram_mib {
         peak.push_str(&format!("<br>held before: {}", mib(b)));
     }
