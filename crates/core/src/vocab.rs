@@ -474,3 +474,44 @@ impl VerdictKind {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oom_proves_what_was_in_use_plus_what_was_asked_for() {
+        let n = Numbers {
+            requested_mib: Some(1925.0),
+            process_in_use_mib: Some(4260.0),
+            allocated_mib: Some(3840.0),
+            total_mib: Some(6144.0),
+            ..Numbers::default()
+        };
+        assert_eq!(
+            n.proven_demand_mib(),
+            Some((6185.0, "in use by the process + requested"))
+        );
+        // Without the process figure (cudaMallocAsync, older messages): PyTorch's own.
+        let n = Numbers {
+            process_in_use_mib: None,
+            reserved_unallocated_mib: Some(100.0),
+            ..n
+        };
+        assert_eq!(
+            n.proven_demand_mib(),
+            Some((5865.0, "allocated + reserved + requested"))
+        );
+        // Only a limit: the limit it hit.
+        let n = Numbers {
+            requested_mib: Some(20.0),
+            device_limit_mib: Some(8000.0),
+            ..Numbers::default()
+        };
+        assert_eq!(
+            n.proven_demand_mib(),
+            Some((8000.0, "the device limit it hit"))
+        );
+        assert_eq!(Numbers::default().proven_demand_mib(), None);
+    }
+}
