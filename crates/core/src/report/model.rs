@@ -674,9 +674,8 @@ impl Verdict {
         match self.kind {
             VerdictKind::FirstFailure => match fallback {
                 Some(f) => format!(
-                    "{}{}; first failure at {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
-                    f[..1].to_uppercase(),
-                    &f[1..],
+                    "{}; first failure at {}{} (step {} of {steps}): {}{}. Root cause: unknown.",
+                    crate::text::capitalize(&f),
                     emph(self.increment.as_deref().unwrap_or("?")),
                     named(),
                     self.step.unwrap_or_default(),

@@ -271,9 +271,18 @@ fn new_session(
 }
 
 fn drive(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> SessionFile {
+    drive_with(paths, backend, clock, &mut NoHooks)
+}
+
+/// [`drive`] with these hooks.
+fn drive_with(
+    paths: &SessionPaths,
+    backend: FakeBackend,
+    clock: &FakeClock,
+    hooks: &mut dyn Hooks,
+) -> SessionFile {
     let session = SessionFile::load(paths).unwrap();
-    let mut hooks = NoHooks;
-    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut hooks);
+    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), hooks);
     driver.drive().unwrap();
     assert_eq!(
         driver.durable.pending(),
@@ -505,12 +514,23 @@ impl Hooks for Notes {
     }
 }
 
+/// The notes of a drive.
 fn drive_noting(paths: &SessionPaths, backend: FakeBackend, clock: &FakeClock) -> Vec<String> {
-    let session = SessionFile::load(paths).unwrap();
     let mut notes = Notes::default();
-    let mut driver = Driver::new(paths.clone(), session, backend, clock.clone(), &mut notes);
-    driver.drive().unwrap();
+    drive_with(paths, backend, clock, &mut notes);
     notes.0
+}
+
+/// A two-step session whose server is down, waited for `wait_server_s`.
+fn lost_server(dir: &Path, clock: &FakeClock, wait_server_s: u64) -> (SessionPaths, FakeBackend) {
+    let options = SessionOptions {
+        wait_server_s,
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir, options, vec![prepared("a", 2)]);
+    let backend = FakeBackend::new(clock, 2);
+    backend.alive.set(false);
+    (paths, backend)
 }
 
 #[test]
@@ -518,13 +538,7 @@ fn waits_say_they_are_still_waiting_without_a_terminal() {
     // A lost server: a line a minute until --wait-server (5 min) gives up.
     let dir = tempfile::tempdir().unwrap();
     let clock = FakeClock::new();
-    let options = SessionOptions {
-        wait_server_s: 300,
-        ..SessionOptions::default()
-    };
-    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
-    let backend = FakeBackend::new(&clock, 9);
-    backend.alive.set(false);
+    let (paths, backend) = lost_server(dir.path(), &clock, 300);
     let notes = drive_noting(&paths, backend, &clock);
     let still: Vec<_> = notes
         .iter()
@@ -935,13 +949,7 @@ fn stop_flag_stops_before_the_next_run() {
 fn server_down_before_a_run_is_waited_for_then_the_session_stops() {
     let dir = tempfile::tempdir().unwrap();
     let clock = FakeClock::new();
-    let options = SessionOptions {
-        wait_server_s: 10,
-        ..SessionOptions::default()
-    };
-    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 2)]);
-    let backend = FakeBackend::new(&clock, 2);
-    backend.alive.set(false);
+    let (paths, backend) = lost_server(dir.path(), &clock, 10);
     let before = clock.now();
     let s = drive(&paths, backend, &clock);
     assert!((clock.now() - before).as_secs() >= 10);

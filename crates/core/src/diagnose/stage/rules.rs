@@ -7,9 +7,10 @@ use super::super::frames::{Frame, FrameCat};
 use super::super::parse::ConsoleTail;
 use super::super::{ConsoleSignals, Evidence, Kind, RunOutcomeHint, Stage, StageConfidence};
 use super::{
-    capitalise, classify_traceback, describe_node, model_file_reason, node_category, parse_frames,
-    prog_from, resurfaced_in_cleanup, Failing, NodeCat, Prog,
+    classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
+    resurfaced_in_cleanup, Failing, NodeCat, Prog,
 };
+use crate::text::capitalize;
 use StageConfidence::{Certain, Likely};
 
 /// Everything the rules read, derived once from the evidence.
@@ -305,9 +306,9 @@ fn sampler_progress(c: &Ctx) -> Option<Answer> {
     let in_node = &c.in_node;
     match p {
         Prog::Middle(k, n) => Some(found(Stage::SampleMiddle, vec![Stage::SampleMiddle], Likely, format!("Sampling had started{in_node} and {source} {k}/{n} steps done before the failure."))),
-        Prog::Started0(n) => Some(found(Stage::SampleFirst, vec![Stage::SampleFirst], Likely, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalise(source)))),
-        Prog::Done(n) if c.node_cat == NodeCat::Sampler => Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalise(source)))),
-        Prog::Done(n) if c.failing.node_type.is_none() => Some(found(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], Likely, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalise(source)))),
+        Prog::Started0(n) => Some(found(Stage::SampleFirst, vec![Stage::SampleFirst], Likely, format!("{} 0/{n} right before the failure{in_node}: the sampling loop had started and no step finished.", capitalize(source)))),
+        Prog::Done(n) if c.node_cat == NodeCat::Sampler => Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("{} {n}/{n}: sampling had finished, so the failure is in the sampler node's built-in decode{in_node}.", capitalize(source)))),
+        Prog::Done(n) if c.failing.node_type.is_none() => Some(found(Stage::Decode, vec![Stage::Decode, Stage::Postprocess], Likely, format!("{} {n}/{n}: sampling had finished before the failure; the failing node is not named, so decode is the likely next step but post-processing is also possible.", capitalize(source)))),
         Prog::Done(_) | Prog::NotStarted => None,
     }
 }

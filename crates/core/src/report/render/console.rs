@@ -9,6 +9,7 @@ use super::budget::trim_middle;
 use super::md::{code, details, fence};
 use crate::comfy::console::{classify, ConsoleLine};
 use crate::report::model::Evidence;
+use crate::text::capitalize;
 
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,14 +166,6 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     let mut out = details(&summary, &body);
     out.push('\n');
     out
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]
