@@ -358,12 +358,14 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
     run.garbage();
     run.flood();
 
-    // Classic cache: keep only keys of this prompt, then see what is cached.
+    // Classic cache: keep only keys of this prompt, then see what is cached (`--cache-none`:
+    // nothing was kept, every node runs).
     let keys = cache_keys(&prompt);
+    let cache_none = inst.shared.config.launch.cache_none;
     let cached: Vec<String> = {
         let mut st = inst.lock();
         let live: HashSet<&String> = keys.values().collect();
-        st.cache.retain(|k, _| live.contains(k));
+        st.cache.retain(|k, _| live.contains(k) && !cache_none);
         prompt
             .keys()
             .filter(|id| st.cache.contains_key(&keys[*id]))
@@ -470,6 +472,9 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         st.executing = None;
         st.gpu.empty_cache();
         st.gpu.leaked += run.inst.shared.faults().leak_bytes;
+        if cache_none {
+            st.cache.clear();
+        }
         if slow == 0 {
             st.insert_history(pid.clone(), entry);
         } else {

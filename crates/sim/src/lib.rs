@@ -23,6 +23,7 @@ pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../te
 
 mod exec;
 mod http;
+pub mod launch;
 mod media;
 pub mod memory;
 pub mod nodes;
@@ -32,6 +33,7 @@ mod server;
 mod state;
 pub mod validate;
 
+pub use launch::Launch;
 pub use memory::{Stage, GIB, MIB};
 pub use oom::Allocator;
 pub use profile::Profile;
@@ -399,8 +401,17 @@ impl std::fmt::Display for Faults {
 /// The line `simulate` prints when it listens: the URL, the VRAM and the faults as the
 /// `--faults` list.
 pub fn banner(url: &str, config: &SimConfig) -> String {
+    let mut flags = config.launch.args.join(" ");
+    if let Some(conf) = &config.launch.alloc_conf {
+        flags = format!("PYTORCH_CUDA_ALLOC_CONF={conf} {flags}");
+    }
+    let flags = if flags.trim().is_empty() {
+        String::new()
+    } else {
+        format!(", flags: {}", flags.trim())
+    };
     format!(
-        "ComfyUI simulator listening on {url} ({} VRAM, faults: {}); Ctrl-C to stop",
+        "ComfyUI simulator listening on {url} ({} VRAM, faults: {}{flags}); Ctrl-C or SIGTERM to stop",
         oom::format_size(config.vram_bytes),
         config.faults
     )
@@ -441,6 +452,9 @@ pub struct SimConfig {
     pub models_root: std::path::PathBuf,
     /// Which ComfyUI it answers as (0.3.64 by default; see [`Profile`]).
     pub profile: Profile,
+    /// The ComfyUI flags and allocator environment it was started with (see [`Launch`]):
+    /// shown in `system.argv`, honoured by the memory model.
+    pub launch: Launch,
 }
 
 /// The default [`SimConfig::models_root`]: a path that exists nowhere.
@@ -458,6 +472,7 @@ impl Default for SimConfig {
             require_header: None,
             models_root: SIM_MODELS_ROOT.into(),
             profile: Profile::default(),
+            launch: Launch::default(),
         }
     }
 }
@@ -496,6 +511,11 @@ impl SimConfig {
     /// Answers as `profile` (see [`Profile`]).
     pub fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
+        self
+    }
+    /// Started with these ComfyUI flags and allocator environment (see [`Launch::parse`]).
+    pub fn with_launch(mut self, launch: Launch) -> Self {
+        self.launch = launch;
         self
     }
     pub fn with_lowvram(mut self) -> Self {
@@ -689,7 +709,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
     let shared = Arc::new(Shared {
         addr,
         faults: Mutex::new(config.faults.clone()),
-        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
+        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram || config.launch.lowvram()),
         extra_pack: std::sync::atomic::AtomicBool::new(false),
         pack_removed: std::sync::atomic::AtomicBool::new(false),
         config,
@@ -770,7 +790,9 @@ impl SimHandle {
     }
 }
 
-/// Runs a simulator until Ctrl-C (for `comfy-bisect simulate`). Prints the URL on stderr.
+/// Runs a simulator until Ctrl-C or SIGTERM (for `comfy-bisect simulate`; a supervisor that
+/// restarts it with other flags sends SIGTERM). Prints the URL on stderr; the port is free
+/// when it returns.
 pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -778,10 +800,26 @@ pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> 
     rt.block_on(async move {
         let sim = start(config.clone(), bind).await?;
         eprintln!("{}", banner(&sim.base_url(), &config));
-        tokio::signal::ctrl_c().await?;
+        stop_signal().await?;
         sim.shutdown().await;
         Ok(())
     })
+}
+
+/// Waits for Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
 }
 
 #[cfg(test)]

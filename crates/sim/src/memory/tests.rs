@@ -200,6 +200,7 @@ fn models_are_unloaded_lru_to_make_room() {
         key: "umt5".into(),
         bytes: 11 * GIB,
         full: false,
+        cpu: false,
     };
     assert!(gpu.plan(&enc).oom.is_none());
     gpu.finish_node();
