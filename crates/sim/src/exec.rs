@@ -572,9 +572,17 @@ async fn run_node(
         lits: &lits,
         links: &links,
     });
+    let previews = matches!(
+        run.item
+            .extra_data
+            .get("preview_method")
+            .and_then(Value::as_str),
+        Some("auto" | "latent2rgb" | "taesd")
+    );
     let plan: Plan = {
         let mut st = inst.lock();
         st.gpu.step_growth = inst.shared.faults().step_growth_bytes;
+        st.gpu.previews = previews;
         st.gpu.plan(&work)
     };
     for note in &plan.notes {
@@ -592,13 +600,6 @@ async fn run_node(
     let stride = steps.div_ceil(1000).max(1);
     let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
     let ws_images = class == "SaveImageWebsocket";
-    let previews = matches!(
-        run.item
-            .extra_data
-            .get("preview_method")
-            .and_then(Value::as_str),
-        Some("auto" | "latent2rgb" | "taesd")
-    );
     let bars = matches!(work, Work::Sample { .. }) && steps > 0;
     if bars {
         inst.lock().log(&tqdm(0, steps));

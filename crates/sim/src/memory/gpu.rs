@@ -75,6 +75,9 @@ pub struct Gpu {
     pub step_growth: u64,
     /// What the launch flags change (see [`Knobs`]).
     pub knobs: Knobs,
+    /// The prompt being run asks for live sampler previews (`extra_data.preview_method` other
+    /// than `none`): each sampling step also decodes a preview.
+    pub previews: bool,
     /// Console lines of the loads made while planning the current node (ComfyUI's
     /// `Requested to load X` / `loaded completely|partially …`), moved into
     /// [`Plan::console`](super::Plan::console).
@@ -93,6 +96,7 @@ impl Gpu {
             leaked: 0,
             step_growth: 0,
             knobs: Knobs::default(),
+            previews: false,
             console: Vec::new(),
         }
     }

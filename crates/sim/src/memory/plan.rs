@@ -30,6 +30,11 @@ impl Stage {
     }
 }
 
+/// Device memory a live sampler preview takes (the TAESD decoder and one preview image).
+const PREVIEW_BYTES: u64 = 96 * MIB;
+/// Simulated seconds a live sampler preview adds to each step.
+const PREVIEW_SECONDS: f64 = 0.03;
+
 /// An explicit tiled VAE decode or encode (`VAEDecodeTiled`'s widgets, in pixels and frames).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tiling {
@@ -331,10 +336,16 @@ impl Gpu {
                 * f.seconds_per_token()
                 * self.knobs.attention_time
                 * (1.0 + 3.0 * offloaded.clamp(0.0, 1.0));
+        // A live preview per step: the small preview decoder and one preview image.
+        let (preview_bytes, preview_seconds) = if self.previews {
+            (PREVIEW_BYTES, PREVIEW_SECONDS)
+        } else {
+            (0, 0.0)
+        };
         let mut plan = Plan {
             steps,
             setup_seconds: 0.1 + want as f64 / (12.0 * GIB as f64),
-            step_seconds,
+            step_seconds: step_seconds + preview_seconds,
             peak_allocated: 0,
             oom: None,
             notes: Vec::new(),
@@ -370,8 +381,8 @@ impl Gpu {
             }
             self.active = 0;
         }
-        // First step: the activations.
-        if let Err(requested) = self.try_alloc(activations, 4) {
+        // First step: the activations (and the preview decoder's working memory).
+        if let Err(requested) = self.try_alloc(activations + preview_bytes, 4) {
             let mut oom = self.oom(Stage::SampleFirst, 0, requested);
             oom.partial = partial;
             plan.oom = Some(oom);
