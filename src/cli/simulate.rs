@@ -25,7 +25,7 @@ pub struct Args {
     /// Comma-separated faults: crash-mid-run, drop-socket, slow-history[=MS], prompt-500,
     /// garbage-frames, socket-after-history, no-internal-logs, no-experiment-models,
     /// missing-output=CLASS|#ID, short-video=N, no-range, silent-socket, queue-hides,
-    /// history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS,
+    /// history-500, ws-flood=N, flat-product, nan-decode, crash-on=N[:N…], revive-after=MS,
     /// lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE (docs/simulator.md).
     #[arg(long, default_value = "")]
     pub faults: String,

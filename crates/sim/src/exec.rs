@@ -717,7 +717,22 @@ async fn run_node(
             _ => None,
         });
     if let (Some(ui), Some(img)) = (&ui, image) {
+        let look = if run.faults.nan_decode {
+            super::media::Look::Black
+        } else if run.faults.flat_product {
+            super::media::Look::Flat
+        } else {
+            super::media::Look::Picture
+        };
         let mut st = inst.lock();
+        if run.faults.nan_decode {
+            // numpy's warning when the saver casts NaN pixels to uint8 (`nodes.py`, SaveImage).
+            st.log(&format!(
+                "{}/nodes.py:1611: RuntimeWarning: invalid value encountered in cast\n  img = \
+                 Image.fromarray(np.clip(i, 0, 255).astype(np.uint8))\n",
+                super::oom::ROOT
+            ));
+        }
         let animated = ui.get("animated").is_some() || ui.get("gifs").is_some();
         let frames = if animated {
             img.count.saturating_sub(run.faults.short_video).max(1)
@@ -737,6 +752,7 @@ async fn run_node(
                     height: img.height,
                     frames,
                     animated,
+                    look,
                 };
                 st.files.insert(path, file);
             }

@@ -125,6 +125,13 @@ pub struct Faults {
     /// frame again, another prompt's `progress` and a binary preview — the shapes of the
     /// captures in `tests/fixtures/comfyui/` — then the prompt runs on.
     pub ws_flood: u64,
+    /// Every image an output node writes is one flat colour (`flat-product`): the run
+    /// succeeds and the PNGs `/view` serves decode to a single colour, a degenerate product.
+    pub flat_product: bool,
+    /// Every image an output node writes is black, as a VAE decode that produced NaN saves
+    /// (`nan-decode`): the run succeeds, the PNGs decode to all-black pixels, and the console
+    /// has numpy's cast warning from the saver.
+    pub nan_decode: bool,
 }
 
 impl Faults {
@@ -247,11 +254,21 @@ impl Faults {
         self.short_video = n;
         self
     }
+    /// Every written image is one flat colour.
+    pub fn with_flat_product(mut self) -> Self {
+        self.flat_product = true;
+        self
+    }
+    /// Every written image is black (a NaN decode).
+    pub fn with_nan_decode(mut self) -> Self {
+        self.nan_decode = true;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
-    /// ws-flood=N,crash-on=N[:N…],
+    /// ws-flood=N,flat-product,nan-decode,crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
     /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -275,6 +292,8 @@ impl Faults {
                 ("silent-socket", None) => f.silent_socket = true,
                 ("queue-hides", None) => f.queue_hides = true,
                 ("history-500", None) => f.history_500 = true,
+                ("flat-product", None) => f.flat_product = true,
+                ("nan-decode", None) => f.nan_decode = true,
                 ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
                     f.missing_output = Some(target.to_string())
                 }
@@ -326,7 +345,8 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
-                         silent-socket, queue-hides, history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS, \
+                         silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
+                         crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
                          step-growth=SIZE"
                     ))
@@ -358,6 +378,8 @@ impl std::fmt::Display for Faults {
         flag(self.silent_socket, "silent-socket");
         flag(self.queue_hides, "queue-hides");
         flag(self.history_500, "history-500");
+        flag(self.flat_product, "flat-product");
+        flag(self.nan_decode, "nan-decode");
         if self.slow_history_ms > 0 {
             items.push(format!("slow-history={}", self.slow_history_ms));
         }
@@ -832,7 +854,7 @@ mod tests {
     fn the_banner_names_the_faults_as_the_faults_list() {
         let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
                     missing-output=#22,short-video=2,revive-after=500,silent-socket,queue-hides,\
-                    history-500,step-growth=2048";
+                    history-500,step-growth=2048,flat-product,nan-decode";
         let config = SimConfig {
             faults: Faults::parse(list).unwrap(),
             ..SimConfig::default()
@@ -867,6 +889,10 @@ mod tests {
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
         let f = Faults::parse("silent-socket,queue-hides,history-500").unwrap();
         assert!(f.silent_socket && f.queue_hides && f.history_500);
+        assert_eq!(
+            Faults::parse("flat-product,nan-decode").unwrap(),
+            Faults::default().with_flat_product().with_nan_decode()
+        );
         let f = Faults::parse("no-internal-logs,no-experiment-models,missing-output=SaveImage")
             .unwrap();
         assert!(f.no_internal_logs && f.no_experiment_models);
