@@ -5,7 +5,7 @@
 use super::{MIB, NON_TORCH_OVERHEAD};
 
 /// The server-wide settings the memory model honours: what the launch flags and the
-/// allocator environment change (`launch.rs` turns a command line into these). The default
+/// allocator environment change (`flags.rs` turns a command line into these). The default
 /// is a 0.3.64 server started with no memory flags.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Knobs {
