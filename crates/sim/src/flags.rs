@@ -2,7 +2,7 @@
 //! and grouped as `comfy/cli_args.py` has them), refusing any other flag as ComfyUI's argparse
 //! would, and the allocator environment (`PYTORCH_CUDA_ALLOC_CONF`). This module owns the
 //! command line; [`Launch::knobs`] turns it into what the memory model honours
-//! ([`Knobs`](crate::memory::Knobs)), and [`Launch::args`] is what `/system_stats` shows in
+//! ([`Knobs`]), and [`Launch::args`] is what `/system_stats` shows in
 //! `system.argv`, verbatim.
 
 use super::memory::Knobs;
