@@ -28,8 +28,7 @@ pub struct Knobs {
     /// Pinned host memory (2026 servers unless `--disable-pinned-memory`): the offloaded part
     /// of each partially loaded model is page-locked in host RAM.
     pub pinned: bool,
-    /// `--novram`: every model may load partially, as under `--lowvram`, with no weights
-    /// required on the device.
+    /// `--novram`: every model may load partially, also the ones that otherwise move whole.
     pub novram: bool,
 }
 
