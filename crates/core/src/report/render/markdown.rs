@@ -1,6 +1,6 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
-use super::budget::{self, Limits, Trimmed};
+use super::budget::{self, trimmed_block, Limits};
 use super::console;
 use super::md::{self, code, details, fence, text, text_with_code, Table};
 use super::memory;
@@ -67,6 +67,10 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     }
     out.push_str(&meta_line(report));
     out.push_str("\n\n");
+    for w in &report.workflows {
+        let title = (!single).then_some(w.name.as_str());
+        out.push_str(&super::bug_form::markdown(w, title, 2, limits));
+    }
     if let Some(env) = &report.environment {
         out.push_str(&environment(env, 2));
     }
@@ -389,7 +393,7 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
             w.verdict.kind,
             VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
         );
-        out.push_str(&evidence(e, level, decided, limits));
+        out.push_str(&evidence(e, level, decided, w.bug_form.is_some(), limits));
     }
     if let Some(n) = &w.next_steps {
         out.push_str(&heading(level, "What to check next"));
@@ -743,31 +747,15 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
     ]
 }
 
-/// Where the whole of a trimmed part is: the run's `run.json` and report.json.
-fn whole_in(e: &Evidence, what: &str) -> String {
-    match &e.run_dir {
-        Some(dir) => format!(
-            "the whole {what} is in {} and report.json",
-            code(&format!("{dir}/run.json"))
-        ),
-        None => format!("the whole {what} is in report.json"),
-    }
-}
-
-/// A trimmed part in a fenced block, with what was left out above it.
-fn trimmed_block(e: &Evidence, what: &str, info: &str, t: &Trimmed, line_chars: usize) -> String {
-    let mut body = String::new();
-    if let Some(note) = t.note(line_chars) {
-        let mut note = format!("{note}; {}.", whole_in(e, what));
-        note[..1].make_ascii_uppercase();
-        body.push_str(&note);
-        body.push_str("\n\n");
-    }
-    body.push_str(&fence(info, &t.lines.join("\n")));
-    body
-}
-
-fn evidence(e: &Evidence, level: usize, decided: bool, limits: &Limits) -> String {
+/// The failing run's evidence; `traceback_above`: the bug-form block at the top shows its
+/// traceback (under Debug Logs), so it is not repeated here.
+fn evidence(
+    e: &Evidence,
+    level: usize,
+    decided: bool,
+    traceback_above: bool,
+    limits: &Limits,
+) -> String {
     let title = if !decided {
         format!(
             "Lowest failing step so far (step {}, {}; no verdict yet)",
@@ -879,24 +867,14 @@ fn evidence(e: &Evidence, level: usize, decided: bool, limits: &Limits) -> Strin
         out.push('\n');
     }
     if !e.traceback.is_empty() {
-        let lines: Vec<&str> = e
-            .traceback
-            .iter()
-            .flat_map(|l| l.trim_end_matches('\n').lines())
-            .collect();
-        let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
-        let summary = if t.omitted > 0 {
-            format!(
-                "Traceback ({} of {} lines shown)",
-                lines.len() - t.omitted,
-                lines.len()
-            )
+        if traceback_above {
+            out.push_str(
+                "The traceback is under **Debug Logs** at the top (for ComfyUI's bug form).\n\n",
+            );
         } else {
-            "Traceback".to_string()
-        };
-        let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
-        out.push_str(&details(&summary, &body));
-        out.push('\n');
+            out.push_str(&super::bug_form::traceback(e, limits));
+            out.push('\n');
+        }
     }
     out.push_str(&console::markdown(
         e,

@@ -787,6 +787,16 @@ impl Verdict {
     }
 }
 
+/// The custom node pack a node class comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackOfClass {
+    /// The pack (its folder under `custom_nodes/`).
+    pub pack: String,
+    /// Its version, when the server says (ComfyUI-Manager's installed list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
 /// `run.json`: the complete record of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFile {
@@ -807,6 +817,12 @@ pub struct RunFile {
     /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Fingerprint>,
+    /// The node classes of the submitted workflow that come from a custom node pack, by class
+    /// (from `/object_info`'s `python_module`); the workflow's other classes are ComfyUI's
+    /// own, so an empty map says every node is core. None: not known (no `/object_info` was
+    /// read, or a record older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_nodes: Option<BTreeMap<String, PackOfClass>>,
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
     /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
     pub record: crate::run::RunRecord,

@@ -1,0 +1,208 @@
+//! The block report.md starts with: the failure in the fields of ComfyUI's bug form, each
+//! field a `###` heading as GitHub shows a submitted form (Custom Node Testing, Expected
+//! Behavior, Actual Behavior, Steps to Reproduce, Debug Logs, Other), so each part can be
+//! pasted into the field of the same name. It holds the verdict, a five-column ladder, the
+//! custom-pack nodes of the failing workflow, the one traceback of the report (folded) and the
+//! GPU and ComfyUI version; the full tables follow it.
+
+use super::budget::{self, trimmed_block, Limits};
+use super::md::{self, code, details, text, Table};
+use crate::report::model::{BugForm, CustomPackNodes, Evidence, WorkflowReport};
+use crate::units::mib_rounded as mib;
+
+const DASH: &str = "—";
+
+/// The block of `w` (empty when it has no bug form); `title` names the workflow when the
+/// session has several; `level` is the block's heading level (its fields are one deeper).
+pub(crate) fn markdown(
+    w: &WorkflowReport,
+    title: Option<&str>,
+    level: usize,
+    limits: &Limits,
+) -> String {
+    let Some(form) = &w.bug_form else {
+        return String::new();
+    };
+    let hashes = "#".repeat(level);
+    let field = |name: &str| format!("{}# {name}\n\n", hashes);
+    let mut out = match title {
+        Some(t) => format!("{hashes} For ComfyUI's bug form: {}\n\n", code(t)),
+        None => format!("{hashes} For ComfyUI's bug form\n\n"),
+    };
+    out.push_str(
+        "ComfyUI's issue form (New issue → *Bug Report*) has a field for each heading below: \
+         paste what is under it. The full tables follow; `comfy-bisect report SESSION --bundle \
+         report.zip` packs the rest to attach.\n\n",
+    );
+    out.push_str(&field("Custom Node Testing"));
+    out.push_str(&custom_nodes(w.custom_pack_nodes.as_ref()));
+    out.push_str(&field("Expected Behavior"));
+    out.push_str(&format!("{}\n\n", text(&form.expected)));
+    out.push_str(&field("Actual Behavior"));
+    out.push_str(&format!(
+        "{}{}\n\n",
+        w.verdict.sentence(&|s: &str| md::bold(s)),
+        failing_node(w.first_failure.as_ref())
+    ));
+    out.push_str(&field("Steps to Reproduce"));
+    out.push_str(&steps(form, w));
+    out.push_str(&field("Debug Logs"));
+    match w.first_failure.as_ref().filter(|e| !e.traceback.is_empty()) {
+        Some(e) => {
+            out.push_str(&traceback(e, limits));
+            out.push('\n');
+        }
+        None => out.push_str(
+            "The failing run has no Python traceback (the server sent none); the server \
+             console of the run is below, under the failing run.\n\n",
+        ),
+    }
+    out.push_str(&field("Other"));
+    let mut other = Vec::new();
+    other.push(format!(
+        "GPU: {}",
+        form.gpu.as_deref().map(text).unwrap_or_else(|| DASH.into())
+    ));
+    other.push(format!(
+        "ComfyUI {}",
+        form.comfyui_version
+            .as_deref()
+            .map(text)
+            .unwrap_or_else(|| DASH.into())
+    ));
+    out.push_str(&format!(
+        "{}. Found with comfy-bisect: the environment, the full ladder and the evidence follow.\n\n",
+        other.join(" · ")
+    ));
+    out
+}
+
+/// "The failing node: `VAEDecode #8` raised `torch.OutOfMemoryError`."
+fn failing_node(e: Option<&Evidence>) -> String {
+    let Some(n) = e.and_then(|e| e.node.as_ref()) else {
+        return String::new();
+    };
+    let raised = e
+        .and_then(|e| e.exception_type.as_deref())
+        .map(|t| format!(" raised {}", code(t)))
+        .unwrap_or_default();
+    format!(
+        " The failing node: {}{raised}.",
+        code(&format!("{} #{}", n.class_type, n.id))
+    )
+}
+
+/// The custom-pack nodes of the failing workflow, all core, or not recorded.
+fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
+    let Some(c) = c else {
+        return "Not recorded: the failing run's record does not say which of its nodes come \
+                from custom node packs (an older record, or the server's node definitions \
+                could not be read). The Environment section lists the server's packs.\n\n"
+            .to_string();
+    };
+    if c.nodes.is_empty() {
+        return format!(
+            "Every node of the failing workflow (step {}) is one of ComfyUI's own: no custom \
+             node pack takes part.\n\n",
+            c.step
+        );
+    }
+    let mut out = format!(
+        "The failing workflow (step {}) has {} node{} from custom node packs. ComfyUI asks \
+         whether the failure stays with `--disable-all-custom-nodes`; a failure that needs \
+         these nodes belongs to the pack's author.\n\n",
+        c.step,
+        c.nodes.len(),
+        if c.nodes.len() == 1 { "" } else { "s" }
+    );
+    let mut t = Table::new(&["Node", "Title", "Pack", "Version"]);
+    for n in &c.nodes {
+        let node = match &n.node.subgraph {
+            Some(location) => {
+                let (_, own) = crate::workflow::label::split_hierarchical(&n.node.id);
+                code(&format!("{} #{own} in {location}", n.node.class_type))
+            }
+            None => code(&format!("{} #{}", n.node.class_type, n.node.id)),
+        };
+        t.row(vec![
+            node,
+            n.title.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+            text(&n.pack),
+            n.version
+                .as_deref()
+                .map(text)
+                .unwrap_or_else(|| "unknown".into()),
+        ]);
+    }
+    out.push_str(&t.render());
+    out.push('\n');
+    out
+}
+
+/// The workflow to queue and the ladder in five columns.
+fn steps(form: &BugForm, w: &WorkflowReport) -> String {
+    let mut out = match &form.workflow {
+        Some(file) => format!(
+            "Queue the failing workflow {} (API format, as it was submitted) on a server like \
+             the one under Other. comfy-bisect reduced the full workflow to a minimal variant \
+             and added its parts back one step at a time:\n\n",
+            code(file)
+        ),
+        None => "comfy-bisect reduced the full workflow to a minimal variant and added its \
+                 parts back one step at a time:\n\n"
+            .to_string(),
+    };
+    let mut t = Table::new(&["Step", "Increment", "Outcome", "Stage", "Peak VRAM"])
+        .right(0)
+        .right(4);
+    for s in &form.steps {
+        let outcome = s.outcome.replace('_', " ");
+        let outcome = if w.verdict.step == Some(s.step) && s.outcome != "passed" {
+            md::bold(&outcome)
+        } else {
+            text(&outcome)
+        };
+        let peak = match s.peak_vram_mib {
+            Some(p) if s.peak_from_oom => format!("≥ {} (OOM message)", mib(p)),
+            Some(p) => mib(p),
+            None => DASH.into(),
+        };
+        t.row(vec![
+            s.step.to_string(),
+            text(&s.increment),
+            outcome,
+            s.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+            peak,
+        ]);
+    }
+    out.push_str(&t.render());
+    out.push('\n');
+    out
+}
+
+/// The failing run's traceback, folded (`<details>`) and trimmed to `limits`: the one place
+/// report.md shows it.
+pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
+    let lines: Vec<&str> = e
+        .traceback
+        .iter()
+        .flat_map(|l| l.trim_end_matches('\n').lines())
+        .collect();
+    let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
+    let run = e
+        .run_id
+        .as_deref()
+        .map(|id| format!(", run {}", id.chars().take(8).collect::<String>()))
+        .unwrap_or_default();
+    let summary = if t.omitted > 0 {
+        format!(
+            "Traceback ({} of {} lines shown{run})",
+            lines.len() - t.omitted,
+            lines.len()
+        )
+    } else {
+        format!("Traceback (step {}{run})", e.step)
+    };
+    let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
+    details(&summary, &body)
+}
