@@ -790,6 +790,16 @@ impl Verdict {
             VerdictKind::PreflightFailed => {
                 format!("Preflight failed: {reason}. Nothing was run.")
             }
+            VerdictKind::Check => {
+                let head = "Check (one run of the workflow as given, no ladder)";
+                match reason.as_str() {
+                    "good" => format!("{head}: good — it passed with a complete product."),
+                    "bad" => format!("{head}: bad — {}{}. Root cause: unknown.", what(), reproduced()),
+                    _ => format!(
+                        "{head}: cannot test — the run says nothing about the workflow (rejected by the server)."
+                    ),
+                }
+            }
             VerdictKind::Incomplete => format!("Incomplete: {reason}."),
             VerdictKind::InProgress => format!("In progress: {reason}."),
         }

@@ -181,6 +181,27 @@ pub(super) fn verdict(
             }
             v.reason = Some(format!("run {} {detail}", short(run_id)));
         }
+        Some(SessionVerdict::Checked { run_id }) => {
+            v.kind = VerdictKind::Check;
+            if let Some(r) = job.runs.iter().find(|r| &r.run_id == run_id) {
+                v.step = Some(r.step);
+                v.increment = Some(r.increment.clone());
+                let status = if r.passed() {
+                    "good"
+                } else if r.failed() {
+                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind.clone());
+                    v.stage = r
+                        .diagnosis
+                        .as_ref()
+                        .map(|d| d.stage.as_str().to_string())
+                        .or_else(|| row(r.step).and_then(|row| row.stage.clone()));
+                    "bad"
+                } else {
+                    "cannot test"
+                };
+                v.reason = Some(status.to_string());
+            }
+        }
         Some(SessionVerdict::Incomplete { reason, detail }) => {
             v.kind = VerdictKind::Incomplete;
             v.reason = Some(format!(

@@ -312,6 +312,9 @@ pub(super) fn workflow_report(
             .map(|c| c.step)
             .max()
             .and_then(|k| job.runs.iter().find(|r| r.step == k && r.failed())),
+        Some(SessionVerdict::Checked { run_id }) => {
+            job.runs.iter().find(|r| &r.run_id == run_id && r.failed())
+        }
         Some(SessionVerdict::Incomplete { .. }) | None => job
             .runs
             .iter()

@@ -7,7 +7,7 @@
 
 use super::budget::{self, trimmed_block, Limits};
 use super::md::{self, code, details, text, Table};
-use crate::report::model::{BugForm, CustomPackNodes, Evidence, WorkflowReport};
+use crate::report::model::{BugForm, CustomPackNodes, Evidence, VerdictKind, WorkflowReport};
 use crate::units::mib_rounded as mib;
 
 const DASH: &str = "—";
@@ -141,16 +141,19 @@ fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
 
 /// The workflow to queue and the ladder in five columns.
 fn steps(form: &BugForm, w: &WorkflowReport) -> String {
+    let how = if w.verdict.kind == VerdictKind::Check {
+        "comfy-bisect ran the workflow as given once (`check`, no ladder):"
+    } else {
+        "comfy-bisect reduced the full workflow to a minimal variant and added its parts back \
+         one step at a time:"
+    };
     let mut out = match &form.workflow {
         Some(file) => format!(
             "Queue the failing workflow {} (API format, as it was submitted) on a server like \
-             the one under Other. comfy-bisect reduced the full workflow to a minimal variant \
-             and added its parts back one step at a time:\n\n",
+             the one under Other. {how}\n\n",
             code(file)
         ),
-        None => "comfy-bisect reduced the full workflow to a minimal variant and added its \
-                 parts back one step at a time:\n\n"
-            .to_string(),
+        None => format!("{how}\n\n"),
     };
     let mut t = Table::new(&["Step", "Increment", "Outcome", "Stage", "Peak VRAM"])
         .right(0)

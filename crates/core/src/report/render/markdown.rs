@@ -389,11 +389,8 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         out.push_str(&product_warnings(w));
     }
     if let Some(e) = &w.first_failure {
-        let decided = matches!(
-            w.verdict.kind,
-            VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
-        );
-        out.push_str(&evidence(e, level, decided, w.bug_form.is_some(), limits));
+        let title = evidence_title(e, w.verdict.kind);
+        out.push_str(&evidence(e, level, &title, w.bug_form.is_some(), limits));
     }
     if let Some(n) = &w.next_steps {
         out.push_str(&heading(level, "What to check next"));
@@ -747,31 +744,39 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
     ]
 }
 
-/// The failing run's evidence; `traceback_above`: the bug-form block at the top shows its
+/// The heading of the failing run's evidence: the first failure, the failing minimal run, the
+/// failing check, or the lowest failure so far when there is no verdict yet.
+fn evidence_title(e: &Evidence, kind: VerdictKind) -> String {
+    match kind {
+        VerdictKind::Check => "Failing run (the workflow as given)".to_string(),
+        VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
+            if e.step == 0 =>
+        {
+            "Failing minimal run".to_string()
+        }
+        VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky => format!(
+            "First failing run (step {}, {})",
+            e.step,
+            text(&e.increment)
+        ),
+        _ => format!(
+            "Lowest failing step so far (step {}, {}; no verdict yet)",
+            e.step,
+            text(&e.increment)
+        ),
+    }
+}
+
+/// The failing run's evidence under `title`; `traceback_above`: the bug-form block at the top shows its
 /// traceback (under Debug Logs), so it is not repeated here.
 fn evidence(
     e: &Evidence,
     level: usize,
-    decided: bool,
+    title: &str,
     traceback_above: bool,
     limits: &Limits,
 ) -> String {
-    let title = if !decided {
-        format!(
-            "Lowest failing step so far (step {}, {}; no verdict yet)",
-            e.step,
-            text(&e.increment)
-        )
-    } else if e.step == 0 {
-        "Failing minimal run".to_string()
-    } else {
-        format!(
-            "First failing run (step {}, {})",
-            e.step,
-            text(&e.increment)
-        )
-    };
-    let mut out = heading(level, &title);
+    let mut out = heading(level, title);
     let mut lines = Vec::new();
     if let Some(id) = &e.run_id {
         lines.push(format!(

@@ -654,6 +654,12 @@ pub enum Verdict {
         /// In words.
         detail: String,
     },
+    /// `check`: the one run of the workflow as given ended (its outcome says good, bad or
+    /// cannot test); there is no ladder.
+    Checked {
+        /// The run.
+        run_id: String,
+    },
 }
 
 /// A model file a workflow names that the server does not list (written as
@@ -765,6 +771,7 @@ impl Verdict {
             ),
             Verdict::Inconclusive { detail, .. } => format!("inconclusive: {detail}"),
             Verdict::Incomplete { detail, .. } => format!("incomplete: {detail}"),
+            Verdict::Checked { run_id } => format!("checked: run {run_id}"),
         }
     }
 
@@ -778,6 +785,7 @@ impl Verdict {
             Verdict::PreflightFailed { .. } => VerdictKind::PreflightFailed,
             Verdict::Inconclusive { .. } => VerdictKind::Inconclusive,
             Verdict::Incomplete { .. } => VerdictKind::Incomplete,
+            Verdict::Checked { .. } => VerdictKind::Check,
         }
     }
 
