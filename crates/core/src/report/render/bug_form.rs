@@ -192,19 +192,16 @@ pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
         .flat_map(|l| l.trim_end_matches('\n').lines())
         .collect();
     let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
-    let run = e
-        .run_id
-        .as_deref()
-        .map(|id| format!(", run {}", id.chars().take(8).collect::<String>()))
-        .unwrap_or_default();
+    // No run id here: a summary cannot hold a code span, and GitHub links a bare hex word.
     let summary = if t.omitted > 0 {
         format!(
-            "Traceback ({} of {} lines shown{run})",
+            "Traceback of step {} ({} of {} lines shown)",
+            e.step,
             lines.len() - t.omitted,
             lines.len()
         )
     } else {
-        format!("Traceback (step {}{run})", e.step)
+        format!("Traceback of step {}", e.step)
     };
     let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
     details(&summary, &body)
