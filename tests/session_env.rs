@@ -384,6 +384,15 @@ fn the_failing_workflows_custom_pack_nodes_are_recorded_and_named_in_the_bug_for
         "{block}"
     );
     assert!(block.contains("--disable-all-custom-nodes"), "{block}");
+    // `show` of the failing run lists them too.
+    let run_id = file.entry.run_id.clone();
+    let show = cli(&["show", &run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+    let shown = text(&show);
+    assert!(
+        shown.contains("  custom nodes:\n")
+            && shown.contains("    CLIPLoaderGGUF  ComfyUI-GGUF (version unknown)\n"),
+        "{shown}"
+    );
     let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
     let nodes = json["workflows"][0]["custom_pack_nodes"]["nodes"]
         .as_array()
