@@ -795,13 +795,59 @@ impl Verdict {
                 match reason.as_str() {
                     "good" => format!("{head}: good — it passed with a complete product."),
                     "bad" => format!("{head}: bad — {}{}. Root cause: unknown.", what(), reproduced()),
-                    _ => format!(
-                        "{head}: cannot test — the run says nothing about the workflow (rejected by the server)."
-                    ),
+                    _ => format!("{head}: {reason}; it says nothing about the workflow."),
                 }
             }
             VerdictKind::Incomplete => format!("Incomplete: {reason}."),
             VerdictKind::InProgress => format!("In progress: {reason}."),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(reason: &str, kind: Option<&str>, stage: Option<&str>) -> String {
+        let v = Verdict {
+            kind: VerdictKind::Check,
+            summary: String::new(),
+            step: Some(0),
+            steps: 0,
+            increment: Some("target".into()),
+            parts: Vec::new(),
+            failure_kind: kind.map(str::to_string),
+            stage: stage.map(str::to_string),
+            reason: Some(reason.into()),
+            first_fallback_step: None,
+            first_fallback_increment: None,
+            first_fallbacks: Vec::new(),
+            reproduced: None,
+            root_cause: "unknown".into(),
+        };
+        v.sentence(&|s: &str| s.to_string())
+    }
+
+    #[test]
+    fn a_check_says_good_bad_or_cannot_test_and_no_ladder() {
+        let head = "Check (one run of the workflow as given, no ladder)";
+        assert_eq!(
+            check("good", None, None),
+            format!("{head}: good — it passed with a complete product.")
+        );
+        assert_eq!(
+            check("bad", Some("cuda_oom"), Some("decode")),
+            format!("{head}: bad — CUDA out of memory during the VAE decode (decode stage). Root cause: unknown.")
+        );
+        assert_eq!(
+            check("cannot test — the run was interrupted", None, None),
+            format!("{head}: cannot test — the run was interrupted; it says nothing about the workflow.")
+        );
+        for s in [check("good", None, None), check("bad", None, None)] {
+            assert!(
+                !s.contains("In progress") && !s.contains("steps 0–0"),
+                "{s}"
+            );
         }
     }
 }

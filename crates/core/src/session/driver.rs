@@ -751,13 +751,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         };
         self.session.workflows[0].phase = Phase::Done;
-        // The run decides the check (an interrupted one decides nothing).
+        // The run decides the check (an interrupted one: cannot test).
         if let RunResult::Done(e) = &result {
-            if !matches!(e.outcome, Some(Outcome::Interrupted)) {
-                self.session.workflows[0].verdict = Some(Verdict::Checked {
-                    run_id: e.run_id.clone(),
-                });
-            }
+            self.session.workflows[0].verdict = Some(Verdict::Checked {
+                run_id: e.run_id.clone(),
+            });
         }
         self.session.state = match &result {
             RunResult::Done(e) if matches!(e.outcome, Some(Outcome::Interrupted)) => {

@@ -206,3 +206,108 @@ pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
     let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
     details(&summary, &body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::budget::LEVELS;
+    use serde_json::json;
+
+    /// A failing workflow's report: step 1 ran out of memory in node 3, step 0 passed.
+    fn failing(custom_pack_nodes: serde_json::Value) -> WorkflowReport {
+        let mut w: WorkflowReport = serde_json::from_value(json!({
+            "name": "wf",
+            "workflow": {},
+            "verdict": {"kind": "first_failure", "summary": "First failure when adding batch (step 1 of 1): CUDA out of memory during the VAE decode (decode stage). Root cause: unknown.",
+                        "step": 1, "steps": 1, "increment": "batch", "failure_kind": "cuda_oom",
+                        "stage": "decode", "root_cause": "unknown"},
+            "ladder": [
+                {"step": 0, "increment": "minimal", "changes": [], "outcome": "passed", "peak_vram_mib": 2100.0},
+                {"step": 1, "increment": "batch", "changes": [], "outcome": "failed", "stage": "decode",
+                 "peak_vram_mib": 3000.0, "oom_needed_mib": 6963.2, "oom_needed_from": "in use + requested"}
+            ],
+            "vram": {"note": "sampled"},
+            "first_failure": {"step": 1, "increment": "batch", "run_id": "5e550000-aaaa", "outcome": "failed",
+                              "node": {"id": "8", "class_type": "VAEDecode"},
+                              "exception_type": "torch.OutOfMemoryError",
+                              "numbers": {}, "traceback": ["  File \"nodes.py\", line 296, in decode\n"]},
+            "repeats": [], "controls": [], "components": [],
+            "attachments": {"session_dir": "runs/s", "runs": [],
+                            "first_failing": {"step": 1, "increment": "batch", "purpose": "ladder",
+                                "run_id": "5e550000-aaaa", "outcome": "failed", "run_dir": "runs/s/01",
+                                "workflow": "runs/s/01/workflow.json", "reproduce": "comfy-bisect submit"}},
+            "custom_pack_nodes": custom_pack_nodes
+        }))
+        .unwrap();
+        w.bug_form = crate::report::bug_form::bug_form(&w, None);
+        w
+    }
+
+    #[test]
+    fn the_fields_come_in_the_forms_order_with_the_ladder_in_five_columns() {
+        let md = markdown(&failing(serde_json::Value::Null), None, 2, &LEVELS[0]);
+        let mut at = 0;
+        for part in [
+            "## For ComfyUI's bug form\n",
+            "### Custom Node Testing\n\nNot recorded",
+            "### Expected Behavior\n",
+            "### Actual Behavior\n\nFirst failure when adding **batch**",
+            "The failing node: `VAEDecode #8` raised `torch.OutOfMemoryError`.",
+            "### Steps to Reproduce\n\nQueue the failing workflow `runs/s/01/workflow.json`",
+            "| Step | Increment | Outcome | Stage | Peak VRAM |",
+            "| 0 | minimal | passed | — | 2100 MiB |",
+            "| 1 | batch | **failed** | decode | ≥ 6963 MiB (OOM message) |",
+            "### Debug Logs\n\n<details>\n<summary>Traceback of step 1</summary>",
+            "in decode",
+            "### Other\n\nGPU: — · ComfyUI —.",
+        ] {
+            let found = md[at..]
+                .find(part)
+                .unwrap_or_else(|| panic!("{part:?} missing or out of order in\n{md}"));
+            at += found + part.len();
+        }
+        assert!(md::check(&md).is_empty(), "{md}");
+    }
+
+    #[test]
+    fn custom_pack_nodes_are_a_table_or_said_to_be_all_core() {
+        let w = failing(json!({"step": 1, "run_id": "r", "nodes": [
+            {"node": {"id": "40", "class_type": "RIFE VFI"}, "title": "RIFE ×2",
+             "pack": "ComfyUI-Frame-Interpolation"},
+            {"node": {"id": "92:57", "class_type": "UnetLoaderGGUF", "subgraph": "subgraph 'Load' #92"},
+             "pack": "ComfyUI-GGUF", "version": "1.2.0"}
+        ]}));
+        let md = markdown(&w, None, 2, &LEVELS[0]);
+        assert!(md.contains("has 2 nodes from custom node packs"), "{md}");
+        assert!(md.contains("`--disable-all-custom-nodes`"), "{md}");
+        assert!(
+            md.contains("| `RIFE VFI #40` | RIFE ×2 | ComfyUI-Frame-Interpolation | unknown |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| `UnetLoaderGGUF #57 in subgraph 'Load' #92` | — | ComfyUI-GGUF | 1.2.0 |"
+            ),
+            "{md}"
+        );
+        let core = markdown(
+            &failing(json!({"step": 1, "run_id": "r", "nodes": []})),
+            None,
+            2,
+            &LEVELS[0],
+        );
+        assert!(
+            core.contains("Every node of the failing workflow (step 1) is one of ComfyUI's own"),
+            "{core}"
+        );
+    }
+
+    #[test]
+    fn no_failure_no_block() {
+        let mut w = failing(serde_json::Value::Null);
+        w.first_failure = None;
+        w.bug_form = crate::report::bug_form::bug_form(&w, None);
+        assert!(w.bug_form.is_none());
+        assert_eq!(markdown(&w, None, 2, &LEVELS[0]), "");
+    }
+}
