@@ -16,6 +16,7 @@ const DASH: &str = "—";
 /// session has several; `level` is the block's heading level (its fields are one deeper).
 pub(crate) fn markdown(
     w: &WorkflowReport,
+    session_id: &str,
     title: Option<&str>,
     level: usize,
     limits: &Limits,
@@ -29,11 +30,13 @@ pub(crate) fn markdown(
         Some(t) => format!("{hashes} For ComfyUI's bug form: {}\n\n", code(t)),
         None => format!("{hashes} For ComfyUI's bug form\n\n"),
     };
-    out.push_str(
+    out.push_str(&format!(
         "ComfyUI's issue form (New issue → *Bug Report*) has a field for each heading below: \
-         paste what is under it. The full tables follow; `comfy-bisect report SESSION --bundle \
-         report.zip` packs the rest to attach.\n\n",
-    );
+         paste what is under it. The full tables follow; {} packs the rest to attach.\n\n",
+        code(&format!(
+            "comfy-bisect report {session_id} --bundle report.zip"
+        ))
+    ));
     out.push_str(&field("Custom Node Testing"));
     out.push_str(&custom_nodes(w.custom_pack_nodes.as_ref()));
     out.push_str(&field("Expected Behavior"));
@@ -245,10 +248,11 @@ mod tests {
 
     #[test]
     fn the_fields_come_in_the_forms_order_with_the_ladder_in_five_columns() {
-        let md = markdown(&failing(serde_json::Value::Null), None, 2, &LEVELS[0]);
+        let md = markdown(&failing(serde_json::Value::Null), "s1", None, 2, &LEVELS[0]);
         let mut at = 0;
         for part in [
             "## For ComfyUI's bug form\n",
+            "`comfy-bisect report s1 --bundle report.zip` packs the rest",
             "### Custom Node Testing\n\nNot recorded",
             "### Expected Behavior\n",
             "### Actual Behavior\n\nFirst failure when adding **batch**",
@@ -277,7 +281,7 @@ mod tests {
             {"node": {"id": "92:57", "class_type": "UnetLoaderGGUF", "subgraph": "subgraph 'Load' #92"},
              "pack": "ComfyUI-GGUF", "version": "1.2.0"}
         ]}));
-        let md = markdown(&w, None, 2, &LEVELS[0]);
+        let md = markdown(&w, "s1", None, 2, &LEVELS[0]);
         assert!(md.contains("has 2 nodes from custom node packs"), "{md}");
         assert!(md.contains("`--disable-all-custom-nodes`"), "{md}");
         assert!(
@@ -292,6 +296,7 @@ mod tests {
         );
         let core = markdown(
             &failing(json!({"step": 1, "run_id": "r", "nodes": []})),
+            "s1",
             None,
             2,
             &LEVELS[0],
@@ -308,6 +313,6 @@ mod tests {
         w.first_failure = None;
         w.bug_form = crate::report::bug_form::bug_form(&w, None);
         assert!(w.bug_form.is_none());
-        assert_eq!(markdown(&w, None, 2, &LEVELS[0]), "");
+        assert_eq!(markdown(&w, "s1", None, 2, &LEVELS[0]), "");
     }
 }

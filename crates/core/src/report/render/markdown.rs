@@ -69,7 +69,13 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     out.push_str("\n\n");
     for w in &report.workflows {
         let title = (!single).then_some(w.name.as_str());
-        out.push_str(&super::bug_form::markdown(w, title, 2, limits));
+        out.push_str(&super::bug_form::markdown(
+            w,
+            &report.session_id,
+            title,
+            2,
+            limits,
+        ));
     }
     if let Some(env) = &report.environment {
         out.push_str(&environment(env, 2));
