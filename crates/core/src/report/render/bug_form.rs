@@ -6,7 +6,7 @@
 //! GPU and ComfyUI version; the full tables follow it.
 
 use super::budget::{self, trimmed_block, Limits};
-use super::md::{self, code, details, text, Table};
+use super::md::{self, code, details, node, text, Table};
 use crate::report::model::{BugForm, CustomPackNodes, Evidence, VerdictKind, WorkflowReport};
 use crate::units::mib_rounded as mib;
 
@@ -89,10 +89,7 @@ fn failing_node(e: Option<&Evidence>) -> String {
         .and_then(|e| e.exception_type.as_deref())
         .map(|t| format!(" raised {}", code(t)))
         .unwrap_or_default();
-    format!(
-        " The failing node: {}{raised}.",
-        code(&format!("{} #{}", n.class_type, n.id))
-    )
+    format!(" The failing node: {}{raised}.", node(n))
 }
 
 /// The custom-pack nodes of the failing workflow, all core, or not recorded.
@@ -120,15 +117,8 @@ fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
     );
     let mut t = Table::new(&["Node", "Title", "Pack", "Version"]);
     for n in &c.nodes {
-        let node = match &n.node.subgraph {
-            Some(location) => {
-                let (_, own) = crate::workflow::label::split_hierarchical(&n.node.id);
-                code(&format!("{} #{own} in {location}", n.node.class_type))
-            }
-            None => code(&format!("{} #{}", n.node.class_type, n.node.id)),
-        };
         t.row(vec![
-            node,
+            node(&n.node),
             n.title.as_deref().map(text).unwrap_or_else(|| DASH.into()),
             text(&n.pack),
             n.version

@@ -2,11 +2,11 @@
 
 use super::budget::{self, trimmed_block, Limits};
 use super::console;
-use super::md::{self, code, details, fence, text, text_with_code, Table};
+use super::md::{self, code, details, fence, node, text, text_with_code, Table};
 use super::memory;
 use crate::report::model::{
-    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
-    VerdictKind, WorkflowReport,
+    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, Report, VerdictKind,
+    WorkflowReport,
 };
 use crate::report::ReportFormat;
 
@@ -164,18 +164,6 @@ fn footer(r: &Report) -> String {
 use crate::units::mib_rounded as mib;
 
 use crate::units::seconds as duration;
-
-/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue. A
-/// node inside a subgraph reads as the canvas shows it: `KSampler #125 in subgraph 'Sampler' #140`.
-fn node(n: &NodeRef) -> String {
-    match &n.subgraph {
-        Some(location) => {
-            let (_, own) = crate::workflow::label::split_hierarchical(&n.id);
-            code(&format!("{} #{own} in {location}", n.class_type))
-        }
-        None => code(&format!("{} #{}", n.class_type, n.id)),
-    }
-}
 
 fn short(run_id: &str) -> String {
     run_id.chars().take(8).collect()
