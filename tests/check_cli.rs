@@ -514,6 +514,10 @@ fn the_report_of_a_failed_check_is_its_verdict_not_a_session_in_progress() {
     assert!(report.contains("### Debug Logs"), "{report}");
     let json: serde_json::Value = serde_json::from_str(&report_of_check_as(&runs, "json")).unwrap();
     assert_eq!(json["workflows"][0]["verdict"]["kind"], "check");
+    assert_eq!(
+        session.workflows[0].headline().as_deref(),
+        Some("check: bad (failed)")
+    );
 }
 
 #[test]

@@ -482,6 +482,21 @@ impl WorkflowJob {
     /// hires pass); None before a verdict.
     pub fn headline(&self) -> Option<String> {
         let verdict = self.verdict.as_ref()?;
+        if let Verdict::Checked { run_id } = verdict {
+            // A check: what its one run says.
+            let outcome = self
+                .runs
+                .iter()
+                .find(|r| &r.run_id == run_id)?
+                .outcome
+                .as_ref()?;
+            let status = match outcome {
+                Outcome::Passed => "good",
+                o if o.is_failure() => "bad",
+                _ => "cannot test",
+            };
+            return Some(format!("check: {status} ({})", outcome.name()));
+        }
         let parts = match verdict {
             Verdict::FirstFailure { step, .. } => self
                 .steps
@@ -771,7 +786,7 @@ impl Verdict {
             ),
             Verdict::Inconclusive { detail, .. } => format!("inconclusive: {detail}"),
             Verdict::Incomplete { detail, .. } => format!("incomplete: {detail}"),
-            Verdict::Checked { run_id } => format!("checked: run {run_id}"),
+            Verdict::Checked { run_id } => format!("check: one run of the workflow as given ({run_id})"),
         }
     }
 
