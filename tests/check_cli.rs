@@ -471,3 +471,69 @@ fn bisect_starts_a_server_that_is_down_at_its_first_connection() {
     let log = std::fs::read_to_string(runs.join("restart.log")).unwrap();
     assert!(log.contains("restart.sh"), "{log}");
 }
+
+/// `comfy-bisect report SESSION --runs-dir RUNS` of a check's one-run session (report.md).
+fn report_of_check(runs: &Path) -> String {
+    report_of_check_as(runs, "md")
+}
+
+/// The same in `format` (`md`, `json`).
+fn report_of_check_as(runs: &Path, format: &str) -> String {
+    let (dir, _) = only_session(runs);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let runs = runs.to_str().unwrap();
+    let out = cli(&["report", &id, "--format", format, "--runs-dir", runs]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_report_of_a_failed_check_is_its_verdict_not_a_session_in_progress() {
+    let sim = Sim::with_vram_mib(4 * 1024, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = check_in(tmp.path(), &sim.url(), &runs, &[wf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (_, session) = only_session(&runs);
+    assert!(
+        session.workflows[0].verdict.is_some(),
+        "the check's run decided it: {:?}",
+        session.workflows[0]
+    );
+    let report = report_of_check(&runs);
+    assert!(
+        !report.contains("In progress") && !report.contains("ladder of steps"),
+        "{report}"
+    );
+    assert!(
+        report.contains("**Verdict:** Check (one run of the workflow as given, no ladder): bad — CUDA out of memory"),
+        "{report}"
+    );
+    // A failure: the bug-form block, with the traceback, is there too.
+    assert!(report.contains("### Debug Logs"), "{report}");
+    let json: serde_json::Value = serde_json::from_str(&report_of_check_as(&runs, "json")).unwrap();
+    assert_eq!(json["workflows"][0]["verdict"]["kind"], "check");
+    assert_eq!(
+        session.workflows[0].headline().as_deref(),
+        Some("check: bad (failed)")
+    );
+}
+
+#[test]
+fn the_report_of_a_good_check_says_it_passed() {
+    let sim = Sim::with_vram_mib(24 * 1024, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = check_in(tmp.path(), &sim.url(), &runs, &[wf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report_of_check(&runs);
+    assert!(
+        report.contains(
+            "**Verdict:** Check (one run of the workflow as given, no ladder): good — it passed with a complete product."
+        ),
+        "{report}"
+    );
+    assert!(!report.contains("For ComfyUI's bug form"), "{report}");
+}

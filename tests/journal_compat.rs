@@ -78,6 +78,10 @@ fn an_old_run_json_loads_with_its_typed_diagnosis_and_keeps_its_shape() {
         );
     }
     let file: RunFile = read_json(&session_dir().join(FIRST_FAILING).join("run.json")).unwrap();
+    assert_eq!(
+        file.custom_nodes, None,
+        "written before the custom-pack map"
+    );
     // Per-node hashes are typed (node id → sha256 hex).
     assert_eq!(file.node_hashes.len(), 7);
     assert!(file.node_hashes["3"].len() == 64 && file.node_hashes.contains_key("9"));
@@ -132,6 +136,16 @@ fn the_report_of_an_old_session_reads_its_changes_and_diagnosis() {
         report.warnings.iter().all(|w| !w.contains("not used")),
         "{:?}",
         report.warnings
+    );
+    // Its run.json files predate the custom-pack map: the bug form says it is not recorded
+    // rather than calling every node core.
+    assert!(w.custom_pack_nodes.is_none());
+    let form = w.bug_form.as_ref().expect("a bug form for the failure");
+    assert_eq!(form.traceback_run, first.run_id);
+    let md = comfy_bisect_core::report::markdown::render(&report);
+    assert!(
+        md.contains("### Custom Node Testing\n\nNot recorded"),
+        "{md}"
     );
 }
 

@@ -88,8 +88,10 @@ fn the_report_of_a_demo_session_says_what_each_step_re_adds() {
         .find(|e| e.path().join("session.json").is_file())
         .expect("a session");
     let report = std::fs::read_to_string(session.path().join("report.md")).unwrap();
+    // The Ladder table (the bug-form block above it has a five-column one).
+    let ladder = &report[report.find("## Ladder").expect("a Ladder section")..];
     let row = |increment: &str| {
-        report
+        ladder
             .lines()
             .find(|l| l.starts_with('|') && l.split('|').nth(2).map(str::trim) == Some(increment))
             .unwrap_or_else(|| panic!("no {increment} row: {report}"))

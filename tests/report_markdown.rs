@@ -216,6 +216,12 @@ fn a_session_with_two_workflows_has_one_section_each() {
     assert!(doc.contains("## Workflow `wan-video-lora`"));
     assert!(doc.contains("## Workflow `second-workflow`"));
     assert!(doc.contains("- `second-workflow`: In progress: not started yet."));
+    // The failing workflow's bug-form block comes first, named; the other has none.
+    let block = doc
+        .find("## For ComfyUI's bug form: `wan-video-lora`")
+        .expect("the failing workflow's block");
+    assert!(block < doc.find("## Environment").unwrap());
+    assert!(!doc.contains("## For ComfyUI's bug form: `second-workflow`"));
     let json: serde_json::Value =
         serde_json::from_str(&Json.render(&build(&load(&dir).unwrap())).unwrap()).unwrap();
     assert_eq!(json["workflows"].as_array().unwrap().len(), 2);

@@ -69,6 +69,26 @@ fn check_fits(doc: &str, what: &str) {
         "{what}"
     );
     assert!(doc.contains("## Ladder\n\n| Step | Increment |"), "{what}");
+    // The block for ComfyUI's bug form comes first and is whole, its traceback trimmed.
+    let block = &doc[..doc.find("## Environment").expect("environment section")];
+    let mut at = 0;
+    for part in [
+        "## For ComfyUI's bug form",
+        "### Custom Node Testing",
+        "### Expected Behavior",
+        "### Actual Behavior",
+        "### Steps to Reproduce",
+        "| Step | Increment | Outcome | Stage | Peak VRAM |",
+        "### Debug Logs",
+        "<summary>Traceback of step 4 (",
+        "lines left out in the middle; the whole traceback is in `",
+        "### Other\n\nGPU: ",
+    ] {
+        let found = block[at..]
+            .find(part)
+            .unwrap_or_else(|| panic!("{what}: {part:?} missing or out of order in\n{block}"));
+        at += found + part.len();
+    }
     assert!(
         doc.contains("| 4 | LoRA | LoraLoader `#10` re-added | `5e550005` |"),
         "{what}"
@@ -89,7 +109,7 @@ fn a_huge_traceback_message_inputs_and_console_are_trimmed_in_report_md_and_whol
         "trimming was enough"
     );
     // Each trimmed part says what was left out and where it is whole.
-    assert!(doc.contains("<summary>Traceback ("), "{doc}");
+    assert!(doc.contains("<summary>Traceback of step 4 ("), "{doc}");
     assert!(doc.contains("lines left out in the middle; the whole traceback is in `"));
     assert!(doc.contains("/run.json` and report.json."));
     assert!(doc.contains("; the whole message is in `"));

@@ -316,3 +316,106 @@ fn memory_not_given_back_after_each_run_is_called_out_in_the_report() {
         "{report}"
     );
 }
+
+/// The failing run of a bisect on the simulator: its `run.json` and submitted workflow.
+fn failing_run(dir: &std::path::Path, session: &SessionFile) -> (RunFile, Value) {
+    let job = &session.workflows[0];
+    let run_id = match &job.verdict {
+        Some(Verdict::FirstFailure { run_id, .. }) | Some(Verdict::MinimalFails { run_id, .. }) => {
+            run_id.clone()
+        }
+        other => panic!("no failure: {other:?}"),
+    };
+    let run = job.runs.iter().find(|r| r.run_id == run_id).unwrap();
+    let run_dir = dir.join(&run.dir);
+    let file: RunFile = read_json(&run_dir.join(RUN_RECORD_FILE)).unwrap();
+    let workflow: Value = read_json(&run_dir.join("workflow.json")).unwrap();
+    (file, workflow)
+}
+
+#[test]
+fn the_failing_workflows_custom_pack_nodes_are_recorded_and_named_in_the_bug_form_block() {
+    // The Wan example loads its models through GGUF and KJNodes loaders (custom packs in the
+    // simulator's /object_info, as captured); 16 GiB fails it at the frames step.
+    let sim = Sim::with_vram_mib(16384, 0.0);
+    let b = bisect_workflow(
+        &sim,
+        &example("wan22_t2v_experts_lora_cache_rife", &[]),
+        &[],
+    );
+    let (file, workflow) = failing_run(&b.dir, &b.session);
+    let packs = file
+        .custom_nodes
+        .expect("run.json says which classes come from custom packs");
+    assert_eq!(packs["CLIPLoaderGGUF"].pack, "ComfyUI-GGUF", "{packs:?}");
+    assert_eq!(packs["DiffusionModelLoaderKJ"].pack, "ComfyUI-KJNodes");
+    assert_eq!(
+        packs["DiffusionModelLoaderKJ"].version, None,
+        "the simulator has no ComfyUI-Manager to say versions"
+    );
+    let classes: Vec<&str> = workflow
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|n| n["class_type"].as_str())
+        .collect();
+    for class in packs.keys() {
+        assert!(
+            classes.contains(&class.as_str()),
+            "{class} is not in the run's workflow"
+        );
+    }
+    for core in ["KSamplerAdvanced", "VAEDecode", "CLIPTextEncode"] {
+        assert!(!packs.contains_key(core), "{core} is ComfyUI's own");
+    }
+    // The report names each such node of the failing workflow, first, in the bug-form block.
+    let report = b.read("report.md");
+    let block = &report[..report.find("## Environment").expect("environment section")];
+    assert!(block.contains("### Custom Node Testing"), "{block}");
+    let (id, _) = workflow
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, n)| n["class_type"] == "CLIPLoaderGGUF")
+        .unwrap();
+    assert!(
+        block.contains(&format!("| `CLIPLoaderGGUF #{id}` |"))
+            && block.contains("| ComfyUI-GGUF | unknown |"),
+        "{block}"
+    );
+    assert!(block.contains("--disable-all-custom-nodes"), "{block}");
+    // `show` of the failing run lists them too.
+    let run_id = file.entry.run_id.clone();
+    let show = cli(&["show", &run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+    let shown = text(&show);
+    assert!(
+        shown.contains("  custom nodes:\n")
+            && shown.contains("    CLIPLoaderGGUF  ComfyUI-GGUF (version unknown)\n"),
+        "{shown}"
+    );
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
+    let nodes = json["workflows"][0]["custom_pack_nodes"]["nodes"]
+        .as_array()
+        .expect("report.json lists them");
+    assert_eq!(
+        nodes.len(),
+        classes.iter().filter(|c| packs.contains_key(**c)).count(),
+        "one entry per node of a pack class"
+    );
+}
+
+#[test]
+fn a_failing_workflow_of_core_nodes_only_is_said_to_be_all_core() {
+    let (_tmp, dir, session, out) = faulty_scenario(Faults::default(), 1792, &[]);
+    let (file, _) = failing_run(&dir, &session);
+    assert_eq!(
+        file.custom_nodes,
+        Some(Default::default()),
+        "every class of the SD1.5 example is ComfyUI's own\n{out}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("is one of ComfyUI's own: no custom node pack takes part"),
+        "{report}"
+    );
+}

@@ -180,6 +180,25 @@ fn print_record(file: &RunFile, run_dir: &std::path::Path) {
     for w in &r.warnings {
         println!("  warning:   {w}");
     }
+    // Which classes of the submitted workflow come from custom node packs (ComfyUI's bug form
+    // asks about `--disable-all-custom-nodes`); nothing when the record does not say.
+    match &file.custom_nodes {
+        Some(packs) if packs.is_empty() => {
+            println!("  custom nodes: none (every node class is ComfyUI's own)")
+        }
+        Some(packs) => {
+            println!("  custom nodes:");
+            for (class, p) in packs {
+                let line = format!(
+                    "    {class}  {} {}",
+                    p.pack,
+                    p.version.as_deref().unwrap_or("(version unknown)")
+                );
+                println!("{}", comfy_bisect_core::text::escape_controls(&line));
+            }
+        }
+        None => {}
+    }
     if !file.component_hashes.is_empty() {
         println!("  components:");
         for c in &file.component_hashes {

@@ -13,12 +13,14 @@ use comfy_bisect_core::run::console::SERVER_LOG_FILE;
 use comfy_bisect_core::run::record::{OutcomeKind, QueueInfo, RawLog, RunError, RunRecord};
 use comfy_bisect_core::run::{ServerLostInfo, VramReport, VramSample};
 use comfy_bisect_core::session::journal::{
-    run_dir_name, write_json_atomic, FlakyCount, Outcome, RunEntry, RunFile, RunRole, RunStatus,
-    RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo, StopReason,
-    Strategy, Verdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
+    run_dir_name, write_json_atomic, FlakyCount, Outcome, PackOfClass, RunEntry, RunFile, RunRole,
+    RunStatus, RunSummary, SessionFile, SessionOptions, SessionPaths, SessionState, StepInfo,
+    StopReason, Strategy, Verdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+    SESSION_SCHEMA_VERSION,
 };
 use comfy_bisect_core::vocab::ProductSummary;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1024 * 1024;
@@ -127,6 +129,10 @@ pub struct Fixture {
     pub session: SessionFile,
     pub records: Vec<(RunEntry, Option<RunFile>)>,
     pub ui_runs: Vec<String>,
+    /// What each later run's `run.json` says about custom-pack classes (`custom_nodes`).
+    pub custom_nodes: Option<BTreeMap<String, PackOfClass>>,
+    /// Nodes added to every submitted workflow (`workflow.json`), by id.
+    pub extra_nodes: Value,
     clock_s: u64,
 }
 
@@ -194,6 +200,8 @@ impl Fixture {
             session,
             records: vec![],
             ui_runs: vec![],
+            custom_nodes: None,
+            extra_nodes: json!({}),
             clock_s: 0,
         }
     }
@@ -376,6 +384,7 @@ impl Fixture {
                 component_hashes: components(),
                 node_hashes: Default::default(),
                 environment: None,
+                custom_nodes: self.custom_nodes.clone(),
                 record: RunRecord {
                     run_id: id.clone(),
                     prompt_id: id.clone(),
@@ -452,6 +461,9 @@ impl Fixture {
             let dir = paths.dir.join(&entry.dir);
             std::fs::create_dir_all(&dir).unwrap();
             let mut p = prompt(entry.step);
+            for (id, node) in self.extra_nodes.as_object().into_iter().flatten() {
+                p[id] = node.clone();
+            }
             if self.machine.sep == '\\' {
                 p["20"]["inputs"]["image"] = json!("C:\\Users\\Bob\\Pictures\\ref.png");
             }
@@ -727,6 +739,17 @@ pub fn scenario(name: &str) -> Fixture {
         "first-failure" => {
             let mut f = Fixture::new(linux_box(), "wan-video-lora", video_ladder());
             f.session.options.controls = true;
+            // Frame interpolation from a custom pack (its python_module as captured in
+            // tests/fixtures/custom-nodes), with a title.
+            f.extra_nodes = json!({"40": {"class_type": "RIFE VFI", "_meta": {"title": "RIFE ×2"},
+                "inputs": {"ckpt_name": "rife47.pth", "multiplier": 2, "frames": ["3", 0]}}});
+            f.custom_nodes = Some(BTreeMap::from([(
+                "RIFE VFI".to_string(),
+                PackOfClass {
+                    pack: "ComfyUI-Frame-Interpolation".into(),
+                    version: Some("1.0.7".into()),
+                },
+            )]));
             f.run(0, RunRole::Minimal, Did::Pass, 2100, 14);
             f.run(7, RunRole::Target, fail_load(), 11800, 22);
             f.run(1, RunRole::Search, Did::Pass, 5200, 31);
@@ -784,6 +807,8 @@ pub fn scenario(name: &str) -> Fixture {
         // Windows portable build: the minimal variant already fails at the VAE decode.
         "minimal-fails" => {
             let mut f = Fixture::new(windows_box(), "sdxl-batch", image_ladder());
+            // The server's node definitions said: no class of the workflow is from a pack.
+            f.custom_nodes = Some(BTreeMap::new());
             let fail = f.run(0, RunRole::Minimal, fail_decode(), 5900, 18);
             let stage = stage_of(&f, &fail);
             f.verdict(Verdict::MinimalFails {

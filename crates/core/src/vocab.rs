@@ -454,6 +454,8 @@ pub enum VerdictKind {
     Inconclusive,
     /// Preflight stopped the workflow before any run (unknown nodes, missing models).
     PreflightFailed,
+    /// `check`: one run of the workflow as given, no ladder (good, bad or cannot test).
+    Check,
     /// No verdict yet: the session is still running (the report is rewritten after every run)
     /// or has not reached this workflow.
     InProgress,
@@ -470,6 +472,7 @@ impl VerdictKind {
             VerdictKind::Incomplete => "incomplete",
             VerdictKind::Inconclusive => "inconclusive",
             VerdictKind::PreflightFailed => "preflight_failed",
+            VerdictKind::Check => "check",
             VerdictKind::InProgress => "in_progress",
         }
     }

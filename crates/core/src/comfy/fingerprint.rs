@@ -455,6 +455,21 @@ pub(crate) fn apply_manager_versions(packs: &mut [NodePack], installed: &Value) 
     true
 }
 
+/// Which custom node pack each class of a `/object_info` answer comes from (class → pack, from
+/// `python_module` `custom_nodes.<pack>`); ComfyUI's own classes are not in it.
+pub(crate) fn class_packs(object_info: &Value) -> BTreeMap<String, String> {
+    object_info
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(class, def)| {
+            let module = def.get("python_module").and_then(Value::as_str)?;
+            let pack = module.strip_prefix(CUSTOM_NODES_PREFIX)?;
+            (!pack.is_empty()).then(|| (class.clone(), pack.to_string()))
+        })
+        .collect()
+}
+
 /// A model folder from `GET /experiment/models/{folder}` (`[{"name", "size", …}]`) or
 /// `GET /models/{folder}` (`["name", …]`), sorted by name.
 pub(crate) fn model_folder(folder: &str, listing: &Value) -> ModelFolder {
@@ -738,6 +753,8 @@ pub(crate) const MANAGER_INSTALLED_ROUTES: [&str; 2] =
 pub struct Fingerprinter {
     client: Client,
     last_nodes: Option<(String, (NodeSet, Vec<NodePack>))>,
+    /// Class → custom pack of the last `/object_info` parsed ([`class_packs`]).
+    last_classes: BTreeMap<String, String>,
     /// `/system_stats` (without free memory) and `/extensions` when `/object_info` was last
     /// fetched.
     last_key: Option<String>,
@@ -754,6 +771,7 @@ impl Fingerprinter {
         Fingerprinter {
             client,
             last_nodes: None,
+            last_classes: BTreeMap::new(),
             last_key: None,
             stale: true,
             last_prompt: None,
@@ -773,6 +791,22 @@ impl Fingerprinter {
         if reconnected {
             self.stale = true;
         }
+    }
+
+    /// The custom node pack of each of `classes` that comes from one (class → pack), as the
+    /// last `/object_info` said; the classes not in it are ComfyUI's own. None when no
+    /// `/object_info` was read yet.
+    pub fn custom_classes<'a>(
+        &self,
+        classes: impl IntoIterator<Item = &'a str>,
+    ) -> Option<BTreeMap<String, String>> {
+        self.last_nodes.as_ref()?;
+        Some(
+            classes
+                .into_iter()
+                .filter_map(|c| Some((c.to_string(), self.last_classes.get(c)?.clone())))
+                .collect(),
+        )
     }
 
     /// How many times `/object_info` was fetched.
@@ -854,7 +888,10 @@ impl Fingerprinter {
         let nodes = match &self.last_nodes {
             Some((h, nodes)) if *h == hash => nodes.clone(),
             _ => match serde_json::from_str::<Value>(&body) {
-                Ok(v) => node_sets(&v),
+                Ok(v) => {
+                    self.last_classes = class_packs(&v);
+                    node_sets(&v)
+                }
                 Err(_) => return (None, Some(hash)),
             },
         };
@@ -939,6 +976,27 @@ mod tests {
             all.as_object_mut().unwrap().insert(k.clone(), v.clone());
         }
         all
+    }
+
+    #[test]
+    fn each_custom_class_is_mapped_to_its_pack_and_core_classes_are_not() {
+        let map = class_packs(&object_info_with_packs());
+        // Captured: SaveImageWebsocket comes from ComfyUI's example pack in custom_nodes/.
+        assert_eq!(map["SaveImageWebsocket"], "websocket_image_save");
+        assert_eq!(map["UnetLoaderGGUF"], "ComfyUI-GGUF");
+        assert_eq!(map["RIFE VFI"], "ComfyUI-Frame-Interpolation");
+        assert_eq!(map["Power Lora Loader (rgthree)"], "rgthree-comfy");
+        for core in [
+            "KSampler",
+            "CheckpointLoaderSimple",
+            "VAEDecode",
+            "SaveImage",
+        ] {
+            assert!(!map.contains_key(core), "{core} is ComfyUI's own");
+        }
+        let (_, packs) = node_sets(&object_info_with_packs());
+        let counted: usize = packs.iter().map(|p| p.nodes.classes).sum();
+        assert_eq!(map.len(), counted, "one entry per class the packs count");
     }
 
     #[test]

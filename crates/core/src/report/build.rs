@@ -108,7 +108,11 @@ pub fn build(data: &SessionData) -> Report {
         .workflows
         .iter()
         .enumerate()
-        .map(|(i, job)| workflow_report(data, i, job))
+        .map(|(i, job)| {
+            let mut w = workflow_report(data, i, job);
+            w.bug_form = super::bug_form::bug_form(&w, environment.as_ref());
+            w
+        })
         .collect();
     let environment_changes = s
         .drifts

@@ -1,5 +1,6 @@
 //! Reads a session folder into [`SessionData`]: `session.json` (the session module's journal
-//! types), each run's `run.json`, and the UI companions of the variant files. The only part of
+//! types), each run's `run.json`, the UI companions of the variant files, and the console and
+//! submitted workflow of each run that did not pass. The only part of
 //! the report that touches the file system; `super::build` is pure, so tests build reports
 //! from journals made in memory.
 
@@ -31,6 +32,8 @@ pub struct SessionData {
     pub load_warnings: Vec<String>,
     /// The console lines (`server.log`) of every run that did not pass, by run id.
     pub server_logs: HashMap<String, Vec<String>>,
+    /// The submitted workflow (`workflow.json`) of every run that did not pass, by run id.
+    pub failed_workflows: HashMap<String, crate::workflow::Workflow>,
 }
 
 /// Reads `session.json` and every `run.json` of the session folder.
@@ -54,6 +57,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
     let mut source_formats = Vec::new();
     let mut subgraph_names = Vec::new();
     let mut server_logs = HashMap::new();
+    let mut failed_workflows = HashMap::new();
     for job in &session.workflows {
         let (format, names) = detect_format(Path::new(&job.source));
         source_formats.push(format);
@@ -71,6 +75,10 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
                         entry.run_id.clone(),
                         text.lines().map(str::to_string).collect(),
                     );
+                }
+                let submitted = dir.join(crate::session::journal::RUN_WORKFLOW_FILE);
+                if let Ok(workflow) = crate::workflow::load_api_file(&submitted) {
+                    failed_workflows.insert(entry.run_id.clone(), workflow);
                 }
             }
             let record = dir.join(RUN_RECORD_FILE);
@@ -108,6 +116,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         subgraph_names,
         load_warnings,
         server_logs,
+        failed_workflows,
     })
 }
 

@@ -7,6 +7,7 @@
 //! ([`markdown`], [`json`]), with the Markdown's helpers beside it. Adding a format is one new
 //! file in `render/` and one entry in [`formats`].
 
+pub mod bug_form;
 pub mod build;
 pub mod bundle;
 pub mod environment;

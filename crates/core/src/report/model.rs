@@ -91,6 +91,84 @@ pub struct WorkflowReport {
     pub components: Vec<Component>,
     /// Files to attach and the commands that reproduce each run.
     pub attachments: Attachments,
+    /// The nodes of the failing run's workflow that come from custom node packs (absent when
+    /// no run failed, or its record does not say: no `/object_info` was read, or an older
+    /// record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_pack_nodes: Option<CustomPackNodes>,
+    /// The failure in the fields of ComfyUI's bug form (absent when no run failed); report.md
+    /// shows it first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bug_form: Option<BugForm>,
+}
+
+/// Which nodes of the failing run's workflow come from custom node packs: ComfyUI's bug form
+/// asks whether the failure stays with `--disable-all-custom-nodes`.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomPackNodes {
+    /// The failing run's step.
+    pub step: usize,
+    /// The failing run.
+    pub run_id: String,
+    /// Each node from a custom pack, by node id; empty: every node is ComfyUI's own.
+    pub nodes: Vec<CustomPackNode>,
+}
+
+/// One node of a workflow that comes from a custom node pack.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomPackNode {
+    /// The node.
+    pub node: NodeRef,
+    /// Its title (`_meta.title`), when it has one.
+    pub title: Option<String>,
+    /// The pack (its folder under `custom_nodes/`, from `python_module`).
+    pub pack: String,
+    /// The pack's version, when the server says (ComfyUI-Manager).
+    pub version: Option<String>,
+}
+
+/// The failure in the fields of ComfyUI's bug form (Expected Behavior, Actual Behavior, Steps
+/// to Reproduce, Debug Logs, Other), as plain text; the custom-pack nodes are
+/// [`WorkflowReport::custom_pack_nodes`].
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BugForm {
+    /// Expected Behavior: what the passing steps show.
+    pub expected: String,
+    /// Actual Behavior: the verdict sentence.
+    pub actual: String,
+    /// Steps to Reproduce: the workflow file to run (the failing run's submitted workflow).
+    pub workflow: Option<String>,
+    /// Steps to Reproduce: the ladder in five columns.
+    pub steps: Vec<BugFormStep>,
+    /// Debug Logs: the run whose traceback it is (`first_failure.traceback`), when it has one.
+    pub traceback_run: Option<String>,
+    /// Other: the GPU (name, type, total memory).
+    pub gpu: Option<String>,
+    /// Other: the ComfyUI version.
+    pub comfyui_version: Option<String>,
+}
+
+/// One ladder step in the bug form's five columns.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BugFormStep {
+    /// The step (0 = minimal).
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// The outcome (`passed`, `failed`, `not_run`, …).
+    pub outcome: String,
+    /// The stage of a failure.
+    pub stage: Option<String>,
+    /// Peak VRAM in MiB: what the OOM message proves was needed for a run out of device
+    /// memory (`peak_from_oom`), else the sampled peak.
+    pub peak_vram_mib: Option<f64>,
+    /// `peak_vram_mib` comes from the OOM message, not from sampling.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub peak_from_oom: bool,
 }
 
 /// What preflight found before any run.
@@ -712,8 +790,64 @@ impl Verdict {
             VerdictKind::PreflightFailed => {
                 format!("Preflight failed: {reason}. Nothing was run.")
             }
+            VerdictKind::Check => {
+                let head = "Check (one run of the workflow as given, no ladder)";
+                match reason.as_str() {
+                    "good" => format!("{head}: good — it passed with a complete product."),
+                    "bad" => format!("{head}: bad — {}{}. Root cause: unknown.", what(), reproduced()),
+                    _ => format!("{head}: {reason}; it says nothing about the workflow."),
+                }
+            }
             VerdictKind::Incomplete => format!("Incomplete: {reason}."),
             VerdictKind::InProgress => format!("In progress: {reason}."),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(reason: &str, kind: Option<&str>, stage: Option<&str>) -> String {
+        let v = Verdict {
+            kind: VerdictKind::Check,
+            summary: String::new(),
+            step: Some(0),
+            steps: 0,
+            increment: Some("target".into()),
+            parts: Vec::new(),
+            failure_kind: kind.map(str::to_string),
+            stage: stage.map(str::to_string),
+            reason: Some(reason.into()),
+            first_fallback_step: None,
+            first_fallback_increment: None,
+            first_fallbacks: Vec::new(),
+            reproduced: None,
+            root_cause: "unknown".into(),
+        };
+        v.sentence(&|s: &str| s.to_string())
+    }
+
+    #[test]
+    fn a_check_says_good_bad_or_cannot_test_and_no_ladder() {
+        let head = "Check (one run of the workflow as given, no ladder)";
+        assert_eq!(
+            check("good", None, None),
+            format!("{head}: good — it passed with a complete product.")
+        );
+        assert_eq!(
+            check("bad", Some("cuda_oom"), Some("decode")),
+            format!("{head}: bad — CUDA out of memory during the VAE decode (decode stage). Root cause: unknown.")
+        );
+        assert_eq!(
+            check("cannot test — the run was interrupted", None, None),
+            format!("{head}: cannot test — the run was interrupted; it says nothing about the workflow.")
+        );
+        for s in [check("good", None, None), check("bad", None, None)] {
+            assert!(
+                !s.contains("In progress") && !s.contains("steps 0–0"),
+                "{s}"
+            );
         }
     }
 }

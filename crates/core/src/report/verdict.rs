@@ -4,7 +4,7 @@
 
 use super::load::SessionData;
 use super::model::{LadderRow, Verdict, VerdictKind};
-use super::naming::{is_main, short, stop_reason};
+use super::naming::{is_main, outcome_name, short, stop_reason};
 use crate::session::journal::{
     CrashCheck, RunStatus, SessionState, Verdict as SessionVerdict, WorkflowJob,
 };
@@ -180,6 +180,30 @@ pub(super) fn verdict(
                 v.increment = Some(r.increment.clone());
             }
             v.reason = Some(format!("run {} {detail}", short(run_id)));
+        }
+        Some(SessionVerdict::Checked { run_id }) => {
+            v.kind = VerdictKind::Check;
+            if let Some(r) = job.runs.iter().find(|r| &r.run_id == run_id) {
+                v.step = Some(r.step);
+                v.increment = Some(r.increment.clone());
+                v.reason = Some(if r.passed() {
+                    "good".to_string()
+                } else if r.failed() {
+                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind.clone());
+                    v.stage = r
+                        .diagnosis
+                        .as_ref()
+                        .map(|d| d.stage.as_str().to_string())
+                        .or_else(|| row(r.step).and_then(|row| row.stage.clone()));
+                    "bad".to_string()
+                } else {
+                    // Rejected, or interrupted (Ctrl-C, another client).
+                    format!(
+                        "cannot test — the run was {}",
+                        outcome_name(r).replace('_', " ")
+                    )
+                });
+            }
         }
         Some(SessionVerdict::Incomplete { reason, detail }) => {
             v.kind = VerdictKind::Incomplete;

@@ -4,9 +4,9 @@
 
 use super::load::SessionData;
 use super::model::{
-    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, Evidence, LadderRow,
-    NextSteps, NodeRef, Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind, VramInfo,
-    WorkflowInfo, WorkflowReport,
+    AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, CustomPackNode,
+    CustomPackNodes, Evidence, LadderRow, NextSteps, NodeRef, Preflight, ProgressSeen, RepeatRow,
+    Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport,
 };
 use super::naming::{display, is_main, outcome_name};
 use super::verdict::verdict;
@@ -312,6 +312,9 @@ pub(super) fn workflow_report(
             .map(|c| c.step)
             .max()
             .and_then(|k| job.runs.iter().find(|r| r.step == k && r.failed())),
+        Some(SessionVerdict::Checked { run_id }) => {
+            job.runs.iter().find(|r| &r.run_id == run_id && r.failed())
+        }
         Some(SessionVerdict::Incomplete { .. }) | None => job
             .runs
             .iter()
@@ -332,6 +335,7 @@ pub(super) fn workflow_report(
         }
     };
     let first_failure = failing_run.map(|e| evidence(data, e));
+    let custom_pack_nodes = failing_run.and_then(|e| custom_pack_nodes(data, e));
     let next_steps = failing_run.and_then(|e| {
         let d = diagnosis(data, e)?;
         let mut candidates: Vec<Candidate> = d
@@ -467,6 +471,8 @@ pub(super) fn workflow_report(
         preflight,
         components,
         attachments,
+        custom_pack_nodes,
+        bug_form: None,
     };
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);
@@ -490,6 +496,9 @@ fn label_subgraph_nodes(report: &mut WorkflowReport, names: &IndexMap<String, St
             .filter_map(|r| r.failing_node.as_mut()),
     );
     nodes.extend(report.components.iter_mut().map(|c| &mut c.node));
+    if let Some(c) = report.custom_pack_nodes.as_mut() {
+        nodes.extend(c.nodes.iter_mut().map(|n| &mut n.node));
+    }
     if let Some(e) = report.first_failure.as_mut() {
         nodes.extend(e.node.as_mut());
         nodes.extend(e.last_progress.as_mut().map(|p| &mut p.node));
@@ -497,6 +506,42 @@ fn label_subgraph_nodes(report: &mut WorkflowReport, names: &IndexMap<String, St
     for node in nodes {
         node.subgraph = crate::workflow::label::subgraph_location(&node.id, names);
     }
+}
+
+/// The nodes of run `e`'s submitted workflow whose class its record says comes from a custom
+/// node pack, by node id (`3` before `10`, `92:5` after `92`); none when the record does not
+/// say or the workflow cannot be read.
+fn custom_pack_nodes(data: &SessionData, e: &RunEntry) -> Option<CustomPackNodes> {
+    let packs = data.runs.get(&e.run_id)?.custom_nodes.as_ref()?;
+    let workflow = data.failed_workflows.get(&e.run_id)?;
+    let mut nodes: Vec<CustomPackNode> = workflow
+        .nodes
+        .iter()
+        .filter_map(|(id, n)| {
+            let p = packs.get(&n.class_type)?;
+            Some(CustomPackNode {
+                node: NodeRef {
+                    id: id.clone(),
+                    class_type: n.class_type.clone(),
+                    subgraph: None,
+                },
+                title: n.title().map(str::to_string),
+                pack: p.pack.clone(),
+                version: p.version.clone(),
+            })
+        })
+        .collect();
+    let key = |id: &str| -> Vec<(u64, String)> {
+        id.split(':')
+            .map(|part| (part.parse().unwrap_or(u64::MAX), part.to_string()))
+            .collect()
+    };
+    nodes.sort_by_cached_key(|n| key(&n.node.id));
+    Some(CustomPackNodes {
+        step: e.step,
+        run_id: e.run_id.clone(),
+        nodes,
+    })
 }
 
 fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
@@ -816,6 +861,7 @@ mod tests {
             component_hashes: vec![],
             node_hashes: Default::default(),
             environment: None,
+            custom_nodes: None,
             record,
         };
         session_with(entry.clone(), Some(file))
@@ -859,6 +905,7 @@ mod tests {
             subgraph_names: vec![],
             load_warnings: vec![],
             server_logs: HashMap::new(),
+            failed_workflows: HashMap::new(),
         }
     }
 

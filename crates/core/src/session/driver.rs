@@ -7,10 +7,10 @@
 use super::decide::{decide_steps_in, Decision};
 use super::index::{self, CheckMark, IndexEntry};
 use super::journal::{
-    now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome, Phase,
-    RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths, SessionState, StopReason,
-    SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
-    SESSION_SCHEMA_VERSION,
+    now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome,
+    PackOfClass, Phase, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths,
+    SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
+    RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
@@ -19,6 +19,7 @@ use crate::units;
 use crate::workflow::Workflow;
 use jiff::tz::Offset;
 use jiff::Timestamp;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -77,6 +78,11 @@ pub trait Backend {
     fn restart(&mut self, command: &str) -> Result<(), String>;
     /// The environment fingerprint, taken before each run (`None`: the server did not say).
     fn environment(&mut self) -> Option<Fingerprint> {
+        None
+    }
+    /// Which of `classes` come from a custom node pack (class → pack), from the last node
+    /// definitions read (`None`: none were read).
+    fn custom_classes(&self, _classes: &[&str]) -> Option<BTreeMap<String, String>> {
         None
     }
 }
@@ -745,6 +751,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             }
         };
         self.session.workflows[0].phase = Phase::Done;
+        // The run decides the check (an interrupted one: cannot test).
+        if let RunResult::Done(e) = &result {
+            self.session.workflows[0].verdict = Some(Verdict::Checked {
+                run_id: e.run_id.clone(),
+            });
+        }
         self.session.state = match &result {
             RunResult::Done(e) if matches!(e.outcome, Some(Outcome::Interrupted)) => {
                 SessionState::Stopped {
@@ -936,6 +948,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .as_ref()
                 .and_then(|id| self.session.fingerprints.get(id))
                 .cloned(),
+            custom_nodes: self.custom_nodes(workflow, entry.fingerprint.as_deref()),
             record,
         };
         self.durable
@@ -946,6 +959,34 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.saved()?;
         self.hooks.run_finished(&self.session, w, &entry);
         Ok(outcome)
+    }
+
+    /// The classes of `workflow` that come from a custom node pack, with the pack's version
+    /// from the run's fingerprint (`fingerprint`) where it has one.
+    fn custom_nodes(
+        &self,
+        workflow: &Workflow,
+        fingerprint: Option<&str>,
+    ) -> Option<BTreeMap<String, PackOfClass>> {
+        let classes: std::collections::BTreeSet<&str> = workflow
+            .nodes
+            .values()
+            .map(|n| n.class_type.as_str())
+            .collect();
+        let classes: Vec<&str> = classes.into_iter().collect();
+        let packs = self.backend.custom_classes(&classes)?;
+        let fp = fingerprint.and_then(|id| self.session.fingerprints.get(id));
+        Some(
+            packs
+                .into_iter()
+                .map(|(class, pack)| {
+                    let version = fp
+                        .and_then(|f| f.pack(&pack))
+                        .and_then(|p| p.version.clone());
+                    (class, PackOfClass { pack, version })
+                })
+                .collect(),
+        )
     }
 
     /// Appends the run's index line. Only a recovered run can already have one (a fresh run id

@@ -297,6 +297,13 @@ impl Backend for LiveBackend {
         super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
     }
 
+    fn custom_classes(
+        &self,
+        classes: &[&str],
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        self.fingerprinter.custom_classes(classes.iter().copied())
+    }
+
     fn environment(&mut self) -> Option<Fingerprint> {
         let started = Instant::now();
         let fingerprinter = &mut self.fingerprinter;

@@ -3,6 +3,9 @@
 //! inputs, messages and console excerpts shortened in the middle, saying so), and a last cut at
 //! a section boundary. report.json and the run folders always keep everything whole.
 
+use super::md::{code, fence};
+use crate::report::model::Evidence;
+
 /// GitHub refuses an issue body longer than this ("body is too long (maximum is 65536
 /// characters)").
 pub const GITHUB_BODY_LIMIT: usize = 65_536;
@@ -165,6 +168,36 @@ pub(crate) fn trim_middle<S: AsRef<str>>(
         omitted,
         cut,
     }
+}
+
+/// Where the whole of a trimmed part is: the run's `run.json` and report.json.
+fn whole_in(e: &Evidence, what: &str) -> String {
+    match &e.run_dir {
+        Some(dir) => format!(
+            "the whole {what} is in {} and report.json",
+            code(&format!("{dir}/run.json"))
+        ),
+        None => format!("the whole {what} is in report.json"),
+    }
+}
+
+/// A trimmed part in a fenced block, with what was left out above it.
+pub(crate) fn trimmed_block(
+    e: &Evidence,
+    what: &str,
+    info: &str,
+    t: &Trimmed,
+    line_chars: usize,
+) -> String {
+    let mut body = String::new();
+    if let Some(note) = t.note(line_chars) {
+        let mut note = format!("{note}; {}.", whole_in(e, what));
+        note[..1].make_ascii_uppercase();
+        body.push_str(&note);
+        body.push_str("\n\n");
+    }
+    body.push_str(&fence(info, &t.lines.join("\n")));
+    body
 }
 
 /// The note that ends a document cut by [`cut_to_fit`].

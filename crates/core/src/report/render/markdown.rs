@@ -1,12 +1,12 @@
 //! `report.md`: GitHub-flavoured Markdown meant to be pasted into an issue.
 
-use super::budget::{self, Limits, Trimmed};
+use super::budget::{self, trimmed_block, Limits};
 use super::console;
-use super::md::{self, code, details, fence, text, text_with_code, Table};
+use super::md::{self, code, details, fence, node, text, text_with_code, Table};
 use super::memory;
 use crate::report::model::{
-    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeRef, Report,
-    VerdictKind, WorkflowReport,
+    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, Report, VerdictKind,
+    WorkflowReport,
 };
 use crate::report::ReportFormat;
 
@@ -67,6 +67,16 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     }
     out.push_str(&meta_line(report));
     out.push_str("\n\n");
+    for w in &report.workflows {
+        let title = (!single).then_some(w.name.as_str());
+        out.push_str(&super::bug_form::markdown(
+            w,
+            &report.session_id,
+            title,
+            2,
+            limits,
+        ));
+    }
     if let Some(env) = &report.environment {
         out.push_str(&environment(env, 2));
     }
@@ -154,18 +164,6 @@ fn footer(r: &Report) -> String {
 use crate::units::mib_rounded as mib;
 
 use crate::units::seconds as duration;
-
-/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue. A
-/// node inside a subgraph reads as the canvas shows it: `KSampler #125 in subgraph 'Sampler' #140`.
-fn node(n: &NodeRef) -> String {
-    match &n.subgraph {
-        Some(location) => {
-            let (_, own) = crate::workflow::label::split_hierarchical(&n.id);
-            code(&format!("{} #{own} in {location}", n.class_type))
-        }
-        None => code(&format!("{} #{}", n.class_type, n.id)),
-    }
-}
 
 fn short(run_id: &str) -> String {
     run_id.chars().take(8).collect()
@@ -385,11 +383,8 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         out.push_str(&product_warnings(w));
     }
     if let Some(e) = &w.first_failure {
-        let decided = matches!(
-            w.verdict.kind,
-            VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
-        );
-        out.push_str(&evidence(e, level, decided, limits));
+        let title = evidence_title(e, w.verdict.kind);
+        out.push_str(&evidence(e, level, &title, w.bug_form.is_some(), limits));
     }
     if let Some(n) = &w.next_steps {
         out.push_str(&heading(level, "What to check next"));
@@ -743,47 +738,39 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
     ]
 }
 
-/// Where the whole of a trimmed part is: the run's `run.json` and report.json.
-fn whole_in(e: &Evidence, what: &str) -> String {
-    match &e.run_dir {
-        Some(dir) => format!(
-            "the whole {what} is in {} and report.json",
-            code(&format!("{dir}/run.json"))
-        ),
-        None => format!("the whole {what} is in report.json"),
-    }
-}
-
-/// A trimmed part in a fenced block, with what was left out above it.
-fn trimmed_block(e: &Evidence, what: &str, info: &str, t: &Trimmed, line_chars: usize) -> String {
-    let mut body = String::new();
-    if let Some(note) = t.note(line_chars) {
-        let mut note = format!("{note}; {}.", whole_in(e, what));
-        note[..1].make_ascii_uppercase();
-        body.push_str(&note);
-        body.push_str("\n\n");
-    }
-    body.push_str(&fence(info, &t.lines.join("\n")));
-    body
-}
-
-fn evidence(e: &Evidence, level: usize, decided: bool, limits: &Limits) -> String {
-    let title = if !decided {
-        format!(
-            "Lowest failing step so far (step {}, {}; no verdict yet)",
-            e.step,
-            text(&e.increment)
-        )
-    } else if e.step == 0 {
-        "Failing minimal run".to_string()
-    } else {
-        format!(
+/// The heading of the failing run's evidence: the first failure, the failing minimal run, the
+/// failing check, or the lowest failure so far when there is no verdict yet.
+fn evidence_title(e: &Evidence, kind: VerdictKind) -> String {
+    match kind {
+        VerdictKind::Check => "Failing run (the workflow as given)".to_string(),
+        VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky
+            if e.step == 0 =>
+        {
+            "Failing minimal run".to_string()
+        }
+        VerdictKind::FirstFailure | VerdictKind::MinimalFails | VerdictKind::Flaky => format!(
             "First failing run (step {}, {})",
             e.step,
             text(&e.increment)
-        )
-    };
-    let mut out = heading(level, &title);
+        ),
+        _ => format!(
+            "Lowest failing step so far (step {}, {}; no verdict yet)",
+            e.step,
+            text(&e.increment)
+        ),
+    }
+}
+
+/// The failing run's evidence under `title`; `traceback_above`: the bug-form block at the top shows its
+/// traceback (under Debug Logs), so it is not repeated here.
+fn evidence(
+    e: &Evidence,
+    level: usize,
+    title: &str,
+    traceback_above: bool,
+    limits: &Limits,
+) -> String {
+    let mut out = heading(level, title);
     let mut lines = Vec::new();
     if let Some(id) = &e.run_id {
         lines.push(format!(
@@ -879,24 +866,14 @@ fn evidence(e: &Evidence, level: usize, decided: bool, limits: &Limits) -> Strin
         out.push('\n');
     }
     if !e.traceback.is_empty() {
-        let lines: Vec<&str> = e
-            .traceback
-            .iter()
-            .flat_map(|l| l.trim_end_matches('\n').lines())
-            .collect();
-        let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
-        let summary = if t.omitted > 0 {
-            format!(
-                "Traceback ({} of {} lines shown)",
-                lines.len() - t.omitted,
-                lines.len()
-            )
+        if traceback_above {
+            out.push_str(
+                "The traceback is under **Debug Logs** at the top (for ComfyUI's bug form).\n\n",
+            );
         } else {
-            "Traceback".to_string()
-        };
-        let body = trimmed_block(e, "traceback", "text", &t, limits.line_chars);
-        out.push_str(&details(&summary, &body));
-        out.push('\n');
+            out.push_str(&super::bug_form::traceback(e, limits));
+            out.push('\n');
+        }
     }
     out.push_str(&console::markdown(
         e,

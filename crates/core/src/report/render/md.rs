@@ -1,6 +1,6 @@
-//! GitHub-flavoured Markdown building blocks (escaping, tables, fences, `<details>`) and a
-//! checker that a rendered document is well-formed: tables have equal column counts, code fences
-//! and `<details>` blocks are closed.
+//! GitHub-flavoured Markdown building blocks (escaping, tables, fences, `<details>`, nodes as
+//! code spans) and a checker that a rendered document is well-formed: tables have equal column
+//! counts, code fences and `<details>` blocks are closed.
 
 use std::fmt::Write as _;
 
@@ -162,6 +162,18 @@ pub fn details(summary: &str, body_markdown: &str) -> String {
         html_escape(summary),
         body_markdown.trim_end()
     )
+}
+
+/// A node as `` `Class #id` ``: in a code span, so GitHub does not read `#id` as an issue. A
+/// node inside a subgraph reads as the canvas shows it: `KSampler #125 in subgraph 'Sampler' #140`.
+pub(crate) fn node(n: &crate::report::model::NodeRef) -> String {
+    match &n.subgraph {
+        Some(location) => {
+            let (_, own) = crate::workflow::label::split_hierarchical(&n.id);
+            code(&format!("{} #{own} in {location}", n.class_type))
+        }
+        None => code(&format!("{} #{}", n.class_type, n.id)),
+    }
 }
 
 /// Escapes `<`, `>`, `&` and `"` for use inside HTML.

@@ -2,11 +2,13 @@
 //! [`ReportFormat`](super::ReportFormat) — [`markdown`] (`report.md`) and [`json`]
 //! (`report.json`) — and the Markdown's parts live beside it: [`md`] (escaping, tables, fences,
 //! `<details>`, the well-formedness check), [`chart`] (Mermaid charts), [`console`] (the server
-//! console excerpt), [`memory`] (the per-step models-loaded cells and list) and [`budget`]
+//! console excerpt), [`bug_form`] (the block for ComfyUI's bug form that report.md starts
+//! with), [`memory`] (the per-step models-loaded cells and list) and [`budget`]
 //! (keeping `report.md` under GitHub's issue-body limit). The rest of `report/` builds the
 //! [`Report`](super::Report) value and writes no Markdown.
 
 pub mod budget;
+pub mod bug_form;
 pub mod chart;
 pub mod console;
 pub mod json;

@@ -482,6 +482,21 @@ impl WorkflowJob {
     /// hires pass); None before a verdict.
     pub fn headline(&self) -> Option<String> {
         let verdict = self.verdict.as_ref()?;
+        if let Verdict::Checked { run_id } = verdict {
+            // A check: what its one run says.
+            let outcome = self
+                .runs
+                .iter()
+                .find(|r| &r.run_id == run_id)?
+                .outcome
+                .as_ref()?;
+            let status = match outcome {
+                Outcome::Passed => "good",
+                o if o.is_failure() => "bad",
+                _ => "cannot test",
+            };
+            return Some(format!("check: {status} ({})", outcome.name()));
+        }
         let parts = match verdict {
             Verdict::FirstFailure { step, .. } => self
                 .steps
@@ -654,6 +669,12 @@ pub enum Verdict {
         /// In words.
         detail: String,
     },
+    /// `check`: the one run of the workflow as given ended (its outcome says good, bad or
+    /// cannot test); there is no ladder.
+    Checked {
+        /// The run.
+        run_id: String,
+    },
 }
 
 /// A model file a workflow names that the server does not list (written as
@@ -765,6 +786,7 @@ impl Verdict {
             ),
             Verdict::Inconclusive { detail, .. } => format!("inconclusive: {detail}"),
             Verdict::Incomplete { detail, .. } => format!("incomplete: {detail}"),
+            Verdict::Checked { run_id } => format!("check: one run of the workflow as given ({run_id})"),
         }
     }
 
@@ -778,6 +800,7 @@ impl Verdict {
             Verdict::PreflightFailed { .. } => VerdictKind::PreflightFailed,
             Verdict::Inconclusive { .. } => VerdictKind::Inconclusive,
             Verdict::Incomplete { .. } => VerdictKind::Incomplete,
+            Verdict::Checked { .. } => VerdictKind::Check,
         }
     }
 
@@ -785,6 +808,16 @@ impl Verdict {
     pub fn kind(&self) -> &'static str {
         self.verdict_kind().as_str()
     }
+}
+
+/// The custom node pack a node class comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackOfClass {
+    /// The pack (its folder under `custom_nodes/`).
+    pub pack: String,
+    /// Its version, when the server says (ComfyUI-Manager's installed list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// `run.json`: the complete record of one run.
@@ -807,6 +840,12 @@ pub struct RunFile {
     /// The environment fingerprint taken before the run (its id is `entry.fingerprint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Fingerprint>,
+    /// The node classes of the submitted workflow that come from a custom node pack, by class
+    /// (from `/object_info`'s `python_module`); the workflow's other classes are ComfyUI's
+    /// own, so an empty map says every node is core. None: not known (no `/object_info` was
+    /// read, or a record older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_nodes: Option<BTreeMap<String, PackOfClass>>,
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
     /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
     pub record: crate::run::RunRecord,
