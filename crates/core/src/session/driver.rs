@@ -882,7 +882,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             record.diagnosis = Some(d.clone());
         }
         let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
-        let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+        let summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
         let run_fingerprint = self.session.workflows[w]
             .runs
             .iter()

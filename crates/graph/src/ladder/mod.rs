@@ -11,6 +11,7 @@ mod describe;
 mod math;
 mod passes;
 pub mod product;
+pub mod work;
 mod reduce;
 
 pub use describe::{describe_changes, named_parts};
