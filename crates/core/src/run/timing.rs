@@ -179,12 +179,15 @@ pub fn run_phases(
         .collect();
     let last = passes.last()?;
     let steps: u32 = passes.iter().map(|t| t.reached).sum();
-    // A pass's first step is as long as its others (its loading is setup); a pass of one
-    // step has no later step to say so and counts whole.
-    let pass_ms = |t: &SamplerTiming| match t.s_per_step {
-        Some(s) => s * 1000.0 * f64::from(t.reached),
-        None => t.first_step_ms.unwrap_or(0) as f64,
-    };
+    // A pass's first step is as long as its others (its loading is setup); a pass without a
+    // later step (one step, or a failure at the second) takes the pace of the run's others,
+    // and a run with no later step at all says nothing of its pace.
+    let timed: Vec<f64> = passes.iter().filter_map(|t| t.s_per_step).collect();
+    if timed.is_empty() {
+        return None;
+    }
+    let pace = timed.iter().sum::<f64>() / timed.len() as f64;
+    let pass_ms = |t: &SamplerTiming| t.s_per_step.unwrap_or(pace) * 1000.0 * f64::from(t.reached);
     let sample_ms: f64 = passes.iter().map(|t| pass_ms(t)).sum();
     let end = last.end_ms.unwrap_or(0).min(duration_ms);
     let post_ms = duration_ms - end;
@@ -255,6 +258,9 @@ mod tests {
         assert_eq!(phases.setup_ms, 7000);
         assert_eq!(phases.post_ms, 2000);
         assert_eq!(run_phases(&timings, 17_000, |_| false), None);
+        // A run that failed at its second step timed no step: no phases.
+        let failed = sampler_timings(&[progress(1700, "14", 1, 10, "p")], "p");
+        assert_eq!(run_phases(&failed, 1800, |_| true), None);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! hands it the journal and the work of each ladder step.
 //!
 //! The model (docs/sessions.md says it with its limits): a run is setup + steps × time per
-//! step + post. Time per step and post time follow the work (latent pixels × frames × batch),
-//! interpolated between the two finished runs nearest in work, or proportional to it beyond
-//! them; setup is the one of the nearest finished run of the same workflow, cold apart from
+//! step + post. Time per step and post time follow the work (latent pixels × frames × batch)
+//! as a power of it fitted to the finished runs nearest in work (proportional with one run);
+//! setup is the one of the nearest finished run of the same workflow, cold apart from
 //! warm. No finished run: no estimate.
 
 use super::journal::{Outcome, RunRole, SessionFile, SessionOptions, Strategy, WorkflowJob};
@@ -128,29 +128,38 @@ pub fn predict_run(
     })
 }
 
-/// A time that follows the work: between the two measured points nearest below and above
-/// `units`, on the line through them; beyond them, proportional to the nearest one. None
-/// without points.
+/// A time that follows the work, as a power of it fitted to the measured points: between
+/// the two points nearest below and above `units`, on the power law through them; beyond
+/// them, with the exponent of the two nearest points (kept within 0.5–1.5), or proportional
+/// with one point. None without points.
 fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
-    let below = points
-        .iter()
-        .filter(|(u, _)| *u <= units)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    let above = points
-        .iter()
-        .filter(|(u, _)| *u >= units)
-        .min_by(|a, b| a.0.total_cmp(&b.0));
-    let mean_at = |u: f64| {
-        let same: Vec<f64> = points.iter().filter(|p| p.0 == u).map(|p| p.1).collect();
-        same.iter().sum::<f64>() / same.len() as f64
-    };
-    match (below, above) {
-        (Some(&(u0, _)), Some(&(u1, _))) if u1 > u0 => {
-            let (t0, t1) = (mean_at(u0), mean_at(u1));
-            Some(t0 + (t1 - t0) * (units - u0) / (u1 - u0))
+    // One time per work (the mean of the runs at it), by work.
+    let mut by_work: Vec<(f64, f64)> = Vec::new();
+    for &(u, t) in points {
+        if !(u > 0.0 && t > 0.0) {
+            continue;
         }
-        (Some(&(u, _)), _) | (None, Some(&(u, _))) => Some(mean_at(u) * units / u.max(1.0)),
-        (None, None) => None,
+        let same: Vec<f64> = points.iter().filter(|p| p.0 == u).map(|p| p.1).collect();
+        if !by_work.iter().any(|p| p.0 == u) {
+            by_work.push((u, same.iter().sum::<f64>() / same.len() as f64));
+        }
+    }
+    by_work.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let exponent = |(u0, t0): (f64, f64), (u1, t1): (f64, f64)| (t1 / t0).ln() / (u1 / u0).ln();
+    let at = |(u0, t0): (f64, f64), k: f64| t0 * (units / u0).powf(k);
+    let above = by_work.iter().position(|p| p.0 >= units);
+    match above {
+        None if by_work.is_empty() => None,
+        Some(i) if by_work[i].0 == units => Some(by_work[i].1),
+        Some(i) if i > 0 => Some(at(by_work[i - 1], exponent(by_work[i - 1], by_work[i]))),
+        _ if by_work.len() == 1 => Some(at(by_work[0], 1.0)),
+        // Below every point: the two smallest; above every point: the two largest.
+        Some(_) => Some(at(by_work[0], exponent(by_work[0], by_work[1]).clamp(0.5, 1.5))),
+        None => {
+            let n = by_work.len();
+            let k = exponent(by_work[n - 2], by_work[n - 1]).clamp(0.5, 1.5);
+            Some(at(by_work[n - 1], k))
+        }
     }
 }
 
@@ -288,16 +297,23 @@ mod tests {
     }
 
     #[test]
-    fn between_two_runs_the_time_is_on_the_line_through_them() {
-        // A fixed 50 ms per step plus 1 ms per 10 units: proportional scaling from the small
-        // run alone would overshoot; two runs pin the line.
+    fn between_two_runs_the_time_is_on_the_power_law_through_them() {
+        // 4 × the work took 2 × the time per step (a fixed part): twice the work between
+        // them takes √2 × the time, and 4 × beyond them 2 × again.
         let two = [
             seen(0, 100, 60.0, 3000, 100),
-            seen(4, 1100, 160.0, 9000, 1100),
+            seen(4, 400, 120.0, 9000, 400),
         ];
+        let e = predict_run(&two, 0, 2, &work(200, 10), true).unwrap();
+        assert_eq!(e.steps.as_millis(), 848); // 10 × 60 × √2
+        assert_eq!(e.post.as_millis(), 200);
+        let beyond = predict_run(&two, 0, 6, &work(1600, 10), true).unwrap();
+        assert_eq!(beyond.steps.as_millis(), 2400);
+        // A steeper fit is held to an exponent of 1.5.
+        let steep = [seen(0, 100, 10.0, 0, 0), seen(1, 200, 80.0, 0, 0)];
+        let e = predict_run(&steep, 0, 2, &work(400, 1), true).unwrap();
+        assert_eq!(e.steps.as_millis(), 226); // 80 × 2^1.5
         let e = predict_run(&two, 0, 2, &work(600, 10), true).unwrap();
-        assert_eq!(e.steps, Duration::from_millis(1100));
-        assert_eq!(e.post, Duration::from_millis(600));
         // Setup from the nearest step (ties go to the lower one).
         assert_eq!(e.setup, Duration::from_millis(3000));
         let e = predict_run(&two, 0, 3, &work(600, 10), true).unwrap();

@@ -24,7 +24,17 @@ struct State {
     run_start: Instant,
     session_start: Instant,
     classes: HashMap<String, String>,
+    /// The predicted duration of the current run and the session's time left at its start
+    /// (`session::predict`); `predicted` false before the first prediction was made.
+    run_eta: Option<Duration>,
+    session_eta: Option<Duration>,
+    predicted: bool,
+    /// When the last plain line (no terminal) was printed.
+    plain_at: Option<Instant>,
 }
+
+/// Without a terminal, the progress line is printed at most this often.
+const PLAIN_EVERY: Duration = Duration::from_secs(60);
 
 /// A cloneable handle on the progress line (the driver's hooks and the backend share it).
 #[derive(Clone)]
@@ -86,6 +96,10 @@ impl ProgressView {
                 run_start: now,
                 session_start: now,
                 classes: HashMap::new(),
+                run_eta: None,
+                session_eta: None,
+                predicted: false,
+                plain_at: None,
             })),
             quiet,
         }
@@ -122,7 +136,7 @@ impl ProgressView {
     }
 
     fn redraw(&self) {
-        let Ok(s) = self.state.lock() else { return };
+        let Ok(mut s) = self.state.lock() else { return };
         let mut msg = format!("[{}] {}", s.ladder, s.label);
         if !s.node.is_empty() {
             msg.push_str(&format!(" · node {}", s.node));
@@ -135,6 +149,16 @@ impl ProgressView {
             human(s.run_start.elapsed()),
             human(s.session_start.elapsed())
         ));
+        if s.predicted {
+            msg.push_str(&eta_text(&s));
+        }
+        // Without a terminal, an occasional line keeps a log going (cron, systemd).
+        let plain_due = s.plain_at.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
+        if self.bar.is_hidden() && !self.quiet && !s.label.is_empty() && plain_due {
+            s.plain_at = Some(Instant::now());
+            eprintln!("{}", crate::text::escape_controls(&msg));
+            return;
+        }
         self.bar
             .set_message(crate::text::escape_controls(&msg).into_owned());
     }
@@ -213,6 +237,46 @@ impl Hooks for ProgressView {
     fn note(&mut self, text: &str) {
         self.println(text);
     }
+
+    fn estimate(&mut self, run: Option<Duration>, session_left: Option<Duration>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.run_eta = run;
+            s.session_eta = session_left;
+            s.predicted = true;
+        }
+        let said = match (run, session_left) {
+            (Some(r), Some(l)) => format!(
+                "next run predicted to take ~{}; ~{} left in the session",
+                human(r),
+                human(l)
+            ),
+            (Some(r), None) => format!("next run predicted to take ~{}", human(r)),
+            _ => "run time: no estimate yet (none of this session's runs has finished)".into(),
+        };
+        self.println(&said);
+    }
+}
+
+/// ` · ETA run ~X · session ~Y`: the prediction made at the run's start less the time spent,
+/// and once the sampler's own pace is seen, its steps left at that pace.
+fn eta_text(s: &State) -> String {
+    let Some(run) = s.run_eta else {
+        return " · ETA: no estimate yet".into();
+    };
+    let spent = s.run_start.elapsed();
+    let mut left = run.saturating_sub(spent);
+    if let Some(per) = s.steps.per_step() {
+        let steps_left = per.mul_f64(f64::from(s.steps.max.saturating_sub(s.steps.last())));
+        left = left.max(steps_left);
+    }
+    let mut text = format!(" · ETA run ~{}", human(left));
+    if let Some(session) = s.session_eta {
+        text.push_str(&format!(
+            " · session ~{}",
+            human(session.saturating_sub(run) + left)
+        ));
+    }
+    text
 }
 
 /// When each step of the current sampler pass arrived, for its time per step and time left.
@@ -239,6 +303,11 @@ impl StepClock {
         if self.seen.last().is_none_or(|(v, _)| *v < value) {
             self.seen.push((value, at));
         }
+    }
+
+    /// The last step value seen (0 before any).
+    fn last(&self) -> u32 {
+        self.seen.last().map(|(v, _)| *v).unwrap_or(0)
     }
 
     /// Mean time per step over the last (up to) five steps after the first step (which
