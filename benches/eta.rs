@@ -20,8 +20,30 @@ const CASES: &[(&str, u64, f64, &str)] = &[
     ("sd15_txt2img_lora_upscale", 3 * 1024, 1.0, "binary"),
     ("sd15_hires_fix_pixel", 4 * 1024, 1.0, "linear"),
     ("sd15_hires_fix_pixel", 4 * 1024, 1.0, "binary"),
-    ("wan22_t2v_experts_lora_cache_rife", 40 * 1024, 0.05, "linear"),
-    ("wan22_t2v_experts_lora_cache_rife", 40 * 1024, 0.05, "binary"),
+    (
+        "wan22_t2v_experts_lora_cache_rife",
+        40 * 1024,
+        0.05,
+        "linear",
+    ),
+    (
+        "wan22_t2v_experts_lora_cache_rife",
+        40 * 1024,
+        0.05,
+        "binary",
+    ),
+    (
+        "wan22_t2v_experts_lora_cache_rife",
+        56 * 1024,
+        0.05,
+        "linear",
+    ),
+    (
+        "wan22_t2v_experts_lora_cache_rife",
+        56 * 1024,
+        0.05,
+        "binary",
+    ),
 ];
 
 fn main() {
@@ -42,7 +64,9 @@ fn main() {
         let session: &SessionFile = &b.session;
         let job = &session.workflows[0];
         for (i, run) in job.runs.iter().enumerate() {
-            let Some(summary) = &run.summary else { continue };
+            let Some(summary) = &run.summary else {
+                continue;
+            };
             let Some(work) = summary.work else { continue };
             // What the driver knew before this run: the runs finished before it.
             let mut known = session.clone();

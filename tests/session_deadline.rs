@@ -109,7 +109,8 @@ fn a_run_predicted_to_end_after_the_deadline_is_not_started() {
     };
     assert_eq!(*reason, StopReason::Deadline, "{detail}\n{shown}");
     assert!(detail.contains("predicted to take"), "{detail}");
-    assert!(detail.contains(&format!("deadline {deadline}")), "{detail}");
+    let stored = session.options.deadline.clone().unwrap();
+    assert!(detail.contains(&format!("deadline {stored}")), "{detail}");
     assert!(
         detail.contains(&format!("comfy-bisect resume {}", session.session_id)),
         "{detail}"
@@ -133,7 +134,13 @@ fn a_run_predicted_to_end_after_the_deadline_is_not_started() {
     ]);
     let (_, resumed) = only_session(&runs);
     assert!(
-        matches!(resumed.state, SessionState::Stopped { reason: StopReason::Deadline, .. }),
+        matches!(
+            resumed.state,
+            SessionState::Stopped {
+                reason: StopReason::Deadline,
+                ..
+            }
+        ),
         "{:?}\n{}",
         resumed.state,
         text(&again)

@@ -14,8 +14,8 @@ use super::journal::{
 };
 use super::predict;
 use crate::comfy::Fingerprint;
-use crate::ladder::work::Work;
 use crate::hashing::{ComponentHash, HashCache};
+use crate::ladder::work::Work;
 use crate::run::RunRecord;
 use crate::units;
 use crate::workflow::Workflow;
@@ -569,7 +569,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                  (--deadline-grace); `{}` continues with a later --deadline (or \
                  --no-deadline)",
                 units::compact_duration(run.total()),
-                units::format_rfc3339(end, offset),
+                units::format_rfc3339(end.round(jiff::Unit::Second).unwrap_or(end), offset),
                 units::compact_duration(grace),
                 self.resume_command()
             ),

@@ -154,7 +154,10 @@ fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
         Some(i) if i > 0 => Some(at(by_work[i - 1], exponent(by_work[i - 1], by_work[i]))),
         _ if by_work.len() == 1 => Some(at(by_work[0], 1.0)),
         // Below every point: the two smallest; above every point: the two largest.
-        Some(_) => Some(at(by_work[0], exponent(by_work[0], by_work[1]).clamp(0.5, 1.5))),
+        Some(_) => Some(at(
+            by_work[0],
+            exponent(by_work[0], by_work[1]).clamp(0.5, 1.5),
+        )),
         None => {
             let n = by_work.len();
             let k = exponent(by_work[n - 2], by_work[n - 1]).clamp(0.5, 1.5);
@@ -396,7 +399,10 @@ mod tests {
         assert_eq!(l.iter().map(|r| r.2).sum::<f64>(), 8.0);
         let b = runs_left(&fresh, &binary);
         // ⌈log2(7)⌉ = 3 probes spread over the six steps.
-        assert!((b.iter().map(|r| r.2).sum::<f64>() - 5.0).abs() < 1e-9, "{b:?}");
+        assert!(
+            (b.iter().map(|r| r.2).sum::<f64>() - 5.0).abs() < 1e-9,
+            "{b:?}"
+        );
         // Minimal passed, step 3 passed, step 5 failed: only step 4 is left.
         let mid = job(7, &[(0, true), (7, false), (3, true), (5, false)]);
         assert_eq!(runs_left(&mid, &linear), vec![(4, false, 1.0)]);

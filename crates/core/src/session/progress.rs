@@ -352,6 +352,31 @@ mod tests {
     use crate::session::journal::{Outcome, Phase, RunStatus, StepInfo};
 
     #[test]
+    fn the_eta_says_no_estimate_yet_then_counts_the_prediction_down() {
+        let mut view = ProgressView::new(true);
+        assert_eq!(
+            eta_text(&view.state.lock().unwrap()),
+            " · ETA: no estimate yet"
+        );
+        view.estimate(None, None);
+        assert_eq!(
+            eta_text(&view.state.lock().unwrap()),
+            " · ETA: no estimate yet"
+        );
+        let hour = Duration::from_secs(3600);
+        view.estimate(Some(hour), Some(hour * 3));
+        let text = eta_text(&view.state.lock().unwrap());
+        // An hour predicted less the moment spent; the session counts the run once (its two
+        // other hours after it).
+        let (run, session) = text
+            .strip_prefix(" · ETA run ~")
+            .and_then(|t| t.split_once(" · session ~"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(run == "1h00m" || run.starts_with("59m"), "{text}");
+        assert!(session == "3h00m" || session == "2h59m", "{text}");
+    }
+
+    #[test]
     fn ladder_marks_show_each_step() {
         let step = |i: usize| StepInfo {
             index: i,

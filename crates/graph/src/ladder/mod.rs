@@ -11,8 +11,8 @@ mod describe;
 mod math;
 mod passes;
 pub mod product;
-pub mod work;
 mod reduce;
+pub mod work;
 
 pub use describe::{describe_changes, named_parts};
 

@@ -69,7 +69,8 @@ pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
                 None => sampler_without_steps = true,
             }
         } else if has(Role::Scheduler) {
-            scheduler_steps = scheduler_steps.saturating_add(clip(int(w, id, "steps").unwrap_or(0)));
+            scheduler_steps =
+                scheduler_steps.saturating_add(clip(int(w, id, "steps").unwrap_or(0)));
         }
     }
     if sampler_without_steps {
@@ -139,7 +140,10 @@ mod tests {
             "8": {"class_type": "SamplerCustomAdvanced", "inputs": {"sigmas": ["9", 0]}},
             "9": {"class_type": "BasicScheduler", "inputs": {"steps": 6}},
         }));
-        assert_eq!((w.steps, w.pixels, w.frames, w.batch), (31, 768 * 512, 1, 4));
+        assert_eq!(
+            (w.steps, w.pixels, w.frames, w.batch),
+            (31, 768 * 512, 1, 4)
+        );
         // A graph that says nothing: no steps, one unit of work.
         let empty = work(json!({"1": {"class_type": "SaveImage", "inputs": {}}}));
         assert_eq!((empty.steps, empty.units()), (0, 1.0));
