@@ -31,10 +31,15 @@ struct State {
     predicted: bool,
     /// When the last plain line (no terminal) was printed.
     plain_at: Option<Instant>,
+    /// A run is going on (between its start and its recorded end).
+    running: bool,
 }
 
 /// Without a terminal, the progress line is printed at most this often.
 const PLAIN_EVERY: Duration = Duration::from_secs(60);
+
+/// How often the line is checked for being due when no event redraws it.
+const PLAIN_TICK: Duration = Duration::from_secs(5);
 
 /// A cloneable handle on the progress line (the driver's hooks and the backend share it).
 #[derive(Clone)]
@@ -85,7 +90,7 @@ impl ProgressView {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
         let now = Instant::now();
-        ProgressView {
+        let view = ProgressView {
             bar,
             state: Arc::new(Mutex::new(State {
                 ladder: String::new(),
@@ -100,9 +105,24 @@ impl ProgressView {
                 session_eta: None,
                 predicted: false,
                 plain_at: None,
+                running: false,
             })),
             quiet,
+        };
+        // Without a terminal nothing redraws a line: a run with no event for a while (a long
+        // load, a slow step) still gets its line once a minute.
+        if view.bar.is_hidden() && !quiet {
+            let state = Arc::downgrade(&view.state);
+            std::thread::spawn(move || loop {
+                std::thread::sleep(PLAIN_TICK);
+                let Some(state) = state.upgrade() else { return };
+                let Ok(mut s) = state.lock() else { return };
+                if let Some(line) = plain_line(&mut s) {
+                    eprintln!("{line}");
+                }
+            });
         }
+        view
     }
 
     /// Prints a line above the progress (or on stderr when there is no progress line).
@@ -126,6 +146,7 @@ impl ProgressView {
             s.node.clear();
             s.step.clear();
             s.run_start = Instant::now();
+            s.running = true;
             s.classes = workflow
                 .nodes
                 .iter()
@@ -137,30 +158,14 @@ impl ProgressView {
 
     fn redraw(&self) {
         let Ok(mut s) = self.state.lock() else { return };
-        let mut msg = format!("[{}] {}", s.ladder, s.label);
-        if !s.node.is_empty() {
-            msg.push_str(&format!(" · node {}", s.node));
-        }
-        if !s.step.is_empty() {
-            msg.push_str(&format!(" {}", s.step));
-        }
-        msg.push_str(&format!(
-            " · run {} · total {}",
-            human(s.run_start.elapsed()),
-            human(s.session_start.elapsed())
-        ));
-        if s.predicted {
-            msg.push_str(&eta_text(&s));
-        }
-        // Without a terminal, an occasional line keeps a log going (cron, systemd).
-        let plain_due = s.plain_at.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
-        if self.bar.is_hidden() && !self.quiet && !s.label.is_empty() && plain_due {
-            s.plain_at = Some(Instant::now());
-            eprintln!("{}", crate::text::escape_controls(&msg));
+        if self.bar.is_hidden() {
+            if let Some(line) = plain_line(&mut s).filter(|_| !self.quiet) {
+                eprintln!("{line}");
+            }
             return;
         }
         self.bar
-            .set_message(crate::text::escape_controls(&msg).into_owned());
+            .set_message(crate::text::escape_controls(&message(&s)).into_owned());
     }
 
     /// Removes the progress line.
@@ -215,6 +220,7 @@ impl Hooks for ProgressView {
         if let Some(job) = session.workflows.get(workflow) {
             if let Ok(mut s) = self.state.lock() {
                 s.ladder = ladder_marks(job, None);
+                s.running = false;
             }
             let duration = entry
                 .summary
@@ -255,6 +261,37 @@ impl Hooks for ProgressView {
         };
         self.println(&said);
     }
+}
+
+/// The progress line: ladder, run, node, sampler step, times and the ETA.
+fn message(s: &State) -> String {
+    let mut msg = format!("[{}] {}", s.ladder, s.label);
+    if !s.node.is_empty() {
+        msg.push_str(&format!(" · node {}", s.node));
+    }
+    if !s.step.is_empty() {
+        msg.push_str(&format!(" {}", s.step));
+    }
+    msg.push_str(&format!(
+        " · run {} · total {}",
+        human(s.run_start.elapsed()),
+        human(s.session_start.elapsed())
+    ));
+    if s.predicted {
+        msg.push_str(&eta_text(s));
+    }
+    msg
+}
+
+/// Without a terminal (cron, systemd): the progress line as a plain line while a run goes on,
+/// at most once per [`PLAIN_EVERY`]; None when not due.
+fn plain_line(s: &mut State) -> Option<String> {
+    let due = s.plain_at.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
+    if !s.running || !due {
+        return None;
+    }
+    s.plain_at = Some(Instant::now());
+    Some(crate::text::escape_controls(&message(s)).into_owned())
 }
 
 /// ` · ETA run ~X · session ~Y`: the prediction made at the run's start less the time spent,
@@ -350,6 +387,26 @@ mod tests {
         assert_eq!(c.per_step(), None);
     }
     use crate::session::journal::{Outcome, Phase, RunStatus, StepInfo};
+
+    #[test]
+    fn without_a_terminal_a_line_is_due_once_a_minute_while_a_run_goes_on() {
+        let view = ProgressView::new(true);
+        let mut s = view.state.lock().unwrap();
+        assert_eq!(plain_line(&mut s), None, "no run yet");
+        s.running = true;
+        s.label = "wf · step 1 resolution".into();
+        let line = plain_line(&mut s).unwrap();
+        assert!(
+            line.starts_with("[] wf · step 1 resolution · run "),
+            "{line}"
+        );
+        assert_eq!(plain_line(&mut s), None, "not again within the minute");
+        s.plain_at = Instant::now().checked_sub(PLAIN_EVERY);
+        assert!(plain_line(&mut s).is_some(), "a minute later");
+        s.plain_at = None;
+        s.running = false;
+        assert_eq!(plain_line(&mut s), None, "the run ended");
+    }
 
     #[test]
     fn the_eta_says_no_estimate_yet_then_counts_the_prediction_down() {
