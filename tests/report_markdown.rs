@@ -406,7 +406,7 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
             ));
             file.record.attach_diagnosis();
         }
-        let summary = comfy_bisect_core::session::evidence::summary_of(&file.record, None);
+        let summary = comfy_bisect_core::session::evidence::summary_of(&file.record, None, None);
         let s = entry.summary.as_mut().unwrap();
         s.ram_peak_mib = summary.ram_peak_mib;
         s.rss_peak_mib = summary.rss_peak_mib;

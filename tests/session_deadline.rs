@@ -66,3 +66,84 @@ fn a_run_still_going_after_the_deadline_grace_is_interrupted_and_recorded() {
         started.elapsed()
     );
 }
+
+/// Real seconds per simulated second: the minimal variant takes a few seconds, the target
+/// over a minute (and is predicted longer still from the minimal run alone).
+const SCALE: f64 = 0.25;
+/// The deadline, from the start: far beyond the minimal run under load, far before the
+/// target's predicted end.
+const DEADLINE_S: u64 = 60;
+
+#[test]
+fn a_run_predicted_to_end_after_the_deadline_is_not_started() {
+    // The Wan example's minimal variant takes seconds here, its target many times longer;
+    // once the minimal run finished, the target's prediction ends after the deadline.
+    let sim = Sim::with_vram_mib(57344, SCALE);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "wan",
+        &example("wan22_t2v_experts_lora_cache_rife", &[]),
+    );
+    let runs = tmp.path().join("runs");
+    // Far enough ahead for the minimal run under any load, far before the target's end.
+    let deadline = jiff::Timestamp::now() + Duration::from_secs(DEADLINE_S);
+    let deadline = deadline.round(jiff::Unit::Second).unwrap().to_string();
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--search-steps",
+            "full",
+            "--deadline",
+            &deadline,
+            "--deadline-grace",
+            "1s",
+        ],
+    );
+    let shown = text(&out);
+    let (_, session) = only_session(&runs);
+    let SessionState::Stopped { reason, detail } = &session.state else {
+        panic!("{:?}\n{shown}", session.state)
+    };
+    assert_eq!(*reason, StopReason::Deadline, "{detail}\n{shown}");
+    assert!(detail.contains("predicted to take"), "{detail}");
+    let stored = session.options.deadline.clone().unwrap();
+    assert!(detail.contains(&format!("deadline {stored}")), "{detail}");
+    assert!(
+        detail.contains(&format!("comfy-bisect resume {}", session.session_id)),
+        "{detail}"
+    );
+    // The minimal variant ran and passed; the target was not started.
+    let done = &session.workflows[0].runs;
+    assert_eq!(done.len(), 1, "{done:#?}\n{shown}");
+    assert_eq!(done[0].step, 0);
+    assert_eq!(done[0].outcome, Some(Outcome::Passed));
+    assert!(session.in_flight.is_none());
+    // The session can go on: `resume` refuses nothing about it (its deadline has not passed
+    // the run it would start next, so it stops again at once with the same reason).
+    let again = cli(&[
+        "--server",
+        &sim.url(),
+        "resume",
+        &session.session_id,
+        "-q",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ]);
+    let (_, resumed) = only_session(&runs);
+    assert!(
+        matches!(
+            resumed.state,
+            SessionState::Stopped {
+                reason: StopReason::Deadline,
+                ..
+            }
+        ),
+        "{:?}\n{}",
+        resumed.state,
+        text(&again)
+    );
+    assert_eq!(resumed.workflows[0].runs.len(), 1, "{}", text(&again));
+}

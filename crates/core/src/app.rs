@@ -440,6 +440,9 @@ impl Hooks for SessionHooks {
     fn note(&mut self, text: &str) {
         self.progress.note(text);
     }
+    fn estimate(&mut self, run: Option<Duration>, session_left: Option<Duration>) {
+        self.progress.estimate(run, session_left);
+    }
 }
 
 /// The report call site: `report.md` and `report.json` in the session folder (redacted).

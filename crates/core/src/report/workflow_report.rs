@@ -935,7 +935,7 @@ mod tests {
             outcome: Some(Outcome::ServerLost {
                 detail: "gone".into(),
             }),
-            summary: Some(summary_of(&record, None)),
+            summary: Some(summary_of(&record, None, None)),
             diagnosis: None,
             confirms: None,
             fingerprint: None,
@@ -994,7 +994,7 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             outcome: Some(outcome),
-            summary: Some(summary_of(&record, None)),
+            summary: Some(summary_of(&record, None, None)),
             diagnosis: None,
             confirms: None,
             fingerprint: None,

@@ -27,6 +27,28 @@ pub struct SamplerTiming {
     /// fewer than 6 later steps): above 1, steps got slower within the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowing: Option<f64>,
+    /// ms from the run's start to the pass's first `progress` frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ms: Option<u64>,
+    /// ms from the run's start to the pass's last step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ms: Option<u64>,
+}
+
+/// A run's wall time in three parts, for predicting the next one: before the first sampler
+/// step (loading, encoding), the sampler steps, after the last step (decode, post-processing,
+/// saving). Time between two sampler passes (the second expert's load, a hires upscale)
+/// counts as setup.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunPhases {
+    /// Sampler steps taken.
+    pub steps: u32,
+    /// Mean ms per sampler step (the first step of a pass counted at its pass's median).
+    pub step_ms: f64,
+    /// ms outside the steps before the last step.
+    pub setup_ms: u64,
+    /// ms after the last sampler step to the run's end.
+    pub post_ms: u64,
 }
 
 /// One pass while it is read: its node, its `max`, and each step value with its first arrival.
@@ -117,6 +139,8 @@ fn timing_of(node: String, steps: u32, points: &[(u32, u64)]) -> SamplerTiming {
         step_ms,
         s_per_step,
         slowing,
+        start_ms: points.first().map(|(_, t)| *t),
+        end_ms: points.last().map(|(_, t)| *t),
     }
 }
 
@@ -140,6 +164,40 @@ pub fn run_s_per_step(timings: &[SamplerTiming]) -> Option<f64> {
         .iter()
         .filter_map(|t| t.s_per_step)
         .max_by(|a, b| a.total_cmp(b))
+}
+
+/// The run's [`RunPhases`] from the passes of the nodes `sampler` accepts (a decode or an
+/// upscaler also reports steps); None when no such pass timed a step.
+pub fn run_phases(
+    timings: &[SamplerTiming],
+    duration_ms: u64,
+    sampler: impl Fn(&str) -> bool,
+) -> Option<RunPhases> {
+    let passes: Vec<&SamplerTiming> = timings
+        .iter()
+        .filter(|t| sampler(&t.node) && t.reached > 0 && t.start_ms.is_some())
+        .collect();
+    let last = passes.last()?;
+    let steps: u32 = passes.iter().map(|t| t.reached).sum();
+    // A pass's first step is as long as its others (its loading is setup); a pass without a
+    // later step (one step, or a failure at the second) takes the pace of the run's others,
+    // and a run with no later step at all says nothing of its pace.
+    let timed: Vec<f64> = passes.iter().filter_map(|t| t.s_per_step).collect();
+    if timed.is_empty() {
+        return None;
+    }
+    let pace = timed.iter().sum::<f64>() / timed.len() as f64;
+    let pass_ms = |t: &SamplerTiming| t.s_per_step.unwrap_or(pace) * 1000.0 * f64::from(t.reached);
+    let sample_ms: f64 = passes.iter().map(|t| pass_ms(t)).sum();
+    let end = last.end_ms.unwrap_or(0).min(duration_ms);
+    let post_ms = duration_ms - end;
+    let setup_ms = (end as f64 - sample_ms).max(0.0) as u64;
+    Some(RunPhases {
+        steps,
+        step_ms: sample_ms / f64::from(steps.max(1)),
+        setup_ms,
+        post_ms,
+    })
 }
 
 #[cfg(test)]
@@ -176,6 +234,33 @@ mod tests {
         assert_eq!(t.step_ms, vec![1000, 1000, 1500, 1500]);
         assert_eq!(t.s_per_step, Some(1.25));
         assert_eq!(t.slowing, None);
+        assert_eq!((t.start_ms, t.end_ms), (Some(1000), Some(9000)));
+    }
+
+    #[test]
+    fn a_run_splits_into_setup_steps_and_post() {
+        // Two sampler passes of 1 s steps with a 4 s load between them, then a decode that
+        // reports tiles (not a sampler), and 2 s after the last step.
+        let mut frames = Vec::new();
+        for v in 1..=4u32 {
+            frames.push(progress(3000 + 1000 * u64::from(v), "14", v, 4, "p"));
+        }
+        for v in 1..=4u32 {
+            frames.push(progress(11_000 + 1000 * u64::from(v), "15", v, 4, "p"));
+        }
+        frames.push(progress(15_500, "16", 1, 2, "p"));
+        frames.push(progress(16_000, "16", 2, 2, "p"));
+        let timings = sampler_timings(&frames, "p");
+        let phases = run_phases(&timings, 17_000, |n| n != "16").unwrap();
+        assert_eq!(phases.steps, 8);
+        assert_eq!(phases.step_ms, 1000.0);
+        // 3 s before the first step and 4 s between the passes.
+        assert_eq!(phases.setup_ms, 7000);
+        assert_eq!(phases.post_ms, 2000);
+        assert_eq!(run_phases(&timings, 17_000, |_| false), None);
+        // A run that failed at its second step timed no step: no phases.
+        let failed = sampler_timings(&[progress(1700, "14", 1, 10, "p")], "p");
+        assert_eq!(run_phases(&failed, 1800, |_| true), None);
     }
 
     #[test]

@@ -12,8 +12,10 @@ use super::journal::{
     SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
     RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
+use super::predict;
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
+use crate::ladder::work::Work;
 use crate::run::RunRecord;
 use crate::units;
 use crate::workflow::Workflow;
@@ -118,6 +120,9 @@ pub trait Hooks {
     fn journal_updated(&mut self, _paths: &SessionPaths, _session: &SessionFile) {}
     /// Something the user should read (waiting for the server, restarts …).
     fn note(&mut self, _text: &str) {}
+    /// The prediction before a run: its duration and the session's time left counting it
+    /// (`session::predict`; None: no run finished yet to predict from).
+    fn estimate(&mut self, _run: Option<Duration>, _session_left: Option<Duration>) {}
 }
 
 /// Hooks that do nothing.
@@ -147,7 +152,18 @@ pub struct Driver<'h, B: Backend, C: Clock> {
     index_mark: Option<CheckMark>,
     /// The per-run limit given to the last run (a change of the derived default is noted).
     last_limit: Option<Duration>,
+    /// The work of every ladder step per workflow, at full and at the reduced step count
+    /// (read once, for the predictor).
+    works: Vec<Option<Vec<(Work, Work)>>>,
 }
+
+/// The work of a step whose variant could not be read (predicts nothing but setup).
+const ZERO_WORK: Work = Work {
+    steps: 0,
+    pixels: 0,
+    frames: 1,
+    batch: 1,
+};
 
 /// How often a wait for a lost server says it is still waiting.
 const WAIT_NOTE_EVERY: Duration = Duration::from_secs(60);
@@ -189,6 +205,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             env_now: None,
             index_mark: None,
             last_limit: None,
+            works: Vec::new(),
         }
     }
 
@@ -435,6 +452,9 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     if !self.may_continue(w)? {
                         return Ok(false);
                     }
+                    if !self.predicted_in_time(w, step, role, cap)? {
+                        return Ok(false);
+                    }
                     if let Some(cmd) = self.session.options.restart_cmd.clone() {
                         if self.session.options.restart_each {
                             if let Err(e) = self.backend.restart(&cmd) {
@@ -456,6 +476,111 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 }
             }
         }
+    }
+
+    /// The work of each ladder step of workflow `w` (full, reduced), read once.
+    fn step_works(&mut self, w: usize) -> Vec<(Work, Work)> {
+        if self.works.len() <= w {
+            self.works.resize(w + 1, None);
+        }
+        if let Some(works) = &self.works[w] {
+            return works.clone();
+        }
+        let cap = self.session.options.search_steps;
+        let works: Vec<(Work, Work)> = (0..self.session.workflows[w].steps.len())
+            .map(|k| self.run_work(w, k, RunRole::Search, cap))
+            .map(|(full, cut)| (full.unwrap_or(ZERO_WORK), cut.unwrap_or(ZERO_WORK)))
+            .collect();
+        self.works[w] = Some(works.clone());
+        works
+    }
+
+    /// The work of step `step`'s variant at full steps and at `cap` (None: unreadable).
+    fn run_work(
+        &self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        cap: Option<u32>,
+    ) -> (Option<Work>, Option<Work>) {
+        let Ok((workflow, _)) = self.variant(w, step, role) else {
+            return (None, None);
+        };
+        let full = predict::work_of(&workflow);
+        let cut = super::prepare::reduce_steps(workflow, cap, &self.paths.session_file())
+            .ok()
+            .map(|(reduced, _)| predict::work_of(&reduced));
+        (Some(full), cut)
+    }
+
+    /// Predicts the next run and the session's time left (said to the hooks); with
+    /// `--deadline`, a run predicted to end after the deadline and its grace is not started:
+    /// the session stops, resumable. False when it stopped.
+    fn predicted_in_time(
+        &mut self,
+        w: usize,
+        step: usize,
+        role: RunRole,
+        cap: Option<u32>,
+    ) -> Result<bool, JournalError> {
+        let seen = predict::observed(&self.session);
+        let cold = self.session.options.cold;
+        let run = self
+            .run_work(w, step, role, cap)
+            .1
+            .and_then(|work| predict::predict_run(&seen, w, step, &work, cold));
+        let mut left = run.map(|r| r.total());
+        for v in w..self.session.workflows.len() {
+            let works = self.step_works(v);
+            let mut runs = predict::runs_left(&self.session.workflows[v], &self.session.options);
+            if v == w {
+                // The next run is counted once, as predicted above.
+                if let Some(i) = runs.iter().position(|r| r.0 == step && r.2 >= 1.0) {
+                    runs.remove(i);
+                }
+            }
+            left = match (left, predict::time_left(&seen, v, &runs, &works, cold)) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+        self.hooks.estimate(run.map(|r| r.total()), left);
+        let (Some(run), Some(stop_at), Some(deadline)) = (
+            run,
+            self.run_stop_at(),
+            self.session.options.deadline.clone(),
+        ) else {
+            return Ok(true);
+        };
+        let now = self.clock.now();
+        let Some(end) = now.checked_add(run.total()).ok().filter(|e| *e > stop_at) else {
+            return Ok(true);
+        };
+        let offset = units::parse_rfc3339_offset(&deadline)
+            .map(|(_, o)| o)
+            .unwrap_or(Offset::UTC);
+        let grace = (stop_at - self.deadline().unwrap_or(stop_at)).unsigned_abs();
+        let job = &self.session.workflows[w];
+        let increment = job
+            .steps
+            .get(step)
+            .map(|s| s.increment.clone())
+            .unwrap_or_default();
+        self.stop_session(
+            Some(w),
+            StopReason::Deadline,
+            format!(
+                "not starting step {step} {increment}: predicted to take {} (from this session's \
+                 runs), it would end at {}, after the deadline {deadline} + {} grace \
+                 (--deadline-grace); `{}` continues with a later --deadline (or \
+                 --no-deadline)",
+                units::compact_duration(run.total()),
+                units::format_rfc3339(end.round(jiff::Unit::Second).unwrap_or(end), offset),
+                units::compact_duration(grace),
+                self.resume_command()
+            ),
+        )?;
+        Ok(false)
     }
 
     /// Waits for the server (restarting it first when `--restart-cmd` is given and `restart`);
@@ -894,7 +1019,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             record.diagnosis = Some(d.clone());
         }
         let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
-        let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+        let summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
         let run_fingerprint = self.session.workflows[w]
             .runs
             .iter()

@@ -62,6 +62,9 @@ struct FakeBackend {
     interrupt_call: Option<usize>,
     /// The per-run limit each submission was given, in order.
     limits: Rc<RefCell<Vec<Option<Duration>>>>,
+    /// Records carry the progress timing of 10 sampler steps on node "1" (the predictor's
+    /// input): a sixth of the run before them, a twelfth after.
+    timed: bool,
 }
 
 impl FakeBackend {
@@ -79,6 +82,7 @@ impl FakeBackend {
             history: HashMap::new(),
             interrupt_call: None,
             limits: Rc::new(RefCell::new(Vec::new())),
+            timed: false,
         }
     }
     fn act(&self, size: i64) -> Act {
@@ -176,6 +180,21 @@ impl Backend for FakeBackend {
         };
         let mut record = record;
         record.duration_ms = self.run_time.as_millis() as u64;
+        if self.timed {
+            let ms = record.duration_ms;
+            let step = ms * 3 / 40;
+            record.step_timing = vec![crate::run::timing::SamplerTiming {
+                node: "1".into(),
+                steps: 10,
+                reached: 10,
+                first_step_ms: None,
+                step_ms: vec![step; 9],
+                s_per_step: Some(step as f64 / 1000.0),
+                slowing: None,
+                start_ms: Some(ms / 6 + step),
+                end_ms: Some(ms / 6 + 10 * step),
+            }];
+        }
         Attempt::Done(Box::new(record))
     }
     fn recover(&mut self, run_id: &str, workflow: &Workflow, _events: &Path) -> Recovery {
@@ -415,6 +434,66 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
     // Finished: nothing is left for a bare `resume`.
     let err = crate::app::latest_unfinished(dir.path()).unwrap_err();
     assert!(err.contains("no unfinished session"), "{err}");
+}
+
+#[test]
+fn a_run_predicted_to_end_after_the_deadline_and_its_grace_is_not_started() {
+    // Samplers of 10 steps (the predictor reads the work from the variant).
+    let sampled = |n: i64| {
+        let variant = |size: i64| {
+            Workflow::from_json_str(
+                &format!(
+                    r#"{{"1": {{"class_type": "KSampler", "inputs": {{"size": {size}, "steps": 10}}}}}}"#
+                ),
+                "fake.json",
+            )
+            .unwrap()
+        };
+        let mut p = prepared("a", n);
+        p.target = variant(n);
+        for (k, s) in p.steps.iter_mut().enumerate() {
+            s.workflow = variant(k as i64);
+        }
+        p
+    };
+    // 10-minute runs. Deadline 25 min, no grace: 0 and 5 run (the first with no estimate);
+    // 1 is predicted to end at 30 min and is not started. Deadline 35 min: 1 runs (ends at
+    // 30), 2 would end at 40.
+    for (deadline_min, calls_made) in [(25, vec![0, 5]), (35, vec![0, 5, 1])] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = FakeClock::new();
+        let deadline = clock.now() + Duration::from_secs(deadline_min * 60);
+        let options = SessionOptions {
+            deadline: Some(deadline.to_string()),
+            deadline_grace_s: Some(0),
+            ..SessionOptions::default()
+        };
+        let (paths, _) = new_session(dir.path(), options, vec![sampled(5)]);
+        let mut backend = FakeBackend::new(&clock, 4);
+        backend.timed = true;
+        let calls = backend.calls.clone();
+        let s = drive(&paths, backend, &clock);
+        assert_eq!(*calls.borrow(), calls_made, "deadline {deadline_min} min");
+        let SessionState::Stopped { reason, detail } = &s.state else {
+            panic!("{:?}", s.state)
+        };
+        assert_eq!(*reason, StopReason::Deadline);
+        let next = calls_made.len() - 1;
+        assert!(
+            detail.contains(&format!("not starting step {next} ")),
+            "{detail}"
+        );
+        assert!(detail.contains("predicted to take 10m00s"), "{detail}");
+        assert!(
+            detail.contains(&format!("comfy-bisect resume {}", s.session_id)),
+            "{detail}"
+        );
+        // Every run that started finished: nothing was interrupted.
+        assert!(s.workflows[0]
+            .runs
+            .iter()
+            .all(|r| matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. }))));
+    }
 }
 
 #[test]

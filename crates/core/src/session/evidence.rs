@@ -85,7 +85,11 @@ pub(crate) fn diagnose_record(record: &RunRecord, workflow: &Workflow) -> Option
 }
 
 /// The ladder-table numbers of a run.
-pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSummary {
+pub fn summary_of(
+    record: &RunRecord,
+    diagnosis: Option<&Diagnosis>,
+    workflow: Option<&Workflow>,
+) -> RunSummary {
     let last_node = match record.outcome() {
         RunOutcome::Failed(e) => Some(e.node_id.clone()),
         _ => record
@@ -122,6 +126,16 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
                 .unwrap_or_default(),
         },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
+        phases: workflow.and_then(|w| {
+            let catalog = crate::catalog::Catalog::builtin();
+            let defs = crate::nodedefs::NodeDefs::default();
+            crate::run::timing::run_phases(&record.step_timing, record.duration_ms, |node| {
+                w.node(node).is_some_and(|n| {
+                    catalog.has(&n.class_type, crate::catalog::Role::Sampler, &defs)
+                })
+            })
+        }),
+        work: workflow.map(crate::session::predict::work_of),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod index;
 pub mod journal;
 pub mod live;
 pub mod lock;
+pub mod predict;
 pub mod prepare;
 pub mod progress;
 pub mod restart;

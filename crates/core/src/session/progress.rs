@@ -24,7 +24,22 @@ struct State {
     run_start: Instant,
     session_start: Instant,
     classes: HashMap<String, String>,
+    /// The predicted duration of the current run and the session's time left at its start
+    /// (`session::predict`); `predicted` false before the first prediction was made.
+    run_eta: Option<Duration>,
+    session_eta: Option<Duration>,
+    predicted: bool,
+    /// When the last plain line (no terminal) was printed.
+    plain_at: Option<Instant>,
+    /// A run is going on (between its start and its recorded end).
+    running: bool,
 }
+
+/// Without a terminal, the progress line is printed at most this often.
+const PLAIN_EVERY: Duration = Duration::from_secs(60);
+
+/// How often the line is checked for being due when no event redraws it.
+const PLAIN_TICK: Duration = Duration::from_secs(5);
 
 /// A cloneable handle on the progress line (the driver's hooks and the backend share it).
 #[derive(Clone)]
@@ -75,7 +90,7 @@ impl ProgressView {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
         let now = Instant::now();
-        ProgressView {
+        let view = ProgressView {
             bar,
             state: Arc::new(Mutex::new(State {
                 ladder: String::new(),
@@ -86,9 +101,28 @@ impl ProgressView {
                 run_start: now,
                 session_start: now,
                 classes: HashMap::new(),
+                run_eta: None,
+                session_eta: None,
+                predicted: false,
+                plain_at: None,
+                running: false,
             })),
             quiet,
+        };
+        // Without a terminal nothing redraws a line: a run with no event for a while (a long
+        // load, a slow step) still gets its line once a minute.
+        if view.bar.is_hidden() && !quiet {
+            let state = Arc::downgrade(&view.state);
+            std::thread::spawn(move || loop {
+                std::thread::sleep(PLAIN_TICK);
+                let Some(state) = state.upgrade() else { return };
+                let Ok(mut s) = state.lock() else { return };
+                if let Some(line) = plain_line(&mut s) {
+                    eprintln!("{line}");
+                }
+            });
         }
+        view
     }
 
     /// Prints a line above the progress (or on stderr when there is no progress line).
@@ -112,6 +146,7 @@ impl ProgressView {
             s.node.clear();
             s.step.clear();
             s.run_start = Instant::now();
+            s.running = true;
             s.classes = workflow
                 .nodes
                 .iter()
@@ -122,21 +157,15 @@ impl ProgressView {
     }
 
     fn redraw(&self) {
-        let Ok(s) = self.state.lock() else { return };
-        let mut msg = format!("[{}] {}", s.ladder, s.label);
-        if !s.node.is_empty() {
-            msg.push_str(&format!(" · node {}", s.node));
+        let Ok(mut s) = self.state.lock() else { return };
+        if self.bar.is_hidden() {
+            if let Some(line) = plain_line(&mut s).filter(|_| !self.quiet) {
+                eprintln!("{line}");
+            }
+            return;
         }
-        if !s.step.is_empty() {
-            msg.push_str(&format!(" {}", s.step));
-        }
-        msg.push_str(&format!(
-            " · run {} · total {}",
-            human(s.run_start.elapsed()),
-            human(s.session_start.elapsed())
-        ));
         self.bar
-            .set_message(crate::text::escape_controls(&msg).into_owned());
+            .set_message(crate::text::escape_controls(&message(&s)).into_owned());
     }
 
     /// Removes the progress line.
@@ -191,6 +220,7 @@ impl Hooks for ProgressView {
         if let Some(job) = session.workflows.get(workflow) {
             if let Ok(mut s) = self.state.lock() {
                 s.ladder = ladder_marks(job, None);
+                s.running = false;
             }
             let duration = entry
                 .summary
@@ -213,6 +243,77 @@ impl Hooks for ProgressView {
     fn note(&mut self, text: &str) {
         self.println(text);
     }
+
+    fn estimate(&mut self, run: Option<Duration>, session_left: Option<Duration>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.run_eta = run;
+            s.session_eta = session_left;
+            s.predicted = true;
+        }
+        let said = match (run, session_left) {
+            (Some(r), Some(l)) => format!(
+                "next run predicted to take ~{}; ~{} left in the session",
+                human(r),
+                human(l)
+            ),
+            (Some(r), None) => format!("next run predicted to take ~{}", human(r)),
+            _ => "run time: no estimate yet (none of this session's runs has finished)".into(),
+        };
+        self.println(&said);
+    }
+}
+
+/// The progress line: ladder, run, node, sampler step, times and the ETA.
+fn message(s: &State) -> String {
+    let mut msg = format!("[{}] {}", s.ladder, s.label);
+    if !s.node.is_empty() {
+        msg.push_str(&format!(" · node {}", s.node));
+    }
+    if !s.step.is_empty() {
+        msg.push_str(&format!(" {}", s.step));
+    }
+    msg.push_str(&format!(
+        " · run {} · total {}",
+        human(s.run_start.elapsed()),
+        human(s.session_start.elapsed())
+    ));
+    if s.predicted {
+        msg.push_str(&eta_text(s));
+    }
+    msg
+}
+
+/// Without a terminal (cron, systemd): the progress line as a plain line while a run goes on,
+/// at most once per [`PLAIN_EVERY`]; None when not due.
+fn plain_line(s: &mut State) -> Option<String> {
+    let due = s.plain_at.is_none_or(|t| t.elapsed() >= PLAIN_EVERY);
+    if !s.running || !due {
+        return None;
+    }
+    s.plain_at = Some(Instant::now());
+    Some(crate::text::escape_controls(&message(s)).into_owned())
+}
+
+/// ` · ETA run ~X · session ~Y`: the prediction made at the run's start less the time spent,
+/// and once the sampler's own pace is seen, its steps left at that pace.
+fn eta_text(s: &State) -> String {
+    let Some(run) = s.run_eta else {
+        return " · ETA: no estimate yet".into();
+    };
+    let spent = s.run_start.elapsed();
+    let mut left = run.saturating_sub(spent);
+    if let Some(per) = s.steps.per_step() {
+        let steps_left = per.mul_f64(f64::from(s.steps.max.saturating_sub(s.steps.last())));
+        left = left.max(steps_left);
+    }
+    let mut text = format!(" · ETA run ~{}", human(left));
+    if let Some(session) = s.session_eta {
+        text.push_str(&format!(
+            " · session ~{}",
+            human(session.saturating_sub(run) + left)
+        ));
+    }
+    text
 }
 
 /// When each step of the current sampler pass arrived, for its time per step and time left.
@@ -239,6 +340,11 @@ impl StepClock {
         if self.seen.last().is_none_or(|(v, _)| *v < value) {
             self.seen.push((value, at));
         }
+    }
+
+    /// The last step value seen (0 before any).
+    fn last(&self) -> u32 {
+        self.seen.last().map(|(v, _)| *v).unwrap_or(0)
     }
 
     /// Mean time per step over the last (up to) five steps after the first step (which
@@ -281,6 +387,51 @@ mod tests {
         assert_eq!(c.per_step(), None);
     }
     use crate::session::journal::{Outcome, Phase, RunStatus, StepInfo};
+
+    #[test]
+    fn without_a_terminal_a_line_is_due_once_a_minute_while_a_run_goes_on() {
+        let view = ProgressView::new(true);
+        let mut s = view.state.lock().unwrap();
+        assert_eq!(plain_line(&mut s), None, "no run yet");
+        s.running = true;
+        s.label = "wf · step 1 resolution".into();
+        let line = plain_line(&mut s).unwrap();
+        assert!(
+            line.starts_with("[] wf · step 1 resolution · run "),
+            "{line}"
+        );
+        assert_eq!(plain_line(&mut s), None, "not again within the minute");
+        s.plain_at = Instant::now().checked_sub(PLAIN_EVERY);
+        assert!(plain_line(&mut s).is_some(), "a minute later");
+        s.plain_at = None;
+        s.running = false;
+        assert_eq!(plain_line(&mut s), None, "the run ended");
+    }
+
+    #[test]
+    fn the_eta_says_no_estimate_yet_then_counts_the_prediction_down() {
+        let mut view = ProgressView::new(true);
+        assert_eq!(
+            eta_text(&view.state.lock().unwrap()),
+            " · ETA: no estimate yet"
+        );
+        view.estimate(None, None);
+        assert_eq!(
+            eta_text(&view.state.lock().unwrap()),
+            " · ETA: no estimate yet"
+        );
+        let hour = Duration::from_secs(3600);
+        view.estimate(Some(hour), Some(hour * 3));
+        let text = eta_text(&view.state.lock().unwrap());
+        // An hour predicted less the moment spent; the session counts the run once (its two
+        // other hours after it).
+        let (run, session) = text
+            .strip_prefix(" · ETA run ~")
+            .and_then(|t| t.split_once(" · session ~"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(run == "1h00m" || run.starts_with("59m"), "{text}");
+        assert!(session == "3h00m" || session == "2h59m", "{text}");
+    }
 
     #[test]
     fn ladder_marks_show_each_step() {

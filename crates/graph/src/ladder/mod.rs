@@ -12,6 +12,7 @@ mod math;
 mod passes;
 pub mod product;
 mod reduce;
+pub mod work;
 
 pub use describe::{describe_changes, named_parts};
 

@@ -591,6 +591,12 @@ pub struct RunSummary {
     /// `step_timing` has every pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s_per_step: Option<f64>,
+    /// The run's time before, in and after its sampler steps (for the run-time predictor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<crate::run::timing::RunPhases>,
+    /// What the submitted variant asked of the sampler (steps, latent size, frames, batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<crate::ladder::work::Work>,
 }
 
 /// The submitted-but-unrecorded run.

@@ -1,0 +1,446 @@
+//! Run-time prediction (issue #27 item 2): from the session's finished runs — time before the
+//! first sampler step, time per step, time after the last step, and the work each run's variant
+//! asked for — the duration of the next run and of the rest of the session. Pure: the driver
+//! hands it the journal and the work of each ladder step.
+//!
+//! The model (docs/sessions.md says it with its limits): a run is setup + steps × time per
+//! step + post. Time per step and post time follow the work (latent pixels × frames × batch)
+//! as a power of it fitted to the finished runs nearest in work (proportional with one run);
+//! setup is the one of the nearest finished run of the same workflow, cold apart from
+//! warm. No finished run: no estimate.
+
+use super::journal::{Outcome, RunRole, SessionFile, SessionOptions, Strategy, WorkflowJob};
+use crate::catalog::Catalog;
+use crate::ladder::work::Work;
+use crate::nodedefs::NodeDefs;
+use crate::run::timing::RunPhases;
+use crate::workflow::Workflow;
+use std::time::Duration;
+
+/// The work of a variant with the built-in catalog (see [`crate::ladder::work`]).
+pub fn work_of(w: &Workflow) -> Work {
+    crate::ladder::work::work_of(w, &Catalog::builtin(), &NodeDefs::default())
+}
+
+/// One finished run as the predictor sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    /// Index of its workflow in the session.
+    pub workflow: usize,
+    /// Its ladder step.
+    pub step: usize,
+    /// What its variant asked for.
+    pub work: Work,
+    /// Its measured parts.
+    pub phases: RunPhases,
+    /// Models were freed before it (its setup includes loading them).
+    pub cold: bool,
+    /// It passed (a failed run's post time says nothing of a decode).
+    pub passed: bool,
+}
+
+/// The session's runs that ended by themselves (passed or failed) with their parts measured.
+pub fn observed(session: &SessionFile) -> Vec<Observed> {
+    let mut out = Vec::new();
+    for (workflow, job) in session.workflows.iter().enumerate() {
+        for r in &job.runs {
+            if !matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. })) {
+                continue;
+            }
+            let Some(s) = &r.summary else { continue };
+            let (Some(phases), Some(work)) = (s.phases, s.work) else {
+                continue;
+            };
+            out.push(Observed {
+                workflow,
+                step: r.step,
+                work,
+                phases,
+                cold: s.cold,
+                passed: r.passed(),
+            });
+        }
+    }
+    out
+}
+
+/// A predicted run, in its parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunEstimate {
+    /// Before the first sampler step (and between passes).
+    pub setup: Duration,
+    /// The sampler steps.
+    pub steps: Duration,
+    /// After the last step.
+    pub post: Duration,
+}
+
+impl RunEstimate {
+    /// The whole run.
+    pub fn total(&self) -> Duration {
+        self.setup + self.steps + self.post
+    }
+}
+
+/// What the next run (step `step` of workflow `workflow`, doing `work`) should take; None
+/// with no finished run to go by.
+pub fn predict_run(
+    seen: &[Observed],
+    workflow: usize,
+    step: usize,
+    work: &Work,
+    cold: bool,
+) -> Option<RunEstimate> {
+    if seen.is_empty() {
+        return None;
+    }
+    let units = work.units();
+    let per_step: Vec<(f64, f64)> = seen
+        .iter()
+        .filter(|o| o.phases.steps > 0)
+        .map(|o| (o.work.units(), o.phases.step_ms))
+        .collect();
+    let step_ms = follow_work(&per_step, units).unwrap_or(0.0);
+    let passed: Vec<(f64, f64)> = seen
+        .iter()
+        .filter(|o| o.passed)
+        .map(|o| (o.work.units(), o.phases.post_ms as f64))
+        .collect();
+    let post_ms = follow_work(&passed, units).unwrap_or(0.0);
+    // Setup: the nearest run of the same workflow (models and encoders change along the
+    // ladder), loading (cold) apart from not; else any run.
+    let same_cold: Vec<&Observed> = seen.iter().filter(|o| o.cold == cold).collect();
+    let pool: Vec<&Observed> = if same_cold.is_empty() {
+        seen.iter().collect()
+    } else {
+        same_cold
+    };
+    let setup_ms = pool
+        .iter()
+        .min_by_key(|o| (o.workflow != workflow, o.step.abs_diff(step), o.step > step))
+        .map(|o| o.phases.setup_ms as f64)
+        .unwrap_or(0.0);
+    let ms = |v: f64| Duration::from_secs_f64((v / 1000.0).clamp(0.0, 1.0e7));
+    Some(RunEstimate {
+        setup: ms(setup_ms),
+        steps: ms(step_ms * f64::from(work.steps)),
+        post: ms(post_ms),
+    })
+}
+
+/// A time that follows the work, as a power of it fitted to the measured points: between
+/// the two points nearest below and above `units`, on the power law through them; beyond
+/// them, with the exponent of the two nearest points (kept within 0.5–1.5), or proportional
+/// with one point. None without points.
+fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
+    // One time per work (the mean of the runs at it), by work.
+    let mut by_work: Vec<(f64, f64)> = Vec::new();
+    for &(u, t) in points {
+        if !(u > 0.0 && t > 0.0) {
+            continue;
+        }
+        let same: Vec<f64> = points.iter().filter(|p| p.0 == u).map(|p| p.1).collect();
+        if !by_work.iter().any(|p| p.0 == u) {
+            by_work.push((u, same.iter().sum::<f64>() / same.len() as f64));
+        }
+    }
+    by_work.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let exponent = |(u0, t0): (f64, f64), (u1, t1): (f64, f64)| (t1 / t0).ln() / (u1 / u0).ln();
+    let at = |(u0, t0): (f64, f64), k: f64| t0 * (units / u0).powf(k);
+    let above = by_work.iter().position(|p| p.0 >= units);
+    match above {
+        None if by_work.is_empty() => None,
+        Some(i) if by_work[i].0 == units => Some(by_work[i].1),
+        Some(i) if i > 0 => Some(at(by_work[i - 1], exponent(by_work[i - 1], by_work[i]))),
+        _ if by_work.len() == 1 => Some(at(by_work[0], 1.0)),
+        // Below every point: the two smallest; above every point: the two largest.
+        Some(_) => Some(at(
+            by_work[0],
+            exponent(by_work[0], by_work[1]).clamp(0.5, 1.5),
+        )),
+        None => {
+            let n = by_work.len();
+            let k = exponent(by_work[n - 2], by_work[n - 1]).clamp(0.5, 1.5);
+            Some(at(by_work[n - 1], k))
+        }
+    }
+}
+
+/// The runs a workflow still needs, as (ladder step, reduced step count, weight): weight 1 for
+/// a run that will happen, a fraction for the expected share of a binary search's probes.
+/// Counted: the endpoints not run yet, the search between the last pass and the first failure
+/// (linear: every step left; binary: ⌈log2(k+1)⌉ probes over k steps), and with
+/// `--search-steps` the two confirmation runs at full steps. Not counted: controls,
+/// `--repeat`, crash confirmations, re-anchoring after drift.
+pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
+    if job
+        .verdict
+        .as_ref()
+        .is_some_and(|v| !matches!(v, super::journal::Verdict::Incomplete { .. }))
+    {
+        return Vec::new();
+    }
+    let n = job.steps.len().saturating_sub(1);
+    let reduced = options.search_steps.is_some();
+    let tried = |pass: bool| {
+        job.runs
+            .iter()
+            .filter(|r| r.role != RunRole::Control)
+            .filter(move |r| if pass { r.passed() } else { r.failed() })
+            .map(|r| r.step)
+    };
+    let mut left = Vec::new();
+    let hi = tried(false).min();
+    let lo = tried(true).filter(|s| hi.is_none_or(|h| *s < h)).max();
+    if lo.is_none() {
+        left.push((0, reduced, 1.0));
+    }
+    if hi.is_none() && !options.assume_fails && n > 0 {
+        left.push((n, reduced, 1.0));
+    }
+    let (lo, hi) = (lo.unwrap_or(0), hi.unwrap_or(n));
+    let unknown: Vec<usize> = (lo + 1..hi).collect();
+    if !unknown.is_empty() {
+        let k = unknown.len() as f64;
+        let weight = match options.strategy {
+            Strategy::Linear => 1.0,
+            Strategy::Binary => (k + 1.0).log2().ceil() / k,
+        };
+        left.extend(unknown.iter().map(|s| (*s, reduced, weight)));
+    }
+    if reduced {
+        let full_at = |s: usize| {
+            job.runs
+                .iter()
+                .any(|r| r.step == s && r.reduced.is_none() && r.role != RunRole::Control)
+        };
+        if unknown.is_empty() {
+            left.extend(
+                [lo, hi]
+                    .into_iter()
+                    .filter(|s| !full_at(*s))
+                    .map(|s| (s, false, 1.0)),
+            );
+        } else {
+            // The boundary is still to be found: two full runs somewhere in the interval.
+            let w = 2.0 / (unknown.len() as f64 + 1.0);
+            left.extend((lo + 1..=hi).map(|s| (s, false, w)));
+        }
+    }
+    left
+}
+
+/// The expected time of `runs` ([`runs_left`]) of workflow `workflow`, whose step `k` does
+/// `works[k]` (`.0` at full steps, `.1` at the reduced step count); None without an estimate.
+pub fn time_left(
+    seen: &[Observed],
+    workflow: usize,
+    runs: &[(usize, bool, f64)],
+    works: &[(Work, Work)],
+    cold: bool,
+) -> Option<Duration> {
+    let mut total = 0.0;
+    for (step, reduced, weight) in runs {
+        let Some((full, cut)) = works.get(*step) else {
+            continue;
+        };
+        let work = if *reduced { cut } else { full };
+        total += predict_run(seen, workflow, *step, work, cold)?
+            .total()
+            .as_secs_f64()
+            * weight;
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::journal::{RunEntry, RunStatus, RunSummary, StepInfo, Verdict};
+
+    fn work(pixels: u64, steps: u32) -> Work {
+        Work {
+            steps,
+            pixels,
+            frames: 1,
+            batch: 1,
+        }
+    }
+
+    fn seen(step: usize, pixels: u64, step_ms: f64, setup_ms: u64, post_ms: u64) -> Observed {
+        Observed {
+            workflow: 0,
+            step,
+            work: work(pixels, 10),
+            phases: RunPhases {
+                steps: 10,
+                step_ms,
+                setup_ms,
+                post_ms,
+            },
+            cold: true,
+            passed: true,
+        }
+    }
+
+    #[test]
+    fn no_finished_run_no_estimate() {
+        assert_eq!(predict_run(&[], 0, 1, &work(100, 4), true), None);
+    }
+
+    #[test]
+    fn one_run_scales_steps_and_post_with_the_work_and_keeps_its_setup() {
+        let one = [seen(0, 1000, 100.0, 5000, 400)];
+        let e = predict_run(&one, 0, 3, &work(4000, 20), true).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(5000));
+        // 4 × the work per step, twice the steps.
+        assert_eq!(e.steps, Duration::from_millis(8000));
+        assert_eq!(e.post, Duration::from_millis(1600));
+        assert_eq!(e.total(), Duration::from_millis(14_600));
+    }
+
+    #[test]
+    fn between_two_runs_the_time_is_on_the_power_law_through_them() {
+        // 4 × the work took 2 × the time per step (a fixed part): twice the work between
+        // them takes √2 × the time, and 4 × beyond them 2 × again.
+        let two = [
+            seen(0, 100, 60.0, 3000, 100),
+            seen(4, 400, 120.0, 9000, 400),
+        ];
+        let e = predict_run(&two, 0, 2, &work(200, 10), true).unwrap();
+        assert_eq!(e.steps.as_millis(), 848); // 10 × 60 × √2
+        assert_eq!(e.post.as_millis(), 200);
+        let beyond = predict_run(&two, 0, 6, &work(1600, 10), true).unwrap();
+        assert_eq!(beyond.steps.as_millis(), 2400);
+        // A steeper fit is held to an exponent of 1.5.
+        let steep = [seen(0, 100, 10.0, 0, 0), seen(1, 200, 80.0, 0, 0)];
+        let e = predict_run(&steep, 0, 2, &work(400, 1), true).unwrap();
+        assert_eq!(e.steps.as_millis(), 226); // 80 × 2^1.5
+        let e = predict_run(&two, 0, 2, &work(600, 10), true).unwrap();
+        // Setup from the nearest step (ties go to the lower one).
+        assert_eq!(e.setup, Duration::from_millis(3000));
+        let e = predict_run(&two, 0, 3, &work(600, 10), true).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(9000));
+        // Warm runs have their own setup when one was seen; else the cold one stands in.
+        let mut warm = two;
+        warm[1].cold = false;
+        warm[1].phases.setup_ms = 500;
+        let e = predict_run(&warm, 0, 1, &work(600, 10), false).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(500));
+        let e = predict_run(&two, 0, 1, &work(600, 10), false).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(3000));
+    }
+
+    fn job(n: usize, results: &[(usize, bool)]) -> WorkflowJob {
+        WorkflowJob {
+            name: "wf".into(),
+            source: String::new(),
+            target_sha256: String::new(),
+            steps: (0..=n)
+                .map(|i| StepInfo {
+                    index: i,
+                    increment: format!("i{i}"),
+                    file: String::new(),
+                    sha256: String::new(),
+                    changes: vec![],
+                })
+                .collect(),
+            controls: vec![],
+            not_separable: vec![],
+            kept: vec![],
+            phase: super::super::journal::Phase::Search,
+            runs: results
+                .iter()
+                .map(|(step, pass)| RunEntry {
+                    run_id: format!("r{step}"),
+                    step: *step,
+                    increment: String::new(),
+                    role: RunRole::Search,
+                    dir: String::new(),
+                    workflow_sha256: String::new(),
+                    status: RunStatus::Done,
+                    started_at: String::new(),
+                    finished_at: None,
+                    outcome: Some(if *pass {
+                        Outcome::Passed
+                    } else {
+                        Outcome::Failed {
+                            node_id: "3".into(),
+                            node_type: "KSampler".into(),
+                            exception_type: "E".into(),
+                            exception_message: String::new(),
+                        }
+                    }),
+                    summary: Some(RunSummary::default()),
+                    diagnosis: None,
+                    confirms: None,
+                    fingerprint: None,
+                    reduced: None,
+                })
+                .collect(),
+            verdict: None,
+        }
+    }
+
+    #[test]
+    fn runs_left_by_strategy() {
+        let linear = SessionOptions {
+            strategy: Strategy::Linear,
+            ..SessionOptions::default()
+        };
+        let binary = SessionOptions {
+            strategy: Strategy::Binary,
+            ..SessionOptions::default()
+        };
+        // Nothing run: both endpoints, then the search over steps 1..=6.
+        let fresh = job(7, &[]);
+        let l = runs_left(&fresh, &linear);
+        assert_eq!(l.len(), 8);
+        assert_eq!(l.iter().map(|r| r.2).sum::<f64>(), 8.0);
+        let b = runs_left(&fresh, &binary);
+        // ⌈log2(7)⌉ = 3 probes spread over the six steps.
+        assert!(
+            (b.iter().map(|r| r.2).sum::<f64>() - 5.0).abs() < 1e-9,
+            "{b:?}"
+        );
+        // Minimal passed, step 3 passed, step 5 failed: only step 4 is left.
+        let mid = job(7, &[(0, true), (7, false), (3, true), (5, false)]);
+        assert_eq!(runs_left(&mid, &linear), vec![(4, false, 1.0)]);
+        assert_eq!(runs_left(&mid, &binary), vec![(4, false, 1.0)]);
+        // With --search-steps: reduced probes, then the boundary confirmed at full steps.
+        let reduced = SessionOptions {
+            search_steps: Some(4),
+            ..binary.clone()
+        };
+        let done = job(7, &[(0, true), (7, false), (4, true), (5, false)]);
+        assert_eq!(runs_left(&done, &binary), vec![]);
+        let mut confirming = done.clone();
+        for r in &mut confirming.runs {
+            r.reduced = Some(super::super::journal::ReducedSteps {
+                cap: 4,
+                changes: vec![],
+            });
+        }
+        confirming.runs[2].reduced = None; // step 4 already ran at full steps
+        assert_eq!(runs_left(&confirming, &reduced), vec![(5, false, 1.0)]);
+        // A workflow with its verdict has nothing left.
+        let mut finished = done;
+        finished.verdict = Some(Verdict::CouldNotReproduce {
+            run_id: "r7".into(),
+        });
+        assert_eq!(runs_left(&finished, &linear), vec![]);
+    }
+
+    #[test]
+    fn time_left_weighs_each_expected_run() {
+        let one = [seen(0, 1000, 100.0, 1000, 0)];
+        let works = vec![(work(1000, 10), work(1000, 2)); 3];
+        let runs = [(1, false, 1.0), (2, true, 0.5)];
+        // 2 s full + (1 s setup + 0.2 s steps) × 0.5.
+        assert_eq!(
+            time_left(&one, 0, &runs, &works, true),
+            Some(Duration::from_millis(2600))
+        );
+        assert_eq!(time_left(&[], 0, &runs, &works, true), None);
+    }
+}

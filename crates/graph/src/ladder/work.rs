@@ -1,0 +1,151 @@
+//! The work a variant asks of the sampler, as its graph says it: sampler steps, and latent
+//! size × frames × batch (the run-time predictor scales measured seconds per step by it).
+//! Read from the catalog's roles (samplers, schedulers, size and frame sources) and literal
+//! inputs (or a primitive node's `value`); what the graph does not say counts as 1. Pure.
+
+use crate::catalog::{Catalog, Role};
+use crate::nodedefs::NodeDefs;
+use crate::workflow::{Input, Workflow};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What one run of a variant has to do.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Work {
+    /// Sampler steps of the whole run: every sampler's `steps` (a `start_at_step` /
+    /// `end_at_step` window counted as its length), or its scheduler's when the sampler has none.
+    pub steps: u32,
+    /// Pixels of the largest latent source (width × height).
+    pub pixels: u64,
+    /// Frames of the largest frame source (1 for an image).
+    pub frames: u64,
+    /// Batch size of the largest latent source.
+    pub batch: u64,
+}
+
+impl Work {
+    /// Latent pixels × frames × batch: what one step's time scales with.
+    pub fn units(&self) -> f64 {
+        self.pixels.max(1) as f64 * self.frames.max(1) as f64 * self.batch.max(1) as f64
+    }
+}
+
+/// The work of `w` (see [`Work`]).
+pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
+    let mut out = Work {
+        steps: 0,
+        pixels: 0,
+        frames: 1,
+        batch: 1,
+    };
+    let mut scheduler_steps = 0u32;
+    let mut sampler_without_steps = false;
+    for (id, node) in &w.nodes {
+        let has = |role| catalog.has(&node.class_type, role, defs);
+        if has(Role::SizeSource) {
+            let (width, height) = (int(w, id, "width"), int(w, id, "height"));
+            if let (Some(width), Some(height)) = (width, height) {
+                out.pixels = out.pixels.max(width * height);
+            }
+            if let Some(batch) = int(w, id, "batch_size") {
+                out.batch = out.batch.max(batch);
+            }
+        }
+        if has(Role::FrameSource) {
+            let frames = ["length", "num_frames", "video_frames", "frames"]
+                .iter()
+                .find_map(|name| int(w, id, name));
+            if let Some(frames) = frames {
+                out.frames = out.frames.max(frames);
+            }
+        }
+        if has(Role::Sampler) {
+            match int(w, id, "steps") {
+                Some(steps) => {
+                    let start = int(w, id, "start_at_step").unwrap_or(0).min(steps);
+                    let end = int(w, id, "end_at_step").unwrap_or(steps).min(steps);
+                    out.steps = out.steps.saturating_add(clip(end.saturating_sub(start)));
+                }
+                None => sampler_without_steps = true,
+            }
+        } else if has(Role::Scheduler) {
+            scheduler_steps =
+                scheduler_steps.saturating_add(clip(int(w, id, "steps").unwrap_or(0)));
+        }
+    }
+    if sampler_without_steps {
+        out.steps = out.steps.saturating_add(scheduler_steps);
+    }
+    out
+}
+
+fn clip(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A non-negative integer input: a literal, or a link to a primitive node's `value`.
+fn int(w: &Workflow, node: &str, name: &str) -> Option<u64> {
+    let input = w.node(node)?.inputs.get(name)?;
+    let literal = match input {
+        Input::Literal(v) => v.clone(),
+        Input::Link(l) => w.node(&l.node)?.inputs.get("value")?.as_literal()?.clone(),
+    };
+    let n = match literal {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (n >= 0.0 && n.is_finite()).then_some(n as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn work(prompt: Value) -> Work {
+        let w = crate::workflow::parse_api(&prompt, "t.json").unwrap();
+        work_of(&w, &Catalog::builtin(), &NodeDefs::default())
+    }
+
+    #[test]
+    fn two_experts_split_the_steps_of_a_video_latent() {
+        let w = work(json!({
+            "13": {"class_type": "EmptyHunyuanLatentVideo",
+                   "inputs": {"width": 1280, "height": 720, "length": 81, "batch_size": 1}},
+            "14": {"class_type": "KSamplerAdvanced",
+                   "inputs": {"steps": 20, "start_at_step": 0, "end_at_step": 10}},
+            "15": {"class_type": "KSamplerAdvanced",
+                   "inputs": {"steps": 20, "start_at_step": 10, "end_at_step": 10000}},
+        }));
+        assert_eq!(
+            w,
+            Work {
+                steps: 20,
+                pixels: 1280 * 720,
+                frames: 81,
+                batch: 1
+            }
+        );
+        assert_eq!(w.units(), (1280 * 720 * 81) as f64);
+    }
+
+    #[test]
+    fn an_image_batch_and_a_scheduler_counted_for_a_custom_sampler() {
+        let w = work(json!({
+            "1": {"class_type": "PrimitiveNode", "inputs": {"value": 768}},
+            "5": {"class_type": "EmptyLatentImage",
+                  "inputs": {"width": ["1", 0], "height": "512", "batch_size": 4}},
+            "3": {"class_type": "KSampler", "inputs": {"steps": 25}},
+            "8": {"class_type": "SamplerCustomAdvanced", "inputs": {"sigmas": ["9", 0]}},
+            "9": {"class_type": "BasicScheduler", "inputs": {"steps": 6}},
+        }));
+        assert_eq!(
+            (w.steps, w.pixels, w.frames, w.batch),
+            (31, 768 * 512, 1, 4)
+        );
+        // A graph that says nothing: no steps, one unit of work.
+        let empty = work(json!({"1": {"class_type": "SaveImage", "inputs": {}}}));
+        assert_eq!((empty.steps, empty.units()), (0, 1.0));
+    }
+}
