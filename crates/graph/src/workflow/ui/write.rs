@@ -85,6 +85,8 @@ fn strategies(edit: &Edit) -> Vec<Strategy> {
         Edit::Bypass { .. } => vec![Strategy::Mode(MODE_BYPASS)],
         Edit::Remove { .. } => vec![Strategy::Mode(MODE_MUTED)],
         Edit::Relink { .. } => vec![Strategy::Relink],
+        // A node of another class has other widgets: not written back (yet).
+        Edit::SetClass { .. } => Vec::new(),
     }
 }
 
