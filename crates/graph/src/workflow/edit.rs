@@ -500,7 +500,8 @@ mod tests {
     fn set_class_keeps_links_and_records_the_old_and_new_class() {
         let mut w = wf(json!({
             "1": {"class_type": "Img", "inputs": {}},
-            "2": {"class_type": "Up", "inputs": {"upscale_model": ["9", 0], "image": ["1", 0]}}
+            "3": {"class_type": "UpLoader", "inputs": {}},
+            "2": {"class_type": "Up", "inputs": {"upscale_model": ["3", 0], "image": ["1", 0]}}
         }));
         let edit = Edit::SetClass {
             node: "2".into(),
