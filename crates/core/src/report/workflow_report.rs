@@ -523,6 +523,7 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
             RunRole::Control => "control",
             RunRole::Confirm => "confirm",
             RunRole::Anchor => "anchor",
+            RunRole::Mitigation => "mitigation",
         }
         .into(),
         run_id: e.run_id.clone(),
