@@ -73,10 +73,24 @@ fn failure(job: &super::journal::WorkflowJob) -> Option<(String, Option<String>,
     };
     let run = job.runs.iter().find(|r| r.run_id == run_id);
     let stage = stage
+        .filter(|s| s != "unknown")
         .or_else(|| run.and_then(|r| r.summary.as_ref()?.stage.clone()))
+        .filter(|s| s != "unknown")
+        .or_else(|| run.and_then(|r| fallback_stage(r.outcome.as_ref()?)))
         .unwrap_or_else(|| "unknown".into());
     let node = run.and_then(|r| failing_node(r.outcome.as_ref()?));
     Some((stage, node, run_id))
+}
+
+/// The stage a memory fallback happened in (`--strict`): ComfyUI's tiled VAE decode retry is
+/// the decode's (`comfy/sd.py`).
+fn fallback_stage(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::MemoryFallback { fallbacks } if fallbacks.iter().any(|f| f.contains("decode")) => {
+            Some("decode".into())
+        }
+        _ => None,
+    }
 }
 
 /// `VAEDecode #8` for a run that failed in a node.

@@ -1,0 +1,164 @@
+//! `bisect --mitigate` and `mitigate SESSION` end to end on the simulator: the controls for the
+//! failing stage run on the target, the "first" ones first; controls for another stage are not
+//! run and say why; server controls without `--launch-cmd` are listed as not run.
+
+mod session_support;
+
+use comfy_bisect_core::session::journal::{
+    read_json, MitigationState, MitigationsFile, Verdict, MITIGATIONS_FILE,
+};
+use serde_json::{json, Value};
+use session_support::*;
+
+/// SD1.5 at 1024×1024, batch 1: on 3 GiB the sampling fits and the VAE decode only passes
+/// through ComfyUI's tiled fallback (a failure under --strict); on 2.5 GiB sampling runs out.
+fn sd15_1024() -> Value {
+    json!({
+        "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "random_sd15.safetensors"}},
+        "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "a lighthouse", "clip": ["4", 1]}},
+        "7": {"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["4", 1]}},
+        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
+        "3": {"class_type": "KSampler", "inputs": {"seed": 1, "steps": 4, "cfg": 7.0, "sampler_name": "euler",
+              "scheduler": "normal", "denoise": 1.0, "model": ["4", 0], "positive": ["6", 0],
+              "negative": ["7", 0], "latent_image": ["5", 0]}},
+        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+        "9": {"class_type": "SaveImage", "inputs": {"filename_prefix": "x", "images": ["8", 0]}}
+    })
+}
+const DECODE_NEEDS_FALLBACK: u64 = 3072;
+const SAMPLING_RUNS_OUT: u64 = 2560;
+
+fn mitigations(b: &Bisected) -> MitigationsFile {
+    read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap_or_else(|e| panic!("{e}\n{}", b.text()))
+}
+
+#[test]
+fn a_decode_failure_is_mitigated_by_tiled_decode_first() {
+    let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let b = bisect_workflow(&sim, &sd15_1024(), &["--strict", "--mitigate"]);
+    let m = mitigations(&b);
+    let w = &m.workflows[0];
+    assert_eq!(w.stage, "decode", "{}", b.text());
+    let first = &w.controls[0];
+    assert_eq!(first.control, "tiled-decode");
+    assert_eq!(first.state, MitigationState::Done, "{}", b.text());
+    let judged = first.judged.as_ref().unwrap();
+    assert!(judged.passed, "{judged:?}\n{}", b.text());
+    assert!(
+        judged.degenerate.is_empty() && judged.unchecked.is_empty(),
+        "{judged:?}"
+    );
+    // A normal run: its folder, record, the workflow it ran, the index line.
+    let run = first.run.as_ref().unwrap();
+    let run_dir = b.dir.join(&run.dir);
+    assert!(run_dir.join("run.json").is_file());
+    let ran: Value = read_json(&run_dir.join("workflow.json")).unwrap();
+    assert_eq!(ran["8"]["class_type"], "VAEDecodeTiled");
+    let index = std::fs::read_to_string(b.runs.join("index.jsonl")).unwrap();
+    assert!(index.contains(&run.run_id) && index.contains("\"mitigation\""));
+    // The bisect's exit status is the mitigations': a control passed.
+    assert_eq!(b.out.status.code(), Some(0), "{}", b.text());
+    assert!(
+        b.text().contains("tiled-decode: passed: complete product"),
+        "{}",
+        b.text()
+    );
+}
+
+#[test]
+fn a_sampling_failure_does_not_run_the_decode_controls() {
+    let sim = Sim::with_vram_mib(SAMPLING_RUNS_OUT, 0.0);
+    let b = bisect_workflow(&sim, &sd15_1024(), &["--mitigate"]);
+    assert!(
+        matches!(b.job().verdict, Some(Verdict::FirstFailure { .. })),
+        "{}",
+        b.text()
+    );
+    let m = mitigations(&b);
+    let w = &m.workflows[0];
+    assert!(w.stage.starts_with("sample"), "{}", b.text());
+    let tiled = w
+        .controls
+        .iter()
+        .find(|c| c.control == "tiled-decode")
+        .unwrap();
+    match &tiled.state {
+        MitigationState::NotApplicable { reason } => {
+            assert!(reason.starts_with("targets decode"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(tiled.run.is_none());
+    // A server control is listed, not silently skipped.
+    let reserve = w
+        .controls
+        .iter()
+        .find(|c| c.control == "reserve-vram")
+        .unwrap();
+    assert_eq!(
+        reserve.state,
+        MitigationState::NotRun {
+            reason: "needs --launch-cmd (a server launch change)".into()
+        }
+    );
+    assert!(
+        b.text()
+            .contains("reserve-vram: not run: needs --launch-cmd"),
+        "{}",
+        b.text()
+    );
+}
+
+#[test]
+fn mitigate_on_an_existing_session_is_resumable_and_keeps_to_its_budget() {
+    let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let b = bisect_workflow(&sim, &sd15_1024(), &["--strict"]);
+    assert!(!b.dir.join(MITIGATIONS_FILE).exists());
+    let session = b.session.session_id.clone();
+    let runs = b.runs.to_str().unwrap();
+    let url = sim.url();
+    let out = cli(&[
+        "--server",
+        &url,
+        "mitigate",
+        &session,
+        "--runs-dir",
+        runs,
+        "-q",
+        "--max-mitigations",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let m: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
+    let tiled = &m.workflows[0].controls[0];
+    assert_eq!(
+        tiled.state,
+        MitigationState::NotRun {
+            reason: "--max-mitigations 0 reached".into()
+        }
+    );
+    // Again without the budget: what did not run runs now.
+    let out = cli(&[
+        "--server",
+        &url,
+        "mitigate",
+        &session,
+        "--runs-dir",
+        runs,
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let m: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
+    assert_eq!(m.workflows[0].controls[0].state, MitigationState::Done);
+    let again = cli(&[
+        "--server",
+        &url,
+        "mitigate",
+        &session,
+        "--runs-dir",
+        runs,
+        "-q",
+    ]);
+    let m2: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
+    assert_eq!(m, m2, "nothing runs twice\n{}", text(&again));
+}
