@@ -526,3 +526,56 @@ async fn socket_after_history_holds_the_frames_until_history_answers() {
     assert!(start < success, "{kinds:?}");
     sim.shutdown().await;
 }
+
+/// The bytes `/view` serves for the first SaveImage file of a finished prompt.
+async fn first_saved_png(base: &str, pid: &str) -> Vec<u8> {
+    let entry = history_entry(base, pid).await;
+    assert_eq!(entry["status"]["status_str"], "success", "{entry}");
+    let f = &entry["outputs"]["3"]["images"][0];
+    let r = http()
+        .get(format!("{base}/view"))
+        .query(&[
+            ("filename", f["filename"].as_str().unwrap()),
+            ("subfolder", f["subfolder"].as_str().unwrap()),
+            ("type", f["type"].as_str().unwrap()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.bytes().await.unwrap().to_vec()
+}
+
+/// Whether a PNG has an `IDAT` chunk (pixels a decoder reads).
+fn has_pixels(png: &[u8]) -> bool {
+    png.starts_with(b"\x89PNG\r\n\x1a\n") && png.windows(4).any(|w| w == b"IDAT")
+}
+
+/// `flat-product` and `nan-decode`: the prompt succeeds, but the PNG `/view` serves is one flat
+/// colour or black (decoded in the simulator's unit tests); a NaN decode also leaves numpy's
+/// cast warning on the console.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn degenerate_products_still_succeed_with_other_pixels() {
+    let mut served = Vec::new();
+    for faults in [
+        Faults::default(),
+        Faults::default().with_flat_product(),
+        Faults::default().with_nan_decode(),
+    ] {
+        let sim = sim(SimConfig::default().with_faults(faults.clone())).await;
+        let base = sim.base_url();
+        let pid = submit(&base, core(0), None).await;
+        let png = first_saved_png(&base, &pid).await;
+        assert!(has_pixels(&png), "{faults}");
+        let (_, logs) = get(&base, "/internal/logs/raw").await;
+        let warned = logs
+            .to_string()
+            .contains("RuntimeWarning: invalid value encountered in cast");
+        assert_eq!(warned, faults.nan_decode, "{faults}: {logs}");
+        served.push(png);
+        sim.shutdown().await;
+    }
+    assert_ne!(served[0], served[1], "flat differs from the picture");
+    assert_ne!(served[1], served[2], "black differs from flat");
+    assert_ne!(served[0], served[2], "black differs from the picture");
+}

@@ -3,7 +3,7 @@
 
 mod sim_common;
 
-use comfy_bisect_sim::{Allocator, SimConfig, GIB};
+use comfy_bisect_sim::{Allocator, Launch, Profile, SimConfig, GIB};
 use serde_json::{json, Value};
 use sim_common::*;
 
@@ -545,4 +545,67 @@ async fn the_diagnosis_reads_the_simulated_stage_and_numbers() {
                 && d.numbers.total_mib.is_some()
         );
     }
+}
+
+/// Runs `prompt` on a fresh simulator; true when it succeeds, with the server's console.
+async fn passes(config: SimConfig, prompt: &Value) -> (bool, String) {
+    let sim = sim(config).await;
+    let base = sim.base_url();
+    let mut ws = Ws::connect(&base, "ctl").await;
+    let (status, r) = post_prompt(&base, &json!({"prompt": prompt, "client_id": "ctl"})).await;
+    assert_eq!(status, 200, "{r}");
+    let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+    let (_, logs) = get(&base, "/internal/logs/raw").await;
+    sim.shutdown().await;
+    (
+        types(&msgs).contains(&"execution_success".to_string()),
+        logs.to_string(),
+    )
+}
+
+fn y2026(flags: &[&str]) -> SimConfig {
+    SimConfig::default()
+        .with_profile(Profile::Y2026)
+        .with_launch(Launch::parse(flags, Profile::Y2026).unwrap())
+}
+
+/// Dynamic VRAM (the 2026 default) streams the weights a 720p Wan run cannot hold with its
+/// activations; `--disable-dynamic-vram` brings back the estimate-based load and its OOM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_dynamic_vram_turns_a_slow_pass_into_a_first_step_oom() {
+    let mut p = wan_i2v(false);
+    p["6"]["inputs"]["width"] = json!(1280);
+    p["6"]["inputs"]["height"] = json!(720);
+    let (ok, console) = passes(y2026(&[]), &p).await;
+    assert!(ok, "{console}");
+    assert!(
+        console.contains("prepared for dynamic VRAM loading"),
+        "{console}"
+    );
+    let f = fail(y2026(&["--disable-dynamic-vram"]), &p).await;
+    assert_eq!(f.error["node_type"], "KSampler");
+    assert_eq!(f.progress, 0);
+    // On 0.3.64, --reserve-vram keeps room for the activations the estimate misses.
+    let reserve = SimConfig::default()
+        .with_launch(Launch::parse(&["--reserve-vram", "4"], Profile::V0364).unwrap());
+    assert!(passes(reserve, &p).await.0);
+}
+
+/// A decode that fails even after ComfyUI's own tiled retry passes as an explicit
+/// `VAEDecodeTiled` with smaller temporal chunks (HunyuanVideo's decode grows with frames).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiled_decode_passes_where_vae_decode_runs_out() {
+    let mut p = json!({
+        "1": {"class_type": "VAELoader", "inputs": {"vae_name": "hunyuan_video_vae_bf16.safetensors"}},
+        "2": {"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 1280, "height": 720, "length": 129, "batch_size": 1}},
+        "3": {"class_type": "VAEDecode", "inputs": {"samples": ["2", 0], "vae": ["1", 0]}},
+        "4": {"class_type": "SaveAnimatedWEBP", "inputs": {"images": ["3", 0], "filename_prefix": "hy",
+            "fps": 24.0, "lossless": false, "quality": 90, "method": "default"}}
+    });
+    let f = fail(SimConfig::default().with_vram_gib(6), &p).await;
+    assert_eq!(f.error["node_type"], "VAEDecode");
+    p["3"] = json!({"class_type": "VAEDecodeTiled", "inputs": {"samples": ["2", 0], "vae": ["1", 0],
+        "tile_size": 256, "overlap": 64, "temporal_size": 16, "temporal_overlap": 4}});
+    let (ok, console) = passes(SimConfig::default().with_vram_gib(6), &p).await;
+    assert!(ok, "{console}");
 }

@@ -1,8 +1,9 @@
-//! `comfy-bisect simulate`: run the in-tree ComfyUI simulator until Ctrl-C.
+//! `comfy-bisect simulate`: run the in-tree ComfyUI simulator until Ctrl-C or SIGTERM, started
+//! with ComfyUI's own memory flags (`--reserve-vram 2`, `--cache-none`…) after its own.
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use comfy_bisect_sim::{parse_size, run_blocking, Allocator, Faults, Profile, SimConfig};
+use comfy_bisect_sim::{parse_size, run_blocking, Allocator, Faults, Launch, Profile, SimConfig};
 use std::net::{IpAddr, SocketAddr};
 
 /// Arguments of `simulate`.
@@ -24,7 +25,7 @@ pub struct Args {
     /// Comma-separated faults: crash-mid-run, drop-socket, slow-history[=MS], prompt-500,
     /// garbage-frames, socket-after-history, no-internal-logs, no-experiment-models,
     /// missing-output=CLASS|#ID, short-video=N, no-range, silent-socket, queue-hides,
-    /// history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS,
+    /// history-500, ws-flood=N, flat-product, nan-decode, crash-on=N[:N…], revive-after=MS,
     /// lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE (docs/simulator.md).
     #[arg(long, default_value = "")]
     pub faults: String,
@@ -49,6 +50,18 @@ pub struct Args {
     /// prompt ids, asset ids in outputs, the 2026 /system_stats and /features; docs/simulator.md).
     #[arg(long, default_value = "0.3.64")]
     pub profile: String,
+    /// ComfyUI launch flags, spelled as for main.py and shown verbatim in
+    /// /system_stats system.argv: --reserve-vram GB, --vram-headroom GB, --disable-dynamic-vram,
+    /// --enable-dynamic-vram, --disable-pinned-memory, --cache-none, --cache-classic,
+    /// --use-{split,quad,pytorch}-cross-attention, --use-sage-attention, --use-flash-attention,
+    /// --lowvram, --novram, --normalvram, --highvram, --gpu-only (docs/simulator.md). Any other
+    /// flag is refused, as ComfyUI would. PYTORCH_CUDA_ALLOC_CONF is read from the environment.
+    #[arg(
+        value_name = "COMFYUI_FLAGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub comfyui_flags: Vec<String>,
 }
 
 /// Runs the simulator; exit 0 after Ctrl-C, 2 on bad arguments or when the port is taken.
@@ -95,6 +108,35 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         },
     };
     let profile = Profile::parse(&args.profile).map_err(|e| format!("--profile: {e}"))?;
+    let own = [
+        "--port",
+        "--listen",
+        "--vram",
+        "--ram",
+        "--faults",
+        "--time-scale",
+        "--allocator",
+        "--require-header",
+        "--models-root",
+        "--profile",
+    ];
+    if let Some(misplaced) = args
+        .comfyui_flags
+        .iter()
+        .find(|f| own.contains(&f.split('=').next().unwrap_or(f)))
+    {
+        return Err(format!(
+            "{misplaced} comes after the first ComfyUI flag, where it is read as one: put \
+             simulate's own options (--port, --vram, --profile…) first, then the ComfyUI flags \
+             (comfy-bisect simulate --port 8188 --reserve-vram 2)"
+        ));
+    }
+    let mut flags = args.comfyui_flags.clone();
+    if args.lowvram && !flags.iter().any(|f| f == "--lowvram") {
+        flags.insert(0, "--lowvram".into());
+    }
+    let launch = Launch::parse(&flags, profile)?
+        .with_alloc_conf(std::env::var("PYTORCH_CUDA_ALLOC_CONF").ok().as_deref());
     Ok(SimConfig {
         profile,
         vram_bytes: vram,
@@ -102,7 +144,8 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
         faults,
         time_scale: args.time_scale,
         allocator,
-        lowvram: args.lowvram,
+        lowvram: launch.lowvram(),
+        launch,
         require_header,
         models_root: args
             .models_root
@@ -128,6 +171,7 @@ mod tests {
             require_header: None,
             models_root: None,
             profile: "0.3.64".into(),
+            comfyui_flags: Vec::new(),
         }
     }
 
@@ -152,5 +196,24 @@ mod tests {
         assert!(config_from(&a)
             .unwrap_err()
             .starts_with("--profile: unknown"));
+    }
+
+    #[test]
+    fn comfyui_flags_reach_the_launch_verbatim() {
+        let mut a = args("12GB", "");
+        a.profile = "2026".into();
+        a.comfyui_flags = vec!["--reserve-vram".into(), "2".into(), "--cache-none".into()];
+        let c = config_from(&a).unwrap();
+        assert_eq!(
+            c.launch.args,
+            ["--lowvram", "--reserve-vram", "2", "--cache-none"]
+        );
+        assert!(c.launch.cache_none && c.lowvram);
+        a.comfyui_flags = vec!["--lowvram".into(), "--highvram".into()];
+        assert!(config_from(&a).unwrap_err().contains("not allowed with"));
+        a.comfyui_flags = vec!["--warp-drive".into()];
+        assert!(config_from(&a)
+            .unwrap_err()
+            .contains("unrecognized arguments: --warp-drive"));
     }
 }

@@ -358,12 +358,14 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
     run.garbage();
     run.flood();
 
-    // Classic cache: keep only keys of this prompt, then see what is cached.
+    // Classic cache: keep only keys of this prompt, then see what is cached (`--cache-none`:
+    // nothing was kept, every node runs).
     let keys = cache_keys(&prompt);
+    let cache_none = inst.shared.config.launch.cache_none;
     let cached: Vec<String> = {
         let mut st = inst.lock();
         let live: HashSet<&String> = keys.values().collect();
-        st.cache.retain(|k, _| live.contains(k));
+        st.cache.retain(|k, _| live.contains(k) && !cache_none);
         prompt
             .keys()
             .filter(|id| st.cache.contains_key(&keys[*id]))
@@ -470,6 +472,9 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         st.executing = None;
         st.gpu.empty_cache();
         st.gpu.leaked += run.inst.shared.faults().leak_bytes;
+        if cache_none {
+            st.cache.clear();
+        }
         if slow == 0 {
             st.insert_history(pid.clone(), entry);
         } else {
@@ -567,9 +572,17 @@ async fn run_node(
         lits: &lits,
         links: &links,
     });
+    let previews = matches!(
+        run.item
+            .extra_data
+            .get("preview_method")
+            .and_then(Value::as_str),
+        Some("auto" | "latent2rgb" | "taesd")
+    );
     let plan: Plan = {
         let mut st = inst.lock();
         st.gpu.step_growth = inst.shared.faults().step_growth_bytes;
+        st.gpu.previews = previews;
         st.gpu.plan(&work)
     };
     for note in &plan.notes {
@@ -587,13 +600,6 @@ async fn run_node(
     let stride = steps.div_ceil(1000).max(1);
     let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
     let ws_images = class == "SaveImageWebsocket";
-    let previews = matches!(
-        run.item
-            .extra_data
-            .get("preview_method")
-            .and_then(Value::as_str),
-        Some("auto" | "latent2rgb" | "taesd")
-    );
     let bars = matches!(work, Work::Sample { .. }) && steps > 0;
     if bars {
         inst.lock().log(&tqdm(0, steps));
@@ -711,7 +717,22 @@ async fn run_node(
             _ => None,
         });
     if let (Some(ui), Some(img)) = (&ui, image) {
+        let look = if run.faults.nan_decode {
+            super::media::Look::Black
+        } else if run.faults.flat_product {
+            super::media::Look::Flat
+        } else {
+            super::media::Look::Picture
+        };
         let mut st = inst.lock();
+        if run.faults.nan_decode {
+            // numpy's warning when the saver casts NaN pixels to uint8 (`nodes.py`, SaveImage).
+            st.log(&format!(
+                "{}/nodes.py:1611: RuntimeWarning: invalid value encountered in cast\n  img = \
+                 Image.fromarray(np.clip(i, 0, 255).astype(np.uint8))\n",
+                super::oom::ROOT
+            ));
+        }
         let animated = ui.get("animated").is_some() || ui.get("gifs").is_some();
         let frames = if animated {
             img.count.saturating_sub(run.faults.short_video).max(1)
@@ -731,6 +752,7 @@ async fn run_node(
                     height: img.height,
                     frames,
                     animated,
+                    look,
                 };
                 st.files.insert(path, file);
             }

@@ -23,6 +23,7 @@ pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../te
 
 mod exec;
 mod http;
+pub mod launch;
 mod media;
 pub mod memory;
 pub mod nodes;
@@ -32,6 +33,7 @@ mod server;
 mod state;
 pub mod validate;
 
+pub use launch::Launch;
 pub use memory::{Stage, GIB, MIB};
 pub use oom::Allocator;
 pub use profile::Profile;
@@ -123,6 +125,13 @@ pub struct Faults {
     /// frame again, another prompt's `progress` and a binary preview — the shapes of the
     /// captures in `tests/fixtures/comfyui/` — then the prompt runs on.
     pub ws_flood: u64,
+    /// Every image an output node writes is one flat colour (`flat-product`): the run
+    /// succeeds and the PNGs `/view` serves decode to a single colour, a degenerate product.
+    pub flat_product: bool,
+    /// Every image an output node writes is black, as a VAE decode that produced NaN saves
+    /// (`nan-decode`): the run succeeds, the PNGs decode to all-black pixels, and the console
+    /// has numpy's cast warning from the saver.
+    pub nan_decode: bool,
 }
 
 impl Faults {
@@ -245,11 +254,21 @@ impl Faults {
         self.short_video = n;
         self
     }
+    /// Every written image is one flat colour.
+    pub fn with_flat_product(mut self) -> Self {
+        self.flat_product = true;
+        self
+    }
+    /// Every written image is black (a NaN decode).
+    pub fn with_nan_decode(mut self) -> Self {
+        self.nan_decode = true;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
-    /// ws-flood=N,crash-on=N[:N…],
+    /// ws-flood=N,flat-product,nan-decode,crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
     /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -273,6 +292,8 @@ impl Faults {
                 ("silent-socket", None) => f.silent_socket = true,
                 ("queue-hides", None) => f.queue_hides = true,
                 ("history-500", None) => f.history_500 = true,
+                ("flat-product", None) => f.flat_product = true,
+                ("nan-decode", None) => f.nan_decode = true,
                 ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
                     f.missing_output = Some(target.to_string())
                 }
@@ -324,7 +345,8 @@ impl Faults {
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
-                         silent-socket, queue-hides, history-500, ws-flood=N, crash-on=N[:N…], revive-after=MS, \
+                         silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
+                         crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
                          step-growth=SIZE"
                     ))
@@ -356,6 +378,8 @@ impl std::fmt::Display for Faults {
         flag(self.silent_socket, "silent-socket");
         flag(self.queue_hides, "queue-hides");
         flag(self.history_500, "history-500");
+        flag(self.flat_product, "flat-product");
+        flag(self.nan_decode, "nan-decode");
         if self.slow_history_ms > 0 {
             items.push(format!("slow-history={}", self.slow_history_ms));
         }
@@ -399,8 +423,17 @@ impl std::fmt::Display for Faults {
 /// The line `simulate` prints when it listens: the URL, the VRAM and the faults as the
 /// `--faults` list.
 pub fn banner(url: &str, config: &SimConfig) -> String {
+    let mut flags = config.launch.args.join(" ");
+    if let Some(conf) = &config.launch.alloc_conf {
+        flags = format!("PYTORCH_CUDA_ALLOC_CONF={conf} {flags}");
+    }
+    let flags = if flags.trim().is_empty() {
+        String::new()
+    } else {
+        format!(", flags: {}", flags.trim())
+    };
     format!(
-        "ComfyUI simulator listening on {url} ({} VRAM, faults: {}); Ctrl-C to stop",
+        "ComfyUI simulator listening on {url} ({} VRAM, faults: {}{flags}); Ctrl-C or SIGTERM to stop",
         oom::format_size(config.vram_bytes),
         config.faults
     )
@@ -441,6 +474,9 @@ pub struct SimConfig {
     pub models_root: std::path::PathBuf,
     /// Which ComfyUI it answers as (0.3.64 by default; see [`Profile`]).
     pub profile: Profile,
+    /// The ComfyUI flags and allocator environment it was started with (see [`Launch`]):
+    /// shown in `system.argv`, honoured by the memory model.
+    pub launch: Launch,
 }
 
 /// The default [`SimConfig::models_root`]: a path that exists nowhere.
@@ -458,6 +494,7 @@ impl Default for SimConfig {
             require_header: None,
             models_root: SIM_MODELS_ROOT.into(),
             profile: Profile::default(),
+            launch: Launch::default(),
         }
     }
 }
@@ -496,6 +533,11 @@ impl SimConfig {
     /// Answers as `profile` (see [`Profile`]).
     pub fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
+        self
+    }
+    /// Started with these ComfyUI flags and allocator environment (see [`Launch::parse`]).
+    pub fn with_launch(mut self, launch: Launch) -> Self {
+        self.launch = launch;
         self
     }
     pub fn with_lowvram(mut self) -> Self {
@@ -689,7 +731,7 @@ pub async fn start(config: SimConfig, bind: SocketAddr) -> std::io::Result<SimHa
     let shared = Arc::new(Shared {
         addr,
         faults: Mutex::new(config.faults.clone()),
-        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram),
+        lowvram: std::sync::atomic::AtomicBool::new(config.lowvram || config.launch.lowvram()),
         extra_pack: std::sync::atomic::AtomicBool::new(false),
         pack_removed: std::sync::atomic::AtomicBool::new(false),
         config,
@@ -770,7 +812,9 @@ impl SimHandle {
     }
 }
 
-/// Runs a simulator until Ctrl-C (for `comfy-bisect simulate`). Prints the URL on stderr.
+/// Runs a simulator until Ctrl-C or SIGTERM (for `comfy-bisect simulate`; a supervisor that
+/// restarts it with other flags sends SIGTERM). Prints the URL on stderr; the port is free
+/// when it returns.
 pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -778,10 +822,26 @@ pub fn run_blocking(config: SimConfig, bind: SocketAddr) -> std::io::Result<()> 
     rt.block_on(async move {
         let sim = start(config.clone(), bind).await?;
         eprintln!("{}", banner(&sim.base_url(), &config));
-        tokio::signal::ctrl_c().await?;
+        stop_signal().await?;
         sim.shutdown().await;
         Ok(())
     })
+}
+
+/// Waits for Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
 }
 
 #[cfg(test)]
@@ -794,7 +854,7 @@ mod tests {
     fn the_banner_names_the_faults_as_the_faults_list() {
         let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
                     missing-output=#22,short-video=2,revive-after=500,silent-socket,queue-hides,\
-                    history-500,step-growth=2048";
+                    history-500,step-growth=2048,flat-product,nan-decode";
         let config = SimConfig {
             faults: Faults::parse(list).unwrap(),
             ..SimConfig::default()
@@ -829,6 +889,10 @@ mod tests {
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
         let f = Faults::parse("silent-socket,queue-hides,history-500").unwrap();
         assert!(f.silent_socket && f.queue_hides && f.history_500);
+        assert_eq!(
+            Faults::parse("flat-product,nan-decode").unwrap(),
+            Faults::default().with_flat_product().with_nan_decode()
+        );
         let f = Faults::parse("no-internal-logs,no-experiment-models,missing-output=SaveImage")
             .unwrap();
         assert!(f.no_internal_logs && f.no_experiment_models);

@@ -1,8 +1,13 @@
 //! The files the simulator's output nodes write, as `/view` serves them: real container
 //! structure with the size and frame count the node wrote, laid out like ComfyUI 0.3.64's
-//! own outputs in `tests/fixtures/comfyui-outputs/files/` (the pixels are not simulated):
-//! - PNG: signature, `IHDR`, `IEND`; an animated one (SaveAnimatedPNG) has `acTL` right after
-//!   `IHDR`, then `fcTL` + `IDAT` and `fcTL` + `fdAT` per further frame (`cap_apng_00001_.png`).
+//! own outputs in `tests/fixtures/comfyui-outputs/files/`:
+//! - PNG: signature, `IHDR`, `IDAT`, `IEND`, with real pixels a decoder reads ([`Look`]: a
+//!   colour ramp, or one flat colour or all black under the `flat-product` and `nan-decode`
+//!   faults); an animated one (SaveAnimatedPNG) has `acTL` right after `IHDR`, then `fcTL` +
+//!   `IDAT` and `fcTL` + `fdAT` per further frame (`cap_apng_00001_.png`), every frame with
+//!   the same pixels.
+//!
+//! The other containers carry no pixels:
 //! - WebP: `RIFF`/`WEBP`, `VP8X` with the animation flag, `ANIM`, one `ANMF` per frame
 //!   (`cap_webp_lossless_00001_.webp`); one frame is `VP8X` + `VP8L`, not animated
 //!   (`cap_webp_same_00001_.webp`: ComfyUI's writer makes a still of a single frame).
@@ -26,7 +31,24 @@ pub(crate) struct SimFile {
     pub frames: u64,
     /// Written by an animated saver (a PNG then carries `acTL`).
     pub animated: bool,
+    /// What the pixels look like.
+    pub look: Look,
 }
+
+/// What the pixels of a written image look like (PNG only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(crate) enum Look {
+    /// A picture: red ramps across, green down (a product a client must accept).
+    #[default]
+    Picture,
+    /// One flat colour everywhere (the `flat-product` fault).
+    Flat,
+    /// Every pixel black, as a VAE decode that produced NaN saves (the `nan-decode` fault).
+    Black,
+}
+
+/// The flat colour of [`Look::Flat`].
+pub(crate) const FLAT_RGB: [u8; 3] = [118, 124, 131];
 
 /// The bytes and content type `/view` serves for a file named `name`; `None` for a name whose
 /// format the simulator does not write.
@@ -34,8 +56,8 @@ pub(crate) fn file_bytes(name: &str, f: &SimFile) -> Option<(&'static str, Vec<u
     let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
     let (w, h, n) = (f.width as u32, f.height as u32, f.frames.max(1) as u32);
     Some(match ext.as_str() {
-        "png" if f.animated => ("image/png", apng(w, h, n)),
-        "png" => ("image/png", png_of_size(f.width, f.height)),
+        "png" if f.animated => ("image/png", apng(w, h, n, f.look)),
+        "png" => ("image/png", png(w, h, f.look)),
         "webp" => ("image/webp", webp(w, h, n)),
         "mp4" => ("video/mp4", mp4(w, h, n)),
         "webm" => ("video/webm", webm(w, h, n)),
@@ -61,18 +83,174 @@ fn ihdr(width: u32, height: u32) -> Vec<u8> {
     ihdr
 }
 
-/// A PNG file of `width` × `height` as `/view` serves it: the signature, a real IHDR and
-/// IEND; the pixels are not simulated.
-pub(crate) fn png_of_size(width: u64, height: u64) -> Vec<u8> {
+/// The zlib stream of one image's scanlines. Every row is Sub-filtered (PNG filter 1): the
+/// first pixel as is, then each byte minus the one three bytes before, so a ramp or a flat
+/// colour is the first pixel, one 3-byte step and that step repeated. The stream is one
+/// fixed-Huffman deflate block: the first seven bytes of a row as literals, the rest as
+/// copies at distance 3 (cheap to write even for large images, and any inflater reads it).
+fn pixels(width: u32, height: u32, look: Look) -> Vec<u8> {
+    let (w, h) = (width.max(1) as usize, height.max(1) as usize);
+    let mut bits = Bits::default();
+    bits.put(1, 1); // BFINAL
+    bits.put(1, 2); // BTYPE = fixed Huffman
+    let mut adler = Adler::default();
+    let step = if look == Look::Picture { 1 } else { 0 };
+    // Every row ends in the same bytes: the step repeated (its checksum is computed once).
+    let row_len = 1 + 3 * w;
+    let tail: Vec<u8> = [step, 0, 0]
+        .iter()
+        .copied()
+        .cycle()
+        .take(row_len.saturating_sub(4))
+        .collect();
+    let mut tail_sum = Adler::default();
+    tail_sum.update(&tail);
+    for y in 0..h {
+        let first = match look {
+            Look::Picture => [0, y as u8, 128],
+            Look::Flat => FLAT_RGB,
+            Look::Black => [0, 0, 0],
+        };
+        let head = [1, first[0], first[1], first[2]];
+        adler.update(&head);
+        adler.append(&tail_sum, tail.len());
+        let row: Vec<u8> = head.iter().chain(tail.iter().take(3)).copied().collect();
+        for &b in &row {
+            bits.literal(b);
+        }
+        let mut left = row_len - row.len();
+        while left >= 261 {
+            bits.copy3(258);
+            left -= 258;
+        }
+        while left > 10 {
+            bits.copy3(8);
+            left -= 8;
+        }
+        if left >= 3 {
+            bits.copy3(left as u32);
+        } else {
+            // At most two bytes: the end of the tail.
+            for &b in &tail[tail.len() - left..] {
+                bits.literal(b);
+            }
+        }
+    }
+    bits.huffman(0, 7); // end of block (256)
+    let mut out = vec![0x78, 0x01];
+    out.extend(bits.finish());
+    out.extend(adler.value().to_be_bytes());
+    out
+}
+
+/// A deflate bit writer (least significant bit first).
+#[derive(Default)]
+struct Bits {
+    out: Vec<u8>,
+    acc: u64,
+    n: u32,
+}
+
+impl Bits {
+    fn put(&mut self, value: u32, len: u32) {
+        self.acc |= (value as u64) << self.n;
+        self.n += len;
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    /// A Huffman code, which deflate stores most significant bit first.
+    fn huffman(&mut self, code: u32, len: u32) {
+        self.put(code.reverse_bits() >> (32 - len), len);
+    }
+
+    /// A literal byte in the fixed code.
+    fn literal(&mut self, b: u8) {
+        match b {
+            0..=143 => self.huffman(0x30 + b as u32, 8),
+            _ => self.huffman(0x190 + (b as u32 - 144), 9),
+        }
+    }
+
+    /// A copy of `len` bytes (3 to 10, or 258) from three bytes back.
+    fn copy3(&mut self, len: u32) {
+        match len {
+            // Symbols 257–264 (lengths 3–10) have 7-bit codes and no extra bits.
+            3..=10 => self.huffman(len - 2, 7),
+            // Symbol 285 (length 258): an 8-bit code, no extra bits.
+            258 => self.huffman(0xc0 + 5, 8),
+            _ => unreachable!("length {len} is not written"),
+        }
+        // Distance code 2 (distance 3): five bits, no extra bits.
+        self.huffman(2, 5);
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.n > 0 {
+            self.out.push(self.acc as u8);
+        }
+        self.out
+    }
+}
+
+/// The Adler-32 checksum that ends a zlib stream.
+struct Adler {
+    a: u32,
+    b: u32,
+}
+
+impl Default for Adler {
+    fn default() -> Self {
+        Adler { a: 1, b: 0 }
+    }
+}
+
+impl Adler {
+    fn update(&mut self, data: &[u8]) {
+        // 5552 bytes is the most that can be summed before the 32-bit sums must be reduced.
+        for chunk in data.chunks(5552) {
+            for &x in chunk {
+                self.a += x as u32;
+                self.b += self.a;
+            }
+            self.a %= 65521;
+            self.b %= 65521;
+        }
+    }
+
+    /// Continues the checksum with data of `len` bytes whose own checksum is `other`
+    /// (zlib's `adler32_combine`).
+    fn append(&mut self, other: &Adler, len: usize) {
+        const BASE: u64 = 65521;
+        let rem = len as u64 % BASE;
+        let (a1, b1) = (self.a as u64, self.b as u64);
+        let a = (a1 + other.a as u64 + BASE - 1) % BASE;
+        let b = (b1 + other.b as u64 + rem * a1 % BASE + BASE - rem) % BASE;
+        self.a = a as u32;
+        self.b = b as u32;
+    }
+
+    fn value(&self) -> u32 {
+        (self.b << 16) | self.a
+    }
+}
+
+/// A still PNG of `width` × `height` with pixels that look like `look`.
+fn png(width: u32, height: u32, look: Look) -> Vec<u8> {
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    png_chunk(&mut out, b"IHDR", &ihdr(width as u32, height as u32));
+    png_chunk(&mut out, b"IHDR", &ihdr(width, height));
+    png_chunk(&mut out, b"IDAT", &pixels(width, height, look));
     png_chunk(&mut out, b"IEND", &[]);
     out
 }
 
 /// An APNG of `frames` frames: `acTL` after `IHDR`, then a frame control and data chunk per
-/// frame (the first frame's data in `IDAT`).
-fn apng(width: u32, height: u32, frames: u32) -> Vec<u8> {
+/// frame (the first frame's data in `IDAT`), every frame the same pixels.
+fn apng(width: u32, height: u32, frames: u32, look: Look) -> Vec<u8> {
+    let data = pixels(width, height, look);
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     png_chunk(&mut out, b"IHDR", &ihdr(width, height));
     let mut actl = frames.to_be_bytes().to_vec();
@@ -89,10 +267,10 @@ fn apng(width: u32, height: u32, frames: u32) -> Vec<u8> {
         png_chunk(&mut out, b"fcTL", &fctl);
         seq += 1;
         if i == 0 {
-            png_chunk(&mut out, b"IDAT", &[0x78, 0x9c, 0x03, 0x00]);
+            png_chunk(&mut out, b"IDAT", &data);
         } else {
             let mut fdat = seq.to_be_bytes().to_vec();
-            fdat.extend([0x78, 0x9c, 0x03, 0x00]);
+            fdat.extend(&data);
             png_chunk(&mut out, b"fdAT", &fdat);
             seq += 1;
         }
@@ -367,6 +545,94 @@ mod tests {
     use super::*;
     use comfy_bisect_core::comfy::container::{probe, probe_at, MediaKind, Probe};
 
+    /// The RGB pixels of a still PNG as a decoder reads them: chunks checked (CRC), `IDAT`
+    /// inflated, every row's filter undone (only None and Sub occur here).
+    fn decode_png(b: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
+        use std::io::Read;
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+        let (mut at, mut w, mut h, mut idat) = (8, 0, 0, Vec::new());
+        while at < b.len() {
+            let len = u32::from_be_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+            let body = &b[at + 4..at + 8 + len];
+            let crc = u32::from_be_bytes(b[at + 8 + len..at + 12 + len].try_into().unwrap());
+            assert_eq!(crc32fast::hash(body), crc, "chunk CRC");
+            match &body[..4] {
+                b"IHDR" => {
+                    w = u32::from_be_bytes(body[4..8].try_into().unwrap());
+                    h = u32::from_be_bytes(body[8..12].try_into().unwrap());
+                    assert_eq!(&body[12..14], &[8, 2], "8-bit RGB");
+                }
+                b"IDAT" => idat.extend(&body[4..]),
+                _ => {}
+            }
+            at += 12 + len;
+        }
+        let mut raw = Vec::new();
+        flate2::read::ZlibDecoder::new(&idat[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        let stride = 1 + 3 * w as usize;
+        assert_eq!(raw.len(), stride * h as usize);
+        let mut px = Vec::new();
+        for row in raw.chunks(stride) {
+            let mut line = row[1..].to_vec();
+            match row[0] {
+                0 => {}
+                1 => {
+                    for i in 3..line.len() {
+                        line[i] = line[i].wrapping_add(line[i - 3]);
+                    }
+                }
+                f => panic!("filter {f}"),
+            }
+            px.extend(line.chunks(3).map(|c| [c[0], c[1], c[2]]));
+        }
+        (w, h, px)
+    }
+
+    #[test]
+    fn pngs_carry_pixels_a_decoder_reads_and_the_faults_flatten_them() {
+        let file = |look| SimFile {
+            width: 300,
+            height: 200,
+            frames: 1,
+            animated: false,
+            look,
+        };
+        let distinct = |px: &[[u8; 3]]| {
+            let mut v = px.to_vec();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (_, picture) = file_bytes("p.png", &file(Look::Picture)).unwrap();
+        let (w, h, px) = decode_png(&picture);
+        assert_eq!((w, h, px.len()), (300, 200, 60_000));
+        assert!(distinct(&px).len() > 1000, "a picture, not a flat image");
+        let (_, flat) = file_bytes("p.png", &file(Look::Flat)).unwrap();
+        assert_eq!(distinct(&decode_png(&flat).2), vec![FLAT_RGB]);
+        let (_, black) = file_bytes("p.png", &file(Look::Black)).unwrap();
+        assert_eq!(distinct(&decode_png(&black).2), vec![[0, 0, 0]]);
+        // Every width writes rows the decoder reads back whole.
+        for width in [1, 2, 3, 4, 87, 90, 173, 1024] {
+            let f = SimFile {
+                width,
+                height: 3,
+                ..file(Look::Picture)
+            };
+            let (w, _, px) = decode_png(&file_bytes("p.png", &f).unwrap().1);
+            assert_eq!(w as u64, width);
+            assert_eq!(px[(width - 1) as usize], [(width - 1) as u8, 0, 128]);
+        }
+        // A big still stays small on the wire: the rows compress.
+        let big = SimFile {
+            width: 2048,
+            height: 2048,
+            ..file(Look::Picture)
+        };
+        assert!(file_bytes("p.png", &big).unwrap().1.len() < 256 * 1024);
+    }
+
     /// The client's probes (tested on ComfyUI's real outputs) read back what the simulator
     /// wrote. The simulator may use the client's probe in its tests: the bytes are the
     /// simulator's, the reader is tested against captures.
@@ -386,6 +652,7 @@ mod tests {
                 height: 48,
                 frames,
                 animated,
+                look: Look::Picture,
             };
             let (_, b) = file_bytes(name, &f).unwrap();
             let total = Some(b.len() as u64);
@@ -415,6 +682,7 @@ mod tests {
                 height: 48,
                 frames: 8,
                 animated: true,
+                look: Look::Picture,
             },
         )
         .unwrap();
@@ -429,7 +697,8 @@ mod tests {
                     width: 1,
                     height: 1,
                     frames: 1,
-                    animated: false
+                    animated: false,
+                    look: Look::Picture,
                 }
             ),
             None

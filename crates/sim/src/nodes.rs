@@ -5,7 +5,7 @@
 
 use super::memory::{
     checkpoint_clip_bytes, lora_file_bytes, quant_factor, text_encoder_bytes, upscale_model,
-    Family, ImageVal, LatentVal, ModelVal, VaeKind, Work, GIB,
+    Family, ImageVal, LatentVal, ModelVal, Tiling, VaeKind, Work, GIB,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -138,15 +138,31 @@ pub(crate) fn is_sampler_class(class: &str) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
     Model(ModelVal),
-    Clip { key: String, bytes: u64, full: bool },
-    Vae { key: String, kind: VaeKind },
+    /// A text encoder (`cpu`: its loader's `device` is `cpu`).
+    Clip {
+        key: String,
+        bytes: u64,
+        full: bool,
+        cpu: bool,
+    },
+    Vae {
+        key: String,
+        kind: VaeKind,
+    },
     Latent(LatentVal),
     Image(ImageVal),
-    Upscale { key: String, bytes: u64, scale: u64 },
+    Upscale {
+        key: String,
+        bytes: u64,
+        scale: u64,
+    },
     Loras(Vec<(String, u64)>),
     BlockSwap(f64),
     CacheArgs(String),
-    Guider { model: ModelVal, cfg: f64 },
+    Guider {
+        model: ModelVal,
+        cfg: f64,
+    },
     Sigmas(u32),
     Cond,
     Int(i64),
@@ -631,6 +647,7 @@ fn diffusion_loader(n: &mut Node) {
             key: format!("{key}:clip"),
             bytes: clip_bytes,
             full: false,
+            cpu: false,
         },
     );
     n.special.insert(
@@ -678,6 +695,7 @@ fn text_encoder_loader(n: &mut Node) {
         key: files.join("+"),
         bytes,
         full,
+        cpu: inp.str("device") == Some("cpu"),
     };
     n.special.insert("CLIP", clip.clone());
     n.special.insert("WANTEXTENCODER", clip);
@@ -813,12 +831,14 @@ fn vae_decode(n: &mut Node) {
         let video = kind != VaeKind::Image || l.frames > 1;
         n.ctx.video = video;
         let tiled = if class == "VAEDecodeTiled" {
-            Some((
-                inp.int(&["tile_size"], 512),
-                inp.int(&["temporal_size"], 64),
-            ))
+            Some(Tiling {
+                tile: inp.int(&["tile_size"], 512),
+                overlap: inp.int(&["overlap"], 64),
+                temporal: inp.int(&["temporal_size"], 64),
+                temporal_overlap: inp.int(&["temporal_overlap"], 8),
+            })
         } else if class == "WanVideoDecode" && inp.flag("enable_vae_tiling") {
-            Some((inp.int(&["tile_x"], 272), 64))
+            Some(Tiling::spatial(inp.int(&["tile_x"], 272)))
         } else {
             None
         };
@@ -855,9 +875,10 @@ fn vae_encode(n: &mut Node) {
             height: img.height,
             frames: 1,
             batch: img.count,
-            tiled: class
-                .contains("Tiled")
-                .then(|| (inp.int(&["tile_size"], 512), 64)),
+            tiled: class.contains("Tiled").then(|| Tiling {
+                overlap: inp.int(&["overlap"], 64),
+                ..Tiling::spatial(inp.int(&["tile_size"], 512))
+            }),
             fallback: class == "VAEEncode",
             encode: true,
         };
@@ -927,13 +948,18 @@ fn frame_interpolation(n: &mut Node) {
 /// Text encoding: a node that takes a CLIP and gives conditioning.
 fn text_encode(n: &mut Node) {
     let inp = n.inp;
-    if let Some(Val::Clip { key, bytes, full }) =
-        inp.links.values().find(|v| matches!(v, Val::Clip { .. }))
+    if let Some(Val::Clip {
+        key,
+        bytes,
+        full,
+        cpu,
+    }) = inp.links.values().find(|v| matches!(v, Val::Clip { .. }))
     {
         n.work = Work::Encode {
             key: key.clone(),
             bytes: *bytes,
             full: *full,
+            cpu: *cpu,
         };
     }
 }

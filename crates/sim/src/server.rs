@@ -847,7 +847,9 @@ fn system_stats(inst: &Instance) -> Value {
         port,
         "--disable-auto-launch".into(),
     ];
-    if inst.shared.lowvram() {
+    let launch = &cfg.launch;
+    argv.extend(launch.args.iter().cloned());
+    if inst.shared.lowvram() && !launch.args.iter().any(|a| a == "--lowvram") {
         argv.push("--lowvram".into());
     }
     json!({

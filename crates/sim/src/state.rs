@@ -219,7 +219,9 @@ impl State {
     /// Host RAM in use as the simulator models it: the rest of the machine
     /// ([`HOST_RAM_BASE`]), model weights staged in RAM (a quarter of what is on the device), and
     /// every IMAGE tensor the node-output cache holds (ComfyUI keeps images in system RAM: decoded
-    /// frames, upscales, interpolated frames). `POST /free` with `free_memory` clears the cache.
+    /// frames, upscales, interpolated frames), plus the page-locked copy of offloaded weights
+    /// when pinned memory is on ([`Gpu::pinned_host`]). `POST /free` with `free_memory` clears
+    /// the cache.
     pub fn host_ram_used(&self) -> u64 {
         let images: u64 = self
             .cache
@@ -230,7 +232,7 @@ impl State {
                 _ => 0,
             })
             .sum();
-        HOST_RAM_BASE + self.gpu.resident() / 4 + images
+        HOST_RAM_BASE + self.gpu.resident() / 4 + self.gpu.pinned_host() + images
     }
 
     /// Applies pending `/free` flags (the worker does this when idle or between prompts).
@@ -303,6 +305,7 @@ impl Instance {
             gpu: {
                 let mut gpu = Gpu::new(shared.config.vram_bytes);
                 gpu.lowvram = shared.lowvram();
+                gpu.knobs = shared.config.launch.knobs(shared.config.profile);
                 gpu
             },
             interrupt: false,

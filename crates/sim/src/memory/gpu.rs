@@ -4,10 +4,56 @@
 
 use super::{MIB, NON_TORCH_OVERHEAD};
 
+/// The server-wide settings the memory model honours: what the launch flags and the
+/// allocator environment change (`launch.rs` turns a command line into these). The default
+/// is a 0.3.64 server started with no memory flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knobs {
+    /// Dynamic VRAM (2026 servers unless `--disable-dynamic-vram`): weights that do not fit
+    /// stream from host RAM during each pass, so a load never fails and the sampler leaves room
+    /// for its whole activation estimate; what does not fit is slower, not an OOM.
+    pub dynamic: bool,
+    /// Device memory kept free at each load beyond the default reserve (`--reserve-vram`).
+    pub extra_reserve: u64,
+    /// Device memory dynamic VRAM keeps free at each load (`--vram-headroom`; no effect
+    /// without dynamic VRAM).
+    pub headroom: u64,
+    /// Factor on a sampler's activation memory (the attention backend).
+    pub attention_memory: f64,
+    /// Factor on a sampler's step time (the attention backend).
+    pub attention_time: f64,
+    /// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: freed blocks go back to growable
+    /// segments, so little stays reserved-but-unallocated between nodes.
+    pub expandable_segments: bool,
+    /// Pinned host memory (2026 servers unless `--disable-pinned-memory`): the offloaded part
+    /// of each partially loaded model is page-locked in host RAM.
+    pub pinned: bool,
+    /// `--novram`: every model may load partially, as under `--lowvram`, with no weights
+    /// required on the device.
+    pub novram: bool,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            dynamic: false,
+            extra_reserve: 0,
+            headroom: 0,
+            attention_memory: 1.0,
+            attention_time: 1.0,
+            expandable_segments: false,
+            pinned: false,
+            novram: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Loaded {
     key: String,
     bytes: u64,
+    /// Weights of this model left in host RAM (a partial or dynamic load).
+    offloaded: u64,
     last_used: u64,
 }
 
@@ -27,6 +73,11 @@ pub struct Gpu {
     pub leaked: u64,
     /// Device memory each sampling step after the first keeps (the `step-growth` fault).
     pub step_growth: u64,
+    /// What the launch flags change (see [`Knobs`]).
+    pub knobs: Knobs,
+    /// The prompt being run asks for live sampler previews (`extra_data.preview_method` other
+    /// than `none`): each sampling step also decodes a preview.
+    pub previews: bool,
     /// Console lines of the loads made while planning the current node (ComfyUI's
     /// `Requested to load X` / `loaded completely|partially …`), moved into
     /// [`Plan::console`](super::Plan::console).
@@ -44,6 +95,8 @@ impl Gpu {
             lowvram: false,
             leaked: 0,
             step_growth: 0,
+            knobs: Knobs::default(),
+            previews: false,
             console: Vec::new(),
         }
     }
@@ -58,6 +111,20 @@ impl Gpu {
     /// Bytes held by loaded models.
     pub(crate) fn resident(&self) -> u64 {
         self.loaded.iter().map(|l| l.bytes).sum()
+    }
+
+    /// Weights of loaded models left in host RAM (partial and dynamic loads).
+    pub fn offloaded(&self) -> u64 {
+        self.loaded.iter().map(|l| l.offloaded).sum()
+    }
+
+    /// Host RAM page-locked for offloaded weights ([`Knobs::pinned`]), 0 without pinning.
+    pub fn pinned_host(&self) -> u64 {
+        if self.knobs.pinned {
+            self.offloaded()
+        } else {
+            0
+        }
     }
 
     /// Allocated by PyTorch right now.
@@ -99,7 +166,11 @@ impl Gpu {
 
     /// End of a node: activations are freed, the allocator keeps a little cached.
     pub(crate) fn finish_node(&mut self) {
-        self.cached = (self.active / 8).min(512 * MIB);
+        self.cached = if self.knobs.expandable_segments {
+            (self.active / 64).min(32 * MIB)
+        } else {
+            (self.active / 8).min(512 * MIB)
+        };
         self.active = 0;
     }
 
@@ -138,16 +209,18 @@ impl Gpu {
         }
     }
 
-    pub(super) fn set_loaded(&mut self, key: &str, bytes: u64) {
+    pub(super) fn set_loaded(&mut self, key: &str, bytes: u64, offloaded: u64) {
         self.clock += 1;
         let clock = self.clock;
         if let Some(l) = self.loaded.iter_mut().find(|l| l.key == key) {
             l.bytes = bytes;
+            l.offloaded = offloaded;
             l.last_used = clock;
         } else {
             self.loaded.push(Loaded {
                 key: key.to_string(),
                 bytes,
+                offloaded,
                 last_used: clock,
             });
         }
@@ -169,7 +242,10 @@ impl Gpu {
         Ok(())
     }
 
-    /// Loads a model for use: returns (resident bytes, partial).
+    /// Loads a model for use: returns (resident bytes, partial). `reserve` is the working
+    /// memory the node will need; the launch flags add to it ([`Knobs::extra_reserve`],
+    /// [`Knobs::headroom`]) and may let any model load partially ([`Knobs::dynamic`],
+    /// [`Knobs::novram`]).
     pub(super) fn load(
         &mut self,
         class: Option<&str>,
@@ -183,6 +259,10 @@ impl Gpu {
                 return (have, false);
             }
         }
+        let dynamic = self.knobs.dynamic;
+        let reserve =
+            reserve + self.knobs.extra_reserve + if dynamic { self.knobs.headroom } else { 0 };
+        let partial_ok = partial_ok || dynamic || self.knobs.novram;
         self.make_room(want + reserve, key);
         let others = self.resident() - self.touch(key).unwrap_or(0);
         let room = self.budget().saturating_sub(others + reserve);
@@ -192,10 +272,15 @@ impl Gpu {
         } else {
             (room, true)
         };
-        self.set_loaded(key, resident);
+        self.set_loaded(key, resident, want - resident);
         if let Some(class) = class {
             self.console.push(format!("Requested to load {class}"));
-            self.console.push(if partial {
+            self.console.push(if dynamic {
+                format!(
+                    "Model {class} prepared for dynamic VRAM loading. {}MB Staged. 0 patches attached.",
+                    want / MIB
+                )
+            } else if partial {
                 format!(
                     "loaded partially; {:.2} MB usable, {:.2} MB loaded, {:.2} MB offloaded, lowvram patches: 0",
                     mb(room),

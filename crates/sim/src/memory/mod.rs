@@ -14,8 +14,8 @@ mod sizes;
 #[cfg(test)]
 mod tests;
 
-pub use gpu::Gpu;
-pub use plan::{Oom, Plan, Stage, Work};
+pub use gpu::{Gpu, Knobs};
+pub use plan::{Oom, Plan, Stage, Tiling, Work};
 pub use sizes::{
     checkpoint_clip_bytes, lora_file_bytes, model_file_bytes, quant_factor, text_encoder_bytes,
     upscale_model, Family, ImageVal, LatentVal, ModelVal, VaeKind,

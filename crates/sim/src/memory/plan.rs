@@ -30,13 +30,49 @@ impl Stage {
     }
 }
 
+/// Device memory a live sampler preview takes (the TAESD decoder and one preview image).
+const PREVIEW_BYTES: u64 = 96 * MIB;
+/// Simulated seconds a live sampler preview adds to each step.
+const PREVIEW_SECONDS: f64 = 0.03;
+
+/// An explicit tiled VAE decode or encode (`VAEDecodeTiled`'s widgets, in pixels and frames).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tiling {
+    /// Tile edge in pixels.
+    pub tile: u64,
+    /// Pixels shared by neighbouring tiles (at most a quarter of the tile, as the node clamps it).
+    pub overlap: u64,
+    /// Frames decoded at a time (video VAEs whose memory grows with frames only).
+    pub temporal: u64,
+    /// Frames shared by neighbouring chunks.
+    pub temporal_overlap: u64,
+}
+
+impl Tiling {
+    /// Spatial tiles only, with the node's default overlaps.
+    pub fn spatial(tile: u64) -> Tiling {
+        Tiling {
+            tile,
+            overlap: 64,
+            temporal: 64,
+            temporal_overlap: 8,
+        }
+    }
+}
+
 /// What a node asks of the GPU.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
     /// CPU-only work taking some simulated seconds.
     Cpu { seconds: f64 },
-    /// Text encoding: loads the text encoder (`full` = moved whole, no partial load).
-    Encode { key: String, bytes: u64, full: bool },
+    /// Text encoding: loads the text encoder (`full` = moved whole, no partial load; `cpu` =
+    /// the loader's `device` is `cpu`: nothing on the GPU, slower).
+    Encode {
+        key: String,
+        bytes: u64,
+        full: bool,
+        cpu: bool,
+    },
     /// A sampler: loads the model, then `steps` steps (`passes` model calls per step).
     Sample {
         model: ModelVal,
@@ -56,8 +92,8 @@ pub enum Work {
         height: u64,
         frames: u64,
         batch: u64,
-        /// Explicit tiling: (tile pixels, temporal frames).
-        tiled: Option<(u64, u64)>,
+        /// Explicit tiling.
+        tiled: Option<Tiling>,
         /// Core VAEDecode: retries tiled after an OOM.
         fallback: bool,
         encode: bool,
@@ -171,7 +207,12 @@ impl Gpu {
     fn plan_work(&mut self, work: &Work) -> Plan {
         match work {
             Work::Cpu { seconds } => Plan::cpu(*seconds),
-            Work::Encode { key, bytes, full } => self.plan_encode(key, *bytes, *full),
+            Work::Encode {
+                key,
+                bytes,
+                full,
+                cpu,
+            } => self.plan_encode(key, *bytes, *full, *cpu),
             Work::Sample {
                 model,
                 latent,
@@ -210,7 +251,11 @@ impl Gpu {
         }
     }
 
-    fn plan_encode(&mut self, key: &str, bytes: u64, full: bool) -> Plan {
+    fn plan_encode(&mut self, key: &str, bytes: u64, full: bool, cpu: bool) -> Plan {
+        if cpu {
+            // The encoder runs on the CPU: no device memory, several times slower.
+            return Plan::cpu(0.2 + bytes as f64 / (1.5 * GIB as f64));
+        }
         let work = 256 * MIB;
         let class = if bytes <= 512 * MIB {
             "SD1ClipModel"
@@ -253,13 +298,19 @@ impl Gpu {
         let (w, h) = tile.unwrap_or((latent.width, latent.height));
         let tokens = f.tokens(w, h, latent.frames);
         let passes = passes.max(1) as u64;
-        let activations = tokens * latent.batch.max(1) * passes * f.activation_per_token();
+        let activations = ((tokens * latent.batch.max(1) * passes * f.activation_per_token())
+            as f64
+            * self.knobs.attention_memory) as u64;
         let weights = ((model.bytes as f64) * (1.0 - model.offload.clamp(0.0, 1.0))) as u64;
         let lora = model.lora_total();
         let want = weights + lora;
         // ComfyUI's estimate of inference memory is a little low; that gap is where
         // first-step OOMs come from after a partial load.
-        let reserve = if self.lowvram {
+        // Dynamic VRAM evicts weights under pressure, so the whole estimate stays free (and
+        // `--lowvram` does nothing).
+        let reserve = if self.knobs.dynamic {
+            activations + INFERENCE_RESERVE
+        } else if self.lowvram {
             activations * 5 / 4 + INFERENCE_RESERVE
         } else {
             activations * 4 / 5 + INFERENCE_RESERVE
@@ -283,11 +334,18 @@ impl Gpu {
                 * passes as f64
                 * tiles.max(1) as f64
                 * f.seconds_per_token()
+                * self.knobs.attention_time
                 * (1.0 + 3.0 * offloaded.clamp(0.0, 1.0));
+        // A live preview per step: the small preview decoder and one preview image.
+        let (preview_bytes, preview_seconds) = if self.previews {
+            (PREVIEW_BYTES, PREVIEW_SECONDS)
+        } else {
+            (0, 0.0)
+        };
         let mut plan = Plan {
             steps,
             setup_seconds: 0.1 + want as f64 / (12.0 * GIB as f64),
-            step_seconds,
+            step_seconds: step_seconds + preview_seconds,
             peak_allocated: 0,
             oom: None,
             notes: Vec::new(),
@@ -323,8 +381,8 @@ impl Gpu {
             }
             self.active = 0;
         }
-        // First step: the activations.
-        if let Err(requested) = self.try_alloc(activations, 4) {
+        // First step: the activations (and the preview decoder's working memory).
+        if let Err(requested) = self.try_alloc(activations + preview_bytes, 4) {
             let mut oom = self.oom(Stage::SampleFirst, 0, requested);
             oom.partial = partial;
             plan.oom = Some(oom);
@@ -372,7 +430,7 @@ impl Gpu {
         height: u64,
         frames: u64,
         batch: u64,
-        tiled: Option<(u64, u64)>,
+        tiled: Option<Tiling>,
         fallback: bool,
         encode: bool,
     ) -> Plan {
@@ -383,20 +441,38 @@ impl Gpu {
         };
         let per_px = vae.decode_per_pixel() / if encode { 2 } else { 1 };
         let full_need = per_px * width * height * lat_frames * batch.max(1);
-        let tiled_need = |(tile, temporal): (u64, u64)| {
-            let tw = tile.min(width);
-            let th = tile.min(height);
+        let tiled_need = |t: Tiling| {
+            let tw = t.tile.min(width);
+            let th = t.tile.min(height);
             let tf = if vae.frames_count() {
-                vae.latent_frames(temporal.min(frames.max(1)))
+                vae.latent_frames(t.temporal.min(frames.max(1)))
             } else {
                 1
             };
             per_px * tw * th * tf
         };
+        // Work done by a tiled decode: each pixel once per tiling, more where tiles overlap.
+        // Image VAEs decode three offset tilings and average them; video VAEs one.
+        let tiled_work = |t: Tiling| {
+            let overlap = t.overlap.min(t.tile / 4);
+            let spatial = (t.tile as f64 / (t.tile - overlap).max(1) as f64).powi(2);
+            let temporal = if vae.frames_count() && t.temporal < frames {
+                let o = t.temporal_overlap.min(t.temporal / 2);
+                t.temporal as f64 / (t.temporal - o).max(1) as f64
+            } else {
+                1.0
+            };
+            let passes = if vae.frames_count() || frames > 1 {
+                1.0
+            } else {
+                3.0
+            };
+            (full_need as f64 * spatial * temporal * passes) as u64
+        };
         let weights = vae.weights();
-        let first_need = match tiled {
-            Some(t) => tiled_need(t),
-            None => full_need,
+        let (first_need, first_work) = match tiled {
+            Some(t) => (tiled_need(t), tiled_work(t)),
+            None => (full_need, full_need),
         };
         let class = match vae {
             VaeKind::Image => "AutoencoderKL",
@@ -404,7 +480,7 @@ impl Gpu {
         };
         let (_, _) = self.load(Some(class), key, weights, first_need, false);
         let seconds = |need: u64| 0.05 + need as f64 / (4.0 * GIB as f64);
-        let mut plan = Plan::cpu(seconds(first_need));
+        let mut plan = Plan::cpu(seconds(first_work));
         match self.try_alloc(first_need, 4) {
             Ok(()) => {
                 plan.peak_allocated = self.allocated();
@@ -421,9 +497,14 @@ impl Gpu {
         // with tiled VAE decoding." Images tile at 512 px, video at 256 px × 64 frames.
         self.active = 0;
         let t = if frames > 1 || vae.frames_count() {
-            (256, 64)
+            Tiling {
+                tile: 256,
+                overlap: 64,
+                temporal: 64,
+                temporal_overlap: 8,
+            }
         } else {
-            (512, 1)
+            Tiling::spatial(512)
         };
         let need = tiled_need(t);
         plan.notes
