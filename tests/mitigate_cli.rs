@@ -162,3 +162,76 @@ fn mitigate_on_an_existing_session_is_resumable_and_keeps_to_its_budget() {
     let m2: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
     assert_eq!(m, m2, "nothing runs twice\n{}", text(&again));
 }
+
+/// Flux (fp16 weights, 22 GB) at 2048×2048 on 20 GiB: sampling runs out; with fp8 weights the
+/// same target fits.
+fn flux_2048() -> Value {
+    json!({
+        "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
+        "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors", "clip_name2": "t5xxl_fp8_e4m3fn_scaled.safetensors", "type": "flux"}},
+        "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+        "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a cat", "clip": ["2", 0]}},
+        "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 2048, "height": 2048, "batch_size": 1}},
+        "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["4", 0], "negative": ["4", 0], "latent_image": ["5", 0],
+              "seed": 1, "steps": 4, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}},
+        "7": {"class_type": "VAEDecode", "inputs": {"samples": ["6", 0], "vae": ["3", 0]}},
+        "8": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "out"}}
+    })
+}
+const FLUX_SAMPLING_RUNS_OUT: u64 = 20480;
+
+#[test]
+fn a_sampling_failure_passes_with_fp8_weights_and_never_runs_tiled_decode() {
+    let sim = Sim::with_vram_mib(FLUX_SAMPLING_RUNS_OUT, 0.0);
+    let b = bisect_workflow(&sim, &flux_2048(), &["--mitigate"]);
+    let m = mitigations(&b);
+    let w = &m.workflows[0];
+    assert!(w.stage.starts_with("sample"), "{}", b.text());
+    let fp8 = w
+        .controls
+        .iter()
+        .find(|c| c.control == "fp8-weights")
+        .unwrap();
+    assert_eq!(fp8.state, MitigationState::Done, "{}", b.text());
+    assert!(fp8.judged.as_ref().unwrap().passed, "{fp8:?}");
+    let ran: Value = read_json(
+        &b.dir
+            .join(&fp8.run.as_ref().unwrap().dir)
+            .join("workflow.json"),
+    )
+    .unwrap();
+    assert_eq!(ran["1"]["inputs"]["weight_dtype"], "fp8_e4m3fn");
+    let tiled = w
+        .controls
+        .iter()
+        .find(|c| c.control == "tiled-decode")
+        .unwrap();
+    assert!(tiled.run.is_none() && matches!(tiled.state, MitigationState::NotApplicable { .. }));
+    // Every run made is a control for the failing stage.
+    for c in w.controls.iter().filter(|c| c.run.is_some()) {
+        assert!(c.stages.iter().any(|s| *s == w.stage), "{c:?}");
+    }
+}
+
+#[test]
+fn a_flat_product_is_not_a_pass() {
+    let sim = Sim::with_faults(
+        DECODE_NEEDS_FALLBACK,
+        comfy_bisect_sim::Faults::default().with_flat_product(),
+    );
+    let b = bisect_workflow(&sim, &sd15_1024(), &["--strict", "--mitigate"]);
+    let m = mitigations(&b);
+    let tiled = &m.workflows[0].controls[0];
+    assert_eq!(tiled.control, "tiled-decode");
+    let judged = tiled.judged.as_ref().unwrap();
+    assert!(!judged.passed, "{judged:?}");
+    assert!(
+        judged.outcome.starts_with("failed: degenerate product"),
+        "{judged:?}"
+    );
+    assert!(
+        judged.degenerate[0].contains("one flat colour"),
+        "{judged:?}"
+    );
+    assert_eq!(b.out.status.code(), Some(1), "{}", b.text());
+}
