@@ -345,12 +345,15 @@ pub fn run(server: String, args: Args) -> CliResult {
         allow_shared_server: args.session.allow_shared_server,
     });
     if mitigate.is_none()
-        && (args.mitigations.max_mitigations.is_some() || args.mitigations.launch_cmd.is_some())
+        && (args.mitigations.max_mitigations.is_some()
+            || args.mitigations.launch_cmd.is_some()
+            || args.mitigations.apply.is_some())
     {
         return Err(CliError::usage(
-            "--max-mitigations and --launch-cmd go with --mitigate (or `comfy-bisect mitigate SESSION`)",
+            "--max-mitigations, --launch-cmd and --apply go with --mitigate (or `comfy-bisect mitigate SESSION`)",
         ));
     }
+    let mitigate = mitigate.map(|r| (r, args.mitigations.apply.clone()));
     run_session_then(
         &runtime,
         client,
@@ -381,7 +384,7 @@ fn run_session_then(
     options: StartOptions,
     targets: Vec<Target>,
     quiet: bool,
-    mitigate: Option<MitigateRequest>,
+    mitigate: Option<(MitigateRequest, Option<PathBuf>)>,
 ) -> CliResult {
     let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
@@ -412,7 +415,7 @@ fn run_session_then(
         );
     }
     let finished = ready.drive(rt, quiet)?;
-    let Some(mut request) = mitigate else {
+    let Some((mut request, apply)) = mitigate else {
         return print_finished(finished);
     };
     if !matches!(finished.session.state, SessionState::Done) {
@@ -421,7 +424,10 @@ fn run_session_then(
     }
     print!("{}", finished.summary());
     request.session = finished.paths.dir.display().to_string();
-    super::mitigate::print_mitigated(app::mitigate(rt, mitigate_client, request, quiet)?)
+    super::mitigate::print_mitigated(
+        app::mitigate(rt, mitigate_client, request, quiet)?,
+        apply.as_deref(),
+    )
 }
 
 /// Prints a finished session's summary; its exit code.

@@ -25,6 +25,10 @@ pub struct MitigateArgs {
     /// Without it, server controls are listed as "not run: needs --launch-cmd".
     #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd)]
     pub launch_cmd: Option<String>,
+    /// Write the first passing graph control's workflow to FILE, to load in ComfyUI: a UI
+    /// workflow when the input was one (and the change has a UI form), else the API prompt.
+    #[arg(long, value_name = "FILE")]
+    pub apply: Option<PathBuf>,
 }
 
 fn parse_launch_cmd(s: &str) -> Result<String, String> {
@@ -80,13 +84,19 @@ pub fn run(args: Args) -> CliResult {
         catalog,
         allow_shared_server: args.allow_shared_server,
     };
-    print_mitigated(app::mitigate(&runtime, client, request, args.quiet)?)
+    print_mitigated(
+        app::mitigate(&runtime, client, request, args.quiet)?,
+        args.mitigate.apply.as_deref(),
+    )
 }
 
 /// Prints a mitigation pass's summary; exit 0 when a control passed, 1 when none did, 130
 /// when it was interrupted.
-pub(crate) fn print_mitigated(m: Mitigated) -> CliResult {
+pub(crate) fn print_mitigated(m: Mitigated, apply: Option<&std::path::Path>) -> CliResult {
     print!("{}", m.summary());
+    if let Some(out) = apply {
+        apply_to(&m, out)?;
+    }
     if let MitigateEnd::Stopped(why) = &m.end {
         if why.starts_with("interrupted") {
             return Ok(exit::INTERRUPTED);
@@ -97,4 +107,68 @@ pub(crate) fn print_mitigated(m: Mitigated) -> CliResult {
     } else {
         exit::FAILED
     })
+}
+
+/// Writes the first passing graph control's workflow to `out` (`--apply`).
+fn apply_to(m: &Mitigated, out: &std::path::Path) -> Result<(), CliError> {
+    let passing = m
+        .mitigations
+        .workflows
+        .iter()
+        .flat_map(|w| w.controls.iter().map(move |c| (w, c)))
+        .filter(|(_, c)| c.judged.as_ref().is_some_and(|j| j.passed));
+    let mut server_only = None;
+    for (w, c) in passing {
+        let Some(api) = &c.file else {
+            server_only.get_or_insert_with(|| {
+                format!("{} ({}: start ComfyUI with it)", c.control, c.change)
+            });
+            continue;
+        };
+        let source_is_ui = m
+            .session
+            .workflows
+            .iter()
+            .find(|j| j.name == w.workflow)
+            .and_then(|j| j.steps.last())
+            .is_some_and(|s| {
+                m.paths
+                    .dir
+                    .join(comfy_bisect_core::session::setup::ui_companion(&s.file))
+                    .is_file()
+            });
+        let (from, what) = match (&c.ui_file, source_is_ui) {
+            (Some(ui), true) => (ui, "UI workflow"),
+            (None, true) => {
+                eprintln!(
+                    "note: {} has no UI form (it changes a node's class); writing the API prompt instead",
+                    c.control
+                );
+                (api, "API prompt")
+            }
+            _ => (api, "API prompt"),
+        };
+        std::fs::copy(m.paths.dir.join(from), out).map_err(|e| {
+            CliError::new(
+                exit::FAILED,
+                format!("--apply: cannot write {}: {e}", out.display()),
+            )
+        })?;
+        println!(
+            "applied {} ({}) to {}: {what}",
+            c.control,
+            w.workflow,
+            out.display()
+        );
+        return Ok(());
+    }
+    Err(CliError::new(
+        exit::FAILED,
+        match server_only {
+            Some(s) => format!(
+                "--apply: the passing control is a server launch change, not a workflow: {s}"
+            ),
+            None => "--apply: no control passed, so there is no workflow to write".into(),
+        },
+    ))
 }

@@ -31,6 +31,8 @@ pub struct SessionData {
     pub load_warnings: Vec<String>,
     /// The console lines (`server.log`) of every run that did not pass, by run id.
     pub server_logs: HashMap<String, Vec<String>>,
+    /// `mitigations.json` (empty when the session has none).
+    pub mitigations: crate::session::journal::MitigationsFile,
 }
 
 /// Reads `session.json` and every `run.json` of the session folder.
@@ -99,6 +101,15 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
             }
         }
     }
+    let mitigations = match crate::session::mitigate::load(session_dir) {
+        Ok(m) => m,
+        Err(e) => {
+            load_warnings.push(format!(
+                "the mitigations record cannot be read ({e}); the report leaves them out"
+            ));
+            Default::default()
+        }
+    };
     Ok(SessionData {
         session,
         runs,
@@ -108,6 +119,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         subgraph_names,
         load_warnings,
         server_logs,
+        mitigations,
     })
 }
 

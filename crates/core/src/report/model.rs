@@ -91,6 +91,9 @@ pub struct WorkflowReport {
     pub components: Vec<Component>,
     /// Files to attach and the commands that reproduce each run.
     pub attachments: Attachments,
+    /// Single-change controls tried after the verdict (`mitigate`), passing ones first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mitigations: Vec<super::mitigations::MitigationRow>,
 }
 
 /// What preflight found before any run.

@@ -467,6 +467,7 @@ pub(super) fn workflow_report(
         preflight,
         components,
         attachments,
+        mitigations: super::mitigations::rows(data, &job.name),
     };
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);
@@ -860,6 +861,7 @@ mod tests {
             subgraph_names: vec![],
             load_warnings: vec![],
             server_logs: HashMap::new(),
+            mitigations: Default::default(),
         }
     }
 

@@ -2,7 +2,8 @@
 //! [`ReportFormat`](super::ReportFormat) — [`markdown`] (`report.md`) and [`json`]
 //! (`report.json`) — and the Markdown's parts live beside it: [`md`] (escaping, tables, fences,
 //! `<details>`, the well-formedness check), [`chart`] (Mermaid charts), [`console`] (the server
-//! console excerpt), [`memory`] (the per-step models-loaded cells and list) and [`budget`]
+//! console excerpt), [`memory`] (the per-step models-loaded cells and list), [`mitigations`] ("Mitigations
+//! tried") and [`budget`]
 //! (keeping `report.md` under GitHub's issue-body limit). The rest of `report/` builds the
 //! [`Report`](super::Report) value and writes no Markdown.
 
@@ -13,3 +14,4 @@ pub mod json;
 pub mod markdown;
 pub mod md;
 pub mod memory;
+pub mod mitigations;
