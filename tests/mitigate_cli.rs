@@ -235,3 +235,112 @@ fn a_flat_product_is_not_a_pass() {
     );
     assert_eq!(b.out.status.code(), Some(1), "{}", b.text());
 }
+
+/// The simulator a test started as a process (and whatever relaunched it on that port), stopped
+/// when the test ends, also on a panic.
+struct SimProcess {
+    url: String,
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        if let comfy_bisect_core::host::Located::Found(p) =
+            comfy_bisect_core::host::process::locate(&self.url)
+        {
+            let _ = std::process::Command::new("kill")
+                .arg(p.pid.to_string())
+                .status();
+        }
+    }
+}
+
+/// `/system_stats` `argv` of the server at `url`, polled (every 50 ms, at most 60 s) until it
+/// answers.
+fn argv_of(url: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client =
+        comfy_bisect_core::comfy::Client::new(url, comfy_bisect_core::comfy::ExtraHeaders::new())
+            .unwrap();
+    for _ in 0..1200 {
+        if let Ok(stats) = rt.block_on(client.system_stats()) {
+            return stats.system.argv;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no simulator answered at {url}");
+}
+
+#[test]
+fn a_server_control_runs_through_launch_cmd_and_the_server_is_put_back() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let bin = env!("CARGO_BIN_EXE_comfy-bisect");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sim.log");
+    let start = format!(
+        "exec '{bin}' simulate --port {port} --vram {SAMPLING_RUNS_OUT}MiB --time-scale 0 --cache-classic >>'{}' 2>&1 </dev/null",
+        log.display()
+    );
+    let _sim = SimProcess { url: url.clone() };
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{start} &"))
+        .status()
+        .unwrap();
+    let before = argv_of(&url);
+    assert!(before.iter().any(|a| a == "--cache-classic"), "{before:?}");
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let template = format!(
+        "exec '{bin}' simulate --port {port} --vram {SAMPLING_RUNS_OUT}MiB --time-scale 0 {{args}} >>'{}' 2>&1 </dev/null",
+        log.display()
+    );
+    let out = bisect(
+        &url,
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    let (dir, _) = only_session(&runs);
+    let m: MitigationsFile =
+        read_json(&dir.join(MITIGATIONS_FILE)).unwrap_or_else(|e| panic!("{e}\n{}", text(&out)));
+    let reserve = m.workflows[0]
+        .controls
+        .iter()
+        .find(|c| c.control == "reserve-vram")
+        .unwrap();
+    assert_eq!(reserve.state, MitigationState::Done, "{}", text(&out));
+    // The control ran on a server launched with its flag, the original memory flags kept.
+    let run: Value = read_json(
+        &dir.join(&reserve.run.as_ref().unwrap().dir)
+            .join("run.json"),
+    )
+    .unwrap();
+    let argv: Vec<String> = serde_json::from_value(run["environment"]["argv"].clone()).unwrap();
+    assert!(
+        argv.windows(2).any(|w| w == ["--reserve-vram", "2"])
+            && argv.iter().any(|a| a == "--cache-classic"),
+        "{argv:?}"
+    );
+    // Then the server is back as it was.
+    let after = argv_of(&url);
+    assert_eq!(after, before, "{}", text(&out));
+    assert!(
+        text(&out).contains("put the server back as it was"),
+        "{}",
+        text(&out)
+    );
+}

@@ -554,6 +554,9 @@ impl Mitigated {
                 out.push_str(&format!("  {}: {what}\n", c.control));
             }
         }
+        for line in &self.mitigations.server {
+            out.push_str(&format!("server: {line}\n"));
+        }
         if self.mitigations.workflows.is_empty() {
             out.push_str("no workflow of the session has a located failure: nothing to mitigate\n");
         }

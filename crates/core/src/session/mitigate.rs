@@ -248,8 +248,8 @@ pub fn mitigate<B: Backend, C: Clock>(
     // A server relaunched for a control goes back as it was, however the pass ended.
     if let Some(l) = launch.as_mut() {
         if let Some(note) = l.restore(driver) {
-            let (_, hooks, _, _) = driver.parts();
-            hooks.note(&note);
+            driver.parts().1.note(&note);
+            file.server.push(note);
         }
     }
     save(driver, &file)?;
@@ -340,6 +340,7 @@ fn run_all<B: Backend, C: Clock>(
                         save(driver, file)?;
                         if let Some(note) = l.restore(driver) {
                             driver.parts().1.note(&note);
+                            file.server.push(note);
                         }
                         continue;
                     }
@@ -351,6 +352,7 @@ fn run_all<B: Backend, C: Clock>(
             if launched {
                 if let Some(note) = launch.as_deref_mut().and_then(|l| l.restore(driver)) {
                     driver.parts().1.note(&note);
+                    file.server.push(note);
                 }
             }
             if !went_on {

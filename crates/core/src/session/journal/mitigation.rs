@@ -20,6 +20,10 @@ pub const MITIGATIONS_DIR: &str = "mitigations";
 pub struct MitigationsFile {
     /// One entry per workflow that got mitigations, in session order.
     pub workflows: Vec<WorkflowMitigations>,
+    /// What relaunching the server for server controls did, in order (`put the server back as
+    /// it was …; its memory mode is the original one`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<String>,
 }
 
 /// The mitigations of one workflow.
