@@ -209,7 +209,7 @@ fn a_sampling_failure_passes_with_fp8_weights_and_never_runs_tiled_decode() {
     assert!(tiled.run.is_none() && matches!(tiled.state, MitigationState::NotApplicable { .. }));
     // Every run made is a control for the failing stage.
     for c in w.controls.iter().filter(|c| c.run.is_some()) {
-        assert!(c.stages.iter().any(|s| *s == w.stage), "{c:?}");
+        assert!(c.stages.contains(&w.stage), "{c:?}");
     }
 }
 

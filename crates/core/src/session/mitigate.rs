@@ -118,7 +118,7 @@ fn server_facts<B: Backend, C: Clock>(driver: &Driver<'_, B, C>) -> ServerFacts 
         .unwrap_or_default();
     let dynamic_vram = fp
         .and_then(|f| f.memory_mode.as_ref())
-        .map(|m| m.clone())
+        .cloned()
         .or_else(|| {
             session
                 .environment
