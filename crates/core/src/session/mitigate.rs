@@ -524,13 +524,13 @@ fn settle<B: Backend, C: Clock>(
     let run_dir = driver.paths.dir.join(&entry.dir);
     if let Ok(done) = read_json::<RunFile>(&run_dir.join(RUN_RECORD_FILE)) {
         if done.entry.status == RunStatus::Done {
-            let judged = judge(
-                &done.entry,
-                &done.record,
-                &file.workflows[k],
-                Vec::new(),
-                Vec::new(),
-            );
+            // Killed after run.json and before the judgement was saved: judge it now.
+            let (degenerate, unchecked) = if done.entry.outcome == Some(Outcome::Passed) {
+                check_product(driver.parts().0, &done.record)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let judged = judge(&done.entry, &file.workflows[k], degenerate, unchecked);
             let c = &mut file.workflows[k].controls[i];
             c.run = Some(done.entry);
             c.judged = Some(judged);
@@ -601,7 +601,7 @@ fn finish<B: Backend, C: Clock>(
     } else {
         (Vec::new(), Vec::new())
     };
-    let judged = judge(&entry, &record, &file.workflows[k], degenerate, unchecked);
+    let judged = judge(&entry, &file.workflows[k], degenerate, unchecked);
     let components = driver.component_hashes(workflow, entry.fingerprint.as_deref());
     let node_hashes: std::collections::BTreeMap<String, String> = workflow
         .nodes
@@ -697,7 +697,6 @@ fn finish<B: Backend, C: Clock>(
 /// How a finished control run is judged against the failure it targets.
 pub(crate) fn judge(
     entry: &RunEntry,
-    _record: &RunRecord,
     before: &WorkflowMitigations,
     degenerate: Vec<String>,
     unchecked: Vec<String>,
@@ -777,4 +776,111 @@ fn check_product<B: Backend>(backend: &mut B, record: &RunRecord) -> (Vec<String
         }
     }
     (degenerate, unchecked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::journal::RunSummary;
+
+    fn before() -> WorkflowMitigations {
+        WorkflowMitigations {
+            workflow: "t".into(),
+            stage: "decode".into(),
+            failing_node: Some("VAEDecode #8".into()),
+            baseline_run: None,
+            controls: Vec::new(),
+        }
+    }
+
+    fn entry(outcome: Outcome, stage: Option<&str>) -> RunEntry {
+        RunEntry {
+            run_id: "r".into(),
+            step: 3,
+            increment: "tiled-decode".into(),
+            role: RunRole::Mitigation,
+            dir: "mitigations/x".into(),
+            workflow_sha256: String::new(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(outcome),
+            summary: Some(RunSummary {
+                stage: stage.map(str::to_string),
+                ..RunSummary::default()
+            }),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+            reduced: None,
+        }
+    }
+
+    fn oom(node_type: &str, node_id: &str) -> Outcome {
+        Outcome::Failed {
+            node_id: node_id.into(),
+            node_type: node_type.into(),
+            exception_type: "torch.OutOfMemoryError".into(),
+            exception_message: "CUDA out of memory".into(),
+        }
+    }
+
+    fn judged(e: &RunEntry, degenerate: Vec<String>) -> Judged {
+        judge(e, &before(), degenerate, Vec::new())
+    }
+
+    #[test]
+    fn a_pass_with_a_degenerate_image_is_a_failure_and_a_clean_one_passes() {
+        let pass = judged(&entry(Outcome::Passed, None), Vec::new());
+        assert!(pass.passed);
+        assert_eq!(pass.outcome, "passed: complete product");
+        assert_eq!(pass.moved, None);
+        let flat = judged(
+            &entry(Outcome::Passed, None),
+            vec!["SaveImage #9 x.png: one flat colour #808080 (8×8)".into()],
+        );
+        assert!(!flat.passed);
+        assert!(flat.outcome.starts_with("failed: degenerate product"));
+    }
+
+    #[test]
+    fn a_failure_says_whether_the_boundary_moved() {
+        // Same node id under another class (VAEDecode → VAEDecodeTiled), same stage: not moved.
+        let same = judged(
+            &entry(oom("VAEDecodeTiled", "8"), Some("decode")),
+            Vec::new(),
+        );
+        assert_eq!(same.moved, Some(false));
+        assert_eq!(same.failing_node.as_deref(), Some("VAEDecodeTiled #8"));
+        // The decode gave way; the upscaler after it runs out now.
+        let later = judged(
+            &entry(oom("ImageUpscaleWithModel", "12"), Some("postprocess")),
+            Vec::new(),
+        );
+        assert_eq!(later.moved, Some(true));
+        assert_eq!(later.stage_now.as_deref(), Some("postprocess"));
+        // A fallback is pressure, not a pass.
+        let fallback = judged(
+            &entry(
+                Outcome::MemoryFallback {
+                    fallbacks: vec!["tiled VAE decode fallback".into()],
+                },
+                None,
+            ),
+            Vec::new(),
+        );
+        assert!(!fallback.passed);
+        assert_eq!(fallback.moved, None);
+    }
+
+    #[test]
+    fn a_decode_fallback_under_strict_is_a_decode_failure() {
+        let fallback = Outcome::MemoryFallback {
+            fallbacks: vec!["tiled VAE decode fallback".into()],
+        };
+        assert_eq!(fallback_stage(&fallback).as_deref(), Some("decode"));
+        assert_eq!(fallback_stage(&oom("KSampler", "3")), None);
+        assert_eq!(node_id(Some("VAEDecode #8")), Some("8"));
+        assert_eq!(node_id(None), None);
+    }
 }
