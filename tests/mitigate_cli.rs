@@ -344,3 +344,66 @@ fn a_server_control_runs_through_launch_cmd_and_the_server_is_put_back() {
         text(&out)
     );
 }
+
+/// SIGTERM while a control runs: the run is interrupted and journaled, the pass stops (exit
+/// 130), and the next `mitigate` runs that control again and judges it.
+#[test]
+#[cfg(unix)]
+fn sigterm_during_a_control_then_mitigate_runs_it_again() {
+    // Slow enough that a control's run is in flight for a while.
+    let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.05);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut workflow = sd15_1024();
+    workflow["3"]["inputs"]["steps"] = json!(100);
+    let wf = write_workflow(tmp.path(), "target", &workflow);
+    let runs = tmp.path().join("runs");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args([
+            "--server",
+            &sim.url(),
+            "bisect",
+            "-q",
+            "--strict",
+            "--mitigate",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .arg(&wf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = wait_for_journal(&mut child, &runs, |s| {
+        let dir = runs.join(&s.session_id);
+        let m: MitigationsFile = read_json(&dir.join(MITIGATIONS_FILE)).ok()?;
+        (m.workflows.first()?.controls.first()?.state == MitigationState::InFlight).then_some(dir)
+    });
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130));
+    let m: MitigationsFile = read_json(&dir.join(MITIGATIONS_FILE)).unwrap();
+    let tiled = &m.workflows[0].controls[0];
+    assert_eq!(tiled.state, MitigationState::Pending);
+    let interrupted = tiled.run.as_ref().unwrap();
+    assert!(dir.join(&interrupted.dir).join("run.json").is_file());
+    let session = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let out = cli(&[
+        "--server",
+        &sim.url(),
+        "mitigate",
+        &session,
+        "--runs-dir",
+        runs.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let m: MitigationsFile = read_json(&dir.join(MITIGATIONS_FILE)).unwrap();
+    let tiled = &m.workflows[0].controls[0];
+    assert_eq!(tiled.state, MitigationState::Done);
+    assert!(tiled.judged.as_ref().unwrap().passed);
+    assert_ne!(tiled.run.as_ref().unwrap().run_id, interrupted.run_id);
+}

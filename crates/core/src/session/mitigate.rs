@@ -355,6 +355,12 @@ fn run_all<B: Backend, C: Clock>(
                     file.server.push(note);
                 }
             }
+            if !went_on && driver.stopping() {
+                return Ok(MitigateEnd::Stopped(format!(
+                    "interrupted during mitigation {}; `{resume}` runs it again",
+                    file.workflows[k].controls[i].control
+                )));
+            }
             if !went_on {
                 return Ok(MitigateEnd::Stopped(format!(
                     "stopped during mitigation {}; `{resume}` runs it again",
