@@ -270,3 +270,28 @@ fn the_wrapper_decoder_turns_its_own_tiling_on() {
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].input.as_deref(), Some("enable_vae_tiling"));
 }
+
+#[test]
+fn the_tiled_upscaler_gets_smaller_tiles_only_where_they_are_larger() {
+    let w = Workflow::from_json_str(
+        &json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 512, "height": 512, "batch_size": 1, "color": 0}},
+            "2": {"class_type": "UltimateSDUpscaleNoUpscale", "inputs": {"upscaled_image": ["1", 0], "tile_width": 1024, "tile_height": 512,
+                  "tiled_decode": false}}
+        })
+        .to_string(),
+        "usdu.json",
+    )
+    .unwrap();
+    let c = catalogue();
+    let usdu = c.iter().find(|c| c.id == "upscaler-tiles").unwrap();
+    let edits = graph_edits(usdu, &w, &defs(), &Catalog::builtin());
+    let inputs: Vec<&str> = edits
+        .iter()
+        .map(|e| match e {
+            Edit::SetInput { input, .. } => input.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(inputs, ["tile_width", "tiled_decode"]);
+}
