@@ -730,12 +730,21 @@ pub(crate) fn judge(
         Outcome::ServerLost { detail } => format!("failed: server lost ({detail})"),
     };
     let stage_now = (!passed)
-        .then(|| entry.summary.as_ref().and_then(|s| s.stage.clone()))
+        .then(|| {
+            entry
+                .summary
+                .as_ref()
+                .and_then(|s| s.stage.clone())
+                .filter(|s| s != "unknown")
+                .or_else(|| fallback_stage(&outcome))
+        })
         .flatten();
     let failing_node_now = failing_node(&outcome);
     let moved = match (&outcome, &stage_now) {
         (_, _) if passed => None,
         (Outcome::Passed | Outcome::Rejected { .. } | Outcome::Interrupted, _) => None,
+        // Still through the fallback of the stage it targets: the boundary held.
+        (Outcome::MemoryFallback { .. }, Some(now)) => Some(*now != before.stage),
         (_, Some(now)) => Some(
             *now != before.stage
                 || node_id(failing_node_now.as_deref()) != node_id(before.failing_node.as_deref()),
@@ -876,7 +885,8 @@ mod tests {
             Vec::new(),
         );
         assert!(!fallback.passed);
-        assert_eq!(fallback.moved, None);
+        assert_eq!(fallback.stage_now.as_deref(), Some("decode"));
+        assert_eq!(fallback.moved, Some(false));
     }
 
     #[test]

@@ -158,8 +158,14 @@ impl Relaunch {
         self.stop(driver)?;
         self.changed = true;
         self.start(&args, &launch.env)?;
+        let env: Vec<String> = launch
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v} "))
+            .collect();
         driver.parts().1.note(&format!(
-            "relaunched the server: {}",
+            "relaunched the server: {}{}",
+            env.concat(),
             fill(&self.template, &args)
         ));
         if !driver.wait_for_server(false) {

@@ -8,7 +8,7 @@ use crate::report::mitigations::MitigationRow;
 const DASH: &str = "—";
 
 /// The section for one workflow; empty when it has no mitigations.
-pub fn section(rows: &[MitigationRow], level: usize) -> String {
+pub fn section(rows: &[MitigationRow], level: usize, session_id: &str) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -89,12 +89,13 @@ pub fn section(rows: &[MitigationRow], level: usize) -> String {
             .find(|r| r.passed() && r.workflow_file.is_some())
         {
             out.push_str(&format!(
-                " Its workflow: {}{}; `comfy-bisect mitigate SESSION --apply FILE` writes it where you want it.",
+                " Its workflow: {}{}; {} writes it where you want it.",
                 code(r.workflow_file.as_deref().unwrap_or_default()),
                 r.ui_file
                     .as_deref()
                     .map(|u| format!(" (UI: {})", code(u)))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                code(&format!("comfy-bisect mitigate {session_id} --apply FILE"))
             ));
         }
         out.push_str("\n\n");
@@ -174,6 +175,7 @@ mod tests {
                 ),
             ],
             2,
+            "20261201-0102",
         );
         assert!(md.starts_with("### Mitigations tried\n"), "{md}");
         assert!(md.contains("| `tiled-decode` |"), "{md}");
@@ -191,6 +193,10 @@ mod tests {
             md.contains("Not for this failure: `fp8-weights` (targets load)."),
             "{md}"
         );
-        assert!(section(&[], 2).is_empty());
+        assert!(
+            md.contains("`comfy-bisect mitigate 20261201-0102 --apply FILE`"),
+            "{md}"
+        );
+        assert!(section(&[], 2, "s").is_empty());
     }
 }
