@@ -141,7 +141,7 @@ fn apply_to(m: &Mitigated, out: &std::path::Path) -> Result<(), CliError> {
             (Some(ui), true) => (ui, "UI workflow"),
             (None, true) => {
                 eprintln!(
-                    "note: {} has no UI form (it changes a node's class); writing the API prompt instead",
+                    "note: {}'s change has no UI form here; writing the API prompt instead",
                     c.control
                 );
                 (api, "API prompt")

@@ -302,14 +302,8 @@ pub fn graph_edits(
                     edits.push(Edit::SetClass {
                         node: id.clone(),
                         class_type: to.clone(),
+                        set: set.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                     });
-                    for (k, v) in set {
-                        edits.push(Edit::SetInput {
-                            node: id.clone(),
-                            input: k.clone(),
-                            value: v.clone(),
-                        });
-                    }
                 }
             }
             GraphEdit::SetInput {

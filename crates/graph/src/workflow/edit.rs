@@ -59,12 +59,16 @@ pub enum Edit {
         nodes: Vec<NodeId>,
     },
     /// Give `node` the class `class_type`, its inputs and links kept (the new class must take
-    /// the same sockets; its extra widgets are set by `SetInput` edits after this one).
+    /// the same sockets), with the new class's widget values `set` (one edit, so the node is
+    /// never of the new class without its widgets).
     SetClass {
         /// Node id.
         node: NodeId,
         /// The new class.
         class_type: String,
+        /// Widget values of the new class.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        set: serde_json::Map<String, Value>,
     },
 }
 
@@ -309,7 +313,11 @@ impl Workflow {
                     });
                 }
             }
-            Edit::SetClass { node, class_type } => {
+            Edit::SetClass {
+                node,
+                class_type,
+                set,
+            } => {
                 let n = Arc::make_mut(
                     self.nodes
                         .get_mut(node)
@@ -325,6 +333,20 @@ impl Workflow {
                         from: Some(Value::String(old)),
                         to: Some(Value::String(class_type.clone())),
                     });
+                }
+                for (input, value) in set {
+                    let new = Input::Literal(value.clone());
+                    let old = n.inputs.insert(input.clone(), new.clone());
+                    if old.as_ref() != Some(&new) {
+                        changes.push(Change {
+                            node: node.clone(),
+                            class_type: class_type.clone(),
+                            action: "set".into(),
+                            input: Some(input.clone()),
+                            from: old.map(|o| o.to_value()),
+                            to: Some(value.clone()),
+                        });
+                    }
                 }
             }
             Edit::Bypass { node } => {
@@ -506,6 +528,7 @@ mod tests {
         let edit = Edit::SetClass {
             node: "2".into(),
             class_type: "UpTiled".into(),
+            set: serde_json::Map::new(),
         };
         let changes = w.apply(std::slice::from_ref(&edit), &defs()).unwrap();
         assert_eq!(w.nodes["2"].class_type, "UpTiled");
@@ -519,7 +542,8 @@ mod tests {
             w.apply(
                 &[Edit::SetClass {
                     node: "7".into(),
-                    class_type: "X".into()
+                    class_type: "X".into(),
+                    set: serde_json::Map::new(),
                 }],
                 &defs()
             ),
