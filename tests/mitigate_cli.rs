@@ -407,3 +407,41 @@ fn sigterm_during_a_control_then_mitigate_runs_it_again() {
     assert!(tiled.judged.as_ref().unwrap().passed);
     assert_ne!(tiled.run.as_ref().unwrap().run_id, interrupted.run_id);
 }
+
+/// A UI workflow's controls are written back as UI workflows (the node's new type and widgets),
+/// and the control's run folder gets that UI form; a control that still fails records where.
+#[test]
+fn a_ui_input_gets_ui_variants_and_a_still_failing_control_says_where() {
+    let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("workflows/sd15_hires_fix_pixel.ui.json");
+    let runs = tmp.path().join("runs");
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--strict", "--mitigate"],
+    );
+    let (dir, _) = only_session(&runs);
+    let m: MitigationsFile =
+        read_json(&dir.join(MITIGATIONS_FILE)).unwrap_or_else(|e| panic!("{e}\n{}", text(&out)));
+    let tiled = &m.workflows[0].controls[0];
+    assert_eq!(tiled.control, "tiled-decode", "{}", text(&out));
+    let ui: Value = read_json(&dir.join(tiled.ui_file.as_ref().unwrap())).unwrap();
+    let decoders: Vec<&Value> = ui["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "VAEDecodeTiled")
+        .collect();
+    assert_eq!(decoders.len(), 2, "both decoders replaced");
+    assert_eq!(decoders[0]["widgets_values"], json!([256, 32, 4096, 8]));
+    let run = tiled.run.as_ref().unwrap();
+    assert!(dir.join(&run.dir).join("workflow.ui.json").is_file());
+    // Still through the decode fallback (the hires pass's VAE encode/decode): failed, at decode,
+    // the boundary where it was.
+    let judged = tiled.judged.as_ref().unwrap();
+    assert!(!judged.passed, "{judged:?}");
+    assert_eq!(judged.stage_now.as_deref(), Some("decode"));
+    assert_eq!(judged.moved, Some(false));
+}
