@@ -2,7 +2,7 @@
 
 mod sim_common;
 
-use comfy_bisect_sim::{Faults, SimConfig};
+use comfy_bisect_sim::{Faults, Launch, Profile, SimConfig};
 use serde_json::{json, Value};
 use sim_common::*;
 use std::time::Duration;
@@ -578,4 +578,33 @@ async fn degenerate_products_still_succeed_with_other_pixels() {
     assert_ne!(served[0], served[1], "flat differs from the picture");
     assert_ne!(served[1], served[2], "black differs from flat");
     assert_ne!(served[0], served[2], "black differs from the picture");
+}
+
+/// `--cache-none`: the same prompt again runs every node (nothing in `execution_cached`), where
+/// the default cache replays it whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_none_runs_every_node_every_time() {
+    for (flags, replayed) in [(vec![], true), (vec!["--cache-none"], false)] {
+        let launch = Launch::parse(&flags, Profile::V0364).unwrap();
+        let sim = sim(SimConfig::default().with_launch(launch)).await;
+        let base = sim.base_url();
+        let mut ws = Ws::connect(&base, "c").await;
+        let mut cached = Vec::new();
+        for _ in 0..2 {
+            let (_, r) = post_prompt(&base, &json!({"prompt": core(0), "client_id": "c"})).await;
+            let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+            let nodes = msgs
+                .iter()
+                .find(|m| m["type"] == "execution_cached")
+                .unwrap()["data"]["nodes"]
+                .as_array()
+                .unwrap()
+                .len();
+            cached.push(nodes);
+        }
+        assert_eq!(cached[0], 0, "{flags:?}");
+        assert_eq!(cached[1] == 4, replayed, "{flags:?}: {cached:?}");
+        assert_eq!(cached[1] == 0, !replayed, "{flags:?}: {cached:?}");
+        sim.shutdown().await;
+    }
 }

@@ -609,3 +609,29 @@ async fn a_tiled_decode_passes_where_vae_decode_runs_out() {
     let (ok, console) = passes(SimConfig::default().with_vram_gib(6), &p).await;
     assert!(ok, "{console}");
 }
+
+/// Pinned memory (the 2026 default) page-locks the weights dynamic VRAM left in host RAM;
+/// `--disable-pinned-memory` does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_memory_holds_offloaded_weights_in_host_ram() {
+    let mut p = wan_i2v(false);
+    p["6"]["inputs"]["width"] = json!(1280);
+    p["6"]["inputs"]["height"] = json!(720);
+    let mut used = Vec::new();
+    for flags in [&[][..], &["--disable-pinned-memory"][..]] {
+        let sim = sim(y2026(flags)).await;
+        let base = sim.base_url();
+        let mut ws = Ws::connect(&base, "pin").await;
+        let (_, r) = post_prompt(&base, &json!({"prompt": p, "client_id": "pin"})).await;
+        let msgs = ws.until_done(r["prompt_id"].as_str().unwrap()).await;
+        assert!(types(&msgs).contains(&"execution_success".to_string()));
+        used.push(sim.host_ram_used());
+        sim.shutdown().await;
+    }
+    assert!(
+        used[0] > used[1] + GIB,
+        "pinned {} vs unpinned {}",
+        used[0],
+        used[1]
+    );
+}

@@ -54,8 +54,9 @@ pub struct Args {
     /// /system_stats system.argv: --reserve-vram GB, --vram-headroom GB, --disable-dynamic-vram,
     /// --enable-dynamic-vram, --disable-pinned-memory, --cache-none, --cache-classic,
     /// --use-{split,quad,pytorch}-cross-attention, --use-sage-attention, --use-flash-attention,
-    /// --lowvram, --novram, --normalvram, --highvram, --gpu-only (docs/simulator.md). Any other
-    /// flag is refused, as ComfyUI would. PYTORCH_CUDA_ALLOC_CONF is read from the environment.
+    /// --lowvram, --novram, --normalvram, --highvram, --gpu-only, --preview-method METHOD
+    /// (docs/simulator.md). Any other flag is refused, as ComfyUI would.
+    /// PYTORCH_CUDA_ALLOC_CONF is read from the environment.
     #[arg(
         value_name = "COMFYUI_FLAGS",
         trailing_var_arg = true,

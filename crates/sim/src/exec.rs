@@ -572,12 +572,11 @@ async fn run_node(
         lits: &lits,
         links: &links,
     });
-    let previews = matches!(
+    let previews = inst.shared.config.launch.previews(
         run.item
             .extra_data
             .get("preview_method")
             .and_then(Value::as_str),
-        Some("auto" | "latent2rgb" | "taesd")
     );
     let plan: Plan = {
         let mut st = inst.lock();

@@ -22,8 +22,8 @@
 pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
 
 mod exec;
+pub mod flags;
 mod http;
-pub mod launch;
 mod media;
 pub mod memory;
 pub mod nodes;
@@ -33,7 +33,7 @@ mod server;
 mod state;
 pub mod validate;
 
-pub use launch::Launch;
+pub use flags::Launch;
 pub use memory::{Stage, GIB, MIB};
 pub use oom::Allocator;
 pub use profile::Profile;

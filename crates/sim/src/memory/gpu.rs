@@ -5,7 +5,7 @@
 use super::{MIB, NON_TORCH_OVERHEAD};
 
 /// The server-wide settings the memory model honours: what the launch flags and the
-/// allocator environment change (`launch.rs` turns a command line into these). The default
+/// allocator environment change (`flags.rs` turns a command line into these). The default
 /// is a 0.3.64 server started with no memory flags.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Knobs {
@@ -28,8 +28,7 @@ pub struct Knobs {
     /// Pinned host memory (2026 servers unless `--disable-pinned-memory`): the offloaded part
     /// of each partially loaded model is page-locked in host RAM.
     pub pinned: bool,
-    /// `--novram`: every model may load partially, as under `--lowvram`, with no weights
-    /// required on the device.
+    /// `--novram`: every model may load partially, also the ones that otherwise move whole.
     pub novram: bool,
 }
 

@@ -452,7 +452,8 @@ impl Gpu {
             per_px * tw * th * tf
         };
         // Work done by a tiled decode: each pixel once per tiling, more where tiles overlap.
-        // Image VAEs decode three offset tilings and average them; video VAEs one.
+        // Image VAEs decode three offset tilings and average them (`decode_tiled_`); video VAEs
+        // one (`decode_tiled_3d`).
         let tiled_work = |t: Tiling| {
             let overlap = t.overlap.min(t.tile / 4);
             let spatial = (t.tile as f64 / (t.tile - overlap).max(1) as f64).powi(2);
@@ -462,11 +463,7 @@ impl Gpu {
             } else {
                 1.0
             };
-            let passes = if vae.frames_count() || frames > 1 {
-                1.0
-            } else {
-                3.0
-            };
+            let passes = if vae == VaeKind::Image { 3.0 } else { 1.0 };
             (full_need as f64 * spatial * temporal * passes) as u64
         };
         let weights = vae.weights();

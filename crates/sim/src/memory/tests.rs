@@ -552,3 +552,20 @@ fn batch_one_lowers_the_sampling_peak() {
     assert_eq!(four.oom.unwrap().stage, Stage::SampleFirst);
     assert!(one.oom.is_none());
 }
+
+#[test]
+fn novram_lets_a_wrapper_model_load_partially() {
+    let m = ModelVal::from_file("wan2.1_t2v_14B_bf16.safetensors", false);
+    let work = sample(m, latent(832, 480, 33, 1), 10, 1);
+    assert_eq!(
+        Gpu::new(24 * GIB).plan(&work).oom.unwrap().stage,
+        Stage::Load
+    );
+    let plan = gpu_with(Knobs {
+        novram: true,
+        ..Knobs::default()
+    })
+    .plan(&work);
+    assert!(plan.oom.is_none(), "{plan:?}");
+    assert!(plan.notes.iter().any(|n| n.contains("loaded partially")));
+}

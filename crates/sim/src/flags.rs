@@ -2,7 +2,7 @@
 //! and grouped as `comfy/cli_args.py` has them), refusing any other flag as ComfyUI's argparse
 //! would, and the allocator environment (`PYTORCH_CUDA_ALLOC_CONF`). This module owns the
 //! command line; [`Launch::knobs`] turns it into what the memory model honours
-//! ([`Knobs`](crate::memory::Knobs)), and [`Launch::args`] is what `/system_stats` shows in
+//! ([`Knobs`]), and [`Launch::args`] is what `/system_stats` shows in
 //! `system.argv`, verbatim.
 
 use super::memory::Knobs;
@@ -15,6 +15,8 @@ enum Takes {
     Nothing,
     /// A number of gigabytes (`type=float`).
     Gigabytes,
+    /// One of these words (`choices=`).
+    Choice(&'static [&'static str]),
 }
 
 /// One flag the simulator models.
@@ -68,7 +70,16 @@ const FLAGS: &[Flag] = &[
     flag("--highvram", Some("vram"), false),
     flag("--gpu-only", Some("vram"), false),
     flag("--disable-auto-launch", None, false),
+    Flag {
+        name: "--preview-method",
+        takes: Takes::Choice(PREVIEW_METHODS),
+        group: None,
+        late: false,
+    },
 ];
+
+/// `LatentPreviewMethod`'s values.
+const PREVIEW_METHODS: &[&str] = &["none", "auto", "latent2rgb", "taesd"];
 
 /// The attention backend a sampler uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -133,6 +144,9 @@ pub struct Launch {
     pub cache_none: bool,
     pub attention: Attention,
     pub vram: VramMode,
+    /// `--preview-method`: the server's default live-preview method (`none` without it); a
+    /// prompt's `extra_data.preview_method` overrides it.
+    pub preview_method: Option<String>,
     /// `PYTORCH_CUDA_ALLOC_CONF` as the server found it at start.
     pub alloc_conf: Option<String>,
 }
@@ -166,6 +180,9 @@ impl Launch {
                 }
                 groups.push((group, known.name));
             }
+            if known.takes != Takes::Nothing && inline.is_none() && it.len() == 0 {
+                return Err(format!("argument {name}: expected one argument"));
+            }
             let value = match known.takes {
                 Takes::Nothing => {
                     if inline.is_some() {
@@ -173,13 +190,20 @@ impl Launch {
                     }
                     None
                 }
+                Takes::Choice(choices) => {
+                    let v = inline.or_else(|| it.next()).unwrap_or_default();
+                    if !choices.contains(&v) {
+                        let list: Vec<String> = choices.iter().map(|c| format!("'{c}'")).collect();
+                        return Err(format!(
+                            "argument {name}: invalid choice: '{v}' (choose from {})",
+                            list.join(", ")
+                        ));
+                    }
+                    launch.preview_method = Some(v.to_string());
+                    None
+                }
                 Takes::Gigabytes => {
-                    let v = match inline {
-                        Some(v) => v,
-                        None => it
-                            .next()
-                            .ok_or_else(|| format!("argument {name}: expected one argument"))?,
-                    };
+                    let v = inline.or_else(|| it.next()).unwrap_or_default();
                     Some(
                         v.parse::<f64>()
                             .ok()
@@ -236,6 +260,16 @@ impl Launch {
                 })
             })
         })
+    }
+
+    /// Whether samplers send live previews for a prompt whose `extra_data.preview_method` is
+    /// `requested`: the prompt's method unless absent or `default`, else the server's.
+    pub fn previews(&self, requested: Option<&str>) -> bool {
+        let method = match requested {
+            Some(m) if m != "default" && PREVIEW_METHODS.contains(&m) => Some(m),
+            _ => self.preview_method.as_deref(),
+        };
+        matches!(method, Some("auto" | "latent2rgb" | "taesd"))
     }
 
     /// Whether `--lowvram` is given.
@@ -350,6 +384,25 @@ mod tests {
         assert!(e.contains("not allowed with argument --use-split"), "{e}");
         assert!(Launch::parse(&["--lowvram", "--highvram"], Profile::V0364).is_err());
         assert!(Launch::parse(&["--cache-none=1"], Profile::V0364).is_err());
+        let e = Launch::parse(&["--preview-method", "fancy"], Profile::V0364).unwrap_err();
+        assert!(
+            e.contains("invalid choice: 'fancy'") && e.contains("'taesd'"),
+            "{e}"
+        );
+        assert!(Launch::parse(&["--preview-method"], Profile::V0364).is_err());
+    }
+
+    #[test]
+    fn a_prompt_preview_method_overrides_the_server_default() {
+        let none = Launch::default();
+        assert!(!none.previews(None) && none.previews(Some("auto")));
+        let auto = Launch::parse(&["--preview-method=auto"], Profile::V0364).unwrap();
+        assert!(auto.previews(None) && auto.previews(Some("default")));
+        assert!(!auto.previews(Some("none")));
+        assert!(
+            auto.previews(Some("bogus")),
+            "an unknown override keeps the default"
+        );
     }
 
     #[test]
