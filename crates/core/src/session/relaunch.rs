@@ -44,6 +44,7 @@ pub const MEMORY_FLAGS: &[(&str, usize)] = &[
     ("--normalvram", 0),
     ("--highvram", 0),
     ("--gpu-only", 0),
+    ("--preview-method", 1),
 ];
 
 /// The memory flags of `argv` (see [`MEMORY_FLAGS`]), in their order, with their values.
@@ -67,6 +68,34 @@ pub fn memory_flags(argv: &[String]) -> Vec<String> {
         }
         i += 1;
     }
+    out
+}
+
+/// The original memory flags with a control's flags: a flag the control gives replaces the
+/// original one (and its values), so the server sees each flag once.
+pub fn with_control(original: &[String], control: &[String]) -> Vec<String> {
+    let name = |a: &str| a.split_once('=').map_or(a, |(f, _)| f).to_string();
+    let given: Vec<String> = control
+        .iter()
+        .filter(|a| a.starts_with("--"))
+        .map(|a| name(a))
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < original.len() {
+        let a = &original[i];
+        let n = MEMORY_FLAGS
+            .iter()
+            .find(|(f, _)| *f == name(a))
+            .map_or(0, |(_, n)| if a.contains('=') { 0 } else { *n });
+        if given.contains(&name(a)) {
+            i += 1 + n;
+            continue;
+        }
+        out.extend(original[i..(i + 1 + n).min(original.len())].iter().cloned());
+        i += 1 + n;
+    }
+    out.extend(control.iter().cloned());
     out
 }
 
@@ -149,12 +178,12 @@ impl Relaunch {
                 memory_mode: fp.memory_mode.clone(),
             });
         }
-        let mut args = self
+        let original = self
             .original
             .as_ref()
             .map(|o| o.flags.clone())
             .unwrap_or_default();
-        args.extend(launch.args.iter().cloned());
+        let args = with_control(&original, &launch.args);
         self.stop(driver)?;
         self.changed = true;
         self.start(&args, &launch.env)?;
@@ -298,6 +327,8 @@ mod tests {
             "1.5",
             "--cache-lru=4",
             "--disable-pinned-memory",
+            "--output-directory",
+            "out",
             "--preview-method",
             "auto",
         ]);
@@ -307,10 +338,38 @@ mod tests {
                 "--reserve-vram",
                 "1.5",
                 "--cache-lru=4",
-                "--disable-pinned-memory"
+                "--disable-pinned-memory",
+                "--preview-method",
+                "auto"
             ])
         );
         assert!(memory_flags(&v(&["main.py", "--listen"])).is_empty());
+    }
+
+    #[test]
+    fn a_control_flag_replaces_the_original_one() {
+        let original = v(&[
+            "--preview-method",
+            "taesd",
+            "--reserve-vram",
+            "1",
+            "--cache-none",
+        ]);
+        assert_eq!(
+            with_control(&original, &v(&["--preview-method", "none"])),
+            v(&[
+                "--reserve-vram",
+                "1",
+                "--cache-none",
+                "--preview-method",
+                "none"
+            ])
+        );
+        assert_eq!(
+            with_control(&v(&["--reserve-vram=1"]), &v(&["--reserve-vram", "2"])),
+            v(&["--reserve-vram", "2"])
+        );
+        assert_eq!(with_control(&original, &[]), original);
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct Requires {
     /// The server runs with dynamic VRAM on.
     #[serde(default)]
     pub dynamic_vram: bool,
+    /// The server sends live previews by default (`--preview-method` other than `none`).
+    #[serde(default)]
+    pub previews: bool,
 }
 
 /// One control of the catalogue.
@@ -152,6 +155,22 @@ pub struct ServerFacts {
     pub dynamic_vram: bool,
     /// The launch arguments (`/system_stats` `argv`).
     pub argv: Vec<String>,
+}
+
+impl ServerFacts {
+    /// Whether the server sends live previews by default: `--preview-method` given with a
+    /// method other than `none` (ComfyUI's default is none, `comfy/cli_args.py`).
+    pub fn previews(&self) -> bool {
+        let flag = "--preview-method";
+        self.argv.iter().enumerate().any(|(i, a)| {
+            let value = match a.strip_prefix(flag) {
+                Some("") => self.argv.get(i + 1).map(String::as_str),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            };
+            value.is_some_and(|v| v != "none")
+        })
+    }
 }
 
 /// Whether and how a control is tried for one failure.
@@ -240,6 +259,9 @@ fn fit(
 ) -> Fit {
     if c.requires.dynamic_vram && !server.dynamic_vram {
         return Fit::NotApplicable("the server does not run with dynamic VRAM".into());
+    }
+    if c.requires.previews && !server.previews() {
+        return Fit::NotApplicable("the server sends no live previews (--preview-method)".into());
     }
     if c.requires.video
         && !target

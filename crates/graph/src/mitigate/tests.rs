@@ -295,3 +295,24 @@ fn the_tiled_upscaler_gets_smaller_tiles_only_where_they_are_larger() {
         .collect();
     assert_eq!(inputs, ["tile_width", "tiled_decode"]);
 }
+
+#[test]
+fn previews_off_applies_only_to_a_server_that_sends_previews() {
+    let facts = |argv: &[&str]| ServerFacts {
+        dynamic_vram: false,
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+    };
+    let find = |argv: &[&str]| {
+        planned("sample_middle", &facts(argv))
+            .into_iter()
+            .find(|p| p.control.id == "previews-off")
+            .unwrap()
+    };
+    assert!(!find(&["main.py"]).applies());
+    assert!(!find(&["main.py", "--preview-method", "none"]).applies());
+    assert_eq!(
+        find(&["main.py", "--preview-method", "taesd"]).fit,
+        Fit::Server
+    );
+    assert_eq!(find(&["main.py", "--preview-method=auto"]).fit, Fit::Server);
+}
