@@ -119,3 +119,42 @@ fn written_back_variants_convert_to_the_api_variant() {
     assert!(templates > 100, "the generated edits cover most templates");
     assert!(failures.is_empty());
 }
+
+/// A node given another class (a mitigation's `VAEDecode` → `VAEDecodeTiled`) and its new
+/// widgets are written back the UI way: the converted file is the API variant.
+#[test]
+fn a_class_change_with_its_widgets_is_written_back() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ui = read(&root.join("workflows/sd15_hires_fix_pixel.ui.json"));
+    let defs =
+        NodeDefs::load_file(&root.join("tests/fixtures/comfyui/GET__object_info.final.json"))
+            .unwrap();
+    let converted = convert(&ui, &defs).unwrap();
+    let (id, _) = converted
+        .workflow
+        .nodes
+        .iter()
+        .find(|(_, n)| n.class_type == "VAEDecode")
+        .unwrap();
+    let id = id.clone();
+    let set: serde_json::Map<String, Value> = [
+        ("tile_size", json!(256)),
+        ("overlap", json!(32)),
+        ("temporal_size", json!(4096)),
+        ("temporal_overlap", json!(8)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let edits = vec![Edit::SetClass {
+        node: id.clone(),
+        class_type: "VAEDecodeTiled".into(),
+        set,
+    }];
+    let written = write_variant(&ui, &converted, &edits, &defs).unwrap_or_else(|e| panic!("{e}"));
+    let mut want = converted.workflow.clone();
+    want.apply(&edits, &defs).unwrap();
+    let again = convert(&written, &defs).unwrap();
+    assert_eq!(again.workflow.sha256(), want.sha256());
+    assert_eq!(again.workflow.nodes[&id].class_type, "VAEDecodeTiled");
+}

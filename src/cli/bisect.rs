@@ -4,10 +4,11 @@
 //! and `resume` share (the session line, the summary, the exit code).
 
 use super::common::{
-    fetch_object_info, print_error, read_loaded_with, CliResult, ConnectArgs, Connection, OrExit,
+    fetch_object_info, print_error, read_loaded_with, CliError, CliResult, ConnectArgs, Connection,
+    OrExit,
 };
 use crate::error::exit;
-use comfy_bisect_core::app::{self, Finished, StartOptions, Started, Target};
+use comfy_bisect_core::app::{self, Finished, MitigateRequest, StartOptions, Started, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::Client;
 use comfy_bisect_core::ladder::{Increment, PlanOptions};
@@ -34,6 +35,12 @@ pub struct Args {
     pub session: SessionArgs,
     #[command(flatten)]
     pub ladder: LadderArgs,
+    /// After the verdict, in the same session, run the single-change controls for the failing
+    /// stage on the target (what `mitigate SESSION` does; docs/mitigations.md).
+    #[arg(long)]
+    pub mitigate: bool,
+    #[command(flatten)]
+    pub mitigations: super::mitigate::MitigateArgs,
 }
 
 /// Options shared by `bisect` and `demo`.
@@ -329,7 +336,32 @@ pub fn run(server: String, args: Args) -> CliResult {
         },
     };
     let Connection { client, runtime } = connection;
-    run_session(&runtime, client, start, targets, args.session.quiet)
+    let mitigate = args.mitigate.then(|| MitigateRequest {
+        runs_dir: args.session.runs_dir.clone(),
+        session: String::new(),
+        max: args.mitigations.max_mitigations,
+        launch_cmd: args.mitigations.launch_cmd.clone(),
+        catalog: args.ladder.catalog().unwrap_or_else(|_| Catalog::builtin()),
+        allow_shared_server: args.session.allow_shared_server,
+    });
+    if mitigate.is_none()
+        && (args.mitigations.max_mitigations.is_some()
+            || args.mitigations.launch_cmd.is_some()
+            || args.mitigations.apply.is_some())
+    {
+        return Err(CliError::usage(
+            "--max-mitigations, --launch-cmd and --apply go with --mitigate (or `comfy-bisect mitigate SESSION`)",
+        ));
+    }
+    let mitigate = mitigate.map(|r| (r, args.mitigations.apply.clone()));
+    run_session_then(
+        &runtime,
+        client,
+        start,
+        targets,
+        args.session.quiet,
+        mitigate,
+    )
 }
 
 /// Starts a session, prints what preflight found or the session line, drives it and prints
@@ -341,6 +373,20 @@ pub(crate) fn run_session(
     targets: Vec<Target>,
     quiet: bool,
 ) -> CliResult {
+    run_session_then(rt, client, options, targets, quiet, None)
+}
+
+/// [`run_session`], then (`bisect --mitigate`) the mitigations of the same session once it has
+/// ended: the exit status is then the mitigations' (0 when a control passed).
+fn run_session_then(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    options: StartOptions,
+    targets: Vec<Target>,
+    quiet: bool,
+    mitigate: Option<(MitigateRequest, Option<PathBuf>)>,
+) -> CliResult {
+    let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
         Started::Ready(ready) => *ready,
         Started::Problems(stopped) => {
@@ -368,7 +414,20 @@ pub(crate) fn run_session(
             steps.join(", ")
         );
     }
-    print_finished(ready.drive(rt, quiet)?)
+    let finished = ready.drive(rt, quiet)?;
+    let Some((mut request, apply)) = mitigate else {
+        return print_finished(finished);
+    };
+    if !matches!(finished.session.state, SessionState::Done) {
+        eprintln!("the session did not end: no mitigations (`comfy-bisect mitigate SESSION` runs them once it has)");
+        return print_finished(finished);
+    }
+    print!("{}", finished.summary());
+    request.session = finished.paths.dir.display().to_string();
+    super::mitigate::print_mitigated(
+        app::mitigate(rt, mitigate_client, request, quiet)?,
+        apply.as_deref(),
+    )
 }
 
 /// Prints a finished session's summary; its exit code.

@@ -49,6 +49,7 @@ pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
 pub mod logging;
+pub mod mitigate;
 pub mod plan;
 pub mod report;
 pub mod resume;
@@ -99,6 +100,9 @@ pub enum Command {
     Check(check::Args),
     /// Continue a session after a crash, kill, Ctrl-C, deadline or lost server.
     Resume(resume::Args),
+    /// After a session's verdict, try single-change controls (tiled decode, fp8 weights, server
+    /// flags…) on the target, one run each, and judge them.
+    Mitigate(mitigate::Args),
     /// Print one run (a unique prefix of its run id is enough).
     Show(show::Args),
     /// List the sessions in the runs folder with their verdicts.
@@ -131,6 +135,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Bisect(args) => bisect::run(server(&args.target), args),
         Command::Check(args) => check::run(server(&args.target), args),
         Command::Resume(args) => resume::run(args),
+        Command::Mitigate(args) => mitigate::run(args),
         Command::Show(args) => show::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Demo(args) => demo::run(args),

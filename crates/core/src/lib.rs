@@ -14,7 +14,7 @@
 #[macro_use]
 extern crate comfy_bisect_graph;
 
-pub use comfy_bisect_graph::{catalog, ladder, nodedefs, workflow};
+pub use comfy_bisect_graph::{catalog, ladder, mitigate, nodedefs, workflow};
 
 pub mod app;
 pub mod atomic;

@@ -1,7 +1,8 @@
 //! `report SESSION --bundle out.zip`: one zip to attach to the issue, holding `report.md`,
 //! `report.json`, and for each workflow the last passing and first failing run's files — the
 //! submitted workflow (API format, and UI format when the input was UI), `run.json` and
-//! `server.log` — redacted like the report (home folders and user names, hosts, credentials in
+//! `server.log`, and the run of the first passing mitigation (`passing-mitigation/`), whose
+//! workflow is a way around the failure — redacted like the report (home folders and user names, hosts, credentials in
 //! URLs, header values, secret-looking inputs and tokens; [`super::redact`]).
 
 use super::model::{AttachedRun, Report};
@@ -59,8 +60,38 @@ pub fn entries(session_dir: &Path, redact: bool) -> anyhow::Result<Vec<Entry>> {
                 redact.then_some(&redactor),
             )?);
         }
+        if let Some(run) = passing_mitigation(session_dir, w) {
+            out.extend(run_entries(
+                &format!("{prefix}passing-mitigation/"),
+                &run,
+                redact.then_some(&redactor),
+            )?);
+        }
     }
     Ok(out)
+}
+
+/// The run of the first passing mitigation of `w`, with the workflow it ran (API, and UI when
+/// the input was UI).
+fn passing_mitigation(session_dir: &Path, w: &super::model::WorkflowReport) -> Option<AttachedRun> {
+    let m = w.mitigations.iter().find(|m| m.passed())?;
+    let run_dir = session_dir.join(m.run_dir.as_ref()?);
+    let ui = run_dir.join("workflow.ui.json");
+    Some(AttachedRun {
+        step: 0,
+        increment: m.control.clone(),
+        purpose: "mitigation".into(),
+        run_id: m.run_id.clone()?,
+        outcome: "passed".into(),
+        workflow: run_dir
+            .join(crate::session::journal::RUN_WORKFLOW_FILE)
+            .display()
+            .to_string(),
+        ui_workflow: ui.is_file().then(|| ui.display().to_string()),
+        shareable_workflow: None,
+        reproduce: String::new(),
+        run_dir: run_dir.display().to_string(),
+    })
 }
 
 /// The files of one attached run, under `dir` in the zip.

@@ -34,6 +34,8 @@ pub struct SessionData {
     pub server_logs: HashMap<String, Vec<String>>,
     /// The submitted workflow (`workflow.json`) of every run that did not pass, by run id.
     pub failed_workflows: HashMap<String, crate::workflow::Workflow>,
+    /// `mitigations.json` (empty when the session has none).
+    pub mitigations: crate::session::journal::MitigationsFile,
 }
 
 /// Reads `session.json` and every `run.json` of the session folder.
@@ -107,6 +109,15 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
             }
         }
     }
+    let mitigations = match crate::session::mitigate::load(session_dir) {
+        Ok(m) => m,
+        Err(e) => {
+            load_warnings.push(format!(
+                "the mitigations record cannot be read ({e}); the report leaves them out"
+            ));
+            Default::default()
+        }
+    };
     Ok(SessionData {
         session,
         runs,
@@ -117,6 +128,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
         load_warnings,
         server_logs,
         failed_workflows,
+        mitigations,
     })
 }
 

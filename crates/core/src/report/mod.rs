@@ -13,6 +13,7 @@ pub mod bundle;
 pub mod environment;
 pub mod load;
 pub mod memory;
+pub mod mitigations;
 pub mod model;
 pub mod naming;
 pub mod redact;

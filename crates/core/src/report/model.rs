@@ -91,6 +91,9 @@ pub struct WorkflowReport {
     pub components: Vec<Component>,
     /// Files to attach and the commands that reproduce each run.
     pub attachments: Attachments,
+    /// Single-change controls tried after the verdict (`mitigate`), passing ones first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mitigations: Vec<super::mitigations::MitigationRow>,
     /// The nodes of the failing run's workflow that come from custom node packs (absent when
     /// no run failed, or its record does not say: no `/object_info` was read, or an older
     /// record).

@@ -473,6 +473,7 @@ pub(super) fn workflow_report(
         attachments,
         custom_pack_nodes,
         bug_form: None,
+        mitigations: super::mitigations::rows(data, &job.name),
     };
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);
@@ -568,6 +569,7 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
             RunRole::Control => "control",
             RunRole::Confirm => "confirm",
             RunRole::Anchor => "anchor",
+            RunRole::Mitigation => "mitigation",
         }
         .into(),
         run_id: e.run_id.clone(),
@@ -906,6 +908,7 @@ mod tests {
             load_warnings: vec![],
             server_logs: HashMap::new(),
             failed_workflows: HashMap::new(),
+            mitigations: Default::default(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! VRAM sampling, and the [`RunRecord`] (`run.json`) that holds the outcome and the raw events.
 
 pub mod console;
+pub mod degenerate;
 pub mod diagnosis;
 pub mod execute;
 mod follow;

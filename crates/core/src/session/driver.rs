@@ -87,6 +87,15 @@ pub trait Backend {
     fn custom_classes(&self, _classes: &[&str]) -> Option<BTreeMap<String, String>> {
         None
     }
+    /// The bytes of an output file (at most `cap`), for the mitigations' degenerate-image check;
+    /// the error in words.
+    fn output_file(
+        &mut self,
+        _file: &crate::run::product::OutputFile,
+        _cap: usize,
+    ) -> Result<Vec<u8>, String> {
+        Err("this backend does not read output files".into())
+    }
 }
 
 /// Wall-clock time and sleeping (a fake in tests).
@@ -214,11 +223,27 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.stop.clone()
     }
 
+    /// What the mitigation driver (`session::mitigate`) borrows: the backend, the hooks, the
+    /// journal's write-behind and the clock.
+    pub(super) fn parts(&mut self) -> (&mut B, &mut dyn Hooks, &mut SyncBehind, &C) {
+        (
+            &mut self.backend,
+            &mut *self.hooks,
+            &mut self.durable,
+            &self.clock,
+        )
+    }
+
+    /// True once Ctrl-C (or SIGTERM, SIGHUP) asked the session to stop.
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
     fn save(&mut self) -> DriveResult {
         self.session.save_behind(&self.paths, &mut self.durable)
     }
 
-    fn saved(&mut self) -> DriveResult {
+    pub(super) fn saved(&mut self) -> DriveResult {
         self.save()?;
         self.hooks.journal_updated(&self.paths, &self.session);
         Ok(())
@@ -267,13 +292,13 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         (t > self.clock.now()).then_some((t, offset))
     }
 
-    fn deadline(&self) -> Option<Timestamp> {
+    pub(super) fn deadline(&self) -> Option<Timestamp> {
         let text = self.session.options.deadline.as_deref()?;
         units::parse_rfc3339(text)
     }
 
     /// When a run still going is interrupted: the deadline plus `--deadline-grace`.
-    fn run_stop_at(&self) -> Option<Timestamp> {
+    pub(super) fn run_stop_at(&self) -> Option<Timestamp> {
         let grace = self
             .session
             .options
@@ -603,7 +628,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// Polls the server for up to `--wait-server`; true when it answers.
-    fn wait_for_server(&mut self, restart: bool) -> bool {
+    pub(super) fn wait_for_server(&mut self, restart: bool) -> bool {
         if restart {
             if let Some(cmd) = self.session.options.restart_cmd.clone() {
                 self.hooks.note(&format!("restarting the server: {cmd}"));
@@ -1166,7 +1191,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// The run's model files hashed: under `--models-dir` when given, else in the server's own
     /// folders as the run's fingerprint describes them (`/internal/folder_paths` and the
     /// listings), when they are on this machine.
-    fn component_hashes(
+    pub(super) fn component_hashes(
         &mut self,
         workflow: &Workflow,
         fingerprint: Option<&str>,

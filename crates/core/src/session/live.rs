@@ -178,6 +178,32 @@ impl LiveBackend {
 }
 
 impl Backend for LiveBackend {
+    fn output_file(
+        &mut self,
+        file: &crate::run::product::OutputFile,
+        cap: usize,
+    ) -> Result<Vec<u8>, String> {
+        let view = crate::comfy::client::ViewFile {
+            filename: &file.filename,
+            subfolder: &file.subfolder,
+            kind: &file.kind,
+        };
+        let never: &crate::comfy::client::Enough<'_> = &|_, _, _| false;
+        let read = crate::comfy::client::ViewRead {
+            from: None,
+            cap,
+            enough: never,
+        };
+        match self.handle.block_on(self.client.view_read(&view, &read)) {
+            Ok(Some(head)) if head.total.is_some_and(|t| t > cap as u64) => {
+                Err(format!("larger than {} MiB: not read", cap / (1024 * 1024)))
+            }
+            Ok(Some(head)) => Ok(head.head),
+            Ok(None) => Err("the server has no such file (/view answered 404)".into()),
+            Err(e) => Err(format!("cannot read it from /view: {e}")),
+        }
+    }
+
     fn run(&mut self, spec: &RunSpec<'_>) -> Attempt {
         let mut request = RunRequest::new(spec.workflow.clone());
         request.run_id = match uuid::Uuid::parse_str(spec.run_id) {

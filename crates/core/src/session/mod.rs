@@ -1,6 +1,7 @@
 //! Bisection sessions: the driver (a small state machine whose state is the journal), the
 //! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
-//! (`--start-at`, `--deadline`) and the progress display.
+//! (`--start-at`, `--deadline`), the progress display, and the mitigations tried after a verdict
+//! (`mitigate`, with `relaunch` for server controls).
 
 pub mod check;
 pub mod decide;
@@ -12,8 +13,10 @@ pub mod journal;
 pub mod live;
 pub mod lock;
 pub mod predict;
+pub mod mitigate;
 pub mod prepare;
 pub mod progress;
+pub mod relaunch;
 pub mod restart;
 pub mod schedule;
 pub mod setup;

@@ -46,7 +46,7 @@ pub struct PreparedWorkflow {
 }
 
 /// The UI-format companion of a variant file: `03-lora.json` → `03-lora.ui.json`.
-pub(crate) fn ui_companion(file: &str) -> String {
+pub fn ui_companion(file: &str) -> String {
     match file.strip_suffix(".json") {
         Some(stem) => format!("{stem}.ui.json"),
         None => format!("{file}.ui.json"),

@@ -199,6 +199,10 @@ pub fn describe_changes(changes: &[Change], re_adds: bool) -> Vec<String> {
         }
         used[i] = true;
         let target = format!("{class} #{node}");
+        if action == "class" {
+            out.push(format!("{target} → {}", value_text(c.to.as_ref())));
+            continue;
+        }
         if let (Some(Value::Object(from)), Some(Value::Object(to))) = (&c.from, &c.to) {
             let mut keys: Vec<&String> = from.keys().chain(to.keys()).collect();
             keys.dedup();

@@ -6,7 +6,9 @@
 //! - disconnect an optional input,
 //! - bypass a node the way ComfyUI does (each consumer gets the node's input of the matching
 //!   type; an unlinked match leaves the consumer unconnected),
-//! - remove nodes (drop a branch); inputs that linked to them are disconnected.
+//! - remove nodes (drop a branch); inputs that linked to them are disconnected,
+//! - give a node another class with the same sockets (a mitigation's `VAEDecode` →
+//!   `VAEDecodeTiled`), its links kept.
 
 use super::graph::Consumer;
 use super::{Input, Link, NodeId, Workflow};
@@ -56,6 +58,18 @@ pub enum Edit {
         /// Node ids.
         nodes: Vec<NodeId>,
     },
+    /// Give `node` the class `class_type`, its inputs and links kept (the new class must take
+    /// the same sockets), with the new class's widget values `set` (one edit, so the node is
+    /// never of the new class without its widgets).
+    SetClass {
+        /// Node id.
+        node: NodeId,
+        /// The new class.
+        class_type: String,
+        /// Widget values of the new class.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        set: serde_json::Map<String, Value>,
+    },
 }
 
 /// What an edit changed, in the shape plan.json records.
@@ -65,7 +79,7 @@ pub struct Change {
     pub node: NodeId,
     /// Its class.
     pub class_type: String,
-    /// `set`, `bypass` or `remove`.
+    /// `set`, `bypass`, `remove` or `class` (from/to are the class names).
     pub action: String,
     /// Input concerned (absent for whole-node actions).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -103,7 +117,8 @@ impl Edit {
             Edit::SetInput { node, .. }
             | Edit::Relink { node, .. }
             | Edit::Disconnect { node, .. }
-            | Edit::Bypass { node } => vec![node.as_str()],
+            | Edit::Bypass { node }
+            | Edit::SetClass { node, .. } => vec![node.as_str()],
             Edit::Remove { nodes } => nodes.iter().map(String::as_str).collect(),
         }
     }
@@ -298,6 +313,42 @@ impl Workflow {
                     });
                 }
             }
+            Edit::SetClass {
+                node,
+                class_type,
+                set,
+            } => {
+                let n = Arc::make_mut(
+                    self.nodes
+                        .get_mut(node)
+                        .ok_or_else(|| EditError::NoSuchNode(node.clone()))?,
+                );
+                if n.class_type != *class_type {
+                    let old = std::mem::replace(&mut n.class_type, class_type.clone());
+                    changes.push(Change {
+                        node: node.clone(),
+                        class_type: old.clone(),
+                        action: "class".into(),
+                        input: None,
+                        from: Some(Value::String(old)),
+                        to: Some(Value::String(class_type.clone())),
+                    });
+                }
+                for (input, value) in set {
+                    let new = Input::Literal(value.clone());
+                    let old = n.inputs.insert(input.clone(), new.clone());
+                    if old.as_ref() != Some(&new) {
+                        changes.push(Change {
+                            node: node.clone(),
+                            class_type: class_type.clone(),
+                            action: "set".into(),
+                            input: Some(input.clone()),
+                            from: old.map(|o| o.to_value()),
+                            to: Some(value.clone()),
+                        });
+                    }
+                }
+            }
             Edit::Bypass { node } => {
                 let class_type = self
                     .nodes
@@ -465,6 +516,39 @@ mod tests {
 
     fn wf(v: Value) -> Workflow {
         parse_api(&v, "t.json").unwrap()
+    }
+
+    #[test]
+    fn set_class_keeps_links_and_records_the_old_and_new_class() {
+        let mut w = wf(json!({
+            "1": {"class_type": "Img", "inputs": {}},
+            "3": {"class_type": "UpLoader", "inputs": {}},
+            "2": {"class_type": "Up", "inputs": {"upscale_model": ["3", 0], "image": ["1", 0]}}
+        }));
+        let edit = Edit::SetClass {
+            node: "2".into(),
+            class_type: "UpTiled".into(),
+            set: serde_json::Map::new(),
+        };
+        let changes = w.apply(std::slice::from_ref(&edit), &defs()).unwrap();
+        assert_eq!(w.nodes["2"].class_type, "UpTiled");
+        assert_eq!(w.nodes["2"].inputs["image"].as_link().unwrap().node, "1");
+        assert_eq!(changes[0].action, "class");
+        assert_eq!(changes[0].from, Some(json!("Up")));
+        assert_eq!(changes[0].to, Some(json!("UpTiled")));
+        // Again: nothing changes, nothing is recorded.
+        assert!(w.apply(&[edit], &defs()).unwrap().is_empty());
+        assert_eq!(
+            w.apply(
+                &[Edit::SetClass {
+                    node: "7".into(),
+                    class_type: "X".into(),
+                    set: serde_json::Map::new(),
+                }],
+                &defs()
+            ),
+            Err(EditError::NoSuchNode("7".into()))
+        );
     }
 
     #[test]

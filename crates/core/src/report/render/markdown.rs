@@ -511,6 +511,11 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         out.push_str(&t.render());
         out.push_str("\nsha256 is over the whole file; AutoV2 is its first 10 hex digits (what Civitai and A1111 show).\n\n");
     }
+    out.push_str(&super::mitigations::section(
+        &w.mitigations,
+        level,
+        &report.session_id,
+    ));
     out.push_str(&attachments(w, level, report, limits));
     out
 }

@@ -3,7 +3,8 @@
 //! (`report.json`) — and the Markdown's parts live beside it: [`md`] (escaping, tables, fences,
 //! `<details>`, the well-formedness check), [`chart`] (Mermaid charts), [`console`] (the server
 //! console excerpt), [`bug_form`] (the block for ComfyUI's bug form that report.md starts
-//! with), [`memory`] (the per-step models-loaded cells and list) and [`budget`]
+//! with), [`memory`] (the per-step models-loaded cells and list), [`mitigations`] ("Mitigations
+//! tried") and [`budget`]
 //! (keeping `report.md` under GitHub's issue-body limit). The rest of `report/` builds the
 //! [`Report`](super::Report) value and writes no Markdown.
 
@@ -15,3 +16,4 @@ pub mod json;
 pub mod markdown;
 pub mod md;
 pub mod memory;
+pub mod mitigations;

@@ -9,10 +9,12 @@
 //!
 //! [`types`] holds what the journal says (`session.json`, `run.json`); `durable` how a
 //! journal file is written (atomic replacement through [`crate::atomic`], write-behind fsyncs);
-//! [`files`] where the files are and how they are read and saved.
+//! [`files`] where the files are and how they are read and saved; [`mitigation`] what
+//! `mitigations.json` says (the controls tried after a verdict).
 
 pub(crate) mod durable;
 pub mod files;
+pub mod mitigation;
 pub mod types;
 
 pub(crate) use durable::{write_atomic, SyncBehind};
@@ -20,6 +22,10 @@ pub use durable::{write_json_atomic, JournalError};
 pub(crate) use files::{new_session_id, now_rfc3339, step_stem};
 pub use files::{
     orphan_runs, read_json, run_dir_name, settle_orphan_runs, OrphanRun, SessionPaths,
+};
+pub use mitigation::{
+    Judged, Mitigation, MitigationState, MitigationsFile, WorkflowMitigations, MITIGATIONS_DIR,
+    MITIGATIONS_FILE,
 };
 pub use types::*;
 

@@ -365,6 +365,9 @@ pub enum RunRole {
     /// A re-run of a step under a new environment (`--on-drift reanchor`), so that the first
     /// failure is bracketed by a pass and a fail in one environment.
     Anchor,
+    /// A single-change control on the target after the verdict (`--mitigate`, `mitigate`);
+    /// its entry lives in `mitigations.json`, not in the workflow's runs.
+    Mitigation,
 }
 
 /// Whether a run is finished.

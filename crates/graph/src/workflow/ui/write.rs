@@ -76,6 +76,8 @@ enum Strategy {
     Mode(i64),
     /// Replace the input's link by one from another node of the same graph.
     Relink,
+    /// Give the node another `type` and the new class's widget values.
+    Class,
 }
 
 fn strategies(edit: &Edit) -> Vec<Strategy> {
@@ -85,6 +87,7 @@ fn strategies(edit: &Edit) -> Vec<Strategy> {
         Edit::Bypass { .. } => vec![Strategy::Mode(MODE_BYPASS)],
         Edit::Remove { .. } => vec![Strategy::Mode(MODE_MUTED)],
         Edit::Relink { .. } => vec![Strategy::Relink],
+        Edit::SetClass { .. } => vec![Strategy::Class],
     }
 }
 
@@ -152,6 +155,31 @@ fn apply(
             },
             Strategy::Relink,
         ) => relink(ui, converted, node, input, source, *slot),
+        (
+            Edit::SetClass {
+                node,
+                class_type,
+                set,
+            },
+            Strategy::Class,
+        ) => {
+            let o = origin(converted, node)?;
+            if defs.get(class_type).is_none() {
+                return Err(format!("class {class_type} is unknown"));
+            }
+            {
+                let n = node_mut(ui, o)?;
+                n["type"] = Value::from(class_type.as_str());
+                n["widgets_values"] = Value::Array(Vec::new());
+                if let Some(named) = n.get_mut("widgets_values_named") {
+                    *named = Value::Object(Default::default());
+                }
+            }
+            for (input, value) in set {
+                set_own_widget(ui, o, input, unwrap_value(value), defs)?;
+            }
+            Ok(())
+        }
         (Edit::SetInput { node, input, value }, s) => {
             let o = origin(converted, node)?;
             let value = unwrap_value(value);

@@ -1,0 +1,174 @@
+//! `comfy-bisect mitigate SESSION`: after a session's verdict, run the catalogue's single-change
+//! controls for the failing stage on the target, one run each, and judge them
+//! (docs/mitigations.md). `bisect --mitigate` does the same at the end of a bisect. Resumable:
+//! run it again and only what has not run yet runs (the run in flight is settled first).
+
+use super::common::{CliError, CliResult, ConnectArgs, Connection};
+use crate::error::exit;
+use comfy_bisect_core::app::{self, MitigateRequest, Mitigated};
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::session::mitigate::MitigateEnd;
+use std::path::PathBuf;
+
+/// The options `mitigate` and `bisect --mitigate` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MitigateArgs {
+    /// Run at most N controls per workflow (the matrix's "first" ones come first); the others
+    /// are listed as not run.
+    #[arg(long, value_name = "N")]
+    pub max_mitigations: Option<usize>,
+    /// How to start the server with other launch flags, for the server controls
+    /// (`--reserve-vram 2`, `--disable-pinned-memory`…): a shell command where `{args}` becomes
+    /// the memory flags the server runs with plus the control's, e.g.
+    /// 'cd ~/ComfyUI && python main.py --listen --port 8188 {args}'. The server must run on this
+    /// machine (it is stopped through its process) and is put back as it was afterwards.
+    /// Without it, server controls are listed as "not run: needs --launch-cmd".
+    #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd)]
+    pub launch_cmd: Option<String>,
+    /// Write the first passing graph control's workflow to FILE, to load in ComfyUI: a UI
+    /// workflow when the input was one (and the change has a UI form), else the API prompt.
+    #[arg(long, value_name = "FILE")]
+    pub apply: Option<PathBuf>,
+}
+
+fn parse_launch_cmd(s: &str) -> Result<String, String> {
+    if s.contains("{args}") {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' has no {{args}}: write where the launch flags go, e.g. 'python main.py --port 8188 {{args}}'"
+        ))
+    }
+}
+
+/// Arguments of `mitigate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id (or a unique prefix of it), or the session folder.
+    pub session: String,
+    /// Where sessions are written.
+    #[arg(long, default_value = "runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+    #[command(flatten)]
+    pub mitigate: MitigateArgs,
+    /// TOML file declaring roles of custom node classes (see docs/ladder.md).
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Run even when another session is using the same server.
+    #[arg(long)]
+    pub allow_shared_server: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// No progress line and no per-run lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Runs `mitigate`.
+pub fn run(args: Args) -> CliResult {
+    let catalog = match &args.catalog {
+        Some(path) => Catalog::load_file(path)
+            .map(|user| Catalog::builtin().with_user(user))
+            .map_err(|e| CliError::usage(e.to_string()))?,
+        None => Catalog::builtin(),
+    };
+    let paths = app::find_session(&args.runs_dir, &args.session).map_err(CliError::usage)?;
+    let session = comfy_bisect_core::session::SessionFile::load(&paths)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let Connection { client, runtime } = args.connect.connect(&session.server)?;
+    let request = MitigateRequest {
+        runs_dir: args.runs_dir.clone(),
+        session: args.session.clone(),
+        max: args.mitigate.max_mitigations,
+        launch_cmd: args.mitigate.launch_cmd.clone(),
+        catalog,
+        allow_shared_server: args.allow_shared_server,
+    };
+    print_mitigated(
+        app::mitigate(&runtime, client, request, args.quiet)?,
+        args.mitigate.apply.as_deref(),
+    )
+}
+
+/// Prints a mitigation pass's summary; exit 0 when a control passed, 1 when none did, 130
+/// when it was interrupted.
+pub(crate) fn print_mitigated(m: Mitigated, apply: Option<&std::path::Path>) -> CliResult {
+    print!("{}", m.summary());
+    if let Some(out) = apply {
+        apply_to(&m, out)?;
+    }
+    if let MitigateEnd::Stopped(why) = &m.end {
+        if why.starts_with("interrupted") {
+            return Ok(exit::INTERRUPTED);
+        }
+    }
+    Ok(if m.any_passed() {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
+}
+
+/// Writes the first passing graph control's workflow to `out` (`--apply`).
+fn apply_to(m: &Mitigated, out: &std::path::Path) -> Result<(), CliError> {
+    let passing = m
+        .mitigations
+        .workflows
+        .iter()
+        .flat_map(|w| w.controls.iter().map(move |c| (w, c)))
+        .filter(|(_, c)| c.judged.as_ref().is_some_and(|j| j.passed));
+    let mut server_only = None;
+    for (w, c) in passing {
+        let Some(api) = &c.file else {
+            server_only.get_or_insert_with(|| {
+                format!("{} ({}: start ComfyUI with it)", c.control, c.change)
+            });
+            continue;
+        };
+        let source_is_ui = m
+            .session
+            .workflows
+            .iter()
+            .find(|j| j.name == w.workflow)
+            .and_then(|j| j.steps.last())
+            .is_some_and(|s| {
+                m.paths
+                    .dir
+                    .join(comfy_bisect_core::session::setup::ui_companion(&s.file))
+                    .is_file()
+            });
+        let (from, what) = match (&c.ui_file, source_is_ui) {
+            (Some(ui), true) => (ui, "UI workflow"),
+            (None, true) => {
+                eprintln!(
+                    "note: {}'s change has no UI form here; writing the API prompt instead",
+                    c.control
+                );
+                (api, "API prompt")
+            }
+            _ => (api, "API prompt"),
+        };
+        std::fs::copy(m.paths.dir.join(from), out).map_err(|e| {
+            CliError::new(
+                exit::FAILED,
+                format!("--apply: cannot write {}: {e}", out.display()),
+            )
+        })?;
+        println!(
+            "applied {} ({}) to {}: {what}",
+            c.control,
+            w.workflow,
+            out.display()
+        );
+        return Ok(());
+    }
+    Err(CliError::new(
+        exit::FAILED,
+        match server_only {
+            Some(s) => format!(
+                "--apply: the passing control is a server launch change, not a workflow: {s}"
+            ),
+            None => "--apply: no control passed, so there is no workflow to write".into(),
+        },
+    ))
+}
