@@ -1113,7 +1113,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// The classes of `workflow` that come from a custom node pack, with the pack's version
     /// from the run's fingerprint (`fingerprint`) where it has one.
-    fn custom_nodes(
+    pub(super) fn custom_nodes(
         &self,
         workflow: &Workflow,
         fingerprint: Option<&str>,

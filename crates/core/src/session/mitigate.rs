@@ -582,7 +582,7 @@ fn finish<B: Backend, C: Clock>(
     }
     // A pass through a memory fallback is memory pressure, not a way around.
     let outcome = super::evidence::outcome_with(&record, true);
-    let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+    let summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
     let Some(mut entry) = file.workflows[k].controls[i].run.clone() else {
         return Err(JournalError::Invalid {
             path: file_path(driver),
@@ -623,6 +623,7 @@ fn finish<B: Backend, C: Clock>(
         .and_then(|id| driver.session.fingerprints.get(id))
         .cloned();
     let runs_dir = driver.paths.runs_dir.clone();
+    let custom_nodes = driver.custom_nodes(workflow, entry.fingerprint.as_deref());
     {
         let (_, _, durable, _) = driver.parts();
         if !record.server_log.is_empty() {
@@ -639,6 +640,7 @@ fn finish<B: Backend, C: Clock>(
             component_hashes: components.clone(),
             node_hashes,
             environment,
+            custom_nodes,
             record,
         };
         durable.write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &run_file)?;
