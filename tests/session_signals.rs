@@ -30,9 +30,22 @@ fn stop_with(signal: libc::c_int) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let flight = wait_for_journal(&mut child, &runs, |s| {
-        s.in_flight.as_ref().map(|f| f.run_id.clone())
-    });
+    // The journal names the run before the prompt is submitted (write-ahead); a signal in that
+    // gap rightly never reaches the server. Wait until the server runs the prompt the journal
+    // names, so the interrupt is the server's to record.
+    let flight = loop {
+        let flight = wait_for_journal(&mut child, &runs, |s| {
+            s.in_flight.as_ref().map(|f| f.run_id.clone())
+        });
+        let queue = get(&sim.url(), "/queue");
+        let body = queue.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let queue: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let running = queue["queue_running"].as_array().cloned().unwrap_or_default();
+        if running.iter().any(|item| item[1] == flight.as_str()) {
+            break flight;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     // SAFETY: kill(2) on the child we spawned and have not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let status = child.wait().unwrap();
