@@ -113,3 +113,52 @@ fn a_failure_that_grows_across_steps_gets_the_full_step_verdict() {
         fast.text()
     );
 }
+
+#[test]
+fn without_the_option_the_search_runs_at_the_default_step_count_and_keeps_the_verdict() {
+    use comfy_bisect_core::session::journal::DEFAULT_SEARCH_STEPS;
+    // A failure in the first step, and one that needs many steps (step growth).
+    let cases = [
+        (
+            Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+            Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+        ),
+        (
+            Sim::with_faults(SD15_FITS, Faults::parse("step-growth=1GiB").unwrap()),
+            Sim::with_faults(SD15_FITS, Faults::parse("step-growth=1GiB").unwrap()),
+        ),
+    ];
+    for (full_sim, default_sim) in &cases {
+        let full = bisect_workflow(full_sim, &sd15(), &[]);
+        let by_default = bisect_workflow_as_given(default_sim, &sd15(), &[]);
+        assert_eq!(full.session.options.search_steps, None);
+        assert_eq!(
+            by_default.session.options.search_steps,
+            Some(DEFAULT_SEARCH_STEPS),
+            "{}",
+            by_default.text()
+        );
+        assert_eq!(
+            verdict_key(&by_default.job().verdict),
+            verdict_key(&full.job().verdict),
+            "{}",
+            by_default.text()
+        );
+        let runs = &by_default.job().runs;
+        // The search ran at the default cap (the example samples 25 steps) …
+        assert!(
+            runs.iter()
+                .any(|r| r.reduced.as_ref().map(|x| x.cap) == Some(DEFAULT_SEARCH_STEPS)),
+            "{}",
+            by_default.text()
+        );
+        // … and the verdict's last pass, when there is one, is a full-step run.
+        if let Some(Verdict::FirstFailure {
+            last_pass_run_id, ..
+        }) = &by_default.job().verdict
+        {
+            let pass = runs.iter().find(|r| &r.run_id == last_pass_run_id).unwrap();
+            assert!(pass.reduced.is_none(), "{}", by_default.text());
+        }
+    }
+}
