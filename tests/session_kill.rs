@@ -24,7 +24,14 @@ fn spawn_wan_bisect(
     );
     let runs = dir.join("runs");
     let child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .args(["--server", &sim.url(), "bisect", "-q", "--search-steps", "full"])
+        .args([
+            "--server",
+            &sim.url(),
+            "bisect",
+            "-q",
+            "--search-steps",
+            "full",
+        ])
         .arg("--runs-dir")
         .arg(&runs)
         .arg(&wf)

@@ -50,14 +50,22 @@ pub(super) fn search_steps(
             run_id: r.run_id.clone(),
             outcome: outcome_name(r),
             stage: r.summary.as_ref().and_then(|s| s.stage.clone()),
-            steps: r.reduced.as_ref().map(reduced_steps).unwrap_or(ReducedSteps {
-                steps: cap,
-                of: cap,
-            }),
+            steps: r
+                .reduced
+                .as_ref()
+                .map(reduced_steps)
+                .unwrap_or(ReducedSteps {
+                    steps: cap,
+                    of: cap,
+                }),
         })
         .collect();
     let mut disagreements = Vec::new();
-    for step in 0..job.steps.len().max(job.runs.iter().map(|r| r.step + 1).max().unwrap_or(0)) {
+    for step in 0..job
+        .steps
+        .len()
+        .max(job.runs.iter().map(|r| r.step + 1).max().unwrap_or(0))
+    {
         let at = |reduced: bool| {
             job.runs
                 .iter()
@@ -76,7 +84,10 @@ pub(super) fn search_steps(
     }
     let by_id = |id: &str| job.runs.iter().find(|r| r.run_id == id);
     let step_name = |step: usize| format!("step {step} ({})", increment_of(step));
-    let failure = |r: &RunEntry| match (&r.reduced, r.summary.as_ref().and_then(|s| s.stage.as_deref())) {
+    let failure = |r: &RunEntry| match (
+        &r.reduced,
+        r.summary.as_ref().and_then(|s| s.stage.as_deref()),
+    ) {
         (Some(_), Some(stage)) if step_independent(r) => format!(
             "{} failed at {cap} steps in `{stage}`, a stage the step count cannot change, so \
              that failure stands for the full-step run (run `{}`)",
@@ -251,7 +262,11 @@ mod tests {
         assert_eq!(r.reduced_runs[0].steps, ReducedSteps { steps: 4, of: 25 });
         assert_eq!(r.confirmation, "confirmed");
         assert!(r.disagreements.is_empty());
-        assert!(r.summary.contains("instead of the workflow's 25"), "{}", r.summary);
+        assert!(
+            r.summary.contains("instead of the workflow's 25"),
+            "{}",
+            r.summary
+        );
         assert!(
             r.summary.contains("step 1 (inc1) passed at full steps")
                 && r.summary.contains("a stage the step count cannot change"),
@@ -284,7 +299,8 @@ mod tests {
             }]
         );
         assert!(
-            r.summary.contains("step 1 (inc1) failed at full steps though it passed at 4"),
+            r.summary
+                .contains("step 1 (inc1) failed at full steps though it passed at 4"),
             "{}",
             r.summary
         );

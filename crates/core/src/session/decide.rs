@@ -96,15 +96,19 @@ pub fn step_run<'a>(
     options: &SessionOptions,
 ) -> Option<&'a RunEntry> {
     let env = job.runs.iter().rev().find_map(|r| r.fingerprint.as_deref());
-    let full_step = job.runs.iter().any(|r| r.is_reduced()).then(|| WorkflowJob {
-        runs: job
-            .runs
-            .iter()
-            .filter(|r| !r.is_reduced())
-            .cloned()
-            .collect(),
-        ..job.clone()
-    });
+    let full_step = job
+        .runs
+        .iter()
+        .any(|r| r.is_reduced())
+        .then(|| WorkflowJob {
+            runs: job
+                .runs
+                .iter()
+                .filter(|r| !r.is_reduced())
+                .cloned()
+                .collect(),
+            ..job.clone()
+        });
     let full_id = full_step
         .as_ref()
         .and_then(|f| first_result(f, step, options, env).map(|r| r.run.run_id.clone()));
