@@ -852,17 +852,18 @@ pub fn scenario(name: &str) -> Fixture {
             });
             f
         }
-        // The default search at few steps (4 of 20): the failure is in the load, a stage the
-        // step count cannot change, so it stands; the last pass is re-run at full steps.
+        // The default search at few steps (4 of 20; the minimal variant at its own steps): the
+        // failure is in the load, a stage the step count cannot change, so it stands; the last
+        // pass is re-run at full steps.
         "search-steps" => {
             let mut f = Fixture::new(linux_box(), "wan-video-lora", video_ladder());
             f.session.options.search_steps = Some(4);
-            let mut few = |f: &mut Fixture, step, role, did, peak, s| {
+            let few = |f: &mut Fixture, step, role, did, peak, s| {
                 let id = f.run(step, role, did, peak, s);
                 f.reduced(&id, 4, 20);
                 id
             };
-            few(&mut f, 0, RunRole::Minimal, Did::Pass, 2100, 5);
+            f.run(0, RunRole::Minimal, Did::Pass, 2100, 14);
             few(&mut f, 7, RunRole::Target, fail_load(), 11800, 20);
             few(&mut f, 1, RunRole::Search, Did::Pass, 5200, 9);
             few(&mut f, 2, RunRole::Search, Did::Pass, 8900, 15);
