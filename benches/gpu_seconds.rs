@@ -15,7 +15,8 @@
 //! (a step cache), decode, post-processing; then on a device where the whole workflow fits, the
 //! `step-growth` fault (a cache that grows every step) is swept for failures that need many
 //! steps. Each case is bisected four ways: full-step linear and binary search (`--search-steps
-//! full`), and the default search at few steps (`--search-steps 4`, linear and binary).
+//! full`), and the default search at few steps (`--search-steps 4`, linear and binary;
+//! `GPU_SECONDS_CAP=N` measures another step count).
 //!
 //! Exits with status 1 when a strategy's verdict (kind, first failing step, last passing step)
 //! differs from full-step linear search's. Printed against the issue's targets: the median of
@@ -363,6 +364,15 @@ fn cases(ladders: &[Ladder]) -> Vec<Case> {
     out
 }
 
+/// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
+/// default of `--search-steps`.
+fn cap() -> u32 {
+    std::env::var("GPU_SECONDS_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_SEARCH_STEPS)
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -389,14 +399,14 @@ fn main() {
     // What one run of each step costs at full steps and at the search's step count, on a
     // device where the whole workflow fits.
     println!("# GPU-seconds to verdict\n\n## What a run costs\n");
-    println!("Simulated seconds of one cold run of each step, on 96 GiB (nothing fails): full steps / `--search-steps {DEFAULT_SEARCH_STEPS}`.\n");
+    println!("Simulated seconds of one cold run of each step, on 96 GiB (nothing fails): full steps / `--search-steps {}`.\n", cap());
     println!("| workflow | step | full s | few-step s | few / full |");
     println!("|---|---|---:|---:|---:|");
     for lad in &ladders {
         let mut server = Server::new(98304, None);
         for (k, (inc, _)) in lad.steps.iter().enumerate() {
             let full = server.run(lad, k, None).0.seconds;
-            let few = server.run(lad, k, Some(DEFAULT_SEARCH_STEPS)).0.seconds;
+            let few = server.run(lad, k, Some(cap())).0.seconds;
             println!(
                 "| {} | {k} `{inc}` | {full:.1} | {few:.1} | {:.0} % |",
                 lad.name,
@@ -410,7 +420,7 @@ fn main() {
         search_steps,
         ..SessionOptions::default()
     };
-    let few = Some(DEFAULT_SEARCH_STEPS);
+    let few = Some(cap());
     let strategies = [
         ("full linear", options(Strategy::Linear, None)),
         ("full binary", options(Strategy::Binary, None)),
@@ -420,7 +430,8 @@ fn main() {
     println!("## Sessions\n");
     println!(
         "Simulated seconds (the server's `Prompt executed in` lines), summed over every run of a \
-         session; few-step = `--search-steps {DEFAULT_SEARCH_STEPS}`. Runs: all (of them at few steps).\n"
+         session; few-step = `--search-steps {}`. Runs: all (of them at few steps).\n",
+        cap()
     );
     for lad in &ladders {
         let incs: Vec<&str> = lad.steps.iter().map(|(i, _)| i.as_str()).collect();
