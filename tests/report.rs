@@ -82,6 +82,11 @@ fn golden_killed_mid_run() {
 }
 
 #[test]
+fn golden_search_steps() {
+    golden("search-steps");
+}
+
+#[test]
 fn golden_json_files_read_back_into_the_report_type_unchanged() {
     for name in [
         "first-failure",
@@ -90,6 +95,7 @@ fn golden_json_files_read_back_into_the_report_type_unchanged() {
         "flaky",
         "incomplete",
         "killed-mid-run",
+        "search-steps",
     ] {
         let (_, text) = reports(name);
         let report: comfy_bisect_core::report::Report = serde_json::from_str(&text)

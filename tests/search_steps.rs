@@ -19,8 +19,6 @@ fn sd15() -> Value {
 
 /// SD1.5 (batch 1): minimal passes, the full resolution runs out in the first step.
 const SD15_FAILS_AT_RESOLUTION: u64 = 1792;
-/// SD1.5 (batch 1): the whole target fits.
-const SD15_FITS: u64 = 16384;
 
 fn verdict_key(v: &Option<Verdict>) -> String {
     match v {
@@ -87,20 +85,26 @@ fn a_step_independent_failure_is_found_at_few_steps_and_the_last_pass_rerun_at_f
     assert_eq!(submitted["3"]["inputs"]["steps"], json!(2));
 }
 
+/// The SD1.5 example as shipped (batch 4) on 11063 MiB with a cache that keeps 49 MiB more every
+/// step (a case of `benches/gpu_seconds.rs`): at full steps the minimal variant and `resolution`
+/// pass and `batch` runs out in the middle of sampling; at few steps even the target passes.
+fn growing() -> (Sim, Value) {
+    (
+        Sim::with_faults(11063, Faults::parse("step-growth=49MiB").unwrap()),
+        example("sd15_txt2img_lora_upscale", &[]),
+    )
+}
+
 #[test]
 fn a_failure_that_grows_across_steps_gets_the_full_step_verdict() {
-    // Every step after the first keeps 1 GiB: 2 steps fit anywhere, 25 steps fit nowhere.
-    let faults = || Faults::parse("step-growth=1GiB").unwrap();
-    let full = bisect_workflow(&Sim::with_faults(SD15_FITS, faults()), &sd15(), &[]);
-    let fast = bisect_workflow(
-        &Sim::with_faults(SD15_FITS, faults()),
-        &sd15(),
-        &["--search-steps", "2"],
-    );
+    let (sim, wf) = growing();
+    let full = bisect_workflow(&sim, &wf, &[]);
+    let (sim, wf) = growing();
+    let fast = bisect_workflow(&sim, &wf, &["--search-steps", "2"]);
     let want = verdict_key(&full.job().verdict);
-    assert_eq!(want, "minimal_fails", "{}", full.text());
+    assert_eq!(want, "first failure 1→2", "{}", full.text());
     assert_eq!(verdict_key(&fast.job().verdict), want, "{}", fast.text());
-    // The reduced search saw every step pass; the confirmation at full steps caught it.
+    // The reduced search saw the target pass; the confirmation at full steps caught it.
     let runs = &fast.job().runs;
     assert!(
         runs.iter().any(|r| r.reduced.is_some() && r.passed()),
@@ -112,4 +116,58 @@ fn a_failure_that_grows_across_steps_gets_the_full_step_verdict() {
         "{}",
         fast.text()
     );
+    // The report says the confirmation disagreed and the search went on at full steps.
+    let report = fast.read("report.md");
+    assert!(
+        report.contains("The confirmation disagreed")
+            && report.contains("at full steps though it passed at 2"),
+        "{report}"
+    );
+}
+
+#[test]
+fn without_the_option_the_search_runs_at_the_default_step_count_and_keeps_the_verdict() {
+    use comfy_bisect_core::session::journal::DEFAULT_SEARCH_STEPS;
+    // A failure in the first step, and one that needs many steps (step growth).
+    let cases = [
+        (
+            Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+            Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0),
+        ),
+        (growing().0, growing().0),
+    ];
+    let workflows = [sd15(), growing().1];
+    for ((full_sim, default_sim), wf) in cases.iter().zip(&workflows) {
+        let full = bisect_workflow(full_sim, wf, &[]);
+        let by_default = bisect_workflow_as_given(default_sim, wf, &[]);
+        assert_eq!(full.session.options.search_steps, None);
+        assert_eq!(
+            by_default.session.options.search_steps,
+            Some(DEFAULT_SEARCH_STEPS),
+            "{}",
+            by_default.text()
+        );
+        assert_eq!(
+            verdict_key(&by_default.job().verdict),
+            verdict_key(&full.job().verdict),
+            "{}",
+            by_default.text()
+        );
+        let runs = &by_default.job().runs;
+        // The search ran at the default cap (the example samples 25 steps) …
+        assert!(
+            runs.iter()
+                .any(|r| r.reduced.as_ref().map(|x| x.cap) == Some(DEFAULT_SEARCH_STEPS)),
+            "{}",
+            by_default.text()
+        );
+        // … and the verdict's last pass, when there is one, is a full-step run.
+        if let Some(Verdict::FirstFailure {
+            last_pass_run_id, ..
+        }) = &by_default.job().verdict
+        {
+            let pass = runs.iter().find(|r| &r.run_id == last_pass_run_id).unwrap();
+            assert!(pass.reduced.is_none(), "{}", by_default.text());
+        }
+    }
 }

@@ -24,7 +24,15 @@ fn spawn_wan_bisect(
     );
     let runs = dir.join("runs");
     let child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+        .args([
+            "--server",
+            &sim.url(),
+            "bisect",
+            "-q",
+            "--search-steps",
+            "full",
+        ])
+        .arg("--runs-dir")
         .arg(&runs)
         .arg(&wf)
         .stdout(Stdio::null())

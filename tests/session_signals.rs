@@ -23,7 +23,15 @@ fn stop_with(signal: libc::c_int) {
     );
     let runs = tmp.path().join("runs dir");
     let mut child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .args(["--server", &sim.url(), "bisect", "-q", "--runs-dir"])
+        .args([
+            "--server",
+            &sim.url(),
+            "bisect",
+            "-q",
+            "--search-steps",
+            "full",
+        ])
+        .arg("--runs-dir")
         .arg(&runs)
         .arg(&wf)
         .stdout(Stdio::piped())

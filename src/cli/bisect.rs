@@ -60,10 +60,10 @@ pub struct SessionArgs {
     /// failure; a passing re-run means "crash not reproduced" (0 = a crash counts at once).
     #[arg(long, default_value_t = comfy_bisect_core::session::journal::DEFAULT_CONFIRM_CRASHES, value_name = "N")]
     pub confirm_crashes: u32,
-    /// Search with samplers and schedulers capped at N steps, then confirm the boundary at the
-    /// workflow's own steps (the verdict is the one a full-step search gives); `full` runs
-    /// every run at the workflow's own steps.
-    #[arg(long, default_value = "full", value_name = "N|full", value_parser = parse_search_steps)]
+    /// Search with samplers and schedulers capped at N steps (never more than the workflow's
+    /// own), then confirm the boundary at the workflow's own steps (the verdict is the one a
+    /// full-step search gives); `full` runs every run at the workflow's own steps.
+    #[arg(long, default_value_t = SearchSteps(Some(comfy_bisect_core::session::journal::DEFAULT_SEARCH_STEPS)), value_name = "N|full", value_parser = parse_search_steps)]
     pub search_steps: SearchSteps,
     /// When the server's environment changes between runs (versions, launch arguments, node
     /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
@@ -259,6 +259,15 @@ impl SessionArgs {
 /// `--search-steps`: a step cap, or none (`full`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchSteps(pub Option<u32>);
+
+impl std::fmt::Display for SearchSteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("full"),
+        }
+    }
+}
 
 fn parse_search_steps(s: &str) -> Result<SearchSteps, String> {
     if s.trim().eq_ignore_ascii_case("full") {

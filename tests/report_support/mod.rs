@@ -441,6 +441,29 @@ impl Fixture {
         id
     }
 
+    /// Marks run `id` as made at `cap` sampler steps of the workflow's `of` (`--search-steps`).
+    pub fn reduced(&mut self, id: &str, cap: u32, of: u32) {
+        let reduced = comfy_bisect_core::session::journal::ReducedSteps {
+            cap,
+            changes: vec![comfy_bisect_core::workflow::Change {
+                node: "3".into(),
+                class_type: "KSampler".into(),
+                action: "set".into(),
+                input: Some("steps".into()),
+                from: Some(json!(of)),
+                to: Some(json!(cap)),
+            }],
+        };
+        for r in self.session.workflows[0]
+            .runs
+            .iter_mut()
+            .chain(self.records.iter_mut().map(|(e, _)| e))
+            .filter(|r| r.run_id == id)
+        {
+            r.reduced = Some(reduced.clone());
+        }
+    }
+
     /// Gives run `id` console evidence: its memory events (run.json) and its `server.log`.
     pub fn console(&mut self, id: &str, events: Vec<MemoryEvent>, server_log: &str) {
         let (_, file) = self
@@ -854,6 +877,36 @@ pub fn scenario(name: &str) -> Fixture {
             });
             f
         }
+        // The default search at few steps (4 of 20; the minimal variant at its own steps): the
+        // failure is in the load, a stage the step count cannot change, so it stands; the last
+        // pass is re-run at full steps.
+        "search-steps" => {
+            let mut f = Fixture::new(linux_box(), "wan-video-lora", video_ladder());
+            f.session.options.search_steps = Some(4);
+            let few = |f: &mut Fixture, step, role, did, peak, s| {
+                let id = f.run(step, role, did, peak, s);
+                f.reduced(&id, 4, 20);
+                id
+            };
+            f.run(0, RunRole::Minimal, Did::Pass, 2100, 14);
+            few(&mut f, 7, RunRole::Target, fail_load(), 11800, 20);
+            few(&mut f, 1, RunRole::Search, Did::Pass, 5200, 9);
+            few(&mut f, 2, RunRole::Search, Did::Pass, 8900, 15);
+            few(&mut f, 3, RunRole::Search, Did::Pass, 9100, 24);
+            let fail = few(&mut f, 4, RunRole::Search, fail_load(), 11650, 38);
+            let pass = f.run(3, RunRole::Search, Did::Pass, 9150, 122);
+            let stage = stage_of(&f, &fail);
+            f.verdict(Verdict::FirstFailure {
+                step: 4,
+                increment: "LoRA".into(),
+                run_id: fail,
+                last_pass_step: 3,
+                last_pass_run_id: pass,
+                stage,
+                not_run: vec![],
+            });
+            f
+        }
         // --deadline reached between runs; the target killed the server.
         "incomplete" => {
             let mut f = Fixture::new(linux_box(), "wan-video-lora", video_ladder());
@@ -888,6 +941,7 @@ pub const SCENARIOS: &[&str] = &[
     "flaky",
     "incomplete",
     "killed-mid-run",
+    "search-steps",
 ];
 
 /// Replaces the temporary folder and the crate version so output can be compared to goldens.

@@ -135,8 +135,21 @@ pub fn cli(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// `comfy-bisect --server URL bisect ARGS... --runs-dir DIR -q`.
+/// `comfy-bisect --server URL bisect ARGS... --runs-dir DIR -q`, every run at the workflow's
+/// own steps (`--search-steps full`) unless ARGS say otherwise: the session tests count and
+/// compare runs of other features; `tests/search_steps.rs` covers the default.
 pub fn bisect(url: &str, runs: &Path, args: &[&str]) -> Output {
+    if args.contains(&"--search-steps") {
+        return bisect_as_given(url, runs, args);
+    }
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--search-steps", "full"]);
+    bisect_as_given(url, runs, &all)
+}
+
+/// `comfy-bisect --server URL bisect ARGS... --runs-dir DIR -q` with the defaults as a user
+/// gets them.
+pub fn bisect_as_given(url: &str, runs: &Path, args: &[&str]) -> Output {
     let mut all = vec![
         "--server",
         url,
@@ -216,13 +229,28 @@ impl Bisected {
 
 /// Writes `workflow` as `target.json` into a fresh folder and bisects it on `sim`
 /// (`bisect -q --runs-dir …/runs target.json EXTRA...`).
+/// Runs at the workflow's own steps unless EXTRA gives `--search-steps` (see [`bisect`]).
 pub fn bisect_workflow(sim: &Sim, workflow: &Value, extra: &[&str]) -> Bisected {
+    bisect_workflow_by(bisect, sim, workflow, extra)
+}
+
+/// [`bisect_workflow`] with the defaults as a user gets them ([`bisect_as_given`]).
+pub fn bisect_workflow_as_given(sim: &Sim, workflow: &Value, extra: &[&str]) -> Bisected {
+    bisect_workflow_by(bisect_as_given, sim, workflow, extra)
+}
+
+fn bisect_workflow_by(
+    run: fn(&str, &Path, &[&str]) -> Output,
+    sim: &Sim,
+    workflow: &Value,
+    extra: &[&str],
+) -> Bisected {
     let tmp = tempfile::tempdir().unwrap();
     let wf = write_workflow(tmp.path(), "target", workflow);
     let runs = tmp.path().join("runs");
     let mut args = vec![wf.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let out = bisect(&sim.url(), &runs, &args);
+    let out = run(&sim.url(), &runs, &args);
     let (dir, session) = only_session(&runs);
     Bisected {
         tmp,

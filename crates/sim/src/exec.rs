@@ -186,6 +186,8 @@ struct Run<'a> {
     expected_exec: usize,
     /// 1-based ordinal of this prompt among all executed ones (for `crash-on`).
     ordinal: u64,
+    /// Simulated seconds the prompt has taken so far (what `Prompt executed in` prints).
+    sim_seconds: f64,
 }
 
 enum NodeEnd {
@@ -295,7 +297,9 @@ impl Run<'_> {
         true
     }
 
-    async fn sleep(&self, sim_seconds: f64) {
+    /// Takes `sim_seconds` of simulated time (real time × `time_scale`) and counts them.
+    async fn sleep(&mut self, sim_seconds: f64) {
+        self.sim_seconds += sim_seconds.max(0.0);
         let scale = self.inst.shared.config.time_scale;
         let real = sim_seconds * scale;
         if real <= 0.0 {
@@ -349,9 +353,9 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         exec_count: 0,
         expected_exec: 0,
         ordinal: inst.shared.next_execution(),
+        sim_seconds: 0.0,
     };
     let pid = run.pid().to_string();
-    let began = std::time::Instant::now();
     let start = json!({"prompt_id": pid, "timestamp": now_ms()});
     run.to_submitter("execution_start", start.clone());
     run.messages.push(json!(["execution_start", start]));
@@ -491,9 +495,10 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         }
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
+    // The simulated GPU's time, whatever `--time-scale` made of it in real time.
     inst.lock().log(&format!(
         "Prompt executed in {:.2} seconds\n",
-        began.elapsed().as_secs_f64()
+        run.sim_seconds
     ));
     true
 }

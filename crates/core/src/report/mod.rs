@@ -2,7 +2,8 @@
 //! written into the session folder after every run and on demand by `comfy-bisect report`.
 //!
 //! `load` reads the session folder; `build` turns it into one [`Report`] value, with one
-//! `workflow_report` per workflow and its [`verdict`]; [`redact`] removes what must not be
+//! `workflow_report` per workflow, its [`verdict`] and its `search_steps` account (which runs
+//! sampled fewer steps, how the boundary was confirmed at full steps); [`redact`] removes what must not be
 //! published; [`render`] writes the formats, each one file implementing [`ReportFormat`]
 //! ([`markdown`], [`json`]), with the Markdown's helpers beside it. Adding a format is one new
 //! file in `render/` and one entry in [`formats`].
@@ -18,6 +19,7 @@ pub mod model;
 pub mod naming;
 pub mod redact;
 pub mod render;
+pub(crate) mod search_steps;
 pub mod verdict;
 pub(crate) mod workflow_report;
 

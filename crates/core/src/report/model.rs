@@ -103,6 +103,10 @@ pub struct WorkflowReport {
     /// shows it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bug_form: Option<BugForm>,
+    /// The search at few steps (`--search-steps N`): which runs were reduced and how the
+    /// boundary was confirmed at full steps; absent when every run had the workflow's own steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_steps: Option<SearchStepsReport>,
 }
 
 /// Which nodes of the failing run's workflow come from custom node packs: ComfyUI's bug form
@@ -172,6 +176,65 @@ pub struct BugFormStep {
     /// `peak_vram_mib` comes from the OOM message, not from sampling.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub peak_from_oom: bool,
+}
+
+/// The search at few steps of one workflow (`--search-steps N`).
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchStepsReport {
+    /// The step cap of the search runs.
+    pub cap: u32,
+    /// The runs made at the reduced step count, in the order they ran.
+    pub reduced_runs: Vec<ReducedRunRow>,
+    /// How many runs had the workflow's own steps.
+    pub full_runs: usize,
+    /// Steps whose full-step run disagreed with their reduced-step run.
+    pub disagreements: Vec<Disagreement>,
+    /// `confirmed`: the verdict's boundary was confirmed at full steps; `searched_on`: a
+    /// full-step run disagreed and the search went on at full steps; `pending`: no verdict yet.
+    pub confirmation: String,
+    /// The same in words.
+    pub summary: String,
+}
+
+/// One run made at a reduced step count.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReducedRunRow {
+    /// Ladder step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its outcome (as in the ladder).
+    pub outcome: String,
+    /// Stage of a failure.
+    pub stage: Option<String>,
+    /// Steps it sampled and the workflow's own.
+    pub steps: ReducedSteps,
+}
+
+/// A reduced run's steps: `steps` of `of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReducedSteps {
+    /// The steps sampled (the cap).
+    pub steps: u32,
+    /// The workflow's own steps (the highest sampler `steps` the cap lowered).
+    pub of: u32,
+}
+
+/// A step whose result at full steps differs from its result at few steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    /// Ladder step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// Outcome at few steps.
+    pub reduced: String,
+    /// Outcome at full steps.
+    pub full: String,
 }
 
 /// What preflight found before any run.
@@ -417,6 +480,9 @@ pub struct LadderRow {
     pub delivered: ProductSummary,
     /// The run crashed (server lost, timeout) and was re-run to confirm it.
     pub crash_check: Option<CrashCheckRow>,
+    /// The run was made at a reduced step count during the search (`--search-steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<ReducedSteps>,
     /// The models ComfyUI put on the device during the run, in order, from its console
     /// (`Requested to load X` + `loaded completely/partially …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

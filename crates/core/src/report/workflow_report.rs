@@ -235,6 +235,10 @@ fn row_for(
         memory_events: file
             .map(|f| super::memory::event_notes(&f.record.memory_events))
             .unwrap_or_default(),
+        reduced: entry
+            .reduced
+            .as_ref()
+            .map(super::search_steps::reduced_steps),
         ..LadderRow::default()
     }
 }
@@ -474,6 +478,7 @@ pub(super) fn workflow_report(
         custom_pack_nodes,
         bug_form: None,
         mitigations: super::mitigations::rows(data, &job.name),
+        search_steps: super::search_steps::search_steps(job, &increment_of),
     };
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);

@@ -87,15 +87,34 @@ fn first_result<'a>(
 /// the conclusive run [`decide`] counts for the step (in the environment of the workflow's
 /// last run, crash confirmations taken into account), so an interrupted or rejected run that
 /// was re-run on `resume` never stands for its step. With no conclusive run yet: the step's
-/// latest ladder run (its interruption, or the run still in flight). The report's ladder uses it.
+/// latest ladder run (its interruption, or the run still in flight). With `--search-steps`, a
+/// full-step result stands before a reduced-step one (the confirmation decides). The report's
+/// ladder uses it.
 pub fn step_run<'a>(
     job: &'a WorkflowJob,
     step: usize,
     options: &SessionOptions,
 ) -> Option<&'a RunEntry> {
     let env = job.runs.iter().rev().find_map(|r| r.fingerprint.as_deref());
-    first_result(job, step, options, env)
-        .map(|r| r.run)
+    let full_step = job
+        .runs
+        .iter()
+        .any(|r| r.is_reduced())
+        .then(|| WorkflowJob {
+            runs: job
+                .runs
+                .iter()
+                .filter(|r| !r.is_reduced())
+                .cloned()
+                .collect(),
+            ..job.clone()
+        });
+    let full_id = full_step
+        .as_ref()
+        .and_then(|f| first_result(f, step, options, env).map(|r| r.run.run_id.clone()));
+    full_id
+        .and_then(|id| job.runs.iter().find(|r| r.run_id == id))
+        .or_else(|| first_result(job, step, options, env).map(|r| r.run))
         .or_else(|| {
             job.runs.iter().rev().find(|r| {
                 r.step == step
@@ -170,6 +189,12 @@ fn role_for(step: usize, n: usize) -> RunRole {
 /// known: results count wherever they were made).
 pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) {
     decide_in(job, options, None)
+}
+
+/// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the
+/// variant's own steps). What the driver asks before every run (no environment known).
+pub fn decide_steps(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision, Option<u32>) {
+    decide_steps_in(job, options, None)
 }
 
 /// [`decide_in`] with `--search-steps`: also the step cap of the run it asks for (None: the

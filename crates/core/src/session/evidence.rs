@@ -15,7 +15,7 @@ use crate::workflow::Workflow;
 
 /// The session's view of a record's outcome; with `strict`, a pass that went through a memory
 /// fallback is [`Outcome::MemoryFallback`].
-pub(crate) fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
+pub fn outcome_with(record: &RunRecord, strict: bool) -> Outcome {
     match outcome_of(record) {
         Outcome::Passed if strict && !record.memory_fallbacks.is_empty() => {
             Outcome::MemoryFallback {

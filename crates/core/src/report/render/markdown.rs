@@ -591,6 +591,12 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         out.push_str(&text(note));
     }
     out.push_str("\n\n");
+    if let Some(few) = &w.search_steps {
+        out.push_str(&format!(
+            "**Few steps for the search.** {}\n\n",
+            text_with_code(&few.summary)
+        ));
+    }
     out.push_str(&memory::markdown_details(&w.ladder));
     if let Some((chart, caption)) = super::chart::ladder_chart(w) {
         out.push_str(&chart);
@@ -662,6 +668,12 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
     } else {
         text(&outcome)
     };
+    if let Some(few) = &r.reduced {
+        outcome.push_str(&format!(
+            "<br>at {} of {} steps (search)",
+            few.steps, few.of
+        ));
+    }
     if let Some(c) = &r.crash_check {
         let reruns: Vec<String> = c.rerun_ids.iter().map(|id| code(&short(id))).collect();
         outcome.push_str("<br>");

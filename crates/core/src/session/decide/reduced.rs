@@ -3,7 +3,9 @@
 //!
 //! 1. **Reduced search.** The usual decision runs over every run (reduced or not) with
 //!    `--repeat` and `--controls` set aside; each run it asks for is made at the reduced step
-//!    count. It ends with a boundary (or an endpoint verdict) at reduced steps.
+//!    count, but the minimal variant's (step 0), which runs at its own steps: it is the cheapest
+//!    variant, and its full-step pass is the verdict's last pass when the first increment
+//!    already fails. It ends with a boundary (or an endpoint verdict) at reduced steps.
 //! 2. **Full-step confirmation.** Only full-step runs count now, plus the reduced failures whose
 //!    stage cannot depend on the step count ([`step_independent`]: load, condition, the first
 //!    step, decode, post-processing). The reduced boundary's failing step, then its passing step,
@@ -43,6 +45,11 @@ pub(super) fn decide(
     };
     let (phase, d) = super::decide_in(job, &search_options, env);
     let reduced_ends = match d {
+        // The minimal variant runs at its own steps from the start: the cheapest run of the
+        // ladder, and the full-step last pass the verdict needs when the first increment fails.
+        Decision::Run { step: 0, .. } | Decision::Confirm { step: 0, .. } => {
+            return (phase, d, None)
+        }
         Decision::Run { .. } | Decision::Confirm { .. } => return (phase, d, Some(cap)),
         Decision::Finish(Verdict::FirstFailure {
             step,

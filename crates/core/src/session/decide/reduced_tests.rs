@@ -84,8 +84,9 @@ fn a_decode_failure_is_found_reduced_and_only_the_last_pass_is_rerun_at_full_ste
     let (v, made) = drive(5, &opts(Strategy::Linear, Some(4)), &model);
     assert_eq!(boundary(&v), (2, 3));
     let full: Vec<usize> = made.iter().filter(|(_, r)| !r).map(|(s, _)| *s).collect();
-    assert_eq!(full, vec![2], "{made:?}");
-    assert_eq!(made.iter().filter(|(_, r)| *r).count(), 5, "{made:?}");
+    // The minimal variant runs at its own steps from the start.
+    assert_eq!(full, vec![0, 2], "{made:?}");
+    assert_eq!(made.iter().filter(|(_, r)| *r).count(), 4, "{made:?}");
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn a_middle_step_failure_is_repeated_at_full_steps() {
     let (v, made) = drive(5, &opts(Strategy::Linear, Some(4)), &model);
     assert_eq!(boundary(&v), (2, 3));
     let full: Vec<usize> = made.iter().filter(|(_, r)| !r).map(|(s, _)| *s).collect();
-    assert_eq!(full, vec![3, 2], "{made:?}");
+    assert_eq!(full, vec![0, 3, 2], "{made:?}");
 }
 
 /// Every failure position and kind (one that shows at any step count, one that grows across
@@ -144,6 +145,15 @@ fn the_verdict_is_always_the_full_step_verdict() {
             }
         }
     }
+}
+
+#[test]
+fn a_failure_in_the_first_increment_needs_no_confirmation_run() {
+    // The minimal variant's full-step pass is the verdict's last pass already.
+    let model = |s: usize, _| if s >= 1 { Err("sample_first") } else { Ok(()) };
+    let (v, made) = drive(5, &opts(Strategy::Linear, Some(4)), &model);
+    assert_eq!(boundary(&v), (0, 1));
+    assert_eq!(made, vec![(0, false), (5, true), (1, true)]);
 }
 
 #[test]

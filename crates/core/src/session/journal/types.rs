@@ -159,7 +159,8 @@ pub struct SessionOptions {
     pub on_drift: OnDrift,
     /// `--search-steps N`: during the search, samplers and schedulers run at most N steps and
     /// the boundary is then confirmed at the workflow's own steps (None = `full`: every run
-    /// at the workflow's own steps, as sessions before this option).
+    /// at the workflow's own steps, as sessions before this option; the command line's
+    /// default is [`DEFAULT_SEARCH_STEPS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u32>,
     /// `--allow-shared-server`: run even when another session holds the server's lock (both
@@ -171,6 +172,11 @@ pub struct SessionOptions {
 /// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
 /// interrupted (and run again by `resume`).
 pub const DEFAULT_DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The default of `--search-steps`: the step cap of the search runs. Four steps give each of
+/// two experts splitting the steps (Wan 2.2 high/low noise) a first step and a later one, and
+/// are the count that few-step distillations (Lightning, lightx2v) run at; see docs/sessions.md.
+pub const DEFAULT_SEARCH_STEPS: u32 = 4;
 
 /// The default of `--confirm-crashes`.
 pub const DEFAULT_CONFIRM_CRASHES: u32 = 1;

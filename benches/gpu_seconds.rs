@@ -1,0 +1,550 @@
+//! GPU-seconds to verdict (issue 27, item 3): `cargo bench --bench gpu_seconds`.
+//!
+//! Like `runs_to_verdict`, it drives the session's own decision function
+//! (`session::decide::decide_steps`, what the driver asks before every run), but every run it
+//! asks for is really run: the ladder's variant (capped at the search's step count when the
+//! decision says so, with the ladder's own `cap_steps`) is submitted through comfy-bisect's
+//! client to the in-process simulator, cold (models freed first), as a session does. A run's
+//! cost is the server's own execution time, read from the console line ComfyUI prints after
+//! every prompt, failed or not (`Prompt executed in X seconds`); on the simulator these are
+//! simulated seconds from its time model (docs/simulator.md, "Time model").
+//!
+//! Cases: each example workflow of `workflows/` with the failure at every position and stage the
+//! simulator's memory model gives it: the device memory is swept (1 GiB … 96 GiB) and each
+//! distinct (first failing step, stage) at full steps is a case — first step, middle of sampling
+//! (a step cache), decode, post-processing; then on a device where the whole workflow fits, the
+//! `step-growth` fault (a cache that grows every step) is swept for failures that need many
+//! steps. Each case is bisected four ways: full-step linear and binary search (`--search-steps
+//! full`), and the default search at few steps (`--search-steps 4`, linear and binary;
+//! `GPU_SECONDS_CAP=N` measures another step count).
+//!
+//! Exits with status 1 when a strategy's verdict (kind, first failing step, last passing step)
+//! differs from full-step linear search's. Printed against the issue's targets: the median of
+//! few-step / full linear (≤ 45 %) and few-step / full binary (< 100 %), and per case whether
+//! few-step binary stays within full-step binary plus one full-step run of the last passing
+//! step (the confirmation), with the floor: the verdict's two ends at full steps plus the
+//! few-step runs.
+
+use comfy_bisect_core::catalog::Catalog;
+use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
+use comfy_bisect_core::comfy::{Client, ExtraHeaders};
+use comfy_bisect_core::ladder::{cap_steps, plan, PlanOptions};
+use comfy_bisect_core::nodedefs::NodeDefs;
+use comfy_bisect_core::run::{execute, RunRequest};
+use comfy_bisect_core::session::decide::decide_steps;
+use comfy_bisect_core::session::evidence::{outcome_with, summary_of};
+use comfy_bisect_core::session::journal::{
+    run_dir_name, Outcome, ReducedSteps, RunSummary, DEFAULT_SEARCH_STEPS,
+};
+use comfy_bisect_core::session::{
+    Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
+};
+use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
+use std::collections::HashMap;
+use std::time::Duration;
+
+const WORKFLOWS: &[&str] = &[
+    "sd15_txt2img_lora_upscale",
+    "sd15_hires_fix_pixel",
+    "wan22_t2v_experts_lora_cache_rife",
+];
+
+/// The simulator's node definitions.
+fn defs() -> NodeDefs {
+    let value: serde_json::Value =
+        serde_json::from_str(comfy_bisect_sim::nodes::OBJECT_INFO).expect("sim object_info");
+    NodeDefs::from_value(&value).expect("the simulator's node definitions")
+}
+
+/// A workflow's ladder: the variants (step 0 … target) and their increments.
+struct Ladder {
+    name: String,
+    steps: Vec<(String, Workflow)>,
+}
+
+fn ladder(name: &str, defs: &NodeDefs) -> Ladder {
+    let path = format!("workflows/{name}.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let target = Workflow::from_json_str(&text, &path).expect("an API workflow");
+    let p = plan(&target, defs, &Catalog::builtin(), &PlanOptions::default()).expect("a plan");
+    Ladder {
+        name: name.to_string(),
+        steps: p
+            .steps
+            .into_iter()
+            .map(|s| (s.increment.name().to_string(), s.workflow))
+            .collect(),
+    }
+}
+
+/// What one run of a variant gave.
+#[derive(Clone)]
+struct Ran {
+    outcome: Outcome,
+    summary: RunSummary,
+    /// `Prompt executed in X seconds`: the server's own time.
+    seconds: f64,
+}
+
+/// One simulated server and the runs made on it: a variant at a step cap is run once (cold
+/// runs on the deterministic simulator give the same result every time).
+struct Server {
+    rt: tokio::runtime::Runtime,
+    sim: Option<SimHandle>,
+    done: HashMap<(usize, Option<u32>), Ran>,
+}
+
+impl Server {
+    fn new(vram_mib: u64, faults: Option<&str>) -> Server {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut config = SimConfig::default()
+            .with_vram_bytes(vram_mib * MIB)
+            .with_time_scale(0.0);
+        if let Some(f) = faults {
+            config = config.with_faults(Faults::parse(f).expect("faults"));
+        }
+        let sim = rt
+            .block_on(start(config, "127.0.0.1:0".parse().unwrap()))
+            .expect("the simulator starts");
+        Server {
+            rt,
+            sim: Some(sim),
+            done: HashMap::new(),
+        }
+    }
+
+    /// Runs step `step` of `lad` at `cap` (None: its own steps); `reduced` says what the cap
+    /// changed (None: nothing, a full-step run).
+    fn run(&mut self, lad: &Ladder, step: usize, cap: Option<u32>) -> (Ran, Option<ReducedSteps>) {
+        let variant = &lad.steps[step].1;
+        let (workflow, reduced) = match cap {
+            None => (variant.clone(), None),
+            Some(cap) => {
+                let (w, changes) =
+                    cap_steps(variant, cap, &Catalog::builtin(), &defs()).expect("the cap applies");
+                if changes.is_empty() {
+                    (variant.clone(), None)
+                } else {
+                    (w, Some(ReducedSteps { cap, changes }))
+                }
+            }
+        };
+        let key = (step, reduced.as_ref().map(|r| r.cap));
+        if let Some(r) = self.done.get(&key) {
+            return (r.clone(), reduced);
+        }
+        let url = self.sim.as_ref().unwrap().base_url();
+        let client = Client::new(&url, ExtraHeaders::new()).expect("a client");
+        let mut request = RunRequest::new(workflow.clone());
+        request.settle = Duration::ZERO;
+        request.sample_interval = Duration::from_millis(50);
+        request.poll_interval = Duration::from_millis(50);
+        let record = self.rt.block_on(execute(&client, request));
+        let seconds = record
+            .server_log
+            .lines()
+            .rev()
+            .find_map(|l| {
+                l.split_once(' ')
+                    .and_then(|(_, text)| match classify(text) {
+                        Some(ConsoleLine::PromptExecuted { seconds }) => seconds,
+                        _ => None,
+                    })
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} step {step}: no `Prompt executed` line in the console:\n{}",
+                    lad.name, record.server_log
+                )
+            });
+        let diagnosis = if record.outcome == comfy_bisect_core::run::OutcomeKind::Passed {
+            None
+        } else {
+            record.diagnose(Some(&workflow))
+        };
+        let ran = Ran {
+            outcome: outcome_with(&record, false),
+            summary: summary_of(&record, diagnosis.as_ref(), Some(&workflow)),
+            seconds,
+        };
+        self.done.insert(key, ran.clone());
+        (ran, reduced)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(h) = self.sim.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+fn job(lad: &Ladder) -> WorkflowJob {
+    WorkflowJob {
+        name: lad.name.clone(),
+        source: format!("{}.json", lad.name),
+        target_sha256: "target".into(),
+        steps: lad
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, (inc, _))| StepInfo {
+                index: i,
+                increment: inc.clone(),
+                file: format!("workflows/{}/{i:02}.json", lad.name),
+                sha256: format!("h{i}"),
+                changes: vec![],
+            })
+            .collect(),
+        controls: vec![],
+        not_separable: vec![],
+        kept: vec![],
+        phase: Phase::Pending,
+        runs: vec![],
+        verdict: None,
+    }
+}
+
+/// One bisection: its verdict, the GPU-seconds of its runs, and its runs (step, cap, passed,
+/// seconds) in order.
+struct Session {
+    verdict: Verdict,
+    seconds: f64,
+    runs: Vec<(usize, Option<u32>, bool, f64)>,
+}
+
+fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions) -> Session {
+    let mut j = job(lad);
+    let mut runs = Vec::new();
+    for _ in 0..(4 * lad.steps.len() + 12) {
+        let (step, role, cap) = match decide_steps(&j, options) {
+            (_, Decision::Finish(verdict), _) => {
+                return Session {
+                    verdict,
+                    seconds: runs
+                        .iter()
+                        .map(|r: &(usize, Option<u32>, bool, f64)| r.3)
+                        .sum(),
+                    runs,
+                }
+            }
+            (_, Decision::Run { step, role }, cap) => (step, role, cap),
+            (_, Decision::Confirm { .. }, _) => unreachable!("the simulator does not crash here"),
+        };
+        let (ran, reduced) = server.run(lad, step, cap);
+        let id = format!("run{}", j.runs.len());
+        runs.push((
+            step,
+            reduced.as_ref().map(|r| r.cap),
+            ran.outcome == Outcome::Passed,
+            ran.seconds,
+        ));
+        let increment = j.steps[step].increment.clone();
+        j.runs.push(RunEntry {
+            run_id: id.clone(),
+            step,
+            dir: run_dir_name(step, &increment, &id),
+            increment,
+            role,
+            workflow_sha256: j.steps[step].sha256.clone(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(ran.outcome),
+            summary: Some(ran.summary),
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+            reduced,
+        });
+    }
+    panic!("{}: no verdict after {} runs", lad.name, runs.len());
+}
+
+/// The verdict as the comparison reads it: kind, first failing and last passing step.
+fn verdict_key(v: &Verdict) -> String {
+    match v {
+        Verdict::FirstFailure {
+            step,
+            last_pass_step,
+            ..
+        } => format!("first failure {last_pass_step}→{step}"),
+        other => other.kind().to_string(),
+    }
+}
+
+/// A case: a workflow on a simulated device, failing at a step and stage at full steps.
+struct Case {
+    workflow: usize,
+    vram_mib: u64,
+    faults: Option<String>,
+    first_failure: usize,
+    stage: String,
+}
+
+/// The first failing step at full steps and its stage, when the minimal variant passes.
+fn first_failure(lad: &Ladder, server: &mut Server) -> Option<(usize, String)> {
+    for step in 0..lad.steps.len() {
+        let (ran, _) = server.run(lad, step, None);
+        if ran.outcome != Outcome::Passed {
+            let stage = ran.summary.stage.unwrap_or_else(|| "unknown".into());
+            return (step > 0).then_some((step, stage));
+        }
+    }
+    None
+}
+
+fn cases(ladders: &[Ladder]) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    // 1 GiB … 96 GiB, about 12 % apart.
+    let mut vrams = Vec::new();
+    let mut v = 1024f64;
+    while v <= 98304.0 {
+        vrams.push(v.round() as u64);
+        v *= 1.12;
+    }
+    for (w, lad) in ladders.iter().enumerate() {
+        let mut roomy = None;
+        for &vram in &vrams {
+            let mut server = Server::new(vram, None);
+            match first_failure(lad, &mut server) {
+                Some((k, stage)) => {
+                    if !out
+                        .iter()
+                        .any(|c| c.workflow == w && c.first_failure == k && c.stage == stage)
+                    {
+                        out.push(Case {
+                            workflow: w,
+                            vram_mib: vram,
+                            faults: None,
+                            first_failure: k,
+                            stage,
+                        });
+                    }
+                }
+                None => {
+                    let target = lad.steps.len() - 1;
+                    if server.run(lad, target, None).0.outcome == Outcome::Passed {
+                        roomy = Some(vram);
+                        break;
+                    }
+                }
+            }
+        }
+        // A cache that grows every step, on a device where the whole workflow fits.
+        let Some(vram) = roomy else { continue };
+        let mut growth = 16f64;
+        while growth <= 8192.0 {
+            let faults = format!("step-growth={}MiB", growth.round() as u64);
+            let mut server = Server::new(vram, Some(&faults));
+            if let Some((k, stage)) = first_failure(lad, &mut server) {
+                let kind = format!("{stage} (step-growth)");
+                if !out
+                    .iter()
+                    .any(|c| c.workflow == w && c.first_failure == k && c.stage == kind)
+                {
+                    out.push(Case {
+                        workflow: w,
+                        vram_mib: vram,
+                        faults: Some(faults),
+                        first_failure: k,
+                        stage: kind,
+                    });
+                }
+            }
+            growth *= 1.25;
+        }
+    }
+    out
+}
+
+/// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
+/// default of `--search-steps`.
+fn cap() -> u32 {
+    std::env::var("GPU_SECONDS_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_SEARCH_STEPS)
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn runs_text(s: &Session) -> String {
+    let reduced = s.runs.iter().filter(|r| r.1.is_some()).count();
+    format!("{} ({} at few steps)", s.runs.len(), reduced)
+}
+
+fn main() {
+    let defs = defs();
+    let ladders: Vec<Ladder> = WORKFLOWS.iter().map(|w| ladder(w, &defs)).collect();
+    let cases = cases(&ladders);
+    // What one run of each step costs at full steps and at the search's step count, on a
+    // device where the whole workflow fits.
+    println!("# GPU-seconds to verdict\n\n## What a run costs\n");
+    println!("Simulated seconds of one cold run of each step, on 96 GiB (nothing fails): full steps / `--search-steps {}`.\n", cap());
+    println!("| workflow | step | full s | few-step s | few / full |");
+    println!("|---|---|---:|---:|---:|");
+    for lad in &ladders {
+        let mut server = Server::new(98304, None);
+        for (k, (inc, _)) in lad.steps.iter().enumerate() {
+            let full = server.run(lad, k, None).0.seconds;
+            let few = server.run(lad, k, Some(cap())).0.seconds;
+            println!(
+                "| {} | {k} `{inc}` | {full:.1} | {few:.1} | {:.0} % |",
+                lad.name,
+                few / full * 100.0
+            );
+        }
+    }
+    println!();
+    let options = |strategy, search_steps| SessionOptions {
+        strategy,
+        search_steps,
+        ..SessionOptions::default()
+    };
+    let few = Some(cap());
+    let strategies = [
+        ("full linear", options(Strategy::Linear, None)),
+        ("full binary", options(Strategy::Binary, None)),
+        ("few-step linear", options(Strategy::Linear, few)),
+        ("few-step binary", options(Strategy::Binary, few)),
+    ];
+    println!("## Sessions\n");
+    println!(
+        "Simulated seconds (the server's `Prompt executed in` lines), summed over every run of a \
+         session; few-step = `--search-steps {}`. Runs: all (of them at few steps).\n",
+        cap()
+    );
+    for lad in &ladders {
+        let incs: Vec<&str> = lad.steps.iter().map(|(i, _)| i.as_str()).collect();
+        println!("- `{}`: steps {}", lad.name, incs.join(" → "));
+    }
+    println!();
+    println!("| workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | floor s | bound s | |");
+    println!("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut ok = true;
+    let mut over = 0usize;
+    let (mut lin_ratio, mut bin_ratio, mut bin_lin_ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for case in &cases {
+        let lad = &ladders[case.workflow];
+        let mut server = Server::new(case.vram_mib, case.faults.as_deref());
+        let sessions: Vec<Session> = strategies
+            .iter()
+            .map(|(_, o)| bisect(lad, &mut server, o))
+            .collect();
+        let want = verdict_key(&sessions[0].verdict);
+        for ((name, _), s) in strategies.iter().zip(&sessions) {
+            let got = verdict_key(&s.verdict);
+            if got != want {
+                ok = false;
+                eprintln!(
+                    "{} on {} MiB {:?}: {name} gives {got}, full linear {want}; runs {:?}",
+                    lad.name, case.vram_mib, case.faults, s.runs
+                );
+            }
+        }
+        // The floor: the verdict's two ends at full steps plus the few-step runs; the bound:
+        // full binary plus one full-step run of the last passing step.
+        let last_pass = match &sessions[0].verdict {
+            Verdict::FirstFailure { last_pass_step, .. } => Some(*last_pass_step),
+            _ => None,
+        };
+        let pass_s = last_pass
+            .map(|k| server.run(lad, k, None).0.seconds)
+            .unwrap_or(0.0);
+        let fail_s = server.run(lad, case.first_failure, None).0.seconds;
+        let few_bin = &sessions[3];
+        let floor = few_bin
+            .runs
+            .iter()
+            .filter(|r| r.1.is_some())
+            .map(|r| r.3)
+            .sum::<f64>()
+            + pass_s
+            + fail_s;
+        let bound = sessions[1].seconds + pass_s;
+        let within = few_bin.seconds <= bound + 1e-6;
+        if !within {
+            over += 1;
+        }
+        let r_lin = sessions[2].seconds / sessions[0].seconds;
+        let r_bin = few_bin.seconds / sessions[1].seconds;
+        let r_bin_lin = few_bin.seconds / sessions[0].seconds;
+        lin_ratio.push(r_lin);
+        bin_ratio.push(r_bin);
+        bin_lin_ratio.push(r_bin_lin);
+        let device = match &case.faults {
+            Some(f) => format!("{} MiB, {f}", case.vram_mib),
+            None => format!("{} MiB", case.vram_mib),
+        };
+        println!(
+            "| {} | {device} | {} `{}`: {} | {want} | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.0} % | {:.0} % | {:.0} % | {:.1} | {:.1} | {} |",
+            lad.name,
+            case.first_failure,
+            lad.steps[case.first_failure].0,
+            case.stage,
+            sessions[0].seconds,
+            runs_text(&sessions[0]),
+            sessions[1].seconds,
+            runs_text(&sessions[1]),
+            sessions[2].seconds,
+            runs_text(&sessions[2]),
+            few_bin.seconds,
+            runs_text(few_bin),
+            r_lin * 100.0,
+            r_bin * 100.0,
+            r_bin_lin * 100.0,
+            floor,
+            bound,
+            if within { "within" } else { "over" },
+        );
+    }
+    println!("\n## Summary ({} cases)\n", cases.len());
+    println!("| ratio | median | max | target |");
+    println!("|---|---:|---:|---|");
+    println!(
+        "| few-step linear / full-step linear | {:.0} % | {:.0} % | ≤ 45 % of full linear (median): {} |",
+        median(&lin_ratio) * 100.0,
+        lin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
+        if median(&lin_ratio) <= 0.45 { "met" } else { "missed" }
+    );
+    println!(
+        "| few-step binary / full-step linear | {:.0} % | {:.0} % | ≤ 45 % of full linear (median): {} |",
+        median(&bin_lin_ratio) * 100.0,
+        bin_lin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
+        if median(&bin_lin_ratio) <= 0.45 { "met" } else { "missed" }
+    );
+    println!(
+        "| few-step binary / full-step binary | {:.0} % | {:.0} % | below full binary (median): {} |",
+        median(&bin_ratio) * 100.0,
+        bin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
+        if median(&bin_ratio) < 1.0 { "met" } else { "missed" }
+    );
+    println!(
+        "\nFew-step binary within full binary + one full-step run of the last pass: {} of {} cases.",
+        cases.len() - over,
+        cases.len()
+    );
+    if !ok {
+        eprintln!("gpu_seconds: a verdict differed from full-step linear search");
+        std::process::exit(1);
+    }
+}
