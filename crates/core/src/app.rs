@@ -464,6 +464,22 @@ fn drive(
     lock: Option<SessionLock>,
 ) -> AppResult<Finished> {
     let _lock = lock;
+    let (result, session) = with_live_driver(rt, client, &paths, session, quiet, |d| d.drive());
+    result.kind(ErrorKind::Failed)?;
+    Ok(Finished { paths, session })
+}
+
+/// Runs `work` with a driver on the live server: the live backend with progress and restarts,
+/// Ctrl-C/SIGTERM (stops between runs and interrupts the run in flight), the hooks; writes the
+/// reports after. Returns what `work` returned and the journal as it ended.
+fn with_live_driver<R>(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    paths: &SessionPaths,
+    session: SessionFile,
+    quiet: bool,
+    work: impl FnOnce(&mut Driver<'_, LiveBackend, SystemClock>) -> R,
+) -> (R, SessionFile) {
     let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
@@ -484,13 +500,12 @@ fn drive(
             let _ = cancel_tx.send(true);
         }
     });
-    let result = driver.drive();
+    let result = work(&mut driver);
     ctrl_c.abort();
     progress.finish();
     write_reports(&paths.dir, &progress);
-    result.kind(ErrorKind::Failed)?;
     let session = driver.session.clone();
-    Ok(Finished { paths, session })
+    (result, session)
 }
 
 /// What `mitigate SESSION` (and `bisect --mitigate`) needs besides the server.
@@ -612,33 +627,11 @@ pub fn mitigate(
         defs,
         catalog: request.catalog.clone(),
     };
-    let progress = ProgressView::new(quiet);
-    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
-        .with_progress(progress.clone())
-        .with_restart(
-            Duration::from_secs(session.options.restart_timeout_s),
-            paths.dir.join(crate::session::restart::RESTART_LOG),
-        );
-    let mut hooks = SessionHooks {
-        progress: progress.clone(),
-        report: ReportThrottle::default(),
-    };
-    let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);
-    let stop = driver.stop_flag();
-    let ctrl_c = rt.spawn(async move {
-        if stop_signal().await.is_some() {
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            let _ = cancel_tx.send(true);
-        }
+    let (end, session) = with_live_driver(rt, client, &paths, session, quiet, |d| {
+        crate::session::mitigate::mitigate(d, &options)
     });
-    let end = crate::session::mitigate::mitigate(&mut driver, &options);
-    ctrl_c.abort();
-    progress.finish();
-    write_reports(&paths.dir, &progress);
     let end = end.kind(ErrorKind::Failed)?;
     let mitigations = crate::session::mitigate::load(&paths.dir).kind(ErrorKind::Failed)?;
-    let session = driver.session.clone();
     Ok(Mitigated {
         paths,
         session,
