@@ -415,7 +415,7 @@ fn a_failing_workflow_of_core_nodes_only_is_said_to_be_all_core() {
     );
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
-        report.contains("is one of ComfyUI's own: no custom node pack takes part"),
+        report.contains("is one of ComfyUI's own: none comes from a custom node pack"),
         "{report}"
     );
 }

@@ -61,7 +61,70 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
             .run_id
             .clone()
             .filter(|_| !failure.traceback.is_empty()),
+        traceback_packs: packs_in_traceback(&failure.traceback),
         gpu,
         comfyui_version: env.and_then(|e| e.comfyui_version.clone()),
     })
+}
+
+/// The custom node packs whose files the traceback's frames name (`File ".../custom_nodes/PACK/..."`,
+/// POSIX or Windows separators), each once, in traceback order.
+pub(crate) fn packs_in_traceback(traceback: &[String]) -> Vec<String> {
+    let mut packs: Vec<String> = Vec::new();
+    for line in traceback {
+        let Some(rest) = line.trim_start().strip_prefix("File \"") else {
+            continue;
+        };
+        let path = rest.split('"').next().unwrap_or_default();
+        let mut parts = path.split(['/', '\\']);
+        if parts.by_ref().any(|p| p == "custom_nodes") {
+            // A pack is a folder, or a single module file (`custom_nodes/NAME.py`).
+            if let Some(pack) = parts
+                .next()
+                .map(|p| p.strip_suffix(".py").unwrap_or(p))
+                .filter(|p| !p.is_empty())
+            {
+                if !packs.iter().any(|p| p == pack) {
+                    packs.push(pack.to_string());
+                }
+            }
+        }
+    }
+    packs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packs_in_traceback;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn packs_are_read_from_the_frames_under_custom_nodes() {
+        let tb = lines(
+            r#"  File "/home/user/ComfyUI/execution.py", line 518, in execute
+  File "/home/user/ComfyUI/custom_nodes/ComfyUI-KJNodes/nodes/model_optimization_nodes.py", line 20, in patched
+    _check(z)
+  File "C:\ComfyUI_windows_portable\ComfyUI\custom_nodes\comfyui-tiled-patch\__init__.py", line 11, in decode
+  File "/home/user/ComfyUI/custom_nodes/ComfyUI-KJNodes/__init__.py", line 3, in f
+  File "/home/user/ComfyUI/comfy/sd.py", line 820, in decode
+    x = "custom_nodes/not-a-frame/a.py""#,
+        );
+        assert_eq!(
+            packs_in_traceback(&tb),
+            ["ComfyUI-KJNodes", "comfyui-tiled-patch"]
+        );
+    }
+
+    #[test]
+    fn a_core_traceback_names_no_pack_and_a_single_module_file_is_a_pack() {
+        let core = lines(r#"  File "/home/user/ComfyUI/nodes.py", line 302, in decode"#);
+        assert!(packs_in_traceback(&core).is_empty());
+        let single = lines(
+            r#"  File "/home/user/ComfyUI/custom_nodes/websocket_image_save.py", line 40, in save"#,
+        );
+        assert_eq!(packs_in_traceback(&single), ["websocket_image_save"]);
+    }
 }

@@ -152,6 +152,11 @@ pub struct BugForm {
     pub steps: Vec<BugFormStep>,
     /// Debug Logs: the run whose traceback it is (`first_failure.traceback`), when it has one.
     pub traceback_run: Option<String>,
+    /// Custom Node Testing: the custom node packs whose code the traceback passes through
+    /// (their folders under `custom_nodes/`, in traceback order) — a pack can patch ComfyUI's
+    /// own functions without any node of the workflow coming from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traceback_packs: Vec<String>,
     /// Other: the GPU (name, type, total memory).
     pub gpu: Option<String>,
     /// Other: the ComfyUI version.

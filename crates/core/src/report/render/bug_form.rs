@@ -39,6 +39,7 @@ pub(crate) fn markdown(
     ));
     out.push_str(&field("Custom Node Testing"));
     out.push_str(&custom_nodes(w.custom_pack_nodes.as_ref()));
+    out.push_str(&traceback_packs(&form.traceback_packs));
     out.push_str(&field("Expected Behavior"));
     out.push_str(&format!("{}\n\n", text(&form.expected)));
     out.push_str(&field("Actual Behavior"));
@@ -102,8 +103,8 @@ fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
     };
     if c.nodes.is_empty() {
         return format!(
-            "Every node of the failing workflow (step {}) is one of ComfyUI's own: no custom \
-             node pack takes part.\n\n",
+            "Every node of the failing workflow (step {}) is one of ComfyUI's own: none comes \
+             from a custom node pack.\n\n",
             c.step
         );
     }
@@ -130,6 +131,21 @@ fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
     out.push_str(&t.render());
     out.push('\n');
     out
+}
+
+/// The packs whose code the traceback passes through (empty: none).
+fn traceback_packs(packs: &[String]) -> String {
+    if packs.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = packs.iter().map(|p| code(p)).collect();
+    format!(
+        "The traceback passes through the code of the custom node pack{} {}: a pack can change \
+         ComfyUI's own functions when it loads, whether or not the workflow uses its nodes. \
+         Check whether the failure stays with `--disable-all-custom-nodes`.\n\n",
+        if packs.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
 }
 
 /// The workflow to queue and the ladder in five columns.
