@@ -214,6 +214,16 @@ pub struct Verdict {
     /// What fell back there (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_fallbacks: Vec<String>,
+    /// The first step whose run passed under memory pressure, when it comes before the first
+    /// failure (or when nothing failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pressure_step: Option<usize>,
+    /// Its increment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pressure_increment: Option<String>,
+    /// The evidence there, in words (`slowed 4.1× (…)`, `weights streamed (1640 MB staged)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_pressure: Vec<String>,
     /// When the failing run crashed (server lost, timeout): how often the failure was seen,
     /// the crash and its confirming re-runs together (`--confirm-crashes`).
     pub reproduced: Option<u32>,
@@ -696,6 +706,9 @@ pub(crate) fn kind_phrase(kind: &str) -> String {
         "memory_fallback" => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }
+        "memory_pressure" => {
+            "passed under memory pressure (weights streamed, steps slowed), counted as a failure by --strict".into()
+        }
         "unknown" => "no failure found in the text".into(),
         other => other.replace('_', " "),
     }
@@ -737,6 +750,18 @@ impl Verdict {
                 self.first_fallbacks.join(", ")
             )),
             _ => None,
+        };
+        let pressure = match (&self.first_pressure_step, &self.first_pressure_increment) {
+            (Some(k), Some(inc)) => Some(format!(
+                "first memory pressure at {} (step {k}: {})",
+                emph(inc),
+                self.first_pressure.join(", ")
+            )),
+            _ => None,
+        };
+        let fallback = match (fallback, pressure) {
+            (Some(f), Some(p)) => Some(format!("{f}; {p}")),
+            (f, p) => f.or(p),
         };
         let named = || {
             if self.parts.is_empty() {
@@ -822,6 +847,9 @@ mod tests {
             first_fallback_step: None,
             first_fallback_increment: None,
             first_fallbacks: Vec::new(),
+            first_pressure_step: None,
+            first_pressure_increment: None,
+            first_pressure: Vec::new(),
             reproduced: None,
             root_cause: "unknown".into(),
         };

@@ -138,6 +138,7 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
         Outcome::ServerLost { .. } => Some("process_killed".into()),
         Outcome::Rejected { .. } => Some("rejected".into()),
         Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
+        Outcome::MemoryPressure { .. } => Some("memory_pressure".into()),
         Outcome::IncompleteOutput { .. } => Some("incomplete_output".into()),
         _ => None,
     }
@@ -863,6 +864,7 @@ mod tests {
             environment: None,
             custom_nodes: None,
             record,
+            memory_pressure: None,
         };
         session_with(entry.clone(), Some(file))
     }

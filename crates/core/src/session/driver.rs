@@ -893,8 +893,17 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         if let Some(d) = &diagnosis {
             record.diagnosis = Some(d.clone());
         }
-        let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
-        let summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+        let pressure = self.memory_pressure(w, run_id, &record, workflow);
+        let mut outcome = super::evidence::outcome_with(&record, self.session.options.strict);
+        let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref());
+        if let Some(p) = &pressure {
+            summary.delivered.memory_pressure = p.words();
+            if self.session.options.strict && outcome == Outcome::Passed {
+                outcome = Outcome::MemoryPressure {
+                    evidence: p.words(),
+                };
+            }
+        }
         let run_fingerprint = self.session.workflows[w]
             .runs
             .iter()
@@ -950,6 +959,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .cloned(),
             custom_nodes: self.custom_nodes(workflow, entry.fingerprint.as_deref()),
             record,
+            memory_pressure: pressure,
         };
         self.durable
             .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
@@ -959,6 +969,42 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.saved()?;
         self.hooks.run_finished(&self.session, w, &entry);
         Ok(outcome)
+    }
+
+    /// The memory pressure of a passed run (`session::pressure`): its evidence against the
+    /// previous passing step of the ladder that the journal has with a time per step.
+    fn memory_pressure(
+        &self,
+        w: usize,
+        run_id: &str,
+        record: &RunRecord,
+        workflow: &Workflow,
+    ) -> Option<super::pressure::MemoryPressure> {
+        let job = &self.session.workflows[w];
+        let step = job.runs.iter().find(|r| r.run_id == run_id)?.step;
+        let baseline = job
+            .runs
+            .iter()
+            .filter(|r| r.step < step && r.passed() && r.role != RunRole::Control)
+            .filter_map(|r| Some((r.step, r.summary.as_ref()?.s_per_step?)))
+            .max_by_key(|(s, _)| *s)
+            .and_then(|(s, secs)| {
+                let (base, _) = self.variant(w, s, RunRole::Search).ok()?;
+                Some(super::pressure::Baseline {
+                    step: s,
+                    s_per_step: secs,
+                    work: super::pressure::work_of(&base)?,
+                })
+            });
+        super::pressure::assess(
+            record,
+            super::pressure::work_of(workflow),
+            baseline,
+            self.session
+                .options
+                .max_slowdown
+                .unwrap_or(super::pressure::DEFAULT_MAX_SLOWDOWN),
+        )
     }
 
     /// The classes of `workflow` that come from a custom node pack, with the pack's version
@@ -1028,6 +1074,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     .summary
                     .as_ref()
                     .map(|s| s.delivered.memory_fallbacks.clone())
+                    .unwrap_or_default(),
+                memory_pressure: entry
+                    .summary
+                    .as_ref()
+                    .map(|s| s.delivered.memory_pressure.clone())
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),

@@ -12,6 +12,7 @@ pub mod journal;
 pub mod live;
 pub mod lock;
 pub mod prepare;
+pub mod pressure;
 pub mod progress;
 pub mod restart;
 pub mod schedule;

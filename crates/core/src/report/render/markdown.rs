@@ -645,11 +645,21 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         );
     let outcome = match &r.failure_kind {
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
-        None if !r.delivered.memory_fallbacks.is_empty() => format!(
-            "{} — {}",
-            r.outcome.replace('_', " "),
-            r.delivered.memory_fallbacks.join(", ")
-        ),
+        None if !r.delivered.memory_fallbacks.is_empty()
+            || !r.delivered.memory_pressure.is_empty() =>
+        {
+            format!(
+                "{} — {}",
+                r.outcome.replace('_', " "),
+                r.delivered
+                    .memory_fallbacks
+                    .iter()
+                    .chain(&r.delivered.memory_pressure)
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
         None => r.outcome.replace('_', " "),
     };
     let mut outcome = if is_verdict_step {
