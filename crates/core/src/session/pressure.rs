@@ -14,8 +14,18 @@ use serde::{Deserialize, Serialize};
 /// explains before the slowdown counts as memory pressure (docs/sessions.md says why).
 pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
 
+/// Seconds per step below which a step is too short to compare: the frames' millisecond
+/// clock and scheduling noise would decide the ratio.
+pub const MIN_TIMED_STEP_S: f64 = 0.02;
+
 /// Inputs that hold a frame count on the size source nodes.
-const FRAME_INPUTS: [&str; 5] = ["length", "frames", "num_frames", "video_frames", "frame_count"];
+const FRAME_INPUTS: [&str; 5] = [
+    "length",
+    "frames",
+    "num_frames",
+    "video_frames",
+    "frame_count",
+];
 
 /// The work of one sampler step, in the units of the conservative bound: latent pixels ×
 /// frames × batch, doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice). The
@@ -174,7 +184,7 @@ pub fn assess(
     }
     let s_per_step = crate::run::timing::run_s_per_step(&record.step_timing);
     if let (Some(now), Some(work), Some(b)) = (s_per_step, work, baseline) {
-        if b.s_per_step > 0.0 && b.work > 0.0 {
+        if b.s_per_step >= MIN_TIMED_STEP_S && b.work > 0.0 {
             let work_bound = (work / b.work).powi(2).max(1.0);
             let slowdown = now / b.s_per_step;
             if slowdown > work_bound * max_slowdown {
@@ -189,6 +199,9 @@ pub fn assess(
         }
     }
     for t in &record.step_timing {
+        if t.s_per_step.is_none_or(|s| s < MIN_TIMED_STEP_S) {
+            continue;
+        }
         if let Some(slowing) = t.slowing.filter(|s| *s > max_slowdown) {
             evidence.push(Evidence::SlowingInRun {
                 node: t.node.clone(),
@@ -305,6 +318,12 @@ mod tests {
         // Less work than the baseline never lowers the bound below 1.
         let r = passed(1400, None, vec![]);
         assert_eq!(assess(&r, Some(50.0), Some(base), 1.5), None);
+        // A baseline too short to time compares nothing.
+        let short = Baseline {
+            s_per_step: 0.008,
+            ..base
+        };
+        assert_eq!(assess(&r, Some(100.0), Some(short), 1.5), None);
         // Without a baseline or a work figure nothing is compared.
         assert_eq!(assess(&r, None, Some(base), 1.0), None);
         assert_eq!(assess(&r, Some(100.0), None, 1.0), None);
