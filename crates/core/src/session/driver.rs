@@ -986,20 +986,27 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             .runs
             .iter()
             .filter(|r| r.step < step && r.passed() && r.role != RunRole::Control)
-            .filter_map(|r| Some((r.step, r.summary.as_ref()?.s_per_step?)))
-            .max_by_key(|(s, _)| *s)
-            .and_then(|(s, secs)| {
-                let (base, _) = self.variant(w, s, RunRole::Search).ok()?;
-                Some(super::pressure::Baseline {
-                    step: s,
-                    s_per_step: secs,
-                    work: super::pressure::work_of(&base)?,
-                })
+            .max_by_key(|r| r.step)
+            .map(|r| {
+                let work = self
+                    .variant(w, r.step, RunRole::Search)
+                    .ok()
+                    .and_then(|(base, _)| super::pressure::work_of(&base));
+                // Its console's loads, from its run.json (absent: none known).
+                let events = read_json::<RunFile>(&self.paths.run_dir(r).join(RUN_RECORD_FILE))
+                    .map(|f| f.record.memory_events)
+                    .unwrap_or_default();
+                super::pressure::Baseline::of(
+                    r.step,
+                    r.summary.as_ref().and_then(|s| s.s_per_step),
+                    work,
+                    &events,
+                )
             });
         super::pressure::assess(
             record,
             super::pressure::work_of(workflow),
-            baseline,
+            baseline.as_ref(),
             self.session
                 .options
                 .max_slowdown

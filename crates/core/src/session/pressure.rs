@@ -1,6 +1,8 @@
 //! Memory pressure on a passed run: the evidence that a run completed while its weights
 //! streamed or were offloaded, measured and named like an OOM. Three kinds count (issue #23):
-//! a partial load with offloaded MB, a slowdown against the previous passing step beyond what
+//! a partial load with offloaded MB of a model the previous passing step loaded whole (on a
+//! small card every step may load partially; the step where it starts is the one to name), a
+//! slowdown against the previous passing step beyond what
 //! the added work can cost, and steps that get slower within the run. A staging line alone
 //! (`… prepared for dynamic VRAM loading. N MB Staged.`) does not: a 2026 server stages every
 //! model. Pure: it reads a finished record, its workflow and the journal's earlier summaries.
@@ -54,14 +56,43 @@ pub fn work_of(workflow: &Workflow) -> Option<f64> {
 }
 
 /// The previous passing step of the ladder, as the journal has it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Baseline {
     /// Its ladder step.
     pub step: usize,
-    /// Its seconds per step.
+    /// Its seconds per step (0 when not timed: nothing is compared).
     pub s_per_step: f64,
-    /// Its work ([`work_of`]).
-    pub work: f64,
+    /// Its work ([`work_of`]), when the graph says.
+    pub work: Option<f64>,
+    /// The model classes its console said were loaded completely.
+    pub full_loads: Vec<String>,
+}
+
+impl Baseline {
+    /// The baseline of a passing run at `step`: its seconds per step, work and memory events.
+    pub fn of(
+        step: usize,
+        s_per_step: Option<f64>,
+        work: Option<f64>,
+        events: &[MemoryEvent],
+    ) -> Baseline {
+        Baseline {
+            step,
+            s_per_step: s_per_step.unwrap_or(0.0),
+            work,
+            full_loads: events
+                .iter()
+                .filter_map(|e| match e {
+                    MemoryEvent::ModelLoad {
+                        class: Some(c),
+                        figures,
+                        ..
+                    } if figures.full => Some(c.clone()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One piece of evidence, with its numbers.
@@ -154,7 +185,7 @@ impl MemoryPressure {
 pub fn assess(
     record: &RunRecord,
     work: Option<f64>,
-    baseline: Option<Baseline>,
+    baseline: Option<&Baseline>,
     max_slowdown: f64,
 ) -> Option<MemoryPressure> {
     if record.outcome != crate::run::OutcomeKind::Passed {
@@ -168,7 +199,12 @@ pub fn assess(
             MemoryEvent::ModelLoad {
                 class: c, figures, ..
             } => {
-                if let Some(off) = figures.offloaded_mb.filter(|o| !figures.full && *o > 0.0) {
+                let was_whole =
+                    baseline.is_some_and(|b| c.as_ref().is_some_and(|c| b.full_loads.contains(c)));
+                if let Some(off) = figures
+                    .offloaded_mb
+                    .filter(|o| !figures.full && *o > 0.0 && was_whole)
+                {
                     evidence.push(Evidence::PartialLoad {
                         class: c.clone(),
                         offloaded_mb: off,
@@ -184,8 +220,9 @@ pub fn assess(
     }
     let s_per_step = crate::run::timing::run_s_per_step(&record.step_timing);
     if let (Some(now), Some(work), Some(b)) = (s_per_step, work, baseline) {
-        if b.s_per_step >= MIN_TIMED_STEP_S && b.work > 0.0 {
-            let work_bound = (work / b.work).powi(2).max(1.0);
+        let base_work = b.work.filter(|w| *w > 0.0);
+        if let (true, Some(base_work)) = (b.s_per_step >= MIN_TIMED_STEP_S, base_work) {
+            let work_bound = (work / base_work).powi(2).max(1.0);
             let slowdown = now / b.s_per_step;
             if slowdown > work_bound * max_slowdown {
                 evidence.push(Evidence::Slowdown {
@@ -275,28 +312,20 @@ mod tests {
 
     #[test]
     fn staging_alone_is_not_pressure() {
-        let base = Baseline {
-            step: 1,
-            s_per_step: 1.0,
-            work: 100.0,
-        };
+        let base = Baseline::of(1, Some(1.0), Some(100.0), &[]);
         let r = passed(1000, Some(1.0), vec![staged(13650)]);
-        assert_eq!(assess(&r, Some(100.0), Some(base), 1.5), None);
+        assert_eq!(assess(&r, Some(100.0), Some(&base), 1.5), None);
     }
 
     #[test]
     fn a_slowdown_counts_only_beyond_the_quadratic_bound_times_the_factor() {
-        let base = Baseline {
-            step: 1,
-            s_per_step: 1.0,
-            work: 100.0,
-        };
+        let base = Baseline::of(1, Some(1.0), Some(100.0), &[]);
         // Twice the work may cost 4×: 5.9 s/step is within 4 × 1.5.
         let r = passed(5900, None, vec![staged(13650)]);
-        assert_eq!(assess(&r, Some(200.0), Some(base), 1.5), None);
+        assert_eq!(assess(&r, Some(200.0), Some(&base), 1.5), None);
         // 6.5 s/step is not.
         let r = passed(6500, None, vec![staged(13650)]);
-        let p = assess(&r, Some(200.0), Some(base), 1.5).expect("pressure");
+        let p = assess(&r, Some(200.0), Some(&base), 1.5).expect("pressure");
         assert_eq!(
             p.evidence,
             [Evidence::Slowdown {
@@ -317,15 +346,12 @@ mod tests {
         );
         // Less work than the baseline never lowers the bound below 1.
         let r = passed(1400, None, vec![]);
-        assert_eq!(assess(&r, Some(50.0), Some(base), 1.5), None);
+        assert_eq!(assess(&r, Some(50.0), Some(&base), 1.5), None);
         // A baseline too short to time compares nothing.
-        let short = Baseline {
-            s_per_step: 0.008,
-            ..base
-        };
-        assert_eq!(assess(&r, Some(100.0), Some(short), 1.5), None);
+        let short = Baseline::of(1, Some(0.008), Some(100.0), &[]);
+        assert_eq!(assess(&r, Some(100.0), Some(&short), 1.5), None);
         // Without a baseline or a work figure nothing is compared.
-        assert_eq!(assess(&r, None, Some(base), 1.0), None);
+        assert_eq!(assess(&r, None, Some(&base), 1.0), None);
         assert_eq!(assess(&r, Some(100.0), None, 1.0), None);
     }
 
@@ -342,8 +368,22 @@ mod tests {
                 lowvram_patches: Some(0),
             },
         };
-        let r = passed(1000, Some(2.0), vec![partial]);
-        let p = assess(&r, None, None, 1.5).expect("pressure");
+        let whole = MemoryEvent::ModelLoad {
+            t: None,
+            class: Some("WAN21".into()),
+            figures: LoadFigures {
+                full: true,
+                usable_mb: Some(20000.0),
+                loaded_mb: 12568.0,
+                offloaded_mb: None,
+                lowvram_patches: None,
+            },
+        };
+        let r = passed(1000, Some(2.0), vec![partial.clone()]);
+        // The previous passing step loaded the model whole: the partial load is where the
+        // offloading starts.
+        let base = Baseline::of(1, None, None, &[whole]);
+        let p = assess(&r, None, Some(&base), 1.5).expect("pressure");
         assert_eq!(
             p.words(),
             [
@@ -351,6 +391,11 @@ mod tests {
                 "steps slowed 2.0× within the run (node 2)"
             ]
         );
+        // Partial at the previous step too (a small card), or no previous step: not named here.
+        let r = passed(1000, None, vec![partial.clone()]);
+        let base = Baseline::of(1, None, None, std::slice::from_ref(&partial));
+        assert_eq!(assess(&r, None, Some(&base), 1.5), None);
+        assert_eq!(assess(&r, None, None, 1.5), None);
         // A failed run carries no pressure: its failure is the evidence.
         let mut failed = passed(1000, Some(2.0), vec![]);
         failed.outcome = crate::run::OutcomeKind::Failed;
