@@ -902,6 +902,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 outcome = Outcome::MemoryPressure {
                     evidence: p.words(),
                 };
+                summary.stage = Some(p.stage().as_str().to_string());
             }
         }
         let run_fingerprint = self.session.workflows[w]

@@ -170,6 +170,20 @@ pub struct MemoryPressure {
 }
 
 impl MemoryPressure {
+    /// Where the evidence was seen: the steps after the first for a slowdown (`sample_middle`),
+    /// the load for a partial load alone.
+    pub fn stage(&self) -> crate::vocab::Stage {
+        if self
+            .evidence
+            .iter()
+            .all(|e| matches!(e, Evidence::PartialLoad { .. }))
+        {
+            crate::vocab::Stage::Load
+        } else {
+            crate::vocab::Stage::SampleMiddle
+        }
+    }
+
     /// In words for the journal and the ladder cell: the evidence, then what streamed.
     pub fn words(&self) -> Vec<String> {
         let mut out: Vec<String> = self.evidence.iter().map(Evidence::describe).collect();

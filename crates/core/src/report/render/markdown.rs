@@ -644,6 +644,11 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             VerdictKind::FirstFailure | VerdictKind::MinimalFails
         );
     let outcome = match &r.failure_kind {
+        Some(k) if k == "memory_pressure" && !r.delivered.memory_pressure.is_empty() => format!(
+            "{} — {}",
+            r.outcome.replace('_', " "),
+            r.delivered.memory_pressure.join(", ")
+        ),
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
         None if !r.delivered.memory_fallbacks.is_empty()
             || !r.delivered.memory_pressure.is_empty() =>
