@@ -82,8 +82,25 @@ fn the_verdict_names_the_first_memory_pressure_before_the_first_failure() {
         md.contains(" MB staged)); first failure at **cache** (step 5 of "),
         "{md}"
     );
-    // The steps between passed under pressure too, each against the step before it.
     assert_eq!(b.main_run(3).outcome, Some(Outcome::Passed));
+    // The ladder has a time per step; the boundary runs' nodes are timed side by side.
+    assert!(md.contains(" s/step | Duration |"), "{md}");
+    let table = md
+        .split("Node times at the boundary")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no node times:\n{md}"));
+    let header = table.lines().find(|l| l.starts_with("| Node |")).unwrap();
+    assert!(
+        header.contains("| Step 2 frames (first memory pressure) |")
+            && header.contains("| Step 4 lora (last pass) |")
+            && header.contains("| Step 5 cache (first failure) |"),
+        "{header}"
+    );
+    let sampler = table
+        .lines()
+        .find(|l| l.starts_with("| KSamplerAdvanced `#14` |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(sampler.matches(" s |").count() >= 2, "{sampler}");
 }
 
 #[test]

@@ -100,6 +100,47 @@ pub struct WorkflowReport {
     /// shows it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bug_form: Option<BugForm>,
+    /// Each node's execution time in the boundary runs (last pass, first memory pressure,
+    /// first failure), from the `executing` transitions run.json keeps; absent when no such
+    /// run has a timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_times: Option<NodeTimes>,
+}
+
+/// Node execution times of the boundary runs, side by side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimes {
+    /// The runs, in ladder order.
+    pub runs: Vec<NodeTimesRun>,
+    /// One row per node that ran in any of them, in the order the first run ran them.
+    pub rows: Vec<NodeTimeRow>,
+}
+
+/// One boundary run of [`NodeTimes`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimesRun {
+    /// `last pass`, `first memory pressure` or `first failure`.
+    pub role: String,
+    /// Its ladder step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// Its seconds per sampler step (the first step apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
+}
+
+/// One node's time in each boundary run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimeRow {
+    /// Node id.
+    pub node: String,
+    /// Its class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_type: Option<String>,
+    /// Seconds from its start to its end, per run of [`NodeTimes::runs`] (None: it did not
+    /// run there, was cached, or did not finish).
+    pub seconds: Vec<Option<f64>>,
 }
 
 /// Which nodes of the failing run's workflow come from custom node packs: ComfyUI's bug form
@@ -414,6 +455,9 @@ pub struct LadderRow {
     pub peak_swap_mib: Option<f64>,
     /// Wall time from submission to the terminal event, in seconds.
     pub duration_s: Option<f64>,
+    /// Seconds per sampler step after the first (the slowest sampler pass's median).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
     /// Whether models were unloaded before the run.
     pub cold: Option<bool>,
     /// The run's folder.
