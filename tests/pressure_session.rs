@@ -215,3 +215,26 @@ fn strict_stops_at_the_first_memory_pressure() {
         b.text()
     );
 }
+
+#[test]
+fn a_max_slowdown_that_is_not_above_1_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &target());
+    let runs = tmp.path().join("runs");
+    for bad in ["1", "0.5", "fast"] {
+        let out = bisect(
+            "http://127.0.0.1:9",
+            &runs,
+            &[wf.to_str().unwrap(), "--max-slowdown", bad],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "'{bad}' is not a slowdown factor: give a number above 1"
+            )),
+            "{err}"
+        );
+    }
+    assert!(!runs.exists(), "no session folder for a refused option");
+}
