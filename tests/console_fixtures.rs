@@ -44,6 +44,7 @@ fn summary(events: &[MemoryEvent]) -> Vec<String> {
                 &t.as_deref().unwrap_or("")[11..]
             ),
             MemoryEvent::ModelUnload { models, .. } => format!("unload {models:?}"),
+            MemoryEvent::Staged { class, mb, .. } => format!("staged {class} {mb}"),
             MemoryEvent::TiledFallback { stage, t } => {
                 format!(
                     "tiled {} @{}",

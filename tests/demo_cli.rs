@@ -4,10 +4,11 @@
 use std::process::Command;
 
 #[test]
-fn demo_bisects_both_examples_and_writes_their_reports() {
+fn demo_bisects_the_examples_and_writes_their_reports() {
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        // As fast as the simulator goes: the verdicts do not depend on time.
+        // As fast as the simulator goes: the first two verdicts do not depend on time; the
+        // third (read from step times) keeps the clock it needs.
         .args(["demo", "--quiet", "--time-scale", "0"])
         .current_dir(home.path())
         .env_remove("COMFY_BISECT_SERVER")
@@ -28,19 +29,41 @@ fn demo_bisects_both_examples_and_writes_their_reports() {
             "{example}: {stdout}"
         );
     }
-    // Both sessions are under ./runs with their reports, as the README says.
+    // The third, on the 2026 simulator (--strict): memory pressure at frames, not an OOM.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("wan22_t2v_2026_dynamic_vram")
+                && l.contains("first failure at increment frames (step 2)")),
+        "{stdout}"
+    );
+    // The sessions are under ./runs with their reports, as the README says.
     let runs = home.path().join("runs");
     let sessions: Vec<_> = std::fs::read_dir(&runs)
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| e.path().join("session.json").is_file())
         .collect();
-    assert_eq!(sessions.len(), 2, "{stdout}");
+    assert_eq!(sessions.len(), 3, "{stdout}");
+    let mut pressure = 0;
     for s in &sessions {
         let report = std::fs::read_to_string(s.path().join("report.md")).unwrap();
         assert!(report.starts_with("# comfy-bisect report"), "{report}");
         assert!(report.contains("Root cause: unknown"), "{report}");
+        if report.contains("passed under memory pressure") {
+            pressure += 1;
+            assert!(report.contains("memory pressure — slowed "), "{report}");
+            assert!(report.contains(" MB staged)"), "{report}");
+            // The verdict is the pressure, not the target's later OOM.
+            let verdict = report
+                .lines()
+                .find(|l| l.starts_with("**Verdict:**"))
+                .unwrap();
+            assert!(verdict.contains("**frames**"), "{verdict}");
+            assert!(!verdict.contains("CUDA out of memory"), "{verdict}");
+        }
     }
+    assert_eq!(pressure, 1, "one session names memory pressure: {stdout}");
     // And `runs` lists them.
     let listed = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
         .args(["runs", "--runs-dir"])

@@ -82,9 +82,15 @@ pub struct SessionArgs {
     #[arg(long)]
     pub assume_fails: bool,
     /// Count a run that only passed through a silent memory fallback (ComfyUI's tiled VAE
-    /// decode/encode retry after an OOM) as a failure (kind `memory_fallback`).
+    /// decode/encode retry after an OOM) as a failure (kind `memory_fallback`), and one that
+    /// passed under memory pressure too (kind `memory_pressure`).
     #[arg(long)]
     pub strict: bool,
+    /// Memory pressure from a slowdown: a step may take F times what the added work explains
+    /// (attention at most quadratic in latent pixels × frames × batch) before it counts; also
+    /// the factor for steps slowing within one run. Default 1.5.
+    #[arg(long, value_name = "F", value_parser = parse_slowdown)]
+    pub max_slowdown: Option<f64>,
     /// Longest run (e.g. 30m, 1h30m). Default: 8 × the longest run of the session so far,
     /// at least 1h.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
@@ -237,6 +243,7 @@ impl SessionArgs {
             controls: self.controls,
             assume_fails: self.assume_fails,
             strict: self.strict,
+            max_slowdown: self.max_slowdown,
             timeout_s: self.timeout.map(|d| d.as_secs().max(1)),
             cold: !self.warm,
             wait_server_s: self.wait_server.map_or(600, |d| d.as_secs()),
@@ -447,4 +454,14 @@ pub(crate) fn print_finished(finished: Finished) -> CliResult {
         eprintln!("exit status {code}; to continue: {resume}");
     }
     Ok(code)
+}
+
+/// `--max-slowdown F`: a factor above 1.
+fn parse_slowdown(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 1.0 => Ok(f),
+        _ => Err(format!(
+            "'{s}' is not a slowdown factor: give a number above 1, e.g. --max-slowdown 2"
+        )),
+    }
 }

@@ -1,6 +1,7 @@
 //! `comfy-bisect demo`: the README's first command. Starts the embedded ComfyUI simulator on a
 //! free loopback port, bisects the example workflows on it (no GPU, no ComfyUI needed), writes
-//! the sessions and reports under the runs folder and prints where.
+//! the sessions and reports under the runs folder and prints where. The third example runs on
+//! the simulator's 2026 profile (dynamic VRAM), where its verdict is memory pressure first.
 
 use super::bisect::{run_session, LadderArgs, SessionArgs};
 use super::common::runtime;
@@ -10,19 +11,31 @@ use comfy_bisect_core::app::{StartOptions, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::session::prepare::LadderConfig;
 use comfy_bisect_core::workflow::Workflow;
-use comfy_bisect_sim::{start, SimConfig, MIB};
+use comfy_bisect_sim::{start, Profile, SimConfig, MIB};
 use std::path::PathBuf;
 
 /// An example workflow and the simulated card it runs on.
 pub struct DemoCase {
     /// Session workflow name.
     pub name: &'static str,
-    /// The API-format JSON (the file in `workflows/`).
+    /// The example's file in `workflows/`, without `.json`.
+    pub file: &'static str,
+    /// The API-format JSON (that file).
     pub json: &'static str,
     /// Simulated VRAM, chosen so the example fails part-way up its ladder.
     pub vram_bytes: u64,
     /// What the card stands for, in words.
     pub card: &'static str,
+    /// The server the simulator plays.
+    pub profile: Profile,
+    /// Edits to the example's literal inputs: (node id, input, value).
+    pub edits: &'static [(&'static str, &'static str, i64)],
+    /// `--min-frames` for this example (None: the command's).
+    pub min_frames: Option<u32>,
+    /// The least time scale the example needs: a verdict read from step times needs a clock.
+    pub min_time_scale: f64,
+    /// Bisect with `--strict` (memory pressure and fallbacks count as failures).
+    pub strict: bool,
 }
 
 /// The examples of `workflows/`, built into the binary so `demo` works from any folder.
@@ -30,26 +43,80 @@ pub fn cases() -> Vec<DemoCase> {
     vec![
         DemoCase {
             name: "sd15_txt2img_lora_upscale",
+            file: "sd15_txt2img_lora_upscale",
             json: include_str!("../../workflows/sd15_txt2img_lora_upscale.json"),
             vram_bytes: DEMO_SD15_VRAM_MIB * MIB,
             card: "a 6 GB card",
+            profile: Profile::V0364,
+            edits: &[],
+            min_frames: None,
+            min_time_scale: 0.0,
+            strict: false,
         },
         DemoCase {
             name: "wan22_t2v_experts_lora_cache_rife",
+            file: "wan22_t2v_experts_lora_cache_rife",
             json: include_str!("../../workflows/wan22_t2v_experts_lora_cache_rife.json"),
             vram_bytes: DEMO_WAN_VRAM_MIB * MIB,
             card: "a 56 GB card",
+            profile: Profile::V0364,
+            edits: &[],
+            min_frames: None,
+            min_time_scale: 0.0,
+            strict: false,
+        },
+        // The same Wan example, longer (161 frames, 8 steps), on a 2026 server: no step runs
+        // out of memory until its step cache, but at 161 frames the weights stream and each
+        // step slows beyond what the added frames explain; with --strict that is the verdict.
+        DemoCase {
+            name: "wan22_t2v_2026_dynamic_vram",
+            file: "wan22_t2v_experts_lora_cache_rife",
+            json: include_str!("../../workflows/wan22_t2v_experts_lora_cache_rife.json"),
+            vram_bytes: DEMO_WAN_2026_VRAM_MIB * MIB,
+            card: "a 44 GB card, ComfyUI 2026 with dynamic VRAM",
+            profile: Profile::Y2026,
+            edits: &[
+                ("13", "length", 161),
+                ("14", "steps", 8),
+                ("14", "end_at_step", 4),
+                ("15", "steps", 8),
+                ("15", "start_at_step", 4),
+            ],
+            min_frames: Some(129),
+            min_time_scale: 0.005,
+            strict: true,
         },
     ]
+}
+
+/// The example with its edits applied.
+fn edited(case: &DemoCase) -> Result<Workflow, String> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(case.json).map_err(|e| format!("{}: {e}", case.name))?;
+    for (node, input, value) in case.edits {
+        v[*node]["inputs"][*input] = (*value).into();
+    }
+    Workflow::from_json_str(&v.to_string(), case.name).map_err(|e| e.to_string())
 }
 
 /// Simulated VRAM for the SD1.5 example (MiB).
 pub(crate) const DEMO_SD15_VRAM_MIB: u64 = 6144;
 /// Simulated VRAM for the Wan 2.2 example (MiB).
 pub(crate) const DEMO_WAN_VRAM_MIB: u64 = 57344;
+/// Simulated VRAM for the Wan 2.2 example on the 2026 profile (MiB): 129 frames at 720p fit
+/// whole, 161 stream about half the weights.
+pub(crate) const DEMO_WAN_2026_VRAM_MIB: u64 = 44 * 1024;
 
-/// One simulated card and the workflows bisected on it: (VRAM bytes, card, (name, source, workflow)).
-type Group = (u64, String, Vec<Target>);
+/// One simulated server and the workflows bisected on it.
+struct Group {
+    vram: u64,
+    card: String,
+    profile: Profile,
+    min_frames: Option<u32>,
+    time_scale: f64,
+    strict: bool,
+    targets: Vec<Target>,
+}
 
 /// The simulator's node definitions (for converting UI workflows given to `demo`).
 fn sim_defs() -> Result<comfy_bisect_core::nodedefs::NodeDefs, String> {
@@ -87,17 +154,30 @@ pub fn run(args: Args) -> CliResult {
     let mut groups: Vec<Group> = Vec::new();
     if args.workflows.is_empty() {
         for case in cases() {
-            let workflow = Workflow::from_json_str(case.json, case.name).or_failed()?;
-            groups.push((
-                case.vram_bytes,
-                case.card.to_string(),
-                vec![Target {
+            let workflow = edited(&case).or_failed()?;
+            let source = format!(
+                "workflows/{}.json (built in{})",
+                case.file,
+                if case.edits.is_empty() {
+                    ""
+                } else {
+                    ", edited"
+                }
+            );
+            groups.push(Group {
+                vram: case.vram_bytes,
+                card: case.card.to_string(),
+                profile: case.profile,
+                min_frames: case.min_frames,
+                time_scale: args.time_scale.max(case.min_time_scale),
+                strict: case.strict || options.strict,
+                targets: vec![Target {
                     name: case.name.to_string(),
-                    source: format!("workflows/{}.json (built in)", case.name),
+                    source,
                     workflow,
                     ui: None,
                 }],
-            ));
+            });
         }
     } else {
         let vram = comfy_bisect_sim::parse_size(&args.vram)
@@ -120,14 +200,32 @@ pub fn run(args: Args) -> CliResult {
                 ui: loaded.ui,
             });
         }
-        groups.push((vram, args.vram.clone(), targets));
+        groups.push(Group {
+            vram,
+            card: args.vram.clone(),
+            profile: Profile::V0364,
+            min_frames: None,
+            time_scale: args.time_scale,
+            strict: options.strict,
+            targets,
+        });
     }
     let rt = runtime()?;
     let mut worst = exit::OK;
-    for (vram, card, targets) in groups {
+    for group in groups {
+        let Group {
+            vram,
+            card,
+            profile,
+            min_frames,
+            time_scale,
+            strict,
+            targets,
+        } = group;
         let sim_config = SimConfig::default()
+            .with_profile(profile)
             .with_vram_bytes(vram)
-            .with_time_scale(args.time_scale);
+            .with_time_scale(time_scale);
         let sim = rt
             .block_on(start(
                 sim_config,
@@ -146,10 +244,16 @@ pub fn run(args: Args) -> CliResult {
         // The same client set-up as every other command (--header, --request-timeout).
         let client = args.session.connect.client(&sim.base_url())?;
         // One card's failure is said here; the next card's examples still run.
+        let mut ladder = config.clone();
+        if let Some(f) = min_frames {
+            ladder.options.min_frames = f;
+        }
+        let mut session = options.clone();
+        session.strict = strict;
         let start = StartOptions {
             runs_dir: args.session.runs_dir.clone(),
-            session: options.clone(),
-            ladder: config.clone(),
+            session,
+            ladder,
         };
         let code = run_session(&rt, client, start, targets, args.session.quiet)
             .unwrap_or_else(CliError::report);

@@ -385,6 +385,7 @@ impl Fixture {
                 node_hashes: Default::default(),
                 environment: None,
                 custom_nodes: self.custom_nodes.clone(),
+                memory_pressure: None,
                 record: RunRecord {
                     run_id: id.clone(),
                     prompt_id: id.clone(),

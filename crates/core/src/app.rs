@@ -1018,6 +1018,11 @@ pub fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
                         .as_ref()
                         .map(|s| s.delivered.memory_fallbacks.clone())
                         .unwrap_or_default(),
+                    memory_pressure: run
+                        .summary
+                        .as_ref()
+                        .map(|s| s.delivered.memory_pressure.clone())
+                        .unwrap_or_default(),
                     dir: format!("{}/{}", session.session_id, run.dir),
                     finished_at: run.finished_at.clone().unwrap_or_default(),
                     fingerprint: run.fingerprint.clone(),

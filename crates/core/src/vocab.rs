@@ -90,6 +90,12 @@ pub enum Outcome {
         /// The fallbacks, e.g. `tiled VAE decode fallback`.
         fallbacks: Vec<String>,
     },
+    /// `--strict`: the prompt completed, but under memory pressure (weights streamed or
+    /// offloaded, steps slowed beyond what the added work explains); counted as a failure.
+    MemoryPressure {
+        /// The evidence that fired, in words (`slowed 4.1× (work allows ≤ 1.3×)`).
+        evidence: Vec<String>,
+    },
     /// ComfyUI said success, but an output node produced nothing: named `failed`, kind
     /// `incomplete_output`.
     IncompleteOutput {
@@ -113,6 +119,7 @@ impl Outcome {
             Outcome::Timeout { .. } => "timeout",
             Outcome::ServerLost { .. } => "server_lost",
             Outcome::MemoryFallback { .. } => "memory_fallback",
+            Outcome::MemoryPressure { .. } => "memory_pressure",
             Outcome::IncompleteOutput { .. } => "failed",
         }
     }
@@ -127,6 +134,7 @@ impl Outcome {
                 | Outcome::Timeout { .. }
                 | Outcome::ServerLost { .. }
                 | Outcome::MemoryFallback { .. }
+                | Outcome::MemoryPressure { .. }
                 | Outcome::IncompleteOutput { .. }
         )
     }
@@ -428,6 +436,11 @@ pub struct ProductSummary {
     /// any is the early warning a bisection looks for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// Memory pressure the run passed under, in words: the evidence that fired with its
+    /// numbers, then the MB staged (`slowed 4.1× (work allows ≤ 1.3×)`, `weights streamed
+    /// (13650 MB staged)`). A pass with any is a degraded pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_pressure: Vec<String>,
     /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,

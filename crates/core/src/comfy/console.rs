@@ -82,6 +82,14 @@ pub enum ConsoleLine {
     },
     /// `loaded completely …` or `loaded partially …`.
     Loaded(LoadFigures),
+    /// `Model <class> prepared for dynamic VRAM loading. <N>MB Staged.` (2026 servers, dynamic
+    /// VRAM: every model loaded this way is staged, whether it fits or not).
+    Staged {
+        /// The model class.
+        class: String,
+        /// MB staged.
+        mb: u64,
+    },
     /// `N models unloaded.` or `Unloading models for lowram load.`.
     Unloaded {
         /// How many, when printed.
@@ -115,6 +123,10 @@ regex!(
     r"(?i)(?P<n>[0-9.]+)\s*MB\s+(?P<what>usable|loaded|offloaded)"
 );
 regex!(patches_re, r"(?i)lowvram patches:\s*(?P<n>\d+)");
+regex!(
+    staged_re,
+    r"(?i)^model\s+(?P<class>\S+)\s+prepared for dynamic vram loading\.\s*(?P<mb>\d+)\s*MB\s+staged"
+);
 regex!(unloaded_re, r"(?i)^(?P<n>\d+)\s+models?\s+unloaded");
 regex!(lowram_re, r"(?i)^unloading models for lowram load");
 regex!(
@@ -219,6 +231,14 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
                 .and_then(|p| p["n"].parse().ok()),
         }));
     }
+    if let Some(c) = staged_re().captures(t) {
+        if let Ok(mb) = c["mb"].parse() {
+            return Some(ConsoleLine::Staged {
+                class: c["class"].to_string(),
+                mb,
+            });
+        }
+    }
     if let Some(c) = unloaded_re().captures(t) {
         return Some(ConsoleLine::Unloaded {
             models: c["n"].parse().ok(),
@@ -263,6 +283,17 @@ pub enum MemoryEvent {
         class: Option<String>,
         /// The figures.
         figures: LoadFigures,
+    },
+    /// A model was staged for dynamic VRAM loading (its weights in host RAM, streamed to the
+    /// device as needed). Not memory pressure alone: a 2026 server stages every model.
+    Staged {
+        /// Server time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t: Option<String>,
+        /// The model class.
+        class: String,
+        /// MB staged.
+        mb: u64,
     },
     /// Models were unloaded to make room.
     ModelUnload {
@@ -320,6 +351,7 @@ impl MemoryEvent {
                     }
                 }
             }
+            MemoryEvent::Staged { class, mb, .. } => format!("{class} {mb} MB staged"),
             MemoryEvent::ModelUnload { models, .. } => match models {
                 Some(n) => format!("{n} models unloaded"),
                 None => "models unloaded".into(),
@@ -385,6 +417,14 @@ impl MemoryParser {
                 class: self.requested.take(),
                 figures: figures.clone(),
             }),
+            ConsoleLine::Staged { class, mb } => {
+                self.requested = None;
+                self.events.push(MemoryEvent::Staged {
+                    t,
+                    class: class.clone(),
+                    mb: *mb,
+                })
+            }
             ConsoleLine::Unloaded { models } => self
                 .events
                 .push(MemoryEvent::ModelUnload { t, models: *models }),
@@ -472,6 +512,48 @@ mod tests {
             Some(ConsoleLine::TiledFallback(VaeStage::Encode))
         );
         assert_eq!(classify("model_type EPS"), None);
+    }
+
+    #[test]
+    fn staging_lines_of_dynamic_vram_are_read_with_their_mb() {
+        // As 2026 servers print it (comfyui-2026.md), with and without the patches part and
+        // with the padded number of a log of two models.
+        for (line, class, mb) in [
+            (
+                "Model WAN21 prepared for dynamic VRAM loading. 13650MB Staged. 0 patches attached.",
+                "WAN21",
+                13650,
+            ),
+            (
+                "Model ZImageTEModel_ prepared for dynamic VRAM loading. 7671MB Staged.",
+                "ZImageTEModel_",
+                7671,
+            ),
+            (
+                "Model MiniMaxH3VideoVAE prepared for dynamic VRAM loading.  4965MB Staged.",
+                "MiniMaxH3VideoVAE",
+                4965,
+            ),
+        ] {
+            assert_eq!(
+                classify(line),
+                Some(ConsoleLine::Staged {
+                    class: class.into(),
+                    mb
+                }),
+                "{line}"
+            );
+        }
+        let mut p = MemoryParser::new();
+        p.feed(Some("t0"), "Requested to load WAN21");
+        p.feed(
+            Some("t1"),
+            "Model WAN21 prepared for dynamic VRAM loading. 13650MB Staged. 0 patches attached.",
+        );
+        let events = p.finish();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].describe(), "WAN21 13650 MB staged");
+        assert!(!events[0].is_fallback());
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub(crate) fn fallback_stage(events: &[MemoryEvent]) -> Option<String> {
 }
 
 /// The console's other memory events in words: ComfyUI's OOM unload and the unloads that freed
-/// something (`0 models unloaded.` says nothing). Fallbacks are listed apart
+/// something (`0 models unloaded.` says nothing), and the models staged for dynamic VRAM
+/// (recorded, not pressure alone). Fallbacks are listed apart
 /// (`memory_fallbacks`), progress bars are not memory evidence.
 pub(crate) fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
     events
@@ -59,6 +60,7 @@ pub(crate) fn event_notes(events: &[MemoryEvent]) -> Vec<String> {
             MemoryEvent::ModelUnload { models: None, .. } => {
                 Some("models unloaded to make room".to_string())
             }
+            MemoryEvent::Staged { .. } => Some(e.describe()),
             _ => None,
         })
         .collect()

@@ -107,6 +107,47 @@ pub struct WorkflowReport {
     /// boundary was confirmed at full steps; absent when every run had the workflow's own steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<SearchStepsReport>,
+    /// Each node's execution time in the boundary runs (last pass, first memory pressure,
+    /// first failure), from the `executing` transitions run.json keeps; absent when no such
+    /// run has a timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_times: Option<NodeTimes>,
+}
+
+/// Node execution times of the boundary runs, side by side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimes {
+    /// The runs, in ladder order.
+    pub runs: Vec<NodeTimesRun>,
+    /// One row per node that ran in any of them, in the order the first run ran them.
+    pub rows: Vec<NodeTimeRow>,
+}
+
+/// One boundary run of [`NodeTimes`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimesRun {
+    /// `last pass`, `first memory pressure` or `first failure`.
+    pub role: String,
+    /// Its ladder step.
+    pub step: usize,
+    /// Its increment.
+    pub increment: String,
+    /// Its seconds per sampler step (the first step apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
+}
+
+/// One node's time in each boundary run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimeRow {
+    /// Node id.
+    pub node: String,
+    /// Its class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_type: Option<String>,
+    /// Seconds from its start to its end, per run of [`NodeTimes::runs`] (None: it did not
+    /// run there, was cached, or did not finish).
+    pub seconds: Vec<Option<f64>>,
 }
 
 /// Which nodes of the failing run's workflow come from custom node packs: ComfyUI's bug form
@@ -285,6 +326,16 @@ pub struct Verdict {
     /// What fell back there (`tiled VAE decode fallback`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_fallbacks: Vec<String>,
+    /// The first step whose run passed under memory pressure, when it comes before the first
+    /// failure (or when nothing failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pressure_step: Option<usize>,
+    /// Its increment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pressure_increment: Option<String>,
+    /// The evidence there, in words (`slowed 4.1× (…)`, `weights streamed (1640 MB staged)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_pressure: Vec<String>,
     /// When the failing run crashed (server lost, timeout): how often the failure was seen,
     /// the crash and its confirming re-runs together (`--confirm-crashes`).
     pub reproduced: Option<u32>,
@@ -475,6 +526,9 @@ pub struct LadderRow {
     pub peak_swap_mib: Option<f64>,
     /// Wall time from submission to the terminal event, in seconds.
     pub duration_s: Option<f64>,
+    /// Seconds per sampler step after the first (the slowest sampler pass's median).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s_per_step: Option<f64>,
     /// Whether models were unloaded before the run.
     pub cold: Option<bool>,
     /// The run's folder.
@@ -770,6 +824,9 @@ pub(crate) fn kind_phrase(kind: &str) -> String {
         "memory_fallback" => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }
+        "memory_pressure" => {
+            "passed under memory pressure (weights streamed, steps slowed), counted as a failure by --strict".into()
+        }
         "unknown" => "no failure found in the text".into(),
         other => other.replace('_', " "),
     }
@@ -811,6 +868,18 @@ impl Verdict {
                 self.first_fallbacks.join(", ")
             )),
             _ => None,
+        };
+        let pressure = match (&self.first_pressure_step, &self.first_pressure_increment) {
+            (Some(k), Some(inc)) => Some(format!(
+                "first memory pressure at {} (step {k}: {})",
+                emph(inc),
+                self.first_pressure.join(", ")
+            )),
+            _ => None,
+        };
+        let fallback = match (fallback, pressure) {
+            (Some(f), Some(p)) => Some(format!("{f}; {p}")),
+            (f, p) => f.or(p),
         };
         let named = || {
             if self.parts.is_empty() {
@@ -896,6 +965,9 @@ mod tests {
             first_fallback_step: None,
             first_fallback_increment: None,
             first_fallbacks: Vec::new(),
+            first_pressure_step: None,
+            first_pressure_increment: None,
+            first_pressure: Vec::new(),
             reproduced: None,
             root_cause: "unknown".into(),
         };

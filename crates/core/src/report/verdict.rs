@@ -78,6 +78,9 @@ pub(super) fn verdict(
         first_fallback_step: None,
         first_fallback_increment: None,
         first_fallbacks: Vec::new(),
+        first_pressure_step: None,
+        first_pressure_increment: None,
+        first_pressure: Vec::new(),
         reproduced: None,
         root_cause: "unknown".into(),
     };
@@ -255,6 +258,17 @@ pub(super) fn verdict(
             v.first_fallback_step = Some(r.step);
             v.first_fallback_increment = Some(r.increment.clone());
             v.first_fallbacks = r.delivered.memory_fallbacks.clone();
+        }
+        if let Some(r) = ladder
+            .iter()
+            .filter(|r| {
+                r.step < limit && r.outcome == "passed" && !r.delivered.memory_pressure.is_empty()
+            })
+            .min_by_key(|r| r.step)
+        {
+            v.first_pressure_step = Some(r.step);
+            v.first_pressure_increment = Some(r.increment.clone());
+            v.first_pressure = r.delivered.memory_pressure.clone();
         }
     }
     v.summary = v.sentence(&|s: &str| s.to_string());

@@ -5,8 +5,9 @@
 use super::load::SessionData;
 use super::model::{
     AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, CustomPackNode,
-    CustomPackNodes, Evidence, LadderRow, NextSteps, NodeRef, Preflight, ProgressSeen, RepeatRow,
-    Verdict, VerdictKind, VramInfo, WorkflowInfo, WorkflowReport,
+    CustomPackNodes, Evidence, LadderRow, NextSteps, NodeRef, NodeTimeRow, NodeTimes, NodeTimesRun,
+    Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind, VramInfo, WorkflowInfo,
+    WorkflowReport,
 };
 use super::naming::{display, is_main, outcome_name};
 use super::verdict::verdict;
@@ -138,6 +139,7 @@ fn fallback_kind(entry: &RunEntry) -> Option<String> {
         Outcome::ServerLost { .. } => Some("process_killed".into()),
         Outcome::Rejected { .. } => Some("rejected".into()),
         Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
+        Outcome::MemoryPressure { .. } => Some("memory_pressure".into()),
         Outcome::IncompleteOutput { .. } => Some("incomplete_output".into()),
         _ => None,
     }
@@ -226,6 +228,7 @@ fn row_for(
         peak_rss_mib: summary.and_then(|s| s.rss_peak_mib),
         peak_swap_mib: summary.and_then(|s| s.swap_peak_mib),
         duration_s: summary.map(|s| s.duration_ms as f64 / 1000.0),
+        s_per_step: summary.and_then(|s| s.s_per_step),
         cold: summary.map(|s| s.cold),
         run_dir: Some(display(&run_dir(data, entry))),
         delivered: summary.map(|s| s.delivered.clone()).unwrap_or_default(),
@@ -479,10 +482,87 @@ pub(super) fn workflow_report(
         bug_form: None,
         mitigations: super::mitigations::rows(data, &job.name),
         search_steps: super::search_steps::search_steps(job, &increment_of),
+        node_times: None,
     };
+    report.node_times = node_times(data, &report);
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);
     report
+}
+
+/// Each node's execution time in the boundary runs: the last pass and the first failure of
+/// the verdict, and the first memory pressure when there is one.
+fn node_times(data: &SessionData, report: &WorkflowReport) -> Option<NodeTimes> {
+    let v = &report.verdict;
+    let ran = |r: &&LadderRow| r.run_id.is_some() && r.outcome != "not_run";
+    let failure = v
+        .step
+        .and_then(|k| report.ladder.iter().filter(ran).find(|r| r.step == k));
+    let limit = failure.map_or(usize::MAX, |r| r.step);
+    let last_pass = report
+        .ladder
+        .iter()
+        .filter(ran)
+        .filter(|r| r.step < limit && r.outcome == "passed")
+        .max_by_key(|r| r.step);
+    let pressure = v
+        .first_pressure_step
+        .and_then(|k| report.ladder.iter().filter(ran).find(|r| r.step == k));
+    let mut picked: Vec<(&str, &LadderRow)> = Vec::new();
+    if let Some(r) = last_pass {
+        picked.push(("last pass", r));
+    }
+    if let Some(r) = pressure.filter(|p| last_pass.is_none_or(|l| l.step != p.step)) {
+        picked.push(("first memory pressure", r));
+    }
+    if let Some(r) = failure {
+        picked.push(("first failure", r));
+    }
+    picked.sort_by_key(|(_, r)| r.step);
+    let mut out = NodeTimes::default();
+    let mut timelines = Vec::new();
+    for (role, r) in picked {
+        let Some(file) = r.run_id.as_ref().and_then(|id| data.runs.get(id)) else {
+            continue;
+        };
+        if file.record.timeline.is_empty() {
+            continue;
+        }
+        out.runs.push(NodeTimesRun {
+            role: role.to_string(),
+            step: r.step,
+            increment: r.increment.clone(),
+            s_per_step: r.s_per_step,
+        });
+        timelines.push(&file.record.timeline);
+    }
+    for (i, timeline) in timelines.iter().enumerate() {
+        let mut nodes: Vec<_> = timeline.iter().collect();
+        nodes.sort_by_key(|n| n.started_ms.unwrap_or(u64::MAX));
+        for n in nodes {
+            let id = n.display_node.clone().unwrap_or_else(|| n.node_id.clone());
+            let secs = match (n.cached, n.started_ms, n.finished_ms) {
+                (false, Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1000.0),
+                _ => None,
+            };
+            let row = match out.rows.iter().position(|r| r.node == id) {
+                Some(p) => &mut out.rows[p],
+                None => {
+                    out.rows.push(NodeTimeRow {
+                        node: id,
+                        class_type: n.class_type.clone(),
+                        seconds: vec![None; timelines.len()],
+                    });
+                    out.rows.last_mut().expect("just pushed")
+                }
+            };
+            if row.seconds[i].is_none() {
+                row.seconds[i] = secs;
+            }
+        }
+    }
+    out.rows.retain(|r| r.seconds.iter().any(Option::is_some));
+    (!out.runs.is_empty() && !out.rows.is_empty()).then_some(out)
 }
 
 /// Says where every node of the report that sits inside a subgraph is, as the canvas shows it
@@ -870,6 +950,7 @@ mod tests {
             environment: None,
             custom_nodes: None,
             record,
+            memory_pressure: None,
         };
         session_with(entry.clone(), Some(file))
     }

@@ -499,6 +499,9 @@ fn outcome_reason(outcome: &Outcome) -> String {
         Outcome::MemoryFallback { fallbacks } => {
             format!("memory fallback (--strict): {}", fallbacks.join(", "))
         }
+        Outcome::MemoryPressure { evidence } => {
+            format!("memory pressure (--strict): {}", evidence.join(", "))
+        }
         Outcome::IncompleteOutput { message, .. } => format!("incomplete product: {message}"),
     }
 }

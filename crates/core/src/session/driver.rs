@@ -1043,8 +1043,18 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         if let Some(d) = &diagnosis {
             record.diagnosis = Some(d.clone());
         }
-        let outcome = super::evidence::outcome_with(&record, self.session.options.strict);
-        let summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+        let pressure = self.memory_pressure(w, run_id, &record, workflow);
+        let mut outcome = super::evidence::outcome_with(&record, self.session.options.strict);
+        let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+        if let Some(p) = &pressure {
+            summary.delivered.memory_pressure = p.words();
+            if self.session.options.strict && outcome == Outcome::Passed {
+                outcome = Outcome::MemoryPressure {
+                    evidence: p.words(),
+                };
+                summary.stage = Some(p.stage().as_str().to_string());
+            }
+        }
         let run_fingerprint = self.session.workflows[w]
             .runs
             .iter()
@@ -1100,6 +1110,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .cloned(),
             custom_nodes: self.custom_nodes(workflow, entry.fingerprint.as_deref()),
             record,
+            memory_pressure: pressure,
         };
         self.durable
             .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
@@ -1109,6 +1120,65 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.saved()?;
         self.hooks.run_finished(&self.session, w, &entry);
         Ok(outcome)
+    }
+
+    /// The memory pressure of a passed run (`session::pressure`): its evidence against the
+    /// previous passing step of the ladder that the journal has with a time per step.
+    fn memory_pressure(
+        &self,
+        w: usize,
+        run_id: &str,
+        record: &RunRecord,
+        workflow: &Workflow,
+    ) -> Option<super::pressure::MemoryPressure> {
+        let step = self.session.workflows[w]
+            .runs
+            .iter()
+            .find(|r| r.run_id == run_id)?
+            .step;
+        self.memory_pressure_at(w, step, record, workflow)
+    }
+
+    /// The memory pressure of a passed run of ladder step `step` (a ladder run, or a
+    /// mitigation control on the target), against the previous passing step.
+    pub(super) fn memory_pressure_at(
+        &self,
+        w: usize,
+        step: usize,
+        record: &RunRecord,
+        workflow: &Workflow,
+    ) -> Option<super::pressure::MemoryPressure> {
+        let job = &self.session.workflows[w];
+        let baseline = job
+            .runs
+            .iter()
+            .filter(|r| r.step < step && r.passed() && r.role != RunRole::Control)
+            .max_by_key(|r| r.step)
+            .map(|r| {
+                let work = self
+                    .variant(w, r.step, RunRole::Search)
+                    .ok()
+                    .and_then(|(base, _)| super::pressure::work_of(&base));
+                // Its console's loads, from its run.json (absent: none known).
+                let events = read_json::<RunFile>(&self.paths.run_dir(r).join(RUN_RECORD_FILE))
+                    .map(|f| f.record.memory_events)
+                    .unwrap_or_default();
+                super::pressure::Baseline::of(
+                    r.step,
+                    r.summary.as_ref().and_then(|s| s.s_per_step),
+                    work,
+                    &events,
+                )
+            });
+        super::pressure::assess(
+            record,
+            super::pressure::work_of(workflow),
+            baseline.as_ref(),
+            self.session
+                .options
+                .max_slowdown
+                .unwrap_or(super::pressure::DEFAULT_MAX_SLOWDOWN),
+        )
     }
 
     /// The classes of `workflow` that come from a custom node pack, with the pack's version
@@ -1178,6 +1248,11 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                     .summary
                     .as_ref()
                     .map(|s| s.delivered.memory_fallbacks.clone())
+                    .unwrap_or_default(),
+                memory_pressure: entry
+                    .summary
+                    .as_ref()
+                    .map(|s| s.delivered.memory_pressure.clone())
                     .unwrap_or_default(),
                 dir: dir.to_string_lossy().into_owned(),
                 finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),

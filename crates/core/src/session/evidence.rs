@@ -124,6 +124,8 @@ pub fn summary_of(
                 .as_ref()
                 .map(|p| p.mismatches.clone())
                 .unwrap_or_default(),
+            // Judged against the journal's earlier runs by the driver (`session::pressure`).
+            memory_pressure: Vec::new(),
         },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
         phases: workflow.and_then(|w| {

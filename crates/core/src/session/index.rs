@@ -37,6 +37,10 @@ pub struct IndexEntry {
     /// pass with a warning.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
+    /// Memory pressure a passed run completed under, in words (`session::pressure`): a
+    /// degraded pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_pressure: Vec<String>,
     /// The run folder, relative to the runs folder.
     pub dir: String,
     /// RFC 3339 time the run finished.
@@ -188,6 +192,7 @@ mod tests {
             component_hashes: vec![],
             outcome: "passed".into(),
             memory_fallbacks: vec![],
+            memory_pressure: vec![],
             dir: format!("s/01-lora-{id}"),
             finished_at: "2026-11-29T01:00:00Z".into(),
             fingerprint: None,

@@ -581,8 +581,24 @@ fn finish<B: Backend, C: Clock>(
         record.diagnosis = Some(d.clone());
     }
     // A pass through a memory fallback is memory pressure, not a way around.
-    let outcome = super::evidence::outcome_with(&record, true);
-    let summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+    let mut outcome = super::evidence::outcome_with(&record, true);
+    let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+    // Likewise a pass under memory pressure (slowed beyond the work, weights offloaded),
+    // judged against the last passing ladder step below the target.
+    let step = file.workflows[k].controls[i]
+        .run
+        .as_ref()
+        .map_or(usize::MAX, |r| r.step);
+    let pressure = driver.memory_pressure_at(w, step, &record, workflow);
+    if let Some(p) = &pressure {
+        summary.delivered.memory_pressure = p.words();
+        if outcome == Outcome::Passed {
+            outcome = Outcome::MemoryPressure {
+                evidence: p.words(),
+            };
+            summary.stage = Some(p.stage().as_str().to_string());
+        }
+    }
     let Some(mut entry) = file.workflows[k].controls[i].run.clone() else {
         return Err(JournalError::Invalid {
             path: file_path(driver),
@@ -641,6 +657,7 @@ fn finish<B: Backend, C: Clock>(
             node_hashes,
             environment,
             custom_nodes,
+            memory_pressure: pressure,
             record,
         };
         durable.write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &run_file)?;
@@ -660,6 +677,11 @@ fn finish<B: Backend, C: Clock>(
                     .summary
                     .as_ref()
                     .map(|s| s.delivered.memory_fallbacks.clone())
+                    .unwrap_or_default(),
+                memory_pressure: entry
+                    .summary
+                    .as_ref()
+                    .map(|s| s.delivered.memory_pressure.clone())
                     .unwrap_or_default(),
                 dir: PathBuf::from(&session_id)
                     .join(&entry.dir)
@@ -722,6 +744,12 @@ pub(crate) fn judge(
         } => format!("failed: {node_type} (node {node_id}) raised {exception_type}"),
         Outcome::MemoryFallback { fallbacks } => {
             format!("failed: passed only through {}", fallbacks.join(", "))
+        }
+        Outcome::MemoryPressure { evidence } => {
+            format!(
+                "failed: passed only under memory pressure ({})",
+                evidence.join("; ")
+            )
         }
         Outcome::IncompleteOutput { message, .. } => {
             format!("failed: incomplete product: {message}")

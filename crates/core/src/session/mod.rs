@@ -15,6 +15,7 @@ pub mod lock;
 pub mod mitigate;
 pub mod predict;
 pub mod prepare;
+pub mod pressure;
 pub mod progress;
 pub mod relaunch;
 pub mod restart;

@@ -5,8 +5,8 @@ use super::console;
 use super::md::{self, code, details, fence, node, text, text_with_code, Table};
 use super::memory;
 use crate::report::model::{
-    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, Report, VerdictKind,
-    WorkflowReport,
+    kind_phrase, AttachedRun, DriftRow, Environment, Evidence, LadderRow, NodeTimes, Report,
+    VerdictKind, WorkflowReport,
 };
 use crate::report::ReportFormat;
 
@@ -555,6 +555,10 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     if models {
         headers.push("Models loaded");
     }
+    let timed = w.ladder.iter().any(|r| r.s_per_step.is_some());
+    if timed {
+        headers.push("s/step");
+    }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
     for (col, name) in headers.iter().enumerate().skip(7) {
@@ -580,6 +584,9 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         if models {
             cells.push(memory::markdown_cell(r));
         }
+        if timed {
+            cells.push(r.s_per_step.map(per_step).unwrap_or_else(|| DASH.into()));
+        }
         cells.push(duration);
         t.row(cells);
     }
@@ -602,6 +609,60 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         out.push_str(&chart);
         out.push_str(&format!("\n{caption}\n\n"));
     }
+    if let Some(t) = &w.node_times {
+        out.push_str(&node_times(t, level + 1));
+    }
+    out
+}
+
+/// Seconds per sampler step, two decimals under 10 s (`0.38 s`).
+fn per_step(s: f64) -> String {
+    if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        duration(s)
+    }
+}
+
+/// Each node's time in the boundary runs, one column per run.
+fn node_times(t: &NodeTimes, level: usize) -> String {
+    let mut out = heading(level, "Node times at the boundary");
+    out.push_str(
+        "Seconds from each node's start to its end (the `executing` messages of the run; — : cached, not run or not finished).\n\n",
+    );
+    let titles: Vec<String> = t
+        .runs
+        .iter()
+        .map(|r| format!("Step {} {} ({})", r.step, r.increment, r.role))
+        .collect();
+    let mut headers: Vec<&str> = vec!["Node"];
+    headers.extend(titles.iter().map(String::as_str));
+    let mut table = Table::new(&headers);
+    for col in 1..headers.len() {
+        table = table.right(col);
+    }
+    for r in &t.rows {
+        let name = match &r.class_type {
+            Some(c) => format!("{} `#{}`", text(c), text(&r.node)),
+            None => format!("`#{}`", text(&r.node)),
+        };
+        let mut cells = vec![name];
+        cells.extend(
+            r.seconds
+                .iter()
+                .map(|s| s.map(per_step).unwrap_or_else(|| DASH.into())),
+        );
+        table.row(cells);
+    }
+    let mut cells = vec!["s/step (sampler)".to_string()];
+    cells.extend(
+        t.runs
+            .iter()
+            .map(|r| r.s_per_step.map(per_step).unwrap_or_else(|| DASH.into())),
+    );
+    table.row(cells);
+    out.push_str(&table.render());
+    out.push_str("\n\n");
     out
 }
 
@@ -655,12 +716,27 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             VerdictKind::FirstFailure | VerdictKind::MinimalFails
         );
     let outcome = match &r.failure_kind {
-        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
-        None if !r.delivered.memory_fallbacks.is_empty() => format!(
+        Some(k) if k == "memory_pressure" && !r.delivered.memory_pressure.is_empty() => format!(
             "{} — {}",
             r.outcome.replace('_', " "),
-            r.delivered.memory_fallbacks.join(", ")
+            r.delivered.memory_pressure.join(", ")
         ),
+        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
+        None if !r.delivered.memory_fallbacks.is_empty()
+            || !r.delivered.memory_pressure.is_empty() =>
+        {
+            format!(
+                "{} — {}",
+                r.outcome.replace('_', " "),
+                r.delivered
+                    .memory_fallbacks
+                    .iter()
+                    .chain(&r.delivered.memory_pressure)
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
         None => r.outcome.replace('_', " "),
     };
     let mut outcome = if is_verdict_step {

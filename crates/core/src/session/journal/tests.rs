@@ -191,6 +191,7 @@ fn a_run_summary_writes_what_the_run_delivered_beside_its_numbers() {
             memory_fallbacks: vec!["tiled VAE decode fallback".into()],
             product: Some("1 × PNG 512×512".into()),
             product_warnings: vec!["SaveImage #9 wrote 512×512".into()],
+            ..Default::default()
         },
         ..RunSummary::default()
     };

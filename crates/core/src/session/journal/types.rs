@@ -119,6 +119,12 @@ pub struct SessionOptions {
     /// `--strict`: a run that only passed through a memory fallback counts as a failure.
     #[serde(default)]
     pub strict: bool,
+    /// `--max-slowdown F`: how many times what the added work explains a step may take before
+    /// the slowdown counts as memory pressure (None = [`DEFAULT_MAX_SLOWDOWN`]).
+    ///
+    /// [`DEFAULT_MAX_SLOWDOWN`]: crate::session::pressure::DEFAULT_MAX_SLOWDOWN
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slowdown: Option<f64>,
     /// `--timeout` per run, seconds (None = the runner's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
@@ -197,6 +203,7 @@ impl Default for SessionOptions {
             controls: false,
             assume_fails: false,
             strict: false,
+            max_slowdown: None,
             timeout_s: None,
             cold: true,
             wait_server_s: 600,
@@ -864,6 +871,10 @@ pub struct RunFile {
     /// The run record from the client (timeline, VRAM series, system_stats before/after,
     /// execution_error or rejection, warnings, raw frames); the shape of `submit --json`.
     pub record: crate::run::RunRecord,
+    /// The memory pressure a passed run completed under, with the numbers of each piece of
+    /// evidence (none: no evidence fired, or a record older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_pressure: Option<crate::session::pressure::MemoryPressure>,
 }
 
 impl SessionFile {

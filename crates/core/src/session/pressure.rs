@@ -1,0 +1,420 @@
+//! Memory pressure on a passed run: the evidence that a run completed while its weights
+//! streamed or were offloaded, measured and named like an OOM. Three kinds count (issue #23):
+//! a partial load with offloaded MB of a model the previous passing step loaded whole (on a
+//! small card every step may load partially; the step where it starts is the one to name), a
+//! slowdown against the previous passing step beyond what
+//! the added work can cost, and steps that get slower within the run. A staging line alone
+//! (`… prepared for dynamic VRAM loading. N MB Staged.`) does not: a 2026 server stages every
+//! model. Pure: it reads a finished record, its workflow and the journal's earlier summaries.
+
+use crate::comfy::MemoryEvent;
+use crate::run::RunRecord;
+use crate::workflow::{Input, Workflow};
+use serde::{Deserialize, Serialize};
+
+/// The default `--max-slowdown`: a step may take this many times what the added work
+/// explains before the slowdown counts as memory pressure (docs/sessions.md says why).
+pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
+
+/// Seconds per step below which a step is too short to compare: the frames' millisecond
+/// clock and scheduling noise would decide the ratio.
+pub const MIN_TIMED_STEP_S: f64 = 0.02;
+
+/// Inputs that hold a frame count on the size source nodes.
+const FRAME_INPUTS: [&str; 5] = [
+    "length",
+    "frames",
+    "num_frames",
+    "video_frames",
+    "frame_count",
+];
+
+/// The work of one sampler step, in the units of the conservative bound: latent pixels ×
+/// frames × batch, doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice). The
+/// largest size source of the graph counts (a node with literal `width` and `height`); `None`
+/// when the graph has none (the size comes from an input image).
+pub fn work_of(workflow: &Workflow) -> Option<f64> {
+    let int = |v: &Input| match v {
+        Input::Literal(v) => v.as_f64().filter(|n| *n >= 1.0),
+        Input::Link(_) => None,
+    };
+    let sizes = workflow.nodes.values().filter_map(|n| {
+        let w = n.inputs.get("width").and_then(int)?;
+        let h = n.inputs.get("height").and_then(int)?;
+        let frames = FRAME_INPUTS
+            .iter()
+            .find_map(|k| n.inputs.get(*k).and_then(int))
+            .unwrap_or(1.0);
+        let batch = n.inputs.get("batch_size").and_then(int).unwrap_or(1.0);
+        Some(w * h * frames * batch)
+    });
+    let pixels = sizes.max_by(|a, b| a.total_cmp(b))?;
+    let cfg = workflow.nodes.values().any(|n| {
+        matches!(n.inputs.get("cfg"), Some(Input::Literal(v)) if v.as_f64().is_some_and(|c| c > 1.0))
+    });
+    Some(if cfg { 2.0 * pixels } else { pixels })
+}
+
+/// The previous passing step of the ladder, as the journal has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    /// Its ladder step.
+    pub step: usize,
+    /// Its seconds per step (0 when not timed: nothing is compared).
+    pub s_per_step: f64,
+    /// Its work ([`work_of`]), when the graph says.
+    pub work: Option<f64>,
+    /// The model classes its console said were loaded completely.
+    pub full_loads: Vec<String>,
+}
+
+impl Baseline {
+    /// The baseline of a passing run at `step`: its seconds per step, work and memory events.
+    pub fn of(
+        step: usize,
+        s_per_step: Option<f64>,
+        work: Option<f64>,
+        events: &[MemoryEvent],
+    ) -> Baseline {
+        Baseline {
+            step,
+            s_per_step: s_per_step.unwrap_or(0.0),
+            work,
+            full_loads: events
+                .iter()
+                .filter_map(|e| match e {
+                    MemoryEvent::ModelLoad {
+                        class: Some(c),
+                        figures,
+                        ..
+                    } if figures.full => Some(c.clone()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One piece of evidence, with its numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// A model loaded partially, the rest offloaded (`loaded partially … offloaded`).
+    PartialLoad {
+        /// The model class, when the console named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<String>,
+        /// MB offloaded.
+        offloaded_mb: f64,
+    },
+    /// Seconds per step against the previous passing step, beyond what the work explains.
+    Slowdown {
+        /// The previous passing step.
+        previous_step: usize,
+        /// Its seconds per step.
+        previous_s_per_step: f64,
+        /// This run's seconds per step.
+        s_per_step: f64,
+        /// `s_per_step / previous_s_per_step`.
+        slowdown: f64,
+        /// The most the added work can cost: (work ratio)², attention being at most
+        /// quadratic in tokens; at least 1.
+        work_bound: f64,
+    },
+    /// A sampler whose last third of steps took longer than its first third.
+    SlowingInRun {
+        /// The sampler node.
+        node: String,
+        /// Mean of the last third over the mean of the first third.
+        slowing: f64,
+    },
+}
+
+impl Evidence {
+    /// In words, with the numbers.
+    pub fn describe(&self) -> String {
+        match self {
+            Evidence::PartialLoad {
+                class,
+                offloaded_mb,
+            } => format!(
+                "{} loaded partially ({offloaded_mb:.0} MB offloaded)",
+                class.as_deref().unwrap_or("model")
+            ),
+            Evidence::Slowdown {
+                previous_step,
+                previous_s_per_step,
+                s_per_step,
+                slowdown,
+                work_bound,
+            } => format!(
+                "slowed {slowdown:.1}× ({s_per_step:.2} s/step vs {previous_s_per_step:.2} at step {previous_step}; the added work explains ≤ {work_bound:.1}×)"
+            ),
+            Evidence::SlowingInRun { node, slowing } => {
+                format!("steps slowed {slowing:.1}× within the run (node {node})")
+            }
+        }
+    }
+}
+
+/// What `run.json` keeps of a run's memory pressure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPressure {
+    /// The evidence that fired (never empty).
+    pub evidence: Vec<Evidence>,
+    /// MB staged for dynamic VRAM loading over the run's models (context, not evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged_mb: Option<u64>,
+    /// The `--max-slowdown` factor the evidence was judged with.
+    pub max_slowdown: f64,
+}
+
+impl MemoryPressure {
+    /// Where the evidence was seen: the steps after the first for a slowdown (`sample_middle`),
+    /// the load for a partial load alone.
+    pub fn stage(&self) -> crate::vocab::Stage {
+        if self
+            .evidence
+            .iter()
+            .all(|e| matches!(e, Evidence::PartialLoad { .. }))
+        {
+            crate::vocab::Stage::Load
+        } else {
+            crate::vocab::Stage::SampleMiddle
+        }
+    }
+
+    /// In words for the journal and the ladder cell: the evidence, then what streamed.
+    pub fn words(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.evidence.iter().map(Evidence::describe).collect();
+        if let Some(mb) = self.staged_mb {
+            out.push(format!("weights streamed ({mb} MB staged)"));
+        }
+        out
+    }
+}
+
+/// The memory pressure of a passed run, judged with `max_slowdown` against `baseline`; `None`
+/// when no evidence fired (or the run did not pass).
+pub fn assess(
+    record: &RunRecord,
+    work: Option<f64>,
+    baseline: Option<&Baseline>,
+    max_slowdown: f64,
+) -> Option<MemoryPressure> {
+    if record.outcome != crate::run::OutcomeKind::Passed {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    let mut class = None;
+    let mut staged: Option<u64> = None;
+    for e in &record.memory_events {
+        match e {
+            MemoryEvent::ModelLoad {
+                class: c, figures, ..
+            } => {
+                let was_whole =
+                    baseline.is_some_and(|b| c.as_ref().is_some_and(|c| b.full_loads.contains(c)));
+                if let Some(off) = figures
+                    .offloaded_mb
+                    .filter(|o| !figures.full && *o > 0.0 && was_whole)
+                {
+                    evidence.push(Evidence::PartialLoad {
+                        class: c.clone(),
+                        offloaded_mb: off,
+                    });
+                }
+            }
+            MemoryEvent::Staged { class: c, mb, .. } => {
+                class.get_or_insert(c.clone());
+                *staged.get_or_insert(0) += mb;
+            }
+            _ => {}
+        }
+    }
+    let s_per_step = crate::run::timing::run_s_per_step(&record.step_timing);
+    if let (Some(now), Some(work), Some(b)) = (s_per_step, work, baseline) {
+        let base_work = b.work.filter(|w| *w > 0.0);
+        if let (true, Some(base_work)) = (b.s_per_step >= MIN_TIMED_STEP_S, base_work) {
+            let work_bound = (work / base_work).powi(2).max(1.0);
+            let slowdown = now / b.s_per_step;
+            if slowdown > work_bound * max_slowdown {
+                evidence.push(Evidence::Slowdown {
+                    previous_step: b.step,
+                    previous_s_per_step: b.s_per_step,
+                    s_per_step: now,
+                    slowdown,
+                    work_bound,
+                });
+            }
+        }
+    }
+    for t in &record.step_timing {
+        if t.s_per_step.is_none_or(|s| s < MIN_TIMED_STEP_S) {
+            continue;
+        }
+        if let Some(slowing) = t.slowing.filter(|s| *s > max_slowdown) {
+            evidence.push(Evidence::SlowingInRun {
+                node: t.node.clone(),
+                slowing,
+            });
+        }
+    }
+    (!evidence.is_empty()).then_some(MemoryPressure {
+        evidence,
+        staged_mb: staged,
+        max_slowdown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comfy::console::LoadFigures;
+    use crate::run::timing::SamplerTiming;
+    use serde_json::json;
+
+    fn graph(v: serde_json::Value) -> Workflow {
+        Workflow::from_json_str(&v.to_string(), "w.json").unwrap()
+    }
+
+    fn wan(width: u32, height: u32, length: u32, cfg: f64) -> Workflow {
+        graph(json!({
+            "1": {"class_type": "EmptyHunyuanLatentVideo", "inputs": {
+                "width": width, "height": height, "length": length, "batch_size": 1}},
+            "2": {"class_type": "KSampler", "inputs": {"cfg": cfg, "latent_image": ["1", 0]}},
+        }))
+    }
+
+    fn passed(s_per_step: u64, slowing: Option<f64>, events: Vec<MemoryEvent>) -> RunRecord {
+        let mut r = super::super::evidence::bare_record(
+            "r",
+            &wan(64, 32, 5, 1.0),
+            "http://127.0.0.1:8188",
+            false,
+            crate::run::Outcome::Passed,
+        );
+        r.step_timing = vec![SamplerTiming {
+            node: "2".into(),
+            steps: 10,
+            reached: 10,
+            first_step_ms: None,
+            step_ms: vec![s_per_step; 9],
+            s_per_step: Some(s_per_step as f64 / 1000.0),
+            slowing,
+            start_ms: None,
+            end_ms: None,
+        }];
+        r.memory_events = events;
+        r
+    }
+
+    fn staged(mb: u64) -> MemoryEvent {
+        MemoryEvent::Staged {
+            t: None,
+            class: "WAN21".into(),
+            mb,
+        }
+    }
+
+    #[test]
+    fn work_is_pixels_frames_batch_and_cfg_doubles_it() {
+        assert_eq!(work_of(&wan(64, 32, 5, 1.0)), Some(64.0 * 32.0 * 5.0));
+        assert_eq!(work_of(&wan(64, 32, 5, 3.5)), Some(2.0 * 64.0 * 32.0 * 5.0));
+        let no_size = graph(json!({
+            "1": {"class_type": "LoadImage", "inputs": {"image": "a.png"}}}));
+        assert_eq!(work_of(&no_size), None);
+    }
+
+    #[test]
+    fn staging_alone_is_not_pressure() {
+        let base = Baseline::of(1, Some(1.0), Some(100.0), &[]);
+        let r = passed(1000, Some(1.0), vec![staged(13650)]);
+        assert_eq!(assess(&r, Some(100.0), Some(&base), 1.5), None);
+    }
+
+    #[test]
+    fn a_slowdown_counts_only_beyond_the_quadratic_bound_times_the_factor() {
+        let base = Baseline::of(1, Some(1.0), Some(100.0), &[]);
+        // Twice the work may cost 4×: 5.9 s/step is within 4 × 1.5.
+        let r = passed(5900, None, vec![staged(13650)]);
+        assert_eq!(assess(&r, Some(200.0), Some(&base), 1.5), None);
+        // 6.5 s/step is not.
+        let r = passed(6500, None, vec![staged(13650)]);
+        let p = assess(&r, Some(200.0), Some(&base), 1.5).expect("pressure");
+        assert_eq!(
+            p.evidence,
+            [Evidence::Slowdown {
+                previous_step: 1,
+                previous_s_per_step: 1.0,
+                s_per_step: 6.5,
+                slowdown: 6.5,
+                work_bound: 4.0,
+            }]
+        );
+        assert_eq!(p.staged_mb, Some(13650));
+        assert_eq!(
+            p.words(),
+            [
+                "slowed 6.5× (6.50 s/step vs 1.00 at step 1; the added work explains ≤ 4.0×)",
+                "weights streamed (13650 MB staged)"
+            ]
+        );
+        // Less work than the baseline never lowers the bound below 1.
+        let r = passed(1400, None, vec![]);
+        assert_eq!(assess(&r, Some(50.0), Some(&base), 1.5), None);
+        // A baseline too short to time compares nothing.
+        let short = Baseline::of(1, Some(0.008), Some(100.0), &[]);
+        assert_eq!(assess(&r, Some(100.0), Some(&short), 1.5), None);
+        // Without a baseline or a work figure nothing is compared.
+        assert_eq!(assess(&r, None, Some(&base), 1.0), None);
+        assert_eq!(assess(&r, Some(100.0), None, 1.0), None);
+    }
+
+    #[test]
+    fn a_partial_load_and_slowing_steps_count_within_one_run() {
+        let partial = MemoryEvent::ModelLoad {
+            t: None,
+            class: Some("WAN21".into()),
+            figures: LoadFigures {
+                full: false,
+                usable_mb: Some(9178.35),
+                loaded_mb: 9177.97,
+                offloaded_mb: Some(3390.29),
+                lowvram_patches: Some(0),
+            },
+        };
+        let whole = MemoryEvent::ModelLoad {
+            t: None,
+            class: Some("WAN21".into()),
+            figures: LoadFigures {
+                full: true,
+                usable_mb: Some(20000.0),
+                loaded_mb: 12568.0,
+                offloaded_mb: None,
+                lowvram_patches: None,
+            },
+        };
+        let r = passed(1000, Some(2.0), vec![partial.clone()]);
+        // The previous passing step loaded the model whole: the partial load is where the
+        // offloading starts.
+        let base = Baseline::of(1, None, None, &[whole]);
+        let p = assess(&r, None, Some(&base), 1.5).expect("pressure");
+        assert_eq!(
+            p.words(),
+            [
+                "WAN21 loaded partially (3390 MB offloaded)",
+                "steps slowed 2.0× within the run (node 2)"
+            ]
+        );
+        // Partial at the previous step too (a small card), or no previous step: not named here.
+        let r = passed(1000, None, vec![partial.clone()]);
+        let base = Baseline::of(1, None, None, std::slice::from_ref(&partial));
+        assert_eq!(assess(&r, None, Some(&base), 1.5), None);
+        assert_eq!(assess(&r, None, None, 1.5), None);
+        // A failed run carries no pressure: its failure is the evidence.
+        let mut failed = passed(1000, Some(2.0), vec![]);
+        failed.outcome = crate::run::OutcomeKind::Failed;
+        assert_eq!(assess(&failed, None, None, 1.5), None);
+    }
+}
