@@ -186,6 +186,8 @@ struct Run<'a> {
     expected_exec: usize,
     /// 1-based ordinal of this prompt among all executed ones (for `crash-on`).
     ordinal: u64,
+    /// The `hang-second-run` fault hangs this prompt at its first sampling step.
+    hang: bool,
 }
 
 enum NodeEnd {
@@ -325,9 +327,14 @@ impl Run<'_> {
 async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
     let prompt: Map<String, Value> = item.prompt.as_object().cloned().unwrap_or_default();
     let cid = item.client_id();
-    {
+    let hang = {
         let mut st = inst.lock();
         st.interrupt = false;
+        st.started += 1;
+        st.started == 2 && inst.shared.faults().hang_second_run
+    };
+    {
+        let mut st = inst.lock();
         st.running = Some(item.clone());
         if let Some(cid) = cid
             .as_deref()
@@ -349,6 +356,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         exec_count: 0,
         expected_exec: 0,
         ordinal: inst.shared.next_execution(),
+        hang,
     };
     let pid = run.pid().to_string();
     let began = std::time::Instant::now();
@@ -632,6 +640,14 @@ async fn run_node(
                 if !run.mid_run() {
                     return NodeEnd::Crashed;
                 }
+                if bars && std::mem::take(&mut run.hang) {
+                    if let Some(end) = hang(run, id, &class).await {
+                        return end;
+                    }
+                }
+                if bars && run.faults.aimdo_error {
+                    return aimdo_fault(run, prompt, id, &class, values);
+                }
             }
         }
     }
@@ -817,6 +833,68 @@ async fn host_ram_fits(run: &mut Run<'_>, outputs: &[Val]) -> bool {
 
 /// Longest real time the simulated server thrashes with full RAM before it is killed.
 const OOM_KILL_WAIT: Duration = Duration::from_secs(30);
+
+/// The `hang-second-run` fault: no more progress, node change or console line until an
+/// interrupt (unless it is ignored) or the server stops. None never comes back: the caller
+/// returns what this returns.
+async fn hang(run: &mut Run<'_>, id: &str, class: &str) -> Option<NodeEnd> {
+    tracing::info!(node = id, "simulated hang");
+    let mut stopped = run.inst.stop_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = stopped.changed() => {}
+        }
+        if run.inst.is_stopped() {
+            return Some(NodeEnd::Crashed);
+        }
+        if run.interrupted() && !run.faults.hang_ignores_interrupt {
+            return Some(interrupted(run, id, class));
+        }
+    }
+}
+
+/// The `aimdo-error` fault: comfy-aimdo's console line, then the node's `RuntimeError`.
+fn aimdo_fault(
+    run: &mut Run<'_>,
+    prompt: &Map<String, Value>,
+    id: &str,
+    class: &str,
+    values: &HashMap<String, Vec<Val>>,
+) -> NodeEnd {
+    let mut executed = run.executed.clone();
+    executed.reverse();
+    let traceback = oom::aimdo_traceback(class);
+    let data = json!({
+        "prompt_id": run.pid(),
+        "node_id": id,
+        "node_type": class,
+        "executed": executed,
+        "exception_message": oom::AIMDO_MESSAGE,
+        "exception_type": oom::AIMDO_EXCEPTION_TYPE,
+        "traceback": traceback,
+        "current_inputs": current_inputs(&prompt[id], values),
+        "current_outputs": prompt.keys().collect::<Vec<_>>(),
+        "timestamp": now_ms(),
+    });
+    {
+        let mut st = run.inst.lock();
+        st.log(&format!("\n{}\n", oom::AIMDO_CONSOLE_LINE));
+        st.log(&format!(
+            "!!! Exception during processing !!! {}\n",
+            oom::AIMDO_MESSAGE
+        ));
+        st.log(&format!(
+            "Traceback (most recent call last):\n{}{}: {}\n",
+            traceback.concat(),
+            oom::AIMDO_EXCEPTION_TYPE,
+            oom::AIMDO_MESSAGE
+        ));
+    }
+    run.to_submitter("execution_error", data.clone());
+    run.messages.push(json!(["execution_error", data]));
+    NodeEnd::Failed
+}
 
 fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
     let mut executed = run.executed.clone();

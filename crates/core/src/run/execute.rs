@@ -8,8 +8,9 @@
 use super::console::RunConsole;
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
-    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
-    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample, WsTextRecord,
+    trim_current_inputs, HangInfo, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo,
+    RawLog, Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample,
+    WsTextRecord,
 };
 use super::sampler::Sampler;
 use super::state::FollowState;
@@ -42,6 +43,9 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// Longest time without any event for our running prompt.
     pub stall_timeout: Duration,
+    /// `--stall`: longest time without a `progress` frame or a node change while our prompt
+    /// runs; past it the run is a hang (`run/hang.rs`). None: no hang detection.
+    pub stall: Option<Duration>,
     /// Longest wait behind other prompts (also bounds the cold-start idle wait).
     pub queue_timeout: Duration,
     /// `/system_stats` sampling interval.
@@ -72,6 +76,7 @@ impl RunRequest {
             cold: true,
             timeout: Duration::from_secs(3600),
             stall_timeout: Duration::from_secs(600),
+            stall: None,
             queue_timeout: Duration::from_secs(3600),
             sample_interval: Duration::from_millis(500),
             poll_interval: Duration::from_secs(1),
@@ -110,6 +115,8 @@ pub(super) enum End {
     Cancelled { removed: bool },
     /// A run, stall or queue limit passed and our prompt was interrupted.
     Timeout(TimeoutInfo),
+    /// No progress for `--stall`: our prompt hung and was interrupted.
+    Hang(HangInfo),
     /// The server went away or our prompt vanished.
     Lost(ServerLostInfo),
 }
@@ -601,6 +608,15 @@ impl<'a> Runner<'a> {
                     info.interrupt_confirmed = true;
                 }
                 Outcome::Timeout(info)
+            }
+            End::Hang(mut info) => {
+                if matches!(
+                    self.state.tracker().terminal(),
+                    Some(Terminal::Interrupted(_))
+                ) {
+                    info.interrupt_confirmed = true;
+                }
+                Outcome::Hang(info)
             }
             End::Lost(info) => Outcome::ServerLost(info),
             End::Finished => {

@@ -6,6 +6,7 @@ pub mod diagnosis;
 pub mod execute;
 mod follow;
 pub mod frames;
+pub mod hang;
 pub(crate) mod observer;
 pub mod product;
 pub mod record;
@@ -17,6 +18,6 @@ pub mod timing;
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};
 pub use record::{
-    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError,
-    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    HangInfo, IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection,
+    RunError, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

@@ -64,6 +64,14 @@ pub(crate) fn outcome_of(record: &RunRecord) -> Outcome {
         RunOutcome::ServerLost(s) => Outcome::ServerLost {
             detail: s.reason.clone(),
         },
+        RunOutcome::Hang(h) => Outcome::Hang {
+            node_id: h.last_node.clone(),
+            node_type: h.node_type.clone(),
+            step: h.step,
+            max_steps: h.max_steps,
+            detail: hang_detail(&h),
+            interrupt_confirmed: h.interrupt_confirmed,
+        },
         RunOutcome::IncompleteOutput(i) => {
             let first = i.nodes.first();
             Outcome::IncompleteOutput {
@@ -73,6 +81,28 @@ pub(crate) fn outcome_of(record: &RunRecord) -> Outcome {
             }
         }
     }
+}
+
+/// A hang in words: where, at which step, after how long, and whether the interrupt held.
+fn hang_detail(h: &crate::run::HangInfo) -> String {
+    let node = match (&h.last_node, &h.node_type) {
+        (Some(id), Some(class)) => format!("{class} (node {id})"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "an unknown node".into(),
+    };
+    let step = match (h.step, h.max_steps) {
+        (Some(s), Some(m)) => format!(" at step {s}/{m}"),
+        _ => String::new(),
+    };
+    format!(
+        "no progress at {node}{step} for {} s (--stall); {}",
+        h.limit_ms / 1000,
+        if h.interrupt_confirmed {
+            "interrupted"
+        } else {
+            "the server ignored the interrupt"
+        }
+    )
 }
 
 /// The diagnosis the journal keeps of a run: the one builder's ([`RunRecord::diagnose`]), none
@@ -122,6 +152,10 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
                 .unwrap_or_default(),
         },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
+        longest_quiet_ms: crate::run::hang::longest_quiet_ms(
+            &record.raw.ws_text,
+            &record.prompt_id,
+        ),
     }
 }
 

@@ -122,6 +122,10 @@ pub struct SessionOptions {
     /// `--timeout` per run, seconds (None = the runner's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// `--stall`, seconds: a running prompt without progress or a node change for this long
+    /// is a hang (None = derived, `run::hang::stall_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_s: Option<u64>,
     /// Cold runs (free models and memory before each run); `--warm` turns it off.
     pub cold: bool,
     /// `--wait-server`, seconds.
@@ -192,6 +196,7 @@ impl Default for SessionOptions {
             assume_fails: false,
             strict: false,
             timeout_s: None,
+            stall_s: None,
             cold: true,
             wait_server_s: 600,
             restart_cmd: None,
@@ -591,6 +596,10 @@ pub struct RunSummary {
     /// `step_timing` has every pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s_per_step: Option<f64>,
+    /// The longest stretch without a progress frame or a node change, ms (the default
+    /// `--stall` is derived from it: `run::hang::stall_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_quiet_ms: Option<u64>,
 }
 
 /// The submitted-but-unrecorded run.
