@@ -420,6 +420,7 @@ impl Fixture {
                     warnings: vec![],
                     console: None,
                     memory_events: vec![],
+                    memory_summary: None,
                     memory_fallbacks: vec![],
                     product: None,
                     step_timing: Vec::new(),

@@ -357,6 +357,7 @@ impl<'a> Runner<'a> {
             warnings: self.warnings,
             console: Some(console),
             memory_events,
+            memory_summary: crate::comfy::memory_summary::last_summary(&server_log),
             memory_fallbacks,
             product,
             step_timing,

@@ -450,6 +450,10 @@ pub struct RunRecord {
     /// fallbacks, ComfyUI's OOM unload, progress bars' last state).
     #[serde(default)]
     pub memory_events: Vec<MemoryEvent>,
+    /// PyTorch's allocator table ComfyUI logged as `Memory summary:` before `Got an OOM,
+    /// unloading all loaded models.` (the last one of the run's console).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_summary: Option<crate::comfy::memory_summary::AllocatorSummary>,
     /// What the output nodes produced: every file with its size, mismatches with what the
     /// variant asked for. `None` for a run that did not succeed, or a record made before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -766,6 +770,7 @@ mod tests {
             warnings: vec![],
             console: None,
             memory_events: vec![],
+            memory_summary: None,
             memory_fallbacks: vec![],
             product: None,
             server_log: String::new(),

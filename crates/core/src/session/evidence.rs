@@ -255,6 +255,7 @@ fn bare(
         warnings: vec![],
         console: None,
         memory_events: vec![],
+        memory_summary: None,
         memory_fallbacks: vec![],
         product: None,
         step_timing: Vec::new(),
