@@ -291,6 +291,11 @@ mod tests {
             assert_eq!(d.kind, Kind::ProcessKilled, "{death}: {d:?}");
             assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
             assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
+            // Died while the VAE was being loaded for the decode.
+            let cut = text.replace("loaded completely 1200.0 242.0 True\n", "");
+            let d = diagnose_text(&cut).unwrap();
+            assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
+            assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
         }
     }
 
