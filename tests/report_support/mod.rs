@@ -421,6 +421,7 @@ impl Fixture {
                     console: None,
                     memory_events: vec![],
                     memory_summary: None,
+                    server_benchmark: None,
                     memory_fallbacks: vec![],
                     product: None,
                     step_timing: Vec::new(),

@@ -331,6 +331,7 @@ impl<'a> Runner<'a> {
             self.warnings.push(super::rewrite::warning(r));
         }
         let step_timing = super::timing::sampler_timings(&self.raw.ws_text, self.state.prompt_id());
+        let server_benchmark = self.server_benchmark().await;
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.state.prompt_id().to_string(),
@@ -361,11 +362,43 @@ impl<'a> Runner<'a> {
             memory_fallbacks,
             product,
             step_timing,
+            server_benchmark,
             raw: self.raw,
             server_log,
         };
         record.attach_diagnosis();
         record
+    }
+
+    /// The server's benchmark capture of our prompt: its `benchmark` event among our frames,
+    /// else — only when the socket was replaced, so our events may have gone to the old one —
+    /// `output/benchmarks/<prompt_id>.json` through `/view` (a server without the capture
+    /// answers 404: nothing).
+    async fn server_benchmark(&mut self) -> Option<super::benchmark::ServerBenchmark> {
+        use super::benchmark::{from_frames, read, CaptureSource};
+        if let Some(b) = from_frames(&self.raw.ws_text, self.state.prompt_id()) {
+            return Some(b);
+        }
+        if self.state.on_first_socket() || !self.state.tracker().is_finished() {
+            return None;
+        }
+        let filename = format!("{}.json", self.state.prompt_id());
+        let file = crate::comfy::ViewFile {
+            filename: &filename,
+            subfolder: "benchmarks",
+            kind: "output",
+        };
+        let enough: &crate::comfy::client::Enough = &|_, _, _| false;
+        let view = crate::comfy::client::ViewRead {
+            from: None,
+            cap: 8 << 20,
+            enough,
+        };
+        let answer = self.state.client().view_read(&file, &view).await;
+        self.flush_http();
+        let head = answer.ok().flatten()?;
+        let json: Value = serde_json::from_slice(&head.head).ok()?;
+        read(&json, CaptureSource::File)
     }
 
     /// The local server's pid, when known.
@@ -894,6 +927,8 @@ impl<'a> Runner<'a> {
         };
         let mut extra_data = Map::new();
         extra_data.insert("preview_method".into(), PREVIEW_METHOD_NONE.into());
+        // The server's own measurement where it has one (`run/benchmark.rs`); ignored elsewhere.
+        extra_data.insert(super::benchmark::BENCHMARK_KEY.into(), Value::Bool(true));
         let prompt = match self.req.workflow.to_value() {
             Value::Object(m) => m,
             _ => Map::new(),

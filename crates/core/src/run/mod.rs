@@ -1,6 +1,7 @@
 //! One submission and its evidence: cold start, socket, submit, follow, reconcile with history,
 //! VRAM sampling, and the [`RunRecord`] (`run.json`) that holds the outcome and the raw events.
 
+pub mod benchmark;
 pub mod console;
 pub mod diagnosis;
 pub mod execute;

@@ -465,6 +465,10 @@ pub struct RunRecord {
     /// Time per sampler step, from the `progress` frames (the first step apart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_timing: Vec<super::timing::SamplerTiming>,
+    /// The server's own measurement of the run (ComfyUI's benchmark capture, when the server
+    /// has it): per-node and per-step times and its VRAM/RAM peaks, with where they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_benchmark: Option<super::benchmark::ServerBenchmark>,
     /// Raw evidence.
     #[serde(default)]
     pub raw: RawLog,
@@ -771,6 +775,7 @@ mod tests {
             console: None,
             memory_events: vec![],
             memory_summary: None,
+            server_benchmark: None,
             memory_fallbacks: vec![],
             product: None,
             server_log: String::new(),
