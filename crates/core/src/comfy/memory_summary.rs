@@ -136,8 +136,10 @@ mod tests {
 
     #[test]
     fn the_table_before_got_an_oom_gives_device_counts_and_current_and_peak_figures() {
-        let log = include_str!("../../../../tests/fixtures/oom-2026/memory-summary.log");
-        let s = last_summary(log).expect("a summary");
+        let log =
+            std::fs::read_to_string(format!("{}/oom-2026/memory-summary.log", crate::FIXTURES))
+                .unwrap();
+        let s = last_summary(&log).expect("a summary");
         assert_eq!(
             (s.device, s.ooms, s.alloc_retries),
             (Some(0), Some(1), Some(2))

@@ -125,10 +125,8 @@ mod tests {
     use super::*;
 
     fn capture() -> Value {
-        serde_json::from_str(include_str!(
-            "../../../../tests/fixtures/benchmark-capture/benchmark-event.json"
-        ))
-        .unwrap()
+        let path = format!("{}/benchmark-capture/benchmark-event.json", crate::FIXTURES);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
     #[test]

@@ -125,10 +125,23 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
             .max_by_key(|t| t.started_ms)
             .map(|t| t.node_id.clone()),
     };
+    // The server's own measurement is preferred (its sampler runs inside the process, every
+    // 500 ms by default, through NVML); the source is said.
+    let server_peak = record
+        .server_benchmark
+        .as_ref()
+        .and_then(|b| b.vram_peak_mb.map(|mb| (mb, b.sample_interval_ms)));
     RunSummary {
         duration_ms: record.duration_ms,
-        vram_peak_mib: record.vram.peak_used_bytes.map(to_mib),
-        vram_sample_ms: (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
+        vram_peak_mib: match server_peak {
+            Some((mb, _)) => Some(mb),
+            None => record.vram.peak_used_bytes.map(to_mib),
+        },
+        vram_sample_ms: match server_peak {
+            Some((_, ms)) => ms,
+            None => (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
+        },
+        vram_peak_source: server_peak.map(|_| SERVER_CAPTURE.to_string()),
         vram_total_mib: record.vram.total_bytes.map(to_mib),
         vram_baseline_mib: record.vram_baseline_bytes.map(to_mib),
         ram_peak_mib: record.host.peak_ram_used_bytes.map(to_mib),
@@ -158,6 +171,9 @@ pub fn summary_of(record: &RunRecord, diagnosis: Option<&Diagnosis>) -> RunSumma
         ),
     }
 }
+
+/// The source named for figures from ComfyUI's benchmark capture.
+pub const SERVER_CAPTURE: &str = "server benchmark capture";
 
 /// Start of the warning a record rebuilt from history carries.
 pub(crate) const RECOVERED_WARNING: &str = "recovered from the server's history";
@@ -343,6 +359,30 @@ mod tests {
         let entry: HistoryEntry = serde_json::from_value(e.clone()).unwrap();
         let w = Workflow::from_json_str(&entry.prompt[2].to_string(), "p.json").unwrap();
         (w, entry)
+    }
+
+    #[test]
+    fn the_servers_own_vram_peak_is_preferred_and_its_source_said() {
+        let (w, entry) = captured("history_sd15_lora_upscale.json");
+        let mut r = record_from_history("r", &w, "s", true, &entry).unwrap();
+        r.vram.peak_used_bytes = Some(3 << 30);
+        r.vram.interval_ms = 500;
+        let s = summary_of(&r, None);
+        assert_eq!((s.vram_peak_mib, s.vram_peak_source), (Some(3072.0), None));
+        let capture: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!(
+                "{}/benchmark-capture/benchmark-event.json",
+                crate::FIXTURES
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        r.server_benchmark =
+            crate::run::benchmark::read(&capture, crate::run::benchmark::CaptureSource::Websocket);
+        let s = summary_of(&r, None);
+        assert_eq!(s.vram_peak_mib, Some(22140.0));
+        assert_eq!(s.vram_sample_ms, Some(500));
+        assert_eq!(s.vram_peak_source.as_deref(), Some(SERVER_CAPTURE));
     }
 
     #[test]

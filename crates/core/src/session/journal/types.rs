@@ -596,6 +596,10 @@ pub struct RunSummary {
     /// `step_timing` has every pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s_per_step: Option<f64>,
+    /// Where `vram_peak_mib` and `vram_sample_ms` come from when not from the tool's own
+    /// `/system_stats` sampling: `server benchmark capture` (ComfyUI's own measurement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_peak_source: Option<String>,
     /// The longest stretch without a progress frame or a node change, ms (the default
     /// `--stall` is derived from it: `run::hang::stall_limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
