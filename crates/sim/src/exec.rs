@@ -188,6 +188,20 @@ struct Run<'a> {
     ordinal: u64,
     /// The `hang-second-run` fault hangs this prompt at its first sampling step.
     hang: bool,
+    /// What the 2026 profile's benchmark capture reports (when the prompt opted in): each
+    /// executed node's time, each sampling step's time (real ms) and the peak device memory
+    /// in use (bytes).
+    capture: Capture,
+}
+
+/// Per-node and per-step times and the peak device memory of one prompt, for the `benchmark`
+/// event of the 2026 profile.
+#[derive(Default)]
+struct Capture {
+    nodes: Vec<(String, String, f64)>,
+    steps: Vec<f64>,
+    sampler_ms: f64,
+    peak_used: u64,
 }
 
 enum NodeEnd {
@@ -357,6 +371,7 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         expected_exec: 0,
         ordinal: inst.shared.next_execution(),
         hang,
+        capture: Capture::default(),
     };
     let pid = run.pid().to_string();
     let began = std::time::Instant::now();
@@ -424,8 +439,12 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
             list.complete(&id);
             continue;
         }
+        let node_began = std::time::Instant::now();
         match run_node(&mut run, &prompt, &id, &key, &mut values).await {
             NodeEnd::Done => {
+                let class = prompt[&id]["class_type"].as_str().unwrap_or("").to_string();
+                let ms = node_began.elapsed().as_secs_f64() * 1000.0;
+                run.capture.nodes.push((id.clone(), class, ms));
                 if inst.lock().cache.get(&key).is_some_and(|e| e.ui.is_some()) {
                     ui_order.push(id.clone());
                 }
@@ -497,6 +516,11 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         if inst.shared.prompt_finished(run.ordinal) {
             st.gpu.lowvram = true;
         }
+    }
+    if benchmark_wanted(&run) {
+        let status = if completed { "success" } else { "error" };
+        let data = benchmark_event(&run, status, began.elapsed().as_secs_f64() * 1000.0);
+        run.to_submitter("benchmark", data);
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
     inst.lock().log(&format!(
@@ -602,8 +626,15 @@ async fn run_node(
         }
     }
 
+    {
+        let st = inst.lock();
+        let used = st.gpu.total.saturating_sub(st.gpu.budget()) + plan.peak_allocated;
+        run.capture.peak_used = run.capture.peak_used.max(used);
+    }
     run.sleep(plan.setup_seconds).await;
     let steps = plan.steps;
+    let sampling_began = std::time::Instant::now();
+    let mut step_began = sampling_began;
     let stride = steps.div_ceil(1000).max(1);
     let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
     let ws_images = class == "SaveImageWebsocket";
@@ -617,6 +648,12 @@ async fn run_node(
                 break;
             }
             run.sleep(plan.step_seconds).await;
+            if bars {
+                run.capture
+                    .steps
+                    .push(step_began.elapsed().as_secs_f64() * 1000.0);
+                step_began = std::time::Instant::now();
+            }
             if run.interrupted() {
                 return interrupted(run, id, &class);
             }
@@ -653,6 +690,7 @@ async fn run_node(
     }
     if bars {
         inst.lock().log("\n");
+        run.capture.sampler_ms += sampling_began.elapsed().as_secs_f64() * 1000.0;
     }
     if let Some(oom) = &plan.oom {
         inst.lock().gpu.unload_all();
@@ -833,6 +871,53 @@ async fn host_ram_fits(run: &mut Run<'_>, outputs: &[Val]) -> bool {
 
 /// Longest real time the simulated server thrashes with full RAM before it is killed.
 const OOM_KILL_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether the prompt gets a `benchmark` event: the 2026 profile (ComfyUI 0.38 has the
+/// in-core capture, `comfy/benchmark/`) and a truthy `extra_data.benchmark`.
+fn benchmark_wanted(run: &Run<'_>) -> bool {
+    run.inst.shared.config.profile == super::Profile::Y2026
+        && match run.item.extra_data.get("benchmark") {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Object(o)) => !o.is_empty(),
+            Some(Value::Null) | None => false,
+            Some(_) => true,
+        }
+}
+
+/// The capture's record (`capture_schema_version` 3, the fields comfy-bisect reads and their
+/// neighbours; the device snapshot, series and summaries null or empty).
+fn benchmark_event(run: &Run<'_>, status: &str, total_ms: f64) -> Value {
+    let mib = |b: u64| (b as f64 / (1u64 << 20) as f64).round();
+    let (ram_used, total_vram) = {
+        let st = run.inst.lock();
+        (st.host_ram_used(), st.gpu.total)
+    };
+    let c = &run.capture;
+    json!({
+        "type": "benchmark",
+        "capture_schema_version": 3,
+        "collector_id": "comfyui-core",
+        "prompt_id": run.pid(),
+        "timestamp": now_ms(),
+        "run": {"status": status, "image_count": null, "batch_size": null},
+        "workflow": {},
+        "device": {"backend": "cuda", "total_vram_mb": mib(total_vram), "baseline": null},
+        "durations": {
+            "total_run_ms": total_ms,
+            "sampler_ms": c.sampler_ms,
+            "node_total_ms": c.nodes.iter().map(|n| n.2).sum::<f64>(),
+            "model_load_ms": null
+        },
+        "nodes": c.nodes.iter().map(|(id, class, ms)| json!({"node_id": id, "class_type": class, "elapsed_ms": ms})).collect::<Vec<_>>(),
+        "sampling": {"step_count": c.steps.len(), "step_durations_ms": c.steps},
+        "resources": {
+            "sample_interval_ms": 500,
+            "series": [],
+            "peak": {"vram_used_mb": mib(c.peak_used), "ram_used_mb": mib(ram_used)}
+        },
+        "summary": {"energy_wh_per_image": null, "sec_per_image": null, "throttled": null}
+    })
+}
 
 /// The `hang-second-run` fault: no more progress, node change or console line until an
 /// interrupt (unless it is ignored) or the server stops. None never comes back: the caller
