@@ -91,6 +91,10 @@ async fn passed_run_has_timeline_history_vram_and_raw_events() {
     assert_eq!(posted[0]["prompt_id"], record.run_id.as_str());
     assert_eq!(posted[0]["client_id"], record.raw.client_ids[0].as_str());
     assert_eq!(posted[0]["extra_data"]["preview_method"], "none");
+    // Every run asks for the server's benchmark capture; the simulator has none, like 0.8.0:
+    // nothing is recorded and nothing else changes.
+    assert_eq!(posted[0]["extra_data"]["benchmark"], true);
+    assert_eq!(record.server_benchmark, None);
 
     let log = String::from_utf8(events.into_inner()).unwrap();
     let lines: Vec<Value> = log

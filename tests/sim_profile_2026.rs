@@ -171,6 +171,40 @@ async fn a_run_on_0_3_64_finds_no_jobs_api_and_polls_the_queue() {
     sim.shutdown().await;
 }
 
+/// Issue #23 item 6: the 2026 server (0.38 has `comfy/benchmark/`) measures an opted-in run
+/// itself; comfy-bisect opts every run in and keeps the `benchmark` event's figures. On the
+/// 0.3.64 profile nothing comes and nothing else changes (`tests/run_sim.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_2026_keeps_the_servers_benchmark_capture() {
+    let sim = sim(y2026()).await;
+    let record = execute(&client(&sim), run_request(&sd15())).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let b = record
+        .server_benchmark
+        .as_ref()
+        .expect("the capture of our prompt");
+    assert_eq!(
+        b.source,
+        comfy_bisect_core::run::benchmark::CaptureSource::Websocket
+    );
+    assert_eq!(b.schema_version, Some(3));
+    assert_eq!(b.step_ms.len(), 4, "one time per denoising step");
+    assert!(
+        b.nodes
+            .iter()
+            .any(|n| n.class_type.as_deref() == Some("KSampler")),
+        "{:?}",
+        b.nodes
+    );
+    assert!(b.vram_peak_mb.is_some_and(|mb| mb > 0.0), "{b:?}");
+    let summary = comfy_bisect_core::session::evidence::summary_of(&record, None, None);
+    assert_eq!(
+        summary.vram_peak_source.as_deref(),
+        Some("server benchmark capture")
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_timeout_on_2026_cancels_through_the_jobs_api() {
     let sim = sim(y2026().with_time_scale(0.5)).await;

@@ -95,6 +95,11 @@ pub struct SessionArgs {
     /// at least 1h.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+    /// A running prompt without a progress frame or a node change for this long is a hang
+    /// (outcome `hang`, confirmed like a crash). Default: 5 × the longest such stretch of the
+    /// session's runs so far, at least 10m.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub stall: Option<Duration>,
     /// Free models and memory before every run (the default).
     #[arg(long, overrides_with = "warm")]
     pub cold: bool,
@@ -245,6 +250,7 @@ impl SessionArgs {
             strict: self.strict,
             max_slowdown: self.max_slowdown,
             timeout_s: self.timeout.map(|d| d.as_secs().max(1)),
+            stall_s: self.stall.map(|d| d.as_secs().max(1)),
             cold: !self.warm,
             wait_server_s: self.wait_server.map_or(600, |d| d.as_secs()),
             restart_cmd: self.restart_cmd.clone(),

@@ -177,6 +177,18 @@ pub fn summary(record: &RunRecord) -> String {
                 .unwrap_or_default()
         ),
         Outcome::ServerLost(s) => format!(": {}", s.reason),
+        Outcome::Hang(h) => format!(
+            ": no progress for {:.1} s{}{}",
+            h.limit_ms as f64 / 1000.0,
+            h.last_node
+                .as_deref()
+                .map(|n| format!(" at node {n}"))
+                .unwrap_or_default(),
+            match (h.step, h.max_steps) {
+                (Some(s), Some(m)) => format!(", step {s}/{m}"),
+                _ => String::new(),
+            }
+        ),
         Outcome::IncompleteOutput(i) => format!(" (incomplete_output): {}", i.message),
     };
     out.push_str(&format!("outcome: {}{detail}\n", record.outcome));

@@ -421,6 +421,8 @@ impl Fixture {
                     warnings: vec![],
                     console: None,
                     memory_events: vec![],
+                    memory_summary: None,
+                    server_benchmark: None,
                     memory_fallbacks: vec![],
                     product: None,
                     step_timing: Vec::new(),

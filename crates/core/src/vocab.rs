@@ -28,6 +28,9 @@ pub enum OutcomeKind {
     Timeout,
     /// The server went away or restarted; our prompt vanished.
     ServerLost,
+    /// No progress frame and no node change for `--stall`: the prompt hung; it was interrupted
+    /// (or the server restarted when it ignored the interrupt).
+    Hang,
 }
 
 impl OutcomeKind {
@@ -40,6 +43,7 @@ impl OutcomeKind {
             OutcomeKind::Interrupted => "interrupted",
             OutcomeKind::Timeout => "timeout",
             OutcomeKind::ServerLost => "server_lost",
+            OutcomeKind::Hang => "hang",
         }
     }
 }
@@ -84,6 +88,28 @@ pub enum Outcome {
         /// What was seen.
         detail: String,
     },
+    /// No progress frame and no node change for `--stall` while the prompt ran: it hung at
+    /// `node_id` (step `step` of `max_steps` when a sampler was reporting steps).
+    Hang {
+        /// The node running when progress stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_id: Option<String>,
+        /// Its class.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_type: Option<String>,
+        /// The last step reported by that node.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<u64>,
+        /// The steps it was to take.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_steps: Option<u64>,
+        /// What hung and for how long, in words.
+        detail: String,
+        /// The server confirmed our interrupt; false when it ignored it (the server is
+        /// restarted through `--restart-cmd` before the next run).
+        #[serde(default)]
+        interrupt_confirmed: bool,
+    },
     /// `--strict`: the prompt completed, but only through a silent memory fallback (a tiled
     /// VAE decode or encode after an OOM); counted as a failure.
     MemoryFallback {
@@ -118,6 +144,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Timeout { .. } => "timeout",
             Outcome::ServerLost { .. } => "server_lost",
+            Outcome::Hang { .. } => "hang",
             Outcome::MemoryFallback { .. } => "memory_fallback",
             Outcome::MemoryPressure { .. } => "memory_pressure",
             Outcome::IncompleteOutput { .. } => "failed",
@@ -133,17 +160,21 @@ impl Outcome {
             Outcome::Failed { .. }
                 | Outcome::Timeout { .. }
                 | Outcome::ServerLost { .. }
+                | Outcome::Hang { .. }
                 | Outcome::MemoryFallback { .. }
                 | Outcome::MemoryPressure { .. }
                 | Outcome::IncompleteOutput { .. }
         )
     }
 
-    /// A crash: the server went away or the run timed out. Either can have causes outside
-    /// the variant (another job, an update, a driver reset), so a crash alone decides nothing
-    /// (`--confirm-crashes`).
+    /// A crash: the server went away, the run timed out or hung. Each can have causes
+    /// outside the variant (another job, an update, a driver reset, a server that hangs on
+    /// its second run), so a crash alone decides nothing (`--confirm-crashes`).
     pub(crate) fn is_crash(&self) -> bool {
-        matches!(self, Outcome::Timeout { .. } | Outcome::ServerLost { .. })
+        matches!(
+            self,
+            Outcome::Timeout { .. } | Outcome::ServerLost { .. } | Outcome::Hang { .. }
+        )
     }
 }
 

@@ -188,6 +188,22 @@ struct Run<'a> {
     ordinal: u64,
     /// Simulated seconds the prompt has taken so far (what `Prompt executed in` prints).
     sim_seconds: f64,
+    /// The `hang-second-run` fault hangs this prompt at its first sampling step.
+    hang: bool,
+    /// What the 2026 profile's benchmark capture reports (when the prompt opted in): each
+    /// executed node's time, each sampling step's time (real ms) and the peak device memory
+    /// in use (bytes).
+    capture: Capture,
+}
+
+/// Per-node and per-step times and the peak device memory of one prompt, for the `benchmark`
+/// event of the 2026 profile.
+#[derive(Default)]
+struct Capture {
+    nodes: Vec<(String, String, f64)>,
+    steps: Vec<f64>,
+    sampler_ms: f64,
+    peak_used: u64,
 }
 
 enum NodeEnd {
@@ -329,9 +345,14 @@ impl Run<'_> {
 async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
     let prompt: Map<String, Value> = item.prompt.as_object().cloned().unwrap_or_default();
     let cid = item.client_id();
-    {
+    let hang = {
         let mut st = inst.lock();
         st.interrupt = false;
+        st.started += 1;
+        st.started == 2 && inst.shared.faults().hang_second_run
+    };
+    {
+        let mut st = inst.lock();
         st.running = Some(item.clone());
         if let Some(cid) = cid
             .as_deref()
@@ -354,8 +375,12 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         expected_exec: 0,
         ordinal: inst.shared.next_execution(),
         sim_seconds: 0.0,
+        hang,
+        capture: Capture::default(),
     };
     let pid = run.pid().to_string();
+    // Real time, for the benchmark capture's total (it reports wall-clock ms, as upstream).
+    let began = std::time::Instant::now();
     let start = json!({"prompt_id": pid, "timestamp": now_ms()});
     run.to_submitter("execution_start", start.clone());
     run.messages.push(json!(["execution_start", start]));
@@ -420,8 +445,12 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
             list.complete(&id);
             continue;
         }
+        let node_began = std::time::Instant::now();
         match run_node(&mut run, &prompt, &id, &key, &mut values).await {
             NodeEnd::Done => {
+                let class = prompt[&id]["class_type"].as_str().unwrap_or("").to_string();
+                let ms = node_began.elapsed().as_secs_f64() * 1000.0;
+                run.capture.nodes.push((id.clone(), class, ms));
                 if inst.lock().cache.get(&key).is_some_and(|e| e.ui.is_some()) {
                     ui_order.push(id.clone());
                 }
@@ -493,6 +522,11 @@ async fn run_prompt(inst: &Arc<Instance>, item: QueueItem) -> bool {
         if inst.shared.prompt_finished(run.ordinal) {
             st.gpu.lowvram = true;
         }
+    }
+    if benchmark_wanted(&run) {
+        let status = if completed { "success" } else { "error" };
+        let data = benchmark_event(&run, status, began.elapsed().as_secs_f64() * 1000.0);
+        run.to_submitter("benchmark", data);
     }
     run.to_submitter("executing", json!({"node": null, "prompt_id": pid}));
     // The simulated GPU's time, whatever `--time-scale` made of it in real time.
@@ -599,8 +633,15 @@ async fn run_node(
         }
     }
 
+    {
+        let st = inst.lock();
+        let used = st.gpu.total.saturating_sub(st.gpu.budget()) + plan.peak_allocated;
+        run.capture.peak_used = run.capture.peak_used.max(used);
+    }
     run.sleep(plan.setup_seconds).await;
     let steps = plan.steps;
+    let sampling_began = std::time::Instant::now();
+    let mut step_began = sampling_began;
     let stride = steps.div_ceil(1000).max(1);
     let fail_at = plan.oom.as_ref().map(|o| o.after_steps);
     let ws_images = class == "SaveImageWebsocket";
@@ -614,6 +655,12 @@ async fn run_node(
                 break;
             }
             run.sleep(plan.step_seconds).await;
+            if bars {
+                run.capture
+                    .steps
+                    .push(step_began.elapsed().as_secs_f64() * 1000.0);
+                step_began = std::time::Instant::now();
+            }
             if run.interrupted() {
                 return interrupted(run, id, &class);
             }
@@ -637,11 +684,20 @@ async fn run_node(
                 if !run.mid_run() {
                     return NodeEnd::Crashed;
                 }
+                if bars && std::mem::take(&mut run.hang) {
+                    if let Some(end) = hang(run, id, &class).await {
+                        return end;
+                    }
+                }
+                if bars && run.faults.aimdo_error {
+                    return aimdo_fault(run, prompt, id, &class, values);
+                }
             }
         }
     }
     if bars {
         inst.lock().log("\n");
+        run.capture.sampler_ms += sampling_began.elapsed().as_secs_f64() * 1000.0;
     }
     if let Some(oom) = &plan.oom {
         inst.lock().gpu.unload_all();
@@ -822,6 +878,115 @@ async fn host_ram_fits(run: &mut Run<'_>, outputs: &[Val]) -> bool {
 
 /// Longest real time the simulated server thrashes with full RAM before it is killed.
 const OOM_KILL_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether the prompt gets a `benchmark` event: the 2026 profile (ComfyUI 0.38 has the
+/// in-core capture, `comfy/benchmark/`) and a truthy `extra_data.benchmark`.
+fn benchmark_wanted(run: &Run<'_>) -> bool {
+    run.inst.shared.config.profile == super::Profile::Y2026
+        && match run.item.extra_data.get("benchmark") {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Object(o)) => !o.is_empty(),
+            Some(Value::Null) | None => false,
+            Some(_) => true,
+        }
+}
+
+/// The capture's record (`capture_schema_version` 3, the fields comfy-bisect reads and their
+/// neighbours; the device snapshot, series and summaries null or empty).
+fn benchmark_event(run: &Run<'_>, status: &str, total_ms: f64) -> Value {
+    let mib = |b: u64| (b as f64 / (1u64 << 20) as f64).round();
+    let (ram_used, total_vram) = {
+        let st = run.inst.lock();
+        (st.host_ram_used(), st.gpu.total)
+    };
+    let c = &run.capture;
+    json!({
+        "type": "benchmark",
+        "capture_schema_version": 3,
+        "collector_id": "comfyui-core",
+        "prompt_id": run.pid(),
+        "timestamp": now_ms(),
+        "run": {"status": status, "image_count": null, "batch_size": null},
+        "workflow": {},
+        "device": {"backend": "cuda", "total_vram_mb": mib(total_vram), "baseline": null},
+        "durations": {
+            "total_run_ms": total_ms,
+            "sampler_ms": c.sampler_ms,
+            "node_total_ms": c.nodes.iter().map(|n| n.2).sum::<f64>(),
+            "model_load_ms": null
+        },
+        "nodes": c.nodes.iter().map(|(id, class, ms)| json!({"node_id": id, "class_type": class, "elapsed_ms": ms})).collect::<Vec<_>>(),
+        "sampling": {"step_count": c.steps.len(), "step_durations_ms": c.steps},
+        "resources": {
+            "sample_interval_ms": 500,
+            "series": [],
+            "peak": {"vram_used_mb": mib(c.peak_used), "ram_used_mb": mib(ram_used)}
+        },
+        "summary": {"energy_wh_per_image": null, "sec_per_image": null, "throttled": null}
+    })
+}
+
+/// The `hang-second-run` fault: no more progress, node change or console line until an
+/// interrupt (unless it is ignored) or the server stops. None never comes back: the caller
+/// returns what this returns.
+async fn hang(run: &mut Run<'_>, id: &str, class: &str) -> Option<NodeEnd> {
+    tracing::info!(node = id, "simulated hang");
+    let mut stopped = run.inst.stop_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = stopped.changed() => {}
+        }
+        if run.inst.is_stopped() {
+            return Some(NodeEnd::Crashed);
+        }
+        if run.interrupted() && !run.faults.hang_ignores_interrupt {
+            return Some(interrupted(run, id, class));
+        }
+    }
+}
+
+/// The `aimdo-error` fault: comfy-aimdo's console line, then the node's `RuntimeError`.
+fn aimdo_fault(
+    run: &mut Run<'_>,
+    prompt: &Map<String, Value>,
+    id: &str,
+    class: &str,
+    values: &HashMap<String, Vec<Val>>,
+) -> NodeEnd {
+    let mut executed = run.executed.clone();
+    executed.reverse();
+    let traceback = oom::aimdo_traceback(class);
+    let data = json!({
+        "prompt_id": run.pid(),
+        "node_id": id,
+        "node_type": class,
+        "executed": executed,
+        "exception_message": oom::AIMDO_MESSAGE,
+        "exception_type": oom::AIMDO_EXCEPTION_TYPE,
+        "traceback": traceback,
+        "current_inputs": current_inputs(&prompt[id], values),
+        "current_outputs": prompt.keys().collect::<Vec<_>>(),
+        "timestamp": now_ms(),
+    });
+    {
+        let mut st = run.inst.lock();
+        st.log(&format!("\n{}\n", oom::AIMDO_CONSOLE_LINE));
+        st.log(&format!(
+            "!!! Exception during processing !!! {}\n",
+            oom::AIMDO_MESSAGE
+        ));
+        st.log(&format!(
+            "Traceback (most recent call last):\n{}{}: {}\n",
+            traceback.concat(),
+            oom::AIMDO_EXCEPTION_TYPE,
+            oom::AIMDO_MESSAGE
+        ));
+    }
+    run.to_submitter("execution_error", data.clone());
+    run.messages.push(json!(["execution_error", data]));
+    NodeEnd::Failed
+}
 
 fn interrupted(run: &mut Run<'_>, id: &str, class: &str) -> NodeEnd {
     let mut executed = run.executed.clone();

@@ -132,6 +132,20 @@ pub struct Faults {
     /// (`nan-decode`): the run succeeds, the PNGs decode to all-black pixels, and the console
     /// has numpy's cast warning from the saver.
     pub nan_decode: bool,
+    /// The second prompt the server executes after it (re)started stops making progress
+    /// after its first sampling step (`hang-second-run`): no more `progress` frames, no node
+    /// change, nothing on the console — "the first run is fine, the second hangs" of ComfyUI
+    /// issues #15255 and #15269. `/interrupt` ends it, unless [`Faults::hang_ignores_interrupt`].
+    /// A restart clears it (the next hang is again the second prompt after the restart).
+    pub hang_second_run: bool,
+    /// The hung prompt ignores `/interrupt` too (`hang-second-run=ignore-interrupt`): only a
+    /// restart ends it.
+    pub hang_ignores_interrupt: bool,
+    /// Every sampler fails after its first step with the dynamic-VRAM offloader's error
+    /// (`aimdo-error`): comfy-aimdo's C-level `VRAM Allocation failed (non OOM)` line on the
+    /// console, then `RuntimeError: Fault failed: 2` as the node's exception (the shape of
+    /// ComfyUI issue #15269).
+    pub aimdo_error: bool,
 }
 
 impl Faults {
@@ -264,11 +278,24 @@ impl Faults {
         self.nan_decode = true;
         self
     }
+    /// The second prompt after each (re)start hangs after its first sampling step; with
+    /// `ignore_interrupt` it ignores `/interrupt` too.
+    pub fn with_hang_second_run(mut self, ignore_interrupt: bool) -> Self {
+        self.hang_second_run = true;
+        self.hang_ignores_interrupt = ignore_interrupt;
+        self
+    }
+    /// Samplers fail with comfy-aimdo's `Fault failed` after their first step.
+    pub fn with_aimdo_error(mut self) -> Self {
+        self.aimdo_error = true;
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
-    /// ws-flood=N,flat-product,nan-decode,crash-on=N[:N…],
+    /// ws-flood=N,flat-product,nan-decode,hang-second-run[=ignore-interrupt],aimdo-error,
+    /// crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
     /// step-growth=SIZE`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
@@ -294,6 +321,12 @@ impl Faults {
                 ("history-500", None) => f.history_500 = true,
                 ("flat-product", None) => f.flat_product = true,
                 ("nan-decode", None) => f.nan_decode = true,
+                ("hang-second-run", None) => f.hang_second_run = true,
+                ("hang-second-run", Some("ignore-interrupt")) => {
+                    f.hang_second_run = true;
+                    f.hang_ignores_interrupt = true;
+                }
+                ("aimdo-error", None) => f.aimdo_error = true,
                 ("missing-output", Some(target)) if !matches!(target, "" | "#") => {
                     f.missing_output = Some(target.to_string())
                 }
@@ -346,7 +379,7 @@ impl Faults {
                          slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
                          silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
-                         crash-on=N[:N…], revive-after=MS, \
+                         hang-second-run[=ignore-interrupt], aimdo-error, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
                          step-growth=SIZE"
                     ))
@@ -380,6 +413,15 @@ impl std::fmt::Display for Faults {
         flag(self.history_500, "history-500");
         flag(self.flat_product, "flat-product");
         flag(self.nan_decode, "nan-decode");
+        flag(
+            self.hang_second_run && !self.hang_ignores_interrupt,
+            "hang-second-run",
+        );
+        flag(
+            self.hang_second_run && self.hang_ignores_interrupt,
+            "hang-second-run=ignore-interrupt",
+        );
+        flag(self.aimdo_error, "aimdo-error");
         if self.slow_history_ms > 0 {
             items.push(format!("slow-history={}", self.slow_history_ms));
         }
@@ -854,7 +896,8 @@ mod tests {
     fn the_banner_names_the_faults_as_the_faults_list() {
         let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
                     missing-output=#22,short-video=2,revive-after=500,silent-socket,queue-hides,\
-                    history-500,step-growth=2048,flat-product,nan-decode";
+                    history-500,step-growth=2048,flat-product,nan-decode,\
+                    hang-second-run=ignore-interrupt,aimdo-error";
         let config = SimConfig {
             faults: Faults::parse(list).unwrap(),
             ..SimConfig::default()

@@ -607,6 +607,25 @@ pub struct TraceContext<'a> {
 }
 
 /// The `traceback` list of an `execution_error` for an OOM at `oom.stage` in this node.
+/// The dynamic-VRAM offloader's failure in a sampler (the `aimdo-error` fault), as ComfyUI
+/// issue #15269 shows it: comfy-aimdo's C code prints the first line itself, then the node
+/// raises `RuntimeError: Fault failed: 2` out of the sampler.
+pub(crate) const AIMDO_CONSOLE_LINE: &str =
+    "aimdo: src/model-vbar.c:393:ERROR:VRAM Allocation failed (non OOM)";
+
+/// The exception of the `aimdo-error` fault.
+pub(crate) const AIMDO_EXCEPTION_TYPE: &str = "RuntimeError";
+
+/// Its message.
+pub(crate) const AIMDO_MESSAGE: &str = "Fault failed: 2";
+
+/// The traceback of the `aimdo-error` fault: the executor's frames and the sampler's entry.
+pub(crate) fn aimdo_traceback(class_type: &str) -> Vec<String> {
+    let mut v = execution_frames();
+    v.extend(sampler_entry(class_type));
+    v
+}
+
 pub fn traceback(oom: &Oom, ctx: &TraceContext) -> Vec<String> {
     let mut v = execution_frames();
     let family = ctx.family.unwrap_or(Family::Other);

@@ -78,6 +78,9 @@ pub(crate) struct State {
     pub cache: HashMap<String, CacheEntry>,
     pub gpu: Gpu,
     pub interrupt: bool,
+    /// Prompts this server started executing since it (re)started (the `hang-second-run`
+    /// fault hangs the second).
+    pub started: u64,
     /// Pending `/free` flags: (unload_models, free_memory).
     pub free_flags: Option<(bool, bool)>,
     /// (client_id, node) of the node executing now, for reconnect greetings.
@@ -309,6 +312,7 @@ impl Instance {
                 gpu
             },
             interrupt: false,
+            started: 0,
             free_flags: None,
             executing: None,
             temp_prefix: String::new(),

@@ -9,6 +9,7 @@ pub mod events;
 pub mod fingerprint;
 pub mod headers;
 pub mod media;
+pub mod memory_summary;
 pub mod protocol;
 pub mod ws;
 

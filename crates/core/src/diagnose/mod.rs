@@ -272,6 +272,33 @@ mod tests {
         }
     }
 
+    /// A process that died without a Python error takes its stage from the last console
+    /// evidence before the death: sampling finished, then the VAE was being loaded → decode,
+    /// likely (issue #23 item 4).
+    #[test]
+    fn a_death_without_a_python_error_after_sampling_and_a_vae_load_is_a_likely_decode() {
+        for death in [
+            "Killed",
+            "Fatal Python error: Aborted",
+            "Process finished with exit code -1073741819 (0xC0000005)",
+        ] {
+            let text = format!(
+                "got prompt\nRequested to load WAN21\nloaded completely 9500.0 8000.5 True\n\
+                 100%|██████████| 20/20 [02:10<00:00,  6.50s/it]\nRequested to load WanVAE\n\
+                 loaded completely 1200.0 242.0 True\n{death}\n"
+            );
+            let d = diagnose_text(&text).unwrap();
+            assert_eq!(d.kind, Kind::ProcessKilled, "{death}: {d:?}");
+            assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
+            assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
+            // Died while the VAE was being loaded for the decode.
+            let cut = text.replace("loaded completely 1200.0 242.0 True\n", "");
+            let d = diagnose_text(&cut).unwrap();
+            assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
+            assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
+        }
+    }
+
     #[test]
     fn server_lost_mid_sampling_uses_the_running_node() {
         let evidence = Evidence {

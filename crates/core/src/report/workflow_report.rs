@@ -438,7 +438,13 @@ pub(super) fn workflow_report(
         .runs
         .iter()
         .find_map(|r| r.summary.as_ref().and_then(|s| s.vram_total_mib));
+    let from_server = job.runs.iter().any(|r| {
+        r.summary
+            .as_ref()
+            .is_some_and(|s| s.vram_peak_source.is_some())
+    });
     let note = match sample_ms {
+        _ if from_server => "Peak VRAM comes from the server's own benchmark capture (ComfyUI samples the device's memory in use inside its process) where a run has it (run.json `server_benchmark`), else from sampling GET /system_stats during the run (total − free, all processes); short spikes between samples can be missed.".to_string(),
         Some(ms) => format!(
             "Peak VRAM is the highest device memory in use (total − free, all processes) seen by sampling GET /system_stats every {ms} ms during the run; allocations that live shorter than that, such as the spike right before an OOM, can be missed, so the true peak may be higher."
         ),

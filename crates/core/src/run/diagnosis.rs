@@ -46,7 +46,7 @@ impl RunRecord {
                 OutcomeKind::Passed | OutcomeKind::Failed => None,
                 OutcomeKind::Rejected => Some(RunOutcomeHint::Rejected),
                 OutcomeKind::Interrupted => Some(RunOutcomeHint::Interrupted),
-                OutcomeKind::Timeout => Some(RunOutcomeHint::Timeout),
+                OutcomeKind::Timeout | OutcomeKind::Hang => Some(RunOutcomeHint::Timeout),
                 OutcomeKind::ServerLost => Some(RunOutcomeHint::ServerLost),
             },
             ..Evidence::default()
@@ -65,6 +65,7 @@ impl RunRecord {
                 i.nodes.first().map(|n| n.node_id.clone())
             }
             Some(RunError::Timeout(t)) => t.last_node.clone(),
+            Some(RunError::Hang(h)) => h.last_node.clone(),
             Some(RunError::ServerLost(s)) => s.last_node.clone(),
             _ => None,
         };

@@ -8,8 +8,9 @@
 use super::console::RunConsole;
 use super::observer::{NoObserver, RawEvent, RunEvent, RunObserver};
 use super::record::{
-    trim_current_inputs, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo, RawLog,
-    Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample, WsTextRecord,
+    trim_current_inputs, HangInfo, HttpRecord, InterruptedBy, Interruption, Outcome, QueueInfo,
+    RawLog, Rejection, RunRecord, ServerLostInfo, TimeoutInfo, VramReport, VramSample,
+    WsTextRecord,
 };
 use super::sampler::Sampler;
 use super::state::FollowState;
@@ -42,6 +43,9 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// Longest time without any event for our running prompt.
     pub stall_timeout: Duration,
+    /// `--stall`: longest time without a `progress` frame or a node change while our prompt
+    /// runs; past it the run is a hang (`run/hang.rs`). None: no hang detection.
+    pub stall: Option<Duration>,
     /// Longest wait behind other prompts (also bounds the cold-start idle wait).
     pub queue_timeout: Duration,
     /// `/system_stats` sampling interval.
@@ -72,6 +76,7 @@ impl RunRequest {
             cold: true,
             timeout: Duration::from_secs(3600),
             stall_timeout: Duration::from_secs(600),
+            stall: None,
             queue_timeout: Duration::from_secs(3600),
             sample_interval: Duration::from_millis(500),
             poll_interval: Duration::from_secs(1),
@@ -110,6 +115,8 @@ pub(super) enum End {
     Cancelled { removed: bool },
     /// A run, stall or queue limit passed and our prompt was interrupted.
     Timeout(TimeoutInfo),
+    /// No progress for `--stall`: our prompt hung and was interrupted.
+    Hang(HangInfo),
     /// The server went away or our prompt vanished.
     Lost(ServerLostInfo),
 }
@@ -324,6 +331,7 @@ impl<'a> Runner<'a> {
             self.warnings.push(super::rewrite::warning(r));
         }
         let step_timing = super::timing::sampler_timings(&self.raw.ws_text, self.state.prompt_id());
+        let server_benchmark = self.server_benchmark().await;
         let mut record = RunRecord {
             run_id: self.req.run_id.to_string(),
             prompt_id: self.state.prompt_id().to_string(),
@@ -350,14 +358,47 @@ impl<'a> Runner<'a> {
             warnings: self.warnings,
             console: Some(console),
             memory_events,
+            memory_summary: crate::comfy::memory_summary::last_summary(&server_log),
             memory_fallbacks,
             product,
             step_timing,
+            server_benchmark,
             raw: self.raw,
             server_log,
         };
         record.attach_diagnosis();
         record
+    }
+
+    /// The server's benchmark capture of our prompt: its `benchmark` event among our frames,
+    /// else — only when the socket was replaced, so our events may have gone to the old one —
+    /// `output/benchmarks/<prompt_id>.json` through `/view` (a server without the capture
+    /// answers 404: nothing).
+    async fn server_benchmark(&mut self) -> Option<super::benchmark::ServerBenchmark> {
+        use super::benchmark::{from_frames, read, CaptureSource};
+        if let Some(b) = from_frames(&self.raw.ws_text, self.state.prompt_id()) {
+            return Some(b);
+        }
+        if self.state.on_first_socket() || !self.state.tracker().is_finished() {
+            return None;
+        }
+        let filename = format!("{}.json", self.state.prompt_id());
+        let file = crate::comfy::ViewFile {
+            filename: &filename,
+            subfolder: "benchmarks",
+            kind: "output",
+        };
+        let enough: &crate::comfy::client::Enough = &|_, _, _| false;
+        let view = crate::comfy::client::ViewRead {
+            from: None,
+            cap: 8 << 20,
+            enough,
+        };
+        let answer = self.state.client().view_read(&file, &view).await;
+        self.flush_http();
+        let head = answer.ok().flatten()?;
+        let json: Value = serde_json::from_slice(&head.head).ok()?;
+        read(&json, CaptureSource::File)
     }
 
     /// The local server's pid, when known.
@@ -601,6 +642,15 @@ impl<'a> Runner<'a> {
                     info.interrupt_confirmed = true;
                 }
                 Outcome::Timeout(info)
+            }
+            End::Hang(mut info) => {
+                if matches!(
+                    self.state.tracker().terminal(),
+                    Some(Terminal::Interrupted(_))
+                ) {
+                    info.interrupt_confirmed = true;
+                }
+                Outcome::Hang(info)
             }
             End::Lost(info) => Outcome::ServerLost(info),
             End::Finished => {
@@ -877,6 +927,8 @@ impl<'a> Runner<'a> {
         };
         let mut extra_data = Map::new();
         extra_data.insert("preview_method".into(), PREVIEW_METHOD_NONE.into());
+        // The server's own measurement where it has one (`run/benchmark.rs`); ignored elsewhere.
+        extra_data.insert(super::benchmark::BENCHMARK_KEY.into(), Value::Bool(true));
         let prompt = match self.req.workflow.to_value() {
             Value::Object(m) => m,
             _ => Map::new(),

@@ -14,8 +14,9 @@
 //! that into the run's outcome.
 
 use super::execute::{End, Runner};
+use super::hang::ProgressMark;
 use super::observer::RunEvent;
-use super::record::{ServerLostInfo, TimeoutInfo, TimeoutReason};
+use super::record::{HangInfo, ServerLostInfo, TimeoutInfo, TimeoutReason};
 use crate::comfy::protocol::{Job, JobLookup, JobStatus, QueuePosition};
 use crate::comfy::{ClientError, WsConnection, WsFrame};
 use std::time::{Duration, Instant};
@@ -51,6 +52,9 @@ struct Follow<'r, 'a> {
     last_activity: Instant,
     /// When our prompt was first seen running (the stall limit applies from then on).
     running_since: Option<Instant>,
+    /// The progress of our prompt last seen (nodes started, running node, its step) and when
+    /// it last changed: the hang limit (`--stall`) counts from there.
+    progress: (ProgressMark, Instant),
     /// What the run limit (`--timeout`) counts from: the submission, moved on to each `/queue`
     /// answer that shows our prompt pending. A prompt that is never seen running, because the
     /// socket and `/queue` say nothing, still meets the deadline.
@@ -211,6 +215,7 @@ impl<'r, 'a> Follow<'r, 'a> {
             next_poll: now,
             last_activity: now,
             running_since: None,
+            progress: (ProgressMark::default(), now),
             run_clock: now,
             history_errors: (0, None),
             pending_since: now,
@@ -256,8 +261,9 @@ impl<'r, 'a> Follow<'r, 'a> {
     /// ends the follow when the server did not confirm an interrupt within its grace.
     async fn check_limits(&mut self) -> Option<End> {
         let now = Instant::now();
-        if self.runner.state().tracker().started_ms().is_some() {
-            self.running_since.get_or_insert(now);
+        if self.runner.state().tracker().started_ms().is_some() && self.running_since.is_none() {
+            self.running_since = Some(now);
+            self.progress.1 = self.progress.1.max(now);
         }
         match &self.ending {
             Some((_, deadline)) if now >= *deadline => {
@@ -268,7 +274,9 @@ impl<'r, 'a> Follow<'r, 'a> {
             }
             Some(_) => None,
             None => {
-                if let Some((reason, limit)) = self.limit_passed(now) {
+                if let Some(limit) = self.hang_passed(now) {
+                    self.hang(limit, now).await;
+                } else if let Some((reason, limit)) = self.limit_passed(now) {
                     self.time_out(reason, limit, now).await;
                 }
                 None
@@ -297,6 +305,59 @@ impl<'r, 'a> Follow<'r, 'a> {
             }
             _ => None,
         }
+    }
+
+    /// The hang limit (`--stall`) when our running prompt made no progress for that long. As
+    /// for the stall timeout, only the first socket gets our prompt's frames: after a
+    /// reconnect, silence proves nothing.
+    fn hang_passed(&self, now: Instant) -> Option<Duration> {
+        let (req, state) = (self.runner.request(), self.runner.state());
+        let limit = req.stall?;
+        (self.running_since.is_some()
+            && state.socket().is_some()
+            && state.on_first_socket()
+            && now - self.progress.1 > limit)
+            .then_some(limit)
+    }
+
+    /// Our prompt hung: interrupts it and waits for the server to confirm within the grace
+    /// (a server that ignores it is restarted by the session through `--restart-cmd`).
+    async fn hang(&mut self, limit: Duration, now: Instant) {
+        let tracker = self.runner.state().tracker();
+        let node = tracker.current_node();
+        let last_node = node
+            .map(|n| n.node_id.clone())
+            .or_else(|| self.runner.last_node());
+        let progress = node.and_then(|n| n.progress);
+        let node_type = last_node.as_deref().and_then(|id| {
+            self.runner
+                .request()
+                .workflow
+                .node(id)
+                .map(|n| n.class_type.clone())
+        });
+        self.runner.warn(format!(
+            "hang: no progress and no node change for {}s (--stall) at node {}{}: interrupting \
+             our prompt",
+            limit.as_secs_f64(),
+            last_node.as_deref().unwrap_or("?"),
+            progress
+                .as_ref()
+                .map(|p| format!(", step {}/{}", p.value, p.max))
+                .unwrap_or_default()
+        ));
+        let removed = self.runner.stop_our_prompt().await;
+        let info = HangInfo {
+            limit_ms: limit.as_millis() as u64,
+            last_node,
+            node_type,
+            step: progress.as_ref().map(|p| p.value as u64),
+            max_steps: progress.as_ref().map(|p| p.max as u64),
+            interrupt_sent: true,
+            interrupt_confirmed: removed,
+        };
+        self.ending = Some((End::Hang(info), now + self.runner.request().interrupt_grace));
+        self.next_poll = now;
     }
 
     /// Interrupts (or dequeues) our prompt for a passed limit and waits for the server to
@@ -355,6 +416,10 @@ impl<'r, 'a> Follow<'r, 'a> {
         self.runner.handle_frame(frame);
         if self.runner.state().tracker().counts().ours > ours {
             self.last_activity = Instant::now();
+        }
+        let mark = ProgressMark::of(self.runner.state().tracker());
+        if mark != self.progress.0 {
+            self.progress = (mark, Instant::now());
         }
         if closed {
             self.runner.state_mut().socket_lost();

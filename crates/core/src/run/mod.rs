@@ -1,12 +1,14 @@
 //! One submission and its evidence: cold start, socket, submit, follow, reconcile with history,
 //! VRAM sampling, and the [`RunRecord`] (`run.json`) that holds the outcome and the raw events.
 
+pub mod benchmark;
 pub mod console;
 pub mod degenerate;
 pub mod diagnosis;
 pub mod execute;
 mod follow;
 pub mod frames;
+pub mod hang;
 pub(crate) mod observer;
 pub mod product;
 pub mod record;
@@ -18,6 +20,6 @@ pub mod timing;
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};
 pub use record::{
-    IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection, RunError,
-    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    HangInfo, IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection,
+    RunError, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

@@ -30,6 +30,8 @@ pub enum Outcome {
     /// ComfyUI said success, but an output node produced nothing (outcome `failed`, kind
     /// `incomplete_output`).
     IncompleteOutput(IncompleteOutput),
+    /// No progress and no node change for the stall limit: where it hung.
+    Hang(HangInfo),
 }
 
 impl Outcome {
@@ -43,6 +45,7 @@ impl Outcome {
             Outcome::Timeout(_) => OutcomeKind::Timeout,
             Outcome::ServerLost(_) => OutcomeKind::ServerLost,
             Outcome::IncompleteOutput(_) => OutcomeKind::Failed,
+            Outcome::Hang(_) => OutcomeKind::Hang,
         }
     }
 
@@ -57,6 +60,7 @@ impl Outcome {
             Outcome::Timeout(t) => Some(RunError::Timeout(t)),
             Outcome::ServerLost(s) => Some(RunError::ServerLost(s)),
             Outcome::IncompleteOutput(i) => Some(RunError::IncompleteOutput(i)),
+            Outcome::Hang(h) => Some(RunError::Hang(h)),
         };
         (kind, error)
     }
@@ -78,6 +82,8 @@ pub enum RunError {
     ServerLost(ServerLostInfo),
     /// `{"incomplete_output": {nodes: [{node_id, class_type}], message}}`.
     IncompleteOutput(IncompleteOutput),
+    /// `{"hang": {limit_ms, last_node, node_type, step, max_steps, interrupt_sent, …}}`.
+    Hang(HangInfo),
 }
 
 /// The server refused (part of) the prompt.
@@ -153,6 +159,29 @@ pub struct TimeoutInfo {
     /// A targeted `POST /interrupt {prompt_id}` (or a queue delete) was sent.
     pub interrupt_sent: bool,
     /// The server confirmed with `execution_interrupted` (or the prompt left the queue).
+    pub interrupt_confirmed: bool,
+}
+
+/// Where a run hung: no `progress` frame and no node change for `limit_ms` (`--stall`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HangInfo {
+    /// The stall limit.
+    pub limit_ms: u64,
+    /// The node running when progress stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node: Option<String>,
+    /// Its class (from the prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_type: Option<String>,
+    /// Its last reported step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// The steps it was to take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u64>,
+    /// A targeted interrupt (or job cancel) was sent.
+    pub interrupt_sent: bool,
+    /// The server confirmed it with `execution_interrupted`; false when it ignored it.
     pub interrupt_confirmed: bool,
 }
 
@@ -421,6 +450,10 @@ pub struct RunRecord {
     /// fallbacks, ComfyUI's OOM unload, progress bars' last state).
     #[serde(default)]
     pub memory_events: Vec<MemoryEvent>,
+    /// PyTorch's allocator table ComfyUI logged as `Memory summary:` before `Got an OOM,
+    /// unloading all loaded models.` (the last one of the run's console).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_summary: Option<crate::comfy::memory_summary::AllocatorSummary>,
     /// What the output nodes produced: every file with its size, mismatches with what the
     /// variant asked for. `None` for a run that did not succeed, or a record made before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +465,10 @@ pub struct RunRecord {
     /// Time per sampler step, from the `progress` frames (the first step apart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_timing: Vec<super::timing::SamplerTiming>,
+    /// The server's own measurement of the run (ComfyUI's benchmark capture, when the server
+    /// has it): per-node and per-step times and its VRAM/RAM peaks, with where they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_benchmark: Option<super::benchmark::ServerBenchmark>,
     /// Raw evidence.
     #[serde(default)]
     pub raw: RawLog,
@@ -457,6 +494,7 @@ impl RunRecord {
             (OutcomeKind::Failed, Some(RunError::IncompleteOutput(i))) => {
                 Outcome::IncompleteOutput(i.clone())
             }
+            (OutcomeKind::Hang, Some(RunError::Hang(h))) => Outcome::Hang(h.clone()),
             _ => Outcome::Passed,
         }
     }
@@ -736,6 +774,8 @@ mod tests {
             warnings: vec![],
             console: None,
             memory_events: vec![],
+            memory_summary: None,
+            server_benchmark: None,
             memory_fallbacks: vec![],
             product: None,
             server_log: String::new(),

@@ -495,6 +495,7 @@ fn outcome_reason(outcome: &Outcome) -> String {
         }
         Outcome::Interrupted => "interrupted".into(),
         Outcome::Timeout { detail } => format!("timeout: {detail}"),
+        Outcome::Hang { detail, .. } => format!("hang: {detail}"),
         Outcome::ServerLost { detail } => format!("server lost (crash): {detail}"),
         Outcome::MemoryFallback { fallbacks } => {
             format!("memory fallback (--strict): {}", fallbacks.join(", "))

@@ -39,6 +39,9 @@ pub struct RunSpec<'a> {
     /// Per-run limit: `--timeout`, or the default derived from the session's runs
     /// ([`Driver::run_limit`]).
     pub timeout: Option<Duration>,
+    /// `--stall`, or the default derived from the session's runs ([`Driver::stall_limit`]): no
+    /// progress and no node change for this long is a hang.
+    pub stall: Option<Duration>,
     /// `--deadline` + `--deadline-grace`: a run still going then is interrupted (the driver
     /// records it as interrupted and stops the session; `resume` runs it again).
     pub stop_at: Option<Timestamp>,
@@ -338,6 +341,21 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 "the default while no run took over 1/8 of it; --timeout sets it".into(),
             ),
         }
+    }
+
+    /// The hang limit of the next run ([`crate::run::hang::stall_limit`]): `--stall`, else
+    /// derived from the longest quiet stretch of the session's runs that ended by themselves.
+    pub fn stall_limit(&self) -> (Duration, String) {
+        let quiet = self
+            .session
+            .workflows
+            .iter()
+            .flat_map(|w| &w.runs)
+            .filter(|r| matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. })))
+            .filter_map(|r| r.summary.as_ref().and_then(|s| s.longest_quiet_ms))
+            .max()
+            .map(Duration::from_millis);
+        crate::run::hang::stall_limit(self.session.options.stall_s.map(Duration::from_secs), quiet)
     }
 
     /// Waits for `--start-at`; false when stopped meanwhile.
@@ -826,7 +844,32 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         match self.submit(w, step, role, confirms, fingerprint, cap)? {
             Submitted::Not(_) => self.ensure_server(w),
             Submitted::Done { run_id, outcome } => match outcome {
-                Outcome::ServerLost { .. } | Outcome::Timeout { .. }
+                Outcome::Hang {
+                    interrupt_confirmed: false,
+                    ..
+                } if self.session.options.restart_cmd.is_none() => {
+                    // The hung prompt still holds the server's worker: every later run would
+                    // wait behind it.
+                    self.stop_session(
+                        Some(w),
+                        StopReason::ServerLost,
+                        format!(
+                            "run {run_id} hung and the server ignored the interrupt; restart \
+                             ComfyUI (or give --restart-cmd so the session does it), then `{}` \
+                             goes on",
+                            self.resume_command()
+                        ),
+                    )?;
+                    Ok(false)
+                }
+                Outcome::Hang {
+                    interrupt_confirmed: false,
+                    ..
+                } => {
+                    // Restart through --restart-cmd: the hung prompt holds the worker.
+                    self.back_after_crash(w)
+                }
+                Outcome::ServerLost { .. } | Outcome::Timeout { .. } | Outcome::Hang { .. }
                     if self.will_confirm(w, &run_id) =>
                 {
                     // A crash decides nothing alone: it is re-run once the server is back.
@@ -1003,6 +1046,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             workflow: &workflow,
             cold: self.session.options.cold,
             timeout: Some(limit),
+            stall: Some(self.stall_limit().0),
             stop_at,
             events_file: &events_file,
             label,

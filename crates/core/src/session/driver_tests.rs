@@ -65,6 +65,10 @@ struct FakeBackend {
     /// Records carry the progress timing of 10 sampler steps on node "1" (the predictor's
     /// input): a sixth of the run before them, a twelfth after.
     timed: bool,
+    /// The size whose first run hangs at step 3 of 20, its interrupt ignored.
+    hang_at: Option<i64>,
+    /// The hang limit (`--stall`) each submission was given, in order.
+    stalls: Rc<RefCell<Vec<Option<Duration>>>>,
 }
 
 impl FakeBackend {
@@ -83,6 +87,8 @@ impl FakeBackend {
             interrupt_call: None,
             limits: Rc::new(RefCell::new(Vec::new())),
             timed: false,
+            hang_at: None,
+            stalls: Rc::new(RefCell::new(Vec::new())),
         }
     }
     fn act(&self, size: i64) -> Act {
@@ -126,6 +132,22 @@ impl Backend for FakeBackend {
         let size = size_of(spec.workflow);
         self.calls.borrow_mut().push(size);
         self.limits.borrow_mut().push(spec.timeout);
+        self.stalls.borrow_mut().push(spec.stall);
+        if self.hang_at == Some(size) {
+            self.hang_at = None;
+            let hang = RunOutcome::Hang(crate::run::HangInfo {
+                limit_ms: spec.stall.unwrap_or_default().as_millis() as u64,
+                last_node: Some("1".into()),
+                node_type: Some("KSampler".into()),
+                step: Some(3),
+                max_steps: Some(20),
+                interrupt_sent: true,
+                interrupt_confirmed: false,
+            });
+            std::fs::write(spec.events_file, "{\"channel\":\"note\"}\n").unwrap();
+            let record = bare_record(spec.run_id, spec.workflow, "fake", spec.cold, hang);
+            return Attempt::Done(Box::new(record));
+        }
         std::fs::write(spec.events_file, "{\"channel\":\"note\"}\n").unwrap();
         // A run that would go past the deadline's grace is interrupted then, as the live
         // backend does.
@@ -863,6 +885,64 @@ fn a_crash_that_repeats_is_confirmed_and_the_restart_cmd_runs_before_the_rerun()
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_hang_whose_interrupt_is_ignored_restarts_the_server_and_is_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let options = SessionOptions {
+        wait_server_s: 30,
+        restart_cmd: Some("systemctl restart comfyui".into()),
+        stall_s: Some(90),
+        ..SessionOptions::default()
+    };
+    let (paths, _) = new_session(dir.path(), options, vec![prepared("a", 4)]);
+    let mut backend = FakeBackend::new(&clock, 4);
+    backend.hang_at = Some(2);
+    backend.restart_revives = true;
+    let restarts = backend.restarts.clone();
+    let calls = backend.calls.clone();
+    let stalls = backend.stalls.clone();
+    let s = drive(&paths, backend, &clock);
+    assert_eq!(*calls.borrow(), vec![0, 4, 1, 2, 2, 3]);
+    assert!(restarts.get() >= 1, "the hung server was restarted");
+    assert!(stalls
+        .borrow()
+        .iter()
+        .all(|s| *s == Some(Duration::from_secs(90))));
+    let job = &s.workflows[0];
+    let hung = job
+        .runs
+        .iter()
+        .find(|r| r.outcome.as_ref().is_some_and(|o| o.name() == "hang"))
+        .unwrap();
+    assert!(matches!(
+        job.crash_check(hung, 1),
+        crate::session::journal::CrashCheck::NotReproduced { .. }
+    ));
+    assert!(matches!(
+        job.verdict,
+        Some(Verdict::FirstFailure { step: 4, .. })
+    ));
+}
+
+#[test]
+fn the_default_stall_limit_is_the_floor_until_a_run_stays_quiet_longer() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = FakeClock::new();
+    let (paths, _) = new_session(
+        dir.path(),
+        SessionOptions::default(),
+        vec![prepared("a", 4)],
+    );
+    let backend = FakeBackend::new(&clock, 4);
+    let stalls = backend.stalls.clone();
+    drive(&paths, backend, &clock);
+    assert!(stalls
+        .borrow()
+        .iter()
+        .all(|s| *s == Some(crate::run::hang::STALL_FLOOR)));
 }
 
 #[test]

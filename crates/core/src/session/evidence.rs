@@ -64,6 +64,14 @@ pub(crate) fn outcome_of(record: &RunRecord) -> Outcome {
         RunOutcome::ServerLost(s) => Outcome::ServerLost {
             detail: s.reason.clone(),
         },
+        RunOutcome::Hang(h) => Outcome::Hang {
+            node_id: h.last_node.clone(),
+            node_type: h.node_type.clone(),
+            step: h.step,
+            max_steps: h.max_steps,
+            detail: hang_detail(&h),
+            interrupt_confirmed: h.interrupt_confirmed,
+        },
         RunOutcome::IncompleteOutput(i) => {
             let first = i.nodes.first();
             Outcome::IncompleteOutput {
@@ -73,6 +81,28 @@ pub(crate) fn outcome_of(record: &RunRecord) -> Outcome {
             }
         }
     }
+}
+
+/// A hang in words: where, at which step, after how long, and whether the interrupt held.
+fn hang_detail(h: &crate::run::HangInfo) -> String {
+    let node = match (&h.last_node, &h.node_type) {
+        (Some(id), Some(class)) => format!("{class} (node {id})"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "an unknown node".into(),
+    };
+    let step = match (h.step, h.max_steps) {
+        (Some(s), Some(m)) => format!(" at step {s}/{m}"),
+        _ => String::new(),
+    };
+    format!(
+        "no progress at {node}{step} for {} s (--stall); {}",
+        h.limit_ms / 1000,
+        if h.interrupt_confirmed {
+            "interrupted"
+        } else {
+            "the server ignored the interrupt"
+        }
+    )
 }
 
 /// The diagnosis the journal keeps of a run: the one builder's ([`RunRecord::diagnose`]), none
@@ -99,10 +129,23 @@ pub fn summary_of(
             .max_by_key(|t| t.started_ms)
             .map(|t| t.node_id.clone()),
     };
+    // The server's own measurement is preferred (its sampler runs inside the process, every
+    // 500 ms by default, through NVML); the source is said.
+    let server_peak = record
+        .server_benchmark
+        .as_ref()
+        .and_then(|b| b.vram_peak_mb.map(|mb| (mb, b.sample_interval_ms)));
     RunSummary {
         duration_ms: record.duration_ms,
-        vram_peak_mib: record.vram.peak_used_bytes.map(to_mib),
-        vram_sample_ms: (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
+        vram_peak_mib: match server_peak {
+            Some((mb, _)) => Some(mb),
+            None => record.vram.peak_used_bytes.map(to_mib),
+        },
+        vram_sample_ms: match server_peak {
+            Some((_, ms)) => ms,
+            None => (record.vram.interval_ms > 0).then_some(record.vram.interval_ms),
+        },
+        vram_peak_source: server_peak.map(|_| SERVER_CAPTURE.to_string()),
         vram_total_mib: record.vram.total_bytes.map(to_mib),
         vram_baseline_mib: record.vram_baseline_bytes.map(to_mib),
         ram_peak_mib: record.host.peak_ram_used_bytes.map(to_mib),
@@ -138,8 +181,15 @@ pub fn summary_of(
             })
         }),
         work: workflow.map(crate::session::predict::work_of),
+        longest_quiet_ms: crate::run::hang::longest_quiet_ms(
+            &record.raw.ws_text,
+            &record.prompt_id,
+        ),
     }
 }
+
+/// The source named for figures from ComfyUI's benchmark capture.
+pub const SERVER_CAPTURE: &str = "server benchmark capture";
 
 /// Start of the warning a record rebuilt from history carries.
 pub(crate) const RECOVERED_WARNING: &str = "recovered from the server's history";
@@ -237,6 +287,8 @@ fn bare(
         warnings: vec![],
         console: None,
         memory_events: vec![],
+        memory_summary: None,
+        server_benchmark: None,
         memory_fallbacks: vec![],
         product: None,
         step_timing: Vec::new(),
@@ -323,6 +375,30 @@ mod tests {
         let entry: HistoryEntry = serde_json::from_value(e.clone()).unwrap();
         let w = Workflow::from_json_str(&entry.prompt[2].to_string(), "p.json").unwrap();
         (w, entry)
+    }
+
+    #[test]
+    fn the_servers_own_vram_peak_is_preferred_and_its_source_said() {
+        let (w, entry) = captured("history_sd15_lora_upscale.json");
+        let mut r = record_from_history("r", &w, "s", true, &entry).unwrap();
+        r.vram.peak_used_bytes = Some(3 << 30);
+        r.vram.interval_ms = 500;
+        let s = summary_of(&r, None, None);
+        assert_eq!((s.vram_peak_mib, s.vram_peak_source), (Some(3072.0), None));
+        let capture: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!(
+                "{}/benchmark-capture/benchmark-event.json",
+                crate::FIXTURES
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        r.server_benchmark =
+            crate::run::benchmark::read(&capture, crate::run::benchmark::CaptureSource::Websocket);
+        let s = summary_of(&r, None, None);
+        assert_eq!(s.vram_peak_mib, Some(22140.0));
+        assert_eq!(s.vram_sample_ms, Some(500));
+        assert_eq!(s.vram_peak_source.as_deref(), Some(SERVER_CAPTURE));
     }
 
     #[test]

@@ -214,6 +214,7 @@ impl Backend for LiveBackend {
         if let Some(t) = spec.timeout {
             request.timeout = t;
         }
+        request.stall = spec.stall;
         request.sample_interval = self.sample_interval;
         let (cancel, _deadline_watch) = self.run_cancel(spec.stop_at);
         request.cancel = Some(cancel);

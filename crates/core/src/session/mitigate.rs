@@ -483,6 +483,7 @@ fn run_one<B: Backend, C: Clock>(
         // A control is compared with the failing run, which ran cold too.
         cold: true,
         timeout: Some(limit),
+        stall: Some(driver.stall_limit().0),
         stop_at,
         events_file: &events_file,
         label: format!("{name} · mitigation {}", m.control),
@@ -745,6 +746,16 @@ pub(crate) fn judge(
         Outcome::MemoryFallback { fallbacks } => {
             format!("failed: passed only through {}", fallbacks.join(", "))
         }
+        Outcome::Hang {
+            node_type, step, ..
+        } => format!(
+            "failed: hung{}{}",
+            node_type
+                .as_deref()
+                .map(|t| format!(" in {t}"))
+                .unwrap_or_default(),
+            step.map(|k| format!(" at step {k}")).unwrap_or_default()
+        ),
         Outcome::MemoryPressure { evidence } => {
             format!(
                 "failed: passed only under memory pressure ({})",

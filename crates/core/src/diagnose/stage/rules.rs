@@ -252,12 +252,25 @@ fn console_model_loading(c: &Ctx) -> Option<Answer> {
     if c.node_cat == NodeCat::Postprocess || c.node_cat == NodeCat::Decode {
         return None;
     }
+    // Sampling had finished and the VAE was being loaded: that load is the decode's (a
+    // process that died without a Python error is placed by this last console evidence).
+    if let Some((Prog::Done(n), _)) = c.prog {
+        if is_vae_load(line) {
+            return Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("Sampling had finished ({n}/{n}) and the last console line before the failure loads the VAE (\"{line}\"): the failure is in the decode.")));
+        }
+    }
     let candidates = if c.asynchronous {
         vec![Stage::Load, Stage::SampleFirst]
     } else {
         vec![Stage::Load]
     };
     Some(found(Stage::Load, candidates, Likely, format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows.")))
+}
+
+/// A `Requested to load …` line of a VAE (`AutoencoderKL`, `WanVAE`, `VideoVAE`, …).
+fn is_vae_load(line: &str) -> bool {
+    let name = line.rsplit(' ').next().unwrap_or_default().to_lowercase();
+    name.contains("vae") || name.starts_with("autoencoder")
 }
 
 /// 3. The console says a VAE decode was retried tiled.

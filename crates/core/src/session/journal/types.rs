@@ -128,6 +128,10 @@ pub struct SessionOptions {
     /// `--timeout` per run, seconds (None = the runner's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// `--stall`, seconds: a running prompt without progress or a node change for this long
+    /// is a hang (None = derived, `run::hang::stall_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_s: Option<u64>,
     /// Cold runs (free models and memory before each run); `--warm` turns it off.
     pub cold: bool,
     /// `--wait-server`, seconds.
@@ -205,6 +209,7 @@ impl Default for SessionOptions {
             strict: false,
             max_slowdown: None,
             timeout_s: None,
+            stall_s: None,
             cold: true,
             wait_server_s: 600,
             restart_cmd: None,
@@ -613,6 +618,14 @@ pub struct RunSummary {
     /// What the submitted variant asked of the sampler (steps, latent size, frames, batch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<crate::ladder::work::Work>,
+    /// Where `vram_peak_mib` and `vram_sample_ms` come from when not from the tool's own
+    /// `/system_stats` sampling: `server benchmark capture` (ComfyUI's own measurement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram_peak_source: Option<String>,
+    /// The longest stretch without a progress frame or a node change, ms (the default
+    /// `--stall` is derived from it: `run::hang::stall_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_quiet_ms: Option<u64>,
 }
 
 /// The submitted-but-unrecorded run.
