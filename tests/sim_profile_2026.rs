@@ -455,8 +455,10 @@ async fn the_2026_jobs_list_filters_sorts_and_pages() {
 /// never sends the field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_2026_progress_state_says_when_a_node_is_loading() {
-    for (config, expect) in [(y2026(), true), (SimConfig::default().with_time_scale(0.0), false)]
-    {
+    for (config, expect) in [
+        (y2026(), true),
+        (SimConfig::default().with_time_scale(0.0), false),
+    ] {
         let sim = sim(config).await;
         let base = sim.base_url();
         let mut ws = sim_common::Ws::connect(&base, "c-activity").await;
@@ -540,7 +542,10 @@ async fn a_2026_node_replacement_is_recorded_as_what_ran_vs_what_was_sent() {
         "{rewrite:?}"
     );
     assert!(
-        record.warnings.iter().any(|w| w.contains(&rewrite.ran_sha256[..12])),
+        record
+            .warnings
+            .iter()
+            .any(|w| w.contains(&rewrite.ran_sha256[..12])),
         "{:?}",
         record.warnings
     );
@@ -554,11 +559,8 @@ async fn a_2026_node_replacement_is_recorded_as_what_ran_vs_what_was_sent() {
 
     // 0.3.64 has no replacements: the class is missing and the prompt is rejected.
     let old = sim_common::sim(SimConfig::default().with_time_scale(0.0)).await;
-    let (status, body) = sim_common::post_prompt(
-        &old.base_url(),
-        &json!({"prompt": sent, "client_id": "c"}),
-    )
-    .await;
+    let (status, body) =
+        sim_common::post_prompt(&old.base_url(), &json!({"prompt": sent, "client_id": "c"})).await;
     assert_eq!(status, 400, "{body}");
     old.shutdown().await;
 }

@@ -627,7 +627,10 @@ async fn run_node(
     }
 
     let loads = run.inst.shared.config.profile == super::Profile::Y2026
-        && plan.console.iter().any(|l| l.starts_with("Requested to load"));
+        && plan
+            .console
+            .iter()
+            .any(|l| l.starts_with("Requested to load"));
     if loads {
         run.set_activity(id, Some(super::profile::ACTIVITY_LOADING));
     }

@@ -178,11 +178,15 @@ fn jobs_list(inst: &Arc<Instance>, req: &Request) -> Response {
             JOB_STATUSES.join(", ")
         ));
     }
-    let sort_by = q.get("sort_by").map_or("created_at".into(), |s| s.to_lowercase());
+    let sort_by = q
+        .get("sort_by")
+        .map_or("created_at".into(), |s| s.to_lowercase());
     if sort_by != "created_at" && sort_by != "execution_duration" {
         return bad("sort_by must be 'created_at' or 'execution_duration'".into());
     }
-    let sort_order = q.get("sort_order").map_or("desc".into(), |s| s.to_lowercase());
+    let sort_order = q
+        .get("sort_order")
+        .map_or("desc".into(), |s| s.to_lowercase());
     if sort_order != "asc" && sort_order != "desc" {
         return bad("sort_order must be 'asc' or 'desc'".into());
     }
@@ -463,7 +467,6 @@ pub(crate) fn apply_node_replacements(
 /// (`NodeProgressState.activity` in `comfy_execution/progress.py`, "e.g. loading"): the 2026
 /// profile says `loading` while a node loads a model before its first step.
 pub const ACTIVITY_LOADING: &str = "loading";
-
 
 #[cfg(test)]
 mod tests {
