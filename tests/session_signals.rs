@@ -48,10 +48,7 @@ fn stop_with(signal: libc::c_int) {
         let queue = get(&sim.url(), "/queue");
         let body = queue.split_once("\r\n\r\n").map_or("", |(_, b)| b);
         let queue: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-        let running = queue["queue_running"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let running = queue["queue_running"].as_array().cloned().unwrap_or_default();
         if running.iter().any(|item| item[1] == flight.as_str()) {
             break flight;
         }
