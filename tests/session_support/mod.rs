@@ -1,5 +1,5 @@
 //! Shared pieces of the session tests: an in-process simulator (of either profile: the key
-//! end-to-end scenarios run on 0.3.64 and on 2026, see [`PROFILES`]), the ladder of an example
+//! end-to-end scenarios run on 0.3.64 and on 2026, see [`Sim::on`]), the ladder of an example
 //! workflow, the VRAM a variant needs on the simulator, and running the CLI.
 #![allow(dead_code)]
 
@@ -17,18 +17,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
-
-/// The simulator profiles the key end-to-end scenarios run on: the 0.3.64 server the tool was
-/// built against and the late-2026 one (jobs API, UUID prompt ids, asset ids, dynamic VRAM).
-pub const PROFILES: [Profile; 2] = [Profile::V0364, Profile::Y2026];
-
-/// What `simulate --profile` takes for `profile`.
-pub fn profile_arg(profile: Profile) -> &'static str {
-    match profile {
-        Profile::V0364 => "0.3.64",
-        Profile::Y2026 => "2026",
-    }
-}
 
 /// A simulator running on its own runtime.
 pub struct Sim {
