@@ -8,6 +8,8 @@ mod session_support;
 use comfy_bisect_core::session::check::{CheckRecord, CHECK_FILE};
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, SessionFile, SessionState, SESSION_FILE};
+use comfy_bisect_sim::profile::VERSION_2026;
+use comfy_bisect_sim::Profile;
 use serde_json::json;
 use session_support::{cli, example, only_session, text, write_workflow, Sim};
 use std::path::{Path, PathBuf};
@@ -304,6 +306,32 @@ fn a_complete_product_exits_0_with_the_version_and_commit_recorded() {
     assert_eq!(json["exit_code"], 0);
     assert_eq!(json["comfyui_version"], "0.3.64");
     assert_eq!(json["commit"], json!(commits[0]));
+}
+
+/// `check` on the 2026 profile: a complete product is good and names the 2026 server's
+/// version; an out-of-memory run is bad. 4 GiB holds the SD1.5 weights, so dynamic VRAM has
+/// nothing to stream: the full size's activations run out on both profiles.
+#[test]
+fn check_on_the_2026_profile_exits_0_then_1() {
+    for (mib, code) in [(24 * 1024, 0), (4 * 1024, 1)] {
+        let sim = Sim::on(Profile::Y2026, mib, 0.0);
+        let tmp = tempfile::tempdir().unwrap();
+        let wf = write_workflow(tmp.path(), "wf", &sd15());
+        let runs = tmp.path().join("runs");
+        let out = check_in(
+            tmp.path(),
+            &sim.url(),
+            &runs,
+            &[wf.to_str().unwrap(), "--json"],
+        );
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["exit_code"], code);
+        assert_eq!(json["comfyui_version"], VERSION_2026, "{json}");
+        let (_, record) = checks(&runs).pop().unwrap();
+        let outcome = if code == 0 { "passed" } else { "failed" };
+        assert_eq!(record.outcome.as_deref(), Some(outcome));
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ mod session_support;
 use comfy_bisect_core::run::RunError;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
-use comfy_bisect_sim::Faults;
+use comfy_bisect_sim::{Faults, Profile};
 use serde_json::Value;
 use session_support::*;
 
@@ -52,7 +52,18 @@ fn target_with_detailer_preview() -> Value {
 
 #[test]
 fn a_session_records_each_steps_product_without_mismatch() {
-    let sim = Sim::with_vram_mib(PASSES_TWO_STEPS, 0.0);
+    records_each_steps_product_on(Profile::V0364);
+}
+
+/// On the 2026 profile the products carry asset ids, which the product check leaves out:
+/// the same steps pass with the same products and no mismatch.
+#[test]
+fn a_session_records_each_steps_product_without_mismatch_on_2026() {
+    records_each_steps_product_on(Profile::Y2026);
+}
+
+fn records_each_steps_product_on(profile: Profile) {
+    let sim = Sim::on(profile, PASSES_TWO_STEPS, 0.0);
     let b = bisect_workflow(&sim, &target(), &[]);
     let dir = &b.dir;
     // Step 0: 256×336, batch 1, no upscaler; step 1: the full 768×1024.
@@ -77,6 +88,7 @@ fn a_session_records_each_steps_product_without_mismatch() {
     let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
     let ladder = json["workflows"][0]["ladder"].as_array().unwrap();
     assert_eq!(ladder[1]["product"], "1 × PNG 768×1024");
+    assert_runs_on(profile, dir, &b.session);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use comfy_bisect_core::session::journal::{
     read_json, RunFile, RunRole, SessionState, StopReason, Verdict, RUN_EVENTS_FILE,
     RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
 };
+use comfy_bisect_sim::Profile;
 use serde_json::{json, Value};
 use session_support::*;
 
@@ -121,7 +122,20 @@ fn assert_journal_complete(
 
 #[test]
 fn failure_at_resolution() {
-    let (_t, dir, s, out) = run_scenario(&sd15(), SD15_FAILS_AT_RESOLUTION, &[]);
+    failure_at_resolution_on(Profile::V0364);
+}
+
+/// The same card on the 2026 profile: dynamic VRAM streams weights, but the full resolution's
+/// activations do not fit either way, so the first failure and its stage are the same.
+#[test]
+fn failure_at_resolution_on_2026() {
+    failure_at_resolution_on(Profile::Y2026);
+}
+
+fn failure_at_resolution_on(profile: Profile) {
+    let sim = Sim::on(profile, SD15_FAILS_AT_RESOLUTION, 0.0);
+    let b = bisect_workflow(&sim, &sd15(), &[]);
+    let (dir, s, out) = (b.dir.clone(), b.session.clone(), b.text());
     let (step, inc, stage) = first_failure(&s, &out);
     assert_eq!(
         (step, inc.as_str()),
@@ -135,6 +149,7 @@ fn failure_at_resolution() {
     );
     assert_eq!(s.state, SessionState::Done);
     assert_journal_complete(&dir, &s);
+    assert_runs_on(profile, &dir, &s);
 }
 
 #[test]
@@ -271,9 +286,22 @@ fn hires_second_pass_failure_is_postprocess() {
 /// The same hires fix saved as a UI file (ComfyUI's "Save") bisects to the same verdict.
 #[test]
 fn hires_second_pass_failure_is_postprocess_from_the_ui_file() {
+    hires_from_the_ui_file_on(Profile::V0364);
+}
+
+/// The UI file's session on the 2026 profile: the second pass's activations do not fit with
+/// weights streamed either, so the verdict is the same.
+#[test]
+fn hires_second_pass_failure_is_postprocess_from_the_ui_file_on_2026() {
+    hires_from_the_ui_file_on(Profile::Y2026);
+}
+
+fn hires_from_the_ui_file_on(profile: Profile) {
     let text = std::fs::read_to_string("workflows/sd15_hires_fix_pixel.ui.json").unwrap();
     let ui: Value = serde_json::from_str(&text).unwrap();
-    let (_t, dir, s, out) = run_scenario(&ui, SD15_HIRES_FAILS_AT_SECOND_PASS, &[]);
+    let sim = Sim::on(profile, SD15_HIRES_FAILS_AT_SECOND_PASS, 0.0);
+    let b = bisect_workflow(&sim, &ui, &[]);
+    let (dir, s, out) = (b.dir.clone(), b.session.clone(), b.text());
     let (step, inc, _) = first_failure(&s, &out);
     assert_eq!((step, inc.as_str()), (2, "postprocess"), "{out}");
     let failed = s.workflows[0]
@@ -291,6 +319,7 @@ fn hires_second_pass_failure_is_postprocess_from_the_ui_file() {
         report.contains("hires pass: KSampler #11 at 1024×1024"),
         "{report}"
     );
+    assert_runs_on(profile, &dir, &s);
 }
 
 /// A decode-stage failure. (With the examples' ladders, the simulator's memory model never
@@ -363,7 +392,17 @@ fn binary_strategy_stays_within_the_run_bound() {
 
 #[test]
 fn server_crash_mid_run_then_resume() {
-    let sim = Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0);
+    server_crash_mid_run_then_resume_on(Profile::V0364);
+}
+
+/// On the 2026 profile the crash is found through the jobs API and resumed the same way.
+#[test]
+fn server_crash_mid_run_then_resume_on_2026() {
+    server_crash_mid_run_then_resume_on(Profile::Y2026);
+}
+
+fn server_crash_mid_run_then_resume_on(profile: Profile) {
+    let sim = Sim::on(profile, SD15_FAILS_AT_RESOLUTION, 0.0);
     // The first prompt that starts executing (the minimal variant) takes the server down.
     sim.set_faults(comfy_bisect_sim::Faults::default().with_crash_mid_run());
     let tmp = tempfile::tempdir().unwrap();
@@ -414,6 +453,7 @@ fn server_crash_mid_run_then_resume() {
         other => panic!("{other:?}"),
     }
     assert_journal_complete(&dir, &s);
+    assert_runs_on(profile, &dir, &s);
 }
 
 #[test]

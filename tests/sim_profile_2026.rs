@@ -410,3 +410,191 @@ async fn the_client_tracks_a_subgraph_node_by_its_hierarchical_id() {
     );
     sim.shutdown().await;
 }
+
+/// `GET /api/jobs` as 0.38 serves it (`server.py` `get_jobs`, `comfy_execution/jobs.py`
+/// `get_all_jobs`): every job newest first, `status` / `sort_order` / `limit` / `offset`
+/// filter and page it, `pagination` says where the page is, and bad parameters are a 400.
+/// The 0.3.64 profile has no such route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_jobs_list_filters_sorts_and_pages() {
+    let sim = sim(y2026()).await;
+    let base = sim.base_url();
+    let c = client(&sim);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let record = execute(&c, run_request(&sd15())).await;
+        assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+        ids.push(record.prompt_id.clone());
+        // create_time is in milliseconds: keep the three apart.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (status, all) = sim_common::get(&base, "/api/jobs").await;
+    assert_eq!(status, 200, "{all}");
+    let listed: Vec<&str> = all["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    let newest_first: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
+    assert_eq!(listed, newest_first, "{all}");
+    assert_eq!(
+        all["pagination"],
+        json!({"offset": 0, "limit": null, "total": 3, "has_more": false})
+    );
+    // A list item is the job's summary: no outputs, execution status or workflow.
+    let first = &all["jobs"][0];
+    assert_eq!(first["status"], "completed");
+    assert_eq!(first["outputs_count"], 1);
+    for k in ["outputs", "execution_status", "workflow"] {
+        assert!(first.get(k).is_none(), "{k} in {first}");
+    }
+    assert!(first["create_time"].is_u64(), "{first}");
+
+    let (_, page) = sim_common::get(&base, "/api/jobs?sort_order=asc&limit=1&offset=1").await;
+    assert_eq!(page["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(page["jobs"][0]["id"], ids[1].as_str());
+    assert_eq!(
+        page["pagination"],
+        json!({"offset": 1, "limit": 1, "total": 3, "has_more": true})
+    );
+    let (_, none) = sim_common::get(&base, "/api/jobs?status=pending,in_progress").await;
+    assert_eq!(none["jobs"], json!([]));
+    assert_eq!(none["pagination"]["total"], 0);
+
+    for (query, error) in [
+        ("status=done", "Invalid status value(s): done."),
+        ("sort_by=name", "sort_by must be"),
+        ("sort_order=up", "sort_order must be"),
+        ("limit=0", "limit must be a positive integer"),
+        ("limit=x", "limit must be an integer"),
+        ("offset=x", "offset must be an integer"),
+    ] {
+        let (status, body) = sim_common::get(&base, &format!("/api/jobs?{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        let msg = body["error"].as_str().unwrap();
+        assert!(msg.starts_with(error), "{query}: {msg}");
+    }
+    sim.shutdown().await;
+
+    let old = sim_common::sim(SimConfig::default().with_time_scale(0.0)).await;
+    let (status, _) = sim_common::get(&old.base_url(), "/api/jobs").await;
+    assert_eq!(status, 404);
+    old.shutdown().await;
+}
+
+/// A 2026 `progress_state` entry carries `activity` while the node spends its time on
+/// something other than steps (`NodeProgressState.activity`): the 2026 profile says
+/// `loading` while the sampler loads its model, and clears it before the first step. 0.3.64
+/// never sends the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_progress_state_says_when_a_node_is_loading() {
+    for (config, expect) in [
+        (y2026(), true),
+        (SimConfig::default().with_time_scale(0.0), false),
+    ] {
+        let sim = sim(config).await;
+        let base = sim.base_url();
+        let mut ws = sim_common::Ws::connect(&base, "c-activity").await;
+        let body = json!({"prompt": sd15(), "client_id": "c-activity"});
+        let (status, answer) = sim_common::post_prompt(&base, &body).await;
+        assert_eq!(status, 200, "{answer}");
+        let pid = answer["prompt_id"].as_str().unwrap().to_string();
+        let msgs = ws.until_done(&pid).await;
+        // The sampler's entries in the order sent.
+        let sampler: Vec<&Value> = msgs
+            .iter()
+            .filter(|m| m["type"] == "progress_state")
+            .filter_map(|m| m["data"]["nodes"].get("3"))
+            .collect();
+        let loading: Vec<usize> = sampler
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.get("activity").is_some())
+            .map(|(i, _)| i)
+            .collect();
+        if !expect {
+            assert!(loading.is_empty(), "{sampler:?}");
+            sim.shutdown().await;
+            continue;
+        }
+        assert!(!loading.is_empty(), "{sampler:?}");
+        for &i in &loading {
+            assert_eq!(sampler[i]["activity"], "loading");
+            assert_eq!(sampler[i]["state"], "running");
+            assert_eq!(sampler[i]["value"], 0.0, "loading comes before the steps");
+        }
+        let after = &sampler[loading.last().unwrap() + 1];
+        assert!(after.get("activity").is_none(), "{after}");
+        let last = sampler.last().unwrap();
+        assert_eq!(last["state"], "finished");
+        assert!(last.get("activity").is_none(), "{last}");
+        sim.shutdown().await;
+    }
+    // comfy-bisect's client follows a run with these entries as any other.
+    let sim = sim(y2026()).await;
+    let record = execute(&client(&sim), run_request(&sd15())).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    sim.shutdown().await;
+}
+
+/// SD1.5 whose decoded image goes through `ResizeImagesByLongerEdge` (longer edge 256) into
+/// the save node: a class 0.38 no longer has and replaces before running.
+fn sd15_with_retired_resize() -> Value {
+    let mut v = sd15();
+    v["10"] = json!({"class_type": "ResizeImagesByLongerEdge",
+        "inputs": {"images": ["8", 0], "longer_edge": 256}});
+    v["9"]["inputs"]["images"] = json!(["10", 0]);
+    v
+}
+
+/// What ran vs what was sent, end to end: the 2026 profile replaces the retired
+/// `ResizeImagesByLongerEdge` with `ImageScaleToMaxDimension` before it runs (ComfyUI's
+/// built-in node replacement), `/history` stores the prompt that ran, and comfy-bisect's run
+/// record names the rewrite (`prompt_rewrite`: the hash of what ran, the differences, and a
+/// warning) while the product is the one the replacement made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_node_replacement_is_recorded_as_what_ran_vs_what_was_sent() {
+    let sim = sim(y2026()).await;
+    let sent = sd15_with_retired_resize();
+    let record = execute(&client(&sim), run_request(&sent)).await;
+    assert_eq!(record.outcome, OutcomeKind::Passed, "{:?}", record.error);
+    let ran = &record.history.as_ref().unwrap().prompt[2];
+    assert_eq!(ran["10"]["class_type"], "ImageScaleToMaxDimension", "{ran}");
+    let rewrite = record.prompt_rewrite.as_ref().expect("a recorded rewrite");
+    assert_ne!(rewrite.ran_sha256, record.workflow_sha256);
+    assert_eq!(
+        rewrite.changes,
+        [
+            "node 10: class ResizeImagesByLongerEdge → ImageScaleToMaxDimension",
+            "node 10: input images removed",
+            "node 10: input longer_edge removed",
+            "node 10: input image added ([\"8\",0])",
+            "node 10: input largest_size added (256)",
+            "node 10: input upscale_method added (\"lanczos\")",
+        ],
+        "{rewrite:?}"
+    );
+    assert!(
+        record
+            .warnings
+            .iter()
+            .any(|w| w.contains(&rewrite.ran_sha256[..12])),
+        "{:?}",
+        record.warnings
+    );
+    let product = record.product.as_ref().unwrap();
+    assert_eq!(
+        (product.files[0].width, product.files[0].height),
+        (Some(256), Some(256)),
+        "{product:?}"
+    );
+    sim.shutdown().await;
+
+    // 0.3.64 has no replacements: the class is missing and the prompt is rejected.
+    let old = sim_common::sim(SimConfig::default().with_time_scale(0.0)).await;
+    let (status, body) =
+        sim_common::post_prompt(&old.base_url(), &json!({"prompt": sent, "client_id": "c"})).await;
+    assert_eq!(status, 400, "{body}");
+    old.shutdown().await;
+}

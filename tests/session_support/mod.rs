@@ -1,4 +1,5 @@
-//! Shared pieces of the session tests: an in-process simulator, the ladder of an example
+//! Shared pieces of the session tests: an in-process simulator (of either profile: the key
+//! end-to-end scenarios run on 0.3.64 and on 2026, see [`Sim::on`]), the ladder of an example
 //! workflow, the VRAM a variant needs on the simulator, and running the CLI.
 #![allow(dead_code)]
 
@@ -8,10 +9,10 @@ use comfy_bisect_core::ladder::{plan, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord, RunRequest};
 use comfy_bisect_core::session::journal::{
-    read_json, RunEntry, RunRole, SessionFile, WorkflowJob, SESSION_FILE,
+    read_json, RunEntry, RunFile, RunRole, SessionFile, WorkflowJob, RUN_RECORD_FILE, SESSION_FILE,
 };
 use comfy_bisect_core::workflow::Workflow;
-use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
+use comfy_bisect_sim::{start, Faults, Profile, SimConfig, SimHandle, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,10 +40,16 @@ impl Sim {
         }
     }
     pub fn with_vram_mib(mib: u64, time_scale: f64) -> Sim {
+        Sim::on(Profile::V0364, mib, time_scale)
+    }
+    /// A simulator answering as `profile` with `mib` MiB of VRAM (the 2026 profile with its
+    /// defaults: dynamic VRAM on).
+    pub fn on(profile: Profile, mib: u64, time_scale: f64) -> Sim {
         Sim::start(
             SimConfig::default()
                 .with_vram_bytes(mib * MIB)
-                .with_time_scale(time_scale),
+                .with_time_scale(time_scale)
+                .with_profile(profile),
         )
     }
     /// A simulator with `mib` MiB of VRAM, running as fast as it can, with `faults` on.
@@ -84,6 +91,28 @@ impl Drop for Sim {
             self.rt.block_on(h.shutdown());
         }
     }
+}
+
+/// Every run of `session` (folder `dir`) followed its prompt the way `profile` serves it:
+/// through the jobs API on 2026, through `/queue` and `/history` on 0.3.64. Proves a scenario
+/// ran on the profile it names.
+pub fn assert_runs_on(profile: Profile, dir: &Path, session: &SessionFile) {
+    let want = Some(profile == Profile::Y2026);
+    for run in session.workflows.iter().flat_map(|w| &w.runs) {
+        let file: RunFile = read_json(&dir.join(&run.dir).join(RUN_RECORD_FILE)).unwrap();
+        if file.record.raw.jobs_api.is_some() {
+            assert_eq!(file.record.raw.jobs_api, want, "run {}", run.dir);
+        }
+    }
+    let any = session.workflows.iter().flat_map(|w| &w.runs).any(|run| {
+        read_json::<RunFile>(&dir.join(&run.dir).join(RUN_RECORD_FILE))
+            .is_ok_and(|f| f.record.raw.jobs_api == want)
+    });
+    assert!(
+        any,
+        "no run of {} asked the server for its jobs API",
+        dir.display()
+    );
 }
 
 /// The simulator's node definitions.

@@ -244,9 +244,36 @@ impl Run<'_> {
             "parent_node_id": null, "real_node_id": node
         });
         match self.ps.iter_mut().find(|(k, _)| k == node) {
-            Some(slot) => slot.1 = entry,
+            Some(slot) => {
+                let mut entry = entry;
+                if let Some(a) = slot.1.get("activity").filter(|_| state == "running") {
+                    entry["activity"] = a.clone();
+                }
+                slot.1 = entry
+            }
             None => self.ps.push((node.to_string(), entry)),
         }
+        let nodes: Map<String, Value> = self.ps.iter().cloned().collect();
+        let data = json!({"prompt_id": self.item.prompt_id, "nodes": nodes});
+        self.to_submitter_or_all("progress_state", data);
+    }
+
+    /// Sets or clears what a running node spends its time on (`activity`, 2026 profile) and
+    /// sends the progress state when that changed, as `ProgressRegistry.set_activity` does.
+    fn set_activity(&mut self, node: &str, activity: Option<&str>) {
+        let Some((_, entry)) = self.ps.iter_mut().find(|(k, _)| k == node) else {
+            return;
+        };
+        let Some(e) = entry.as_object_mut() else {
+            return;
+        };
+        if e.get("activity").and_then(Value::as_str) == activity {
+            return;
+        }
+        match activity {
+            Some(a) => e.insert("activity".into(), json!(a)),
+            None => e.remove("activity"),
+        };
         let nodes: Map<String, Value> = self.ps.iter().cloned().collect();
         let data = json!({"prompt_id": self.item.prompt_id, "nodes": nodes});
         self.to_submitter_or_all("progress_state", data);
@@ -638,7 +665,18 @@ async fn run_node(
         let used = st.gpu.total.saturating_sub(st.gpu.budget()) + plan.peak_allocated;
         run.capture.peak_used = run.capture.peak_used.max(used);
     }
+    let loads = run.inst.shared.config.profile == super::Profile::Y2026
+        && plan
+            .console
+            .iter()
+            .any(|l| l.starts_with("Requested to load"));
+    if loads {
+        run.set_activity(id, Some(super::profile::ACTIVITY_LOADING));
+    }
     run.sleep(plan.setup_seconds).await;
+    if loads {
+        run.set_activity(id, None);
+    }
     let steps = plan.steps;
     let sampling_began = std::time::Instant::now();
     let mut step_began = sampling_began;

@@ -3,10 +3,12 @@
 //! `tests/fixtures/comfyui-0.8.0/` (`system.os` = `sys.platform`, the jobs API, the new
 //! `/features`) plus what the upstream source at 0.38 adds (a client `prompt_id` must be a
 //! canonical lowercase UUID, `POST /api/jobs/{id}/cancel`, `comfy_package_versions`,
-//! `deploy_environment`, per-run asset ids on output files). This module owns the 2026 answers;
-//! `server.rs` calls them when the profile asks.
+//! `deploy_environment`, per-run asset ids on output files, the jobs list `GET /api/jobs`,
+//! a `progress_state` entry's `activity`, and the built-in node replacements that rewrite a
+//! prompt before it runs). This module owns the 2026 answers; `server.rs` and `exec.rs` call
+//! them when the profile asks.
 
-use super::http::Response;
+use super::http::{Request, Response};
 use super::state::Instance;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -115,10 +117,18 @@ pub(crate) fn add_asset_ids(ui: &mut Value) {
     }
 }
 
-/// The jobs API routes (`path` is the request path with its `/api` prefix): `GET
-/// /api/jobs/{id}` and `POST /api/jobs/{id}/cancel`. `None` for other paths.
-pub(crate) fn jobs_route(inst: &Arc<Instance>, method: &str, path: &str) -> Option<Response> {
-    let rest = path.strip_prefix("/api/jobs/")?;
+/// The jobs API routes: `GET /api/jobs` (the list), `GET /api/jobs/{id}` and `POST
+/// /api/jobs/{id}/cancel`. `None` for other paths.
+pub(crate) fn jobs_route(inst: &Arc<Instance>, req: &Request) -> Option<Response> {
+    let method = req.method.as_str();
+    if req.path == "/api/jobs" {
+        return Some(if method == "GET" {
+            jobs_list(inst, req)
+        } else {
+            Response::method_not_allowed()
+        });
+    }
+    let rest = req.path.strip_prefix("/api/jobs/")?;
     if let Some(id) = rest.strip_suffix("/cancel") {
         return Some(if method == "POST" {
             cancel(inst, id)
@@ -136,26 +146,162 @@ pub(crate) fn jobs_route(inst: &Arc<Instance>, method: &str, path: &str) -> Opti
     })
 }
 
+/// The statuses `GET /api/jobs?status=` accepts (`JobStatus.ALL`; `cancelled` from 0.38).
+const JOB_STATUSES: [&str; 5] = ["pending", "in_progress", "completed", "failed", "cancelled"];
+
+/// `GET /api/jobs` as `server.py` `get_jobs` and `comfy_execution/jobs.py` `get_all_jobs`
+/// serve it: running, then pending, then history items, filtered by `status` (comma list)
+/// and `workflow_id`, sorted by `sort_by` (`created_at`, `execution_duration`) in
+/// `sort_order` (`desc` by default), then `offset` / `limit`; the answer is `{"jobs": [...],
+/// "pagination": {"offset", "limit", "total", "has_more"}}`. A list item is the job without
+/// `outputs`, `execution_status` and `workflow`. Bad parameters get a 400 `{"error": …}`.
+fn jobs_list(inst: &Arc<Instance>, req: &Request) -> Response {
+    let bad = |msg: String| Response::json(400, &json!({ "error": msg }));
+    let q = &req.query;
+    let statuses: Vec<String> = match q.get("status").filter(|s| !s.is_empty()) {
+        Some(s) => s
+            .split(',')
+            .map(|x| x.trim().to_lowercase())
+            .filter(|x| !x.is_empty())
+            .collect(),
+        None => JOB_STATUSES.iter().map(|s| s.to_string()).collect(),
+    };
+    let invalid: Vec<&str> = statuses
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !JOB_STATUSES.contains(s))
+        .collect();
+    if !invalid.is_empty() {
+        return bad(format!(
+            "Invalid status value(s): {}. Valid values: {}",
+            invalid.join(", "),
+            JOB_STATUSES.join(", ")
+        ));
+    }
+    let sort_by = q
+        .get("sort_by")
+        .map_or("created_at".into(), |s| s.to_lowercase());
+    if sort_by != "created_at" && sort_by != "execution_duration" {
+        return bad("sort_by must be 'created_at' or 'execution_duration'".into());
+    }
+    let sort_order = q
+        .get("sort_order")
+        .map_or("desc".into(), |s| s.to_lowercase());
+    if sort_order != "asc" && sort_order != "desc" {
+        return bad("sort_order must be 'asc' or 'desc'".into());
+    }
+    let limit = match q.get("limit").map(|s| s.trim().parse::<i64>()) {
+        None => None,
+        Some(Ok(n)) if n > 0 => Some(n as usize),
+        Some(Ok(_)) => return bad("limit must be a positive integer".into()),
+        Some(Err(_)) => return bad("limit must be an integer".into()),
+    };
+    let offset = match q.get("offset").map(|s| s.trim().parse::<i64>()) {
+        None => 0,
+        Some(Ok(n)) => n.max(0) as usize,
+        Some(Err(_)) => return bad("offset must be an integer".into()),
+    };
+    let wants = |s: &str| statuses.iter().any(|x| x == s);
+    let mut jobs: Vec<Value> = Vec::new();
+    {
+        let st = inst.lock();
+        if wants("in_progress") {
+            jobs.extend(st.running.iter().map(|r| queued_job(r, "in_progress")));
+        }
+        if wants("pending") {
+            jobs.extend(st.pending.iter().map(|p| queued_job(p, "pending")));
+        }
+        for (id, entry) in &st.history {
+            let mut job = ended_job(id, entry);
+            if !job["status"].as_str().is_some_and(wants) {
+                continue;
+            }
+            if let Some(o) = job.as_object_mut() {
+                for k in ["outputs", "execution_status", "workflow"] {
+                    o.remove(k);
+                }
+            }
+            jobs.push(job);
+        }
+    }
+    if let Some(w) = q.get("workflow_id").filter(|w| !w.is_empty()) {
+        jobs.retain(|j| j["workflow_id"].as_str() == Some(w));
+    }
+    let key = |j: &Value| -> f64 {
+        if sort_by == "execution_duration" {
+            match (
+                j["execution_start_time"].as_f64(),
+                j["execution_end_time"].as_f64(),
+            ) {
+                (Some(s), Some(e)) if s != 0.0 && e != 0.0 => e - s,
+                _ => 0.0,
+            }
+        } else {
+            j["create_time"].as_f64().unwrap_or(0.0)
+        }
+    };
+    // Python's sort is stable, also with reverse=True.
+    jobs.sort_by(|a, b| {
+        let o = key(a).total_cmp(&key(b));
+        if sort_order == "desc" {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    let total = jobs.len();
+    let page: Vec<Value> = jobs
+        .into_iter()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect();
+    let has_more = offset + page.len() < total;
+    Response::json(
+        200,
+        &json!({
+            "jobs": page,
+            "pagination": {"offset": offset, "limit": limit, "total": total, "has_more": has_more}
+        }),
+    )
+}
+
+/// A queued or running item as a job (`normalize_queue_item`): absent fields are left out,
+/// as `prune_dict` does.
+fn queued_job(item: &super::state::QueueItem, status: &str) -> Value {
+    let mut job = json!({
+        "id": item.prompt_id,
+        "status": status,
+        "priority": item.number,
+        "outputs_count": 0
+    });
+    if let Some(t) = item.extra_data.get("create_time") {
+        job["create_time"] = t.clone();
+    }
+    if let Some(w) = workflow_id(&item.extra_data) {
+        job["workflow_id"] = w;
+    }
+    job
+}
+
+/// `extra_data.extra_pnginfo.workflow.id`, the UI workflow's id the jobs API filters on.
+fn workflow_id(extra_data: &Value) -> Option<Value> {
+    extra_data
+        .pointer("/extra_pnginfo/workflow/id")
+        .filter(|v| !v.is_null())
+        .cloned()
+}
+
 /// One job, looked up as `get_job` does: history first, then the running item, then the queue.
 fn job(inst: &Arc<Instance>, id: &str) -> Response {
     let st = inst.lock();
     if let Some((_, entry)) = st.history.iter().rev().find(|(k, _)| k == id) {
         return Response::json(200, &ended_job(id, entry));
     }
-    let queued = |item: &super::state::QueueItem, status: &str| {
-        json!({
-            "id": item.prompt_id,
-            "status": status,
-            "priority": item.number,
-            "create_time": item.extra_data.get("create_time").cloned().unwrap_or(Value::Null),
-            "outputs_count": 0
-        })
-    };
     if let Some(r) = st.running.as_ref().filter(|r| r.prompt_id == id) {
-        return Response::json(200, &queued(r, "in_progress"));
+        return Response::json(200, &queued_job(r, "in_progress"));
     }
     if let Some(p) = st.pending.iter().find(|p| p.prompt_id == id) {
-        return Response::json(200, &queued(p, "pending"));
+        return Response::json(200, &queued_job(p, "pending"));
     }
     Response::json(404, &json!({"error": "Job not found"}))
 }
@@ -217,6 +363,13 @@ fn ended_job(id: &str, entry: &Value) -> Value {
     if let Some(err) = messages.iter().find(|m| m[0] == "execution_error") {
         job["execution_error"] = err[1].clone();
     }
+    if let Some(w) = workflow_id(&entry["prompt"][3]) {
+        job["workflow_id"] = w;
+    }
+    // `prune_dict`: a field the entry has no value for is left out.
+    if let Some(o) = job.as_object_mut() {
+        o.retain(|_, v| !v.is_null());
+    }
     job
 }
 
@@ -238,6 +391,82 @@ fn cancel(inst: &Arc<Instance>, id: &str) -> Response {
     };
     Response::json(200, &json!({ "cancelled": cancelled }))
 }
+
+/// One registered node replacement (`io.NodeReplace`): a prompt node of class `old` that the
+/// server does not have becomes `new`, its inputs rebuilt from `inputs` (new name ← old
+/// input, or ← a set value).
+struct NodeReplace {
+    old: &'static str,
+    new: &'static str,
+    inputs: &'static [(&'static str, MapFrom)],
+}
+
+/// Where a replacement node's input comes from (`input_mapping` entries).
+enum MapFrom {
+    /// `{"new_id": …, "old_id": …}`.
+    Old(&'static str),
+    /// `{"new_id": …, "set_value": …}`.
+    Set(&'static str),
+}
+
+/// The built-in replacement the 2026 profile applies (ComfyUI's `comfy_extras/
+/// nodes_replacements.py`, `register_replacements_longeredge`): the retired
+/// `ResizeImagesByLongerEdge` becomes `ImageScaleToMaxDimension`, `images` → `image`,
+/// `longer_edge` → `largest_size`, and `upscale_method` set to `lanczos`. Its output mapping
+/// is 0 → 0, so links to it stay as they are.
+const REPLACEMENTS: &[NodeReplace] = &[NodeReplace {
+    old: "ResizeImagesByLongerEdge",
+    new: "ImageScaleToMaxDimension",
+    inputs: &[
+        ("image", MapFrom::Old("images")),
+        ("largest_size", MapFrom::Old("longer_edge")),
+        ("upscale_method", MapFrom::Set("lanczos")),
+    ],
+}];
+
+/// The prompt as `NodeReplaceManager.apply_replacements` leaves it before validation (the
+/// prompt that is queued and stored in `/history`): a node whose class the server lacks and
+/// has a replacement for becomes the replacement, when the server has that class. `has`
+/// says whether the server has a class.
+pub(crate) fn apply_node_replacements(
+    prompt: &Map<String, Value>,
+    has: impl Fn(&str) -> bool,
+) -> Map<String, Value> {
+    let mut out = prompt.clone();
+    for node in out.values_mut() {
+        let Some(class) = node.get("class_type").and_then(Value::as_str) else {
+            continue;
+        };
+        if has(class) {
+            continue;
+        }
+        let Some(r) = REPLACEMENTS.iter().find(|r| r.old == class) else {
+            continue;
+        };
+        if !has(r.new) {
+            continue;
+        }
+        let old_inputs = node.get("inputs").cloned().unwrap_or_else(|| json!({}));
+        let mut inputs = Map::new();
+        for (new_id, from) in r.inputs {
+            let v = match from {
+                MapFrom::Set(v) => Some(json!(v)),
+                MapFrom::Old(old_id) => old_inputs.get(*old_id).cloned(),
+            };
+            if let Some(v) = v {
+                inputs.insert((*new_id).to_string(), v);
+            }
+        }
+        node["class_type"] = json!(r.new);
+        node["inputs"] = Value::Object(inputs);
+    }
+    out
+}
+
+/// What a running node spends its time on, as `progress_state` entries carry it from 0.38
+/// (`NodeProgressState.activity` in `comfy_execution/progress.py`, "e.g. loading"): the 2026
+/// profile says `loading` while a node loads a model before its first step.
+pub const ACTIVITY_LOADING: &str = "loading";
 
 #[cfg(test)]
 mod tests {
@@ -290,5 +519,26 @@ mod tests {
             (json!(10), json!(20))
         );
         assert_eq!(job["create_time"], 5);
+    }
+
+    #[test]
+    fn a_retired_class_is_replaced_only_when_the_server_lacks_it() {
+        let prompt: Map<String, Value> = serde_json::from_value(json!({
+            "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+            "10": {"class_type": "ResizeImagesByLongerEdge", "inputs": {"images": ["8", 0], "longer_edge": 256}}
+        }))
+        .unwrap();
+        let lacks = |c: &str| c != "ResizeImagesByLongerEdge";
+        let out = apply_node_replacements(&prompt, lacks);
+        assert_eq!(
+            out["10"],
+            json!({"class_type": "ImageScaleToMaxDimension", "inputs": {
+                "image": ["8", 0], "largest_size": 256, "upscale_method": "lanczos"}})
+        );
+        assert_eq!(out["8"], prompt["8"]);
+        // A server that still has the class runs it as sent; one without the new class too.
+        assert_eq!(apply_node_replacements(&prompt, |_| true), prompt);
+        let neither = |c: &str| c == "VAEDecode";
+        assert_eq!(apply_node_replacements(&prompt, neither), prompt);
     }
 }

@@ -486,7 +486,7 @@ fn parse_body(req: &Request) -> Option<Value> {
 fn route(inst: &Arc<Instance>, req: &Request, path: &str) -> Response {
     let y2026 = inst.shared.config.profile == Profile::Y2026;
     if y2026 {
-        if let Some(answer) = profile::jobs_route(inst, &req.method, &req.path) {
+        if let Some(answer) = profile::jobs_route(inst, req) {
             return answer;
         }
     }
@@ -949,6 +949,15 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
     };
     let Some(prompt) = prompt.as_object() else {
         return Response::internal_error();
+    };
+    // A late server rewrites retired classes before it validates (what runs is stored).
+    let replaced;
+    let prompt = if y2026 {
+        let defs = inst.shared.defs();
+        replaced = profile::apply_node_replacements(prompt, |c| defs.map.contains_key(c));
+        &replaced
+    } else {
+        prompt
     };
     let targets: Option<Vec<String>> = obj
         .get("partial_execution_targets")
