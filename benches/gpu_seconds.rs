@@ -51,6 +51,10 @@ use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// Real seconds per simulated second of the bisections' servers: the predictor reads the
+/// client's frame times, so the simulated time must pass (the case sweeps run at 0).
+const TIME_SCALE: f64 = 0.01;
+
 const WORKFLOWS: &[&str] = &[
     "sd15_txt2img_lora_upscale",
     "sd15_hires_fix_pixel",
@@ -133,6 +137,11 @@ struct Server {
 
 impl Server {
     fn new(vram_mib: u64, faults: Option<&str>) -> Server {
+        Server::scaled(vram_mib, faults, 0.0)
+    }
+
+    /// A server whose simulated seconds take `scale` real seconds (0: none).
+    fn scaled(vram_mib: u64, faults: Option<&str>, scale: f64) -> Server {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -140,7 +149,7 @@ impl Server {
             .expect("a runtime");
         let mut config = SimConfig::default()
             .with_vram_bytes(vram_mib * MIB)
-            .with_time_scale(0.0);
+            .with_time_scale(scale);
         if let Some(f) = faults {
             config = config.with_faults(Faults::parse(f).expect("faults"));
         }
@@ -263,7 +272,16 @@ fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions, predicted
     let works = options.search_steps.map(|cap| works(lad, cap));
     for _ in 0..(4 * lad.steps.len() + 12) {
         let costs = works.as_ref().filter(|_| predicted).and_then(|works| {
-            let seen = predict::observed_job(0, &j);
+            // The client's frame times, in simulated seconds (the unit of the costs).
+            let seen: Vec<predict::Observed> = predict::observed_job(0, &j)
+                .into_iter()
+                .map(|mut o| {
+                    o.phases.step_ms /= TIME_SCALE;
+                    o.phases.setup_ms = (o.phases.setup_ms as f64 / TIME_SCALE) as u64;
+                    o.phases.post_ms = (o.phases.post_ms as f64 / TIME_SCALE) as u64;
+                    o
+                })
+                .collect();
             (!seen.is_empty()).then(|| predict::step_costs(&seen, 0, works, true))?
         });
         let (step, role, cap) = match decide_steps(&j, options, costs.as_deref()) {
@@ -565,7 +583,7 @@ fn main() {
     let (mut memory, mut all) = (Ratios::default(), Ratios::default());
     for (i, case) in cases.iter().enumerate() {
         let lad = &ladders[case.ladder];
-        let mut server = Server::new(case.vram_mib, case.faults.as_deref());
+        let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), TIME_SCALE);
         let sessions: Vec<Session> = strategies
             .iter()
             .map(|(_, o, p)| bisect(lad, &mut server, o, *p))

@@ -49,6 +49,18 @@ pub const MIN_SAVING_SHARE: f64 = 0.4;
 /// failure that grows across steps) costs full-step runs of the size of the largest.
 pub const MIN_SAVING_OF_LARGEST: f64 = 0.2;
 
+/// Below this predicted time of the largest run (seconds) the prediction decides nothing: the
+/// split of a run into setup, steps and post comes from the client's frame times, whose noise is
+/// tens of milliseconds, and a session whose runs all take seconds has little to save.
+pub const MIN_PREDICTED_SECONDS: f64 = 10.0;
+
+/// Whether the predicted `costs` can decide where few steps pay (else every search run but the
+/// minimal is reduced, as without a prediction): the largest predicted full run takes at least
+/// [`MIN_PREDICTED_SECONDS`].
+pub fn weighable(costs: &[StepCost]) -> bool {
+    costs.iter().any(|c| c.full >= MIN_PREDICTED_SECONDS)
+}
+
 /// Whether running `step` at few steps pays, from the predicted `costs` of every ladder step;
 /// `open` is the number of places the first failure can still be at, the probe's own among
 /// them (the steps after the last pass up to the first failure, or past the target when none
@@ -113,7 +125,7 @@ pub(super) fn decide(
         }
         // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
         Decision::Run { step, .. } => {
-            let pays = costs.is_none_or(|c| {
+            let pays = costs.filter(|c| weighable(c)).is_none_or(|c| {
                 reduce_pays(c, step, open_places(job, &search_options, env))
             });
             return (phase, d, pays.then_some(cap));

@@ -212,6 +212,21 @@ fn few_steps_pay_only_for_a_large_saving_on_a_run_that_is_not_cheap() {
 }
 
 #[test]
+fn a_prediction_of_runs_of_a_few_seconds_decides_nothing() {
+    assert!(weighable(&[cost(3.0, 2.0), cost(10.0, 9.0)]));
+    let short = [cost(0.3, 0.2), cost(9.0, 8.0)];
+    assert!(!weighable(&short));
+    // So today's rule stands: every search run but the minimal is reduced.
+    let model = |s: usize, _| if s >= 1 { Err("sample_first") } else { Ok(()) };
+    let options = opts(Strategy::Linear, Some(4));
+    let short: Vec<StepCost> = (0..=5).map(|_| cost(9.0, 1.0)).collect();
+    assert_eq!(
+        drive_with(5, &options, Some(&short), &model).1,
+        drive(5, &options, &model).1
+    );
+}
+
+#[test]
 fn with_predictions_cheap_variants_run_at_full_steps_and_the_verdict_stays() {
     // Steps 0–2 are cheap and mostly load; 3–5 are large and mostly sampling.
     let costs = [
