@@ -39,10 +39,10 @@ use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::run::{execute, RunRequest};
 use comfy_bisect_core::session::decide::decide_steps;
 use comfy_bisect_core::session::evidence::{outcome_with, summary_of};
-use comfy_bisect_core::session::predict;
 use comfy_bisect_core::session::journal::{
     run_dir_name, Outcome, ReducedSteps, RunSummary, DEFAULT_SEARCH_STEPS,
 };
+use comfy_bisect_core::session::predict;
 use comfy_bisect_core::session::{
     Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
 };
@@ -367,9 +367,10 @@ fn first_failure(lad: &Ladder, server: &mut Server) -> Option<(usize, String)> {
 fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
     let lad = &ladders[l];
     let add = |out: &mut Vec<Case>, vram, faults: Option<String>, k, stage: String| {
-        if !out.iter().any(|c| {
-            ladders[c.ladder].name == lad.name && c.first_failure == k && c.stage == stage
-        }) {
+        if !out
+            .iter()
+            .any(|c| ladders[c.ladder].name == lad.name && c.first_failure == k && c.stage == stage)
+        {
             out.push(Case {
                 ladder: l,
                 vram_mib: vram,
@@ -560,8 +561,16 @@ fn main() {
         ("full binary", options(Strategy::Binary, None), false),
         ("few-step linear", options(Strategy::Linear, few), true),
         ("few-step binary", options(Strategy::Binary, few), true),
-        ("few-step linear, every run", options(Strategy::Linear, few), false),
-        ("few-step binary, every run", options(Strategy::Binary, few), false),
+        (
+            "few-step linear, every run",
+            options(Strategy::Linear, few),
+            false,
+        ),
+        (
+            "few-step binary, every run",
+            options(Strategy::Binary, few),
+            false,
+        ),
     ];
     println!("## Sessions\n");
     println!(
@@ -665,7 +674,10 @@ fn main() {
         );
     }
     summary("the memory sweep (default ladders)", &memory);
-    summary("every case (the memory sweep and the rotated ladders)", &all);
+    summary(
+        "every case (the memory sweep and the rotated ladders)",
+        &all,
+    );
     if !ok {
         eprintln!("gpu_seconds: a verdict differed from full-step linear search");
         std::process::exit(1);

@@ -125,9 +125,9 @@ pub(super) fn decide(
         }
         // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
         Decision::Run { step, .. } => {
-            let pays = costs.filter(|c| weighable(c)).is_none_or(|c| {
-                reduce_pays(c, step, open_places(job, &search_options, env))
-            });
+            let pays = costs
+                .filter(|c| weighable(c))
+                .is_none_or(|c| reduce_pays(c, step, open_places(job, &search_options, env)));
             return (phase, d, pays.then_some(cap));
         }
         Decision::Confirm { .. } => return (phase, d, Some(cap)),

@@ -198,7 +198,12 @@ fn cost(full: f64, reduced: f64) -> StepCost {
 #[test]
 fn few_steps_pay_only_for_a_large_saving_on_a_run_that_is_not_cheap() {
     // Step 1 saves 80 % of 100 s, the largest run: it pays while a full re-run is unlikely.
-    let costs = [cost(10.0, 8.0), cost(100.0, 20.0), cost(30.0, 25.0), cost(12.0, 2.0)];
+    let costs = [
+        cost(10.0, 8.0),
+        cost(100.0, 20.0),
+        cost(30.0, 25.0),
+        cost(12.0, 2.0),
+    ];
     assert!(reduce_pays(&costs, 1, 4));
     // … but not when it is the only place left (1.5 / 2: a full re-run is likely).
     assert!(reduce_pays(&costs, 1, 2) == (80.0 > 0.75 * 100.0));
