@@ -53,7 +53,14 @@ use std::time::Duration;
 
 /// Real seconds per simulated second of the bisections' servers: the predictor reads the
 /// client's frame times, so the simulated time must pass (the case sweeps run at 0).
-const TIME_SCALE: f64 = 0.01;
+/// `GPU_SECONDS_SCALE` sets another (a larger one: less of the client's noise, slower).
+fn time_scale() -> f64 {
+    std::env::var("GPU_SECONDS_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|s: &f64| *s > 0.0)
+        .unwrap_or(0.01)
+}
 
 const WORKFLOWS: &[&str] = &[
     "sd15_txt2img_lora_upscale",
@@ -276,9 +283,9 @@ fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions, predicted
             let seen: Vec<predict::Observed> = predict::observed_job(0, &j)
                 .into_iter()
                 .map(|mut o| {
-                    o.phases.step_ms /= TIME_SCALE;
-                    o.phases.setup_ms = (o.phases.setup_ms as f64 / TIME_SCALE) as u64;
-                    o.phases.post_ms = (o.phases.post_ms as f64 / TIME_SCALE) as u64;
+                    o.phases.step_ms /= time_scale();
+                    o.phases.setup_ms = (o.phases.setup_ms as f64 / time_scale()) as u64;
+                    o.phases.post_ms = (o.phases.post_ms as f64 / time_scale()) as u64;
                     o
                 })
                 .collect();
@@ -592,7 +599,7 @@ fn main() {
     let (mut memory, mut all) = (Ratios::default(), Ratios::default());
     for (i, case) in cases.iter().enumerate() {
         let lad = &ladders[case.ladder];
-        let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), TIME_SCALE);
+        let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), time_scale());
         let sessions: Vec<Session> = strategies
             .iter()
             .map(|(_, o, p)| bisect(lad, &mut server, o, *p))
