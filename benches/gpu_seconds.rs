@@ -9,14 +9,19 @@
 //! every prompt, failed or not (`Prompt executed in X seconds`); on the simulator these are
 //! simulated seconds from its time model (docs/simulator.md, "Time model").
 //!
-//! Cases: each example workflow of `workflows/` with the failure at every position and stage the
-//! simulator's memory model gives it: the device memory is swept (1 GiB … 96 GiB) and each
-//! distinct (first failing step, stage) at full steps is a case — first step, middle of sampling
-//! (a step cache), decode, post-processing; then on a device where the whole workflow fits, the
-//! `step-growth` fault (a cache that grows every step) is swept for failures that need many
-//! steps. Each case is bisected four ways: full-step linear and binary search (`--search-steps
-//! full`), and the default search at few steps (`--search-steps 4`, linear and binary;
-//! `GPU_SECONDS_CAP=N` measures another step count).
+//! Cases, two sets. **The memory sweep**: each example workflow of `workflows/` with the failure
+//! at every position and stage the simulator's memory model gives its default ladder: the device
+//! memory is swept (1 GiB … 96 GiB) and each distinct (first failing step, stage) at full steps
+//! is a case — first step, middle of sampling (a step cache), decode, post-processing; then on a
+//! device where the whole workflow fits, the `step-growth` fault (a cache that grows every step)
+//! is swept for failures that need many steps. **Every case** adds the same sweeps over each
+//! rotation of the workflow's ladder (`--order`), so that each increment, and the memory it
+//! brings, comes at each position: each (workflow, first failing step, stage) reached there and
+//! not in the memory sweep is one more case. Each case is bisected six ways: full-step linear and
+//! binary search (`--search-steps full`); the default search at few steps (`--search-steps 4`,
+//! linear and binary), which reduces a run only where the predicted saving pays (from the runs
+//! the session finished, as the driver does); and the same reducing every search run but the
+//! minimal one (the rule without a prediction). `GPU_SECONDS_CAP=N` measures another step count.
 //!
 //! Exits with status 1 when a strategy's verdict (kind, first failing step, last passing step)
 //! differs from full-step linear search's. Printed against the issue's targets: the median of
@@ -28,7 +33,8 @@
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
-use comfy_bisect_core::ladder::{cap_steps, plan, PlanOptions};
+use comfy_bisect_core::ladder::work::Work;
+use comfy_bisect_core::ladder::{cap_steps, plan, Increment, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::run::{execute, RunRequest};
 use comfy_bisect_core::session::decide::decide_steps;
@@ -36,6 +42,7 @@ use comfy_bisect_core::session::evidence::{outcome_with, summary_of};
 use comfy_bisect_core::session::journal::{
     run_dir_name, Outcome, ReducedSteps, RunSummary, DEFAULT_SEARCH_STEPS,
 };
+use comfy_bisect_core::session::predict;
 use comfy_bisect_core::session::{
     Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
 };
@@ -43,6 +50,17 @@ use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
 use std::collections::HashMap;
 use std::time::Duration;
+
+/// Real seconds per simulated second of the bisections' servers: the predictor reads the
+/// client's frame times, so the simulated time must pass (the case sweeps run at 0).
+/// `GPU_SECONDS_SCALE` sets another (a larger one: less of the client's noise, slower).
+fn time_scale() -> f64 {
+    std::env::var("GPU_SECONDS_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|s: &f64| *s > 0.0)
+        .unwrap_or(0.01)
+}
 
 const WORKFLOWS: &[&str] = &[
     "sd15_txt2img_lora_upscale",
@@ -60,22 +78,51 @@ fn defs() -> NodeDefs {
 /// A workflow's ladder: the variants (step 0 … target) and their increments.
 struct Ladder {
     name: String,
+    /// The ladder's order when not the default (`--order`), for the table.
+    order: Option<String>,
     steps: Vec<(String, Workflow)>,
+    /// Its increments, in ladder order (without `minimal`).
+    increments: Vec<Increment>,
 }
 
-fn ladder(name: &str, defs: &NodeDefs) -> Ladder {
+fn ladder(name: &str, defs: &NodeDefs, order: Option<Vec<Increment>>) -> Ladder {
     let path = format!("workflows/{name}.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let target = Workflow::from_json_str(&text, &path).expect("an API workflow");
-    let p = plan(&target, defs, &Catalog::builtin(), &PlanOptions::default()).expect("a plan");
+    let mut options = PlanOptions::default();
+    if let Some(o) = &order {
+        options.order = o.clone();
+    }
+    let p = plan(&target, defs, &Catalog::builtin(), &options).expect("a plan");
+    let increments: Vec<Increment> = p.steps.iter().skip(1).map(|s| s.increment).collect();
     Ladder {
         name: name.to_string(),
+        order: order.map(|_| {
+            increments
+                .iter()
+                .map(|i| i.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
         steps: p
             .steps
             .into_iter()
             .map(|s| (s.increment.name().to_string(), s.workflow))
             .collect(),
+        increments,
     }
+}
+
+/// The work of each step's variant at full steps and at `cap` (the predictor's input).
+fn works(lad: &Ladder, cap: u32) -> Vec<(Work, Work)> {
+    lad.steps
+        .iter()
+        .map(|(_, w)| {
+            let (cut, _) =
+                cap_steps(w, cap, &Catalog::builtin(), &defs()).expect("the cap applies");
+            (predict::work_of(w), predict::work_of(&cut))
+        })
+        .collect()
 }
 
 /// What one run of a variant gave.
@@ -97,6 +144,11 @@ struct Server {
 
 impl Server {
     fn new(vram_mib: u64, faults: Option<&str>) -> Server {
+        Server::scaled(vram_mib, faults, 0.0)
+    }
+
+    /// A server whose simulated seconds take `scale` real seconds (0: none).
+    fn scaled(vram_mib: u64, faults: Option<&str>, scale: f64) -> Server {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -104,7 +156,7 @@ impl Server {
             .expect("a runtime");
         let mut config = SimConfig::default()
             .with_vram_bytes(vram_mib * MIB)
-            .with_time_scale(0.0);
+            .with_time_scale(scale);
         if let Some(f) = faults {
             config = config.with_faults(Faults::parse(f).expect("faults"));
         }
@@ -219,11 +271,27 @@ struct Session {
     runs: Vec<(usize, Option<u32>, bool, f64)>,
 }
 
-fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions) -> Session {
+/// Bisects `lad` on `server`; with `predicted`, the few-step search decides per run from the
+/// predicted run times (as the driver does), else every search run but the minimal is reduced.
+fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions, predicted: bool) -> Session {
     let mut j = job(lad);
     let mut runs = Vec::new();
+    let works = options.search_steps.map(|cap| works(lad, cap));
     for _ in 0..(4 * lad.steps.len() + 12) {
-        let (step, role, cap) = match decide_steps(&j, options) {
+        let costs = works.as_ref().filter(|_| predicted).and_then(|works| {
+            // The client's frame times, in simulated seconds (the unit of the costs).
+            let seen: Vec<predict::Observed> = predict::observed_job(0, &j)
+                .into_iter()
+                .map(|mut o| {
+                    o.phases.step_ms /= time_scale();
+                    o.phases.setup_ms = (o.phases.setup_ms as f64 / time_scale()) as u64;
+                    o.phases.post_ms = (o.phases.post_ms as f64 / time_scale()) as u64;
+                    o
+                })
+                .collect();
+            (!seen.is_empty()).then(|| predict::step_costs(&seen, 0, works, true))?
+        });
+        let (step, role, cap) = match decide_steps(&j, options, costs.as_deref()) {
             (_, Decision::Finish(verdict), _) => {
                 return Session {
                     verdict,
@@ -279,9 +347,9 @@ fn verdict_key(v: &Verdict) -> String {
     }
 }
 
-/// A case: a workflow on a simulated device, failing at a step and stage at full steps.
+/// A case: a ladder on a simulated device, failing at a step and stage at full steps.
 struct Case {
-    workflow: usize,
+    ladder: usize,
     vram_mib: u64,
     faults: Option<String>,
     first_failure: usize,
@@ -300,68 +368,56 @@ fn first_failure(lad: &Ladder, server: &mut Server) -> Option<(usize, String)> {
     None
 }
 
-fn cases(ladders: &[Ladder]) -> Vec<Case> {
-    let mut out: Vec<Case> = Vec::new();
-    // 1 GiB … 96 GiB, about 12 % apart.
+/// The cases of ladder `l` not in `out` yet (one per workflow, first failing step and stage):
+/// the device memory swept from 1 GiB to 96 GiB (12 % apart), then on a device where the whole
+/// workflow fits, the `step-growth` fault swept from 16 MiB (25 % apart).
+fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
+    let lad = &ladders[l];
+    let add = |out: &mut Vec<Case>, vram, faults: Option<String>, k, stage: String| {
+        if !out
+            .iter()
+            .any(|c| ladders[c.ladder].name == lad.name && c.first_failure == k && c.stage == stage)
+        {
+            out.push(Case {
+                ladder: l,
+                vram_mib: vram,
+                faults,
+                first_failure: k,
+                stage,
+            });
+        }
+    };
     let mut vrams = Vec::new();
     let mut v = 1024f64;
     while v <= 98304.0 {
         vrams.push(v.round() as u64);
         v *= 1.12;
     }
-    for (w, lad) in ladders.iter().enumerate() {
-        let mut roomy = None;
-        for &vram in &vrams {
-            let mut server = Server::new(vram, None);
-            match first_failure(lad, &mut server) {
-                Some((k, stage)) => {
-                    if !out
-                        .iter()
-                        .any(|c| c.workflow == w && c.first_failure == k && c.stage == stage)
-                    {
-                        out.push(Case {
-                            workflow: w,
-                            vram_mib: vram,
-                            faults: None,
-                            first_failure: k,
-                            stage,
-                        });
-                    }
-                }
-                None => {
-                    let target = lad.steps.len() - 1;
-                    if server.run(lad, target, None).0.outcome == Outcome::Passed {
-                        roomy = Some(vram);
-                        break;
-                    }
+    let mut roomy = None;
+    for &vram in &vrams {
+        let mut server = Server::new(vram, None);
+        match first_failure(lad, &mut server) {
+            Some((k, stage)) => add(out, vram, None, k, stage),
+            None => {
+                let target = lad.steps.len() - 1;
+                if server.run(lad, target, None).0.outcome == Outcome::Passed {
+                    roomy = Some(vram);
+                    break;
                 }
             }
-        }
-        // A cache that grows every step, on a device where the whole workflow fits.
-        let Some(vram) = roomy else { continue };
-        let mut growth = 16f64;
-        while growth <= 8192.0 {
-            let faults = format!("step-growth={}MiB", growth.round() as u64);
-            let mut server = Server::new(vram, Some(&faults));
-            if let Some((k, stage)) = first_failure(lad, &mut server) {
-                let kind = format!("{stage} (step-growth)");
-                if !out
-                    .iter()
-                    .any(|c| c.workflow == w && c.first_failure == k && c.stage == kind)
-                {
-                    out.push(Case {
-                        workflow: w,
-                        vram_mib: vram,
-                        faults: Some(faults),
-                        first_failure: k,
-                        stage: kind,
-                    });
-                }
-            }
-            growth *= 1.25;
         }
     }
-    out
+    // A cache that grows every step, on a device where the whole workflow fits.
+    let Some(vram) = roomy else { return };
+    let mut growth = 16f64;
+    while growth <= 8192.0 {
+        let faults = format!("step-growth={}MiB", growth.round() as u64);
+        let mut server = Server::new(vram, Some(&faults));
+        if let Some((k, stage)) = first_failure(lad, &mut server) {
+            add(out, vram, Some(faults), k, format!("{stage} (step-growth)"));
+        }
+        growth *= 1.25;
+    }
 }
 
 /// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
@@ -392,17 +448,102 @@ fn runs_text(s: &Session) -> String {
     format!("{} ({} at few steps)", s.runs.len(), reduced)
 }
 
+/// The ratios of one set of cases.
+#[derive(Default)]
+struct Ratios {
+    lin: Vec<f64>,
+    bin: Vec<f64>,
+    bin_lin: Vec<f64>,
+    always_lin: Vec<f64>,
+    always_bin: Vec<f64>,
+    over: usize,
+}
+
+fn summary(title: &str, r: &Ratios) {
+    let n = r.lin.len();
+    println!("\n## Summary: {title} ({n} cases)\n");
+    println!("| ratio | median | max | target |");
+    println!("|---|---:|---:|---|");
+    let row = |name: &str, v: &[f64], target: &str, met: bool| {
+        println!(
+            "| {name} | {:.0} % | {:.0} % | {target}{} |",
+            median(v) * 100.0,
+            v.iter().cloned().fold(0.0, f64::max) * 100.0,
+            if target.is_empty() {
+                ""
+            } else if met {
+                ": met"
+            } else {
+                ": missed"
+            }
+        );
+    };
+    row(
+        "few-step linear / full-step linear",
+        &r.lin,
+        "≤ 45 % (median)",
+        median(&r.lin) <= 0.45,
+    );
+    row(
+        "few-step binary / full-step linear",
+        &r.bin_lin,
+        "≤ 45 % (median)",
+        median(&r.bin_lin) <= 0.45,
+    );
+    row(
+        "few-step binary / full-step binary",
+        &r.bin,
+        "< 100 % (median)",
+        median(&r.bin) < 1.0,
+    );
+    row(
+        "few-step linear, every run reduced / full-step linear",
+        &r.always_lin,
+        "",
+        true,
+    );
+    row(
+        "few-step binary, every run reduced / full-step binary",
+        &r.always_bin,
+        "",
+        true,
+    );
+    println!(
+        "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases.",
+        n - r.over
+    );
+}
+
 fn main() {
     let defs = defs();
-    let ladders: Vec<Ladder> = WORKFLOWS.iter().map(|w| ladder(w, &defs)).collect();
-    let cases = cases(&ladders);
+    let mut ladders: Vec<Ladder> = WORKFLOWS.iter().map(|w| ladder(w, &defs, None)).collect();
+    // Each workflow's increments in every rotation of its ladder, so that each increment (and
+    // the memory it brings) comes at each position.
+    for w in 0..WORKFLOWS.len() {
+        let incs = ladders[w].increments.clone();
+        for r in 1..incs.len() {
+            let mut order = incs.clone();
+            order.rotate_left(r);
+            ladders.push(ladder(WORKFLOWS[w], &defs, Some(order)));
+        }
+    }
+    // The memory-sweep set (default ladders) first; the even set adds each (workflow, first
+    // failing step, stage) the rotated ladders reach and the default ones do not.
+    let mut cases = Vec::new();
+    for l in 0..WORKFLOWS.len() {
+        sweep(l, &ladders, &mut cases);
+    }
+    let sweep_cases = cases.len();
+    for l in WORKFLOWS.len()..ladders.len() {
+        sweep(l, &ladders, &mut cases);
+    }
     // What one run of each step costs at full steps and at the search's step count, on a
     // device where the whole workflow fits.
     println!("# GPU-seconds to verdict\n\n## What a run costs\n");
     println!("Simulated seconds of one cold run of each step, on 96 GiB (nothing fails): full steps / `--search-steps {}`.\n", cap());
     println!("| workflow | step | full s | few-step s | few / full |");
     println!("|---|---|---:|---:|---:|");
-    for lad in &ladders {
+    for lad in &ladders[..WORKFLOWS.len()] {
         let mut server = Server::new(98304, None);
         for (k, (inc, _)) in lad.steps.iter().enumerate() {
             let full = server.run(lad, k, None).0.seconds;
@@ -421,37 +562,50 @@ fn main() {
         ..SessionOptions::default()
     };
     let few = Some(cap());
+    // (name, options, decide per run from the prediction)
     let strategies = [
-        ("full linear", options(Strategy::Linear, None)),
-        ("full binary", options(Strategy::Binary, None)),
-        ("few-step linear", options(Strategy::Linear, few)),
-        ("few-step binary", options(Strategy::Binary, few)),
+        ("full linear", options(Strategy::Linear, None), false),
+        ("full binary", options(Strategy::Binary, None), false),
+        ("few-step linear", options(Strategy::Linear, few), true),
+        ("few-step binary", options(Strategy::Binary, few), true),
+        (
+            "few-step linear, every run",
+            options(Strategy::Linear, few),
+            false,
+        ),
+        (
+            "few-step binary, every run",
+            options(Strategy::Binary, few),
+            false,
+        ),
     ];
     println!("## Sessions\n");
     println!(
         "Simulated seconds (the server's `Prompt executed in` lines), summed over every run of a \
-         session; few-step = `--search-steps {}`. Runs: all (of them at few steps).\n",
+         session; few-step = `--search-steps {}`, reducing a run only where the predicted \
+         saving pays; \"every run\" = reducing every search run but the minimal one. Runs: all \
+         (of them at few steps). Cases 1–{sweep_cases}: the memory sweep on the default \
+         ladders; the rest: the rotated ladders.\n",
         cap()
     );
-    for lad in &ladders {
+    for lad in &ladders[..WORKFLOWS.len()] {
         let incs: Vec<&str> = lad.steps.iter().map(|(i, _)| i.as_str()).collect();
         println!("- `{}`: steps {}", lad.name, incs.join(" → "));
     }
     println!();
-    println!("| workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | floor s | bound s | |");
-    println!("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("| # | workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | every run: few lin / full lin | every run: few bin / full bin | floor s | bound s | |");
+    println!("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut ok = true;
-    let mut over = 0usize;
-    let (mut lin_ratio, mut bin_ratio, mut bin_lin_ratio) = (Vec::new(), Vec::new(), Vec::new());
-    for case in &cases {
-        let lad = &ladders[case.workflow];
-        let mut server = Server::new(case.vram_mib, case.faults.as_deref());
+    let (mut memory, mut all) = (Ratios::default(), Ratios::default());
+    for (i, case) in cases.iter().enumerate() {
+        let lad = &ladders[case.ladder];
+        let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), time_scale());
         let sessions: Vec<Session> = strategies
             .iter()
-            .map(|(_, o)| bisect(lad, &mut server, o))
+            .map(|(_, o, p)| bisect(lad, &mut server, o, *p))
             .collect();
         let want = verdict_key(&sessions[0].verdict);
-        for ((name, _), s) in strategies.iter().zip(&sessions) {
+        for ((name, _, _), s) in strategies.iter().zip(&sessions) {
             let got = verdict_key(&s.verdict);
             if got != want {
                 ok = false;
@@ -482,22 +636,29 @@ fn main() {
             + fail_s;
         let bound = sessions[1].seconds + pass_s;
         let within = few_bin.seconds <= bound + 1e-6;
-        if !within {
-            over += 1;
+        let ratio = |a: usize, b: usize| sessions[a].seconds / sessions[b].seconds;
+        for set in [&mut all, &mut memory] {
+            set.lin.push(ratio(2, 0));
+            set.bin.push(ratio(3, 1));
+            set.bin_lin.push(ratio(3, 0));
+            set.always_lin.push(ratio(4, 0));
+            set.always_bin.push(ratio(5, 1));
+            set.over += usize::from(!within);
+            if i >= sweep_cases {
+                break;
+            }
         }
-        let r_lin = sessions[2].seconds / sessions[0].seconds;
-        let r_bin = few_bin.seconds / sessions[1].seconds;
-        let r_bin_lin = few_bin.seconds / sessions[0].seconds;
-        lin_ratio.push(r_lin);
-        bin_ratio.push(r_bin);
-        bin_lin_ratio.push(r_bin_lin);
         let device = match &case.faults {
             Some(f) => format!("{} MiB, {f}", case.vram_mib),
             None => format!("{} MiB", case.vram_mib),
         };
+        let name = match &lad.order {
+            Some(o) => format!("{} (`--order {o}`)", lad.name),
+            None => lad.name.clone(),
+        };
         println!(
-            "| {} | {device} | {} `{}`: {} | {want} | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.0} % | {:.0} % | {:.0} % | {:.1} | {:.1} | {} |",
-            lad.name,
+            "| {} | {name} | {device} | {} `{}`: {} | {want} | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.1} | {:.1} | {} |",
+            i + 1,
             case.first_failure,
             lad.steps[case.first_failure].0,
             case.stage,
@@ -509,39 +670,20 @@ fn main() {
             runs_text(&sessions[2]),
             few_bin.seconds,
             runs_text(few_bin),
-            r_lin * 100.0,
-            r_bin * 100.0,
-            r_bin_lin * 100.0,
+            ratio(2, 0) * 100.0,
+            ratio(3, 1) * 100.0,
+            ratio(3, 0) * 100.0,
+            ratio(4, 0) * 100.0,
+            ratio(5, 1) * 100.0,
             floor,
             bound,
             if within { "within" } else { "over" },
         );
     }
-    println!("\n## Summary ({} cases)\n", cases.len());
-    println!("| ratio | median | max | target |");
-    println!("|---|---:|---:|---|");
-    println!(
-        "| few-step linear / full-step linear | {:.0} % | {:.0} % | ≤ 45 % of full linear (median): {} |",
-        median(&lin_ratio) * 100.0,
-        lin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
-        if median(&lin_ratio) <= 0.45 { "met" } else { "missed" }
-    );
-    println!(
-        "| few-step binary / full-step linear | {:.0} % | {:.0} % | ≤ 45 % of full linear (median): {} |",
-        median(&bin_lin_ratio) * 100.0,
-        bin_lin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
-        if median(&bin_lin_ratio) <= 0.45 { "met" } else { "missed" }
-    );
-    println!(
-        "| few-step binary / full-step binary | {:.0} % | {:.0} % | below full binary (median): {} |",
-        median(&bin_ratio) * 100.0,
-        bin_ratio.iter().cloned().fold(0.0, f64::max) * 100.0,
-        if median(&bin_ratio) < 1.0 { "met" } else { "missed" }
-    );
-    println!(
-        "\nFew-step binary within full binary + one full-step run of the last pass: {} of {} cases.",
-        cases.len() - over,
-        cases.len()
+    summary("the memory sweep (default ladders)", &memory);
+    summary(
+        "every case (the memory sweep and the rotated ladders)",
+        &all,
     );
     if !ok {
         eprintln!("gpu_seconds: a verdict differed from full-step linear search");

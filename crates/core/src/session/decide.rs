@@ -192,9 +192,14 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 }
 
 /// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the
-/// variant's own steps). What the driver asks before every run (no environment known).
-pub fn decide_steps(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision, Option<u32>) {
-    decide_steps_in(job, options, None)
+/// variant's own steps). What the driver asks before every run (no environment known);
+/// `costs`: each ladder step's predicted run time, when there is one ([`reduced::StepCost`]).
+pub fn decide_steps(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    costs: Option<&[reduced::StepCost]>,
+) -> (Phase, Decision, Option<u32>) {
+    decide_steps_in(job, options, None, costs)
 }
 
 /// [`decide_in`] with `--search-steps`: also the step cap of the run it asks for (None: the
@@ -204,13 +209,14 @@ pub(crate) fn decide_steps_in(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,
+    costs: Option<&[reduced::StepCost]>,
 ) -> (Phase, Decision, Option<u32>) {
     match options.search_steps {
         None => {
             let (phase, d) = decide_in(job, options, env);
             (phase, d, None)
         }
-        Some(cap) => reduced::decide(job, options, env, cap),
+        Some(cap) => reduced::decide(job, options, env, cap, costs),
     }
 }
 

@@ -4,6 +4,7 @@
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
+use super::decide::reduced::StepCost;
 use super::decide::{decide_steps_in, Decision};
 use super::index::{self, CheckMark, IndexEntry};
 use super::journal::{
@@ -465,10 +466,12 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Works on one workflow until its verdict; false when the session had to stop.
     fn drive_workflow(&mut self, w: usize) -> Result<bool, JournalError> {
         loop {
+            let costs = self.step_costs(w);
             let (phase, decision, cap) = decide_steps_in(
                 &self.session.workflows[w],
                 &self.session.options,
                 self.env_now.as_deref(),
+                costs.as_deref(),
             );
             self.session.workflows[w].phase = phase;
             match decision {
@@ -519,6 +522,19 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 }
             }
         }
+    }
+
+    /// With `--search-steps`: the predicted time of each ladder step's run of workflow `w`
+    /// (full, reduced) from the session's finished runs, which decides where few steps pay;
+    /// None before any run finished.
+    fn step_costs(&mut self, w: usize) -> Option<Vec<StepCost>> {
+        self.session.options.search_steps?;
+        let seen = predict::observed(&self.session);
+        if seen.is_empty() {
+            return None;
+        }
+        let works = self.step_works(w);
+        predict::step_costs(&seen, w, &works, self.session.options.cold)
     }
 
     /// The work of each ladder step of workflow `w` (full, reduced), read once.

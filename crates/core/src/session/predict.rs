@@ -9,6 +9,7 @@
 //! setup is the one of the nearest finished run of the same workflow, cold apart from
 //! warm. No finished run: no estimate.
 
+use super::decide::reduced::StepCost;
 use super::journal::{Outcome, RunRole, SessionFile, SessionOptions, Strategy, WorkflowJob};
 use crate::catalog::Catalog;
 use crate::ladder::work::Work;
@@ -41,25 +42,33 @@ pub struct Observed {
 
 /// The session's runs that ended by themselves (passed or failed) with their parts measured.
 pub fn observed(session: &SessionFile) -> Vec<Observed> {
+    session
+        .workflows
+        .iter()
+        .enumerate()
+        .flat_map(|(workflow, job)| observed_job(workflow, job))
+        .collect()
+}
+
+/// [`observed`] for one workflow's runs, `workflow` being its index in the session.
+pub fn observed_job(workflow: usize, job: &WorkflowJob) -> Vec<Observed> {
     let mut out = Vec::new();
-    for (workflow, job) in session.workflows.iter().enumerate() {
-        for r in &job.runs {
-            if !matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. })) {
-                continue;
-            }
-            let Some(s) = &r.summary else { continue };
-            let (Some(phases), Some(work)) = (s.phases, s.work) else {
-                continue;
-            };
-            out.push(Observed {
-                workflow,
-                step: r.step,
-                work,
-                phases,
-                cold: s.cold,
-                passed: r.passed(),
-            });
+    for r in &job.runs {
+        if !matches!(r.outcome, Some(Outcome::Passed | Outcome::Failed { .. })) {
+            continue;
         }
+        let Some(s) = &r.summary else { continue };
+        let (Some(phases), Some(work)) = (s.phases, s.work) else {
+            continue;
+        };
+        out.push(Observed {
+            workflow,
+            step: r.step,
+            work,
+            phases,
+            cold: s.cold,
+            passed: r.passed(),
+        });
     }
     out
 }
@@ -228,6 +237,27 @@ pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, boo
         }
     }
     left
+}
+
+/// The predicted time of each ladder step's run of workflow `workflow`, whose step `k` does
+/// `works[k]` (full, reduced), as the reduced search weighs it; None without an estimate.
+pub fn step_costs(
+    seen: &[Observed],
+    workflow: usize,
+    works: &[(Work, Work)],
+    cold: bool,
+) -> Option<Vec<StepCost>> {
+    works
+        .iter()
+        .enumerate()
+        .map(|(step, (full, cut))| {
+            let at = |w: &Work| predict_run(seen, workflow, step, w, cold);
+            Some(StepCost {
+                full: at(full)?.total().as_secs_f64(),
+                reduced: at(cut)?.total().as_secs_f64(),
+            })
+        })
+        .collect()
 }
 
 /// The expected time of `runs` ([`runs_left`]) of workflow `workflow`, whose step `k` does

@@ -30,12 +30,85 @@ pub fn step_independent(r: &RunEntry) -> bool {
     r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s.as_str()))
 }
 
+/// The predicted time of one ladder step's run, in seconds: at the variant's own steps and at
+/// the search's step count (from [`crate::session::predict`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepCost {
+    /// At the variant's own steps.
+    pub full: f64,
+    /// At `--search-steps`.
+    pub reduced: f64,
+}
+
+/// A reduced run must save at least this share of its own predicted full-step time: sampling
+/// must be most of the run (a variant whose time is load and decode saves little at few steps).
+pub const MIN_SAVING_SHARE: f64 = 0.4;
+
+/// A reduced run must save at least this share of the largest predicted full-step run of the
+/// ladder: a cheap variant saves little, while a reduced pass that misleads the search (a
+/// failure that grows across steps) costs full-step runs of the size of the largest.
+pub const MIN_SAVING_OF_LARGEST: f64 = 0.2;
+
+/// Below this predicted time of the largest run (seconds) the prediction decides nothing: the
+/// split of a run into setup, steps and post comes from the client's frame times, whose noise is
+/// tens of milliseconds, and a session whose runs all take seconds has little to save.
+pub const MIN_PREDICTED_SECONDS: f64 = 10.0;
+
+/// Whether the predicted `costs` can decide where few steps pay (else every search run but the
+/// minimal is reduced, as without a prediction): the largest predicted full run takes at least
+/// [`MIN_PREDICTED_SECONDS`].
+pub fn weighable(costs: &[StepCost]) -> bool {
+    costs.iter().any(|c| c.full >= MIN_PREDICTED_SECONDS)
+}
+
+/// Whether running `step` at few steps pays, from the predicted `costs` of every ladder step;
+/// `open` is the number of places the first failure can still be at, the probe's own among
+/// them (the steps after the last pass up to the first failure, or past the target when none
+/// failed yet). Three conditions, all needed:
+///
+/// * the saving (full − reduced) is at least [`MIN_SAVING_SHARE`] of the run's full time;
+/// * it is at least [`MIN_SAVING_OF_LARGEST`] of the largest predicted full run;
+/// * it outweighs the expected confirmation: the probe becomes the last pass (always re-run at
+///   full steps) when the failure is at the next place, and the first failure (re-run when its
+///   stage depends on the step count, taken as half the time) when it is at its own — with
+///   every place equally likely, a full re-run with probability 1.5 / `open`.
+pub fn reduce_pays(costs: &[StepCost], step: usize, open: usize) -> bool {
+    let Some(c) = costs.get(step) else {
+        return false;
+    };
+    let largest = costs.iter().map(|c| c.full).fold(0.0, f64::max);
+    let saving = c.full - c.reduced;
+    let confirm = (1.5 / open.max(1) as f64).min(1.0);
+    saving >= MIN_SAVING_SHARE * c.full
+        && saving >= MIN_SAVING_OF_LARGEST * largest
+        && saving > confirm * c.full
+}
+
+/// The number of places the first failure can still be at for a probe of the reduced search:
+/// from the last pass below the first failure (or the minimal variant) to the first failure (or
+/// one past the target).
+fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -> usize {
+    let n = job.steps.len().saturating_sub(1);
+    let result = |k: usize| first_result(job, k, options, env);
+    let hi = (0..=n)
+        .find(|&k| result(k).is_some_and(|r| !r.passed))
+        .unwrap_or(n + 1);
+    let lo = (0..hi)
+        .rev()
+        .find(|&k| result(k).is_some_and(|r| r.passed))
+        .unwrap_or(0);
+    hi - lo
+}
+
 /// The next action, the phase, and the step cap of the run it asks for (None: full steps).
+/// `costs`: the predicted time of each ladder step's run (None: no finished run to predict
+/// from yet, every search run but the minimal one is reduced).
 pub(super) fn decide(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,
     cap: u32,
+    costs: Option<&[StepCost]>,
 ) -> (Phase, Decision, Option<u32>) {
     // 1. The search at reduced steps.
     let search_options = SessionOptions {
@@ -50,7 +123,14 @@ pub(super) fn decide(
         Decision::Run { step: 0, .. } | Decision::Confirm { step: 0, .. } => {
             return (phase, d, None)
         }
-        Decision::Run { .. } | Decision::Confirm { .. } => return (phase, d, Some(cap)),
+        // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
+        Decision::Run { step, .. } => {
+            let pays = costs
+                .filter(|c| weighable(c))
+                .is_none_or(|c| reduce_pays(c, step, open_places(job, &search_options, env)));
+            return (phase, d, pays.then_some(cap));
+        }
+        Decision::Confirm { .. } => return (phase, d, Some(cap)),
         Decision::Finish(Verdict::FirstFailure {
             step,
             last_pass_step,

@@ -11,10 +11,20 @@ type Model = dyn Fn(usize, bool) -> Result<(), &'static str>;
 
 /// Drives the decision to its verdict; returns it and the runs made as (step, reduced).
 fn drive(n: usize, options: &SessionOptions, model: &Model) -> (Verdict, Vec<(usize, bool)>) {
+    drive_with(n, options, None, model)
+}
+
+/// [`drive`] with each step's predicted run time.
+fn drive_with(
+    n: usize,
+    options: &SessionOptions,
+    costs: Option<&[StepCost]>,
+    model: &Model,
+) -> (Verdict, Vec<(usize, bool)>) {
     let mut j = job(n);
     let mut made = Vec::new();
     for _ in 0..100 {
-        let (_, d, cap) = decide_steps_in(&j, options, None);
+        let (_, d, cap) = decide_steps_in(&j, options, None, costs);
         let (step, role) = match d {
             Decision::Finish(v) => return (v, made),
             Decision::Confirm { .. } => panic!("no crash here"),
@@ -98,6 +108,20 @@ fn a_middle_step_failure_is_repeated_at_full_steps() {
     assert_eq!(full, vec![0, 3, 2], "{made:?}");
 }
 
+/// Predicted costs under which some steps are reduced and others not: even steps are mostly
+/// sampling, odd ones mostly load; the cost grows along the ladder.
+fn mixed_costs(n: usize) -> Vec<StepCost> {
+    (0..=n)
+        .map(|k| {
+            let full = 10.0 * (k + 1) as f64;
+            StepCost {
+                full,
+                reduced: if k % 2 == 0 { 0.2 * full } else { 0.9 * full },
+            }
+        })
+        .collect()
+}
+
 /// Every failure position and kind (one that shows at any step count, one that grows across
 /// steps and shows only at full steps from `grow`, one that only shows at few steps): the
 /// verdict equals the full-step search's, for both strategies.
@@ -118,9 +142,13 @@ fn the_verdict_is_always_the_full_step_verdict() {
                             _ => Ok(()),
                         }
                     };
-                    for strategy in [Strategy::Linear, Strategy::Binary] {
+                    for (strategy, costs) in [Strategy::Linear, Strategy::Binary]
+                        .into_iter()
+                        .flat_map(|s| [(s, None), (s, Some(mixed_costs(n)))])
+                    {
                         let (want, _) = drive(n, &opts(strategy, None), &model);
-                        let (got, made) = drive(n, &opts(strategy, Some(2)), &model);
+                        let (got, made) =
+                            drive_with(n, &opts(strategy, Some(2)), costs.as_deref(), &model);
                         let key = |v: &Verdict| match v {
                             Verdict::FirstFailure {
                                 step,
@@ -132,7 +160,7 @@ fn the_verdict_is_always_the_full_step_verdict() {
                         assert_eq!(
                             key(&got),
                             key(&want),
-                            "n={n} fail={fail} grow={grow} {kind} {strategy:?}: {made:?}"
+                            "n={n} fail={fail} grow={grow} {kind} {strategy:?} {costs:?}: {made:?}"
                         );
                         if let Verdict::FirstFailure { last_pass_step, .. } = got {
                             assert!(
@@ -161,4 +189,83 @@ fn full_keeps_every_run_at_the_workflows_own_steps() {
     let model = |s: usize, _| if s >= 2 { Err("decode") } else { Ok(()) };
     let (_, made) = drive(4, &opts(Strategy::Binary, None), &model);
     assert!(made.iter().all(|(_, r)| !r), "{made:?}");
+}
+
+fn cost(full: f64, reduced: f64) -> StepCost {
+    StepCost { full, reduced }
+}
+
+#[test]
+fn few_steps_pay_only_for_a_large_saving_on_a_run_that_is_not_cheap() {
+    // Step 1 saves 80 % of 100 s, the largest run: it pays while a full re-run is unlikely.
+    let costs = [
+        cost(10.0, 8.0),
+        cost(100.0, 20.0),
+        cost(30.0, 25.0),
+        cost(12.0, 2.0),
+    ];
+    assert!(reduce_pays(&costs, 1, 4));
+    // … but not when it is the only place left (1.5 / 2: a full re-run is likely).
+    assert!(reduce_pays(&costs, 1, 2) == (80.0 > 0.75 * 100.0));
+    assert!(!reduce_pays(&[cost(100.0, 30.0)], 0, 2));
+    // A variant whose time is mostly load saves too small a share (5 of 30 s).
+    assert!(!reduce_pays(&costs, 2, 8));
+    // A cheap variant (10 of 12 s saved, but the largest run is 100 s) is not worth it.
+    assert!(!reduce_pays(&costs, 3, 8));
+    // No prediction for the step: it runs at full steps.
+    assert!(!reduce_pays(&costs, 9, 8));
+}
+
+#[test]
+fn a_prediction_of_runs_of_a_few_seconds_decides_nothing() {
+    assert!(weighable(&[cost(3.0, 2.0), cost(10.0, 9.0)]));
+    let short = [cost(0.3, 0.2), cost(9.0, 8.0)];
+    assert!(!weighable(&short));
+    // So today's rule stands: every search run but the minimal is reduced.
+    let model = |s: usize, _| if s >= 1 { Err("sample_first") } else { Ok(()) };
+    let options = opts(Strategy::Linear, Some(4));
+    let short: Vec<StepCost> = (0..=5).map(|_| cost(9.0, 1.0)).collect();
+    assert_eq!(
+        drive_with(5, &options, Some(&short), &model).1,
+        drive(5, &options, &model).1
+    );
+}
+
+#[test]
+fn with_predictions_cheap_variants_run_at_full_steps_and_the_verdict_stays() {
+    // Steps 0–2 are cheap and mostly load; 3–5 are large and mostly sampling.
+    let costs = [
+        cost(3.0, 2.0),
+        cost(5.0, 3.0),
+        cost(8.0, 6.0),
+        cost(100.0, 25.0),
+        cost(100.0, 25.0),
+        cost(110.0, 30.0),
+    ];
+    let options = opts(Strategy::Linear, Some(4));
+    // A failure at the second increment: the search runs everything at full steps, no
+    // confirmation run is needed (the old rule ran steps 1, 2 and 5 reduced and 1 again).
+    let model = |s: usize, _| if s >= 2 { Err("sample_middle") } else { Ok(()) };
+    let (v, made) = drive_with(5, &options, Some(&costs), &model);
+    assert_eq!(boundary(&v), (1, 2));
+    assert_eq!(made, vec![(0, false), (5, true), (1, false), (2, false)]);
+    let (_, old) = drive(5, &options, &model);
+    assert!(old.len() > made.len(), "{old:?}");
+    // A decode failure high up: the large variants are searched at few steps while a full
+    // re-run is unlikely; step 4, the only place left, runs at full steps at once.
+    let model = |s: usize, _| if s >= 4 { Err("decode") } else { Ok(()) };
+    let (v, made) = drive_with(5, &options, Some(&costs), &model);
+    assert_eq!(boundary(&v), (3, 4));
+    assert_eq!(
+        made,
+        vec![
+            (0, false),
+            (5, true),
+            (1, false),
+            (2, false),
+            (3, true),
+            (4, false),
+            (3, false)
+        ]
+    );
 }
