@@ -142,7 +142,12 @@ regex!(
     r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
 );
 regex!(got_prompt_re, r"(?i)^got prompt\s*$");
-regex!(executed_re, r"(?i)^prompt executed in\s+(?P<s>[0-9.]+)?");
+// `Prompt executed in 5.60 seconds`; past 10 minutes ComfyUI prints `HH:MM:SS` instead
+// (`main.py`'s prompt worker, seen on a real 0.8.0: `Prompt executed in 00:12:57`).
+regex!(
+    executed_re,
+    r"(?i)^prompt executed in\s+(?:(?P<h>\d+):(?P<m>\d{2}):(?P<sec>\d{2})\b|(?P<s>[0-9.]+))?"
+);
 regex!(invalid_prompt_re, r"(?i)^invalid prompt:");
 regex!(
     bar_re,
@@ -176,7 +181,13 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
     }
     if let Some(c) = executed_re().captures(t) {
         return Some(ConsoleLine::PromptExecuted {
-            seconds: c.name("s").and_then(|s| s.as_str().parse().ok()),
+            seconds: match (c.name("h"), c.name("m"), c.name("sec")) {
+                (Some(h), Some(m), Some(sec)) => {
+                    let part = |x: regex::Match| x.as_str().parse::<f64>().unwrap_or(0.0);
+                    Some(part(h) * 3600.0 + part(m) * 60.0 + part(sec))
+                }
+                _ => c.name("s").and_then(|s| s.as_str().parse().ok()),
+            },
         });
     }
     if invalid_prompt_re().is_match(t) {
@@ -456,6 +467,29 @@ pub fn memory_events(entries: &[LogEntry]) -> Vec<MemoryEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompt_executed_in_seconds_and_past_ten_minutes_in_hours_minutes_seconds() {
+        assert_eq!(
+            classify("Prompt executed in 110.52 seconds"),
+            Some(ConsoleLine::PromptExecuted {
+                seconds: Some(110.52)
+            })
+        );
+        // A real 0.8.0 after a 13-minute prompt.
+        assert_eq!(
+            classify("Prompt executed in 00:12:57"),
+            Some(ConsoleLine::PromptExecuted {
+                seconds: Some(777.0)
+            })
+        );
+        assert_eq!(
+            classify("Prompt executed in 26:00:05"),
+            Some(ConsoleLine::PromptExecuted {
+                seconds: Some(93605.0)
+            })
+        );
+    }
 
     #[test]
     fn old_and_new_load_forms() {
