@@ -68,7 +68,7 @@ pub struct BarState {
 pub enum ConsoleLine {
     /// `got prompt`: the server received a prompt (the start of a prompt's lines).
     GotPrompt,
-    /// `Prompt executed in <s> seconds`: the end of a prompt's lines (also after a failure).
+    /// `Prompt executed in <s> seconds` (past 10 minutes `HH:MM:SS`): the end of a prompt's lines (also after a failure).
     PromptExecuted {
         /// The seconds printed.
         seconds: Option<f64>,
