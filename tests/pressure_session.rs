@@ -182,6 +182,19 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
         "{md}"
     );
     assert!(md.contains(" MB staged))."), "{md}");
+    // Nothing failed: the node times set the pressure beside the pass before it, and name no
+    // failure (the verdict's step is the passing target).
+    let table = md
+        .split("Node times at the boundary")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no node times:\n{md}"));
+    let header = table.lines().find(|l| l.starts_with("| Node |")).unwrap();
+    assert!(
+        header.contains("| Step 1 resolution (last pass) |")
+            && header.contains("| Step 2 frames (first memory pressure) |")
+            && !header.contains("first failure"),
+        "{header}"
+    );
 }
 
 #[test]

@@ -501,24 +501,34 @@ pub(super) fn workflow_report(
 fn node_times(data: &SessionData, report: &WorkflowReport) -> Option<NodeTimes> {
     let v = &report.verdict;
     let ran = |r: &&LadderRow| r.run_id.is_some() && r.outcome != "not_run";
-    let failure = v
-        .step
+    // The verdict's step is a failure only when its run did not pass ("could not reproduce"
+    // names the passing target).
+    let failure = v.step.and_then(|k| {
+        report
+            .ladder
+            .iter()
+            .filter(ran)
+            .find(|r| r.step == k && r.outcome != "passed")
+    });
+    let pressure = v
+        .first_pressure_step
         .and_then(|k| report.ladder.iter().filter(ran).find(|r| r.step == k));
-    let limit = failure.map_or(usize::MAX, |r| r.step);
+    // The last pass below the failure, or below the memory pressure when nothing failed (the
+    // target passed: its own run is the pressure, compared with the pass before it).
+    let limit = failure.or(pressure).map_or(usize::MAX, |r| r.step);
     let last_pass = report
         .ladder
         .iter()
         .filter(ran)
         .filter(|r| r.step < limit && r.outcome == "passed")
         .max_by_key(|r| r.step);
-    let pressure = v
-        .first_pressure_step
-        .and_then(|k| report.ladder.iter().filter(ran).find(|r| r.step == k));
     let mut picked: Vec<(&str, &LadderRow)> = Vec::new();
     if let Some(r) = last_pass {
         picked.push(("last pass", r));
     }
-    if let Some(r) = pressure.filter(|p| last_pass.is_none_or(|l| l.step != p.step)) {
+    if let Some(r) = pressure.filter(|p| {
+        last_pass.is_none_or(|l| l.step != p.step) && failure.is_none_or(|f| f.step != p.step)
+    }) {
         picked.push(("first memory pressure", r));
     }
     if let Some(r) = failure {
