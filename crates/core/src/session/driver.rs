@@ -1287,40 +1287,14 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         {
             return Ok(());
         }
-        let dir = PathBuf::from(&self.session.session_id).join(&entry.dir);
-        index::append_behind(
-            &runs_dir,
-            &IndexEntry {
-                run_id: entry.run_id.clone(),
-                session_id: self.session.session_id.clone(),
-                workflow: self.session.workflows[w].name.clone(),
-                step: entry.step,
-                increment: entry.increment.clone(),
-                role: entry.role,
-                workflow_sha256: entry.workflow_sha256.clone(),
-                component_hashes: components,
-                outcome: entry
-                    .outcome
-                    .as_ref()
-                    .map(|o| o.name().to_string())
-                    .unwrap_or_default(),
-                memory_fallbacks: entry
-                    .summary
-                    .as_ref()
-                    .map(|s| s.delivered.memory_fallbacks.clone())
-                    .unwrap_or_default(),
-                memory_pressure: entry
-                    .summary
-                    .as_ref()
-                    .map(|s| s.delivered.memory_pressure.clone())
-                    .unwrap_or_default(),
-                dir: dir.to_string_lossy().into_owned(),
-                finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
-                fingerprint: entry.fingerprint.clone(),
-                check: self.index_mark.clone(),
-            },
-            &mut self.durable,
-        )
+        let line = IndexEntry::of(
+            &self.session.session_id,
+            &self.session.workflows[w].name,
+            entry,
+            components,
+            self.index_mark.clone(),
+        );
+        index::append_behind(&runs_dir, &line, &mut self.durable)
     }
 
     /// The run's model files hashed: under `--models-dir` when given, else in the server's own

@@ -53,6 +53,53 @@ pub struct IndexEntry {
     pub check: Option<CheckMark>,
 }
 
+impl IndexEntry {
+    /// The index line of a finished journal entry `entry` of workflow `workflow` in session
+    /// `session_id` (its folder relative to the runs folder), with its component hashes.
+    pub(crate) fn of(
+        session_id: &str,
+        workflow: &str,
+        entry: &super::journal::RunEntry,
+        component_hashes: Vec<ComponentHash>,
+        check: Option<CheckMark>,
+    ) -> Self {
+        let delivered = |pick: fn(&crate::vocab::ProductSummary) -> &Vec<String>| {
+            entry
+                .summary
+                .as_ref()
+                .map(|s| pick(&s.delivered).clone())
+                .unwrap_or_default()
+        };
+        Self {
+            run_id: entry.run_id.clone(),
+            session_id: session_id.to_string(),
+            workflow: workflow.to_string(),
+            step: entry.step,
+            increment: entry.increment.clone(),
+            role: entry.role,
+            workflow_sha256: entry.workflow_sha256.clone(),
+            component_hashes,
+            outcome: entry
+                .outcome
+                .as_ref()
+                .map(|o| o.name().to_string())
+                .unwrap_or_default(),
+            memory_fallbacks: delivered(|d| &d.memory_fallbacks),
+            memory_pressure: delivered(|d| &d.memory_pressure),
+            dir: PathBuf::from(session_id)
+                .join(&entry.dir)
+                .to_string_lossy()
+                .into_owned(),
+            finished_at: entry
+                .finished_at
+                .clone()
+                .unwrap_or_else(crate::units::now_rfc3339),
+            fingerprint: entry.fingerprint.clone(),
+            check,
+        }
+    }
+}
+
 /// What `comfy-bisect check` adds to its run's index line, so a `git bisect run` can be read
 /// back from the runs folder.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -664,34 +664,7 @@ fn finish<B: Backend, C: Clock>(
         durable.write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &run_file)?;
         index::append_behind(
             &runs_dir,
-            &IndexEntry {
-                run_id: entry.run_id.clone(),
-                session_id: session_id.clone(),
-                workflow: name,
-                step: entry.step,
-                increment: entry.increment.clone(),
-                role: RunRole::Mitigation,
-                workflow_sha256: entry.workflow_sha256.clone(),
-                component_hashes: components,
-                outcome: outcome.name().to_string(),
-                memory_fallbacks: entry
-                    .summary
-                    .as_ref()
-                    .map(|s| s.delivered.memory_fallbacks.clone())
-                    .unwrap_or_default(),
-                memory_pressure: entry
-                    .summary
-                    .as_ref()
-                    .map(|s| s.delivered.memory_pressure.clone())
-                    .unwrap_or_default(),
-                dir: PathBuf::from(&session_id)
-                    .join(&entry.dir)
-                    .to_string_lossy()
-                    .into_owned(),
-                finished_at: entry.finished_at.clone().unwrap_or_else(now_rfc3339),
-                fingerprint: entry.fingerprint.clone(),
-                check: None,
-            },
+            &IndexEntry::of(&session_id, &name, &entry, components, None),
             durable,
         )?;
     }
