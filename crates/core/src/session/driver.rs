@@ -191,6 +191,40 @@ pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(3600);
 /// session (never less than [`DEFAULT_RUN_LIMIT`]).
 pub const RUN_LIMIT_FACTOR: u32 = 8;
 
+/// A finished run as [`Driver::judge_run`] judged it.
+pub(super) struct JudgedRun {
+    /// The record, with its diagnosis.
+    pub(super) record: RunRecord,
+    /// Its outcome.
+    pub(super) outcome: Outcome,
+    /// Its journal summary.
+    pub(super) summary: super::journal::RunSummary,
+    /// Its diagnosis (a run that did not pass).
+    pub(super) diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// Memory pressure it passed under.
+    pub(super) pressure: Option<super::pressure::MemoryPressure>,
+}
+
+impl JudgedRun {
+    /// Marks `entry` done with this judgement; returns the record and the pressure for
+    /// [`Driver::write_run_files`].
+    pub(super) fn mark(
+        self,
+        entry: &mut RunEntry,
+    ) -> (RunRecord, Option<super::pressure::MemoryPressure>) {
+        entry.status = RunStatus::Done;
+        entry.finished_at = Some(if self.record.finished_at.is_empty() {
+            now_rfc3339()
+        } else {
+            self.record.finished_at.clone()
+        });
+        entry.outcome = Some(self.outcome);
+        entry.summary = Some(self.summary);
+        entry.diagnosis = self.diagnosis;
+        (self.record, self.pressure)
+    }
+}
+
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// A driver over `session` (already saved under `paths`).
     pub fn new(
@@ -1095,37 +1129,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         &mut self,
         w: usize,
         run_id: &str,
-        mut record: RunRecord,
+        record: RunRecord,
         workflow: &Workflow,
         recovered: bool,
     ) -> Result<Outcome, JournalError> {
-        let diagnosis = super::evidence::diagnose_record(&record, workflow);
-        if let Some(d) = &diagnosis {
-            record.diagnosis = Some(d.clone());
-        }
-        let pressure = self.memory_pressure(w, run_id, &record, workflow);
-        let mut outcome = super::evidence::outcome_with(&record, self.session.options.strict);
-        let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
-        if let Some(p) = &pressure {
-            summary.delivered.memory_pressure = p.words();
-            if self.session.options.strict && outcome == Outcome::Passed {
-                outcome = Outcome::MemoryPressure {
-                    evidence: p.words(),
-                };
-                summary.stage = Some(p.stage().as_str().to_string());
-            }
-        }
-        let run_fingerprint = self.session.workflows[w]
-            .runs
-            .iter()
-            .find(|r| r.run_id == run_id)
-            .and_then(|r| r.fingerprint.clone());
-        let components = self.component_hashes(workflow, run_fingerprint.as_deref());
-        let node_hashes: std::collections::BTreeMap<String, String> = workflow
-            .nodes
-            .keys()
-            .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h)))
-            .collect();
         let Some(i) = self.session.workflows[w]
             .runs
             .iter()
@@ -1136,20 +1143,74 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 reason: format!("run {run_id} is not in the journal"),
             });
         };
-        {
-            let entry = &mut self.session.workflows[w].runs[i];
-            entry.status = RunStatus::Done;
-            entry.finished_at = Some(if record.finished_at.is_empty() {
-                now_rfc3339()
-            } else {
-                record.finished_at.clone()
-            });
-            entry.outcome = Some(outcome.clone());
-            entry.summary = Some(summary);
-            entry.diagnosis = diagnosis;
+        let step = self.session.workflows[w].runs[i].step;
+        let judged = self.judge_run(w, step, record, workflow, self.session.options.strict);
+        let outcome = judged.outcome.clone();
+        let entry = &mut self.session.workflows[w].runs[i];
+        let (record, pressure) = judged.mark(entry);
+        let entry = entry.clone();
+        let components = self.write_run_files(w, &entry, workflow, record, pressure)?;
+        tracing::debug!(run_id = %run_id, "run recorded (run.json written)");
+        self.index(w, &entry, components, recovered)?;
+        self.session.in_flight = None;
+        self.saved()?;
+        self.hooks.run_finished(&self.session, w, &entry);
+        Ok(outcome)
+    }
+
+    /// Judges a finished run of ladder step `step`: its diagnosis, its outcome (`strict`: a pass
+    /// through a memory fallback or under memory pressure is a failure), its summary and its
+    /// memory pressure against the previous passing step.
+    pub(super) fn judge_run(
+        &self,
+        w: usize,
+        step: usize,
+        mut record: RunRecord,
+        workflow: &Workflow,
+        strict: bool,
+    ) -> JudgedRun {
+        let diagnosis = super::evidence::diagnose_record(&record, workflow);
+        if let Some(d) = &diagnosis {
+            record.diagnosis = Some(d.clone());
         }
-        let entry = self.session.workflows[w].runs[i].clone();
-        let run_dir = self.paths.run_dir(&entry);
+        let pressure = self.memory_pressure_at(w, step, &record, workflow);
+        let mut outcome = super::evidence::outcome_with(&record, strict);
+        let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+        if let Some(p) = &pressure {
+            summary.delivered.memory_pressure = p.words();
+            if strict && outcome == Outcome::Passed {
+                outcome = Outcome::MemoryPressure {
+                    evidence: p.words(),
+                };
+                summary.stage = Some(p.stage().as_str().to_string());
+            }
+        }
+        JudgedRun {
+            record,
+            outcome,
+            summary,
+            diagnosis,
+            pressure,
+        }
+    }
+
+    /// Writes a finished run's `server.log` and `run.json` (with its component and node hashes,
+    /// environment and custom-pack classes); returns the component hashes for its index line.
+    pub(super) fn write_run_files(
+        &mut self,
+        w: usize,
+        entry: &RunEntry,
+        workflow: &Workflow,
+        record: RunRecord,
+        memory_pressure: Option<super::pressure::MemoryPressure>,
+    ) -> Result<Vec<ComponentHash>, JournalError> {
+        let components = self.component_hashes(workflow, entry.fingerprint.as_deref());
+        let node_hashes: std::collections::BTreeMap<String, String> = workflow
+            .nodes
+            .keys()
+            .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h)))
+            .collect();
+        let run_dir = self.paths.run_dir(entry);
         if !record.server_log.is_empty() {
             self.durable.write_atomic(
                 &run_dir.join(crate::run::console::SERVER_LOG_FILE),
@@ -1170,38 +1231,17 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .cloned(),
             custom_nodes: self.custom_nodes(workflow, entry.fingerprint.as_deref()),
             record,
-            memory_pressure: pressure,
+            memory_pressure,
         };
         self.durable
             .write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &file)?;
-        tracing::debug!(run_id = %run_id, "run recorded (run.json written)");
-        self.index(w, &entry, components, recovered)?;
-        self.session.in_flight = None;
-        self.saved()?;
-        self.hooks.run_finished(&self.session, w, &entry);
-        Ok(outcome)
-    }
-
-    /// The memory pressure of a passed run (`session::pressure`): its evidence against the
-    /// previous passing step of the ladder that the journal has with a time per step.
-    fn memory_pressure(
-        &self,
-        w: usize,
-        run_id: &str,
-        record: &RunRecord,
-        workflow: &Workflow,
-    ) -> Option<super::pressure::MemoryPressure> {
-        let step = self.session.workflows[w]
-            .runs
-            .iter()
-            .find(|r| r.run_id == run_id)?
-            .step;
-        self.memory_pressure_at(w, step, record, workflow)
+        Ok(components)
     }
 
     /// The memory pressure of a passed run of ladder step `step` (a ladder run, or a
-    /// mitigation control on the target), against the previous passing step.
-    pub(super) fn memory_pressure_at(
+    /// mitigation control on the target): its evidence against the previous passing step of the
+    /// ladder that the journal has with a time per step.
+    fn memory_pressure_at(
         &self,
         w: usize,
         step: usize,

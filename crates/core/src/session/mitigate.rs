@@ -17,7 +17,6 @@ use super::journal::{
     now_rfc3339, read_json, run_dir_name, JournalError, Judged, Mitigation, MitigationState,
     MitigationsFile, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict, WorkflowMitigations,
     MITIGATIONS_DIR, MITIGATIONS_FILE, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
-    SESSION_SCHEMA_VERSION,
 };
 use super::relaunch::{Launch, Relaunch};
 use crate::catalog::Catalog;
@@ -574,32 +573,9 @@ fn finish<B: Backend, C: Clock>(
     w: usize,
     k: usize,
     i: usize,
-    mut record: RunRecord,
+    record: RunRecord,
     workflow: &Workflow,
 ) -> Result<Outcome, JournalError> {
-    let diagnosis = super::evidence::diagnose_record(&record, workflow);
-    if let Some(d) = &diagnosis {
-        record.diagnosis = Some(d.clone());
-    }
-    // A pass through a memory fallback is memory pressure, not a way around.
-    let mut outcome = super::evidence::outcome_with(&record, true);
-    let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
-    // Likewise a pass under memory pressure (slowed beyond the work, weights offloaded),
-    // judged against the last passing ladder step below the target.
-    let step = file.workflows[k].controls[i]
-        .run
-        .as_ref()
-        .map_or(usize::MAX, |r| r.step);
-    let pressure = driver.memory_pressure_at(w, step, &record, workflow);
-    if let Some(p) = &pressure {
-        summary.delivered.memory_pressure = p.words();
-        if outcome == Outcome::Passed {
-            outcome = Outcome::MemoryPressure {
-                evidence: p.words(),
-            };
-            summary.stage = Some(p.stage().as_str().to_string());
-        }
-    }
     let Some(mut entry) = file.workflows[k].controls[i].run.clone() else {
         return Err(JournalError::Invalid {
             path: file_path(driver),
@@ -609,15 +585,11 @@ fn finish<B: Backend, C: Clock>(
             ),
         });
     };
-    entry.status = RunStatus::Done;
-    entry.finished_at = Some(if record.finished_at.is_empty() {
-        now_rfc3339()
-    } else {
-        record.finished_at.clone()
-    });
-    entry.outcome = Some(outcome.clone());
-    entry.summary = Some(summary);
-    entry.diagnosis = diagnosis;
+    // Judged as under --strict: a pass through a memory fallback or under memory pressure
+    // (against the last passing ladder step below the target) is not a way around.
+    let judged_run = driver.judge_run(w, entry.step, record, workflow, true);
+    let outcome = judged_run.outcome.clone();
+    let (record, pressure) = judged_run.mark(&mut entry);
     let (degenerate, unchecked) = if outcome == Outcome::Passed {
         let (backend, _, _, _) = driver.parts();
         check_product(backend, &record)
@@ -625,49 +597,16 @@ fn finish<B: Backend, C: Clock>(
         (Vec::new(), Vec::new())
     };
     let judged = judge(&entry, &file.workflows[k], degenerate, unchecked);
-    let components = driver.component_hashes(workflow, entry.fingerprint.as_deref());
-    let node_hashes: std::collections::BTreeMap<String, String> = workflow
-        .nodes
-        .keys()
-        .filter_map(|id| workflow.node_sha256(id).map(|h| (id.clone(), h)))
-        .collect();
-    let run_dir = driver.paths.dir.join(&entry.dir);
-    let name = driver.session.workflows[w].name.clone();
-    let session_id = driver.session.session_id.clone();
-    let environment = entry
-        .fingerprint
-        .as_ref()
-        .and_then(|id| driver.session.fingerprints.get(id))
-        .cloned();
+    let components = driver.write_run_files(w, &entry, workflow, record, pressure)?;
+    let line = IndexEntry::of(
+        &driver.session.session_id,
+        &driver.session.workflows[w].name,
+        &entry,
+        components,
+        None,
+    );
     let runs_dir = driver.paths.runs_dir.clone();
-    let custom_nodes = driver.custom_nodes(workflow, entry.fingerprint.as_deref());
-    {
-        let (_, _, durable, _) = driver.parts();
-        if !record.server_log.is_empty() {
-            durable.write_atomic(
-                &run_dir.join(crate::run::console::SERVER_LOG_FILE),
-                record.server_log.as_bytes(),
-            )?;
-        }
-        let run_file = RunFile {
-            schema_version: SESSION_SCHEMA_VERSION,
-            session_id: session_id.clone(),
-            workflow: name.clone(),
-            entry: entry.clone(),
-            component_hashes: components.clone(),
-            node_hashes,
-            environment,
-            custom_nodes,
-            memory_pressure: pressure,
-            record,
-        };
-        durable.write_json_atomic(&run_dir.join(RUN_RECORD_FILE), &run_file)?;
-        index::append_behind(
-            &runs_dir,
-            &IndexEntry::of(&session_id, &name, &entry, components, None),
-            durable,
-        )?;
-    }
+    index::append_behind(&runs_dir, &line, driver.parts().2)?;
     {
         let c = &mut file.workflows[k].controls[i];
         c.run = Some(entry.clone());
