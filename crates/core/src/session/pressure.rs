@@ -20,39 +20,19 @@ pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
 /// clock and scheduling noise would decide the ratio.
 pub const MIN_TIMED_STEP_S: f64 = 0.02;
 
-/// Inputs that hold a frame count on the size source nodes.
-const FRAME_INPUTS: [&str; 5] = [
-    "length",
-    "frames",
-    "num_frames",
-    "video_frames",
-    "frame_count",
-];
-
 /// The work of one sampler step, in the units of the conservative bound: latent pixels ×
-/// frames × batch, doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice). The
-/// largest size source of the graph counts (a node with literal `width` and `height`); `None`
-/// when the graph has none (the size comes from an input image).
+/// frames × batch as the ladder measures it (`ladder::work`: the catalog's size and frame
+/// sources), doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice); `None` when
+/// the graph has no size (it comes from an input image).
 pub fn work_of(workflow: &Workflow) -> Option<f64> {
-    let int = |v: &Input| match v {
-        Input::Literal(v) => v.as_f64().filter(|n| *n >= 1.0),
-        Input::Link(_) => None,
-    };
-    let sizes = workflow.nodes.values().filter_map(|n| {
-        let w = n.inputs.get("width").and_then(int)?;
-        let h = n.inputs.get("height").and_then(int)?;
-        let frames = FRAME_INPUTS
-            .iter()
-            .find_map(|k| n.inputs.get(*k).and_then(int))
-            .unwrap_or(1.0);
-        let batch = n.inputs.get("batch_size").and_then(int).unwrap_or(1.0);
-        Some(w * h * frames * batch)
-    });
-    let pixels = sizes.max_by(|a, b| a.total_cmp(b))?;
+    let work = super::predict::work_of(workflow);
+    if work.pixels == 0 {
+        return None;
+    }
     let cfg = workflow.nodes.values().any(|n| {
         matches!(n.inputs.get("cfg"), Some(Input::Literal(v)) if v.as_f64().is_some_and(|c| c > 1.0))
     });
-    Some(if cfg { 2.0 * pixels } else { pixels })
+    Some(if cfg { 2.0 } else { 1.0 } * work.units())
 }
 
 /// The previous passing step of the ladder, as the journal has it.
