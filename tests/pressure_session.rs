@@ -11,6 +11,7 @@ use comfy_bisect_core::session::journal::{
     read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
 };
 use comfy_bisect_core::session::pressure::Evidence;
+use comfy_bisect_core::session::walk::{Cue, VRAM_LIMIT_MARGIN_MIB};
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
 use session_support::*;
@@ -106,17 +107,44 @@ fn the_verdict_names_the_first_memory_pressure_before_the_first_failure() {
 #[test]
 fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
     let sim = sim();
-    // Nothing runs out of memory, so the target passes: it is assumed to fail to walk the
-    // ladder, as docs/sessions.md says for a workflow that only got slow.
-    let b = bisect_workflow(
-        &sim,
-        &target_without_cache(),
-        &["--min-frames", "129", "--assume-fails"],
-    );
+    // Nothing runs out of memory, so the target passes; a cue on it walks the ladder (no
+    // --assume-fails), one step at a time, to the first step whose weights stream.
+    let b = bisect_workflow(&sim, &target_without_cache(), &["--min-frames", "129"]);
     assert!(
         matches!(b.job().verdict, Some(Verdict::CouldNotReproduce { .. })),
         "{:?}\n{}",
         b.job().verdict,
+        b.text()
+    );
+    // The cue, with its numbers, on the target's summary: its VRAM peak at the card's total
+    // (dynamic VRAM fills the card with weights before it streams).
+    let target = b.main_run(5);
+    let cues = &target.summary.as_ref().unwrap().walk_cues;
+    match &cues[..] {
+        [Cue::VramAtLimit {
+            peak_mib,
+            vram_total_mib,
+            ..
+        }] => {
+            assert_eq!(*vram_total_mib, CARD_MIB as f64);
+            assert!(
+                *peak_mib >= vram_total_mib - VRAM_LIMIT_MARGIN_MIB,
+                "{cues:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The walk stopped at the first pressure: minimal, target, steps 1 and 2, nothing above.
+    let made: Vec<(usize, RunRole)> = b.job().runs.iter().map(|r| (r.step, r.role)).collect();
+    assert_eq!(
+        made,
+        [
+            (0, RunRole::Minimal),
+            (5, RunRole::Target),
+            (1, RunRole::Search),
+            (2, RunRole::Search)
+        ],
+        "{}",
         b.text()
     );
     // Step 1 (resolution, 129 frames) fits; step 2 (frames) streams.
@@ -182,6 +210,12 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
         "{md}"
     );
     assert!(md.contains(" MB staged))."), "{md}");
+    // Why the ladder was walked after the target passed.
+    assert!(
+        md.contains("The ladder was walked because the target's VRAM peak ")
+            && md.contains(&format!("MiB of the card's {CARD_MIB} MiB.")),
+        "{md}"
+    );
     // Nothing failed: the node times set the pressure beside the pass before it, and name no
     // failure (the verdict's step is the passing target).
     let table = md
@@ -194,6 +228,59 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
             && header.contains("| Step 2 frames (first memory pressure) |")
             && !header.contains("first failure"),
         "{header}"
+    );
+}
+
+#[test]
+fn a_passing_target_without_a_cue_ends_after_the_minimal_and_the_target() {
+    // A card on which nothing streams: the target passes with no cue, as before the walk.
+    let sim = Sim::start(
+        SimConfig::default()
+            .with_profile(Profile::Y2026)
+            .with_vram_bytes(4 * CARD_MIB * MIB)
+            .with_time_scale(TIME_SCALE),
+    );
+    let b = bisect_workflow(&sim, &target_without_cache(), &["--min-frames", "129"]);
+    assert!(
+        matches!(b.job().verdict, Some(Verdict::CouldNotReproduce { .. })),
+        "{}",
+        b.text()
+    );
+    let made: Vec<RunRole> = b.job().runs.iter().map(|r| r.role).collect();
+    assert_eq!(made, [RunRole::Minimal, RunRole::Target], "{}", b.text());
+    assert!(b.main_run(5).summary.as_ref().unwrap().walk_cues.is_empty());
+    let md = b.read("report.md");
+    assert!(!md.contains("The ladder was walked"), "{md}");
+}
+
+#[test]
+fn strict_walks_a_passing_target_to_the_first_pressure_and_names_it_as_the_failure() {
+    let sim = sim();
+    // The target passes (nothing runs out of memory, and against the minimal its slowdown is
+    // within the work bound); the walk finds the pressure at frames, a failure under --strict.
+    let b = bisect_workflow(
+        &sim,
+        &target_without_cache(),
+        &["--min-frames", "129", "--strict"],
+    );
+    assert_eq!(first_failure(&b), (2, "frames".to_string()));
+    assert_eq!(b.main_run(5).outcome, Some(Outcome::Passed));
+    assert!(matches!(
+        b.main_run(2).outcome,
+        Some(Outcome::MemoryPressure { .. })
+    ));
+    assert!(
+        b.job().runs.iter().all(|r| r.step <= 2 || r.step == 5),
+        "{}",
+        b.text()
+    );
+    // The closing line names the kind, as the report does.
+    let out = String::from_utf8_lossy(&b.out.stdout);
+    assert!(
+        out.contains(
+            "first failure at increment frames (step 2), stage sample_middle: passed under memory pressure, counted as a failure by --strict"
+        ),
+        "{out}"
     );
 }
 

@@ -86,6 +86,12 @@ pub struct SessionArgs {
     /// passed under memory pressure too (kind `memory_pressure`).
     #[arg(long)]
     pub strict: bool,
+    /// When the target passes: walk the ladder from step 1, one step at a time, to the first
+    /// step under memory pressure. auto = when the passing target shows a cue (pressure, a
+    /// partial load, a model staged at or above the card, its VRAM peak at the card's total);
+    /// always; never = end with "could not reproduce".
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub walk_on_pass: comfy_bisect_core::session::journal::WalkOnPass,
     /// Memory pressure from a slowdown: a step may take F times what the added work explains
     /// (attention at most quadratic in latent pixels × frames × batch) before it counts; also
     /// the factor for steps slowing within one run. Default 1.5.
@@ -265,6 +271,7 @@ impl SessionArgs {
             on_drift: self.on_drift,
             search_steps: self.search_steps.0,
             allow_shared_server: self.allow_shared_server,
+            walk_on_pass: self.walk_on_pass,
         })
     }
 }

@@ -336,6 +336,10 @@ pub struct Verdict {
     /// The evidence there, in words (`slowed 4.1× (…)`, `weights streamed (1640 MB staged)`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_pressure: Vec<String>,
+    /// When the target passed and the ladder was walked for the first step under memory
+    /// pressure (`--walk-on-pass`): why, with the cue's numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walked: Option<String>,
     /// When the failing run crashed (server lost, timeout): how often the failure was seen,
     /// the crash and its confirming re-runs together (`--confirm-crashes`).
     pub reproduced: Option<u32>,
@@ -912,6 +916,16 @@ impl Verdict {
                     reproduced()
                 ),
             },
+            VerdictKind::CouldNotReproduce if self.walked.is_some() => {
+                let found = match fallback {
+                    Some(f) => format!("; but {f}"),
+                    None => "; no step before it showed memory pressure".to_string(),
+                };
+                format!(
+                    "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here{found}. The ladder was walked because {}.",
+                    self.walked.as_deref().unwrap_or_default()
+                )
+            }
             VerdictKind::CouldNotReproduce if fallback.is_some() => format!(
                 "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here; but {}.",
                 fallback.unwrap_or_default()
@@ -968,10 +982,53 @@ mod tests {
             first_pressure_step: None,
             first_pressure_increment: None,
             first_pressure: Vec::new(),
+            walked: None,
             reproduced: None,
             root_cause: "unknown".into(),
         };
         v.sentence(&|s: &str| s.to_string())
+    }
+
+    #[test]
+    fn a_walked_ladder_says_why_and_what_it_found() {
+        let mut v = Verdict {
+            kind: VerdictKind::CouldNotReproduce,
+            summary: String::new(),
+            step: Some(5),
+            steps: 5,
+            increment: Some("cache".into()),
+            parts: Vec::new(),
+            failure_kind: None,
+            stage: None,
+            reason: None,
+            first_fallback_step: None,
+            first_fallback_increment: None,
+            first_fallbacks: Vec::new(),
+            first_pressure_step: None,
+            first_pressure_increment: None,
+            first_pressure: Vec::new(),
+            walked: Some("--walk-on-pass always".into()),
+            reproduced: None,
+            root_cause: "unknown".into(),
+        };
+        let plain = |v: &Verdict| v.sentence(&|s: &str| s.to_string());
+        assert_eq!(
+            plain(&v),
+            "Could not reproduce: the full workflow (step 5 of 5) passed on this server, so no increment fails here; no step before it showed memory pressure. The ladder was walked because --walk-on-pass always."
+        );
+        v.first_pressure_step = Some(2);
+        v.first_pressure_increment = Some("frames".into());
+        v.first_pressure = vec!["slowed 3.0× (…)".into()];
+        assert_eq!(
+            plain(&v),
+            "Could not reproduce: the full workflow (step 5 of 5) passed on this server, so no increment fails here; but first memory pressure at frames (step 2: slowed 3.0× (…)). The ladder was walked because --walk-on-pass always."
+        );
+        // Not walked: as before.
+        v.walked = None;
+        assert_eq!(
+            plain(&v),
+            "Could not reproduce: the full workflow (step 5 of 5) passed on this server, so no increment fails here; but first memory pressure at frames (step 2: slowed 3.0× (…))."
+        );
     }
 
     #[test]

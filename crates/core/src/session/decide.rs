@@ -191,6 +191,18 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
     decide_in(job, options, None)
 }
 
+/// The ladder steps the walk after a passing target (`--walk-on-pass`) may still run, in
+/// order; None when the workflow is not walking (no environment known).
+pub fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usize>> {
+    let ctx = rules::Ctx {
+        job,
+        options,
+        env: None,
+        n: job.steps.len().saturating_sub(1),
+    };
+    rules::walk_left(&ctx)
+}
+
 /// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the
 /// variant's own steps). What the driver asks before every run (no environment known);
 /// `costs`: each ladder step's predicted run time, when there is one ([`reduced::StepCost`]).
@@ -808,7 +820,10 @@ mod tests {
     #[test]
     fn the_rule_tables_are_in_the_documented_order() {
         let names: Vec<&str> = rules::BEFORE_SEARCH.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["rejected", "pending_crash", "minimal", "target"]);
+        assert_eq!(
+            names,
+            ["rejected", "pending_crash", "minimal", "target", "walk"]
+        );
         let names: Vec<&str> = rules::AFTER_SEARCH.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["anchor_ends", "repeat", "controls"]);
     }
@@ -1022,5 +1037,253 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// What a run of a step does in the walk tests.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Run {
+        Pass,
+        /// Passes with memory pressure evidence (with --strict: outcome memory_pressure).
+        Pressure,
+        Oom,
+    }
+
+    /// The cues of each kind the driver records on a passing target (`session::walk`).
+    fn every_cue() -> Vec<crate::session::walk::Cue> {
+        use crate::session::walk::Cue;
+        vec![
+            Cue::MemoryPressure {
+                evidence: vec!["steps slowed 2.0× within the run (node 3)".into()],
+            },
+            Cue::PartialLoad {
+                class: Some("WAN21".into()),
+                loaded_mb: 9178.0,
+                offloaded_mb: Some(3390.0),
+            },
+            Cue::StagedOverCard {
+                class: "WAN21".into(),
+                staged_mb: 46000,
+                vram_total_mib: 45056.0,
+            },
+            Cue::VramAtLimit {
+                peak_mib: 44500.0,
+                vram_total_mib: 45056.0,
+                margin_mib: crate::session::walk::VRAM_LIMIT_MARGIN_MIB,
+                source: "sampled every 500 ms".into(),
+            },
+        ]
+    }
+
+    /// Drives `decide_steps` to the end: `run(step)` says what a run does, `cues` are recorded
+    /// on the target's run; returns the verdict, the runs made as (step, reduced) and the job.
+    fn simulate_walk(
+        n: usize,
+        options: &SessionOptions,
+        cues: &[crate::session::walk::Cue],
+        run: impl Fn(usize) -> Run,
+    ) -> (Verdict, Vec<(usize, bool)>, WorkflowJob) {
+        let mut j = job(n);
+        let mut made = Vec::new();
+        for _ in 0..100 {
+            let (step, role, cap) = match decide_steps(&j, options, None) {
+                (_, Decision::Finish(v), _) => return (v, made, j),
+                (_, Decision::Run { step, role }, cap) => (step, role, cap),
+                (_, Decision::Confirm { .. }, _) => panic!("no crash was recorded"),
+            };
+            made.push((step, cap.is_some()));
+            let what = run(step);
+            record(&mut j, step, role, what != Run::Oom);
+            let r = j.runs.last_mut().unwrap();
+            if cap.is_some() {
+                r.reduced = Some(crate::session::journal::ReducedSteps {
+                    cap: cap.unwrap(),
+                    changes: vec![],
+                });
+            }
+            let summary = r.summary.as_mut().unwrap();
+            if what == Run::Pressure {
+                summary.delivered.memory_pressure = vec!["slowed 3.0× (…)".into()];
+                if options.strict {
+                    r.outcome = Some(Outcome::MemoryPressure {
+                        evidence: summary.delivered.memory_pressure.clone(),
+                    });
+                    summary.stage = Some("sample_middle".into());
+                }
+            }
+            if step == n && what != Run::Oom {
+                summary.walk_cues = cues.to_vec();
+            }
+        }
+        panic!("decide did not finish in 100 runs: {made:?}");
+    }
+
+    /// Steps from 3 on stream: pressure, never an OOM.
+    fn streams_from_3(s: usize) -> Run {
+        if s >= 3 {
+            Run::Pressure
+        } else {
+            Run::Pass
+        }
+    }
+
+    #[test]
+    fn each_cue_on_a_passing_target_walks_to_the_first_pressure_and_stops_there() {
+        let target_pass = |s: usize| if s == 5 { Run::Pass } else { streams_from_3(s) };
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            for cue in every_cue() {
+                let opts = SessionOptions {
+                    strategy,
+                    ..SessionOptions::default()
+                };
+                let (v, made, j) = simulate_walk(5, &opts, std::slice::from_ref(&cue), target_pass);
+                let steps: Vec<usize> = made.iter().map(|(s, _)| *s).collect();
+                // One step at a time whatever the strategy, nothing above the first pressure.
+                assert_eq!(steps, [0, 5, 1, 2, 3], "{strategy:?} {cue:?}");
+                let Verdict::CouldNotReproduce { run_id } = &v else {
+                    panic!("{v:?}");
+                };
+                assert_eq!(run_id, &j.runs[1].run_id, "the target's pass");
+            }
+        }
+    }
+
+    #[test]
+    fn a_passing_target_without_a_cue_ends_after_two_runs_unless_always() {
+        let opts = SessionOptions::default();
+        let (v, made, _) = simulate_walk(4, &opts, &[], streams_from_3);
+        assert!(matches!(v, Verdict::CouldNotReproduce { .. }), "{v:?}");
+        assert_eq!(made, [(0, false), (4, false)]);
+        let always = SessionOptions {
+            walk_on_pass: crate::session::journal::WalkOnPass::Always,
+            ..SessionOptions::default()
+        };
+        let (v, made, _) = simulate_walk(4, &always, &[], streams_from_3);
+        assert!(matches!(v, Verdict::CouldNotReproduce { .. }), "{v:?}");
+        assert_eq!(
+            made,
+            [(0, false), (4, false), (1, false), (2, false), (3, false)]
+        );
+        // Always, and no step under pressure: the walk goes to the step before the target.
+        let (_, made, _) = simulate_walk(4, &always, &[], |_| Run::Pass);
+        assert_eq!(made.len(), 5);
+    }
+
+    #[test]
+    fn never_does_not_walk_even_with_every_cue() {
+        let opts = SessionOptions {
+            walk_on_pass: crate::session::journal::WalkOnPass::Never,
+            ..SessionOptions::default()
+        };
+        let (v, made, _) = simulate_walk(4, &opts, &every_cue(), streams_from_3);
+        assert!(matches!(v, Verdict::CouldNotReproduce { .. }), "{v:?}");
+        assert_eq!(made.len(), 2);
+        // A journal saved before the option does not walk on resume.
+        let mut old = serde_json::to_value(SessionOptions::default()).unwrap();
+        old.as_object_mut().unwrap().remove("walk_on_pass");
+        let old: SessionOptions = serde_json::from_value(old).unwrap();
+        assert_eq!(old.walk_on_pass, crate::session::journal::WalkOnPass::Never);
+    }
+
+    #[test]
+    fn assume_fails_walks_as_before() {
+        let opts = SessionOptions {
+            assume_fails: true,
+            ..SessionOptions::default()
+        };
+        // The search walks on to the target whatever the pressure (no early stop).
+        let (v, made, _) = simulate_walk(4, &opts, &every_cue(), streams_from_3);
+        assert!(matches!(v, Verdict::CouldNotReproduce { .. }), "{v:?}");
+        let steps: Vec<usize> = made.iter().map(|(s, _)| *s).collect();
+        assert_eq!(steps, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn strict_turns_the_walks_pressure_into_the_first_failure() {
+        for strategy in [Strategy::Linear, Strategy::Binary] {
+            let opts = SessionOptions {
+                strategy,
+                strict: true,
+                ..SessionOptions::default()
+            };
+            // The target passes without pressure against the minimal, but with a cue.
+            let run = |s: usize| if s == 5 { Run::Pass } else { streams_from_3(s) };
+            let cue = every_cue().pop().unwrap();
+            let (v, made, _) = simulate_walk(5, &opts, &[cue], run);
+            let steps: Vec<usize> = made.iter().map(|(s, _)| *s).collect();
+            assert_eq!(steps, [0, 5, 1, 2, 3], "{strategy:?}");
+            match v {
+                Verdict::FirstFailure {
+                    step,
+                    last_pass_step,
+                    stage,
+                    not_run,
+                    ..
+                } => {
+                    assert_eq!((step, last_pass_step), (3, 2));
+                    assert_eq!(stage.as_deref(), Some("sample_middle"));
+                    assert_eq!(not_run, [4]);
+                }
+                other => panic!("{strategy:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn with_search_steps_the_walk_runs_at_full_steps() {
+        let opts = SessionOptions {
+            search_steps: Some(4),
+            ..SessionOptions::default()
+        };
+        let run = |s: usize| if s == 5 { Run::Pass } else { streams_from_3(s) };
+        let (v, made, _) = simulate_walk(5, &opts, &every_cue()[1..2], run);
+        assert!(matches!(v, Verdict::CouldNotReproduce { .. }), "{v:?}");
+        // The target ran reduced (its cue is a partial load, not a time): the walk is at full
+        // steps, and the target is confirmed at full steps after it.
+        assert_eq!(
+            made,
+            [
+                (0, false),
+                (5, true),
+                (1, false),
+                (2, false),
+                (3, false),
+                (5, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn rule_walk_fires_only_after_a_passing_target_that_walks() {
+        let opts = SessionOptions::default();
+        let mut j = job(3);
+        record(&mut j, 0, RunRole::Minimal, true);
+        assert_eq!(before("walk")(&ctx(&j, &opts)), None);
+        record(&mut j, 3, RunRole::Target, true);
+        // No cue: the target rule ends the workflow, the walk does not fire.
+        assert_eq!(before("walk")(&ctx(&j, &opts)), None);
+        assert!(matches!(
+            before("target")(&ctx(&j, &opts)),
+            Some((
+                Phase::Done,
+                Decision::Finish(Verdict::CouldNotReproduce { .. })
+            ))
+        ));
+        j.runs[1].summary.as_mut().unwrap().walk_cues = every_cue();
+        assert_eq!(before("target")(&ctx(&j, &opts)), None);
+        assert_eq!(
+            before("walk")(&ctx(&j, &opts)),
+            Some((
+                Phase::Search,
+                Decision::Run {
+                    step: 1,
+                    role: RunRole::Search
+                }
+            ))
+        );
+        assert_eq!(walk_left(&j, &opts), Some(vec![1, 2]));
+        // A failure on the way hands over to the search.
+        record(&mut j, 1, RunRole::Search, false);
+        assert_eq!(before("walk")(&ctx(&j, &opts)), None);
+        assert_eq!(walk_left(&j, &opts), Some(vec![]));
     }
 }

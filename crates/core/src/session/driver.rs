@@ -1176,6 +1176,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let pressure = self.memory_pressure_at(w, step, &record, workflow);
         let mut outcome = super::evidence::outcome_with(&record, strict);
         let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+        if step + 1 == self.session.workflows[w].steps.len() {
+            // The target: the cues that its pass may hide memory pressure (`--walk-on-pass`).
+            summary.walk_cues = super::walk::cues(&record, &summary, pressure.as_ref());
+        }
         if let Some(p) = &pressure {
             summary.delivered.memory_pressure = p.words();
             if strict && outcome == Outcome::Passed {

@@ -185,6 +185,8 @@ pub fn summary_of(
             &record.raw.ws_text,
             &record.prompt_id,
         ),
+        // Judged by the driver on a passing target (`session::walk`).
+        walk_cues: Vec::new(),
     }
 }
 

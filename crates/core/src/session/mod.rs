@@ -1,7 +1,8 @@
 //! Bisection sessions: the driver (a small state machine whose state is the journal), the
 //! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
 //! (`--start-at`, `--deadline`), the progress display, and the mitigations tried after a verdict
-//! (`mitigate`, with `relaunch` for server controls).
+//! (`mitigate`, with `relaunch` for server controls), and whether a passing target is worth
+//! walking for the first step under memory pressure (`walk`).
 
 pub mod check;
 pub mod decide;
@@ -21,6 +22,7 @@ pub mod relaunch;
 pub mod restart;
 pub mod schedule;
 pub mod setup;
+pub mod walk;
 
 pub use decide::{decide, Decision};
 pub use driver::{Attempt, Backend, Clock, Driver, Hooks, NoHooks, Recovery, RunSpec, SystemClock};

@@ -179,7 +179,8 @@ fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
 /// a run that will happen, a fraction for the expected share of a binary search's probes.
 /// Counted: the endpoints not run yet, the search between the last pass and the first failure
 /// (linear: every step left; binary: ⌈log2(k+1)⌉ probes over k steps), and with
-/// `--search-steps` the two confirmation runs at full steps. Not counted: controls,
+/// `--search-steps` the two confirmation runs at full steps; after a passing target that the
+/// session walks (`--walk-on-pass`), every step of the walk not run yet. Not counted: controls,
 /// `--repeat`, crash confirmations, re-anchoring after drift.
 pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
     if job
@@ -191,6 +192,20 @@ pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, boo
     }
     let n = job.steps.len().saturating_sub(1);
     let reduced = options.search_steps.is_some();
+    if let Some(walk) = super::decide::walk_left(job, options) {
+        // The target passed and the ladder is walked (at full steps) until the first step under
+        // memory pressure: at most every step not run yet; with --search-steps, then the
+        // target at full steps when it ran reduced.
+        let mut left: Vec<(usize, bool, f64)> = walk.into_iter().map(|s| (s, false, 1.0)).collect();
+        let target_full = job
+            .runs
+            .iter()
+            .any(|r| r.step == n && r.reduced.is_none() && r.role != RunRole::Control);
+        if reduced && !target_full {
+            left.push((n, false, 1.0));
+        }
+        return left;
+    }
     let tried = |pass: bool| {
         job.runs
             .iter()
@@ -459,6 +474,44 @@ mod tests {
             run_id: "r7".into(),
         });
         assert_eq!(runs_left(&finished, &linear), vec![]);
+    }
+
+    #[test]
+    fn a_walk_after_a_passing_target_counts_its_steps_left() {
+        let opts = SessionOptions::default();
+        // The target passed with no cue: no step of the ladder is counted.
+        let mut j = job(5, &[(0, true), (5, true)]);
+        assert!(
+            runs_left(&j, &opts).iter().all(|r| r.0 == 5),
+            "{:?}",
+            runs_left(&j, &opts)
+        );
+        // With a cue the walk may run every step before the target, at full steps.
+        j.runs[1].summary.as_mut().unwrap().walk_cues =
+            vec![crate::session::walk::Cue::MemoryPressure {
+                evidence: vec!["steps slowed 2.0× within the run (node 3)".into()],
+            }];
+        let left: Vec<usize> = runs_left(&j, &opts).iter().map(|r| r.0).collect();
+        assert_eq!(left, [1, 2, 3, 4]);
+        // With --search-steps and a reduced target: then the target at full steps.
+        j.runs[1].reduced = Some(super::super::journal::ReducedSteps {
+            cap: 4,
+            changes: vec![],
+        });
+        let reduced = SessionOptions {
+            search_steps: Some(4),
+            ..SessionOptions::default()
+        };
+        assert_eq!(
+            runs_left(&j, &reduced),
+            vec![
+                (1, false, 1.0),
+                (2, false, 1.0),
+                (3, false, 1.0),
+                (4, false, 1.0),
+                (5, false, 1.0)
+            ]
+        );
     }
 
     #[test]

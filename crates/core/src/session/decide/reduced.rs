@@ -14,6 +14,9 @@
 //!    the last full pass and the first full failure until they are adjacent, so the verdict is
 //!    the one a full-step search gives (assuming, as binary search does, that re-adding an
 //!    increment never makes a failure go away).
+//!
+//! The walk after a passing target (`--walk-on-pass`) runs at full steps in the first part: it
+//! judges memory pressure from the time per step and the steps slowing within a run.
 
 use super::super::journal::WorkflowJob;
 use super::super::journal::{Phase, RunEntry, SessionOptions, Strategy, Verdict};
@@ -123,6 +126,10 @@ pub(super) fn decide(
         Decision::Run { step: 0, .. } | Decision::Confirm { step: 0, .. } => {
             return (phase, d, None)
         }
+        // The walk after a passing target runs at full steps: its evidence is the time per
+        // step against the previous pass and the steps slowing within the run (which needs
+        // six timed steps), and the step it names is the run the report attaches.
+        Decision::Run { .. } if walking(job, &search_options, env) => return (phase, d, None),
         // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
         Decision::Run { step, .. } => {
             let pays = costs
@@ -181,6 +188,17 @@ pub(super) fn decide(
         Searched::Ask(next) => next,
     };
     (p, d, None)
+}
+
+/// Whether the session walks the ladder after a passing target (`--walk-on-pass`).
+fn walking(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -> bool {
+    let c = Ctx {
+        job,
+        options,
+        env,
+        n: job.steps.len().saturating_sub(1),
+    };
+    rules::walked_target(&c).is_some()
 }
 
 /// The search at full steps from the full-step results known: the boundary, or the next run.

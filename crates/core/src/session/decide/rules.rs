@@ -1,9 +1,12 @@
 //! The decision rules of [`super::decide_in`], as ordered tables of small named rules. The
 //! rules before the search look at the endpoints; the search finds the boundary (last pass,
-//! first failure); the rules after it settle the boundary. In each table the first rule that
-//! answers decides, and the order is the semantics.
+//! first failure), or, when the target passed, the walk looks for the first step under memory
+//! pressure (`--walk-on-pass`); the rules after it settle the boundary. In each table the
+//! first rule that answers decides, and the order is the semantics.
 
-use super::super::journal::{FlakyCount, Outcome, Phase, RunRole, SessionOptions, Strategy};
+use super::super::journal::{
+    FlakyCount, Outcome, Phase, RunEntry, RunRole, SessionOptions, Strategy,
+};
 use super::super::journal::{Verdict, WorkflowJob};
 use super::{
     anchor, conclusive, counts, first_result, pending_crash, role_for, stage_of, Decision,
@@ -49,6 +52,7 @@ pub(super) const BEFORE_SEARCH: &[(&str, EndpointRule)] = &[
     ("pending_crash", confirm_crash),
     ("minimal", minimal),
     ("target", target),
+    ("walk", walk),
 ];
 
 /// The rules tried once the boundary is known, in order; when none answers, the verdict is
@@ -138,9 +142,81 @@ fn target(c: &Ctx) -> Option<Next> {
                 role: RunRole::Target,
             },
         )),
-        Some(r) if r.passed => Some(could_not_reproduce(&r.pass_run.run_id)),
+        Some(r) if r.passed && !walks(c, r.pass_run) => {
+            Some(could_not_reproduce(&r.pass_run.run_id))
+        }
         Some(_) => None,
     }
+}
+
+/// Whether the passing target run `pass` makes the session walk the ladder (`--walk-on-pass`:
+/// always, or auto with a cue recorded on it).
+fn walks(c: &Ctx, pass: &RunEntry) -> bool {
+    super::super::walk::reason(c.options.walk_on_pass, pass.summary.as_ref()).is_some()
+}
+
+/// The passing target's run when the session walks the ladder after it (not with
+/// `--assume-fails`, whose search walks on its own).
+pub(super) fn walked_target<'a>(c: &Ctx<'a>) -> Option<&'a RunEntry> {
+    if c.options.assume_fails || c.n == 0 {
+        return None;
+    }
+    let r = first_result(c.job, c.n, c.options, c.env).filter(|r| r.passed)?;
+    walks(c, r.pass_run).then_some(r.pass_run)
+}
+
+/// The walk after a passing target (`--walk-on-pass`): one step at a time from step 1, each
+/// judged against the previous passing step (a binary jump would compare with a step far
+/// below and hide the streaming), until the first step with memory pressure evidence (the
+/// verdict stays "could not reproduce", with that step named). A failure on the way (with
+/// `--strict`, a pass under memory pressure) hands over to the search and the boundary rules.
+fn walk(c: &Ctx) -> Option<Next> {
+    let target = walked_target(c)?;
+    for k in 1..c.n {
+        match first_result(c.job, k, c.options, c.env) {
+            None => {
+                if let Some(d) = anchor(c.job, k - 1, c.options, c.env) {
+                    return Some((Phase::Search, d));
+                }
+                return Some((
+                    Phase::Search,
+                    Decision::Run {
+                        step: k,
+                        role: RunRole::Search,
+                    },
+                ));
+            }
+            Some(r) if !r.passed => return None,
+            Some(r) if under_pressure(r.pass_run) => {
+                return Some(could_not_reproduce(&target.run_id))
+            }
+            Some(_) => {}
+        }
+    }
+    Some(could_not_reproduce(&target.run_id))
+}
+
+/// The steps the walk after a passing target may still run (every one up to the step before
+/// the target, until the first with pressure or a failure); None when the session does not
+/// walk (for the session ETA).
+pub(super) fn walk_left(c: &Ctx) -> Option<Vec<usize>> {
+    walked_target(c)?;
+    let mut left = Vec::new();
+    for k in 1..c.n {
+        match first_result(c.job, k, c.options, c.env) {
+            None => left.push(k),
+            Some(r) if !r.passed || under_pressure(r.pass_run) => break,
+            Some(_) => {}
+        }
+    }
+    Some(left)
+}
+
+/// A passed run that carries memory pressure evidence.
+fn under_pressure(r: &RunEntry) -> bool {
+    r.summary
+        .as_ref()
+        .is_some_and(|s| !s.delivered.memory_pressure.is_empty())
 }
 
 /// The search for the boundary under the session's strategy: the boundary, or the next run

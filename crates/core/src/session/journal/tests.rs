@@ -216,3 +216,37 @@ fn a_run_summary_writes_what_the_run_delivered_beside_its_numbers() {
     assert_eq!(old.delivered, crate::vocab::ProductSummary::default());
     assert_eq!(old.vram_peak_mib, Some(1.5));
 }
+
+#[test]
+fn a_strict_first_failure_headline_names_its_kind() {
+    let mut job = sample().workflows.remove(0);
+    job.verdict = Some(Verdict::FirstFailure {
+        step: 0,
+        increment: MINIMAL.into(),
+        run_id: "r1".into(),
+        last_pass_step: 0,
+        last_pass_run_id: "r1".into(),
+        stage: Some("sample_middle".into()),
+        not_run: vec![],
+    });
+    let plain = "first failure at increment minimal (step 0), stage sample_middle";
+    assert_eq!(job.headline().as_deref(), Some(plain));
+    job.runs[0].outcome = Some(Outcome::MemoryPressure {
+        evidence: vec!["slowed 3.0× (…)".into()],
+    });
+    assert_eq!(
+        job.headline(),
+        Some(format!(
+            "{plain}: passed under memory pressure, counted as a failure by --strict"
+        ))
+    );
+    job.runs[0].outcome = Some(Outcome::MemoryFallback {
+        fallbacks: vec!["tiled VAE decode fallback".into()],
+    });
+    assert_eq!(
+        job.headline(),
+        Some(format!(
+            "{plain}: passed only through a memory fallback, counted as a failure by --strict"
+        ))
+    );
+}

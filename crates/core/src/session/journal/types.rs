@@ -177,6 +177,39 @@ pub struct SessionOptions {
     /// sessions' memory numbers then include the other's).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_shared_server: bool,
+    /// `--walk-on-pass`: when the target passes, whether to walk the ladder from step 1 for
+    /// the first step under memory pressure (a session saved before the option: `never`, as
+    /// it ran; `never` is not written, so such a journal keeps its shape).
+    #[serde(
+        default = "walk_before_the_option",
+        skip_serializing_if = "WalkOnPass::is_never"
+    )]
+    pub walk_on_pass: WalkOnPass,
+}
+
+fn walk_before_the_option() -> WalkOnPass {
+    WalkOnPass::Never
+}
+
+impl WalkOnPass {
+    fn is_never(&self) -> bool {
+        *self == WalkOnPass::Never
+    }
+}
+
+/// Whether a session whose target passes walks the ladder for the first step under memory
+/// pressure (`--walk-on-pass`; `session::walk` has the cues).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum WalkOnPass {
+    /// Walk when a cue on the passing target fires (pressure, a partial load, a model staged at
+    /// or above the card, the VRAM peak at the card's total).
+    #[default]
+    Auto,
+    /// Walk whenever the target passes.
+    Always,
+    /// Never: a passing target ends the workflow ("could not reproduce").
+    Never,
 }
 
 /// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
@@ -224,6 +257,7 @@ impl Default for SessionOptions {
             on_drift: OnDrift::Reanchor,
             search_steps: None,
             allow_shared_server: false,
+            walk_on_pass: WalkOnPass::Auto,
         }
     }
 }
@@ -527,7 +561,30 @@ impl WorkflowJob {
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
-        Some(verdict.headline_with(&parts))
+        let line = verdict.headline_with(&parts);
+        // With --strict, a pass through a fallback or under pressure is the failure: say which.
+        if let Verdict::FirstFailure { run_id, .. } = verdict {
+            let outcome = self
+                .runs
+                .iter()
+                .find(|r| &r.run_id == run_id)?
+                .outcome
+                .as_ref();
+            match outcome {
+                Some(Outcome::MemoryPressure { .. }) => {
+                    return Some(format!(
+                        "{line}: passed under memory pressure, counted as a failure by --strict"
+                    ))
+                }
+                Some(Outcome::MemoryFallback { .. }) => {
+                    return Some(format!(
+                        "{line}: passed only through a memory fallback, counted as a failure by --strict"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Some(line)
     }
 
     /// What the `confirm` re-runs of `run` say, with `n` = `--confirm-crashes`. The re-runs are
@@ -626,6 +683,10 @@ pub struct RunSummary {
     /// `--stall` is derived from it: `run::hang::stall_limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub longest_quiet_ms: Option<u64>,
+    /// On a passing target: the cues that its pass may hide memory pressure, with their
+    /// numbers (`--walk-on-pass auto` walks the ladder when there is one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub walk_cues: Vec<crate::session::walk::Cue>,
 }
 
 /// The submitted-but-unrecorded run.

@@ -1,0 +1,413 @@
+//! Whether a passing target is worth walking (`--walk-on-pass`): the cues on the target's run
+//! that its pass may hide memory pressure. The target is compared only with the minimal
+//! variant, whose work is far smaller, so the conservative slowdown bound of [`super::pressure`]
+//! hides streaming there; a cue makes the session walk the ladder from step 1, one step at a
+//! time, where each step is judged against the previous passing one. A cue costs runs, it is
+//! never evidence: the verdict still needs [`super::pressure::assess`] to fire at a step.
+//! Pure: it reads a finished record and its summary.
+
+use super::journal::{RunSummary, WalkOnPass};
+use super::pressure::MemoryPressure;
+use crate::comfy::MemoryEvent;
+use crate::run::RunRecord;
+use serde::{Deserialize, Serialize};
+
+/// How close to the card's total the run's VRAM peak must come to be a cue, MiB. ComfyUI keeps
+/// `minimum_inference_memory()` free when it places weights: 0.8 GiB plus `EXTRA_RESERVED_VRAM`
+/// (0.4 GiB on Linux, 0.6–0.7 GiB on Windows; `comfy/model_management.py`), and dynamic VRAM
+/// fills the rest of the card with weights before it streams; so a run whose weights filled the
+/// card peaks within about 1.2–1.5 GiB of the total, the sampler's activations on top.
+pub const VRAM_LIMIT_MARGIN_MIB: f64 = 1536.0;
+
+/// One cue that a passing target may hide memory pressure, with its numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cue {
+    /// The target already carries memory pressure evidence against the minimal variant.
+    MemoryPressure {
+        /// The evidence, in words.
+        evidence: Vec<String>,
+    },
+    /// A model loaded partially (`loaded partially …`), even if the minimal one did too.
+    PartialLoad {
+        /// The model class, when the console named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<String>,
+        /// MB placed on the device.
+        loaded_mb: f64,
+        /// MB offloaded, when printed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offloaded_mb: Option<f64>,
+    },
+    /// One model staged for dynamic VRAM loading at or above the card's total: it cannot be
+    /// resident whole, so its weights stream.
+    StagedOverCard {
+        /// The model class.
+        class: String,
+        /// MB staged.
+        staged_mb: u64,
+        /// The card's total, MiB.
+        vram_total_mib: f64,
+    },
+    /// The run's VRAM peak within [`VRAM_LIMIT_MARGIN_MIB`] of the card's total.
+    VramAtLimit {
+        /// The peak, MiB.
+        peak_mib: f64,
+        /// The card's total, MiB.
+        vram_total_mib: f64,
+        /// The margin, MiB.
+        margin_mib: f64,
+        /// Where the peak comes from (`server benchmark capture`, or the tool's sampling).
+        source: String,
+    },
+}
+
+impl Cue {
+    /// In words, with the numbers.
+    pub fn describe(&self) -> String {
+        match self {
+            Cue::MemoryPressure { evidence } => {
+                format!("the target passed under memory pressure ({})", evidence.join(", "))
+            }
+            Cue::PartialLoad {
+                class,
+                loaded_mb,
+                offloaded_mb,
+            } => {
+                let class = class.as_deref().unwrap_or("a model");
+                match offloaded_mb {
+                    Some(off) => format!(
+                        "{class} loaded partially in the target ({loaded_mb:.0} MB loaded, {off:.0} MB offloaded)"
+                    ),
+                    None => {
+                        format!("{class} loaded partially in the target ({loaded_mb:.0} MB loaded)")
+                    }
+                }
+            }
+            Cue::StagedOverCard {
+                class,
+                staged_mb,
+                vram_total_mib,
+            } => format!(
+                "{class} staged {staged_mb} MB for dynamic VRAM loading, at or above the card's {vram_total_mib:.0} MiB"
+            ),
+            Cue::VramAtLimit {
+                peak_mib,
+                vram_total_mib,
+                margin_mib,
+                source,
+            } => format!(
+                "the target's VRAM peak {peak_mib:.0} MiB ({source}) came within {margin_mib:.0} MiB of the card's {vram_total_mib:.0} MiB"
+            ),
+        }
+    }
+}
+
+/// The cues on a passed run of the target: its memory pressure (`pressure`), its partial loads,
+/// its staging at or above the card and its VRAM peak near the card's total (`summary`). Empty
+/// for a run that did not pass.
+pub fn cues(
+    record: &RunRecord,
+    summary: &RunSummary,
+    pressure: Option<&MemoryPressure>,
+) -> Vec<Cue> {
+    if record.outcome != crate::run::OutcomeKind::Passed {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Some(p) = pressure {
+        out.push(Cue::MemoryPressure {
+            evidence: p.words(),
+        });
+    }
+    let total = summary.vram_total_mib.filter(|t| *t > 0.0);
+    let mut partial: Option<Cue> = None;
+    let mut staged: Option<(String, u64)> = None;
+    for e in &record.memory_events {
+        match e {
+            MemoryEvent::ModelLoad { class, figures, .. } if !figures.full => {
+                let off = figures.offloaded_mb.unwrap_or(0.0);
+                let larger = match &partial {
+                    Some(Cue::PartialLoad { offloaded_mb, .. }) => {
+                        off > offloaded_mb.unwrap_or(0.0)
+                    }
+                    _ => true,
+                };
+                if larger {
+                    partial = Some(Cue::PartialLoad {
+                        class: class.clone(),
+                        loaded_mb: figures.loaded_mb,
+                        offloaded_mb: figures.offloaded_mb,
+                    });
+                }
+            }
+            MemoryEvent::Staged { class, mb, .. } => {
+                if staged.as_ref().is_none_or(|(_, m)| mb > m) {
+                    staged = Some((class.clone(), *mb));
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(partial);
+    if let (Some((class, mb)), Some(total)) = (staged, total) {
+        if mb as f64 >= total {
+            out.push(Cue::StagedOverCard {
+                class,
+                staged_mb: mb,
+                vram_total_mib: total,
+            });
+        }
+    }
+    if let (Some(peak), Some(total)) = (summary.vram_peak_mib, total) {
+        if peak >= total - VRAM_LIMIT_MARGIN_MIB {
+            let source =
+                summary
+                    .vram_peak_source
+                    .clone()
+                    .unwrap_or_else(|| match summary.vram_sample_ms {
+                        Some(ms) => format!("sampled every {ms} ms"),
+                        None => "sampled".to_string(),
+                    });
+            out.push(Cue::VramAtLimit {
+                peak_mib: peak,
+                vram_total_mib: total,
+                margin_mib: VRAM_LIMIT_MARGIN_MIB,
+                source,
+            });
+        }
+    }
+    out
+}
+
+/// Why the ladder is walked after the target passed with `summary` under `walk`, in words; None
+/// when it is not (`never`, or `auto` without a cue).
+pub fn reason(walk: WalkOnPass, summary: Option<&RunSummary>) -> Option<String> {
+    let cues: &[Cue] = summary.map_or(&[], |s| &s.walk_cues);
+    let said = cues
+        .iter()
+        .map(Cue::describe)
+        .collect::<Vec<_>>()
+        .join("; ");
+    match walk {
+        WalkOnPass::Never => None,
+        WalkOnPass::Always if cues.is_empty() => Some("--walk-on-pass always".to_string()),
+        WalkOnPass::Always => Some(format!("--walk-on-pass always ({said})")),
+        WalkOnPass::Auto if cues.is_empty() => None,
+        WalkOnPass::Auto => Some(said),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comfy::console::LoadFigures;
+    use serde_json::json;
+
+    fn record(events: Vec<MemoryEvent>) -> RunRecord {
+        let w = crate::workflow::Workflow::from_json_str(
+            &json!({"1": {"class_type": "EmptyLatentImage", "inputs": {
+                "width": 64, "height": 64, "batch_size": 1}}})
+            .to_string(),
+            "w.json",
+        )
+        .unwrap();
+        let mut r = super::super::evidence::bare_record(
+            "r",
+            &w,
+            "http://127.0.0.1:8188",
+            false,
+            crate::run::Outcome::Passed,
+        );
+        r.memory_events = events;
+        r
+    }
+
+    fn summary(peak: Option<f64>, total: Option<f64>) -> RunSummary {
+        RunSummary {
+            vram_peak_mib: peak,
+            vram_total_mib: total,
+            vram_sample_ms: Some(500),
+            ..RunSummary::default()
+        }
+    }
+
+    fn staged(mb: u64) -> MemoryEvent {
+        MemoryEvent::Staged {
+            t: None,
+            class: "WAN21".into(),
+            mb,
+        }
+    }
+
+    #[test]
+    fn no_cue_on_a_run_that_fits() {
+        let r = record(vec![staged(13650)]);
+        assert_eq!(cues(&r, &summary(Some(20000.0), Some(45056.0)), None), []);
+        let mut failed = r.clone();
+        failed.outcome = crate::run::OutcomeKind::Failed;
+        assert_eq!(
+            cues(&failed, &summary(Some(45000.0), Some(45056.0)), None),
+            []
+        );
+    }
+
+    #[test]
+    fn the_targets_own_pressure_is_a_cue() {
+        let p = MemoryPressure {
+            evidence: vec![super::super::pressure::Evidence::SlowingInRun {
+                node: "3".into(),
+                slowing: 2.0,
+            }],
+            staged_mb: None,
+            max_slowdown: 1.5,
+        };
+        let c = cues(&record(vec![]), &summary(None, None), Some(&p));
+        assert_eq!(
+            c,
+            [Cue::MemoryPressure {
+                evidence: vec!["steps slowed 2.0× within the run (node 3)".into()]
+            }]
+        );
+    }
+
+    #[test]
+    fn a_partial_load_is_a_cue_with_or_without_offloaded_figures() {
+        let partial = |off: Option<f64>| MemoryEvent::ModelLoad {
+            t: None,
+            class: Some("WAN21".into()),
+            figures: LoadFigures {
+                full: false,
+                usable_mb: Some(9178.35),
+                loaded_mb: 9177.97,
+                offloaded_mb: off,
+                lowvram_patches: Some(0),
+            },
+        };
+        let c = cues(
+            &record(vec![partial(Some(3390.29))]),
+            &summary(None, None),
+            None,
+        );
+        assert_eq!(
+            c.iter().map(Cue::describe).collect::<Vec<_>>(),
+            ["WAN21 loaded partially in the target (9178 MB loaded, 3390 MB offloaded)"]
+        );
+        // The 0.3.64 form prints no offloaded figure: still a partial load.
+        let c = cues(&record(vec![partial(None)]), &summary(None, None), None);
+        assert!(
+            matches!(
+                c[..],
+                [Cue::PartialLoad {
+                    offloaded_mb: None,
+                    ..
+                }]
+            ),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn staging_at_or_above_the_card_is_a_cue_below_it_is_not() {
+        let c = cues(
+            &record(vec![staged(13650), staged(24576)]),
+            &summary(None, Some(24576.0)),
+            None,
+        );
+        assert_eq!(
+            c,
+            [Cue::StagedOverCard {
+                class: "WAN21".into(),
+                staged_mb: 24576,
+                vram_total_mib: 24576.0
+            }]
+        );
+        assert_eq!(
+            cues(
+                &record(vec![staged(24575)]),
+                &summary(None, Some(24576.0)),
+                None
+            ),
+            []
+        );
+        // Without the card's total nothing is compared.
+        assert_eq!(
+            cues(&record(vec![staged(99999)]), &summary(None, None), None),
+            []
+        );
+    }
+
+    #[test]
+    fn a_vram_peak_within_the_margin_of_the_total_is_a_cue() {
+        let total = 24576.0;
+        let c = cues(
+            &record(vec![]),
+            &summary(Some(total - 1000.0), Some(total)),
+            None,
+        );
+        assert_eq!(
+            c.iter().map(Cue::describe).collect::<Vec<_>>(),
+            ["the target's VRAM peak 23576 MiB (sampled every 500 ms) came within 1536 MiB of the card's 24576 MiB"]
+        );
+        let c = cues(
+            &record(vec![]),
+            &summary(Some(total - VRAM_LIMIT_MARGIN_MIB - 1.0), Some(total)),
+            None,
+        );
+        assert_eq!(c, []);
+        // The server's own measurement is named as the source.
+        let mut s = summary(Some(total), Some(total));
+        s.vram_peak_source = Some("server benchmark capture".into());
+        let c = cues(&record(vec![]), &s, None);
+        assert!(
+            c[0].describe().contains("(server benchmark capture)"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn the_cues_round_trip_through_the_journals_summary() {
+        let s = RunSummary {
+            walk_cues: cues(
+                &record(vec![staged(46000)]),
+                &summary(Some(45000.0), Some(45056.0)),
+                None,
+            ),
+            ..RunSummary::default()
+        };
+        assert_eq!(s.walk_cues.len(), 2);
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(
+            text.contains(r#""walk_cues":[{"staged_over_card":{"#),
+            "{text}"
+        );
+        let back: RunSummary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
+        // A summary written before the field loads with none.
+        let old: RunSummary = serde_json::from_str(r#"{"duration_ms": 5, "cold": true}"#).unwrap();
+        assert!(old.walk_cues.is_empty());
+    }
+
+    #[test]
+    fn the_reason_follows_the_option() {
+        let mut s = summary(None, None);
+        assert_eq!(reason(WalkOnPass::Auto, Some(&s)), None);
+        assert_eq!(reason(WalkOnPass::Never, Some(&s)), None);
+        assert_eq!(
+            reason(WalkOnPass::Always, None).as_deref(),
+            Some("--walk-on-pass always")
+        );
+        s.walk_cues = vec![Cue::StagedOverCard {
+            class: "Flux".into(),
+            staged_mb: 22700,
+            vram_total_mib: 12288.0,
+        }];
+        let cue = "Flux staged 22700 MB for dynamic VRAM loading, at or above the card's 12288 MiB";
+        assert_eq!(reason(WalkOnPass::Auto, Some(&s)).as_deref(), Some(cue));
+        assert_eq!(reason(WalkOnPass::Never, Some(&s)), None);
+        assert_eq!(
+            reason(WalkOnPass::Always, Some(&s)),
+            Some(format!("--walk-on-pass always ({cue})"))
+        );
+    }
+}
