@@ -1094,9 +1094,9 @@ mod tests {
             let what = run(step);
             record(&mut j, step, role, what != Run::Oom);
             let r = j.runs.last_mut().unwrap();
-            if cap.is_some() {
+            if let Some(cap) = cap {
                 r.reduced = Some(crate::session::journal::ReducedSteps {
-                    cap: cap.unwrap(),
+                    cap,
                     changes: vec![],
                 });
             }

@@ -141,10 +141,10 @@ pub fn cues(
                     });
                 }
             }
-            MemoryEvent::Staged { class, mb, .. } => {
-                if staged.as_ref().is_none_or(|(_, m)| mb > m) {
-                    staged = Some((class.clone(), *mb));
-                }
+            MemoryEvent::Staged { class, mb, .. }
+                if staged.as_ref().is_none_or(|(_, m)| mb > m) =>
+            {
+                staged = Some((class.clone(), *mb));
             }
             _ => {}
         }
