@@ -235,8 +235,8 @@ fn follow_work(points: &[(f64, f64)], units: f64, scaling: Scaling) -> Option<f6
 /// (linear: every step left; binary: ⌈log2(k+1)⌉ probes over k steps), and with
 /// `--search-steps` the confirmation runs at full steps: the last pass, and the first failure
 /// unless its reduced failure is at a step-independent stage (the rule of
-/// [`super::decide::reduced`]); the minimal variant always runs at its own steps. Not counted: controls,
-/// `--repeat`, crash confirmations, re-anchoring after drift.
+/// [`super::decide::reduced`]); the minimal variant always runs at its own steps. Not
+/// counted: controls, `--repeat`, crash confirmations, re-anchoring after drift.
 pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
     if job
         .verdict
