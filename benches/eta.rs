@@ -52,16 +52,36 @@ fn main() {
     // passed, an upper bound (counted: at least 75% of the actual).
     let mut errors: Vec<f64> = Vec::new();
     let (mut failed, mut failed_within) = (0, 0);
-    println!("| workflow | VRAM | strategy | run | step | outcome | predicted | actual | error |");
-    println!("|---|---:|---|---:|---|---|---:|---:|---:|");
+    println!(
+        "| workflow | VRAM | strategy | run | step | outcome | predicted | actual | error | \
+         predicted setup + steps + post | measured |"
+    );
+    println!("|---|---:|---|---:|---|---|---:|---:|---:|---|---|");
+    // ETA_JOURNALS=DIR keeps each case's journal in DIR and replays it on the next run
+    // instead of bisecting again (the runs a session makes do not depend on the predictor
+    // with `--search-steps full`), to compare predictors on the same measured runs.
+    let journals = std::env::var_os("ETA_JOURNALS").map(std::path::PathBuf::from);
     for &(name, mib, scale, strategy) in CASES {
-        let sim = Sim::with_vram_mib(mib, scale);
-        let b = bisect_workflow(
-            &sim,
-            &example(name, &[]),
-            &["--strategy", strategy, "--search-steps", "full"],
-        );
-        let session: &SessionFile = &b.session;
+        let kept = journals
+            .as_ref()
+            .map(|d| d.join(format!("{name}-{mib}-{strategy}.json")));
+        let session: SessionFile = match kept.as_ref().filter(|f| f.exists()) {
+            Some(file) => serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap(),
+            None => {
+                let sim = Sim::with_vram_mib(mib, scale);
+                let b = bisect_workflow(
+                    &sim,
+                    &example(name, &[]),
+                    &["--strategy", strategy, "--search-steps", "full"],
+                );
+                if let Some(file) = &kept {
+                    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                    std::fs::write(file, serde_json::to_vec_pretty(&b.session).unwrap()).unwrap();
+                }
+                b.session
+            }
+        };
+        let session = &session;
         let job = &session.workflows[0];
         for (i, run) in job.runs.iter().enumerate() {
             let Some(summary) = &run.summary else {
@@ -85,13 +105,31 @@ fn main() {
                 failed_within += usize::from(predicted >= actual * 0.75);
             }
             let outcome = run.outcome.as_ref().map(|o| o.name()).unwrap_or("?");
+            let parts =
+                |setup: f64, steps: f64, post: f64| format!("{setup:.2} + {steps:.2} + {post:.2}");
+            let measured = summary
+                .phases
+                .map(|m| {
+                    parts(
+                        m.setup_ms as f64 / 1000.0,
+                        m.step_ms * f64::from(m.steps) / 1000.0,
+                        m.post_ms as f64 / 1000.0,
+                    )
+                })
+                .unwrap_or_else(|| "—".into());
             println!(
-                "| {name} | {} GiB | {strategy} | {} | {} {} | {outcome} | {predicted:.2} s | {actual:.2} s | {:+.0}% |",
+                "| {name} | {} GiB | {strategy} | {} | {} {} | {outcome} | {predicted:.2} s | \
+                 {actual:.2} s | {:+.0}% | {} | {measured} |",
                 mib / 1024,
                 i + 1,
                 run.step,
                 run.increment,
-                error * 100.0
+                error * 100.0,
+                parts(
+                    p.setup.as_secs_f64(),
+                    p.steps.as_secs_f64(),
+                    p.post.as_secs_f64()
+                ),
             );
         }
     }

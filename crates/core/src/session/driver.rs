@@ -176,6 +176,7 @@ const ZERO_WORK: Work = Work {
     pixels: 0,
     frames: 1,
     batch: 1,
+    models: None,
 };
 
 /// How often a wait for a lost server says it is still waiting.
@@ -1071,13 +1072,18 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
         let events_file = run_dir.join(RUN_EVENTS_FILE);
         let label = format!(
-            "{} · step {step} {increment}{}",
+            "{} · step {step} {increment}{}{}",
             self.session.workflows[w].name,
             if role == RunRole::Control {
                 " (control)"
             } else {
                 ""
-            }
+            },
+            entry
+                .reduced
+                .as_ref()
+                .map(super::progress::reduced_mark)
+                .unwrap_or_default()
         );
         let (limit, why) = self.run_limit();
         // Said when the derived limit moves off the default (a given --timeout is known).
@@ -1478,9 +1484,14 @@ pub(crate) fn describe_run(entry: &RunEntry) -> String {
         .map(|s| format!(" ({s})"))
         .unwrap_or_default();
     format!(
-        "step {} {} [{}] {}{}",
+        "step {} {}{} [{}] {}{}",
         entry.step,
         entry.increment,
+        entry
+            .reduced
+            .as_ref()
+            .map(super::progress::reduced_mark)
+            .unwrap_or_default(),
         serde_json::to_value(entry.role)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))

@@ -4,12 +4,15 @@
 //! hands it the journal and the work of each ladder step.
 //!
 //! The model (docs/sessions.md says it with its limits): a run is setup + steps × time per
-//! step + post. Time per step and post time follow the work (latent pixels × frames × batch)
-//! as a power of it fitted to the finished runs nearest in work (proportional with one run);
-//! setup is the one of the nearest finished run of the same workflow, cold apart from
-//! warm. No finished run: no estimate.
+//! step + post, each part following what it scales with. Time per step and post time follow
+//! the work (latent pixels × frames × batch) as a power of it through the finished runs nearest
+//! in work; with one run, the step time proportionally ([`ONE_POINT_STEP_EXPONENT`]) and the
+//! post time as its square root ([`ONE_POINT_POST_EXPONENT`]). Setup follows the
+//! models: the one of a finished run that loads the same models ([`Work::models`]), cold apart
+//! from warm, else of the nearest finished run of the same workflow. Failed runs count: their
+//! setup and the steps they timed. No finished run: no estimate.
 
-use super::decide::reduced::StepCost;
+use super::decide::reduced::{step_independent, StepCost};
 use super::journal::{Outcome, RunRole, SessionFile, SessionOptions, Strategy, WorkflowJob};
 use crate::catalog::Catalog;
 use crate::ladder::work::Work;
@@ -109,24 +112,36 @@ pub fn predict_run(
         .filter(|o| o.phases.steps > 0)
         .map(|o| (o.work.units(), o.phases.step_ms))
         .collect();
-    let step_ms = follow_work(&per_step, units).unwrap_or(0.0);
+    let step_ms = follow_work(&per_step, units, STEP_SCALING).unwrap_or(0.0);
     let passed: Vec<(f64, f64)> = seen
         .iter()
         .filter(|o| o.passed)
         .map(|o| (o.work.units(), o.phases.post_ms as f64))
         .collect();
-    let post_ms = follow_work(&passed, units).unwrap_or(0.0);
-    // Setup: the nearest run of the same workflow (models and encoders change along the
-    // ladder), loading (cold) apart from not; else any run.
+    let post_ms = follow_work(&passed, units, POST_SCALING).unwrap_or(0.0);
+    // Setup: loading scales with the models, not with the latent. A run of the same models
+    // first (either digest unknown: not the same), then one that reached every sampler step
+    // (a run that failed mid-sampling measured only the setup before its failure: a second
+    // pass's load comes later), then the same workflow, then the nearest on the ladder (ties
+    // to the lower step); cold runs (models freed first) apart from warm ones.
     let same_cold: Vec<&Observed> = seen.iter().filter(|o| o.cold == cold).collect();
     let pool: Vec<&Observed> = if same_cold.is_empty() {
         seen.iter().collect()
     } else {
         same_cold
     };
+    let same_models = |o: &Observed| work.models.is_some() && o.work.models == work.models;
     let setup_ms = pool
         .iter()
-        .min_by_key(|o| (o.workflow != workflow, o.step.abs_diff(step), o.step > step))
+        .min_by_key(|o| {
+            (
+                !same_models(o),
+                o.phases.steps < o.work.steps,
+                o.workflow != workflow,
+                o.step.abs_diff(step),
+                o.step > step,
+            )
+        })
         .map(|o| o.phases.setup_ms as f64)
         .unwrap_or(0.0);
     let ms = |v: f64| Duration::from_secs_f64((v / 1000.0).clamp(0.0, 1.0e7));
@@ -137,11 +152,49 @@ pub fn predict_run(
     })
 }
 
+/// The power of the work a sampler step's time follows when one work was measured. A step
+/// is a fixed cost (launches, the model's per-step overhead), a part linear in the tokens
+/// (convolutions, MLPs) and a part quadratic in them (attention), all non-negative: from one
+/// measurement `t₀` at work `u₀`, the time at `u = r·u₀` lies between `t₀` (all fixed) and
+/// `t₀·r²` (all attention), and which the measurement does not say. Their geometric mean,
+/// `t₀·r`, is the estimate whose worst error factor against either end is smallest (`r` both
+/// ways): proportional scaling.
+pub const ONE_POINT_STEP_EXPONENT: f64 = 1.0;
+
+/// The power of the work the time after the last step (decode, post-processing, saving)
+/// follows when one work was measured: a fixed cost plus parts linear in the pixels (a VAE
+/// decode is convolutional, saving writes the pixels), so between `t₀` and `t₀·r`, and their
+/// geometric mean `t₀·√r`. Proportional scaling overestimated a 130× larger run's decode 30×
+/// (the minimal run's post time is mostly fixed cost).
+pub const ONE_POINT_POST_EXPONENT: f64 = 0.5;
+
+/// How a time follows the work: the power of it with one measured work, and the range the
+/// power fitted through two measured works is held to when extrapolating beyond them.
+#[derive(Debug, Clone, Copy)]
+struct Scaling {
+    one_point: f64,
+    range: (f64, f64),
+}
+
+/// A sampler step: a fixed, a linear and a quadratic part ([`ONE_POINT_STEP_EXPONENT`]);
+/// extrapolated within 0.5–1.5 (a fit through two nearby noisy points can be far steeper).
+const STEP_SCALING: Scaling = Scaling {
+    one_point: ONE_POINT_STEP_EXPONENT,
+    range: (0.5, 1.5),
+};
+
+/// After the last step: a fixed and a linear part ([`ONE_POINT_POST_EXPONENT`]), whose power
+/// between two works is never above 1 (nor below 0).
+const POST_SCALING: Scaling = Scaling {
+    one_point: ONE_POINT_POST_EXPONENT,
+    range: (0.0, 1.0),
+};
+
 /// A time that follows the work, as a power of it fitted to the measured points: between
 /// the two points nearest below and above `units`, on the power law through them; beyond
-/// them, with the exponent of the two nearest points (kept within 0.5–1.5), or proportional
-/// with one point. None without points.
-fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
+/// them, with the exponent of the two nearest points (held within `scaling.range`); with one
+/// point, `scaling.one_point`. None without points.
+fn follow_work(points: &[(f64, f64)], units: f64, scaling: Scaling) -> Option<f64> {
     // One time per work (the mean of the runs at it), by work.
     let mut by_work: Vec<(f64, f64)> = Vec::new();
     for &(u, t) in points {
@@ -156,20 +209,21 @@ fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
     by_work.sort_by(|a, b| a.0.total_cmp(&b.0));
     let exponent = |(u0, t0): (f64, f64), (u1, t1): (f64, f64)| (t1 / t0).ln() / (u1 / u0).ln();
     let at = |(u0, t0): (f64, f64), k: f64| t0 * (units / u0).powf(k);
+    let (lo, hi) = scaling.range;
     let above = by_work.iter().position(|p| p.0 >= units);
     match above {
         None if by_work.is_empty() => None,
         Some(i) if by_work[i].0 == units => Some(by_work[i].1),
         Some(i) if i > 0 => Some(at(by_work[i - 1], exponent(by_work[i - 1], by_work[i]))),
-        _ if by_work.len() == 1 => Some(at(by_work[0], 1.0)),
+        _ if by_work.len() == 1 => Some(at(by_work[0], scaling.one_point)),
         // Below every point: the two smallest; above every point: the two largest.
         Some(_) => Some(at(
             by_work[0],
-            exponent(by_work[0], by_work[1]).clamp(0.5, 1.5),
+            exponent(by_work[0], by_work[1]).clamp(lo, hi),
         )),
         None => {
             let n = by_work.len();
-            let k = exponent(by_work[n - 2], by_work[n - 1]).clamp(0.5, 1.5);
+            let k = exponent(by_work[n - 2], by_work[n - 1]).clamp(lo, hi);
             Some(at(by_work[n - 1], k))
         }
     }
@@ -179,9 +233,11 @@ fn follow_work(points: &[(f64, f64)], units: f64) -> Option<f64> {
 /// a run that will happen, a fraction for the expected share of a binary search's probes.
 /// Counted: the endpoints not run yet, the search between the last pass and the first failure
 /// (linear: every step left; binary: ⌈log2(k+1)⌉ probes over k steps), and with
-/// `--search-steps` the two confirmation runs at full steps; after a passing target that the
-/// session walks (`--walk-on-pass`), every step of the walk not run yet. Not counted: controls,
-/// `--repeat`, crash confirmations, re-anchoring after drift.
+/// `--search-steps` the confirmation runs at full steps: the last pass, and the first failure
+/// unless its reduced failure is at a step-independent stage (the rule of
+/// [`super::decide::reduced`]); the minimal variant always runs at its own steps; after a
+/// passing target that the session walks (`--walk-on-pass`), every step of the walk not run
+/// yet. Not counted: controls, `--repeat`, crash confirmations, re-anchoring after drift.
 pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
     if job
         .verdict
@@ -217,7 +273,8 @@ pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, boo
     let hi = tried(false).min();
     let lo = tried(true).filter(|s| hi.is_none_or(|h| *s < h)).max();
     if lo.is_none() {
-        left.push((0, reduced, 1.0));
+        // The minimal variant runs at its own steps even in a reduced search.
+        left.push((0, false, 1.0));
     }
     if hi.is_none() && !options.assume_fails && n > 0 {
         left.push((n, reduced, 1.0));
@@ -233,10 +290,14 @@ pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, boo
         left.extend(unknown.iter().map(|s| (*s, reduced, weight)));
     }
     if reduced {
+        // A step needs no confirmation when it ran at full steps, or (the first failure) when
+        // its reduced failure is at a stage that cannot depend on the step count.
         let full_at = |s: usize| {
-            job.runs
-                .iter()
-                .any(|r| r.step == s && r.reduced.is_none() && r.role != RunRole::Control)
+            job.runs.iter().any(|r| {
+                r.step == s
+                    && r.role != RunRole::Control
+                    && (r.reduced.is_none() || (s == hi && step_independent(r)))
+            })
         };
         if unknown.is_empty() {
             left.extend(
@@ -309,6 +370,7 @@ mod tests {
             pixels,
             frames: 1,
             batch: 1,
+            models: None,
         }
     }
 
@@ -334,14 +396,63 @@ mod tests {
     }
 
     #[test]
-    fn one_run_scales_steps_and_post_with_the_work_and_keeps_its_setup() {
+    fn one_run_scales_steps_with_the_work_post_as_its_square_root_and_keeps_its_setup() {
         let one = [seen(0, 1000, 100.0, 5000, 400)];
         let e = predict_run(&one, 0, 3, &work(4000, 20), true).unwrap();
         assert_eq!(e.setup, Duration::from_millis(5000));
         // 4 × the work per step, twice the steps.
         assert_eq!(e.steps, Duration::from_millis(8000));
-        assert_eq!(e.post, Duration::from_millis(1600));
-        assert_eq!(e.total(), Duration::from_millis(14_600));
+        // Post: between 400 ms (all fixed) and 1600 ms (all proportional), their geometric
+        // mean.
+        assert_eq!(e.post, Duration::from_millis(800));
+        assert_eq!(e.total(), Duration::from_millis(13_800));
+        // A quarter of the work: a quarter of the step, half the post.
+        let e = predict_run(&one, 0, 3, &work(250, 10), true).unwrap();
+        assert_eq!(e.steps, Duration::from_millis(250));
+        assert_eq!(e.post, Duration::from_millis(200));
+    }
+
+    #[test]
+    fn setup_follows_the_models_and_prefers_a_run_that_reached_all_its_steps() {
+        let with = |o: Observed, models: u64| Observed {
+            work: Work {
+                models: Some(models),
+                ..o.work
+            },
+            ..o
+        };
+        // The minimal (one expert, 2 s of setup) and the target (two experts, 9 s).
+        let runs = [
+            with(seen(0, 100, 60.0, 2000, 100), 1),
+            with(seen(6, 400, 120.0, 9000, 400), 2),
+        ];
+        // Step 2 is nearer the minimal on the ladder, but loads the target's models.
+        let at = |m: Option<u64>| {
+            let w = Work {
+                models: m,
+                ..work(400, 10)
+            };
+            predict_run(&runs, 0, 2, &w, true).unwrap().setup
+        };
+        assert_eq!(at(Some(2)), Duration::from_millis(9000));
+        assert_eq!(at(Some(1)), Duration::from_millis(2000));
+        // Models unknown (an older journal) or unseen: the nearest run, as before.
+        assert_eq!(at(None), Duration::from_millis(2000));
+        assert_eq!(at(Some(3)), Duration::from_millis(2000));
+        // A run of the same models that failed at its third step measured only part of its
+        // setup: one that reached all its steps goes first, though farther on the ladder.
+        let mut cut = with(seen(5, 400, 120.0, 4000, 0), 2);
+        cut.phases.steps = 3;
+        cut.passed = false;
+        let runs = [runs[0], runs[1], cut];
+        let w = Work {
+            models: Some(2),
+            ..work(400, 10)
+        };
+        let e = predict_run(&runs, 0, 4, &w, true).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(9000));
+        let e = predict_run(&runs[2..], 0, 4, &w, true).unwrap();
+        assert_eq!(e.setup, Duration::from_millis(4000));
     }
 
     #[test]
@@ -357,6 +468,13 @@ mod tests {
         assert_eq!(e.post.as_millis(), 200);
         let beyond = predict_run(&two, 0, 6, &work(1600, 10), true).unwrap();
         assert_eq!(beyond.steps.as_millis(), 2400);
+        // Post beyond them: 4 × the work took 4 × the post time (400 ms), so 4 × more
+        // takes 1600 ms; a steeper post fit is held to proportional, a step fit to 1.5.
+        assert_eq!(beyond.post.as_millis(), 1600);
+        let mut steep_post = two;
+        steep_post[1].phases.post_ms = 1600;
+        let e = predict_run(&steep_post, 0, 6, &work(1600, 10), true).unwrap();
+        assert_eq!(e.post.as_millis(), 6400);
         // A steeper fit is held to an exponent of 1.5.
         let steep = [seen(0, 100, 10.0, 0, 0), seen(1, 200, 80.0, 0, 0)];
         let e = predict_run(&steep, 0, 2, &work(400, 1), true).unwrap();
@@ -468,6 +586,25 @@ mod tests {
         }
         confirming.runs[2].reduced = None; // step 4 already ran at full steps
         assert_eq!(runs_left(&confirming, &reduced), vec![(5, false, 1.0)]);
+        // A reduced failure at a stage the step count cannot change (decode) stands for the
+        // full-step run: only the last pass is confirmed. Not so for a middle step.
+        let mut decode = confirming.clone();
+        decode.runs[2].reduced = confirming.runs[0].reduced.clone();
+        let stage = |s: &str| {
+            Some(RunSummary {
+                stage: Some(s.into()),
+                ..RunSummary::default()
+            })
+        };
+        decode.runs[3].summary = stage("decode");
+        assert_eq!(runs_left(&decode, &reduced), vec![(4, false, 1.0)]);
+        decode.runs[3].summary = stage("sample_middle");
+        assert_eq!(
+            runs_left(&decode, &reduced),
+            vec![(4, false, 1.0), (5, false, 1.0)]
+        );
+        // The minimal variant runs at its own steps in a reduced search too.
+        assert_eq!(runs_left(&fresh, &reduced)[0], (0, false, 1.0));
         // A workflow with its verdict has nothing left.
         let mut finished = done;
         finished.verdict = Some(Verdict::CouldNotReproduce {

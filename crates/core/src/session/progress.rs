@@ -3,7 +3,7 @@
 //! (cron and systemd logs).
 
 use super::driver::Hooks;
-use super::journal::{RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
+use super::journal::{ReducedSteps, RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
 use crate::comfy::TrackerEvent;
 use crate::run::{RunEvent, RunObserver};
 use crate::units::compact_duration as human;
@@ -263,6 +263,22 @@ impl Hooks for ProgressView {
     }
 }
 
+/// ` · at 4 of 20 steps`: the mark of a run made at a reduced step count (`--search-steps`), in
+/// its progress line and its line when it ended; the cap of the `steps` inputs it lowered and
+/// the largest of them in the variant (samplers with different counts: the largest).
+pub(crate) fn reduced_mark(reduced: &ReducedSteps) -> String {
+    let full = reduced
+        .changes
+        .iter()
+        .filter(|c| c.input.as_deref() == Some("steps"))
+        .filter_map(|c| c.from.as_ref().and_then(|v| v.as_u64()))
+        .max();
+    match full {
+        Some(full) => format!(" · at {} of {full} steps", reduced.cap),
+        None => format!(" · at {} steps", reduced.cap),
+    }
+}
+
 /// The progress line: ladder, run, node, sampler step, times and the ETA.
 fn message(s: &State) -> String {
     let mut msg = format!("[{}] {}", s.ladder, s.label);
@@ -431,6 +447,55 @@ mod tests {
             .unwrap_or_else(|| panic!("{text}"));
         assert!(run == "1h00m" || run.starts_with("59m"), "{text}");
         assert!(session == "3h00m" || session == "2h59m", "{text}");
+    }
+
+    #[test]
+    fn a_reduced_run_says_at_how_many_of_its_steps_it_runs() {
+        let set = |node: &str, input: &str, from: u64, to: u64| crate::workflow::Change {
+            node: node.into(),
+            class_type: "KSamplerAdvanced".into(),
+            action: "set".into(),
+            input: Some(input.into()),
+            from: Some(serde_json::json!(from)),
+            to: Some(serde_json::json!(to)),
+        };
+        // Two experts of 20 steps split at 10: the window's end is scaled too, not a count.
+        let reduced = ReducedSteps {
+            cap: 4,
+            changes: vec![
+                set("14", "steps", 20, 4),
+                set("14", "end_at_step", 10, 2),
+                set("15", "steps", 20, 4),
+            ],
+        };
+        assert_eq!(reduced_mark(&reduced), " · at 4 of 20 steps");
+        let mut entry = RunEntry {
+            run_id: "r3".into(),
+            step: 3,
+            increment: "resolution".into(),
+            role: RunRole::Search,
+            dir: String::new(),
+            workflow_sha256: String::new(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(Outcome::Passed),
+            summary: None,
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+            reduced: Some(reduced),
+        };
+        assert_eq!(
+            super::super::driver::describe_run(&entry),
+            "step 3 resolution · at 4 of 20 steps [search] passed"
+        );
+        // A full-step run has no mark.
+        entry.reduced = None;
+        assert_eq!(
+            super::super::driver::describe_run(&entry),
+            "step 3 resolution [search] passed"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::nodedefs::NodeDefs;
 use crate::workflow::{Input, Workflow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// What one run of a variant has to do.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,12 @@ pub struct Work {
     pub frames: u64,
     /// Batch size of the largest latent source.
     pub batch: u64,
+    /// Which models the run loads: a digest of the diffusion-model, text-encoder and VAE
+    /// loaders' literal text inputs (file names, dtypes), LoRAs left out (small files). Two
+    /// variants with the same digest load the same models, so their setup takes the same time.
+    /// None in journals written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<u64>,
 }
 
 impl Work {
@@ -37,11 +44,25 @@ pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
         pixels: 0,
         frames: 1,
         batch: 1,
+        models: None,
     };
+    let mut loaders: Vec<String> = Vec::new();
     let mut scheduler_steps = 0u32;
     let mut sampler_without_steps = false;
     for (id, node) in &w.nodes {
         let has = |role| catalog.has(&node.class_type, role, defs);
+        if has(Role::DiffusionLoader) || has(Role::TextEncoderLoader) || has(Role::VaeLoader) {
+            let mut text: Vec<String> = node
+                .inputs
+                .iter()
+                .filter_map(|(name, input)| match input.as_literal() {
+                    Some(Value::String(v)) => Some(format!("{name}={v}")),
+                    _ => None,
+                })
+                .collect();
+            text.sort();
+            loaders.push(format!("{}({})", node.class_type, text.join(",")));
+        }
         if has(Role::SizeSource) {
             let (width, height) = (int(w, id, "width"), int(w, id, "height"));
             if let (Some(width), Some(height)) = (width, height) {
@@ -75,6 +96,13 @@ pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
     }
     if sampler_without_steps {
         out.steps = out.steps.saturating_add(scheduler_steps);
+    }
+    if !loaders.is_empty() {
+        loaders.sort();
+        let digest = Sha256::digest(loaders.join("\n").as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        out.models = Some(u64::from_be_bytes(first));
     }
     out
 }
@@ -124,7 +152,8 @@ mod tests {
                 steps: 20,
                 pixels: 1280 * 720,
                 frames: 81,
-                batch: 1
+                batch: 1,
+                models: None
             }
         );
         assert_eq!(w.units(), (1280 * 720 * 81) as f64);
@@ -144,8 +173,31 @@ mod tests {
             (w.steps, w.pixels, w.frames, w.batch),
             (31, 768 * 512, 1, 4)
         );
-        // A graph that says nothing: no steps, one unit of work.
+        // A graph that says nothing: no steps, one unit of work, no models.
         let empty = work(json!({"1": {"class_type": "SaveImage", "inputs": {}}}));
-        assert_eq!((empty.steps, empty.units()), (0, 1.0));
+        assert_eq!((empty.steps, empty.units(), empty.models), (0, 1.0, None));
+    }
+
+    #[test]
+    fn the_models_digest_follows_the_loaders_files_not_the_loras_or_the_latent() {
+        let graph = |unet: &str, lora: bool, width: u64| {
+            let mut g = json!({
+                "1": {"class_type": "UNETLoader",
+                      "inputs": {"unet_name": unet, "weight_dtype": "fp8_e4m3fn"}},
+                "2": {"class_type": "CLIPLoader", "inputs": {"clip_name": "umt5.safetensors"}},
+                "5": {"class_type": "EmptyLatentImage",
+                      "inputs": {"width": width, "height": 512, "batch_size": 1}},
+            });
+            if lora {
+                g["4"] = json!({"class_type": "LoraLoaderModelOnly",
+                    "inputs": {"model": ["1", 0], "lora_name": "x.safetensors",
+                               "strength_model": 1.0}});
+            }
+            work(g).models
+        };
+        let base = graph("high.safetensors", false, 512);
+        assert!(base.is_some());
+        assert_eq!(graph("high.safetensors", true, 1024), base);
+        assert_ne!(graph("low.safetensors", false, 512), base);
     }
 }
