@@ -260,29 +260,17 @@ fn drift_warnings(data: &SessionData, reference: Option<&SystemStats>) -> Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::journal::{Outcome, RunStatus};
+    use crate::session::journal::Outcome;
 
     #[test]
     fn a_baseline_that_grows_from_run_to_run_is_called_out() {
         let run = |i: usize, baseline: Option<f64>| RunEntry {
-            run_id: format!("run{i}-0000"),
-            step: i,
             increment: format!("inc{i}"),
-            role: RunRole::Search,
-            dir: String::new(),
-            workflow_sha256: String::new(),
-            status: RunStatus::Done,
-            started_at: String::new(),
-            finished_at: None,
-            outcome: Some(Outcome::Passed),
             summary: Some(crate::session::journal::RunSummary {
                 vram_baseline_mib: baseline,
                 ..Default::default()
             }),
-            diagnosis: None,
-            confirms: None,
-            fingerprint: None,
-            reduced: None,
+            ..RunEntry::done(format!("run{i}-0000"), i, Outcome::Passed)
         };
         let growing = [
             run(0, Some(300.0)),

@@ -851,6 +851,31 @@ pub(crate) fn stage_phrase(stage: &str) -> String {
 }
 
 impl Verdict {
+    /// A verdict not reached yet over a ladder of `steps` steps: nothing found, root cause
+    /// unknown (the report's builder fills in what the journal says).
+    pub(crate) fn in_progress(steps: usize) -> Verdict {
+        Verdict {
+            kind: VerdictKind::InProgress,
+            summary: String::new(),
+            step: None,
+            steps,
+            increment: None,
+            parts: Vec::new(),
+            failure_kind: None,
+            stage: None,
+            reason: None,
+            first_fallback_step: None,
+            first_fallback_increment: None,
+            first_fallbacks: Vec::new(),
+            first_pressure_step: None,
+            first_pressure_increment: None,
+            first_pressure: Vec::new(),
+            walked: None,
+            reproduced: None,
+            root_cause: "unknown".into(),
+        }
+    }
+
     /// The verdict as one sentence; `emph` formats the increment name (bold in Markdown,
     /// unchanged in JSON).
     pub fn sentence(&self, emph: &dyn Fn(&str) -> String) -> String {
@@ -968,23 +993,12 @@ mod tests {
     fn check(reason: &str, kind: Option<&str>, stage: Option<&str>) -> String {
         let v = Verdict {
             kind: VerdictKind::Check,
-            summary: String::new(),
             step: Some(0),
-            steps: 0,
             increment: Some("target".into()),
-            parts: Vec::new(),
             failure_kind: kind.map(str::to_string),
             stage: stage.map(str::to_string),
             reason: Some(reason.into()),
-            first_fallback_step: None,
-            first_fallback_increment: None,
-            first_fallbacks: Vec::new(),
-            first_pressure_step: None,
-            first_pressure_increment: None,
-            first_pressure: Vec::new(),
-            walked: None,
-            reproduced: None,
-            root_cause: "unknown".into(),
+            ..Verdict::in_progress(0)
         };
         v.sentence(&|s: &str| s.to_string())
     }
@@ -993,23 +1007,10 @@ mod tests {
     fn a_walked_ladder_says_why_and_what_it_found() {
         let mut v = Verdict {
             kind: VerdictKind::CouldNotReproduce,
-            summary: String::new(),
             step: Some(5),
-            steps: 5,
             increment: Some("cache".into()),
-            parts: Vec::new(),
-            failure_kind: None,
-            stage: None,
-            reason: None,
-            first_fallback_step: None,
-            first_fallback_increment: None,
-            first_fallbacks: Vec::new(),
-            first_pressure_step: None,
-            first_pressure_increment: None,
-            first_pressure: Vec::new(),
             walked: Some("--walk-on-pass always".into()),
-            reproduced: None,
-            root_cause: "unknown".into(),
+            ..Verdict::in_progress(5)
         };
         let plain = |v: &Verdict| v.sentence(&|s: &str| s.to_string());
         assert_eq!(

@@ -65,26 +65,7 @@ pub(super) fn verdict(
     increment_of: &dyn Fn(usize) -> String,
 ) -> Verdict {
     let row = |k: usize| ladder.iter().find(|r| r.step == k);
-    let mut v = Verdict {
-        kind: VerdictKind::InProgress,
-        summary: String::new(),
-        step: None,
-        steps: steps_total,
-        increment: None,
-        parts: Vec::new(),
-        failure_kind: None,
-        stage: None,
-        reason: None,
-        first_fallback_step: None,
-        first_fallback_increment: None,
-        first_fallbacks: Vec::new(),
-        first_pressure_step: None,
-        first_pressure_increment: None,
-        first_pressure: Vec::new(),
-        walked: None,
-        reproduced: None,
-        root_cause: "unknown".into(),
-    };
+    let mut v = Verdict::in_progress(steps_total);
     match &job.verdict {
         Some(SessionVerdict::FirstFailure {
             step,

@@ -362,7 +362,7 @@ pub fn time_left(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::journal::{RunEntry, RunStatus, RunSummary, StepInfo, Verdict};
+    use crate::session::journal::{RunEntry, RunSummary, StepInfo, Verdict};
 
     fn work(pixels: u64, steps: u32) -> Work {
         Work {
@@ -515,30 +515,21 @@ mod tests {
             runs: results
                 .iter()
                 .map(|(step, pass)| RunEntry {
-                    run_id: format!("r{step}"),
-                    step: *step,
-                    increment: String::new(),
-                    role: RunRole::Search,
-                    dir: String::new(),
-                    workflow_sha256: String::new(),
-                    status: RunStatus::Done,
-                    started_at: String::new(),
-                    finished_at: None,
-                    outcome: Some(if *pass {
-                        Outcome::Passed
-                    } else {
-                        Outcome::Failed {
-                            node_id: "3".into(),
-                            node_type: "KSampler".into(),
-                            exception_type: "E".into(),
-                            exception_message: String::new(),
-                        }
-                    }),
                     summary: Some(RunSummary::default()),
-                    diagnosis: None,
-                    confirms: None,
-                    fingerprint: None,
-                    reduced: None,
+                    ..RunEntry::done(
+                        format!("r{step}"),
+                        *step,
+                        if *pass {
+                            Outcome::Passed
+                        } else {
+                            Outcome::Failed {
+                                node_id: "3".into(),
+                                node_type: "KSampler".into(),
+                                exception_type: "E".into(),
+                                exception_message: String::new(),
+                            }
+                        },
+                    )
                 })
                 .collect(),
             verdict: None,

@@ -402,7 +402,7 @@ mod tests {
         c.step("7", 1, 4, at(30_000));
         assert_eq!(c.per_step(), None);
     }
-    use crate::session::journal::{Outcome, Phase, RunStatus, StepInfo};
+    use crate::session::journal::{Outcome, Phase, StepInfo};
 
     #[test]
     fn without_a_terminal_a_line_is_due_once_a_minute_while_a_run_goes_on() {
@@ -470,21 +470,9 @@ mod tests {
         };
         assert_eq!(reduced_mark(&reduced), " · at 4 of 20 steps");
         let mut entry = RunEntry {
-            run_id: "r3".into(),
-            step: 3,
             increment: "resolution".into(),
-            role: RunRole::Search,
-            dir: String::new(),
-            workflow_sha256: String::new(),
-            status: RunStatus::Done,
-            started_at: String::new(),
-            finished_at: None,
-            outcome: Some(Outcome::Passed),
-            summary: None,
-            diagnosis: None,
-            confirms: None,
-            fingerprint: None,
             reduced: Some(reduced),
+            ..RunEntry::done("r3", 3, Outcome::Passed)
         };
         assert_eq!(
             super::super::driver::describe_run(&entry),
@@ -507,23 +495,7 @@ mod tests {
             sha256: String::new(),
             changes: vec![],
         };
-        let run = |step: usize, outcome: Outcome| RunEntry {
-            run_id: format!("r{step}"),
-            step,
-            increment: String::new(),
-            role: RunRole::Search,
-            dir: String::new(),
-            workflow_sha256: String::new(),
-            status: RunStatus::Done,
-            started_at: String::new(),
-            finished_at: None,
-            outcome: Some(outcome),
-            summary: None,
-            diagnosis: None,
-            confirms: None,
-            fingerprint: None,
-            reduced: None,
-        };
+        let run = |step: usize, outcome: Outcome| RunEntry::done(format!("r{step}"), step, outcome);
         let job = WorkflowJob {
             name: "wf".into(),
             source: String::new(),

@@ -489,6 +489,31 @@ pub struct ReducedSteps {
     pub changes: Vec<Change>,
 }
 
+#[cfg(test)]
+impl RunEntry {
+    /// A finished search run at `step` with `outcome`, nothing else recorded (unit tests set
+    /// the fields they need on it).
+    pub(crate) fn done(run_id: impl Into<String>, step: usize, outcome: Outcome) -> RunEntry {
+        RunEntry {
+            run_id: run_id.into(),
+            step,
+            increment: String::new(),
+            role: RunRole::Search,
+            dir: String::new(),
+            workflow_sha256: String::new(),
+            status: RunStatus::Done,
+            started_at: String::new(),
+            finished_at: None,
+            outcome: Some(outcome),
+            summary: None,
+            diagnosis: None,
+            confirms: None,
+            fingerprint: None,
+            reduced: None,
+        }
+    }
+}
+
 impl RunEntry {
     /// True when the run was made at a reduced step count.
     pub fn is_reduced(&self) -> bool {
