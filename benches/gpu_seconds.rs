@@ -47,7 +47,8 @@ use comfy_bisect_core::session::{
     Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
 };
 use comfy_bisect_core::workflow::Workflow;
-use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
+use comfy_bisect_sim::plant::stage_pixels;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, Stage, MIB};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -347,6 +348,18 @@ fn verdict_key(v: &Verdict) -> String {
     }
 }
 
+/// Which set of cases a case belongs to.
+#[derive(Clone, Copy, PartialEq)]
+enum Set {
+    /// The memory sweep on the default ladders.
+    Memory,
+    /// The memory sweep on the rotated ladders (what the default ones did not reach).
+    Rotated,
+    /// Planted failures (`plant=STAGE:CONDITION`) and step growth at every position of the
+    /// default ladders.
+    Planted,
+}
+
 /// A case: a ladder on a simulated device, failing at a step and stage at full steps.
 struct Case {
     ladder: usize,
@@ -354,6 +367,7 @@ struct Case {
     faults: Option<String>,
     first_failure: usize,
     stage: String,
+    set: Set,
 }
 
 /// The first failing step at full steps and its stage, when the minimal variant passes.
@@ -384,6 +398,11 @@ fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
                 faults,
                 first_failure: k,
                 stage,
+                set: if l < WORKFLOWS.len() {
+                    Set::Memory
+                } else {
+                    Set::Rotated
+                },
             });
         }
     };
@@ -418,6 +437,152 @@ fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
         }
         growth *= 1.25;
     }
+}
+
+/// The device of the planted cases: the whole of every example workflow fits on it, so only
+/// the planted failure (or the step growth) fails a run.
+const ROOMY_MIB: u64 = 98304;
+
+/// The stages a failure is planted at.
+const PLANT_STAGES: &[Stage] = &[
+    Stage::SampleFirst,
+    Stage::SampleMiddle,
+    Stage::Decode,
+    Stage::Postprocess,
+];
+
+/// A condition that holds in the variants of steps `p..` and in none before (at full steps):
+/// a threshold between the stage's pixels of the steps before and from `p` on, else a count of
+/// a node class that only steps `p..` reach. None when the stage is missing from a variant at
+/// or after `p` (it cannot fail there) or no condition isolates `p`.
+fn isolate(lad: &Ladder, p: usize, stage: Stage) -> Option<String> {
+    let prompts: Vec<serde_json::Value> = lad.steps.iter().map(|(_, w)| w.to_value()).collect();
+    let pixels: Vec<u64> = prompts.iter().map(|v| stage_pixels(v, stage)).collect();
+    if pixels[p..].contains(&0) {
+        return None;
+    }
+    let below = pixels[..p].iter().copied().max().unwrap_or(0);
+    let from = pixels[p..].iter().copied().min().unwrap_or(0);
+    if from > below {
+        return Some(format!("pixels>={from}"));
+    }
+    let count =
+        |w: &Workflow, class: &str| w.nodes.values().filter(|n| n.class_type == class).count();
+    let mut classes: Vec<&str> = lad.steps[p]
+        .1
+        .nodes
+        .values()
+        .map(|n| n.class_type.as_str())
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes.into_iter().find_map(|class| {
+        let below = lad.steps[..p].iter().map(|(_, w)| count(w, class)).max()?;
+        let from = lad.steps[p..].iter().map(|(_, w)| count(w, class)).min()?;
+        (from > below && !class.contains(',')).then(|| match from {
+            1 => format!("class={class}"),
+            k => format!("class={class}>={k}"),
+        })
+    })
+}
+
+/// The planted set: for each default ladder, each position `p` and each stage its variants
+/// have there, a failure planted so that it first shows at `p` at full steps; then step growth
+/// swept on the roomy device, one case per position it first fails at. Prints the positions
+/// and stages no condition isolates.
+fn planted(ladders: &[Ladder], out: &mut Vec<Case>) {
+    for (l, lad) in ladders.iter().enumerate().take(WORKFLOWS.len()) {
+        let n = lad.steps.len() - 1;
+        for p in 1..=n {
+            for &stage in PLANT_STAGES {
+                let Some(cond) = isolate(lad, p, stage) else {
+                    eprintln!(
+                        "planted: {} step {p} `{}`: no condition isolates {} (skipped)",
+                        lad.name,
+                        lad.steps[p].0,
+                        stage.as_str()
+                    );
+                    continue;
+                };
+                let faults = format!("plant={}:{cond}", stage.as_str());
+                let mut server = Server::new(ROOMY_MIB, Some(&faults));
+                match first_failure(lad, &mut server) {
+                    Some((k, got)) if k == p && got == stage.as_str() => out.push(Case {
+                        ladder: l,
+                        vram_mib: ROOMY_MIB,
+                        faults: Some(faults),
+                        first_failure: p,
+                        stage: format!("{got} (planted)"),
+                        set: Set::Planted,
+                    }),
+                    other => eprintln!(
+                        "planted: {} `{faults}` first fails at {other:?}, not {p} {} (skipped)",
+                        lad.name,
+                        stage.as_str()
+                    ),
+                }
+            }
+        }
+        // A cache that grows every step, on the smallest swept device where the whole workflow
+        // fits (the growth is the same size in every variant, so the variants' own memory must
+        // matter): the first size that fails first at each position.
+        let mut vram = 1024f64;
+        while Server::new(vram.round() as u64, None)
+            .run(lad, n, None)
+            .0
+            .outcome
+            != Outcome::Passed
+        {
+            vram *= 1.12;
+        }
+        let vram = vram.round() as u64;
+        let mut growth = 16f64;
+        let mut seen = Vec::new();
+        while growth <= 16384.0 && seen.len() < n {
+            let faults = format!("step-growth={}MiB", growth.round() as u64);
+            let mut server = Server::new(vram, Some(&faults));
+            if let Some((k, stage)) = first_failure(lad, &mut server) {
+                if !seen.contains(&k) {
+                    seen.push(k);
+                    out.push(Case {
+                        ladder: l,
+                        vram_mib: vram,
+                        faults: Some(faults),
+                        first_failure: k,
+                        stage: format!("{stage} (step-growth)"),
+                        set: Set::Planted,
+                    });
+                }
+            }
+            growth *= 1.1;
+        }
+        let missing: Vec<String> = (1..=n)
+            .filter(|k| !seen.contains(k))
+            .map(|k| k.to_string())
+            .collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "planted: {}: step growth first fails at no size at step {}",
+                lad.name,
+                missing.join(", ")
+            );
+        }
+    }
+}
+
+/// The sets to run: `GPU_SECONDS_SETS` (a comma list of `memory`, `rotated`, `planted`), all
+/// three by default.
+fn sets() -> Vec<Set> {
+    let list =
+        std::env::var("GPU_SECONDS_SETS").unwrap_or_else(|_| "memory,rotated,planted".into());
+    list.split(',')
+        .map(|s| match s.trim() {
+            "memory" => Set::Memory,
+            "rotated" => Set::Rotated,
+            "planted" => Set::Planted,
+            other => panic!("GPU_SECONDS_SETS: unknown set {other:?} (memory, rotated, planted)"),
+        })
+        .collect()
 }
 
 /// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
@@ -456,6 +621,10 @@ struct Ratios {
     bin_lin: Vec<f64>,
     always_lin: Vec<f64>,
     always_bin: Vec<f64>,
+    /// The floor / full-step linear.
+    floor_lin: Vec<f64>,
+    /// Few-step binary / the floor.
+    bin_floor: Vec<f64>,
     over: usize,
 }
 
@@ -508,6 +677,8 @@ fn summary(title: &str, r: &Ratios) {
         "",
         true,
     );
+    row("floor / full-step linear", &r.floor_lin, "", true);
+    row("few-step binary / floor", &r.bin_floor, "", true);
     println!(
         "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases.",
         n - r.over
@@ -529,14 +700,24 @@ fn main() {
     }
     // The memory-sweep set (default ladders) first; the even set adds each (workflow, first
     // failing step, stage) the rotated ladders reach and the default ones do not.
+    let sets = sets();
     let mut cases = Vec::new();
-    for l in 0..WORKFLOWS.len() {
-        sweep(l, &ladders, &mut cases);
+    if sets.contains(&Set::Memory) || sets.contains(&Set::Rotated) {
+        for l in 0..WORKFLOWS.len() {
+            sweep(l, &ladders, &mut cases);
+        }
     }
-    let sweep_cases = cases.len();
-    for l in WORKFLOWS.len()..ladders.len() {
-        sweep(l, &ladders, &mut cases);
+    if sets.contains(&Set::Rotated) {
+        for l in WORKFLOWS.len()..ladders.len() {
+            sweep(l, &ladders, &mut cases);
+        }
     }
+    if sets.contains(&Set::Planted) {
+        planted(&ladders, &mut cases);
+    }
+    cases.retain(|c| sets.contains(&c.set));
+    let sweep_cases = cases.iter().filter(|c| c.set == Set::Memory).count();
+    let planted_cases = cases.iter().filter(|c| c.set == Set::Planted).count();
     // What one run of each step costs at full steps and at the search's step count, on a
     // device where the whole workflow fits.
     println!("# GPU-seconds to verdict\n\n## What a run costs\n");
@@ -584,9 +765,10 @@ fn main() {
         "Simulated seconds (the server's `Prompt executed in` lines), summed over every run of a \
          session; few-step = `--search-steps {}`, reducing a run only where the predicted \
          saving pays; \"every run\" = reducing every search run but the minimal one. Runs: all \
-         (of them at few steps). Cases 1–{sweep_cases}: the memory sweep on the default \
-         ladders; the rest: the rotated ladders.\n",
-        cap()
+         (of them at few steps). {sweep_cases} cases of the memory sweep on the default \
+         ladders, {} of the rotated ladders, {planted_cases} planted (in that order).\n",
+        cap(),
+        cases.len() - sweep_cases - planted_cases
     );
     for lad in &ladders[..WORKFLOWS.len()] {
         let incs: Vec<&str> = lad.steps.iter().map(|(i, _)| i.as_str()).collect();
@@ -596,7 +778,8 @@ fn main() {
     println!("| # | workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | every run: few lin / full lin | every run: few bin / full bin | floor s | bound s | |");
     println!("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut ok = true;
-    let (mut memory, mut all) = (Ratios::default(), Ratios::default());
+    let (mut memory, mut all, mut plant) =
+        (Ratios::default(), Ratios::default(), Ratios::default());
     for (i, case) in cases.iter().enumerate() {
         let lad = &ladders[case.ladder];
         let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), time_scale());
@@ -637,16 +820,20 @@ fn main() {
         let bound = sessions[1].seconds + pass_s;
         let within = few_bin.seconds <= bound + 1e-6;
         let ratio = |a: usize, b: usize| sessions[a].seconds / sessions[b].seconds;
-        for set in [&mut all, &mut memory] {
+        let into: Vec<&mut Ratios> = match case.set {
+            Set::Memory => vec![&mut all, &mut memory],
+            Set::Rotated => vec![&mut all],
+            Set::Planted => vec![&mut plant],
+        };
+        for set in into {
             set.lin.push(ratio(2, 0));
             set.bin.push(ratio(3, 1));
             set.bin_lin.push(ratio(3, 0));
             set.always_lin.push(ratio(4, 0));
             set.always_bin.push(ratio(5, 1));
+            set.floor_lin.push(floor / sessions[0].seconds);
+            set.bin_floor.push(few_bin.seconds / floor);
             set.over += usize::from(!within);
-            if i >= sweep_cases {
-                break;
-            }
         }
         let device = match &case.faults {
             Some(f) => format!("{} MiB, {f}", case.vram_mib),
@@ -680,11 +867,21 @@ fn main() {
             if within { "within" } else { "over" },
         );
     }
-    summary("the memory sweep (default ladders)", &memory);
-    summary(
-        "every case (the memory sweep and the rotated ladders)",
-        &all,
-    );
+    if !memory.lin.is_empty() {
+        summary("the memory sweep (default ladders)", &memory);
+    }
+    if all.lin.len() > memory.lin.len() {
+        summary(
+            "every case (the memory sweep and the rotated ladders)",
+            &all,
+        );
+    }
+    if !plant.lin.is_empty() {
+        summary(
+            "planted failures and step growth at every position (default ladders)",
+            &plant,
+        );
+    }
     if !ok {
         eprintln!("gpu_seconds: a verdict differed from full-step linear search");
         std::process::exit(1);
