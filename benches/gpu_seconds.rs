@@ -486,6 +486,21 @@ fn isolate(lad: &Ladder, p: usize, stage: Stage) -> Option<String> {
     })
 }
 
+/// Whether every step from `p` to the target fails at full steps: binary search assumes it
+/// (re-adding an increment never makes a failure go away), so a case where a later step passes
+/// again (two experts each running half the steps of one sampler lower a growing cache's peak)
+/// gives binary and linear search different verdicts whatever the step count.
+fn fails_on(lad: &Ladder, server: &mut Server, p: usize) -> bool {
+    let ok = (p..lad.steps.len()).all(|k| server.run(lad, k, None).0.outcome != Outcome::Passed);
+    if !ok {
+        eprintln!(
+            "planted: {}: a step after {p} passes again at full steps (skipped)",
+            lad.name
+        );
+    }
+    ok
+}
+
 /// The planted set: for each default ladder, each position `p` and each stage its variants
 /// have there, a failure planted so that it first shows at `p` at full steps; then step growth
 /// swept on the roomy device, one case per position it first fails at. Prints the positions
@@ -507,14 +522,18 @@ fn planted(ladders: &[Ladder], out: &mut Vec<Case>) {
                 let faults = format!("plant={}:{cond}", stage.as_str());
                 let mut server = Server::new(ROOMY_MIB, Some(&faults));
                 match first_failure(lad, &mut server) {
-                    Some((k, got)) if k == p && got == stage.as_str() => out.push(Case {
-                        ladder: l,
-                        vram_mib: ROOMY_MIB,
-                        faults: Some(faults),
-                        first_failure: p,
-                        stage: format!("{got} (planted)"),
-                        set: Set::Planted,
-                    }),
+                    Some((k, got))
+                        if k == p && got == stage.as_str() && fails_on(lad, &mut server, p) =>
+                    {
+                        out.push(Case {
+                            ladder: l,
+                            vram_mib: ROOMY_MIB,
+                            faults: Some(faults),
+                            first_failure: p,
+                            stage: format!("{got} (planted)"),
+                            set: Set::Planted,
+                        })
+                    }
                     other => eprintln!(
                         "planted: {} `{faults}` first fails at {other:?}, not {p} {} (skipped)",
                         lad.name,
@@ -542,7 +561,7 @@ fn planted(ladders: &[Ladder], out: &mut Vec<Case>) {
             let faults = format!("step-growth={}MiB", growth.round() as u64);
             let mut server = Server::new(vram, Some(&faults));
             if let Some((k, stage)) = first_failure(lad, &mut server) {
-                if !seen.contains(&k) {
+                if !seen.contains(&k) && fails_on(lad, &mut server, k) {
                     seen.push(k);
                     out.push(Case {
                         ladder: l,
@@ -780,13 +799,38 @@ fn main() {
     let mut ok = true;
     let (mut memory, mut all, mut plant) =
         (Ratios::default(), Ratios::default(), Ratios::default());
+    // `GPU_SECONDS_CASES=3,7`: only these cases (1-based, as numbered in the table);
+    // `GPU_SECONDS_TRACE=1`: every session's runs on stderr.
+    let only: Option<Vec<usize>> = std::env::var("GPU_SECONDS_CASES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let trace = std::env::var_os("GPU_SECONDS_TRACE").is_some();
     for (i, case) in cases.iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !o.contains(&(i + 1))) {
+            continue;
+        }
         let lad = &ladders[case.ladder];
         let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), time_scale());
         let sessions: Vec<Session> = strategies
             .iter()
             .map(|(_, o, p)| bisect(lad, &mut server, o, *p))
             .collect();
+        if trace {
+            for ((name, _, _), s) in strategies.iter().zip(&sessions) {
+                let runs: Vec<String> = s
+                    .runs
+                    .iter()
+                    .map(|(k, cap, pass, sec)| {
+                        format!(
+                            "{k}{}{} {sec:.1}",
+                            cap.map(|c| format!("@{c}")).unwrap_or_default(),
+                            if *pass { "✓" } else { "✗" }
+                        )
+                    })
+                    .collect();
+                eprintln!("case {}: {name}: {}", i + 1, runs.join(", "));
+            }
+        }
         let want = verdict_key(&sessions[0].verdict);
         for ((name, _, _), s) in strategies.iter().zip(&sessions) {
             let got = verdict_key(&s.verdict);
