@@ -9,7 +9,9 @@
 //! every prompt, failed or not (`Prompt executed in X seconds`); on the simulator these are
 //! simulated seconds from its time model (docs/simulator.md, "Time model").
 //!
-//! Cases, two sets. **The memory sweep**: each example workflow of `workflows/` with the failure
+//! Cases, three sets (`GPU_SECONDS_SETS=memory,rotated,planted`, all by default;
+//! `GPU_SECONDS_CASES=3,7` runs only those cases, `GPU_SECONDS_TRACE=1` prints every session's
+//! runs). **The memory sweep**: each example workflow of `workflows/` with the failure
 //! at every position and stage the simulator's memory model gives its default ladder: the device
 //! memory is swept (1 GiB … 96 GiB) and each distinct (first failing step, stage) at full steps
 //! is a case — first step, middle of sampling (a step cache), decode, post-processing; then on a
@@ -17,7 +19,10 @@
 //! is swept for failures that need many steps. **Every case** adds the same sweeps over each
 //! rotation of the workflow's ladder (`--order`), so that each increment, and the memory it
 //! brings, comes at each position: each (workflow, first failing step, stage) reached there and
-//! not in the memory sweep is one more case. Each case is bisected six ways: full-step linear and
+//! not in the memory sweep is one more case. **Planted**: on each default ladder, a failure of
+//! each stage (first step, middle of sampling, decode, post-processing) planted with the
+//! simulator's `plant=STAGE:CONDITION` fault so that it first shows at each position at full
+//! steps (and at every later one), plus step growth at each position it first fails at. Each case is bisected six ways: full-step linear and
 //! binary search (`--search-steps full`); the default search at few steps (`--search-steps 4`,
 //! linear and binary), which reduces a run only where the predicted saving pays (from the runs
 //! the session finished, as the driver does); and the same reducing every search run but the
@@ -28,7 +33,7 @@
 //! few-step / full linear (≤ 45 %) and few-step / full binary (< 100 %), and per case whether
 //! few-step binary stays within full-step binary plus one full-step run of the last passing
 //! step (the confirmation), with the floor: the verdict's two ends at full steps plus the
-//! few-step runs.
+//! few-step runs; per set also the median of the floor / full linear and few-step binary / floor.
 
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};

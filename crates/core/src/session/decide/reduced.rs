@@ -101,7 +101,7 @@ fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -
         .rev()
         .find(|&k| result(k).is_some_and(|r| r.passed))
         .unwrap_or(0);
-    let rerun = failure_rerun(hi.and_then(|k| result(k)).and_then(|r| stage_of(r.run)));
+    let rerun = failure_rerun(hi.and_then(result).and_then(|r| stage_of(r.run)));
     (hi.unwrap_or(n + 1) - lo, rerun)
 }
 
