@@ -9,7 +9,9 @@
 //! every prompt, failed or not (`Prompt executed in X seconds`); on the simulator these are
 //! simulated seconds from its time model (docs/simulator.md, "Time model").
 //!
-//! Cases, two sets. **The memory sweep**: each example workflow of `workflows/` with the failure
+//! Cases, three sets (`GPU_SECONDS_SETS=memory,rotated,planted`, all by default;
+//! `GPU_SECONDS_CASES=3,7` runs only those cases, `GPU_SECONDS_TRACE=1` prints every session's
+//! runs). **The memory sweep**: each example workflow of `workflows/` with the failure
 //! at every position and stage the simulator's memory model gives its default ladder: the device
 //! memory is swept (1 GiB … 96 GiB) and each distinct (first failing step, stage) at full steps
 //! is a case — first step, middle of sampling (a step cache), decode, post-processing; then on a
@@ -17,7 +19,10 @@
 //! is swept for failures that need many steps. **Every case** adds the same sweeps over each
 //! rotation of the workflow's ladder (`--order`), so that each increment, and the memory it
 //! brings, comes at each position: each (workflow, first failing step, stage) reached there and
-//! not in the memory sweep is one more case. Each case is bisected six ways: full-step linear and
+//! not in the memory sweep is one more case. **Planted**: on each default ladder, a failure of
+//! each stage (first step, middle of sampling, decode, post-processing) planted with the
+//! simulator's `plant=STAGE:CONDITION` fault so that it first shows at each position at full
+//! steps (and at every later one), plus step growth at each position it first fails at. Each case is bisected six ways: full-step linear and
 //! binary search (`--search-steps full`); the default search at few steps (`--search-steps 4`,
 //! linear and binary), which reduces a run only where the predicted saving pays (from the runs
 //! the session finished, as the driver does); and the same reducing every search run but the
@@ -28,7 +33,7 @@
 //! few-step / full linear (≤ 45 %) and few-step / full binary (< 100 %), and per case whether
 //! few-step binary stays within full-step binary plus one full-step run of the last passing
 //! step (the confirmation), with the floor: the verdict's two ends at full steps plus the
-//! few-step runs.
+//! few-step runs; per set also the median of the floor / full linear and few-step binary / floor.
 
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
@@ -47,7 +52,8 @@ use comfy_bisect_core::session::{
     Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
 };
 use comfy_bisect_core::workflow::Workflow;
-use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, MIB};
+use comfy_bisect_sim::plant::stage_pixels;
+use comfy_bisect_sim::{start, Faults, SimConfig, SimHandle, Stage, MIB};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -347,6 +353,18 @@ fn verdict_key(v: &Verdict) -> String {
     }
 }
 
+/// Which set of cases a case belongs to.
+#[derive(Clone, Copy, PartialEq)]
+enum Set {
+    /// The memory sweep on the default ladders.
+    Memory,
+    /// The memory sweep on the rotated ladders (what the default ones did not reach).
+    Rotated,
+    /// Planted failures (`plant=STAGE:CONDITION`) and step growth at every position of the
+    /// default ladders.
+    Planted,
+}
+
 /// A case: a ladder on a simulated device, failing at a step and stage at full steps.
 struct Case {
     ladder: usize,
@@ -354,6 +372,7 @@ struct Case {
     faults: Option<String>,
     first_failure: usize,
     stage: String,
+    set: Set,
 }
 
 /// The first failing step at full steps and its stage, when the minimal variant passes.
@@ -384,6 +403,11 @@ fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
                 faults,
                 first_failure: k,
                 stage,
+                set: if l < WORKFLOWS.len() {
+                    Set::Memory
+                } else {
+                    Set::Rotated
+                },
             });
         }
     };
@@ -418,6 +442,171 @@ fn sweep(l: usize, ladders: &[Ladder], out: &mut Vec<Case>) {
         }
         growth *= 1.25;
     }
+}
+
+/// The device of the planted cases: the whole of every example workflow fits on it, so only
+/// the planted failure (or the step growth) fails a run.
+const ROOMY_MIB: u64 = 98304;
+
+/// The stages a failure is planted at.
+const PLANT_STAGES: &[Stage] = &[
+    Stage::SampleFirst,
+    Stage::SampleMiddle,
+    Stage::Decode,
+    Stage::Postprocess,
+];
+
+/// A condition that holds in the variants of steps `p..` and in none before (at full steps):
+/// a threshold between the stage's pixels of the steps before and from `p` on, else a count of
+/// a node class that only steps `p..` reach. None when the stage is missing from a variant at
+/// or after `p` (it cannot fail there) or no condition isolates `p`.
+fn isolate(lad: &Ladder, p: usize, stage: Stage) -> Option<String> {
+    let prompts: Vec<serde_json::Value> = lad.steps.iter().map(|(_, w)| w.to_value()).collect();
+    let pixels: Vec<u64> = prompts.iter().map(|v| stage_pixels(v, stage)).collect();
+    if pixels[p..].contains(&0) {
+        return None;
+    }
+    let below = pixels[..p].iter().copied().max().unwrap_or(0);
+    let from = pixels[p..].iter().copied().min().unwrap_or(0);
+    if from > below {
+        return Some(format!("pixels>={from}"));
+    }
+    let count =
+        |w: &Workflow, class: &str| w.nodes.values().filter(|n| n.class_type == class).count();
+    let mut classes: Vec<&str> = lad.steps[p]
+        .1
+        .nodes
+        .values()
+        .map(|n| n.class_type.as_str())
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes.into_iter().find_map(|class| {
+        let below = lad.steps[..p].iter().map(|(_, w)| count(w, class)).max()?;
+        let from = lad.steps[p..].iter().map(|(_, w)| count(w, class)).min()?;
+        (from > below && !class.contains(',')).then(|| match from {
+            1 => format!("class={class}"),
+            k => format!("class={class}>={k}"),
+        })
+    })
+}
+
+/// Whether every step from `p` to the target fails at full steps: binary search assumes it
+/// (re-adding an increment never makes a failure go away), so a case where a later step passes
+/// again (two experts each running half the steps of one sampler lower a growing cache's peak)
+/// gives binary and linear search different verdicts whatever the step count.
+fn fails_on(lad: &Ladder, server: &mut Server, p: usize) -> bool {
+    let ok = (p..lad.steps.len()).all(|k| server.run(lad, k, None).0.outcome != Outcome::Passed);
+    if !ok {
+        eprintln!(
+            "planted: {}: a step after {p} passes again at full steps (skipped)",
+            lad.name
+        );
+    }
+    ok
+}
+
+/// The planted set: for each default ladder, each position `p` and each stage its variants
+/// have there, a failure planted so that it first shows at `p` at full steps; then step growth
+/// swept on the roomy device, one case per position it first fails at. Prints the positions
+/// and stages no condition isolates.
+fn planted(ladders: &[Ladder], out: &mut Vec<Case>) {
+    for (l, lad) in ladders.iter().enumerate().take(WORKFLOWS.len()) {
+        let n = lad.steps.len() - 1;
+        for p in 1..=n {
+            for &stage in PLANT_STAGES {
+                let Some(cond) = isolate(lad, p, stage) else {
+                    eprintln!(
+                        "planted: {} step {p} `{}`: no condition isolates {} (skipped)",
+                        lad.name,
+                        lad.steps[p].0,
+                        stage.as_str()
+                    );
+                    continue;
+                };
+                let faults = format!("plant={}:{cond}", stage.as_str());
+                let mut server = Server::new(ROOMY_MIB, Some(&faults));
+                match first_failure(lad, &mut server) {
+                    Some((k, got))
+                        if k == p && got == stage.as_str() && fails_on(lad, &mut server, p) =>
+                    {
+                        out.push(Case {
+                            ladder: l,
+                            vram_mib: ROOMY_MIB,
+                            faults: Some(faults),
+                            first_failure: p,
+                            stage: format!("{got} (planted)"),
+                            set: Set::Planted,
+                        })
+                    }
+                    other => eprintln!(
+                        "planted: {} `{faults}` first fails at {other:?}, not {p} {} (skipped)",
+                        lad.name,
+                        stage.as_str()
+                    ),
+                }
+            }
+        }
+        // A cache that grows every step, on the smallest swept device where the whole workflow
+        // fits (the growth is the same size in every variant, so the variants' own memory must
+        // matter): the first size that fails first at each position.
+        let mut vram = 1024f64;
+        while Server::new(vram.round() as u64, None)
+            .run(lad, n, None)
+            .0
+            .outcome
+            != Outcome::Passed
+        {
+            vram *= 1.12;
+        }
+        let vram = vram.round() as u64;
+        let mut growth = 16f64;
+        let mut seen = Vec::new();
+        while growth <= 16384.0 && seen.len() < n {
+            let faults = format!("step-growth={}MiB", growth.round() as u64);
+            let mut server = Server::new(vram, Some(&faults));
+            if let Some((k, stage)) = first_failure(lad, &mut server) {
+                if !seen.contains(&k) && fails_on(lad, &mut server, k) {
+                    seen.push(k);
+                    out.push(Case {
+                        ladder: l,
+                        vram_mib: vram,
+                        faults: Some(faults),
+                        first_failure: k,
+                        stage: format!("{stage} (step-growth)"),
+                        set: Set::Planted,
+                    });
+                }
+            }
+            growth *= 1.1;
+        }
+        let missing: Vec<String> = (1..=n)
+            .filter(|k| !seen.contains(k))
+            .map(|k| k.to_string())
+            .collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "planted: {}: step growth first fails at no size at step {}",
+                lad.name,
+                missing.join(", ")
+            );
+        }
+    }
+}
+
+/// The sets to run: `GPU_SECONDS_SETS` (a comma list of `memory`, `rotated`, `planted`), all
+/// three by default.
+fn sets() -> Vec<Set> {
+    let list =
+        std::env::var("GPU_SECONDS_SETS").unwrap_or_else(|_| "memory,rotated,planted".into());
+    list.split(',')
+        .map(|s| match s.trim() {
+            "memory" => Set::Memory,
+            "rotated" => Set::Rotated,
+            "planted" => Set::Planted,
+            other => panic!("GPU_SECONDS_SETS: unknown set {other:?} (memory, rotated, planted)"),
+        })
+        .collect()
 }
 
 /// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
@@ -456,6 +645,10 @@ struct Ratios {
     bin_lin: Vec<f64>,
     always_lin: Vec<f64>,
     always_bin: Vec<f64>,
+    /// The floor / full-step linear.
+    floor_lin: Vec<f64>,
+    /// Few-step binary / the floor.
+    bin_floor: Vec<f64>,
     over: usize,
 }
 
@@ -508,6 +701,8 @@ fn summary(title: &str, r: &Ratios) {
         "",
         true,
     );
+    row("floor / full-step linear", &r.floor_lin, "", true);
+    row("few-step binary / floor", &r.bin_floor, "", true);
     println!(
         "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases.",
         n - r.over
@@ -529,14 +724,24 @@ fn main() {
     }
     // The memory-sweep set (default ladders) first; the even set adds each (workflow, first
     // failing step, stage) the rotated ladders reach and the default ones do not.
+    let sets = sets();
     let mut cases = Vec::new();
-    for l in 0..WORKFLOWS.len() {
-        sweep(l, &ladders, &mut cases);
+    if sets.contains(&Set::Memory) || sets.contains(&Set::Rotated) {
+        for l in 0..WORKFLOWS.len() {
+            sweep(l, &ladders, &mut cases);
+        }
     }
-    let sweep_cases = cases.len();
-    for l in WORKFLOWS.len()..ladders.len() {
-        sweep(l, &ladders, &mut cases);
+    if sets.contains(&Set::Rotated) {
+        for l in WORKFLOWS.len()..ladders.len() {
+            sweep(l, &ladders, &mut cases);
+        }
     }
+    if sets.contains(&Set::Planted) {
+        planted(&ladders, &mut cases);
+    }
+    cases.retain(|c| sets.contains(&c.set));
+    let sweep_cases = cases.iter().filter(|c| c.set == Set::Memory).count();
+    let planted_cases = cases.iter().filter(|c| c.set == Set::Planted).count();
     // What one run of each step costs at full steps and at the search's step count, on a
     // device where the whole workflow fits.
     println!("# GPU-seconds to verdict\n\n## What a run costs\n");
@@ -584,9 +789,10 @@ fn main() {
         "Simulated seconds (the server's `Prompt executed in` lines), summed over every run of a \
          session; few-step = `--search-steps {}`, reducing a run only where the predicted \
          saving pays; \"every run\" = reducing every search run but the minimal one. Runs: all \
-         (of them at few steps). Cases 1–{sweep_cases}: the memory sweep on the default \
-         ladders; the rest: the rotated ladders.\n",
-        cap()
+         (of them at few steps). {sweep_cases} cases of the memory sweep on the default \
+         ladders, {} of the rotated ladders, {planted_cases} planted (in that order).\n",
+        cap(),
+        cases.len() - sweep_cases - planted_cases
     );
     for lad in &ladders[..WORKFLOWS.len()] {
         let incs: Vec<&str> = lad.steps.iter().map(|(i, _)| i.as_str()).collect();
@@ -596,14 +802,40 @@ fn main() {
     println!("| # | workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | every run: few lin / full lin | every run: few bin / full bin | floor s | bound s | |");
     println!("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut ok = true;
-    let (mut memory, mut all) = (Ratios::default(), Ratios::default());
+    let (mut memory, mut all, mut plant) =
+        (Ratios::default(), Ratios::default(), Ratios::default());
+    // `GPU_SECONDS_CASES=3,7`: only these cases (1-based, as numbered in the table);
+    // `GPU_SECONDS_TRACE=1`: every session's runs on stderr.
+    let only: Option<Vec<usize>> = std::env::var("GPU_SECONDS_CASES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let trace = std::env::var_os("GPU_SECONDS_TRACE").is_some();
     for (i, case) in cases.iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !o.contains(&(i + 1))) {
+            continue;
+        }
         let lad = &ladders[case.ladder];
         let mut server = Server::scaled(case.vram_mib, case.faults.as_deref(), time_scale());
         let sessions: Vec<Session> = strategies
             .iter()
             .map(|(_, o, p)| bisect(lad, &mut server, o, *p))
             .collect();
+        if trace {
+            for ((name, _, _), s) in strategies.iter().zip(&sessions) {
+                let runs: Vec<String> = s
+                    .runs
+                    .iter()
+                    .map(|(k, cap, pass, sec)| {
+                        format!(
+                            "{k}{}{} {sec:.1}",
+                            cap.map(|c| format!("@{c}")).unwrap_or_default(),
+                            if *pass { "✓" } else { "✗" }
+                        )
+                    })
+                    .collect();
+                eprintln!("case {}: {name}: {}", i + 1, runs.join(", "));
+            }
+        }
         let want = verdict_key(&sessions[0].verdict);
         for ((name, _, _), s) in strategies.iter().zip(&sessions) {
             let got = verdict_key(&s.verdict);
@@ -637,16 +869,20 @@ fn main() {
         let bound = sessions[1].seconds + pass_s;
         let within = few_bin.seconds <= bound + 1e-6;
         let ratio = |a: usize, b: usize| sessions[a].seconds / sessions[b].seconds;
-        for set in [&mut all, &mut memory] {
+        let into: Vec<&mut Ratios> = match case.set {
+            Set::Memory => vec![&mut all, &mut memory],
+            Set::Rotated => vec![&mut all],
+            Set::Planted => vec![&mut plant],
+        };
+        for set in into {
             set.lin.push(ratio(2, 0));
             set.bin.push(ratio(3, 1));
             set.bin_lin.push(ratio(3, 0));
             set.always_lin.push(ratio(4, 0));
             set.always_bin.push(ratio(5, 1));
+            set.floor_lin.push(floor / sessions[0].seconds);
+            set.bin_floor.push(few_bin.seconds / floor);
             set.over += usize::from(!within);
-            if i >= sweep_cases {
-                break;
-            }
         }
         let device = match &case.faults {
             Some(f) => format!("{} MiB, {f}", case.vram_mib),
@@ -680,11 +916,21 @@ fn main() {
             if within { "within" } else { "over" },
         );
     }
-    summary("the memory sweep (default ladders)", &memory);
-    summary(
-        "every case (the memory sweep and the rotated ladders)",
-        &all,
-    );
+    if !memory.lin.is_empty() {
+        summary("the memory sweep (default ladders)", &memory);
+    }
+    if all.lin.len() > memory.lin.len() {
+        summary(
+            "every case (the memory sweep and the rotated ladders)",
+            &all,
+        );
+    }
+    if !plant.lin.is_empty() {
+        summary(
+            "planted failures and step growth at every position (default ladders)",
+            &plant,
+        );
+    }
     if !ok {
         eprintln!("gpu_seconds: a verdict differed from full-step linear search");
         std::process::exit(1);

@@ -635,3 +635,91 @@ async fn pinned_memory_holds_offloaded_weights_in_host_ram() {
         used[1]
     );
 }
+
+/// SD1.5 at 512×512 (20 steps) with a 2× model upscale after the decode: a graph with every
+/// stage a failure can be planted at.
+fn sd15_upscaled() -> Value {
+    let mut p = sd15(512, 512, 1, 20);
+    p["11"] = json!({"class_type": "UpscaleModelLoader", "inputs": {"model_name": "random_compact_x2.safetensors"}});
+    p["12"] = json!({"class_type": "ImageUpscaleWithModel", "inputs": {"upscale_model": ["11", 0], "image": ["8", 0]}});
+    p["9"]["inputs"]["images"] = json!(["12", 0]);
+    p
+}
+
+/// The `plant` fault on a graph that fits with room to spare: each stage fails as the memory
+/// model fails it (the node, progress, the diagnosis's stage and consistent numbers), and only
+/// while its condition holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_failure_fails_its_stage_only_when_its_condition_holds() {
+    use comfy_bisect_core::diagnose::{Kind, Stage};
+    use comfy_bisect_sim::{Faults, Plant};
+    let planted = |plant: &str| {
+        SimConfig::default().with_faults(Faults::default().with_plant(Plant::parse(plant).unwrap()))
+    };
+    let prompt = sd15_upscaled();
+    // 512 × 512 pixels at every stage here (the upscaler's input is the decoded image).
+    for (plant, node, progress, stage) in [
+        (
+            "sample_first:class=ImageUpscaleWithModel",
+            "KSampler",
+            0,
+            Stage::SampleFirst,
+        ),
+        (
+            "sample_middle:pixels>=262144",
+            "KSampler",
+            10,
+            Stage::SampleMiddle,
+        ),
+        (
+            "decode:class=UpscaleModelLoader",
+            "VAEDecode",
+            0,
+            Stage::Decode,
+        ),
+        (
+            "postprocess:pixels>=262144",
+            "ImageUpscaleWithModel",
+            0,
+            Stage::Postprocess,
+        ),
+    ] {
+        let f = fail(planted(plant), &prompt).await;
+        assert_eq!(f.error["node_type"], node, "{plant}");
+        assert_eq!(f.progress, progress, "{plant}: {:?}", f.types);
+        assert_eq!(f.error["exception_type"], "torch.OutOfMemoryError");
+        let message = f.error["exception_message"].as_str().unwrap();
+        assert!(
+            message.starts_with("CUDA out of memory. Tried to allocate"),
+            "{message}"
+        );
+        assert!(message.ends_with(TIPS), "{message}");
+        let d = diagnosed(&f, 20);
+        assert_eq!(d.kind, Kind::CudaOom, "{plant}");
+        assert!(
+            d.stage == stage || d.stage_candidates.contains(&stage),
+            "{plant}: diagnosed {:?} ({}) {:?}",
+            d.stage,
+            d.stage_evidence,
+            d.stage_candidates
+        );
+        assert!(d.numbers_consistent, "{plant}: {:?}", d.inconsistencies);
+    }
+    // The condition does not hold: a class absent, a count not reached, a threshold above the
+    // stage's work, a stage the graph does not have.
+    for plant in [
+        "sample_first:class=LoraLoader",
+        "decode:class=KSampler>=2",
+        "sample_middle:pixels>=262145",
+        "postprocess:pixels>=1",
+    ] {
+        let bare = sd15(512, 512, 1, 20);
+        let p = if plant.starts_with("postprocess") {
+            &bare
+        } else {
+            &prompt
+        };
+        let (ok, _) = passes(planted(plant), p).await;
+        assert!(ok, "{plant}");
+    }
+}

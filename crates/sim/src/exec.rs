@@ -648,7 +648,11 @@ async fn run_node(
         let mut st = inst.lock();
         st.gpu.step_growth = inst.shared.faults().step_growth_bytes;
         st.gpu.previews = previews;
-        st.gpu.plan(&work)
+        let plan = st.gpu.plan(&work);
+        match run.faults.plant.as_ref().filter(|p| p.fires(prompt, &work)) {
+            Some(p) => st.gpu.planted(plan, p.stage),
+            None => plan,
+        }
     };
     for note in &plan.notes {
         tracing::info!(node = id, "{note}");

@@ -28,6 +28,7 @@ mod media;
 pub mod memory;
 pub mod nodes;
 pub mod oom;
+pub mod plant;
 pub mod profile;
 mod server;
 mod state;
@@ -36,6 +37,7 @@ pub mod validate;
 pub use flags::Launch;
 pub use memory::{Stage, GIB, MIB};
 pub use oom::Allocator;
+pub use plant::{Condition, Plant};
 pub use profile::Profile;
 
 use serde_json::Value;
@@ -86,6 +88,10 @@ pub struct Faults {
     /// with the step count and an OOM there shows at many steps but not at few
     /// (`sample_middle`).
     pub step_growth_bytes: u64,
+    /// A CUDA OOM planted at one stage once a condition holds in the submitted graph
+    /// (`plant=STAGE:class=NAME[>=K]` or `plant=STAGE:pixels>=N`, see [`Plant`]): puts a
+    /// failure of a chosen stage at a chosen step of a ladder.
+    pub plant: Option<Plant>,
     /// Each prompt's frames to its submitter's socket are held back (in order) until a
     /// `GET /history` answer has included the prompt: the client learns the end from history
     /// before it can read any of the socket's frames.
@@ -290,6 +296,11 @@ impl Faults {
         self.aimdo_error = true;
         self
     }
+    /// A failure planted at a stage once a condition holds (see [`Faults::plant`]).
+    pub fn with_plant(mut self, plant: Plant) -> Self {
+        self.plant = Some(plant);
+        self
+    }
 
     /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
@@ -297,7 +308,7 @@ impl Faults {
     /// ws-flood=N,flat-product,nan-decode,hang-second-run[=ignore-interrupt],aimdo-error,
     /// crash-on=N[:N…],
     /// revive-after=MS,lowvram-after=N,pack-added-after=N,pack-removed-after=N,leak=SIZE,
-    /// step-growth=SIZE`
+    /// step-growth=SIZE,plant=STAGE:class=NAME[>=K]|pixels>=N`
     /// (`slow-history` defaults to 2000 ms; `none` or empty = no faults).
     pub fn parse(list: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
@@ -360,6 +371,7 @@ impl Faults {
                     f.step_growth_bytes =
                         parse_size(size).map_err(|e| format!("--faults: step-growth: {e}"))?
                 }
+                ("plant", Some(arg)) => f.plant = Some(Plant::parse(arg)?),
                 ("leak", Some(size)) => {
                     f.leak_bytes = parse_size(size).map_err(|e| format!("--faults: leak: {e}"))?
                 }
@@ -381,7 +393,7 @@ impl Faults {
                          silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
                          hang-second-run[=ignore-interrupt], aimdo-error, crash-on=N[:N…], revive-after=MS, \
                          lowvram-after=N, pack-added-after=N, pack-removed-after=N, leak=SIZE, \
-                         step-growth=SIZE"
+                         step-growth=SIZE, plant=STAGE:class=NAME[>=K]|pixels>=N"
                     ))
                 }
             }
@@ -444,6 +456,9 @@ impl std::fmt::Display for Faults {
         }
         if self.step_growth_bytes > 0 {
             items.push(format!("step-growth={}", self.step_growth_bytes));
+        }
+        if let Some(plant) = &self.plant {
+            items.push(format!("plant={plant}"));
         }
         if let Some(target) = &self.missing_output {
             items.push(format!("missing-output={target}"));
@@ -897,7 +912,8 @@ mod tests {
         let list = "crash-mid-run,drop-socket,slow-history=150,crash-on=3:4,leak=1048576,\
                     missing-output=#22,short-video=2,revive-after=500,silent-socket,queue-hides,\
                     history-500,step-growth=2048,flat-product,nan-decode,\
-                    hang-second-run=ignore-interrupt,aimdo-error";
+                    hang-second-run=ignore-interrupt,aimdo-error,\
+                    plant=sample_middle:class=KSamplerAdvanced>=2";
         let config = SimConfig {
             faults: Faults::parse(list).unwrap(),
             ..SimConfig::default()
@@ -972,6 +988,22 @@ mod tests {
             64 * MIB
         );
         assert!(Faults::parse("step-growth=lots").is_err());
+        // `plant=STAGE:CONDITION` (the grammar's cases are in `plant.rs`).
+        let f = Faults::parse("plant=decode:pixels>=786432,drop-socket").unwrap();
+        assert_eq!(
+            f.plant,
+            Some(Plant {
+                stage: Stage::Decode,
+                when: Condition::Pixels(786432)
+            })
+        );
+        assert!(f.drop_socket);
+        assert_eq!(
+            Faults::parse("plant=postprocess:class=RIFE VFI").unwrap(),
+            Faults::default().with_plant(Plant::parse("postprocess:class=RIFE VFI").unwrap())
+        );
+        assert!(Faults::parse("plant").is_err());
+        assert!(Faults::parse("plant=load:class=X").is_err());
         let f = Faults::parse("crash-on=3:4,revive-after=200ms").unwrap();
         assert_eq!(f.crash_on, vec![3, 4]);
         assert_eq!(f.revive_after_ms, Some(200));

@@ -7,7 +7,8 @@ use super::sizes::{Family, ImageVal, LatentVal, ModelVal, VaeKind};
 use super::{GIB, INFERENCE_RESERVE, MIB};
 
 /// Where in a run a failure happens (the diagnosis vocabulary of the OOM fixtures).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// In the order a run meets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
     Load,
     Condition,
@@ -186,6 +187,34 @@ impl Gpu {
             partial: false,
             lora_patch: false,
         }
+    }
+
+    /// `plan` with a failure planted at `stage` (the `plant` fault): the OOM this model raises
+    /// there, asking for more than is free — a sampler on its first step or after half its
+    /// steps (`sample_middle`, at least one), a decode or a post-processing node before any
+    /// progress. A failure of the node's own that comes first (an earlier stage, or the same
+    /// stage no later) is kept.
+    pub fn planted(&mut self, mut plan: Plan, stage: Stage) -> Plan {
+        let after_steps = match stage {
+            Stage::SampleMiddle => (plan.steps / 2).max(1),
+            _ => 0,
+        };
+        if plan
+            .oom
+            .as_ref()
+            .is_some_and(|o| (o.stage, o.after_steps) <= (stage, after_steps))
+        {
+            return plan;
+        }
+        let requested = self.free() + 512 * MIB;
+        let mut oom = self.oom(stage, after_steps, requested);
+        oom.tiled_fallback = stage == Stage::Decode
+            && plan
+                .console
+                .iter()
+                .any(|l| l.starts_with("Warning: Ran out of memory"));
+        plan.oom = Some(oom);
+        plan
     }
 
     /// Decides what a node does to memory and whether it fails. Mutates the loaded-model

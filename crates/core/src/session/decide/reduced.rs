@@ -67,40 +67,55 @@ pub fn weighable(costs: &[StepCost]) -> bool {
 /// Whether running `step` at few steps pays, from the predicted `costs` of every ladder step;
 /// `open` is the number of places the first failure can still be at, the probe's own among
 /// them (the steps after the last pass up to the first failure, or past the target when none
-/// failed yet). Three conditions, all needed:
+/// failed yet), and `rerun` the share of the probe's full time a failure there would cost again
+/// at full steps ([`failure_rerun`]). Three conditions, all needed:
 ///
 /// * the saving (full − reduced) is at least [`MIN_SAVING_SHARE`] of the run's full time;
 /// * it is at least [`MIN_SAVING_OF_LARGEST`] of the largest predicted full run;
 /// * it outweighs the expected confirmation: the probe becomes the last pass (always re-run at
-///   full steps) when the failure is at the next place, and the first failure (re-run when its
-///   stage depends on the step count, taken as half the time) when it is at its own — with
-///   every place equally likely, a full re-run with probability 1.5 / `open`.
-pub fn reduce_pays(costs: &[StepCost], step: usize, open: usize) -> bool {
+///   full steps) when the failure is at the next place, and the first failure (re-run at full
+///   steps when its stage depends on the step count: `rerun`) when it is at its own — with
+///   every place equally likely, a full re-run with probability (1 + `rerun`) / `open`.
+pub fn reduce_pays(costs: &[StepCost], step: usize, open: usize, rerun: f64) -> bool {
     let Some(c) = costs.get(step) else {
         return false;
     };
     let largest = costs.iter().map(|c| c.full).fold(0.0, f64::max);
     let saving = c.full - c.reduced;
-    let confirm = (1.5 / open.max(1) as f64).min(1.0);
+    let confirm = ((1.0 + rerun.clamp(0.0, 1.0)) / open.max(1) as f64).min(1.0);
     saving >= MIN_SAVING_SHARE * c.full
         && saving >= MIN_SAVING_OF_LARGEST * largest
         && saving > confirm * c.full
 }
 
-/// The number of places the first failure can still be at for a probe of the reduced search:
-/// from the last pass below the first failure (or the minimal variant) to the first failure (or
-/// one past the target).
-fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -> usize {
+/// For a probe of the reduced search: the number of places the first failure can still be at
+/// (from the last pass below the first failure, or the minimal variant, to the first failure,
+/// or one past the target), and the share of the probe's full time a failure there would cost
+/// again at full steps. That share comes from the failure the search is narrowing down, the
+/// lowest failing run so far: a probe that fails most likely fails the same way, so none when
+/// that run failed in a stage whose failure stands at few steps ([`STEP_INDEPENDENT_STAGES`]),
+/// all of it when its stage can depend on the step count (a reduced failure there is re-run at
+/// full steps), half when nothing has failed yet or the stage is unknown.
+fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -> (usize, f64) {
     let n = job.steps.len().saturating_sub(1);
     let result = |k: usize| first_result(job, k, options, env);
-    let hi = (0..=n)
-        .find(|&k| result(k).is_some_and(|r| !r.passed))
-        .unwrap_or(n + 1);
-    let lo = (0..hi)
+    let hi = (0..=n).find(|&k| result(k).is_some_and(|r| !r.passed));
+    let lo = (0..hi.unwrap_or(n + 1))
         .rev()
         .find(|&k| result(k).is_some_and(|r| r.passed))
         .unwrap_or(0);
-    hi - lo
+    let rerun = failure_rerun(hi.and_then(result).and_then(|r| stage_of(r.run)));
+    (hi.unwrap_or(n + 1) - lo, rerun)
+}
+
+/// The share of a probe's full time its failure would cost again at full steps when it fails
+/// like a run that failed in `stage` (see [`open_places`]): 0, 1, or ½ without a stage.
+pub fn failure_rerun(stage: Option<String>) -> f64 {
+    match stage {
+        Some(s) if STEP_INDEPENDENT_STAGES.contains(&s.as_str()) => 0.0,
+        Some(_) => 1.0,
+        None => 0.5,
+    }
 }
 
 /// The next action, the phase, and the step cap of the run it asks for (None: full steps).
@@ -132,9 +147,10 @@ pub(super) fn decide(
         Decision::Run { .. } if walking(job, &search_options, env) => return (phase, d, None),
         // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
         Decision::Run { step, .. } => {
-            let pays = costs
-                .filter(|c| weighable(c))
-                .is_none_or(|c| reduce_pays(c, step, open_places(job, &search_options, env)));
+            let pays = costs.filter(|c| weighable(c)).is_none_or(|c| {
+                let (open, rerun) = open_places(job, &search_options, env);
+                reduce_pays(c, step, open, rerun)
+            });
             return (phase, d, pays.then_some(cap));
         }
         Decision::Confirm { .. } => return (phase, d, Some(cap)),

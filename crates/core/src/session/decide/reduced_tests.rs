@@ -204,16 +204,63 @@ fn few_steps_pay_only_for_a_large_saving_on_a_run_that_is_not_cheap() {
         cost(30.0, 25.0),
         cost(12.0, 2.0),
     ];
-    assert!(reduce_pays(&costs, 1, 4));
+    assert!(reduce_pays(&costs, 1, 4, 0.5));
     // … but not when it is the only place left (1.5 / 2: a full re-run is likely).
-    assert!(reduce_pays(&costs, 1, 2) == (80.0 > 0.75 * 100.0));
-    assert!(!reduce_pays(&[cost(100.0, 30.0)], 0, 2));
+    assert!(reduce_pays(&costs, 1, 2, 0.5) == (80.0 > 0.75 * 100.0));
+    assert!(!reduce_pays(&[cost(100.0, 30.0)], 0, 2, 0.5));
     // A variant whose time is mostly load saves too small a share (5 of 30 s).
-    assert!(!reduce_pays(&costs, 2, 8));
+    assert!(!reduce_pays(&costs, 2, 8, 0.5));
     // A cheap variant (10 of 12 s saved, but the largest run is 100 s) is not worth it.
-    assert!(!reduce_pays(&costs, 3, 8));
+    assert!(!reduce_pays(&costs, 3, 8, 0.5));
     // No prediction for the step: it runs at full steps.
-    assert!(!reduce_pays(&costs, 9, 8));
+    assert!(!reduce_pays(&costs, 9, 8, 0.5));
+}
+
+#[test]
+fn the_expected_confirmation_follows_the_stage_of_the_failure_being_narrowed_down() {
+    // The failure's stage: one that stands at few steps costs no re-run, one that can depend
+    // on the step count a whole one, none known half.
+    for stage in ["load", "condition", "sample_first", "decode", "postprocess"] {
+        assert_eq!(failure_rerun(Some(stage.into())), 0.0, "{stage}");
+    }
+    assert_eq!(failure_rerun(Some("sample_middle".into())), 1.0);
+    assert_eq!(failure_rerun(None), 0.5);
+    // The last place left (open = 2), saving 70 %: a re-run only when the probe passes (½)
+    // pays; with the failure's re-run too (½ + ½) it does not.
+    let costs = [cost(10.0, 8.0), cost(100.0, 30.0)];
+    assert!(reduce_pays(&costs, 1, 2, 0.0));
+    assert!(!reduce_pays(&costs, 1, 2, 0.5));
+    assert!(!reduce_pays(&costs, 1, 2, 1.0));
+    // Four places left, saving 45 %: (1 + 1) / 4 = 50 % is too much, (1 + 0) / 4 is not.
+    let costs = [cost(10.0, 8.0), cost(100.0, 55.0)];
+    assert!(reduce_pays(&costs, 1, 4, 0.0));
+    assert!(!reduce_pays(&costs, 1, 4, 1.0));
+    // Driven: a decode failure high up (it stands at few steps) — the last place left, step 4,
+    // now runs at few steps too; a failure in the middle of sampling (re-run at full steps)
+    // keeps it at full steps. The verdict is the full-step one either way.
+    let costs = [
+        cost(3.0, 2.0),
+        cost(5.0, 3.0),
+        cost(8.0, 6.0),
+        cost(100.0, 30.0),
+        cost(100.0, 30.0),
+        cost(110.0, 35.0),
+    ];
+    let options = opts(Strategy::Linear, Some(4));
+    let decode = |s: usize, _| if s >= 4 { Err("decode") } else { Ok(()) };
+    let (v, made) = drive_with(5, &options, Some(&costs), &decode);
+    assert_eq!(boundary(&v), (3, 4));
+    assert!(
+        made.contains(&(4, true)) && !made.contains(&(4, false)),
+        "{made:?}"
+    );
+    let middle = |s: usize, _| if s >= 4 { Err("sample_middle") } else { Ok(()) };
+    let (v, made) = drive_with(5, &options, Some(&costs), &middle);
+    assert_eq!(boundary(&v), (3, 4));
+    assert!(
+        made.contains(&(4, false)) && !made.contains(&(4, true)),
+        "{made:?}"
+    );
 }
 
 #[test]
@@ -252,7 +299,8 @@ fn with_predictions_cheap_variants_run_at_full_steps_and_the_verdict_stays() {
     let (_, old) = drive(5, &options, &model);
     assert!(old.len() > made.len(), "{old:?}");
     // A decode failure high up: the large variants are searched at few steps while a full
-    // re-run is unlikely; step 4, the only place left, runs at full steps at once.
+    // re-run is unlikely; so is step 4, the only place left, since a decode failure there
+    // would stand at few steps (the target's failure was a decode one): only a pass is re-run.
     let model = |s: usize, _| if s >= 4 { Err("decode") } else { Ok(()) };
     let (v, made) = drive_with(5, &options, Some(&costs), &model);
     assert_eq!(boundary(&v), (3, 4));
@@ -264,7 +312,7 @@ fn with_predictions_cheap_variants_run_at_full_steps_and_the_verdict_stays() {
             (1, false),
             (2, false),
             (3, true),
-            (4, false),
+            (4, true),
             (3, false)
         ]
     );
