@@ -9,8 +9,8 @@ use super::decide::{decide_steps_in, Decision};
 use super::index::{self, CheckMark, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome,
-    PackOfClass, Phase, RunEntry, RunFile, RunRole, RunStatus, SessionFile, SessionPaths,
-    SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
+    PackOfClass, Phase, ReducedSteps, RunEntry, RunFile, RunRole, RunStatus, SessionFile,
+    SessionPaths, SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
     RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
 use super::predict;
@@ -1082,7 +1082,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
             entry
                 .reduced
                 .as_ref()
-                .map(super::progress::reduced_mark)
+                .map(ReducedSteps::mark)
                 .unwrap_or_default()
         );
         let (limit, why) = self.run_limit();
@@ -1490,7 +1490,7 @@ pub(crate) fn describe_run(entry: &RunEntry) -> String {
         entry
             .reduced
             .as_ref()
-            .map(super::progress::reduced_mark)
+            .map(ReducedSteps::mark)
             .unwrap_or_default(),
         serde_json::to_value(entry.role)
             .ok()

@@ -3,7 +3,7 @@
 //! (cron and systemd logs).
 
 use super::driver::Hooks;
-use super::journal::{ReducedSteps, RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
+use super::journal::{RunEntry, RunRole, SessionFile, SessionPaths, WorkflowJob};
 use crate::comfy::TrackerEvent;
 use crate::run::{RunEvent, RunObserver};
 use crate::units::compact_duration as human;
@@ -263,22 +263,6 @@ impl Hooks for ProgressView {
     }
 }
 
-/// ` · at 4 of 20 steps`: the mark of a run made at a reduced step count (`--search-steps`), in
-/// its progress line and its line when it ended; the cap of the `steps` inputs it lowered and
-/// the largest of them in the variant (samplers with different counts: the largest).
-pub(crate) fn reduced_mark(reduced: &ReducedSteps) -> String {
-    let full = reduced
-        .changes
-        .iter()
-        .filter(|c| c.input.as_deref() == Some("steps"))
-        .filter_map(|c| c.from.as_ref().and_then(|v| v.as_u64()))
-        .max();
-    match full {
-        Some(full) => format!(" · at {} of {full} steps", reduced.cap),
-        None => format!(" · at {} steps", reduced.cap),
-    }
-}
-
 /// The progress line: ladder, run, node, sampler step, times and the ETA.
 fn message(s: &State) -> String {
     let mut msg = format!("[{}] {}", s.ladder, s.label);
@@ -381,6 +365,7 @@ impl StepClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::journal::ReducedSteps;
 
     #[test]
     fn time_per_step_leaves_out_the_first_step_and_follows_the_recent_ones() {
@@ -468,7 +453,7 @@ mod tests {
                 set("15", "steps", 20, 4),
             ],
         };
-        assert_eq!(reduced_mark(&reduced), " · at 4 of 20 steps");
+        assert_eq!(reduced.mark(), " · at 4 of 20 steps");
         let mut entry = RunEntry {
             increment: "resolution".into(),
             reduced: Some(reduced),

@@ -489,6 +489,24 @@ pub struct ReducedSteps {
     pub changes: Vec<Change>,
 }
 
+impl ReducedSteps {
+    /// ` · at 4 of 20 steps`: the mark of a run made at a reduced step count (`--search-steps`), in
+    /// its progress line and its line when it ended; the cap of the `steps` inputs it lowered and
+    /// the largest of them in the variant (samplers with different counts: the largest).
+    pub fn mark(&self) -> String {
+        let full = self
+            .changes
+            .iter()
+            .filter(|c| c.input.as_deref() == Some("steps"))
+            .filter_map(|c| c.from.as_ref().and_then(|v| v.as_u64()))
+            .max();
+        match full {
+            Some(full) => format!(" · at {} of {full} steps", self.cap),
+            None => format!(" · at {} steps", self.cap),
+        }
+    }
+}
+
 #[cfg(test)]
 impl RunEntry {
     /// A finished search run at `step` with `outcome`, nothing else recorded (unit tests set
