@@ -175,6 +175,7 @@ const ZERO_WORK: Work = Work {
     steps: 0,
     pixels: 0,
     frames: 1,
+    latent_frames: Some(1),
     batch: 1,
     models: None,
 };

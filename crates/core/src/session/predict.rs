@@ -4,8 +4,9 @@
 //! hands it the journal and the work of each ladder step.
 //!
 //! The model (docs/sessions.md says it with its limits): a run is setup + steps × time per
-//! step + post, each part following what it scales with. Time per step and post time follow
-//! the work (latent pixels × frames × batch) as a power of it through the finished runs nearest
+//! step + post, each part following what it scales with. Time per step follows the work
+//! (pixels × latent frames × batch, [`Work::units`]) and post time the decoded work (frames as
+//! asked, [`Work::decoded_units`]), each as a power of it through the finished runs nearest
 //! in work; with one run, the step time proportionally ([`ONE_POINT_STEP_EXPONENT`]) and the
 //! post time as its square root ([`ONE_POINT_POST_EXPONENT`]). Setup follows the
 //! models: the one of a finished run that loads the same models ([`Work::models`]), cold apart
@@ -106,19 +107,29 @@ pub fn predict_run(
     if seen.is_empty() {
         return None;
     }
-    let units = work.units();
+    // A step works on the latent frames; a journal written before they were kept has only the
+    // frames as asked, and then every run is compared in those (one measure for all).
+    let latent = seen.iter().all(|o| o.work.latent_frames.is_some());
+    let step_units = |w: &Work| {
+        if latent {
+            w.units()
+        } else {
+            w.decoded_units()
+        }
+    };
     let per_step: Vec<(f64, f64)> = seen
         .iter()
         .filter(|o| o.phases.steps > 0)
-        .map(|o| (o.work.units(), o.phases.step_ms))
+        .map(|o| (step_units(&o.work), o.phases.step_ms))
         .collect();
-    let step_ms = follow_work(&per_step, units, STEP_SCALING).unwrap_or(0.0);
+    let step_ms = follow_work(&per_step, step_units(work), STEP_SCALING).unwrap_or(0.0);
+    // After the last step the VAE decodes, and the run writes, the frames as asked.
     let passed: Vec<(f64, f64)> = seen
         .iter()
         .filter(|o| o.passed)
-        .map(|o| (o.work.units(), o.phases.post_ms as f64))
+        .map(|o| (o.work.decoded_units(), o.phases.post_ms as f64))
         .collect();
-    let post_ms = follow_work(&passed, units, POST_SCALING).unwrap_or(0.0);
+    let post_ms = follow_work(&passed, work.decoded_units(), POST_SCALING).unwrap_or(0.0);
     // Setup: loading scales with the models, not with the latent. A run of the same models
     // first (either digest unknown: not the same), then one that reached every sampler step
     // (a run that failed mid-sampling measured only the setup before its failure: a second
@@ -369,6 +380,7 @@ mod tests {
             steps,
             pixels,
             frames: 1,
+            latent_frames: Some(1),
             batch: 1,
             models: None,
         }
@@ -410,6 +422,35 @@ mod tests {
         let e = predict_run(&one, 0, 3, &work(250, 10), true).unwrap();
         assert_eq!(e.steps, Duration::from_millis(250));
         assert_eq!(e.post, Duration::from_millis(200));
+    }
+
+    #[test]
+    fn steps_follow_the_latent_frames_and_post_the_frames_as_asked() {
+        let video = |frames: u64, latent: Option<u64>| Work {
+            frames,
+            latent_frames: latent,
+            ..work(100, 10)
+        };
+        // The minimal variant of a Wan workflow: 5 frames, 2 latent frames; the target: 81, 21.
+        let minimal = Observed {
+            work: video(5, Some(2)),
+            ..seen(0, 100, 100.0, 1000, 400)
+        };
+        let target = video(81, Some(21));
+        let near = |d: Duration, s: f64| (d.as_secs_f64() - s).abs() < 1e-6;
+        let e = predict_run(&[minimal], 0, 3, &target, true).unwrap();
+        // 10.5× the tokens per step, 10 steps of 100 ms.
+        assert!(near(e.steps, 10.5), "{:?}", e.steps);
+        // The decode: √(81 / 5) × 400 ms.
+        assert!(near(e.post, 0.4 * (81.0f64 / 5.0).sqrt()), "{:?}", e.post);
+        // A journal written before the latent frames were kept: its run and the next one are
+        // both counted in frames as asked.
+        let old = Observed {
+            work: video(5, None),
+            ..minimal
+        };
+        let e = predict_run(&[old], 0, 3, &target, true).unwrap();
+        assert!(near(e.steps, 16.2), "{:?}", e.steps);
     }
 
     #[test]

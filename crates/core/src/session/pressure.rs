@@ -20,9 +20,9 @@ pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
 /// clock and scheduling noise would decide the ratio.
 pub const MIN_TIMED_STEP_S: f64 = 0.02;
 
-/// The work of one sampler step, in the units of the conservative bound: latent pixels ×
-/// frames × batch as the ladder measures it (`ladder::work`: the catalog's size and frame
-/// sources), doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice); `None` when
+/// The work of one sampler step, in the units of the conservative bound (issue #23: the
+/// tokens): pixels × latent frames × batch as the ladder measures it (`ladder::work`: the
+/// catalog's size and frame sources and their temporal compression), doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice); `None` when
 /// the graph has no size (it comes from an input image).
 pub fn work_of(workflow: &Workflow) -> Option<f64> {
     let work = super::predict::work_of(workflow);
@@ -298,9 +298,11 @@ mod tests {
     }
 
     #[test]
-    fn work_is_pixels_frames_batch_and_cfg_doubles_it() {
-        assert_eq!(work_of(&wan(64, 32, 5, 1.0)), Some(64.0 * 32.0 * 5.0));
-        assert_eq!(work_of(&wan(64, 32, 5, 3.5)), Some(2.0 * 64.0 * 32.0 * 5.0));
+    fn work_is_pixels_latent_frames_batch_and_cfg_doubles_it() {
+        // 5 frames of a HunyuanVideo latent are ((5 - 1) // 4) + 1 = 2 latent frames; 81 are 21.
+        assert_eq!(work_of(&wan(64, 32, 5, 1.0)), Some(64.0 * 32.0 * 2.0));
+        assert_eq!(work_of(&wan(64, 32, 5, 3.5)), Some(2.0 * 64.0 * 32.0 * 2.0));
+        assert_eq!(work_of(&wan(64, 32, 81, 1.0)), Some(64.0 * 32.0 * 21.0));
         let no_size = graph(json!({
             "1": {"class_type": "LoadImage", "inputs": {"image": "a.png"}}}));
         assert_eq!(work_of(&no_size), None);

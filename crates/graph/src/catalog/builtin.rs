@@ -1,8 +1,10 @@
 //! The built-in class table: core ComfyUI and the custom packs described in the node-role notes
 //! (GGUF, KJNodes, TeaCache, MagCache, WaveSpeed, Frame-Interpolation, VideoHelperSuite, rgthree,
-//! UltimateSDUpscale, Impact Pack, WanVideoWrapper, HunyuanVideoWrapper, Easy-Use, LTXVideo).
+//! UltimateSDUpscale, Impact Pack, WanVideoWrapper, HunyuanVideoWrapper, Easy-Use, LTXVideo),
+//! and the latent frame count of the frame sources among them.
 
 use super::Role::{self, *};
+use super::Temporal::{self, *};
 
 /// Class name → roles.
 pub(super) const CLASSES: &[(&str, &[Role])] = &[
@@ -291,4 +293,68 @@ pub(super) const CLASSES: &[(&str, &[Role])] = &[
     ("Image Comparer (rgthree)", &[Output]),
     ("easy imageSave", &[Output]),
     ("easy preview", &[Output]),
+];
+
+/// Frame source → how many latent frames its latent (or embeds) has for the frames it is asked
+/// for, each read from the node's upstream source; a frame source not listed counts its frames
+/// as asked. Core nodes: Comfy-Org/ComfyUI `comfy_extras/` (0.3.64, a125cd84, unless said).
+/// Several Wan nodes add latent frames for input images (a reference, a continued motion) that
+/// the graph's literals do not say; only the frames asked for are counted.
+pub(super) const TEMPORAL: &[(&str, Temporal)] = &[
+    // nodes_hunyuan.py: `((length - 1) // 4) + 1`; the 1.5 nodes in later versions (9dbaca11).
+    ("EmptyHunyuanLatentVideo", Stride(4)),
+    ("HunyuanImageToVideo", Stride(4)),
+    ("EmptyHunyuanVideo15Latent", Stride(4)),
+    ("HunyuanVideo15ImageToVideo", Stride(4)),
+    // nodes_lt.py: `((length - 1) // 8) + 1`.
+    ("EmptyLTXVLatentVideo", Stride(8)),
+    ("LTXVImgToVideo", Stride(8)),
+    // nodes_mochi.py: `((length - 1) // 6) + 1`.
+    ("EmptyMochiLatentVideo", Stride(6)),
+    // nodes_cosmos.py: 8 for Cosmos 1, 4 for Predict2.
+    ("EmptyCosmosLatentVideo", Stride(8)),
+    ("CosmosImageToVideoLatent", Stride(8)),
+    ("CosmosPredict2ImageToVideoLatent", Stride(4)),
+    // nodes_wan.py: `((length - 1) // 4) + 1` (WanFunInpaintToVideo through
+    // WanFirstLastFrameToVideo, WanTrackToVideo through WanImageToVideo, the sound nodes through
+    // `wan_sound_to_video`); WanAnimate2ToVideo and WanInfiniteTalkToVideo in later versions
+    // (679f171b).
+    ("WanImageToVideo", Stride(4)),
+    ("WanFirstLastFrameToVideo", Stride(4)),
+    ("WanFunControlToVideo", Stride(4)),
+    ("Wan22FunControlToVideo", Stride(4)),
+    ("WanFunInpaintToVideo", Stride(4)),
+    ("WanCameraImageToVideo", Stride(4)),
+    ("WanPhantomSubjectToVideo", Stride(4)),
+    ("WanTrackToVideo", Stride(4)),
+    ("WanVaceToVideo", Stride(4)),
+    ("WanSoundImageToVideo", Stride(4)),
+    ("WanSoundImageToVideoExtend", Stride(4)),
+    ("WanHuMoImageToVideo", Stride(4)),
+    ("WanAnimateToVideo", Stride(4)),
+    ("Wan22ImageToVideoLatent", Stride(4)),
+    ("WanAnimate2ToVideo", Stride(4)),
+    ("WanInfiniteTalkToVideo", Stride(4)),
+    // nodes_camera_trajectory.py: the first pose repeated 4 times, then `f // 4` frames:
+    // `(length + 3) // 4`, the same count.
+    ("WanCameraEmbedding", Stride(4)),
+    // Later versions: nodes_scail.py, nodes_wanmove.py, nodes_wandancer.py, nodes_kandinsky5.py.
+    ("WanSCAILToVideo", Stride(4)),
+    ("WanMoveTrackToVideo", Stride(4)),
+    ("WanDancerVideo", Stride(4)),
+    ("Kandinsky5ImageToVideo", Stride(4)),
+    // nodes_minimax_h3.py (`temporal_shape`, 13a83ce7): the 17k + 5 frame grid.
+    ("MiniMaxH3ImageToVideo", MiniMaxH3),
+    ("MiniMaxH3ReferenceToVideo", MiniMaxH3),
+    // nodes_video_model.py: `video_frames` latents in the batch, no temporal compression.
+    ("SVD_img2vid_Conditioning", Stride(1)),
+    // kijai/ComfyUI-WanVideoWrapper nodes.py: `(num_frames - 1) // VAE_STRIDE[0] + 1`, stride
+    // (4, 8, 8).
+    ("WanVideoEmptyEmbeds", Stride(4)),
+    ("WanVideoImageToVideoEncode", Stride(4)),
+    // kijai/ComfyUI-HunyuanVideoWrapper hyvideo/diffusion/pipelines/pipeline_hunyuan_video.py:
+    // `latent_video_length = (video_length - 1) // 4 + 1`.
+    ("HyVideoSampler", Stride(4)),
+    // Lightricks/ComfyUI-LTXVideo easy_samplers.py: its latent is EmptyLTXVLatentVideo's.
+    ("LTXVBaseSampler", Stride(8)),
 ];

@@ -1,7 +1,8 @@
 //! What each node class is: its roles (diffusion-model loader, LoRA loader, size source, step
 //! cache, memory saver, post-processing…). Built-in knowledge of core ComfyUI and the popular
 //! custom packs, a fallback on the class signature from `/object_info` for unknown classes, and
-//! user declarations from a TOML file (`--catalog FILE`).
+//! user declarations from a TOML file (`--catalog FILE`). For the built-in frame sources, also
+//! how many latent frames their video latent has for the frames asked ([`temporal`]).
 //!
 //! The catalog only says *what* a node is; how to neutralise it is the ladder's business.
 
@@ -103,6 +104,42 @@ impl Role {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default()
     }
+}
+
+/// How many latent frames a video latent source makes of the frames the graph asks for: its
+/// VAE's temporal compression, as the node's upstream source computes it (`builtin.rs` cites
+/// each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temporal {
+    /// `(frames − 1) / n + 1` latent frames (integer division): the first frame alone, then one
+    /// per `n` (`Stride(1)`: one per frame).
+    Stride(u64),
+    /// MiniMax H3: the frames snapped up to the `17k + 5` grid (at least 5), then 2 latent
+    /// frames for the first 5 and 5 for every 17 after them.
+    MiniMaxH3,
+}
+
+impl Temporal {
+    /// The latent frames for `frames` asked frames.
+    pub fn latent_frames(self, frames: u64) -> u64 {
+        match self {
+            Temporal::Stride(n) => frames.saturating_sub(1) / n.max(1) + u64::from(frames > 0),
+            Temporal::MiniMaxH3 => {
+                let n = frames.max(5);
+                let aligned = n + (22 - n % 17) % 17;
+                (aligned - 5) / 17 * 5 + 2
+            }
+        }
+    }
+}
+
+/// The temporal compression of a built-in frame source; `None` for a class whose latent frame
+/// count is not known (its frames count as asked).
+pub fn temporal(class: &str) -> Option<Temporal> {
+    builtin::TEMPORAL
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map(|&(_, t)| t)
 }
 
 /// Class → roles, with a signature fallback for classes it does not know.
@@ -351,6 +388,50 @@ mod tests {
         assert!(c.has("RIFE VFI", Role::FrameInterpolation, &d));
         assert!(c.has("EmptyHunyuanLatentVideo", Role::FrameSource, &d));
         assert!(!c.has("ModelSamplingSD3", Role::StepCache, &d));
+    }
+
+    #[test]
+    fn latent_frames_follow_the_upstream_formulas() {
+        // Wan, HunyuanVideo: ((length - 1) // 4) + 1.
+        assert_eq!(Temporal::Stride(4).latent_frames(81), 21);
+        assert_eq!(Temporal::Stride(4).latent_frames(5), 2);
+        assert_eq!(Temporal::Stride(4).latent_frames(1), 1);
+        assert_eq!(Temporal::Stride(4).latent_frames(50), 13);
+        // LTXV: 8; Mochi: 6; SVD: none.
+        assert_eq!(Temporal::Stride(8).latent_frames(97), 13);
+        assert_eq!(Temporal::Stride(6).latent_frames(25), 5);
+        assert_eq!(Temporal::Stride(1).latent_frames(14), 14);
+        assert_eq!(Temporal::Stride(4).latent_frames(0), 0);
+        // MiniMax H3: 124 is on the 17k + 5 grid (37 latent frames); 6 snaps up to 22 (7);
+        // at most 5 frames: 2.
+        assert_eq!(Temporal::MiniMaxH3.latent_frames(124), 37);
+        assert_eq!(Temporal::MiniMaxH3.latent_frames(6), 7);
+        assert_eq!(Temporal::MiniMaxH3.latent_frames(22), 7);
+        assert_eq!(Temporal::MiniMaxH3.latent_frames(1), 2);
+        assert_eq!(Temporal::MiniMaxH3.latent_frames(5), 2);
+    }
+
+    #[test]
+    fn every_builtin_frame_source_has_its_temporal_compression() {
+        let c = Catalog::builtin();
+        let d = NodeDefs::default();
+        for (class, roles) in builtin::CLASSES {
+            if roles.contains(&Role::FrameSource) {
+                assert!(
+                    temporal(class).is_some(),
+                    "{class}: add its latent frame count from the upstream source to TEMPORAL"
+                );
+            }
+        }
+        for (class, _) in builtin::TEMPORAL {
+            assert!(
+                c.has(class, Role::FrameSource, &d),
+                "{class} is no frame source"
+            );
+        }
+        assert_eq!(temporal("WanImageToVideo"), Some(Temporal::Stride(4)));
+        assert_eq!(temporal("EmptyLTXVLatentVideo"), Some(Temporal::Stride(8)));
+        assert_eq!(temporal("MyLatent"), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! scalers, model upscalers with the scale in the model's name, batch repeats). Anything else on
 //! the way (a custom node, a loaded image) means "the graph does not say", never a guess. Pure.
 
+use crate::catalog::{self, Temporal};
 use crate::workflow::{Input, Workflow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -160,26 +161,27 @@ fn image_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
     }
 }
 
-/// Video latent sources with a `length` input: (temporal, spatial) compression of the VAE
-/// they are made for. The latent holds `(length − 1) / t + 1` frames of `width / s` ×
-/// `height / s` (integer division), which the VAE decodes to `(frames − 1) · t + 1` images of
-/// `s` times the latent size, batch after batch. `WanVaceToVideo` is not here: a reference
-/// image adds latent frames that `TrimVideoLatent` later removes.
-const VIDEO_LATENTS: &[(&str, u64, u64)] = &[
-    ("EmptyHunyuanLatentVideo", 4, 8),
-    ("HunyuanImageToVideo", 4, 8),
-    ("WanImageToVideo", 4, 8),
-    ("WanFirstLastFrameToVideo", 4, 8),
-    ("WanFunControlToVideo", 4, 8),
-    ("WanFunInpaintToVideo", 4, 8),
-    ("WanCameraImageToVideo", 4, 8),
-    ("WanPhantomSubjectToVideo", 4, 8),
-    ("Wan22ImageToVideoLatent", 4, 16),
-    ("EmptyMochiLatentVideo", 6, 8),
-    ("EmptyLTXVLatentVideo", 8, 32),
-    ("LTXVImgToVideo", 8, 32),
-    ("EmptyCosmosLatentVideo", 8, 8),
-    ("CosmosImageToVideoLatent", 8, 8),
+/// Video latent sources with a `length` input followed here: the spatial compression `s` of
+/// the VAE they are made for; the temporal one `t` is the catalog's ([`catalog::temporal`]).
+/// The latent holds `(length − 1) / t + 1` frames of `width / s` × `height / s` (integer
+/// division), which the VAE decodes to `(frames − 1) · t + 1` images of `s` times the latent
+/// size, batch after batch. `WanVaceToVideo` is not here: a reference image adds latent frames
+/// that `TrimVideoLatent` later removes.
+const VIDEO_LATENTS: &[(&str, u64)] = &[
+    ("EmptyHunyuanLatentVideo", 8),
+    ("HunyuanImageToVideo", 8),
+    ("WanImageToVideo", 8),
+    ("WanFirstLastFrameToVideo", 8),
+    ("WanFunControlToVideo", 8),
+    ("WanFunInpaintToVideo", 8),
+    ("WanCameraImageToVideo", 8),
+    ("WanPhantomSubjectToVideo", 8),
+    ("Wan22ImageToVideoLatent", 16),
+    ("EmptyMochiLatentVideo", 8),
+    ("EmptyLTXVLatentVideo", 32),
+    ("LTXVImgToVideo", 32),
+    ("EmptyCosmosLatentVideo", 8),
+    ("CosmosImageToVideoLatent", 8),
 ];
 
 /// The images a video latent source's `length` × `batch_size` decode to.
@@ -246,8 +248,11 @@ fn latent_of(w: &Workflow, node: &str, depth: usize) -> Option<ExpectedImages> {
             height: eighth(int(w, node, "height")? as u64),
             count: int(w, node, "video_frames")?.max(1) as u64,
         }),
-        c if VIDEO_LATENTS.iter().any(|(v, ..)| *v == c) => {
-            let &(_, t, s) = VIDEO_LATENTS.iter().find(|(v, ..)| *v == c)?;
+        c if VIDEO_LATENTS.iter().any(|(v, _)| *v == c) => {
+            let &(_, s) = VIDEO_LATENTS.iter().find(|(v, _)| *v == c)?;
+            let Some(Temporal::Stride(t)) = catalog::temporal(c) else {
+                return None;
+            };
             video_latent(w, node, t, s)
         }
         "VAEEncode" | "VAEEncodeTiled" => {
@@ -362,6 +367,16 @@ mod tests {
                 expected_images(&captured_prompt(file), node),
                 want,
                 "{file}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_followed_video_latent_has_its_stride_in_the_catalog() {
+        for (class, _) in VIDEO_LATENTS {
+            assert!(
+                matches!(catalog::temporal(class), Some(Temporal::Stride(_))),
+                "{class}"
             );
         }
     }

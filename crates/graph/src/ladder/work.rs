@@ -1,7 +1,9 @@
-//! The work a variant asks of the sampler, as its graph says it: sampler steps, and latent
-//! size × frames × batch (the run-time predictor scales measured seconds per step by it).
-//! Read from the catalog's roles (samplers, schedulers, size and frame sources) and literal
-//! inputs (or a primitive node's `value`); what the graph does not say counts as 1. Pure.
+//! The work a variant asks of the sampler, as its graph says it: sampler steps, and size ×
+//! latent frames × batch (the run-time predictor scales measured seconds per step by it, the
+//! memory-pressure bound squares its ratio). Read from the catalog's roles (samplers,
+//! schedulers, size and frame sources), its frame sources' temporal compression
+//! ([`crate::catalog::temporal`]) and literal inputs (or a primitive node's `value`); what the
+//! graph does not say counts as 1. Pure.
 
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::NodeDefs;
@@ -18,8 +20,15 @@ pub struct Work {
     pub steps: u32,
     /// Pixels of the largest latent source (width × height).
     pub pixels: u64,
-    /// Frames of the largest frame source (1 for an image).
+    /// Frames of the largest frame source as the graph asks for them (1 for an image): what
+    /// the VAE decodes and the run writes.
     pub frames: u64,
+    /// Latent frames the model samples for them, the largest over the frame sources: a video
+    /// latent compresses frames in time (81 Wan frames are 21 latent frames), a frame source
+    /// whose compression the catalog does not know counts its frames as asked. None in
+    /// journals written before it was kept (their work counts the frames as asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latent_frames: Option<u64>,
     /// Batch size of the largest latent source.
     pub batch: u64,
     /// Which models the run loads: a digest of the diffusion-model, text-encoder and VAE
@@ -31,8 +40,16 @@ pub struct Work {
 }
 
 impl Work {
-    /// Latent pixels × frames × batch: what one step's time scales with.
+    /// Pixels × latent frames × batch: the tokens one sampler step works on, what its time
+    /// scales with (frames as asked where the latent frames are not known).
     pub fn units(&self) -> f64 {
+        let frames = self.latent_frames.unwrap_or(self.frames);
+        self.pixels.max(1) as f64 * frames.max(1) as f64 * self.batch.max(1) as f64
+    }
+
+    /// Pixels × frames as asked × batch: what the VAE decodes and the run writes after the
+    /// last step.
+    pub fn decoded_units(&self) -> f64 {
         self.pixels.max(1) as f64 * self.frames.max(1) as f64 * self.batch.max(1) as f64
     }
 }
@@ -43,6 +60,7 @@ pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
         steps: 0,
         pixels: 0,
         frames: 1,
+        latent_frames: Some(1),
         batch: 1,
         models: None,
     };
@@ -78,6 +96,9 @@ pub fn work_of(w: &Workflow, catalog: &Catalog, defs: &NodeDefs) -> Work {
                 .find_map(|name| int(w, id, name));
             if let Some(frames) = frames {
                 out.frames = out.frames.max(frames);
+                let latent = crate::catalog::temporal(&node.class_type)
+                    .map_or(frames, |t| t.latent_frames(frames));
+                out.latent_frames = out.latent_frames.max(Some(latent));
             }
         }
         if has(Role::Sampler) {
@@ -152,11 +173,60 @@ mod tests {
                 steps: 20,
                 pixels: 1280 * 720,
                 frames: 81,
+                latent_frames: Some(21),
                 batch: 1,
                 models: None
             }
         );
-        assert_eq!(w.units(), (1280 * 720 * 81) as f64);
+        assert_eq!(w.units(), (1280 * 720 * 21) as f64);
+        assert_eq!(w.decoded_units(), (1280 * 720 * 81) as f64);
+    }
+
+    #[test]
+    fn video_latents_count_their_latent_frames() {
+        let latent = |class: &str, length: u64| {
+            let w = work(json!({
+                "1": {"class_type": class,
+                      "inputs": {"width": 832, "height": 480, "length": length, "batch_size": 1}},
+            }));
+            (w.frames, w.latent_frames, w.units())
+        };
+        // Wan: ((81 - 1) // 4) + 1 = 21; 5 frames are 2 latent frames, so 81 against 5 is
+        // 10.5× the tokens, not 16.2×.
+        assert_eq!(
+            latent("WanImageToVideo", 81),
+            (81, Some(21), (832 * 480 * 21) as f64)
+        );
+        assert_eq!(latent("WanImageToVideo", 5).1, Some(2));
+        // LTXV: ((97 - 1) // 8) + 1 = 13.
+        assert_eq!(latent("EmptyLTXVLatentVideo", 97).1, Some(13));
+        // A frame source the catalog knows only by its signature: frames as asked.
+        let defs = NodeDefs::from_value(&json!({
+            "MyVideoLatent": {"input": {"required": {"width": ["INT", {}], "height": ["INT", {}],
+                "length": ["INT", {}]}}, "output": ["LATENT"]}
+        }))
+        .unwrap();
+        let prompt = json!({"1": {"class_type": "MyVideoLatent",
+            "inputs": {"width": 64, "height": 64, "length": 81}}});
+        let w = crate::workflow::parse_api(&prompt, "t.json").unwrap();
+        let w = work_of(&w, &Catalog::builtin(), &defs);
+        assert_eq!((w.frames, w.latent_frames), (81, Some(81)));
+    }
+
+    #[test]
+    fn a_journal_without_latent_frames_counts_the_frames_as_asked() {
+        let old: Work =
+            serde_json::from_value(json!({"steps": 20, "pixels": 100, "frames": 81, "batch": 1}))
+                .unwrap();
+        assert_eq!(old.latent_frames, None);
+        assert_eq!(old.units(), 8100.0);
+        let new = serde_json::to_value(Work {
+            latent_frames: Some(21),
+            ..old
+        })
+        .unwrap();
+        assert_eq!(new["frames"], 81);
+        assert_eq!(new["latent_frames"], 21);
     }
 
     #[test]
@@ -170,8 +240,8 @@ mod tests {
             "9": {"class_type": "BasicScheduler", "inputs": {"steps": 6}},
         }));
         assert_eq!(
-            (w.steps, w.pixels, w.frames, w.batch),
-            (31, 768 * 512, 1, 4)
+            (w.steps, w.pixels, w.frames, w.latent_frames, w.batch),
+            (31, 768 * 512, 1, Some(1), 4)
         );
         // A graph that says nothing: no steps, one unit of work, no models.
         let empty = work(json!({"1": {"class_type": "SaveImage", "inputs": {}}}));
