@@ -109,7 +109,9 @@ fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -
 }
 
 /// The share of a probe's full time its failure would cost again at full steps when it fails
-/// like a run that failed in `stage` (see [`open_places`]): 0, 1, or ½ without a stage.
+/// like a run that failed in `stage` (the failure the search is narrowing down): 0 when that
+/// stage stands at few steps ([`STEP_INDEPENDENT_STAGES`]), 1 when it can depend on the step
+/// count, ½ without a stage.
 pub fn failure_rerun(stage: Option<String>) -> f64 {
     match stage {
         Some(s) if STEP_INDEPENDENT_STAGES.contains(&s.as_str()) => 0.0,
