@@ -249,4 +249,7 @@ fn a_strict_first_failure_headline_names_its_kind() {
             "{plain}: passed only through a memory fallback, counted as a failure by --strict"
         ))
     );
+    // A verdict whose run the journal no longer has still has its headline.
+    job.runs.clear();
+    assert_eq!(job.headline().as_deref(), Some(plain));
 }

@@ -610,9 +610,8 @@ impl WorkflowJob {
             let outcome = self
                 .runs
                 .iter()
-                .find(|r| &r.run_id == run_id)?
-                .outcome
-                .as_ref();
+                .find(|r| &r.run_id == run_id)
+                .and_then(|r| r.outcome.as_ref());
             match outcome {
                 Some(Outcome::MemoryPressure { .. }) => {
                     return Some(format!(
