@@ -248,7 +248,7 @@ pub fn assess(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::comfy::console::LoadFigures;
     use crate::run::timing::SamplerTiming;
@@ -266,14 +266,24 @@ mod tests {
         }))
     }
 
-    fn passed(s_per_step: u64, slowing: Option<f64>, events: Vec<MemoryEvent>) -> RunRecord {
+    /// A passed run of `workflow` with these memory events and nothing timed.
+    pub(in crate::session) fn passed_with(
+        workflow: &Workflow,
+        events: Vec<MemoryEvent>,
+    ) -> RunRecord {
         let mut r = super::super::evidence::bare_record(
             "r",
-            &wan(64, 32, 5, 1.0),
+            workflow,
             "http://127.0.0.1:8188",
             false,
             crate::run::Outcome::Passed,
         );
+        r.memory_events = events;
+        r
+    }
+
+    fn passed(s_per_step: u64, slowing: Option<f64>, events: Vec<MemoryEvent>) -> RunRecord {
+        let mut r = passed_with(&wan(64, 32, 5, 1.0), events);
         r.step_timing = vec![SamplerTiming {
             node: "2".into(),
             steps: 10,
@@ -285,11 +295,11 @@ mod tests {
             start_ms: None,
             end_ms: None,
         }];
-        r.memory_events = events;
         r
     }
 
-    fn staged(mb: u64) -> MemoryEvent {
+    /// A dynamic VRAM staging line of a WAN21 model of `mb` MB.
+    pub(in crate::session) fn staged(mb: u64) -> MemoryEvent {
         MemoryEvent::Staged {
             t: None,
             class: "WAN21".into(),

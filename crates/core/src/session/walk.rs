@@ -200,6 +200,7 @@ pub fn reason(walk: WalkOnPass, summary: Option<&RunSummary>) -> Option<String> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::pressure::tests::{passed_with, staged};
     use super::*;
     use crate::comfy::console::LoadFigures;
     use serde_json::json;
@@ -212,15 +213,7 @@ mod tests {
             "w.json",
         )
         .unwrap();
-        let mut r = super::super::evidence::bare_record(
-            "r",
-            &w,
-            "http://127.0.0.1:8188",
-            false,
-            crate::run::Outcome::Passed,
-        );
-        r.memory_events = events;
-        r
+        passed_with(&w, events)
     }
 
     fn summary(peak: Option<f64>, total: Option<f64>) -> RunSummary {
@@ -229,14 +222,6 @@ mod tests {
             vram_total_mib: total,
             vram_sample_ms: Some(500),
             ..RunSummary::default()
-        }
-    }
-
-    fn staged(mb: u64) -> MemoryEvent {
-        MemoryEvent::Staged {
-            t: None,
-            class: "WAN21".into(),
-            mb,
         }
     }
 
