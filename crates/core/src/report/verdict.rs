@@ -99,19 +99,12 @@ pub(super) fn verdict(
                 .clone()
                 .or_else(|| row(0).and_then(|r| r.stage.clone()));
         }
-        Some(SessionVerdict::CouldNotReproduce { run_id }) => {
+        Some(SessionVerdict::CouldNotReproduce { .. }) => {
             v.kind = VerdictKind::CouldNotReproduce;
             v.step = Some(steps_total);
             v.increment = Some(increment_of(steps_total));
-            // A passing target whose ladder was walked (`--walk-on-pass`; not with
-            // --assume-fails, whose search walks on its own): why.
-            if !data.session.options.assume_fails && steps_total > 0 {
-                let target = job.runs.iter().find(|r| &r.run_id == run_id);
-                v.walked = crate::session::walk::reason(
-                    data.session.options.walk_on_pass,
-                    target.and_then(|r| r.summary.as_ref()),
-                );
-            }
+            // A passing target whose ladder was walked (`--walk-on-pass`): why.
+            v.walked = crate::session::decide::walked(job, &data.session.options);
         }
         Some(SessionVerdict::Flaky { counts }) => {
             v.kind = VerdictKind::Flaky;

@@ -203,6 +203,19 @@ pub fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usiz
     rules::walk_left(&ctx)
 }
 
+/// Why the ladder is walked after the passing target (`--walk-on-pass`), in words: the rules'
+/// own test (`rules::walked_target`) with the cue or option it rests on; None when it is not.
+pub fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
+    let ctx = rules::Ctx {
+        job,
+        options,
+        env: None,
+        n: job.steps.len().saturating_sub(1),
+    };
+    let target = rules::walked_target(&ctx)?;
+    super::walk::reason(options.walk_on_pass, target.summary.as_ref())
+}
+
 /// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the
 /// variant's own steps). What the driver asks before every run (no environment known);
 /// `costs`: each ladder step's predicted run time, when there is one ([`reduced::StepCost`]).
