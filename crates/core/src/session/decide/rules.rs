@@ -174,18 +174,7 @@ fn walk(c: &Ctx) -> Option<Next> {
     let target = walked_target(c)?;
     for k in 1..c.n {
         match first_result(c.job, k, c.options, c.env) {
-            None => {
-                if let Some(d) = anchor(c.job, k - 1, c.options, c.env) {
-                    return Some((Phase::Search, d));
-                }
-                return Some((
-                    Phase::Search,
-                    Decision::Run {
-                        step: k,
-                        role: RunRole::Search,
-                    },
-                ));
-            }
+            None => return Some(step_up(c, k)),
             Some(r) if !r.passed => return None,
             Some(r) if under_pressure(r.pass_run) => {
                 return Some(could_not_reproduce(&target.run_id))
@@ -233,19 +222,7 @@ fn linear(c: &Ctx) -> Searched {
     let mut k = 1;
     loop {
         match first_result(c.job, k, c.options, c.env) {
-            None => {
-                // Before going on: the last pass must hold in this environment.
-                if let Some(d) = anchor(c.job, k - 1, c.options, c.env) {
-                    return Searched::Ask((Phase::Search, d));
-                }
-                return Searched::Ask((
-                    Phase::Search,
-                    Decision::Run {
-                        step: k,
-                        role: role_for(k, c.n),
-                    },
-                ));
-            }
+            None => return Searched::Ask(step_up(c, k)),
             Some(r) if r.passed => {
                 if k == c.n {
                     return Searched::Ask(could_not_reproduce(&r.pass_run.run_id));
@@ -255,6 +232,21 @@ fn linear(c: &Ctx) -> Searched {
             Some(_) => return Searched::Found(Boundary { lo: k - 1, hi: k }),
         }
     }
+}
+
+/// One step up the ladder to step `k`: first, the last pass (`k − 1`) must hold in this
+/// environment (re-anchored after drift), then `k` runs.
+fn step_up(c: &Ctx, k: usize) -> Next {
+    if let Some(d) = anchor(c.job, k - 1, c.options, c.env) {
+        return (Phase::Search, d);
+    }
+    (
+        Phase::Search,
+        Decision::Run {
+            step: k,
+            role: role_for(k, c.n),
+        },
+    )
 }
 
 /// Halves the interval between the last known pass and the first known failure.
