@@ -298,6 +298,21 @@ pub(super) mod tests {
         r
     }
 
+    /// A WAN21 model loaded partially (9178 MB), with `offloaded_mb` when the console printed it.
+    pub(in crate::session) fn partial_load(offloaded_mb: Option<f64>) -> MemoryEvent {
+        MemoryEvent::ModelLoad {
+            t: None,
+            class: Some("WAN21".into()),
+            figures: LoadFigures {
+                full: false,
+                usable_mb: Some(9178.35),
+                loaded_mb: 9177.97,
+                offloaded_mb,
+                lowvram_patches: Some(0),
+            },
+        }
+    }
+
     /// A dynamic VRAM staging line of a WAN21 model of `mb` MB.
     pub(in crate::session) fn staged(mb: u64) -> MemoryEvent {
         MemoryEvent::Staged {
@@ -365,17 +380,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_partial_load_and_slowing_steps_count_within_one_run() {
-        let partial = MemoryEvent::ModelLoad {
-            t: None,
-            class: Some("WAN21".into()),
-            figures: LoadFigures {
-                full: false,
-                usable_mb: Some(9178.35),
-                loaded_mb: 9177.97,
-                offloaded_mb: Some(3390.29),
-                lowvram_patches: Some(0),
-            },
-        };
+        let partial = partial_load(Some(3390.29));
         let whole = MemoryEvent::ModelLoad {
             t: None,
             class: Some("WAN21".into()),

@@ -200,9 +200,8 @@ pub fn reason(walk: WalkOnPass, summary: Option<&RunSummary>) -> Option<String> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::pressure::tests::{passed_with, staged};
+    use super::super::pressure::tests::{partial_load, passed_with, staged};
     use super::*;
-    use crate::comfy::console::LoadFigures;
     use serde_json::json;
 
     fn record(events: Vec<MemoryEvent>) -> RunRecord {
@@ -258,19 +257,8 @@ mod tests {
 
     #[test]
     fn a_partial_load_is_a_cue_with_or_without_offloaded_figures() {
-        let partial = |off: Option<f64>| MemoryEvent::ModelLoad {
-            t: None,
-            class: Some("WAN21".into()),
-            figures: LoadFigures {
-                full: false,
-                usable_mb: Some(9178.35),
-                loaded_mb: 9177.97,
-                offloaded_mb: off,
-                lowvram_patches: Some(0),
-            },
-        };
         let c = cues(
-            &record(vec![partial(Some(3390.29))]),
+            &record(vec![partial_load(Some(3390.29))]),
             &summary(None, None),
             None,
         );
@@ -279,7 +267,11 @@ mod tests {
             ["WAN21 loaded partially in the target (9178 MB loaded, 3390 MB offloaded)"]
         );
         // The 0.3.64 form prints no offloaded figure: still a partial load.
-        let c = cues(&record(vec![partial(None)]), &summary(None, None), None);
+        let c = cues(
+            &record(vec![partial_load(None)]),
+            &summary(None, None),
+            None,
+        );
         assert!(
             matches!(
                 c[..],
