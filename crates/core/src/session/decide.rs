@@ -204,7 +204,7 @@ pub fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usiz
 }
 
 /// Why the ladder is walked after the passing target (`--walk-on-pass`), in words: the rules'
-/// own test (`rules::walked_target`) with the cue or option it rests on; None when it is not.
+/// own test (`rules::walked`) with the cue or option it rests on; None when it is not.
 pub fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
     let ctx = rules::Ctx {
         job,
@@ -212,8 +212,7 @@ pub fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
         env: None,
         n: job.steps.len().saturating_sub(1),
     };
-    let target = rules::walked_target(&ctx)?;
-    super::walk::reason(options.walk_on_pass, target.summary.as_ref())
+    rules::walked(&ctx)
 }
 
 /// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the

@@ -165,6 +165,13 @@ pub(super) fn walked_target<'a>(c: &Ctx<'a>) -> Option<&'a RunEntry> {
     walks(c, r.pass_run).then_some(r.pass_run)
 }
 
+/// Why the ladder is walked after the passing target, in words (the cue or option); None when
+/// it is not.
+pub(super) fn walked(c: &Ctx) -> Option<String> {
+    let target = walked_target(c)?;
+    super::super::walk::reason(c.options.walk_on_pass, target.summary.as_ref())
+}
+
 /// The walk after a passing target (`--walk-on-pass`): one step at a time from step 1, each
 /// judged against the previous passing step (a binary jump would compare with a step far
 /// below and hide the streaming), until the first step with memory pressure evidence (the
