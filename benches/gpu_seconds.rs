@@ -22,18 +22,24 @@
 //! not in the memory sweep is one more case. **Planted**: on each default ladder, a failure of
 //! each stage (first step, middle of sampling, decode, post-processing) planted with the
 //! simulator's `plant=STAGE:CONDITION` fault so that it first shows at each position at full
-//! steps (and at every later one), plus step growth at each position it first fails at. Each case is bisected six ways: full-step linear and
+//! steps (and at every later one), plus step growth at each position it first fails at. Each case is bisected seven ways: full-step linear and
 //! binary search (`--search-steps full`); the default search at few steps (`--search-steps 4`,
 //! linear and binary), which reduces a run only where the predicted saving pays (from the runs
 //! the session finished, as the driver does); and the same reducing every search run but the
-//! minimal one (the rule without a prediction). `GPU_SECONDS_CAP=N` measures another step count.
+//! minimal one (the rule without a prediction); and the default few-step binary search with
+//! `--full-step-target` (the target always at full steps: what the bound costs). `GPU_SECONDS_CAP=N` measures another step
+//! count.
 //!
 //! Exits with status 1 when a strategy's verdict (kind, first failing step, last passing step)
 //! differs from full-step linear search's. Printed against the issue's targets: the median of
 //! few-step / full linear (≤ 45 %) and few-step / full binary (< 100 %), and per case whether
 //! few-step binary stays within full-step binary plus one full-step run of the last passing
 //! step (the confirmation), with the floor: the verdict's two ends at full steps plus the
-//! few-step runs; per set also the median of the floor / full linear and few-step binary / floor.
+//! few-step runs; per set also the median of the floor / full linear and few-step binary / floor,
+//! and two oracles against full linear: the verdict's proof alone (its last pass at full steps,
+//! its first failure at few steps when it fails there in a stage that stands at few steps, else
+//! at full), and that proof with the two runs every session makes (the minimal at few steps, the
+//! target as proof of its failure): no strategy that confirms as the issue asks can cost less.
 
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
@@ -43,6 +49,7 @@ use comfy_bisect_core::ladder::{cap_steps, plan, Increment, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::run::{execute, RunRequest};
 use comfy_bisect_core::session::decide::decide_steps;
+use comfy_bisect_core::session::decide::reduced::STEP_INDEPENDENT_STAGES;
 use comfy_bisect_core::session::evidence::{outcome_with, summary_of};
 use comfy_bisect_core::session::journal::{
     run_dir_name, Outcome, ReducedSteps, RunSummary, DEFAULT_SEARCH_STEPS,
@@ -609,6 +616,25 @@ fn sets() -> Vec<Set> {
         .collect()
 }
 
+/// The least a failing run of `step` costs as proof of its full-step failure: its few-step
+/// run when that fails in a stage whose failure stands at few steps (the rule's
+/// `STEP_INDEPENDENT_STAGES`), else its full-step run.
+fn failure_proof(server: &mut Server, lad: &Ladder, step: usize) -> f64 {
+    let (few, reduced) = server.run(lad, step, Some(cap()));
+    let stands = reduced.is_some()
+        && few.outcome != Outcome::Passed
+        && few
+            .summary
+            .stage
+            .as_deref()
+            .is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s));
+    if stands {
+        few.seconds
+    } else {
+        server.run(lad, step, None).0.seconds
+    }
+}
+
 /// The few-step search's cap: `GPU_SECONDS_CAP` when set (to compare other counts), else the
 /// default of `--search-steps`.
 fn cap() -> u32 {
@@ -649,6 +675,14 @@ struct Ratios {
     floor_lin: Vec<f64>,
     /// Few-step binary / the floor.
     bin_floor: Vec<f64>,
+    /// The verdict's proof alone / full-step linear ([`failure_proof`]).
+    proof_lin: Vec<f64>,
+    /// The proof with the minimal and the target / full-step linear.
+    oracle_lin: Vec<f64>,
+    /// Few-step binary with `--full-step-target` / full-step binary.
+    tfull_bin: Vec<f64>,
+    /// Cases where that is over the bound.
+    tfull_over: usize,
     over: usize,
 }
 
@@ -703,9 +737,29 @@ fn summary(title: &str, r: &Ratios) {
     );
     row("floor / full-step linear", &r.floor_lin, "", true);
     row("few-step binary / floor", &r.bin_floor, "", true);
+    row(
+        "oracle: the verdict's proof alone / full-step linear",
+        &r.proof_lin,
+        "",
+        true,
+    );
+    row(
+        "oracle: proof, minimal and target / full-step linear",
+        &r.oracle_lin,
+        "",
+        true,
+    );
+    row(
+        "few-step binary, --full-step-target / full-step binary",
+        &r.tfull_bin,
+        "",
+        true,
+    );
     println!(
-        "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases.",
-        n - r.over
+        "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases \
+         ({} of {n} with --full-step-target).",
+        n - r.over,
+        n - r.tfull_over
     );
 }
 
@@ -783,6 +837,14 @@ fn main() {
             options(Strategy::Binary, few),
             false,
         ),
+        (
+            "few-step binary, --full-step-target",
+            SessionOptions {
+                full_step_target: true,
+                ..options(Strategy::Binary, few)
+            },
+            true,
+        ),
     ];
     println!("## Sessions\n");
     println!(
@@ -799,8 +861,10 @@ fn main() {
         println!("- `{}`: steps {}", lad.name, incs.join(" → "));
     }
     println!();
-    println!("| # | workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | every run: few lin / full lin | every run: few bin / full bin | floor s | bound s | |");
-    println!("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("| # | workflow | device | first failure (full steps) | verdict | full linear s (runs) | full binary s (runs) | few-step linear s (runs) | few-step binary s (runs) | few lin / full lin | few bin / full bin | few bin / full lin | every run: few lin / full lin | every run: few bin / full bin | floor s | bound s | oracle s (proof alone) | |");
+    println!(
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     let mut ok = true;
     let (mut memory, mut all, mut plant) =
         (Ratios::default(), Ratios::default(), Ratios::default());
@@ -857,6 +921,21 @@ fn main() {
             .map(|k| server.run(lad, k, None).0.seconds)
             .unwrap_or(0.0);
         let fail_s = server.run(lad, case.first_failure, None).0.seconds;
+        // The oracles: what the verdict's proof costs at least (a strategy that guessed the
+        // boundary), and with the two runs every session makes (the minimal, the target).
+        let n = lad.steps.len() - 1;
+        let proof = last_pass
+            .map(|k| pass_s + failure_proof(&mut server, lad, k + 1))
+            .unwrap_or(0.0);
+        let oracle = proof
+            + match last_pass {
+                Some(0) | None => 0.0,
+                Some(_) => server.run(lad, 0, Some(cap())).0.seconds,
+            }
+            + match last_pass {
+                Some(k) if k + 1 == n => 0.0,
+                _ => failure_proof(&mut server, lad, n),
+            };
         let few_bin = &sessions[3];
         let floor = few_bin
             .runs
@@ -868,6 +947,7 @@ fn main() {
             + fail_s;
         let bound = sessions[1].seconds + pass_s;
         let within = few_bin.seconds <= bound + 1e-6;
+        let target_full = &sessions[6];
         let ratio = |a: usize, b: usize| sessions[a].seconds / sessions[b].seconds;
         let into: Vec<&mut Ratios> = match case.set {
             Set::Memory => vec![&mut all, &mut memory],
@@ -882,6 +962,10 @@ fn main() {
             set.always_bin.push(ratio(5, 1));
             set.floor_lin.push(floor / sessions[0].seconds);
             set.bin_floor.push(few_bin.seconds / floor);
+            set.proof_lin.push(proof / sessions[0].seconds);
+            set.tfull_bin.push(ratio(6, 1));
+            set.tfull_over += usize::from(target_full.seconds > bound + 1e-6);
+            set.oracle_lin.push(oracle / sessions[0].seconds);
             set.over += usize::from(!within);
         }
         let device = match &case.faults {
@@ -893,7 +977,7 @@ fn main() {
             None => lad.name.clone(),
         };
         println!(
-            "| {} | {name} | {device} | {} `{}`: {} | {want} | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.1} | {:.1} | {} |",
+            "| {} | {name} | {device} | {} `{}`: {} | {want} | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.1} ({}) | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.0} % | {:.1} | {:.1} | {:.1} ({:.1}) | {} |",
             i + 1,
             case.first_failure,
             lad.steps[case.first_failure].0,
@@ -913,6 +997,8 @@ fn main() {
             ratio(5, 1) * 100.0,
             floor,
             bound,
+            oracle,
+            proof,
             if within { "within" } else { "over" },
         );
     }

@@ -171,3 +171,55 @@ fn without_the_option_the_search_runs_at_the_default_step_count_and_keeps_the_ve
         }
     }
 }
+
+#[test]
+fn with_full_step_target_the_target_runs_at_its_own_steps_and_the_verdict_stays() {
+    let (sim, wf) = growing();
+    let fast = bisect_workflow(&sim, &wf, &["--search-steps", "2", "--full-step-target"]);
+    assert_eq!(
+        verdict_key(&fast.job().verdict),
+        "first failure 1→2",
+        "{}",
+        fast.text()
+    );
+    assert!(fast.session.options.full_step_target);
+    let runs = &fast.job().runs;
+    let n = fast.job().steps.len() - 1;
+    // The target ran at its own steps (without the option it runs at 2 and passes) …
+    let target: Vec<_> = runs.iter().filter(|r| r.step == n).collect();
+    assert!(
+        !target.is_empty() && target.iter().all(|r| r.reduced.is_none()),
+        "{}",
+        fast.text()
+    );
+    // … and failed in the middle of sampling, a failure seen only at full steps: no probe is
+    // reduced while it is narrowed down (a pass at 2 steps could not tell it from one further
+    // up), so no run is wasted.
+    assert!(runs.iter().all(|r| r.reduced.is_none()), "{}", fast.text());
+}
+
+#[test]
+fn full_step_target_without_a_few_step_search_is_refused() {
+    let sim = Sim::with_vram_mib(SD15_FAILS_AT_RESOLUTION, 0.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "target", &sd15());
+    let out = bisect_as_given(
+        &sim.url(),
+        &tmp.path().join("runs"),
+        &[
+            wf.to_str().unwrap(),
+            "--search-steps",
+            "full",
+            "--full-step-target",
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--full-step-target needs a few-step search"),
+        "{}",
+        text(&out)
+    );
+    // Refused before anything ran: no session folder.
+    let runs = tmp.path().join("runs");
+    assert!(!runs.exists() || runs.read_dir().unwrap().next().is_none());
+}

@@ -65,6 +65,12 @@ pub struct SessionArgs {
     /// full-step search gives); `full` runs every run at the workflow's own steps.
     #[arg(long, default_value_t = SearchSteps(Some(comfy_bisect_core::session::journal::DEFAULT_SEARCH_STEPS)), value_name = "N|full", value_parser = parse_search_steps)]
     pub search_steps: SearchSteps,
+    /// With --search-steps N: run the target at its own steps too. The search then costs no
+    /// more than full-step binary search plus one full-step run of the last pass, even for a
+    /// failure that needs many steps, at the price of the saving on the target, most often
+    /// the largest run (docs/sessions.md).
+    #[arg(long)]
+    pub full_step_target: bool,
     /// When the server's environment changes between runs (versions, launch arguments, node
     /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
     /// the session ("incomplete: environment changed").
@@ -248,6 +254,13 @@ impl SessionArgs {
         }
         let start_at = start_at.as_ref().map(rfc3339);
         let deadline = deadline.as_ref().map(rfc3339);
+        if self.full_step_target && self.search_steps.0.is_none() {
+            return Err(
+                "--full-step-target needs a few-step search (--search-steps N): with \
+                 --search-steps full every run is at the workflow's own steps already"
+                    .into(),
+            );
+        }
         Ok(SessionOptions {
             strategy: self.strategy,
             repeat: self.repeat,
@@ -270,6 +283,7 @@ impl SessionArgs {
             confirm_crashes: self.confirm_crashes,
             on_drift: self.on_drift,
             search_steps: self.search_steps.0,
+            full_step_target: self.full_step_target,
             allow_shared_server: self.allow_shared_server,
             walk_on_pass: self.walk_on_pass,
         })

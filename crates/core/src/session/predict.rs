@@ -288,7 +288,7 @@ pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, boo
         left.push((0, false, 1.0));
     }
     if hi.is_none() && !options.assume_fails && n > 0 {
-        left.push((n, reduced, 1.0));
+        left.push((n, reduced && !options.full_step_target, 1.0));
     }
     let (lo, hi) = (lo.unwrap_or(0), hi.unwrap_or(n));
     let unknown: Vec<usize> = (lo + 1..hi).collect();

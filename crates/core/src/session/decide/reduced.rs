@@ -5,7 +5,10 @@
 //!    `--repeat` and `--controls` set aside; each run it asks for is made at the reduced step
 //!    count, but the minimal variant's (step 0), which runs at its own steps: it is the cheapest
 //!    variant, and its full-step pass is the verdict's last pass when the first increment
-//!    already fails. It ends with a boundary (or an endpoint verdict) at reduced steps.
+//!    already fails. With `--full-step-target` the target also runs at its own steps; with a
+//!    prediction a probe is reduced only where it pays ([`reduce_pays`]), and never while the
+//!    failure being narrowed down was seen only at full steps in a stage that can depend on
+//!    the step count. It ends with a boundary (or an endpoint verdict) at reduced steps.
 //! 2. **Full-step confirmation.** Only full-step runs count now, plus the reduced failures whose
 //!    stage cannot depend on the step count ([`step_independent`]: load, condition, the first
 //!    step, decode, post-processing). The reduced boundary's failing step, then its passing step,
@@ -108,6 +111,23 @@ fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -
     (hi.unwrap_or(n + 1) - lo, rerun)
 }
 
+/// True when the failure the search is narrowing down (the lowest failing run so far) was seen
+/// only at full steps, in a stage that can depend on the step count (`sample_middle`, unknown,
+/// none): a pass at few steps cannot tell "the failure is further up" from "this failure needs
+/// the steps", and a misleading pass sends the search up the ladder, to be searched again at
+/// full steps. So no probe is reduced until one fails that way at few steps.
+fn narrowing_a_full_step_only_failure(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> bool {
+    let n = job.steps.len().saturating_sub(1);
+    (0..=n)
+        .filter_map(|k| first_result(job, k, options, env))
+        .find(|r| !r.passed)
+        .is_some_and(|r| !r.run.is_reduced() && failure_rerun(stage_of(r.run)) > 0.0)
+}
+
 /// The share of a probe's full time its failure would cost again at full steps when it fails
 /// like a run that failed in `stage` (the failure the search is narrowing down): 0 when that
 /// stage stands at few steps ([`STEP_INDEPENDENT_STAGES`]), 1 when it can depend on the step
@@ -147,12 +167,18 @@ pub(super) fn decide(
         // step against the previous pass and the steps slowing within the run (which needs
         // six timed steps), and the step it names is the run the report attaches.
         Decision::Run { .. } if walking(job, &search_options, env) => return (phase, d, None),
-        // With a prediction, only where few steps pay; else (and a crash's re-run) reduced.
+        // `--full-step-target`: the target runs at its own steps.
+        Decision::Run { step, .. } if options.full_step_target && step + 1 == job.steps.len() => {
+            return (phase, d, None)
+        }
+        // With a prediction, only where few steps pay; else (and a crash's re-run) reduced;
+        // never while the failure narrowed down was seen only at full steps and may need them.
         Decision::Run { step, .. } => {
-            let pays = costs.filter(|c| weighable(c)).is_none_or(|c| {
-                let (open, rerun) = open_places(job, &search_options, env);
-                reduce_pays(c, step, open, rerun)
-            });
+            let pays = !narrowing_a_full_step_only_failure(job, &search_options, env)
+                && costs.filter(|c| weighable(c)).is_none_or(|c| {
+                    let (open, rerun) = open_places(job, &search_options, env);
+                    reduce_pays(c, step, open, rerun)
+                });
             return (phase, d, pays.then_some(cap));
         }
         Decision::Confirm { .. } => return (phase, d, Some(cap)),

@@ -317,3 +317,52 @@ fn with_predictions_cheap_variants_run_at_full_steps_and_the_verdict_stays() {
         ]
     );
 }
+
+#[test]
+fn a_failure_seen_only_at_full_steps_is_narrowed_down_at_full_steps() {
+    // The target saves too little at few steps and runs at full steps; the probes would save
+    // 80 %. A failure that needs the steps (a cache that grows): at few steps every run passes.
+    let costs = [
+        cost(3.0, 2.0),
+        cost(100.0, 20.0),
+        cost(100.0, 20.0),
+        cost(100.0, 20.0),
+        cost(100.0, 20.0),
+        cost(100.0, 90.0),
+    ];
+    let options = opts(Strategy::Binary, Some(4));
+    let grows = |s: usize, reduced: bool| {
+        if s >= 2 && !reduced {
+            Err("sample_middle")
+        } else {
+            Ok(())
+        }
+    };
+    let (v, made) = drive_with(5, &options, Some(&costs), &grows);
+    assert_eq!(boundary(&v), (1, 2));
+    // No probe is made at few steps once the target failed mid-sampling at full steps: a pass
+    // there could not tell a failure further up from this one (before, probes 2 and 3 ran at
+    // few steps, passed, and were searched again at full steps).
+    assert_eq!(made, vec![(0, false), (5, false), (2, false), (1, false)]);
+    // A failure that stands at few steps seen at full steps leaves the probes reduced.
+    let decode = |s: usize, _| if s >= 2 { Err("decode") } else { Ok(()) };
+    let (v, made) = drive_with(5, &options, Some(&costs), &decode);
+    assert_eq!(boundary(&v), (1, 2));
+    assert!(made.contains(&(2, true)), "{made:?}");
+    // Once a reduced run failed mid-sampling, the failure shows at few steps: the rule's
+    // expected confirmation decides again (here the 80 % saving pays with 4 places open).
+    let planted = |s: usize, _| if s >= 3 { Err("sample_middle") } else { Ok(()) };
+    let costs_target_reduced: Vec<StepCost> = (0..=5)
+        .map(|k| {
+            if k == 0 {
+                cost(3.0, 2.0)
+            } else {
+                cost(100.0, 20.0)
+            }
+        })
+        .collect();
+    let (v, made) = drive_with(5, &options, Some(&costs_target_reduced), &planted);
+    assert_eq!(boundary(&v), (2, 3));
+    assert_eq!(made[1], (5, true), "{made:?}");
+    assert!(made[2..].iter().any(|&(s, r)| r && s != 5), "{made:?}");
+}

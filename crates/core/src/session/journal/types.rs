@@ -173,6 +173,11 @@ pub struct SessionOptions {
     /// default is [`DEFAULT_SEARCH_STEPS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u32>,
+    /// `--full-step-target`: with `search_steps`, the target still runs at its own steps (the
+    /// probes between may run reduced). It gives up the saving on the largest run for the
+    /// bound of issue 27: never more than full-step binary search plus one full-step run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full_step_target: bool,
     /// `--allow-shared-server`: run even when another session holds the server's lock (both
     /// sessions' memory numbers then include the other's).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -256,6 +261,7 @@ impl Default for SessionOptions {
             confirm_crashes: DEFAULT_CONFIRM_CRASHES,
             on_drift: OnDrift::Reanchor,
             search_steps: None,
+            full_step_target: false,
             allow_shared_server: false,
             walk_on_pass: WalkOnPass::Auto,
         }
