@@ -680,9 +680,9 @@ struct Ratios {
     /// The proof with the minimal and the target / full-step linear.
     oracle_lin: Vec<f64>,
     /// Few-step binary with `--full-step-target` / full-step binary.
-    tfull_bin: Vec<f64>,
+    full_target_bin: Vec<f64>,
     /// Cases where that is over the bound.
-    tfull_over: usize,
+    full_target_over: usize,
     over: usize,
 }
 
@@ -751,7 +751,7 @@ fn summary(title: &str, r: &Ratios) {
     );
     row(
         "few-step binary, --full-step-target / full-step binary",
-        &r.tfull_bin,
+        &r.full_target_bin,
         "",
         true,
     );
@@ -759,7 +759,7 @@ fn summary(title: &str, r: &Ratios) {
         "\nFew-step binary within full binary + one full-step run of the last pass: {} of {n} cases \
          ({} of {n} with --full-step-target).",
         n - r.over,
-        n - r.tfull_over
+        n - r.full_target_over
     );
 }
 
@@ -947,7 +947,7 @@ fn main() {
             + fail_s;
         let bound = sessions[1].seconds + pass_s;
         let within = few_bin.seconds <= bound + 1e-6;
-        let target_full = &sessions[6];
+        let full_target = &sessions[6];
         let ratio = |a: usize, b: usize| sessions[a].seconds / sessions[b].seconds;
         let into: Vec<&mut Ratios> = match case.set {
             Set::Memory => vec![&mut all, &mut memory],
@@ -963,8 +963,8 @@ fn main() {
             set.floor_lin.push(floor / sessions[0].seconds);
             set.bin_floor.push(few_bin.seconds / floor);
             set.proof_lin.push(proof / sessions[0].seconds);
-            set.tfull_bin.push(ratio(6, 1));
-            set.tfull_over += usize::from(target_full.seconds > bound + 1e-6);
+            set.full_target_bin.push(ratio(6, 1));
+            set.full_target_over += usize::from(full_target.seconds > bound + 1e-6);
             set.oracle_lin.push(oracle / sessions[0].seconds);
             set.over += usize::from(!within);
         }

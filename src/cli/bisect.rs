@@ -257,7 +257,8 @@ impl SessionArgs {
         if self.full_step_target && self.search_steps.0.is_none() {
             return Err(
                 "--full-step-target needs a few-step search (--search-steps N): with \
-                 --search-steps full every run is at the workflow's own steps already"
+                 --search-steps full every run is at the workflow's own steps already; \
+                 drop one of the two options"
                     .into(),
             );
         }

@@ -22,7 +22,7 @@
 //! judges memory pressure from the time per step and the steps slowing within a run.
 
 use super::super::journal::WorkflowJob;
-use super::super::journal::{Phase, RunEntry, SessionOptions, Strategy, Verdict};
+use super::super::journal::{Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict};
 use super::rules::{self, Boundary, Ctx, Searched};
 use super::{first_result, role_for, stage_of, Decision};
 
@@ -101,31 +101,40 @@ pub fn reduce_pays(costs: &[StepCost], step: usize, open: usize, rerun: f64) -> 
 /// full steps), half when nothing has failed yet or the stage is unknown.
 fn open_places(job: &WorkflowJob, options: &SessionOptions, env: Option<&str>) -> (usize, f64) {
     let n = job.steps.len().saturating_sub(1);
-    let result = |k: usize| first_result(job, k, options, env);
-    let hi = (0..=n).find(|&k| result(k).is_some_and(|r| !r.passed));
-    let lo = (0..hi.unwrap_or(n + 1))
+    let hi = lowest_failure(job, options, env);
+    let lo = (0..hi.map_or(n + 1, |(k, _)| k))
         .rev()
-        .find(|&k| result(k).is_some_and(|r| r.passed))
+        .find(|&k| first_result(job, k, options, env).is_some_and(|r| r.passed))
         .unwrap_or(0);
-    let rerun = failure_rerun(hi.and_then(result).and_then(|r| stage_of(r.run)));
-    (hi.unwrap_or(n + 1) - lo, rerun)
+    let rerun = failure_rerun(hi.and_then(|(_, run)| stage_of(run)));
+    (hi.map_or(n + 1, |(k, _)| k) - lo, rerun)
 }
 
-/// True when the failure the search is narrowing down (the lowest failing run so far) was seen
-/// only at full steps, in a stage that can depend on the step count (`sample_middle`, unknown,
-/// none): a pass at few steps cannot tell "the failure is further up" from "this failure needs
-/// the steps", and a misleading pass sends the search up the ladder, to be searched again at
-/// full steps. So no probe is reduced until one fails that way at few steps.
+/// The failure the search is narrowing down: the lowest failing step so far and its run.
+fn lowest_failure<'a>(
+    job: &'a WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> Option<(usize, &'a RunEntry)> {
+    (0..job.steps.len()).find_map(|k| {
+        first_result(job, k, options, env)
+            .filter(|r| !r.passed)
+            .map(|r| (k, r.run))
+    })
+}
+
+/// True when the failure the search is narrowing down ([`lowest_failure`]) was seen only at
+/// full steps, in a stage that can depend on the step count (`sample_middle`, unknown, none):
+/// a pass at few steps cannot tell "the failure is further up" from "this failure needs the
+/// steps", and a misleading pass sends the search up the ladder, to be searched again at full
+/// steps. So no probe is reduced until one fails that way at few steps.
 fn narrowing_a_full_step_only_failure(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,
 ) -> bool {
-    let n = job.steps.len().saturating_sub(1);
-    (0..=n)
-        .filter_map(|k| first_result(job, k, options, env))
-        .find(|r| !r.passed)
-        .is_some_and(|r| !r.run.is_reduced() && failure_rerun(stage_of(r.run)) > 0.0)
+    lowest_failure(job, options, env)
+        .is_some_and(|(_, run)| !run.is_reduced() && failure_rerun(stage_of(run)) > 0.0)
 }
 
 /// The share of a probe's full time its failure would cost again at full steps when it fails
@@ -168,9 +177,10 @@ pub(super) fn decide(
         // six timed steps), and the step it names is the run the report attaches.
         Decision::Run { .. } if walking(job, &search_options, env) => return (phase, d, None),
         // `--full-step-target`: the target runs at its own steps.
-        Decision::Run { step, .. } if options.full_step_target && step + 1 == job.steps.len() => {
-            return (phase, d, None)
-        }
+        Decision::Run {
+            role: RunRole::Target,
+            ..
+        } if options.full_step_target => return (phase, d, None),
         // With a prediction, only where few steps pay; else (and a crash's re-run) reduced;
         // never while the failure narrowed down was seen only at full steps and may need them.
         Decision::Run { step, .. } => {
