@@ -3,14 +3,15 @@
 //! Bisects the example workflows on the simulator (its time model scaled to real seconds by
 //! `--time-scale`) with each strategy and at VRAM sizes that fail at different increments,
 //! then replays the journal: for every run after the first, the prediction the driver made
-//! before it (`session::predict` over the runs finished before it) against its measured
+//! before it (`analytics::predict` over the runs finished before it) against its measured
 //! duration. Target: within ±25% once one run of the session has finished. Prints a table and
 //! the share of runs within the target; a measurement, not a test (it never fails on accuracy).
 
 #[path = "../tests/session_support/mod.rs"]
 mod session_support;
 
-use comfy_bisect_core::session::predict::{observed, predict_run, Observed};
+use comfy_bisect_core::analytics::predict::{predict_run, Observed};
+use comfy_bisect_core::session::eta::observed;
 use comfy_bisect_core::session::SessionFile;
 use session_support::*;
 

@@ -41,6 +41,7 @@
 //! at full), and that proof with the two runs every session makes (the minimal at few steps, the
 //! target as proof of its failure): no strategy that confirms as the issue asks can cost less.
 
+use comfy_bisect_core::analytics::{cost, predict};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
@@ -50,11 +51,11 @@ use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::run::{execute, RunRequest};
 use comfy_bisect_core::session::decide::decide_steps;
 use comfy_bisect_core::session::decide::reduced::STEP_INDEPENDENT_STAGES;
+use comfy_bisect_core::session::eta;
 use comfy_bisect_core::session::evidence::{outcome_with, summary_of};
 use comfy_bisect_core::session::journal::{
     run_dir_name, Outcome, ReducedSteps, RunSummary, DEFAULT_SEARCH_STEPS,
 };
-use comfy_bisect_core::session::predict;
 use comfy_bisect_core::session::{
     Decision, Phase, RunEntry, RunStatus, SessionOptions, StepInfo, Strategy, Verdict, WorkflowJob,
 };
@@ -133,7 +134,7 @@ fn works(lad: &Ladder, cap: u32) -> Vec<(Work, Work)> {
         .map(|(_, w)| {
             let (cut, _) =
                 cap_steps(w, cap, &Catalog::builtin(), &defs()).expect("the cap applies");
-            (predict::work_of(w), predict::work_of(&cut))
+            (cost::work_of(w), cost::work_of(&cut))
         })
         .collect()
 }
@@ -293,7 +294,7 @@ fn bisect(lad: &Ladder, server: &mut Server, options: &SessionOptions, predicted
     for _ in 0..(4 * lad.steps.len() + 12) {
         let costs = works.as_ref().filter(|_| predicted).and_then(|works| {
             // The client's frame times, in simulated seconds (the unit of the costs).
-            let seen: Vec<predict::Observed> = predict::observed_job(0, &j)
+            let seen: Vec<predict::Observed> = eta::observed_job(0, &j)
                 .into_iter()
                 .map(|mut o| {
                     o.phases.step_ms /= time_scale();

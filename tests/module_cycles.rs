@@ -566,14 +566,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "crates/core/src/diagnose/parse/console.rs",
         "crates/core/src/diagnose/parse/json.rs",
     ],
-    &[
-        "crates/core/src/session/decide.rs",
-        "crates/core/src/session/decide/reduced.rs",
-        "crates/core/src/session/decide/rules.rs",
-        "crates/core/src/session/predict.rs",
-        "crates/core/src/session/pressure.rs",
-        "crates/core/src/session/walk.rs",
-    ],
 ];
 
 #[test]

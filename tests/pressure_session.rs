@@ -6,12 +6,12 @@
 
 mod session_support;
 
+use comfy_bisect_core::analytics::pressure::Evidence;
+use comfy_bisect_core::analytics::walk::{Cue, VRAM_LIMIT_MARGIN_MIB};
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{
     read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
 };
-use comfy_bisect_core::session::pressure::Evidence;
-use comfy_bisect_core::session::walk::{Cue, VRAM_LIMIT_MARGIN_MIB};
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
 use session_support::*;

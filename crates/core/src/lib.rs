@@ -16,6 +16,7 @@ extern crate comfy_bisect_graph;
 
 pub use comfy_bisect_graph::{catalog, ladder, mitigate, nodedefs, workflow};
 
+pub mod analytics;
 pub mod app;
 pub mod atomic;
 pub mod comfy;

@@ -2,188 +2,15 @@
 //! journal) to the next run or the verdict. Pure, so resuming is recomputing: completed runs
 //! are never repeated because the decision sees them.
 
-use super::journal::{CrashCheck, Phase, RunEntry, RunRole, SessionOptions, Verdict, WorkflowJob};
+use super::journal::{Phase, SessionOptions, WorkflowJob};
 
 pub mod reduced;
+mod results;
 mod rules;
 
-/// What to do next for one workflow.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    /// Submit a run of `step` (for a control: the control variant of that step).
-    Run {
-        /// Ladder step.
-        step: usize,
-        /// Why.
-        role: RunRole,
-    },
-    /// Re-run a crashed run of `step` to confirm the crash (`--confirm-crashes`).
-    Confirm {
-        /// Ladder step (for a control: the step of its increment).
-        step: usize,
-        /// The crashed run.
-        crashed: String,
-    },
-    /// The workflow has its verdict.
-    Finish(Verdict),
-}
-
-/// The recorded, conclusive result of a step.
-#[derive(Debug, Clone, Copy)]
-struct StepResult<'a> {
-    /// The run that stands for the step (a crash that was not reproduced: that crashed run).
-    run: &'a RunEntry,
-    /// The step passed (a crash not reproduced counts as passed).
-    passed: bool,
-    /// The run that shows the pass (the passing re-run when a crash was not reproduced).
-    pass_run: &'a RunEntry,
-}
-
-/// Whether a conclusive run counts as passed, crash confirmation taken into account (every
-/// crash here is settled: [`decide`] confirms pending ones first).
-fn resolve<'a>(job: &'a WorkflowJob, r: &'a RunEntry, n: u32) -> StepResult<'a> {
-    match job.crash_check(r, n) {
-        CrashCheck::NotReproduced { by } => StepResult {
-            run: r,
-            passed: true,
-            pass_run: job.runs.iter().find(|x| x.run_id == by).unwrap_or(r),
-        },
-        _ => StepResult {
-            run: r,
-            passed: r.passed(),
-            pass_run: r,
-        },
-    }
-}
-
-/// The recorded, conclusive result of `step`: the first done run (not a control, repeat or
-/// re-run) that passed or failed, in submission order, with its crash confirmation. A run made
-/// in the current environment `env` (fingerprint id) comes before runs made in others.
-fn first_result<'a>(
-    job: &'a WorkflowJob,
-    step: usize,
-    options: &SessionOptions,
-    env: Option<&str>,
-) -> Option<StepResult<'a>> {
-    let counts = |r: &&RunEntry| {
-        r.step == step
-            && !matches!(
-                r.role,
-                RunRole::Control | RunRole::Repeat | RunRole::Confirm
-            )
-            && conclusive(r)
-    };
-    let here = env.and_then(|e| {
-        job.runs
-            .iter()
-            .filter(counts)
-            .find(|r| r.fingerprint.as_deref() == Some(e))
-    });
-    here.or_else(|| job.runs.iter().find(counts))
-        .map(|r| resolve(job, r, options.confirm_crashes))
-}
-
-/// The run that stands for `step` in the journal's latest state, as the decision reads it:
-/// the conclusive run [`decide`] counts for the step (in the environment of the workflow's
-/// last run, crash confirmations taken into account), so an interrupted or rejected run that
-/// was re-run on `resume` never stands for its step. With no conclusive run yet: the step's
-/// latest ladder run (its interruption, or the run still in flight). With `--search-steps`, a
-/// full-step result stands before a reduced-step one (the confirmation decides). The report's
-/// ladder uses it.
-pub fn step_run<'a>(
-    job: &'a WorkflowJob,
-    step: usize,
-    options: &SessionOptions,
-) -> Option<&'a RunEntry> {
-    let env = job.runs.iter().rev().find_map(|r| r.fingerprint.as_deref());
-    let full_step = job
-        .runs
-        .iter()
-        .any(|r| r.is_reduced())
-        .then(|| WorkflowJob {
-            runs: job
-                .runs
-                .iter()
-                .filter(|r| !r.is_reduced())
-                .cloned()
-                .collect(),
-            ..job.clone()
-        });
-    let full_id = full_step
-        .as_ref()
-        .and_then(|f| first_result(f, step, options, env).map(|r| r.run.run_id.clone()));
-    full_id
-        .and_then(|id| job.runs.iter().find(|r| r.run_id == id))
-        .or_else(|| first_result(job, step, options, env).map(|r| r.run))
-        .or_else(|| {
-            job.runs.iter().rev().find(|r| {
-                r.step == step
-                    && matches!(
-                        r.role,
-                        RunRole::Minimal | RunRole::Target | RunRole::Search | RunRole::Anchor
-                    )
-            })
-        })
-}
-
-/// `--on-drift reanchor`: when the result of `step` was made in another environment than the
-/// current one, re-run it here (an `anchor` run).
-fn anchor(
-    job: &WorkflowJob,
-    step: usize,
-    options: &SessionOptions,
-    env: Option<&str>,
-) -> Option<Decision> {
-    let env = env?;
-    let r = first_result(job, step, options, Some(env))?;
-    let made_in = r.run.fingerprint.as_deref()?;
-    (made_in != env).then_some(Decision::Run {
-        step,
-        role: RunRole::Anchor,
-    })
-}
-
-fn conclusive(r: &RunEntry) -> bool {
-    r.passed() || r.failed()
-}
-
-/// All conclusive runs of `step` (not controls; a crash and its re-runs count once, as their
-/// confirmation says): (passed, failed).
-fn counts(job: &WorkflowJob, step: usize, options: &SessionOptions) -> (u32, u32) {
-    job.runs
-        .iter()
-        .filter(|r| {
-            r.step == step
-                && !matches!(r.role, RunRole::Control | RunRole::Confirm)
-                && conclusive(r)
-        })
-        .fold((0, 0), |(p, f), r| {
-            let passed = resolve(job, r, options.confirm_crashes).passed;
-            (p + u32::from(passed), f + u32::from(!passed))
-        })
-}
-
-/// The first crashed run (not a control) whose confirmation still needs a re-run.
-fn pending_crash<'a>(job: &'a WorkflowJob, options: &SessionOptions) -> Option<&'a RunEntry> {
-    job.runs.iter().find(|r| {
-        r.role != RunRole::Control
-            && job.crash_check(r, options.confirm_crashes) == CrashCheck::Pending
-    })
-}
-
-fn stage_of(r: &RunEntry) -> Option<String> {
-    r.summary.as_ref().and_then(|s| s.stage.clone())
-}
-
-fn role_for(step: usize, n: usize) -> RunRole {
-    if step == 0 {
-        RunRole::Minimal
-    } else if step == n {
-        RunRole::Target
-    } else {
-        RunRole::Search
-    }
-}
+use crate::analytics::cost::StepCost;
+pub use results::{step_run, Decision};
+pub(crate) use rules::decide_in;
 
 /// The next action for `job` under `options`, and the phase it belongs to (no environment
 /// known: results count wherever they were made).
@@ -217,11 +44,11 @@ pub fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
 
 /// [`decide`] with `--search-steps`: also the step cap of the run it asks for (None: the
 /// variant's own steps). What the driver asks before every run (no environment known);
-/// `costs`: each ladder step's predicted run time, when there is one ([`reduced::StepCost`]).
+/// `costs`: each ladder step's predicted run time, when there is one ([`StepCost`]).
 pub fn decide_steps(
     job: &WorkflowJob,
     options: &SessionOptions,
-    costs: Option<&[reduced::StepCost]>,
+    costs: Option<&[StepCost]>,
 ) -> (Phase, Decision, Option<u32>) {
     decide_steps_in(job, options, None, costs)
 }
@@ -233,7 +60,7 @@ pub(crate) fn decide_steps_in(
     job: &WorkflowJob,
     options: &SessionOptions,
     env: Option<&str>,
-    costs: Option<&[reduced::StepCost]>,
+    costs: Option<&[StepCost]>,
 ) -> (Phase, Decision, Option<u32>) {
     match options.search_steps {
         None => {
@@ -244,44 +71,13 @@ pub(crate) fn decide_steps_in(
     }
 }
 
-/// [`decide`] in the environment `env` (the fingerprint id taken before the next run): a step
-/// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
-/// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
-/// verdict, so both ends of the verdict come from one environment.
-///
-/// The rules of [`rules::BEFORE_SEARCH`] in order, then the search, then the rules of
-/// [`rules::AFTER_SEARCH`] in order; the first that answers decides, and with none the
-/// verdict is the first failure.
-pub(crate) fn decide_in(
-    job: &WorkflowJob,
-    options: &SessionOptions,
-    env: Option<&str>,
-) -> (Phase, Decision) {
-    let ctx = rules::Ctx {
-        job,
-        options,
-        env,
-        n: job.steps.len().saturating_sub(1),
-    };
-    if let Some(next) = rules::BEFORE_SEARCH.iter().find_map(|(_, rule)| rule(&ctx)) {
-        return next;
-    }
-    let boundary = match rules::search(&ctx) {
-        rules::Searched::Found(boundary) => boundary,
-        rules::Searched::Ask(next) => return next,
-    };
-    rules::AFTER_SEARCH
-        .iter()
-        .find_map(|(_, rule)| rule(&ctx, boundary))
-        .unwrap_or_else(|| rules::first_failure(&ctx, boundary))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::session::journal::{
         run_dir_name, ControlVariant, Outcome, RunStatus, RunSummary, StepInfo, Strategy,
     };
+    use crate::session::journal::{CrashCheck, RunEntry, RunRole, Verdict};
 
     /// A job of `n` increments with a control variant per increment (also used by the
     /// reduced-step tests in `decide/reduced_tests.rs`).
@@ -1061,8 +857,8 @@ mod tests {
     }
 
     /// The cues of each kind the driver records on a passing target (`session::walk`).
-    fn every_cue() -> Vec<crate::session::walk::Cue> {
-        use crate::session::walk::Cue;
+    fn every_cue() -> Vec<crate::analytics::walk::Cue> {
+        use crate::analytics::walk::Cue;
         vec![
             Cue::MemoryPressure {
                 evidence: vec!["steps slowed 2.0× within the run (node 3)".into()],
@@ -1080,7 +876,7 @@ mod tests {
             Cue::VramAtLimit {
                 peak_mib: 44500.0,
                 vram_total_mib: 45056.0,
-                margin_mib: crate::session::walk::VRAM_LIMIT_MARGIN_MIB,
+                margin_mib: crate::analytics::walk::VRAM_LIMIT_MARGIN_MIB,
                 source: "sampled every 500 ms".into(),
             },
         ]
@@ -1091,7 +887,7 @@ mod tests {
     fn simulate_walk(
         n: usize,
         options: &SessionOptions,
-        cues: &[crate::session::walk::Cue],
+        cues: &[crate::analytics::walk::Cue],
         run: impl Fn(usize) -> Run,
     ) -> (Verdict, Vec<(usize, bool)>, WorkflowJob) {
         let mut j = job(n);
@@ -1297,5 +1093,40 @@ mod tests {
         record(&mut j, 1, RunRole::Search, false);
         assert_eq!(before("walk")(&ctx(&j, &opts)), None);
         assert_eq!(walk_left(&j, &opts), Some(vec![]));
+    }
+
+    #[test]
+    fn the_reason_follows_the_option() {
+        let mut s = RunSummary::default();
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Auto, Some(&s)),
+            None
+        );
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Never, Some(&s)),
+            None
+        );
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Always, None).as_deref(),
+            Some("--walk-on-pass always")
+        );
+        s.walk_cues = vec![crate::analytics::walk::Cue::StagedOverCard {
+            class: "Flux".into(),
+            staged_mb: 22700,
+            vram_total_mib: 12288.0,
+        }];
+        let cue = "Flux staged 22700 MB for dynamic VRAM loading, at or above the card's 12288 MiB";
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Auto, Some(&s)).as_deref(),
+            Some(cue)
+        );
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Never, Some(&s)),
+            None
+        );
+        assert_eq!(
+            rules::walk_reason(crate::session::journal::WalkOnPass::Always, Some(&s)),
+            Some(format!("--walk-on-pass always ({cue})"))
+        );
     }
 }

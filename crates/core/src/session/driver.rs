@@ -4,8 +4,8 @@
 //! The driver talks to the server only through [`Backend`] and to time only through [`Clock`],
 //! so the state machine and the journal are tested with fakes; `session::live` has the real ones.
 
-use super::decide::reduced::StepCost;
 use super::decide::{decide_steps_in, Decision};
+use super::eta;
 use super::index::{self, CheckMark, IndexEntry};
 use super::journal::{
     now_rfc3339, read_json, run_dir_name, Drift, InFlight, JournalError, OnDrift, Outcome,
@@ -13,7 +13,8 @@ use super::journal::{
     SessionPaths, SessionState, StopReason, SyncBehind, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
     RUN_WORKFLOW_FILE, SESSION_SCHEMA_VERSION,
 };
-use super::predict;
+use crate::analytics::cost::{self, StepCost};
+use crate::analytics::predict;
 use crate::comfy::Fingerprint;
 use crate::hashing::{ComponentHash, HashCache};
 use crate::ladder::work::Work;
@@ -204,7 +205,7 @@ pub(super) struct JudgedRun {
     /// Its diagnosis (a run that did not pass).
     pub(super) diagnosis: Option<crate::diagnose::Diagnosis>,
     /// Memory pressure it passed under.
-    pub(super) pressure: Option<super::pressure::MemoryPressure>,
+    pub(super) pressure: Option<crate::analytics::pressure::MemoryPressure>,
 }
 
 impl JudgedRun {
@@ -213,7 +214,10 @@ impl JudgedRun {
     pub(super) fn mark(
         self,
         entry: &mut RunEntry,
-    ) -> (RunRecord, Option<super::pressure::MemoryPressure>) {
+    ) -> (
+        RunRecord,
+        Option<crate::analytics::pressure::MemoryPressure>,
+    ) {
         entry.status = RunStatus::Done;
         entry.finished_at = Some(if self.record.finished_at.is_empty() {
             now_rfc3339()
@@ -565,7 +569,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// None before any run finished.
     fn step_costs(&mut self, w: usize) -> Option<Vec<StepCost>> {
         self.session.options.search_steps?;
-        let seen = predict::observed(&self.session);
+        let seen = eta::observed(&self.session);
         if seen.is_empty() {
             return None;
         }
@@ -601,10 +605,10 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let Ok((workflow, _)) = self.variant(w, step, role) else {
             return (None, None);
         };
-        let full = predict::work_of(&workflow);
+        let full = cost::work_of(&workflow);
         let cut = super::prepare::reduce_steps(workflow, cap, &self.paths.session_file())
             .ok()
-            .map(|(reduced, _)| predict::work_of(&reduced));
+            .map(|(reduced, _)| cost::work_of(&reduced));
         (Some(full), cut)
     }
 
@@ -618,7 +622,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         role: RunRole,
         cap: Option<u32>,
     ) -> Result<bool, JournalError> {
-        let seen = predict::observed(&self.session);
+        let seen = eta::observed(&self.session);
         let cold = self.session.options.cold;
         let run = self
             .run_work(w, step, role, cap)
@@ -627,7 +631,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let mut left = run.map(|r| r.total());
         for v in w..self.session.workflows.len() {
             let works = self.step_works(v);
-            let mut runs = predict::runs_left(&self.session.workflows[v], &self.session.options);
+            let mut runs = eta::runs_left(&self.session.workflows[v], &self.session.options);
             if v == w {
                 // The next run is counted once, as predicted above.
                 if let Some(i) = runs.iter().position(|r| r.0 == step && r.2 >= 1.0) {
@@ -1185,7 +1189,16 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         let mut summary = super::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
         if step + 1 == self.session.workflows[w].steps.len() {
             // The target: the cues that its pass may hide memory pressure (`--walk-on-pass`).
-            summary.walk_cues = super::walk::cues(&record, &summary, pressure.as_ref());
+            summary.walk_cues = crate::analytics::walk::cues(
+                &record,
+                &crate::analytics::walk::VramUse {
+                    total_mib: summary.vram_total_mib,
+                    peak_mib: summary.vram_peak_mib,
+                    peak_source: summary.vram_peak_source.as_deref(),
+                    sample_ms: summary.vram_sample_ms,
+                },
+                pressure.as_ref(),
+            );
         }
         if let Some(p) = &pressure {
             summary.delivered.memory_pressure = p.words();
@@ -1213,7 +1226,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         entry: &RunEntry,
         workflow: &Workflow,
         record: RunRecord,
-        memory_pressure: Option<super::pressure::MemoryPressure>,
+        memory_pressure: Option<crate::analytics::pressure::MemoryPressure>,
     ) -> Result<Vec<ComponentHash>, JournalError> {
         let components = self.component_hashes(workflow, entry.fingerprint.as_deref());
         let node_hashes: std::collections::BTreeMap<String, String> = workflow
@@ -1258,7 +1271,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         step: usize,
         record: &RunRecord,
         workflow: &Workflow,
-    ) -> Option<super::pressure::MemoryPressure> {
+    ) -> Option<crate::analytics::pressure::MemoryPressure> {
         let job = &self.session.workflows[w];
         let baseline = job
             .runs
@@ -1269,26 +1282,26 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 let work = self
                     .variant(w, r.step, RunRole::Search)
                     .ok()
-                    .and_then(|(base, _)| super::pressure::work_of(&base));
+                    .and_then(|(base, _)| crate::analytics::pressure::work_of(&base));
                 // Its console's loads, from its run.json (absent: none known).
                 let events = read_json::<RunFile>(&self.paths.run_dir(r).join(RUN_RECORD_FILE))
                     .map(|f| f.record.memory_events)
                     .unwrap_or_default();
-                super::pressure::Baseline::of(
+                crate::analytics::pressure::Baseline::of(
                     r.step,
                     r.summary.as_ref().and_then(|s| s.s_per_step),
                     work,
                     &events,
                 )
             });
-        super::pressure::assess(
+        crate::analytics::pressure::assess(
             record,
-            super::pressure::work_of(workflow),
+            crate::analytics::pressure::work_of(workflow),
             baseline.as_ref(),
             self.session
                 .options
                 .max_slowdown
-                .unwrap_or(super::pressure::DEFAULT_MAX_SLOWDOWN),
+                .unwrap_or(crate::analytics::pressure::DEFAULT_MAX_SLOWDOWN),
         )
     }
 

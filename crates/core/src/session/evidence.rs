@@ -180,7 +180,7 @@ pub fn summary_of(
                 })
             })
         }),
-        work: workflow.map(crate::session::predict::work_of),
+        work: workflow.map(crate::analytics::cost::work_of),
         longest_quiet_ms: crate::run::hang::longest_quiet_ms(
             &record.raw.ws_text,
             &record.prompt_id,

@@ -7,6 +7,7 @@
 pub mod check;
 pub mod decide;
 pub mod driver;
+pub mod eta;
 pub mod evidence;
 pub mod folders;
 pub mod index;
@@ -14,15 +15,12 @@ pub mod journal;
 pub mod live;
 pub mod lock;
 pub mod mitigate;
-pub mod predict;
 pub mod prepare;
-pub mod pressure;
 pub mod progress;
 pub mod relaunch;
 pub mod restart;
 pub mod schedule;
 pub mod setup;
-pub mod walk;
 
 pub use decide::{decide, Decision};
 pub use driver::{Attempt, Backend, Clock, Driver, Hooks, NoHooks, Recovery, RunSpec, SystemClock};

@@ -23,8 +23,9 @@
 
 use super::super::journal::WorkflowJob;
 use super::super::journal::{Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict};
+use super::results::{first_result, role_for, stage_of, Decision};
 use super::rules::{self, Boundary, Ctx, Searched};
-use super::{first_result, role_for, stage_of, Decision};
+use crate::analytics::cost::StepCost;
 
 /// The stages whose failure shows at any step count, so a reduced-step failure there stands
 /// for the full-step run (the field-guide rule: fewer steps lower no single step's peak).
@@ -34,16 +35,6 @@ pub const STEP_INDEPENDENT_STAGES: &[&str] =
 /// True when `r` is a reduced-step failure that counts as a full-step failure.
 pub fn step_independent(r: &RunEntry) -> bool {
     r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s.as_str()))
-}
-
-/// The predicted time of one ladder step's run, in seconds: at the variant's own steps and at
-/// the search's step count (from [`crate::session::predict`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepCost {
-    /// At the variant's own steps.
-    pub full: f64,
-    /// At `--search-steps`.
-    pub reduced: f64,
 }
 
 /// A reduced run must save at least this share of its own predicted full-step time: sampling
@@ -165,7 +156,7 @@ pub(super) fn decide(
         controls: false,
         ..options.clone()
     };
-    let (phase, d) = super::decide_in(job, &search_options, env);
+    let (phase, d) = rules::decide_in(job, &search_options, env);
     let reduced_ends = match d {
         // The minimal variant runs at its own steps from the start: the cheapest run of the
         // ladder, and the full-step last pass the verdict needs when the first increment fails.

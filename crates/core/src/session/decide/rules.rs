@@ -1,4 +1,4 @@
-//! The decision rules of [`super::decide_in`], as ordered tables of small named rules. The
+//! The decision rules of [`decide_in`], as ordered tables of small named rules. The
 //! rules before the search look at the endpoints; the search finds the boundary (last pass,
 //! first failure), or, when the target passed, the walk looks for the first step under memory
 //! pressure (`--walk-on-pass`); the rules after it settle the boundary. In each table the
@@ -7,10 +7,11 @@
 use super::super::journal::{
     FlakyCount, Outcome, Phase, RunEntry, RunRole, SessionOptions, Strategy,
 };
-use super::super::journal::{Verdict, WorkflowJob};
-use super::{
+use super::super::journal::{RunSummary, Verdict, WalkOnPass, WorkflowJob};
+use super::results::{
     anchor, conclusive, counts, first_result, pending_crash, role_for, stage_of, Decision,
 };
+use crate::analytics::walk::{describe, Cue};
 
 /// What every rule reads: the job, the options and the current environment.
 pub(super) struct Ctx<'a> {
@@ -62,6 +63,38 @@ pub(super) const AFTER_SEARCH: &[(&str, BoundaryRule)] = &[
     ("repeat", repeat),
     ("controls", controls),
 ];
+
+/// [`decide`](super::decide) in the environment `env` (the fingerprint id taken before the next run): a step
+/// result made in `env` counts before one made elsewhere, and the boundary (last pass, first
+/// failure) is re-anchored in `env` (`anchor` runs) before the search goes on and before the
+/// verdict, so both ends of the verdict come from one environment.
+///
+/// The rules of [`BEFORE_SEARCH`] in order, then the search, then the rules of
+/// [`AFTER_SEARCH`] in order; the first that answers decides, and with none the
+/// verdict is the first failure.
+pub(crate) fn decide_in(
+    job: &WorkflowJob,
+    options: &SessionOptions,
+    env: Option<&str>,
+) -> (Phase, Decision) {
+    let ctx = Ctx {
+        job,
+        options,
+        env,
+        n: job.steps.len().saturating_sub(1),
+    };
+    if let Some(next) = BEFORE_SEARCH.iter().find_map(|(_, rule)| rule(&ctx)) {
+        return next;
+    }
+    let boundary = match search(&ctx) {
+        Searched::Found(boundary) => boundary,
+        Searched::Ask(next) => return next,
+    };
+    AFTER_SEARCH
+        .iter()
+        .find_map(|(_, rule)| rule(&ctx, boundary))
+        .unwrap_or_else(|| first_failure(&ctx, boundary))
+}
 
 fn could_not_reproduce(run_id: &str) -> Next {
     (
@@ -149,10 +182,25 @@ fn target(c: &Ctx) -> Option<Next> {
     }
 }
 
+/// Why the ladder is walked after the target passed with `summary` under `walk`, in words
+/// (the cues of [`crate::analytics::walk`]); None when it is not (`never`, or `auto` without a
+/// cue).
+pub(super) fn walk_reason(walk: WalkOnPass, summary: Option<&RunSummary>) -> Option<String> {
+    let cues: &[Cue] = summary.map_or(&[], |s| &s.walk_cues);
+    let said = describe(cues);
+    match walk {
+        WalkOnPass::Never => None,
+        WalkOnPass::Always if cues.is_empty() => Some("--walk-on-pass always".to_string()),
+        WalkOnPass::Always => Some(format!("--walk-on-pass always ({said})")),
+        WalkOnPass::Auto if cues.is_empty() => None,
+        WalkOnPass::Auto => Some(said),
+    }
+}
+
 /// Whether the passing target run `pass` makes the session walk the ladder (`--walk-on-pass`:
 /// always, or auto with a cue recorded on it).
 fn walks(c: &Ctx, pass: &RunEntry) -> bool {
-    super::super::walk::reason(c.options.walk_on_pass, pass.summary.as_ref()).is_some()
+    walk_reason(c.options.walk_on_pass, pass.summary.as_ref()).is_some()
 }
 
 /// The passing target's run when the session walks the ladder after it (not with
@@ -169,7 +217,7 @@ pub(super) fn walked_target<'a>(c: &Ctx<'a>) -> Option<&'a RunEntry> {
 /// it is not.
 pub(super) fn walked(c: &Ctx) -> Option<String> {
     let target = walked_target(c)?;
-    super::super::walk::reason(c.options.walk_on_pass, target.summary.as_ref())
+    walk_reason(c.options.walk_on_pass, target.summary.as_ref())
 }
 
 /// The walk after a passing target (`--walk-on-pass`): one step at a time from step 1, each

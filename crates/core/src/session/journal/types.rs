@@ -734,7 +734,7 @@ pub struct RunSummary {
     /// On a passing target: the cues that its pass may hide memory pressure, with their
     /// numbers (`--walk-on-pass auto` walks the ladder when there is one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub walk_cues: Vec<crate::session::walk::Cue>,
+    pub walk_cues: Vec<crate::analytics::walk::Cue>,
 }
 
 /// The submitted-but-unrecorded run.
@@ -996,7 +996,7 @@ pub struct RunFile {
     /// The memory pressure a passed run completed under, with the numbers of each piece of
     /// evidence (none: no evidence fired, or a record older than this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_pressure: Option<crate::session::pressure::MemoryPressure>,
+    pub memory_pressure: Option<crate::analytics::pressure::MemoryPressure>,
 }
 
 impl SessionFile {

@@ -25,7 +25,7 @@ pub const MIN_TIMED_STEP_S: f64 = 0.02;
 /// catalog's size and frame sources and their temporal compression), doubled when a sampler uses CFG (`cfg` above 1 runs the batch twice); `None` when
 /// the graph has no size (it comes from an input image).
 pub fn work_of(workflow: &Workflow) -> Option<f64> {
-    let work = super::predict::work_of(workflow);
+    let work = super::cost::work_of(workflow);
     if work.pixels == 0 {
         return None;
     }
@@ -248,7 +248,8 @@ pub fn assess(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
+    use super::super::fixtures::{partial_load, passed_with, staged};
     use super::*;
     use crate::comfy::console::LoadFigures;
     use crate::run::timing::SamplerTiming;
@@ -266,22 +267,6 @@ pub(super) mod tests {
         }))
     }
 
-    /// A passed run of `workflow` with these memory events and nothing timed.
-    pub(in crate::session) fn passed_with(
-        workflow: &Workflow,
-        events: Vec<MemoryEvent>,
-    ) -> RunRecord {
-        let mut r = super::super::evidence::bare_record(
-            "r",
-            workflow,
-            "http://127.0.0.1:8188",
-            false,
-            crate::run::Outcome::Passed,
-        );
-        r.memory_events = events;
-        r
-    }
-
     fn passed(s_per_step: u64, slowing: Option<f64>, events: Vec<MemoryEvent>) -> RunRecord {
         let mut r = passed_with(&wan(64, 32, 5, 1.0), events);
         r.step_timing = vec![SamplerTiming {
@@ -296,30 +281,6 @@ pub(super) mod tests {
             end_ms: None,
         }];
         r
-    }
-
-    /// A WAN21 model loaded partially (9178 MB), with `offloaded_mb` when the console printed it.
-    pub(in crate::session) fn partial_load(offloaded_mb: Option<f64>) -> MemoryEvent {
-        MemoryEvent::ModelLoad {
-            t: None,
-            class: Some("WAN21".into()),
-            figures: LoadFigures {
-                full: false,
-                usable_mb: Some(9178.35),
-                loaded_mb: 9177.97,
-                offloaded_mb,
-                lowvram_patches: Some(0),
-            },
-        }
-    }
-
-    /// A dynamic VRAM staging line of a WAN21 model of `mb` MB.
-    pub(in crate::session) fn staged(mb: u64) -> MemoryEvent {
-        MemoryEvent::Staged {
-            t: None,
-            class: "WAN21".into(),
-            mb,
-        }
     }
 
     #[test]

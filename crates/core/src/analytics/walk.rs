@@ -4,9 +4,9 @@
 //! hides streaming there; a cue makes the session walk the ladder from step 1, one step at a
 //! time, where each step is judged against the previous passing one. A cue costs runs, it is
 //! never evidence: the verdict still needs [`super::pressure::assess`] to fire at a step.
-//! Pure: it reads a finished record and its summary.
+//! Pure: it reads a finished record and the VRAM its summary recorded; the option that turns
+//! the cues into a walk (`--walk-on-pass`) is the decision's (`session::decide`).
 
-use super::journal::{RunSummary, WalkOnPass};
 use super::pressure::MemoryPressure;
 use crate::comfy::MemoryEvent;
 use crate::run::RunRecord;
@@ -103,14 +103,23 @@ impl Cue {
     }
 }
 
+/// The card's VRAM as a run's summary records it: its total and the run's peak.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VramUse<'a> {
+    /// The card's total, MiB.
+    pub total_mib: Option<f64>,
+    /// The run's peak, MiB.
+    pub peak_mib: Option<f64>,
+    /// Where the peak comes from when not from the tool's own sampling.
+    pub peak_source: Option<&'a str>,
+    /// The tool's sampling interval, ms.
+    pub sample_ms: Option<u64>,
+}
+
 /// The cues on a passed run of the target: its memory pressure (`pressure`), its partial loads,
-/// its staging at or above the card and its VRAM peak near the card's total (`summary`). Empty
+/// its staging at or above the card and its VRAM peak near the card's total (`vram`). Empty
 /// for a run that did not pass.
-pub fn cues(
-    record: &RunRecord,
-    summary: &RunSummary,
-    pressure: Option<&MemoryPressure>,
-) -> Vec<Cue> {
+pub fn cues(record: &RunRecord, vram: &VramUse, pressure: Option<&MemoryPressure>) -> Vec<Cue> {
     if record.outcome != crate::run::OutcomeKind::Passed {
         return Vec::new();
     }
@@ -120,7 +129,7 @@ pub fn cues(
             evidence: p.words(),
         });
     }
-    let total = summary.vram_total_mib.filter(|t| *t > 0.0);
+    let total = vram.total_mib.filter(|t| *t > 0.0);
     let mut partial: Option<Cue> = None;
     let mut staged: Option<(String, u64)> = None;
     for e in &record.memory_events {
@@ -159,13 +168,12 @@ pub fn cues(
             });
         }
     }
-    if let (Some(peak), Some(total)) = (summary.vram_peak_mib, total) {
+    if let (Some(peak), Some(total)) = (vram.peak_mib, total) {
         if peak >= total - VRAM_LIMIT_MARGIN_MIB {
             let source =
-                summary
-                    .vram_peak_source
-                    .clone()
-                    .unwrap_or_else(|| match summary.vram_sample_ms {
+                vram.peak_source
+                    .map(str::to_string)
+                    .unwrap_or_else(|| match vram.sample_ms {
                         Some(ms) => format!("sampled every {ms} ms"),
                         None => "sampled".to_string(),
                     });
@@ -180,28 +188,19 @@ pub fn cues(
     out
 }
 
-/// Why the ladder is walked after the target passed with `summary` under `walk`, in words; None
-/// when it is not (`never`, or `auto` without a cue).
-pub fn reason(walk: WalkOnPass, summary: Option<&RunSummary>) -> Option<String> {
-    let cues: &[Cue] = summary.map_or(&[], |s| &s.walk_cues);
-    let said = cues
-        .iter()
+/// The cues in words, with their numbers, one after the other.
+pub fn describe(cues: &[Cue]) -> String {
+    cues.iter()
         .map(Cue::describe)
         .collect::<Vec<_>>()
-        .join("; ");
-    match walk {
-        WalkOnPass::Never => None,
-        WalkOnPass::Always if cues.is_empty() => Some("--walk-on-pass always".to_string()),
-        WalkOnPass::Always => Some(format!("--walk-on-pass always ({said})")),
-        WalkOnPass::Auto if cues.is_empty() => None,
-        WalkOnPass::Auto => Some(said),
-    }
+        .join("; ")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::pressure::tests::{partial_load, passed_with, staged};
+    use super::super::fixtures::{partial_load, passed_with, staged};
     use super::*;
+    use crate::session::journal::RunSummary;
     use serde_json::json;
 
     fn record(events: Vec<MemoryEvent>) -> RunRecord {
@@ -215,12 +214,12 @@ mod tests {
         passed_with(&w, events)
     }
 
-    fn summary(peak: Option<f64>, total: Option<f64>) -> RunSummary {
-        RunSummary {
-            vram_peak_mib: peak,
-            vram_total_mib: total,
-            vram_sample_ms: Some(500),
-            ..RunSummary::default()
+    fn summary(peak: Option<f64>, total: Option<f64>) -> VramUse<'static> {
+        VramUse {
+            peak_mib: peak,
+            total_mib: total,
+            sample_ms: Some(500),
+            peak_source: None,
         }
     }
 
@@ -334,7 +333,7 @@ mod tests {
         assert_eq!(c, []);
         // The server's own measurement is named as the source.
         let mut s = summary(Some(total), Some(total));
-        s.vram_peak_source = Some("server benchmark capture".into());
+        s.peak_source = Some("server benchmark capture");
         let c = cues(&record(vec![]), &s, None);
         assert!(
             c[0].describe().contains("(server benchmark capture)"),
@@ -363,28 +362,5 @@ mod tests {
         // A summary written before the field loads with none.
         let old: RunSummary = serde_json::from_str(r#"{"duration_ms": 5, "cold": true}"#).unwrap();
         assert!(old.walk_cues.is_empty());
-    }
-
-    #[test]
-    fn the_reason_follows_the_option() {
-        let mut s = summary(None, None);
-        assert_eq!(reason(WalkOnPass::Auto, Some(&s)), None);
-        assert_eq!(reason(WalkOnPass::Never, Some(&s)), None);
-        assert_eq!(
-            reason(WalkOnPass::Always, None).as_deref(),
-            Some("--walk-on-pass always")
-        );
-        s.walk_cues = vec![Cue::StagedOverCard {
-            class: "Flux".into(),
-            staged_mb: 22700,
-            vram_total_mib: 12288.0,
-        }];
-        let cue = "Flux staged 22700 MB for dynamic VRAM loading, at or above the card's 12288 MiB";
-        assert_eq!(reason(WalkOnPass::Auto, Some(&s)).as_deref(), Some(cue));
-        assert_eq!(reason(WalkOnPass::Never, Some(&s)), None);
-        assert_eq!(
-            reason(WalkOnPass::Always, Some(&s)),
-            Some(format!("--walk-on-pass always ({cue})"))
-        );
     }
 }
