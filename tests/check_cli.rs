@@ -5,7 +5,7 @@
 
 mod session_support;
 
-use comfy_bisect_core::session::check::{CheckRecord, CHECK_FILE};
+use comfy_bisect_core::check::{CheckRecord, CHECK_FILE};
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, SessionFile, SessionState, SESSION_FILE};
 use comfy_bisect_sim::profile::VERSION_2026;

@@ -149,7 +149,7 @@ fn a_second_session_on_the_same_server_is_refused_while_the_first_runs() {
     let (mut first, runs, wf) = spawn_wan_bisect(&sim, tmp.path());
     // Wait for the first session's lock file (the lock itself, not the temporary file it is
     // written in first).
-    let lock = comfy_bisect_core::session::lock::lock_path(&sim.url());
+    let lock = comfy_bisect_core::server::lock::lock_path(&sim.url());
     let start = Instant::now();
     while !lock.exists() {
         assert!(
@@ -229,10 +229,10 @@ fn of_two_sessions_started_at_the_same_instant_exactly_one_runs() {
         assert!(start.elapsed() < Duration::from_secs(120), "no session");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let lock = comfy_bisect_core::session::lock::lock_path(&sim.url());
+    let lock = comfy_bisect_core::server::lock::lock_path(&sim.url());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let holder = comfy_bisect_core::session::lock::read_holder(&lock).unwrap();
+        let holder = comfy_bisect_core::server::lock::read_holder(&lock).unwrap();
         assert_eq!(holder.pid, holder_pid);
         if holder.session_id == session_id {
             break;
@@ -259,7 +259,7 @@ fn spawn_waiting(
     );
     let later = jiff::Timestamp::now() + Duration::from_secs(3600);
     Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .env(comfy_bisect_core::session::lock::LOCK_DIR_ENV, locks)
+        .env(comfy_bisect_core::server::lock::LOCK_DIR_ENV, locks)
         .args(["--server", server, "bisect", "-q", "--runs-dir"])
         .arg(runs)
         .args(["--start-at", &later.to_string()])

@@ -4,7 +4,7 @@
 
 use super::common::{parse_positive_duration, CliError, CliResult, ConnectArgs, Connection};
 use comfy_bisect_core::app::{self, ErrorKind};
-use comfy_bisect_core::session::check::{CheckOptions, CheckStatus};
+use comfy_bisect_core::check::{CheckOptions, CheckStatus};
 use comfy_bisect_core::session::schedule::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;

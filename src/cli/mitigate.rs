@@ -7,7 +7,7 @@ use super::common::{CliError, CliResult, ConnectArgs, Connection};
 use crate::error::exit;
 use comfy_bisect_core::app::{self, MitigateRequest, Mitigated};
 use comfy_bisect_core::catalog::Catalog;
-use comfy_bisect_core::session::mitigate::MitigateEnd;
+use comfy_bisect_core::controls::MitigateEnd;
 use std::path::PathBuf;
 
 /// The options `mitigate` and `bisect --mitigate` share.

@@ -4,8 +4,8 @@
 
 use super::common::{CliResult, OrExit};
 use crate::error::exit;
+use comfy_bisect_core::check::CheckRecord;
 use comfy_bisect_core::comfy::Fingerprint;
-use comfy_bisect_core::session::check::CheckRecord;
 use comfy_bisect_core::session::folders::{self, FoundSession};
 use comfy_bisect_core::session::journal::{orphan_runs, SessionFile, SessionPaths, SessionState};
 use std::collections::BTreeMap;

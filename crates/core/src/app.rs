@@ -9,6 +9,7 @@
 use crate::comfy::{Client, SystemStats};
 use crate::ladder::Plan;
 use crate::nodedefs::NodeDefs;
+use crate::server::lock::SessionLock;
 use crate::session::driver::{Driver, Hooks, SystemClock};
 use crate::session::index::{self, IndexEntry};
 use crate::session::journal::{
@@ -16,7 +17,6 @@ use crate::session::journal::{
     SESSION_FILE,
 };
 use crate::session::live::LiveBackend;
-use crate::session::lock::SessionLock;
 use crate::session::prepare::{prepare, LadderConfig, Prepared, Problems};
 use crate::session::progress::ProgressView;
 use crate::session::setup::{create_session, PreparedWorkflow};
@@ -328,7 +328,7 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
         None => latest_unfinished(&options.runs_dir),
     }
     .kind(ErrorKind::Input)?;
-    if crate::session::check::is_check(&paths.dir) {
+    if crate::check::is_check(&paths.dir) {
         return Err(AppError::new(
             ErrorKind::Input,
             format!(
@@ -486,7 +486,7 @@ fn with_live_driver<R>(
         .with_progress(progress.clone())
         .with_restart(
             Duration::from_secs(session.options.restart_timeout_s),
-            paths.dir.join(crate::session::restart::RESTART_LOG),
+            paths.dir.join(crate::server::restart::RESTART_LOG),
         );
     let mut hooks = SessionHooks {
         progress: progress.clone(),
@@ -534,7 +534,7 @@ pub struct Mitigated {
     /// What was considered, run and judged.
     pub mitigations: crate::session::journal::MitigationsFile,
     /// How the pass ended.
-    pub end: crate::session::mitigate::MitigateEnd,
+    pub end: crate::controls::MitigateEnd,
 }
 
 impl Mitigated {
@@ -578,7 +578,7 @@ impl Mitigated {
         if self.mitigations.workflows.is_empty() {
             out.push_str("no workflow of the session has a located failure: nothing to mitigate\n");
         }
-        if let crate::session::mitigate::MitigateEnd::Stopped(why) = &self.end {
+        if let crate::controls::MitigateEnd::Stopped(why) = &self.end {
             out.push_str(&format!("stopped: {why}\n"));
         }
         out.push_str(&format!(
@@ -594,7 +594,7 @@ impl Mitigated {
 }
 
 /// Runs the mitigations of a session's located failures on `client`'s server (see
-/// `session::mitigate`): takes the server's lock, fetches the node definitions, drives, and
+/// `controls`): takes the server's lock, fetches the node definitions, drives, and
 /// rewrites the reports. Errors: session not found or a `check` (`Input`), server unreachable
 /// (`Unreachable`), lock held or journal not writable (`Failed`).
 pub fn mitigate(
@@ -604,7 +604,7 @@ pub fn mitigate(
     quiet: bool,
 ) -> AppResult<Mitigated> {
     let paths = find_session(&request.runs_dir, &request.session).kind(ErrorKind::Input)?;
-    if crate::session::check::is_check(&paths.dir) {
+    if crate::check::is_check(&paths.dir) {
         return Err(AppError::new(
             ErrorKind::Input,
             format!(
@@ -621,17 +621,17 @@ pub fn mitigate(
     )
     .kind(ErrorKind::Failed)?;
     let (defs, _) = server_preflight(rt, &client).kind(ErrorKind::Unreachable)?;
-    let options = crate::session::mitigate::MitigateOptions {
+    let options = crate::controls::MitigateOptions {
         max: request.max,
         launch_cmd: request.launch_cmd.clone(),
         defs,
         catalog: request.catalog.clone(),
     };
     let (end, session) = with_live_driver(rt, client, &paths, session, quiet, |d| {
-        crate::session::mitigate::mitigate(d, &options)
+        crate::controls::mitigate(d, &options)
     });
     let end = end.kind(ErrorKind::Failed)?;
-    let mitigations = crate::session::mitigate::load(&paths.dir).kind(ErrorKind::Failed)?;
+    let mitigations = crate::controls::load(&paths.dir).kind(ErrorKind::Failed)?;
     Ok(Mitigated {
         paths,
         session,
@@ -657,7 +657,7 @@ pub fn bring_up(
         return Ok(());
     }
     let progress = ProgressView::new(quiet);
-    let log = runs_dir.join(crate::session::restart::RESTART_LOG);
+    let log = runs_dir.join(crate::server::restart::RESTART_LOG);
     let restart = options.restart_cmd.as_deref().map(|cmd| {
         let _ = std::fs::create_dir_all(runs_dir);
         (
@@ -667,28 +667,28 @@ pub fn bring_up(
         )
     });
     let wait = Duration::from_secs(options.wait_server_s);
-    crate::session::restart::bring_up(rt.handle(), client, restart, wait, &mut |t| {
+    crate::server::restart::bring_up(rt.handle(), client, restart, wait, &mut |t| {
         progress.println(t)
     })
     .kind(ErrorKind::Unreachable)
 }
 
 /// Runs `check`: one run of a workflow as given on a freshly (re)started server, answered as
-/// `git bisect run` reads exit statuses (see [`crate::session::check`]); Ctrl-C, SIGTERM and
+/// `git bisect run` reads exit statuses (see [`crate::check`]); Ctrl-C, SIGTERM and
 /// SIGHUP interrupt it. Errors: bad input (`Input`), the journal cannot be written (`Failed`).
 pub fn check(
     rt: &tokio::runtime::Runtime,
     client: Client,
-    options: crate::session::check::CheckOptions,
-) -> AppResult<crate::session::check::CheckRecord> {
-    use crate::session::check::CheckError;
+    options: crate::check::CheckOptions,
+) -> AppResult<crate::check::CheckRecord> {
+    use crate::check::CheckError;
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let signals = rt.spawn(async move {
         if stop_signal().await.is_some() {
             let _ = cancel_tx.send(true);
         }
     });
-    let result = crate::session::check::check(rt.handle(), client, options, cancel_rx);
+    let result = crate::check::check(rt.handle(), client, options, cancel_rx);
     signals.abort();
     result.map_err(|e| match e {
         CheckError::Input(m) => AppError::new(ErrorKind::Input, m),
@@ -830,7 +830,7 @@ pub fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
     for entry in entries.filter_map(Result::ok) {
         let id = entry.file_name().to_string_lossy().into_owned();
         let paths = SessionPaths::new(runs_dir, &id);
-        if !paths.session_file().is_file() || crate::session::check::is_check(&paths.dir) {
+        if !paths.session_file().is_file() || crate::check::is_check(&paths.dir) {
             continue;
         }
         // An unreadable journal is not a candidate; `resume ID` says what is wrong with it.

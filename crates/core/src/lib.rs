@@ -6,7 +6,9 @@
 //! Data flows top to bottom: the graph layer (`workflow` → `nodedefs` → `catalog` → `ladder`,
 //! re-exported from `comfy-bisect-graph`) → `comfy` (HTTP/WS client) → `diagnose` (failure
 //! classification) → `host` (host RAM, the local server process, the kernel log) → `run` (one
-//! submission and its evidence) → `session` (the bisection driver and journal) → `report`
+//! submission and its evidence) → `analytics` (pure estimates: run time, memory pressure) and
+//! `server` (lock, restart; relaunch runs through the driver) → `session` (the bisection driver and journal) → `check`
+//! (one run for `git bisect run`) and `controls` (the mitigations after a verdict) → `report`
 //! (Markdown/JSON) → `app` (the application façade a front end calls: start, resume and
 //! drive a session, write a plan, find sessions and runs).
 
@@ -19,12 +21,15 @@ pub use comfy_bisect_graph::{catalog, ladder, mitigate, nodedefs, workflow};
 pub mod analytics;
 pub mod app;
 pub mod atomic;
+pub mod check;
 pub mod comfy;
+pub mod controls;
 pub mod diagnose;
 pub mod hashing;
 pub mod host;
 pub mod report;
 pub mod run;
+pub mod server;
 pub mod session;
 pub mod text;
 pub mod units;

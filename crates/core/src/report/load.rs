@@ -109,7 +109,7 @@ pub fn load(session_dir: &Path) -> anyhow::Result<SessionData> {
             }
         }
     }
-    let mitigations = match crate::session::mitigate::load(session_dir) {
+    let mitigations = match crate::controls::load(session_dir) {
         Ok(m) => m,
         Err(e) => {
             load_warnings.push(format!(

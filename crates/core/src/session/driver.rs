@@ -195,23 +195,35 @@ pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(3600);
 pub const RUN_LIMIT_FACTOR: u32 = 8;
 
 /// A finished run as [`Driver::judge_run`] judged it.
-pub(super) struct JudgedRun {
+pub(crate) struct JudgedRun {
     /// The record, with its diagnosis.
-    pub(super) record: RunRecord,
+    pub(crate) record: RunRecord,
     /// Its outcome.
-    pub(super) outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Its journal summary.
-    pub(super) summary: super::journal::RunSummary,
+    pub(crate) summary: super::journal::RunSummary,
     /// Its diagnosis (a run that did not pass).
-    pub(super) diagnosis: Option<crate::diagnose::Diagnosis>,
+    pub(crate) diagnosis: Option<crate::diagnose::Diagnosis>,
     /// Memory pressure it passed under.
-    pub(super) pressure: Option<crate::analytics::pressure::MemoryPressure>,
+    pub(crate) pressure: Option<crate::analytics::pressure::MemoryPressure>,
+}
+
+/// The driver's equipment, borrowed by name for a runner outside its loop ([`Driver::parts`]).
+pub(crate) struct DriverParts<'d, B, C> {
+    /// The server the runs go to.
+    pub backend: &'d mut B,
+    /// The front end's hooks (progress, notes).
+    pub hooks: &'d mut dyn Hooks,
+    /// The journal's write-behind: atomic writes whose fsyncs finish in the background.
+    pub journal: &'d mut SyncBehind,
+    /// The clock.
+    pub clock: &'d C,
 }
 
 impl JudgedRun {
     /// Marks `entry` done with this judgement; returns the record and the pressure for
     /// [`Driver::write_run_files`].
-    pub(super) fn mark(
+    pub(crate) fn mark(
         self,
         entry: &mut RunEntry,
     ) -> (
@@ -267,19 +279,19 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.stop.clone()
     }
 
-    /// What the mitigation driver (`session::mitigate`) borrows: the backend, the hooks, the
-    /// journal's write-behind and the clock.
-    pub(super) fn parts(&mut self) -> (&mut B, &mut dyn Hooks, &mut SyncBehind, &C) {
-        (
-            &mut self.backend,
-            &mut *self.hooks,
-            &mut self.durable,
-            &self.clock,
-        )
+    /// What a runner outside the driver's loop borrows from it (the mitigations of
+    /// [`crate::controls`], a relaunch of [`crate::server::relaunch`]).
+    pub(crate) fn parts(&mut self) -> DriverParts<'_, B, C> {
+        DriverParts {
+            backend: &mut self.backend,
+            hooks: &mut *self.hooks,
+            journal: &mut self.durable,
+            clock: &self.clock,
+        }
     }
 
     /// True once Ctrl-C (or SIGTERM, SIGHUP) asked the session to stop.
-    pub(super) fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
@@ -287,7 +299,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         self.session.save_behind(&self.paths, &mut self.durable)
     }
 
-    pub(super) fn saved(&mut self) -> DriveResult {
+    pub(crate) fn saved(&mut self) -> DriveResult {
         self.save()?;
         self.hooks.journal_updated(&self.paths, &self.session);
         Ok(())
@@ -336,13 +348,13 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         (t > self.clock.now()).then_some((t, offset))
     }
 
-    pub(super) fn deadline(&self) -> Option<Timestamp> {
+    pub(crate) fn deadline(&self) -> Option<Timestamp> {
         let text = self.session.options.deadline.as_deref()?;
         units::parse_rfc3339(text)
     }
 
     /// When a run still going is interrupted: the deadline plus `--deadline-grace`.
-    pub(super) fn run_stop_at(&self) -> Option<Timestamp> {
+    pub(crate) fn run_stop_at(&self) -> Option<Timestamp> {
         let grace = self
             .session
             .options
@@ -702,7 +714,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     }
 
     /// Polls the server for up to `--wait-server`; true when it answers.
-    pub(super) fn wait_for_server(&mut self, restart: bool) -> bool {
+    pub(crate) fn wait_for_server(&mut self, restart: bool) -> bool {
         if restart {
             if let Some(cmd) = self.session.options.restart_cmd.clone() {
                 self.hooks.note(&format!("restarting the server: {cmd}"));
@@ -1172,7 +1184,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Judges a finished run of ladder step `step`: its diagnosis, its outcome (`strict`: a pass
     /// through a memory fallback or under memory pressure is a failure), its summary and its
     /// memory pressure against the previous passing step.
-    pub(super) fn judge_run(
+    pub(crate) fn judge_run(
         &self,
         w: usize,
         step: usize,
@@ -1220,7 +1232,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// Writes a finished run's `server.log` and `run.json` (with its component and node hashes,
     /// environment and custom-pack classes); returns the component hashes for its index line.
-    pub(super) fn write_run_files(
+    pub(crate) fn write_run_files(
         &mut self,
         w: usize,
         entry: &RunEntry,
@@ -1307,7 +1319,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// The classes of `workflow` that come from a custom node pack, with the pack's version
     /// from the run's fingerprint (`fingerprint`) where it has one.
-    pub(super) fn custom_nodes(
+    pub(crate) fn custom_nodes(
         &self,
         workflow: &Workflow,
         fingerprint: Option<&str>,
@@ -1364,7 +1376,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// The run's model files hashed: under `--models-dir` when given, else in the server's own
     /// folders as the run's fingerprint describes them (`/internal/folder_paths` and the
     /// listings), when they are on this machine.
-    pub(super) fn component_hashes(
+    pub(crate) fn component_hashes(
         &mut self,
         workflow: &Workflow,
         fingerprint: Option<&str>,

@@ -76,7 +76,7 @@ impl LiveBackend {
             server_process: None,
             sample_interval: Duration::from_millis(500),
             poll_interval: Duration::from_secs(1),
-            restart_limit: super::restart::DEFAULT_RESTART_TIMEOUT,
+            restart_limit: crate::server::restart::DEFAULT_RESTART_TIMEOUT,
             restart_log: None,
         };
         backend.locate_server();
@@ -321,7 +321,11 @@ impl Backend for LiveBackend {
         // node set is fetched again.
         self.server_process = self.server_process.take().map(|_| Err("restarted".into()));
         self.fingerprinter.invalidate();
-        super::restart::run_restart(command, self.restart_limit, self.restart_log.as_deref())
+        crate::server::restart::run_restart(
+            command,
+            self.restart_limit,
+            self.restart_log.as_deref(),
+        )
     }
 
     fn custom_classes(

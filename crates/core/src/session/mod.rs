@@ -1,10 +1,10 @@
-//! Bisection sessions: the driver (a small state machine whose state is the journal), the
-//! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
-//! (`--start-at`, `--deadline`), the progress display, and the mitigations tried after a verdict
-//! (`mitigate`, with `relaunch` for server controls), and whether a passing target is worth
-//! walking for the first step under memory pressure (`walk`).
+//! Bisection sessions, the state machine: the driver (its state is the journal), the decision
+//! (`decide`), the journal under `runs/<session-id>/` and resume, the run index, the evidence a
+//! run leaves, preparing and setting up a session's variants, the live backend, several runs
+//! folders read as one, scheduling (`--start-at`, `--deadline`) and the progress display.
+//! Below it: `analytics` (prediction, memory pressure, walk cues) and `server` (lock, restart,
+//! relaunch); above it: `check` and `controls` (the mitigations), which run through the driver.
 
-pub mod check;
 pub mod decide;
 pub mod driver;
 pub mod eta;
@@ -13,12 +13,8 @@ pub mod folders;
 pub mod index;
 pub mod journal;
 pub mod live;
-pub mod lock;
-pub mod mitigate;
 pub mod prepare;
 pub mod progress;
-pub mod relaunch;
-pub mod restart;
 pub mod schedule;
 pub mod setup;
 

@@ -234,7 +234,7 @@ fn default_confirm_crashes() -> u32 {
 }
 
 fn default_restart_timeout_s() -> u64 {
-    crate::session::restart::DEFAULT_RESTART_TIMEOUT.as_secs()
+    crate::server::restart::DEFAULT_RESTART_TIMEOUT.as_secs()
 }
 
 impl Default for SessionOptions {

@@ -10,9 +10,9 @@
 //! control's, shell-quoted. Putting it back launches the template with the original flags only
 //! and checks that the fingerprint's memory mode equals the one before.
 
-use super::driver::{Backend, Clock, Driver};
-use super::journal::Mitigation;
 use crate::comfy::fingerprint::MemoryMode;
+use crate::session::driver::{Backend, Clock, Driver, DriverParts};
+use crate::session::journal::Mitigation;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -170,7 +170,7 @@ impl Relaunch {
         launch: &Launch,
     ) -> Result<(), String> {
         if self.original.is_none() {
-            let fp = driver.parts().0.environment().ok_or_else(|| {
+            let fp = driver.parts().backend.environment().ok_or_else(|| {
                 "the server did not say how it was launched (/system_stats argv)".to_string()
             })?;
             self.original = Some(Original {
@@ -192,7 +192,7 @@ impl Relaunch {
             .iter()
             .map(|(k, v)| format!("{k}={v} "))
             .collect();
-        driver.parts().1.note(&format!(
+        driver.parts().hooks.note(&format!(
             "relaunched the server: {}{}",
             env.concat(),
             fill(&self.template, &args)
@@ -233,7 +233,11 @@ impl Relaunch {
                 self.log.display()
             ));
         }
-        let now = driver.parts().0.environment().and_then(|f| f.memory_mode);
+        let now = driver
+            .parts()
+            .backend
+            .environment()
+            .and_then(|f| f.memory_mode);
         Some(if now == original.memory_mode {
             format!(
                 "put the server back as it was (`{command}`); its memory mode is the original one"
@@ -263,7 +267,7 @@ impl Relaunch {
         let pid = i32::try_from(pid).map_err(|_| format!("process id {pid} out of range"))?;
         // SAFETY: kill(2) with a process id found listening on the server's port.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let (backend, _, _, clock) = driver.parts();
+        let DriverParts { backend, clock, .. } = driver.parts();
         let start = clock.now();
         while backend.alive() {
             if (clock.now() - start).unsigned_abs() >= STOP_WAIT {

@@ -9,20 +9,20 @@
 //! image of each image output is neither one flat colour nor NaN-black
 //! ([`crate::run::degenerate`]). A failing control records the stage and node it fails at now
 //! and whether that moved. Server controls relaunch the server through `--launch-cmd`
-//! ([`super::relaunch`]); without one they are listed as not run.
+//! ([`crate::server::relaunch`]); without one they are listed as not run.
 
-use super::driver::{Attempt, Backend, Clock, Driver, Recovery, RunSpec};
-use super::index::{self, IndexEntry};
-use super::journal::{
-    now_rfc3339, read_json, run_dir_name, JournalError, Judged, Mitigation, MitigationState,
-    MitigationsFile, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict, WorkflowMitigations,
-    MITIGATIONS_DIR, MITIGATIONS_FILE, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
-};
-use super::relaunch::{Launch, Relaunch};
 use crate::catalog::Catalog;
 use crate::mitigate::{plan, Fit, Kind, ServerFacts};
 use crate::nodedefs::NodeDefs;
 use crate::run::RunRecord;
+use crate::server::relaunch::{Launch, Relaunch};
+use crate::session::driver::{Attempt, Backend, Clock, Driver, DriverParts, Recovery, RunSpec};
+use crate::session::index::{self, IndexEntry};
+use crate::session::journal::{
+    now_rfc3339, read_json, run_dir_name, JournalError, Judged, Mitigation, MitigationState,
+    MitigationsFile, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict, WorkflowMitigations,
+    MITIGATIONS_DIR, MITIGATIONS_FILE, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
+};
 use crate::workflow::Workflow;
 use std::path::PathBuf;
 
@@ -63,7 +63,7 @@ pub fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalErr
 }
 
 /// The failing stage, node and run of a workflow's verdict (None: nothing failed to mitigate).
-fn failure(job: &super::journal::WorkflowJob) -> Option<(String, Option<String>, String)> {
+fn failure(job: &crate::session::journal::WorkflowJob) -> Option<(String, Option<String>, String)> {
     let (stage, run_id) = match job.verdict.as_ref()? {
         Verdict::FirstFailure { stage, run_id, .. } | Verdict::MinimalFails { stage, run_id } => {
             (stage.clone(), run_id.clone())
@@ -151,7 +151,7 @@ fn plan_workflow<B: Backend, C: Clock>(
     let ui_path = driver
         .paths
         .dir
-        .join(super::setup::ui_companion(&target_step.file));
+        .join(crate::session::setup::ui_companion(&target_step.file));
     let ui: Option<serde_json::Value> = std::fs::read(&ui_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -198,7 +198,7 @@ fn plan_workflow<B: Backend, C: Clock>(
                 workflow,
             } => {
                 let file = format!("{folder}/mitigation-{}.json", c.id);
-                super::journal::write_atomic(
+                crate::session::journal::write_atomic(
                     &driver.paths.dir.join(&file),
                     format!("{}\n", workflow.to_pretty_json()).as_bytes(),
                 )?;
@@ -210,8 +210,11 @@ fn plan_workflow<B: Backend, C: Clock>(
                                 .ok()
                         });
                     if let Some(v) = written {
-                        let ui_file = super::setup::ui_companion(&file);
-                        super::journal::write_json_atomic(&driver.paths.dir.join(&ui_file), &v)?;
+                        let ui_file = crate::session::setup::ui_companion(&file);
+                        crate::session::journal::write_json_atomic(
+                            &driver.paths.dir.join(&ui_file),
+                            &v,
+                        )?;
                         m.ui_file = Some(ui_file);
                     }
                 }
@@ -247,7 +250,7 @@ pub fn mitigate<B: Backend, C: Clock>(
     // A server relaunched for a control goes back as it was, however the pass ended.
     if let Some(l) = launch.as_mut() {
         if let Some(note) = l.restore(driver) {
-            driver.parts().1.note(&note);
+            driver.parts().hooks.note(&note);
             file.server.push(note);
         }
     }
@@ -283,7 +286,7 @@ fn run_all<B: Backend, C: Clock>(
             }
             if driver
                 .deadline()
-                .is_some_and(|d| driver.parts().3.now() >= d)
+                .is_some_and(|d| driver.parts().clock.now() >= d)
             {
                 return Ok(MitigateEnd::Stopped(format!(
                     "deadline reached; `{resume}` (with a later --deadline on resume) runs the rest"
@@ -338,7 +341,7 @@ fn run_all<B: Backend, C: Clock>(
                         };
                         save(driver, file)?;
                         if let Some(note) = l.restore(driver) {
-                            driver.parts().1.note(&note);
+                            driver.parts().hooks.note(&note);
                             file.server.push(note);
                         }
                         continue;
@@ -350,7 +353,7 @@ fn run_all<B: Backend, C: Clock>(
             let went_on = run_one(driver, file, w, k, i)?;
             if launched {
                 if let Some(note) = launch.as_deref_mut().and_then(|l| l.restore(driver)) {
-                    driver.parts().1.note(&note);
+                    driver.parts().hooks.note(&note);
                     file.server.push(note);
                 }
             }
@@ -379,7 +382,7 @@ fn save<B: Backend, C: Clock>(
 ) -> Result<(), JournalError> {
     let path = file_path(driver);
     {
-        let (_, _, durable, _) = driver.parts();
+        let durable = driver.parts().journal;
         durable.write_json_atomic(&path, file)?;
     }
     driver.saved()
@@ -428,7 +431,7 @@ fn run_one<B: Backend, C: Clock>(
         source,
     })?;
     let fingerprint = {
-        let (backend, _, _, _) = driver.parts();
+        let backend = driver.parts().backend;
         backend.environment()
     }
     .map(|fp| {
@@ -437,7 +440,7 @@ fn run_one<B: Backend, C: Clock>(
         id
     });
     {
-        let (_, _, durable, _) = driver.parts();
+        let durable = driver.parts().journal;
         durable.write_atomic(
             &run_dir.join(RUN_WORKFLOW_FILE),
             format!("{}\n", workflow.to_pretty_json()).as_bytes(),
@@ -445,7 +448,7 @@ fn run_one<B: Backend, C: Clock>(
     }
     if let Some(ui) = &m.ui_file {
         if let Ok(bytes) = std::fs::read(driver.paths.dir.join(ui)) {
-            let (_, _, durable, _) = driver.parts();
+            let durable = driver.parts().journal;
             durable.write_atomic(&run_dir.join("workflow.ui.json"), &bytes)?;
         }
     }
@@ -489,14 +492,22 @@ fn run_one<B: Backend, C: Clock>(
     };
     let attempt = {
         let session = driver.session.clone();
-        let (backend, hooks, durable, _) = driver.parts();
+        let DriverParts {
+            backend,
+            hooks,
+            journal: durable,
+            ..
+        } = driver.parts();
         durable.wait()?;
         hooks.run_started(&session, w, &entry);
         backend.run(&spec)
     };
     match attempt {
         Attempt::NotSubmitted(reason) => {
-            driver.parts().1.note(&format!("not submitted: {reason}"));
+            driver
+                .parts()
+                .hooks
+                .note(&format!("not submitted: {reason}"));
             let c = &mut file.workflows[k].controls[i];
             c.run = None;
             c.state = MitigationState::Pending;
@@ -532,7 +543,7 @@ fn settle<B: Backend, C: Clock>(
         if done.entry.status == RunStatus::Done {
             // Killed after run.json and before the judgement was saved: judge it now.
             let (degenerate, unchecked) = if done.entry.outcome == Some(Outcome::Passed) {
-                check_product(driver.parts().0, &done.record)
+                check_product(driver.parts().backend, &done.record)
             } else {
                 (Vec::new(), Vec::new())
             };
@@ -547,7 +558,7 @@ fn settle<B: Backend, C: Clock>(
     }
     let workflow = workflow_of(driver, w, &m)?;
     let recovered = {
-        let (backend, _, _, _) = driver.parts();
+        let backend = driver.parts().backend;
         backend.recover(&entry.run_id, &workflow, &run_dir.join(RUN_EVENTS_FILE))
     };
     match recovered {
@@ -591,7 +602,7 @@ fn finish<B: Backend, C: Clock>(
     let outcome = judged_run.outcome.clone();
     let (record, pressure) = judged_run.mark(&mut entry);
     let (degenerate, unchecked) = if outcome == Outcome::Passed {
-        let (backend, _, _, _) = driver.parts();
+        let backend = driver.parts().backend;
         check_product(backend, &record)
     } else {
         (Vec::new(), Vec::new())
@@ -606,7 +617,7 @@ fn finish<B: Backend, C: Clock>(
         None,
     );
     let runs_dir = driver.paths.runs_dir.clone();
-    index::append_behind(&runs_dir, &line, driver.parts().2)?;
+    index::append_behind(&runs_dir, &line, driver.parts().journal)?;
     {
         let c = &mut file.workflows[k].controls[i];
         c.run = Some(entry.clone());
@@ -621,7 +632,7 @@ fn finish<B: Backend, C: Clock>(
     }
     save(driver, file)?;
     let session = driver.session.clone();
-    let (_, hooks, _, _) = driver.parts();
+    let hooks = driver.parts().hooks;
     hooks.run_finished(&session, w, &entry);
     let control = &file.workflows[k].controls[i].control;
     hooks.note(&format!(

@@ -5,20 +5,20 @@
 //! folder, `run.json`, the index line with the server's version and the checkout's commit) and
 //! writes `check.json` beside `session.json`.
 
-use super::driver::{Driver, RunResult, SystemClock};
-use super::index::CheckMark;
-use super::journal::{
+use crate::comfy::Client;
+use crate::nodedefs::NodeDefs;
+use crate::server::lock::SessionLock;
+use crate::server::restart::{run_restart, wait_for_server, RESTART_LOG};
+use crate::session::driver::{Driver, RunResult, SystemClock};
+use crate::session::index::CheckMark;
+use crate::session::journal::{
     now_rfc3339, write_json_atomic, JournalError, Outcome, Phase, SessionOptions, SessionPaths,
     SessionState, StopReason,
 };
-use super::live::LiveBackend;
-use super::lock::SessionLock;
-use super::prepare::Problems;
-use super::progress::ProgressView;
-use super::restart::{run_restart, wait_for_server, RESTART_LOG};
-use super::setup::{create_session, unique_name, PreparedStep, PreparedWorkflow};
-use crate::comfy::Client;
-use crate::nodedefs::NodeDefs;
+use crate::session::live::LiveBackend;
+use crate::session::prepare::Problems;
+use crate::session::progress::ProgressView;
+use crate::session::setup::{create_session, unique_name, PreparedStep, PreparedWorkflow};
 use crate::workflow::{load_api_file, LoadError, Workflow};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -416,7 +416,7 @@ pub fn check(
         .with_progress(progress.clone())
         .with_restart(
             options.restart_timeout,
-            paths.dir.join(super::restart::RESTART_LOG),
+            paths.dir.join(crate::server::restart::RESTART_LOG),
         );
     let mut hooks = progress.clone();
     let mut driver = Driver::new(paths.clone(), session, backend, SystemClock, &mut hooks);

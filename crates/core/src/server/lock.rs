@@ -352,7 +352,7 @@ impl SessionLock {
             server: server.to_string(),
             address: server_key(server),
             session_id: session_id.to_string(),
-            since: super::journal::now_rfc3339(),
+            since: crate::units::now_rfc3339(),
         };
         let mut candidate = Candidate::new(&path, &info).map_err(io)?;
         for _ in 0..ATTEMPTS {
