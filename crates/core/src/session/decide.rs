@@ -856,7 +856,7 @@ mod tests {
         Oom,
     }
 
-    /// The cues of each kind the driver records on a passing target (`session::walk`).
+    /// The cues of each kind the driver records on a passing target (`analytics::walk`).
     fn every_cue() -> Vec<crate::analytics::walk::Cue> {
         use crate::analytics::walk::Cue;
         vec![

@@ -3,11 +3,21 @@
 use super::*;
 use crate::run::Outcome as RunOutcome;
 use crate::session::evidence::{bare_record, server_lost_record};
-use crate::session::journal::{SessionOptions, StopReason};
+use crate::session::index;
+use crate::session::journal::SessionOptions;
+use crate::session::journal::{
+    now_rfc3339, read_json, run_dir_name, InFlight, Outcome, RunEntry, RunFile, RunRole, RunStatus,
+    SessionFile, SessionPaths, SessionState, StopReason, Verdict, RUN_EVENTS_FILE, RUN_RECORD_FILE,
+    RUN_WORKFLOW_FILE,
+};
 use crate::session::setup::{create_session, PreparedStep, PreparedWorkflow};
+use crate::workflow::Workflow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::path::Path;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// Time that moves only when slept or when a fake run takes time.
 #[derive(Clone)]

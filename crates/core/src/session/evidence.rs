@@ -167,7 +167,7 @@ pub fn summary_of(
                 .as_ref()
                 .map(|p| p.mismatches.clone())
                 .unwrap_or_default(),
-            // Judged against the journal's earlier runs by the driver (`session::pressure`).
+            // Judged against the journal's earlier runs by the driver (`analytics::pressure`).
             memory_pressure: Vec::new(),
         },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
@@ -185,7 +185,7 @@ pub fn summary_of(
             &record.raw.ws_text,
             &record.prompt_id,
         ),
-        // Judged by the driver on a passing target (`session::walk`).
+        // Judged by the driver on a passing target (`analytics::walk`).
         walk_cues: Vec::new(),
     }
 }

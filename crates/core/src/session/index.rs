@@ -37,7 +37,7 @@ pub struct IndexEntry {
     /// pass with a warning.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_fallbacks: Vec<String>,
-    /// Memory pressure a passed run completed under, in words (`session::pressure`): a
+    /// Memory pressure a passed run completed under, in words (`analytics::pressure`): a
     /// degraded pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_pressure: Vec<String>,

@@ -122,7 +122,7 @@ pub struct SessionOptions {
     /// `--max-slowdown F`: how many times what the added work explains a step may take before
     /// the slowdown counts as memory pressure (None = [`DEFAULT_MAX_SLOWDOWN`]).
     ///
-    /// [`DEFAULT_MAX_SLOWDOWN`]: crate::session::pressure::DEFAULT_MAX_SLOWDOWN
+    /// [`DEFAULT_MAX_SLOWDOWN`]: crate::analytics::pressure::DEFAULT_MAX_SLOWDOWN
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_slowdown: Option<f64>,
     /// `--timeout` per run, seconds (None = the runner's default).
@@ -203,7 +203,7 @@ impl WalkOnPass {
 }
 
 /// Whether a session whose target passes walks the ladder for the first step under memory
-/// pressure (`--walk-on-pass`; `session::walk` has the cues).
+/// pressure (`--walk-on-pass`; `analytics::walk` has the cues).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum WalkOnPass {
