@@ -189,7 +189,7 @@ pub fn cues(record: &RunRecord, vram: &VramUse, pressure: Option<&MemoryPressure
 }
 
 /// The cues in words, with their numbers, one after the other.
-pub fn describe(cues: &[Cue]) -> String {
+pub(crate) fn describe(cues: &[Cue]) -> String {
     cues.iter()
         .map(Cue::describe)
         .collect::<Vec<_>>()
