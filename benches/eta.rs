@@ -7,7 +7,7 @@
 //! duration. Target: within ±25% once one run of the session has finished. Prints a table and
 //! the share of runs within the target; a measurement, not a test (it never fails on accuracy).
 
-#[path = "../tests/session_support/mod.rs"]
+#[path = "../tests/support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::predict::{observed, predict_run, Observed};

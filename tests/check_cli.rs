@@ -3,6 +3,7 @@
 //! commit, and a real `git bisect run` over a throwaway repository whose commits change how
 //! much VRAM the simulator (started by `--restart-cmd`) has.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::check::{CheckRecord, CHECK_FILE};

@@ -3,6 +3,7 @@
 //! (run.json, server.log, the index, the ladder table, the verdict), and `--strict` stops at it
 //! with kind `memory_fallback`.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::index;

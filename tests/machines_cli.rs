@@ -3,6 +3,7 @@
 //! JSON line per session, `show` and `report` find runs and sessions in any of them, and an id
 //! found in two folders is reported, not merged.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use serde_json::{json, Value};

@@ -2,6 +2,7 @@
 //! failing stage run on the target, the "first" ones first; controls for another stage are not
 //! run and say why; server controls without `--launch-cmd` are listed as not run.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::{

@@ -4,6 +4,7 @@
 //! step under pressure with its slowdown and the MB staged; `--strict` stops there with kind
 //! `memory_pressure` (issue #23 items 2, 3).
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::index;

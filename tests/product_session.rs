@@ -6,6 +6,7 @@
 //! preview that only the `postprocess` step brings back (`missing-output=#22`) passes every
 //! step before it and fails the session at that step.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::run::RunError;

@@ -4,6 +4,7 @@
 //! `cargo insta review` (or `INSTA_UPDATE=always cargo test --test report`) accepts it — review
 //! the diff before committing.
 
+#[path = "support/report.rs"]
 mod report_support;
 
 use comfy_bisect_core::report::{md, write_session_reports};

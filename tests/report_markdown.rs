@@ -2,6 +2,7 @@
 //! messages, node classes and increments contain pipes, backticks, HTML and newlines; and the
 //! `report` command prints it end to end.
 
+#[path = "support/report.rs"]
 mod report_support;
 
 use comfy_bisect_core::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};

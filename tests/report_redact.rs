@@ -2,6 +2,7 @@
 //! addresses (server URL and launch arguments), secrets in node inputs and extra_data; model file
 //! names stay; `--no-redact` (redact = false) keeps everything.
 
+#[path = "support/report.rs"]
 mod report_support;
 
 use comfy_bisect_core::report::{redact, write_session_reports};

@@ -2,6 +2,7 @@
 //! run's traceback, message, inputs and console are, and still opens with the verdict and the
 //! ladder; report.json keeps everything whole.
 
+#[path = "support/report.rs"]
 mod report_support;
 
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};

@@ -2,6 +2,7 @@
 //! the workflow's own steps, and the verdict is the one a full-step search gives — also for a
 //! failure that grows across steps (the simulator's `step-growth` fault).
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::Verdict;

@@ -3,6 +3,7 @@
 //! (`revive-after=MS`, as under a supervisor), the tool waits for it (`--wait-server`) and
 //! re-runs the crashed step.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::ladder::PlanOptions;

@@ -2,6 +2,7 @@
 //! fingerprint taken before each run (run.json, the index, the report's Environment section
 //! with the custom node packs).
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::index;

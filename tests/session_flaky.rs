@@ -3,6 +3,7 @@
 //! `--confirm-crashes 0` a variant that takes the server down counts as failing at once), with
 //! `--restart-cmd` bringing it back.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::app::server_preflight;

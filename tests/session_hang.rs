@@ -3,6 +3,7 @@
 //! the server at its first sampling step ("the first run is fine, the second hangs"), and
 //! `aimdo-error` fails every sampler with comfy-aimdo's `Fault failed`.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::{CrashCheck, Outcome, RunRole, SessionState, Verdict};

@@ -2,6 +2,7 @@
 //! the server's own model folders (`GET /internal/folder_paths`) are hashed when they are on
 //! this machine, and a remote server's files are "unhashed (remote server)".
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::hashing::{hash_file, ComponentHash, ComponentStatus};

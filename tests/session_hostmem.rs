@@ -3,6 +3,7 @@
 //! process's RSS and swap, and a session whose target blows host RAM — the simulated OOM killer
 //! ends the server — reports the peak, the host-RAM pressure and "Peak RAM" in the report.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::ladder::PlanOptions;

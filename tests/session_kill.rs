@@ -2,6 +2,7 @@
 //! continues it — completed runs are kept, the run in flight is taken from the server's
 //! history (by its prompt_id) or run again, and the session reaches its verdict.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::{

@@ -3,6 +3,7 @@
 //! interrupted on the server, the run and the session are recorded as interrupted, the exit
 //! status is 130 and the exact `resume` command is printed.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::{Outcome, RunStatus, SessionState, StopReason};

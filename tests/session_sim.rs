@@ -2,6 +2,7 @@
 //! user runs them (`comfy-bisect bisect …`, `resume`, `show`). The simulator's VRAM budget is
 //! set from what each ladder step needs, so the first failure lands where a scenario wants it.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::ladder::PlanOptions;

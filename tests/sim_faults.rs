@@ -1,10 +1,11 @@
 //! Fault switches, interrupts, the queue, /free and the cache, socket rules and feature flags.
 
-mod sim_common;
+#[path = "support/sim.rs"]
+mod sim_support;
 
 use comfy_bisect_sim::{Faults, Launch, Profile, SimConfig};
 use serde_json::{json, Value};
-use sim_common::*;
+use sim_support::*;
 use std::time::Duration;
 
 fn core(color: u64) -> Value {

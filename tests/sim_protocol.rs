@@ -1,11 +1,12 @@
 //! The simulator against the real captures: message order and fields, history, queue,
 //! validation responses, routes with and without `/api`, /free and the node-output cache.
 
-mod sim_common;
+#[path = "support/sim.rs"]
+mod sim_support;
 
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use sim_common::*;
+use sim_support::*;
 
 fn progress_state_free(types: &[String]) -> Vec<String> {
     types
@@ -297,7 +298,7 @@ async fn experiment_models_have_the_captured_shape() {
     sim.shutdown().await;
 
     // An older server (or a proxy) without the routes.
-    let older = sim_common::sim(
+    let older = sim_support::sim(
         SimConfig::default().with_faults(Faults::default().with_no_experiment_models()),
     )
     .await;

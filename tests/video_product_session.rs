@@ -3,6 +3,7 @@
 //! column says it (`1 × MP4 W×H, N frames`), and frames the variant did not get
 //! (`short-video=N`) are a warning in the report, not a failure.
 
+#[path = "support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::session::journal::{
