@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 /// Core-like definitions (as `/object_info` reports them) for the tests.
 fn defs() -> NodeDefs {
-    let v: Value = serde_json::from_str(include_str!("fixtures/ui_object_info.json")).unwrap();
+    let v: Value = serde_json::from_str(include_str!("../fixtures/ui_object_info.json")).unwrap();
     NodeDefs::from_value(&v).unwrap()
 }
 
@@ -44,7 +44,7 @@ fn inputs(p: &Value, id: &str) -> Value {
 /// The worked example of the conversion notes (§9): bypassed LoRA, PrimitiveNode seed, Reroute,
 /// Note, and a subgraph whose promoted widget is unlinked while its other inputs are linked.
 fn worked_example() -> Value {
-    serde_json::from_str(include_str!("fixtures/ui_worked_example.json")).unwrap()
+    serde_json::from_str(include_str!("../fixtures/ui_worked_example.json")).unwrap()
 }
 
 #[test]
@@ -622,7 +622,7 @@ fn convert_command_writes_the_api_prompt() {
     std::fs::write(&ui_path, serde_json::to_string(&worked_example()).unwrap()).unwrap();
     let defs_path = dir.path().join("object_info.json");
     let defs_json: Value =
-        serde_json::from_str(include_str!("fixtures/ui_object_info.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/ui_object_info.json")).unwrap();
     std::fs::write(&defs_path, defs_json.to_string()).unwrap();
     let out_path = dir.path().join("api.json");
     let where_path = dir.path().join("where.json");
@@ -689,7 +689,7 @@ fn convert_of_a_subgraph_that_contains_itself_is_an_input_error() {
     let ui_path = dir.path().join("wf.json");
     std::fs::write(&ui_path, doc.to_string()).unwrap();
     let defs_path = dir.path().join("object_info.json");
-    std::fs::write(&defs_path, include_str!("fixtures/ui_object_info.json")).unwrap();
+    std::fs::write(&defs_path, include_str!("../fixtures/ui_object_info.json")).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
         .args(["convert", ui_path.to_str().unwrap(), "--object-info"])
         .arg(&defs_path)
