@@ -1,12 +1,9 @@
 //! The simulator against the real captures: message order and fields, history, queue,
 //! validation responses, routes with and without `/api`, /free and the node-output cache.
 
-#[path = "support/sim.rs"]
-mod sim_support;
-
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use sim_support::*;
+use crate::sim_support::*;
 
 fn progress_state_free(types: &[String]) -> Vec<String> {
     types
@@ -298,7 +295,7 @@ async fn experiment_models_have_the_captured_shape() {
     sim.shutdown().await;
 
     // An older server (or a proxy) without the routes.
-    let older = sim_support::sim(
+    let older = crate::sim_support::sim(
         SimConfig::default().with_faults(Faults::default().with_no_experiment_models()),
     )
     .await;

@@ -2,9 +2,6 @@
 //! rejected 400, partial 200, interrupted, timeout, server lost) and every fault (socket drop,
 //! slow history, 500 on /prompt, garbage frames, crash), plus a busy queue with a second client.
 
-#[path = "support/sim.rs"]
-mod sim_support;
-
 use comfy_bisect_core::comfy::{Client, ExtraHeaders, QueuePosition};
 use comfy_bisect_core::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
@@ -13,13 +10,13 @@ use comfy_bisect_core::run::{
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
-use sim_support::{client, run_request as request, sim};
+use crate::sim_support::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
-/// SD1.5 txt2img (`sim_support::sd15`) with the checkpoint of the real captures,
+/// SD1.5 txt2img (`crate::sim_support::sd15`) with the checkpoint of the real captures,
 /// `random_sd15.safetensors`.
 fn sd15(width: u64, height: u64, batch: u64, steps: u64) -> Value {
-    let mut v = sim_support::sd15(width, height, batch, steps);
+    let mut v = crate::sim_support::sd15(width, height, batch, steps);
     v["4"]["inputs"]["ckpt_name"] = json!("random_sd15.safetensors");
     v
 }

@@ -3,19 +3,16 @@
 //! without `/internal/logs`, another client's prompt during ours, and the backfill from
 //! `/internal/logs/raw` after a dropped socket.
 
-#[path = "support/sim.rs"]
-mod sim_support;
-
 use comfy_bisect_core::comfy::{MemoryEvent, VaeStage};
 use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use sim_support::{client, run_request as request, sim};
+use crate::sim_support::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
 /// SD1.5 at `width`×`width`, batch 1, `steps` steps.
 fn sd15(width: u64, steps: u64) -> Value {
-    sim_support::sd15(width, width, 1, steps)
+    crate::sim_support::sd15(width, width, 1, steps)
 }
 
 fn loads(r: &RunRecord) -> Vec<String> {

@@ -3,16 +3,11 @@
 //! against both profiles: on 2026 it follows its prompt through `GET /api/jobs/{id}` and stops
 //! it through `POST /api/jobs/{id}/cancel`; on 0.3.64 it finds no jobs API and polls `/queue`.
 
-#[path = "support/session.rs"]
-mod session_support;
-#[path = "support/sim.rs"]
-mod sim_support;
-
 use comfy_bisect_core::run::{execute, Outcome, OutcomeKind, RunRecord, TimeoutReason};
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
-use sim_support::{client, http, run_request, sim};
+use crate::sim_support::{client, http, run_request, sim};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -34,7 +29,7 @@ fn y2026() -> SimConfig {
 }
 
 fn sd15() -> Value {
-    let mut v = sim_support::sd15(512, 512, 1, 4);
+    let mut v = crate::sim_support::sd15(512, 512, 1, 4);
     v["4"]["inputs"]["ckpt_name"] = json!("random_sd15.safetensors");
     v
 }
@@ -210,7 +205,7 @@ async fn a_run_on_2026_keeps_the_servers_benchmark_capture() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_timeout_on_2026_cancels_through_the_jobs_api() {
     let sim = sim(y2026().with_time_scale(0.5)).await;
-    let mut r = run_request(&sim_support::sd15(512, 512, 1, 5000));
+    let mut r = run_request(&crate::sim_support::sd15(512, 512, 1, 5000));
     r.timeout = Duration::from_millis(500);
     let record = execute(&client(&sim), r).await;
     assert_eq!(record.outcome, OutcomeKind::Timeout, "{:?}", record.error);
@@ -233,17 +228,17 @@ async fn a_run_timeout_on_2026_cancels_through_the_jobs_api() {
 fn a_bisect_on_the_2026_profile_finds_the_resolution_step() {
     // 1792 MiB: the SD1.5 example fits at its minimal size and fails at its full resolution
     // (tests/session_sim.rs, failure_at_resolution).
-    let sim = session_support::Sim::start(
+    let sim = crate::session_support::Sim::start(
         SimConfig::default()
             .with_vram_bytes(1792 * MIB)
             .with_time_scale(0.0)
             .with_profile(Profile::Y2026),
     );
-    let wf = session_support::example(
+    let wf = crate::session_support::example(
         "sd15_txt2img_lora_upscale",
         &[("5", "batch_size", json!(1))],
     );
-    let b = session_support::bisect_workflow(&sim, &wf, &[]);
+    let b = crate::session_support::bisect_workflow(&sim, &wf, &[]);
     match &b.job().verdict {
         Some(Verdict::FirstFailure { increment, .. }) => {
             assert_eq!(increment, "resolution", "{}", b.text())
@@ -262,7 +257,7 @@ fn a_bisect_on_the_2026_profile_finds_the_resolution_step() {
 /// report names it as the canvas shows it.
 #[test]
 fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
-    let sim = session_support::Sim::start(
+    let sim = crate::session_support::Sim::start(
         SimConfig::default()
             .with_vram_bytes(1792 * MIB)
             .with_time_scale(0.0)
@@ -272,7 +267,7 @@ fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
         &std::fs::read_to_string("tests/fixtures/ui-2026/subgraph-dynamic-combo.v1.json").unwrap(),
     )
     .unwrap();
-    let b = session_support::bisect_workflow(&sim, &wf, &[]);
+    let b = crate::session_support::bisect_workflow(&sim, &wf, &[]);
     match &b.job().verdict {
         Some(Verdict::FirstFailure { .. }) => {}
         other => panic!("expected a first failure, got {other:?}\n{}", b.text()),
@@ -317,7 +312,7 @@ fn a_v1_ui_workflow_with_a_subgraph_and_a_dynamic_combo_bisects_on_2026() {
         .unwrap_or_else(|| panic!("no run failed in the sampler
 {}", b.text()));
     let shown =
-        session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
+        crate::session_support::cli(&["show", &run.run_id, "--runs-dir", b.runs.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&shown.stdout);
     assert!(
         stdout.contains("error:     KSampler #125 in subgraph 'Sampler' #140: "),
@@ -354,9 +349,9 @@ fn subgraph_prompt() -> Value {
 async fn nodes_inside_a_subgraph_report_their_hierarchical_id_on_2026() {
     let sim = sim(y2026()).await;
     let base = sim.base_url();
-    let mut ws = sim_support::Ws::connect(&base, "c-2026-sub").await;
+    let mut ws = crate::sim_support::Ws::connect(&base, "c-2026-sub").await;
     let body = json!({"prompt": subgraph_prompt(), "client_id": "c-2026-sub"});
-    let (status, answer) = sim_support::post_prompt(&base, &body).await;
+    let (status, answer) = crate::sim_support::post_prompt(&base, &body).await;
     assert_eq!(status, 200, "{answer}");
     let pid = answer["prompt_id"].as_str().unwrap().to_string();
     let msgs = ws.until_done(&pid).await;
@@ -384,7 +379,7 @@ async fn nodes_inside_a_subgraph_report_their_hierarchical_id_on_2026() {
     }
     // The dynamic combo's node ran with its dotted sub-inputs: the product is the resized
     // image.
-    let entry = sim_support::history_entry(&base, &pid).await;
+    let entry = crate::sim_support::history_entry(&base, &pid).await;
     assert_eq!(entry["status"]["status_str"], "success", "{entry}");
     sim.shutdown().await;
 }
@@ -430,7 +425,7 @@ async fn the_2026_jobs_list_filters_sorts_and_pages() {
         // create_time is in milliseconds: keep the three apart.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let (status, all) = sim_support::get(&base, "/api/jobs").await;
+    let (status, all) = crate::sim_support::get(&base, "/api/jobs").await;
     assert_eq!(status, 200, "{all}");
     let listed: Vec<&str> = all["jobs"]
         .as_array()
@@ -453,14 +448,14 @@ async fn the_2026_jobs_list_filters_sorts_and_pages() {
     }
     assert!(first["create_time"].is_u64(), "{first}");
 
-    let (_, page) = sim_support::get(&base, "/api/jobs?sort_order=asc&limit=1&offset=1").await;
+    let (_, page) = crate::sim_support::get(&base, "/api/jobs?sort_order=asc&limit=1&offset=1").await;
     assert_eq!(page["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(page["jobs"][0]["id"], ids[1].as_str());
     assert_eq!(
         page["pagination"],
         json!({"offset": 1, "limit": 1, "total": 3, "has_more": true})
     );
-    let (_, none) = sim_support::get(&base, "/api/jobs?status=pending,in_progress").await;
+    let (_, none) = crate::sim_support::get(&base, "/api/jobs?status=pending,in_progress").await;
     assert_eq!(none["jobs"], json!([]));
     assert_eq!(none["pagination"]["total"], 0);
 
@@ -472,15 +467,15 @@ async fn the_2026_jobs_list_filters_sorts_and_pages() {
         ("limit=x", "limit must be an integer"),
         ("offset=x", "offset must be an integer"),
     ] {
-        let (status, body) = sim_support::get(&base, &format!("/api/jobs?{query}")).await;
+        let (status, body) = crate::sim_support::get(&base, &format!("/api/jobs?{query}")).await;
         assert_eq!(status, 400, "{query}: {body}");
         let msg = body["error"].as_str().unwrap();
         assert!(msg.starts_with(error), "{query}: {msg}");
     }
     sim.shutdown().await;
 
-    let old = sim_support::sim(SimConfig::default().with_time_scale(0.0)).await;
-    let (status, _) = sim_support::get(&old.base_url(), "/api/jobs").await;
+    let old = crate::sim_support::sim(SimConfig::default().with_time_scale(0.0)).await;
+    let (status, _) = crate::sim_support::get(&old.base_url(), "/api/jobs").await;
     assert_eq!(status, 404);
     old.shutdown().await;
 }
@@ -497,9 +492,9 @@ async fn the_2026_progress_state_says_when_a_node_is_loading() {
     ] {
         let sim = sim(config).await;
         let base = sim.base_url();
-        let mut ws = sim_support::Ws::connect(&base, "c-activity").await;
+        let mut ws = crate::sim_support::Ws::connect(&base, "c-activity").await;
         let body = json!({"prompt": sd15(), "client_id": "c-activity"});
-        let (status, answer) = sim_support::post_prompt(&base, &body).await;
+        let (status, answer) = crate::sim_support::post_prompt(&base, &body).await;
         assert_eq!(status, 200, "{answer}");
         let pid = answer["prompt_id"].as_str().unwrap().to_string();
         let msgs = ws.until_done(&pid).await;
@@ -594,9 +589,9 @@ async fn a_2026_node_replacement_is_recorded_as_what_ran_vs_what_was_sent() {
     sim.shutdown().await;
 
     // 0.3.64 has no replacements: the class is missing and the prompt is rejected.
-    let old = sim_support::sim(SimConfig::default().with_time_scale(0.0)).await;
+    let old = crate::sim_support::sim(SimConfig::default().with_time_scale(0.0)).await;
     let (status, body) =
-        sim_support::post_prompt(&old.base_url(), &json!({"prompt": sent, "client_id": "c"})).await;
+        crate::sim_support::post_prompt(&old.base_url(), &json!({"prompt": sent, "client_id": "c"})).await;
     assert_eq!(status, 400, "{body}");
     old.shutdown().await;
 }

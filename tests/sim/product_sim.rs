@@ -3,20 +3,17 @@
 //! missing output fails the run (`incomplete_output`, the node named); a fully cached
 //! resubmission and a socket-only output node pass.
 
-#[path = "support/sim.rs"]
-mod sim_support;
-
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::run::product::Produced;
 use comfy_bisect_core::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use sim_support::{client, run_request, sim};
+use crate::sim_support::{client, run_request, sim};
 
 /// SD1.5 txt2img at `w`×`h`, batch `batch`, 2 steps, plus a 1.5× ImageScaleBy into a
 /// PreviewImage.
 fn sd15(w: u64, h: u64, batch: u64) -> Value {
-    let mut v = sim_support::sd15(w, h, batch, 2);
+    let mut v = crate::sim_support::sd15(w, h, batch, 2);
     v["10"] = json!({"class_type": "ImageScaleBy", "inputs": {"image": ["8", 0], "upscale_method": "lanczos", "scale_by": 1.5}});
     v["11"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["10", 0]}});
     v

@@ -1,0 +1,13 @@
+//! comfy-bisect's client against servers: real WebSocket captures replayed, extra headers, the one
+//! client every command connects through, `submit`, hostile answers and the fingerprint's reuse
+//! (one test binary; each feature file is a module).
+
+#[path = "../support/sim.rs"]
+mod sim_support;
+
+mod client_cli;
+mod client_headers;
+mod client_replay;
+mod connect_cli;
+mod fingerprint_reuse;
+mod hostile_server;
