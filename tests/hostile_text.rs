@@ -6,6 +6,8 @@
 //! Item 9: secrets in each free-text form in the server's error and console, and in inputs
 //! named `civitai_key` / `webhook_url`, stay out of report.md, report.json and the bundle.
 
+#[path = "support/records.rs"]
+mod record_builders;
 #[path = "support/report.rs"]
 mod report_support;
 #[path = "support/session.rs"]

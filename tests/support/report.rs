@@ -10,7 +10,8 @@ use comfy_bisect_core::comfy::{ExecutionError, SystemStats};
 use comfy_bisect_core::diagnose;
 use comfy_bisect_core::hashing::{ComponentHash, ComponentStatus};
 use comfy_bisect_core::run::console::SERVER_LOG_FILE;
-use comfy_bisect_core::run::record::{OutcomeKind, QueueInfo, RawLog, RunError, RunRecord};
+use crate::record_builders::{run_entry, run_record, workflow_job};
+use comfy_bisect_core::run::record::{OutcomeKind, RunError, RunRecord};
 use comfy_bisect_core::run::{ServerLostInfo, VramReport, VramSample};
 use comfy_bisect_core::session::journal::{
     run_dir_name, write_json_atomic, FlakyCount, Outcome, PackOfClass, RunEntry, RunFile, RunRole,
@@ -179,16 +180,10 @@ impl Fixture {
             },
             state: SessionState::Running { workflow: 0 },
             workflows: vec![WorkflowJob {
-                name: name.into(),
                 source: format!("workflows/{name}.json"),
                 target_sha256: format!("{:064x}", 0xfeed),
                 steps,
-                controls: vec![],
-                not_separable: vec![],
-                kept: vec![],
-                phase: comfy_bisect_core::session::journal::Phase::Search,
-                runs: vec![],
-                verdict: None,
+                ..workflow_job(name)
             }],
             in_flight: None,
             environment: Some(machine.stats.clone()),
@@ -340,9 +335,6 @@ impl Fixture {
             ..RunSummary::default()
         });
         let entry = RunEntry {
-            run_id: id.clone(),
-            step,
-            increment: increment.clone(),
             role,
             dir: dir.clone(),
             workflow_sha256: format!("{:064x}", 0xabc0 + step),
@@ -356,9 +348,7 @@ impl Fixture {
             outcome: outcome.clone(),
             summary,
             diagnosis,
-            confirms: None,
-            fingerprint: None,
-            reduced: None,
+            ..run_entry(&id, step, &increment)
         };
         let file = done.then(|| {
             let samples: Vec<VramSample> = (0..(seconds * 2).max(1))
@@ -387,8 +377,6 @@ impl Fixture {
                 custom_nodes: self.custom_nodes.clone(),
                 memory_pressure: None,
                 record: RunRecord {
-                    run_id: id.clone(),
-                    prompt_id: id.clone(),
                     workflow_sha256: entry.workflow_sha256.clone(),
                     server: self.machine.server.clone(),
                     started_at,
@@ -401,9 +389,6 @@ impl Fixture {
                         _ => OutcomeKind::Passed,
                     },
                     error,
-                    diagnosis: None,
-                    queue: QueueInfo::default(),
-                    cached_nodes: vec![],
                     timeline,
                     vram: VramReport::from_samples(
                         samples,
@@ -411,23 +396,8 @@ impl Fixture {
                         self.machine.stats.devices.first(),
                         0,
                     ),
-                    host: Default::default(),
-                    kernel: None,
                     system_stats_before: Some(self.machine.stats.clone()),
-                    system_stats_after: None,
-                    vram_baseline_bytes: None,
-                    history: None,
-                    prompt_rewrite: None,
-                    warnings: vec![],
-                    console: None,
-                    memory_events: vec![],
-                    memory_summary: None,
-                    server_benchmark: None,
-                    memory_fallbacks: vec![],
-                    product: None,
-                    step_timing: Vec::new(),
-                    raw: RawLog::default(),
-                    server_log: String::new(),
+                    ..run_record(&id)
                 },
             }
         });

@@ -2,13 +2,10 @@
 //! messages, node classes and increments contain pipes, backticks, HTML and newlines; and the
 //! `report` command prints it end to end.
 
-#[path = "support/report.rs"]
-mod report_support;
-
 use comfy_bisect_core::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
 use comfy_bisect_core::run::record::RunError;
 use comfy_bisect_core::session::journal::{Outcome, Verdict};
-use report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
+use crate::report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
 use std::path::Path;
 use std::process::Command;
 

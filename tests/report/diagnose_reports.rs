@@ -1,7 +1,7 @@
 //! Every record of tests/fixtures/oom-reports/dev-reports.json through the classifier: kind
 //! must match, the stage must be one of `stage_candidates`, and every labelled number must be
 //! reproduced (±0.01 MiB) with nothing invented. Accuracy per kind and per stage is printed
-//! (`cargo test --test diagnose_reports -- --nocapture`).
+//! (`cargo test --test report diagnose_reports -- --nocapture`).
 
 use comfy_bisect_core::diagnose::{self, Diagnosis, Evidence, Kind, ParsedInput};
 use serde_json::Value;

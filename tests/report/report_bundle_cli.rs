@@ -2,10 +2,7 @@
 //! boundary runs' files, redacted — a password in the server URL, credential headers in the
 //! console and the run record, home paths, host names and API keys do not reach it.
 
-#[path = "support/report.rs"]
-mod report_support;
-
-use report_support::{scenario, unzip, SESSION_ID};
+use crate::report_support::{scenario, unzip, SESSION_ID};
 use std::process::Command;
 
 const PLANTED: &[&str] = &[

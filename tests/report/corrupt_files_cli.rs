@@ -2,11 +2,8 @@
 //! `session.json`, a corrupt `run.json`, a run folder a `kill -9` left with only its
 //! workflow) is listed and reported with the file and what to do, never hidden.
 
-#[path = "support/report.rs"]
-mod report_support;
-
 use comfy_bisect_core::session::journal::RUN_RECORD_FILE;
-use report_support::scenario;
+use crate::report_support::scenario;
 use std::process::{Command, Output};
 
 fn cli(args: &[&str]) -> Output {

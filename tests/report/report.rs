@@ -1,14 +1,11 @@
 //! Golden-file tests: report.md and report.json of fixed sessions (first failure, minimal
 //! fails, could not reproduce, flaky, incomplete, killed mid-run), exactly as the session
 //! driver writes them, as insta snapshots in `tests/golden/`: a change fails with the full diff;
-//! `cargo insta review` (or `INSTA_UPDATE=always cargo test --test report`) accepts it — review
-//! the diff before committing.
-
-#[path = "support/report.rs"]
-mod report_support;
+//! `cargo insta review` (or `INSTA_UPDATE=always cargo test --test report report::golden`)
+//! accepts it — review the diff before committing.
 
 use comfy_bisect_core::report::{md, write_session_reports};
-use report_support::{normalize, scenario};
+use crate::report_support::{normalize, scenario};
 
 /// Compares with the insta snapshot `tests/golden/<name>.snap`; a difference fails with the
 /// whole diff, and `cargo insta review` (or `INSTA_UPDATE=always`) accepts a new version.

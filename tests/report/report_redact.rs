@@ -2,11 +2,8 @@
 //! addresses (server URL and launch arguments), secrets in node inputs and extra_data; model file
 //! names stay; `--no-redact` (redact = false) keeps everything.
 
-#[path = "support/report.rs"]
-mod report_support;
-
 use comfy_bisect_core::report::{redact, write_session_reports};
-use report_support::scenario;
+use crate::report_support::scenario;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -94,7 +91,7 @@ fn shareable_copy_replaces_secrets_in_inputs_and_extra_data_and_keeps_the_origin
         })
         .unwrap();
     let body = json!({
-        "prompt": report_support::prompt(4),
+        "prompt": crate::report_support::prompt(4),
         "extra_data": {"api_key_comfy_org": "comfyui-0123456789abcdef0123456789abcdef",
                        "auth_token_comfy_org": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijk",
                        "extra_pnginfo": {"workflow": {"nodes": []}}},
