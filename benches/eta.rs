@@ -7,6 +7,8 @@
 //! duration. Target: within ±25% once one run of the session has finished. Prints a table and
 //! the share of runs within the target; a measurement, not a test (it never fails on accuracy).
 
+// A few of the session tests' helpers.
+#[allow(dead_code)]
 #[path = "../tests/support/session.rs"]
 mod session_support;
 

@@ -124,11 +124,11 @@ async fn a_declared_length_over_the_cap_is_refused_unread() {
 
 // ---- A run against a server whose socket, queue and history all say nothing useful ----
 
+use crate::sim_support::{client as sim_client, run_request, sd15, sim};
 use comfy_bisect_core::run::{
     execute, execute_with, OutcomeKind, RawEvent, RunError, RunObserver, TimeoutReason,
 };
 use comfy_bisect_sim::{Faults, SimConfig};
-use crate::sim_support::{client as sim_client, run_request, sd15, sim};
 
 /// The socket goes silent after its greeting, `/queue` never lists the prompt and
 /// `/history/{id}` answers 500: nothing ever says the prompt runs or ended.

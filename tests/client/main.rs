@@ -2,6 +2,8 @@
 //! client every command connects through, `submit`, hostile answers and the fingerprint's reuse
 //! (one test binary; each feature file is a module).
 
+// `hostile_server` runs a prompt with a few of the simulator tests' helpers.
+#[allow(dead_code)]
 #[path = "../support/sim.rs"]
 mod sim_support;
 

@@ -2,8 +2,8 @@
 //! `session.json`, a corrupt `run.json`, a run folder a `kill -9` left with only its
 //! workflow) is listed and reported with the file and what to do, never hidden.
 
-use comfy_bisect_core::session::journal::RUN_RECORD_FILE;
 use crate::report_support::scenario;
+use comfy_bisect_core::session::journal::RUN_RECORD_FILE;
 use std::process::{Command, Output};
 
 fn cli(args: &[&str]) -> Output {

@@ -4,8 +4,8 @@
 //! `cargo insta review` (or `INSTA_UPDATE=always cargo test --test report report::golden`)
 //! accepts it — review the diff before committing.
 
-use comfy_bisect_core::report::{md, write_session_reports};
 use crate::report_support::{normalize, scenario};
+use comfy_bisect_core::report::{md, write_session_reports};
 
 /// Compares with the insta snapshot `tests/golden/<name>.snap`; a difference fails with the
 /// whole diff, and `cargo insta review` (or `INSTA_UPDATE=always`) accepts a new version.

@@ -2,10 +2,10 @@
 //! messages, node classes and increments contain pipes, backticks, HTML and newlines; and the
 //! `report` command prints it end to end.
 
+use crate::report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
 use comfy_bisect_core::report::{build, load, md, redact_report, Json, Markdown, ReportFormat};
 use comfy_bisect_core::run::record::RunError;
 use comfy_bisect_core::session::journal::{Outcome, Verdict};
-use crate::report_support::{scenario, Fixture, SCENARIOS, SESSION_ID};
 use std::path::Path;
 use std::process::Command;
 

@@ -2,8 +2,8 @@
 //! addresses (server URL and launch arguments), secrets in node inputs and extra_data; model file
 //! names stay; `--no-redact` (redact = false) keeps everything.
 
-use comfy_bisect_core::report::{redact, write_session_reports};
 use crate::report_support::scenario;
+use comfy_bisect_core::report::{redact, write_session_reports};
 use serde_json::{json, Value};
 use std::path::Path;
 

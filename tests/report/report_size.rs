@@ -2,11 +2,11 @@
 //! run's traceback, message, inputs and console are, and still opens with the verdict and the
 //! ladder; report.json keeps everything whole.
 
+use crate::report_support::{scenario, Fixture};
 use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
 use comfy_bisect_core::report::budget::{github_length, GITHUB_BODY_LIMIT};
 use comfy_bisect_core::report::{md, write_session_reports};
 use comfy_bisect_core::run::record::RunError;
-use crate::report_support::{scenario, Fixture};
 use serde_json::{json, Value};
 
 /// The first-failure session whose failing run printed far too much.

@@ -3,11 +3,11 @@
 //! without `/internal/logs`, another client's prompt during ours, and the backfill from
 //! `/internal/logs/raw` after a dropped socket.
 
+use crate::sim_support::{client, run_request as request, sim};
 use comfy_bisect_core::comfy::{MemoryEvent, VaeStage};
 use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use crate::sim_support::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
 /// SD1.5 at `width`×`width`, batch 1, `steps` steps.

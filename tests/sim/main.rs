@@ -2,6 +2,8 @@
 //! against it: protocol, faults, memory, profiles, validation, console and product (one test
 //! binary; each feature file is a module).
 
+// `sim_profile_2026` bisects on both profiles with a few of the session tests' helpers.
+#[allow(dead_code)]
 #[path = "../support/session.rs"]
 mod session_support;
 #[path = "../support/sim.rs"]

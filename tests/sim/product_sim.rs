@@ -3,12 +3,12 @@
 //! missing output fails the run (`incomplete_output`, the node named); a fully cached
 //! resubmission and a socket-only output node pass.
 
+use crate::sim_support::{client, run_request, sim};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::run::product::Produced;
 use comfy_bisect_core::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use crate::sim_support::{client, run_request, sim};
 
 /// SD1.5 txt2img at `w`×`h`, batch `batch`, 2 steps, plus a 1.5× ImageScaleBy into a
 /// PreviewImage.

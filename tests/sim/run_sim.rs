@@ -2,6 +2,7 @@
 //! rejected 400, partial 200, interrupted, timeout, server lost) and every fault (socket drop,
 //! slow history, 500 on /prompt, garbage frames, crash), plus a busy queue with a second client.
 
+use crate::sim_support::{client, run_request as request, sim};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders, QueuePosition};
 use comfy_bisect_core::run::{
     execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
@@ -10,7 +11,6 @@ use comfy_bisect_core::run::{
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
-use crate::sim_support::{client, run_request as request, sim};
 use std::time::{Duration, Instant};
 
 /// SD1.5 txt2img (`crate::sim_support::sd15`) with the checkpoint of the real captures,

@@ -1,8 +1,8 @@
 //! Fault switches, interrupts, the queue, /free and the cache, socket rules and feature flags.
 
+use crate::sim_support::*;
 use comfy_bisect_sim::{Faults, Launch, Profile, SimConfig};
 use serde_json::{json, Value};
-use crate::sim_support::*;
 use std::time::Duration;
 
 fn core(color: u64) -> Value {

@@ -1,9 +1,9 @@
 //! The memory model seen from a client: OOM at every stage with PyTorch's wording, ComfyUI's
 //! tips and a matching traceback, VRAM numbers in /system_stats, /free semantics, determinism.
 
+use crate::sim_support::*;
 use comfy_bisect_sim::{Allocator, Launch, Profile, SimConfig, GIB};
 use serde_json::{json, Value};
-use crate::sim_support::*;
 
 const TIPS: &str = "This error means you ran out of memory on your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the batch_size to a large number.";
 

@@ -3,11 +3,11 @@
 //! against both profiles: on 2026 it follows its prompt through `GET /api/jobs/{id}` and stops
 //! it through `POST /api/jobs/{id}/cancel`; on 0.3.64 it finds no jobs API and polls `/queue`.
 
+use crate::sim_support::{client, http, run_request, sim};
 use comfy_bisect_core::run::{execute, Outcome, OutcomeKind, RunRecord, TimeoutReason};
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
-use crate::sim_support::{client, http, run_request, sim};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -448,7 +448,8 @@ async fn the_2026_jobs_list_filters_sorts_and_pages() {
     }
     assert!(first["create_time"].is_u64(), "{first}");
 
-    let (_, page) = crate::sim_support::get(&base, "/api/jobs?sort_order=asc&limit=1&offset=1").await;
+    let (_, page) =
+        crate::sim_support::get(&base, "/api/jobs?sort_order=asc&limit=1&offset=1").await;
     assert_eq!(page["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(page["jobs"][0]["id"], ids[1].as_str());
     assert_eq!(
@@ -590,8 +591,11 @@ async fn a_2026_node_replacement_is_recorded_as_what_ran_vs_what_was_sent() {
 
     // 0.3.64 has no replacements: the class is missing and the prompt is rejected.
     let old = crate::sim_support::sim(SimConfig::default().with_time_scale(0.0)).await;
-    let (status, body) =
-        crate::sim_support::post_prompt(&old.base_url(), &json!({"prompt": sent, "client_id": "c"})).await;
+    let (status, body) = crate::sim_support::post_prompt(
+        &old.base_url(),
+        &json!({"prompt": sent, "client_id": "c"}),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     old.shutdown().await;
 }

@@ -1,9 +1,9 @@
 //! The simulator against the real captures: message order and fields, history, queue,
 //! validation responses, routes with and without `/api`, /free and the node-output cache.
 
+use crate::sim_support::*;
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
-use crate::sim_support::*;
 
 fn progress_state_free(types: &[String]) -> Vec<String> {
     types

@@ -4,11 +4,11 @@
 //! the graph asks for; the `short-video=N` fault makes the files shorter and the mismatch a
 //! warning, not a failure.
 
+use crate::sim_support::{client, run_request, sim};
 use comfy_bisect_core::comfy::container::MediaKind;
 use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
 use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
-use crate::sim_support::{client, run_request, sim};
 
 /// Eight 64×48 frames (an EmptyImage batch, as in the real captures) into each animated and
 /// video saver of ComfyUI 0.3.64 and into VideoHelperSuite's combine node (a GIF), and a batch

@@ -1,8 +1,7 @@
 //! Fixed session journals for the report tests, built from the session module's types and
 //! written into a temporary runs folder (no server involved).
 
-#![allow(dead_code)]
-
+use crate::record_builders::{run_entry, run_record, workflow_job};
 use comfy_bisect_core::comfy::console::LoadFigures;
 use comfy_bisect_core::comfy::events::{NodeTiming, Progress};
 use comfy_bisect_core::comfy::MemoryEvent;
@@ -10,7 +9,6 @@ use comfy_bisect_core::comfy::{ExecutionError, SystemStats};
 use comfy_bisect_core::diagnose;
 use comfy_bisect_core::hashing::{ComponentHash, ComponentStatus};
 use comfy_bisect_core::run::console::SERVER_LOG_FILE;
-use crate::record_builders::{run_entry, run_record, workflow_job};
 use comfy_bisect_core::run::record::{OutcomeKind, RunError, RunRecord};
 use comfy_bisect_core::run::{ServerLostInfo, VramReport, VramSample};
 use comfy_bisect_core::session::journal::{

@@ -1,13 +1,12 @@
 //! Shared pieces of the session tests: an in-process simulator (of either profile: the key
 //! end-to-end scenarios run on 0.3.64 and on 2026, see [`Sim::on`]), the ladder of an example
 //! workflow, the VRAM a variant needs on the simulator, and running the CLI.
-#![allow(dead_code)]
 
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::ladder::{plan, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord, RunRequest};
+use comfy_bisect_core::run::{execute, RunRecord, RunRequest};
 use comfy_bisect_core::session::journal::{
     read_json, RunEntry, RunFile, RunRole, SessionFile, WorkflowJob, RUN_RECORD_FILE, SESSION_FILE,
 };
@@ -146,12 +145,6 @@ pub fn ladder(workflow: &Value, options: &PlanOptions) -> Vec<(String, Workflow)
         .into_iter()
         .map(|s| (s.increment.name().to_string(), s.workflow))
         .collect()
-}
-
-/// Whether `workflow` passes on a fresh simulator with `mib` MiB of VRAM.
-pub fn passes(workflow: &Workflow, mib: u64) -> bool {
-    let sim = Sim::with_vram_mib(mib, 0.0);
-    sim.run_warm(workflow).outcome == OutcomeKind::Passed
 }
 
 /// Runs the comfy-bisect binary.

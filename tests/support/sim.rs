@@ -1,7 +1,6 @@
 //! Helpers shared by the simulator tests: a plain WebSocket + HTTP client and fixture readers,
 //! and for the tests that drive the simulator through comfy-bisect's own client: an SD1.5
 //! prompt, that client, and a run request with limits sized for tests.
-#![allow(dead_code)]
 
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::run::RunRequest;

@@ -2,14 +2,11 @@
 //! the server's own model folders (`GET /internal/folder_paths`) are hashed when they are on
 //! this machine, and a remote server's files are "unhashed (remote server)".
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::hashing::{hash_file, ComponentHash, ComponentStatus};
 use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE};
 use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::{json, Value};
-use session_support::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 const SD15: &str = "sd15_txt2img_lora_upscale";

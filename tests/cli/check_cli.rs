@@ -3,16 +3,13 @@
 //! commit, and a real `git bisect run` over a throwaway repository whose commits change how
 //! much VRAM the simulator (started by `--restart-cmd`) has.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::{cli, example, only_session, text, write_workflow, Sim};
 use comfy_bisect_core::session::check::{CheckRecord, CHECK_FILE};
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, SessionFile, SessionState, SESSION_FILE};
 use comfy_bisect_sim::profile::VERSION_2026;
 use comfy_bisect_sim::Profile;
 use serde_json::json;
-use session_support::{cli, example, only_session, text, write_workflow, Sim};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

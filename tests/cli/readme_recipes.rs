@@ -6,7 +6,7 @@
 use clap::Parser;
 use comfy_bisect::cli::{Cli, Command};
 
-const README: &str = include_str!("../README.md");
+const README: &str = include_str!("../../README.md");
 
 /// The fenced blocks of the README's "Nightly runs" section: (language, text).
 fn recipe_blocks() -> Vec<(String, String)> {

@@ -3,12 +3,9 @@
 //! the server at its first sampling step ("the first run is fine, the second hangs"), and
 //! `aimdo-error` fails every sampler with comfy-aimdo's `Fault failed`.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{CrashCheck, Outcome, RunRole, SessionState, Verdict};
 use comfy_bisect_sim::Faults;
-use session_support::*;
 
 const SD15: &str = "sd15_txt2img_lora_upscale";
 

@@ -4,9 +4,7 @@
 //! step under pressure with its slowdown and the MB staged; `--strict` stops there with kind
 //! `memory_pressure` (issue #23 items 2, 3).
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{
     read_json, Outcome, RunFile, RunRole, Verdict, RUN_RECORD_FILE,
@@ -15,7 +13,6 @@ use comfy_bisect_core::session::pressure::Evidence;
 use comfy_bisect_core::session::walk::{Cue, VRAM_LIMIT_MARGIN_MIB};
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
-use session_support::*;
 
 /// A card on which the Wan 2.2 example at 720p fits whole at 129 frames and streams about
 /// half its weights at 161 (the simulator's dynamic VRAM keeps the sampler's activations free

@@ -2,11 +2,8 @@
 //! A run still going `--deadline-grace` after the deadline is interrupted on the server,
 //! recorded as interrupted, and the session stops with the exact `resume` command.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{Outcome, RunStatus, SessionState, StopReason};
-use session_support::*;
 use std::time::Duration;
 
 #[test]

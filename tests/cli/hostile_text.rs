@@ -6,18 +6,11 @@
 //! Item 9: secrets in each free-text form in the server's error and console, and in inputs
 //! named `civitai_key` / `webhook_url`, stay out of report.md, report.json and the bundle.
 
-#[path = "support/records.rs"]
-mod record_builders;
-#[path = "support/report.rs"]
-mod report_support;
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::report_support::unzip;
+use crate::session_support::*;
 use comfy_bisect_core::text::is_unsafe;
 use comfy_bisect_sim::Faults;
-use report_support::unzip;
 use serde_json::Value;
-use session_support::*;
 use std::process::Output;
 
 /// The SD1.5 example passes its minimal variant and resolution step on this card and runs out

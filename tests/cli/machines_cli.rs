@@ -3,11 +3,8 @@
 //! JSON line per session, `show` and `report` find runs and sessions in any of them, and an id
 //! found in two folders is reported, not merged.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use serde_json::{json, Value};
-use session_support::*;
 use std::path::Path;
 
 const SD15: &str = "sd15_txt2img_lora_upscale";

@@ -2,9 +2,7 @@
 //! user runs them (`comfy-bisect bisect …`, `resume`, `show`). The simulator's VRAM budget is
 //! set from what each ladder step needs, so the first failure lands where a scenario wants it.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::ladder::PlanOptions;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{
@@ -13,7 +11,6 @@ use comfy_bisect_core::session::journal::{
 };
 use comfy_bisect_sim::Profile;
 use serde_json::{json, Value};
-use session_support::*;
 
 const SD15: &str = "sd15_txt2img_lora_upscale";
 const WAN: &str = "wan22_t2v_experts_lora_cache_rife";

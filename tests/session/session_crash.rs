@@ -3,15 +3,12 @@
 //! (`revive-after=MS`, as under a supervisor), the tool waits for it (`--wait-server`) and
 //! re-runs the crashed step.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::ladder::PlanOptions;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{CrashCheck, RunRole, SessionState, Verdict};
 use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::Value;
-use session_support::*;
 
 const WAN: &str = "wan22_t2v_experts_lora_cache_rife";
 /// Wan 2.2: 2 frames fit, the target's frame count does not (see tests/session_sim.rs).

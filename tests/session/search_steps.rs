@@ -2,13 +2,10 @@
 //! the workflow's own steps, and the verdict is the one a full-step search gives — also for a
 //! failure that grows across steps (the simulator's `step-growth` fault).
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::Verdict;
 use comfy_bisect_sim::Faults;
 use serde_json::{json, Value};
-use session_support::*;
 
 /// SD1.5 example with batch 1 (its ladder: resolution → lora → postprocess; 25 steps).
 fn sd15() -> Value {

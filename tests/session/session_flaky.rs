@@ -3,9 +3,7 @@
 //! `--confirm-crashes 0` a variant that takes the server down counts as failing at once), with
 //! `--restart-cmd` bringing it back.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::app::server_preflight;
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
@@ -20,7 +18,6 @@ use comfy_bisect_core::session::setup::create_session;
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::Faults;
 use serde_json::json;
-use session_support::*;
 use std::path::Path;
 
 /// The live backend, with the simulator crashing during the `crash_on`-th run and

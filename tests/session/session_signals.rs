@@ -3,11 +3,8 @@
 //! interrupted on the server, the run and the session are recorded as interrupted, the exit
 //! status is 130 and the exact `resume` command is printed.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{Outcome, RunStatus, SessionState, StopReason};
-use session_support::*;
 use std::io::Read;
 use std::process::{Command, Stdio};
 

@@ -3,15 +3,12 @@
 //! column says it (`1 × MP4 W×H, N frames`), and frames the variant did not get
 //! (`short-video=N`) are a warning in the report, not a failure.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{
     read_json, Outcome, RunFile, RunRole, SessionFile, RUN_RECORD_FILE,
 };
 use comfy_bisect_sim::{Faults, SimConfig, MIB};
 use serde_json::Value;
-use session_support::*;
 use std::path::PathBuf;
 
 /// Wan 2.2 (tests/session_sim.rs): the minimal variant and the frames step fit 16 GiB, the

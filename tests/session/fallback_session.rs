@@ -3,13 +3,10 @@
 //! (run.json, server.log, the index, the ladder table, the verdict), and `--strict` stops at it
 //! with kind `memory_fallback`.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
 use serde_json::Value;
-use session_support::*;
 
 /// SD1.5 example (resolution → batch → lora → postprocess). On a 2560 MiB card the full
 /// resolution's VAE decode only passes tiled, and the batch runs out (scanned with the

@@ -6,15 +6,12 @@
 //! preview that only the `postprocess` step brings back (`missing-output=#22`) passes every
 //! step before it and fails the session at that step.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::run::RunError;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{read_json, Outcome, RunFile, Verdict, RUN_RECORD_FILE};
 use comfy_bisect_sim::{Faults, Profile};
 use serde_json::Value;
-use session_support::*;
 
 /// The SD1.5 example passes its minimal variant and resolution step on this card and runs out
 /// at batch (tests/fallback_session.rs).

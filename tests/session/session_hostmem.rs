@@ -3,15 +3,12 @@
 //! process's RSS and swap, and a session whose target blows host RAM — the simulated OOM killer
 //! ends the server — reports the peak, the host-RAM pressure and "Peak RAM" in the report.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::ladder::PlanOptions;
 use comfy_bisect_core::run::OutcomeKind;
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{SimConfig, GIB, MIB};
-use session_support::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

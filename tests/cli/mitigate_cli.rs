@@ -2,14 +2,11 @@
 //! failing stage run on the target, the "first" ones first; controls for another stage are not
 //! run and say why; server controls without `--launch-cmd` are listed as not run.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{
     read_json, MitigationState, MitigationsFile, Verdict, MITIGATIONS_FILE,
 };
 use serde_json::{json, Value};
-use session_support::*;
 
 /// SD1.5 at 1024×1024, batch 1: on 3 GiB the sampling fits and the VAE decode only passes
 /// through ComfyUI's tiled fallback (a failure under --strict); on 2.5 GiB sampling runs out.
@@ -248,6 +245,11 @@ impl Drop for SimProcess {
         if let comfy_bisect_core::host::Located::Found(p) =
             comfy_bisect_core::host::process::locate(&self.url)
         {
+            // Never this test process (its in-process simulators listen on other ports; one
+            // on this port would mean the launched one never started).
+            if p.pid == std::process::id() {
+                return;
+            }
             let _ = std::process::Command::new("kill")
                 .arg(p.pid.to_string())
                 .status();

@@ -2,9 +2,7 @@
 //! fingerprint taken before each run (run.json, the index, the report's Environment section
 //! with the custom node packs).
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::index;
 use comfy_bisect_core::session::journal::{
     read_json, OnDrift, RunFile, RunRole, SessionFile, SessionState, StopReason, Verdict,
@@ -12,7 +10,6 @@ use comfy_bisect_core::session::journal::{
 };
 use comfy_bisect_sim::{Faults, SimConfig, MIB, REMOVED_PACK};
 use serde_json::{json, Value};
-use session_support::*;
 
 const SD15: &str = "sd15_txt2img_lora_upscale";
 

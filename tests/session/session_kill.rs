@@ -2,13 +2,10 @@
 //! continues it — completed runs are kept, the run in flight is taken from the server's
 //! history (by its prompt_id) or run again, and the session reaches its verdict.
 
-#[path = "support/session.rs"]
-mod session_support;
-
+use crate::session_support::*;
 use comfy_bisect_core::session::journal::{
     read_json, RunStatus, SessionFile, Verdict, SESSION_FILE,
 };
-use session_support::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
