@@ -260,7 +260,8 @@ async fn explicit_tiled_decode_can_still_fail_in_decode() {
 }
 
 /// The simulator's log lines (its `tracing` output, where it writes what ComfyUI prints to its
-/// console), collected for the whole test binary.
+/// console), collected for the whole test binary: every simulator of `tests/sim` logs here once
+/// this ran, so a check names its node (no other test there falls back on a node `3`).
 fn sim_log() -> &'static std::sync::Mutex<Vec<u8>> {
     static LOG: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
         std::sync::OnceLock::new();

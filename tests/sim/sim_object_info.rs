@@ -2,7 +2,7 @@
 //! and of the node-role map (`src/sim/roles.sim.json`). This test regenerates both from the
 //! shared sources and fails when the shipped copies differ, so they cannot drift.
 //!
-//! To regenerate after the sources changed: `COMFY_BISECT_REGEN_SIM=1 cargo test --test sim_object_info`.
+//! To regenerate after the sources changed: `COMFY_BISECT_REGEN_SIM=1 cargo test --test sim sim_object_info`.
 
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -187,7 +187,7 @@ fn check_or_write(path: &str, expected: &str) {
     assert!(
         shipped == expected,
         "{path} differs from what the shared sources generate; run \
-         `COMFY_BISECT_REGEN_SIM=1 cargo test --test sim_object_info` and commit the result"
+         `COMFY_BISECT_REGEN_SIM=1 cargo test --test sim sim_object_info` and commit the result"
     );
 }
 
