@@ -7,7 +7,9 @@
 //! duration. Target: within ±25% once one run of the session has finished. Prints a table and
 //! the share of runs within the target; a measurement, not a test (it never fails on accuracy).
 
-#[path = "../tests/session_support/mod.rs"]
+// A few of the session tests' helpers.
+#[allow(dead_code)]
+#[path = "../tests/support/session.rs"]
 mod session_support;
 
 use comfy_bisect_core::analytics::predict::{predict_run, Observed};
