@@ -7,16 +7,15 @@ use super::common::{
     fetch_object_info, print_error, read_loaded_with, CliError, CliResult, ConnectArgs, Connection,
     OrExit,
 };
+use super::schedule::{local_zone, parse_duration, parse_when, rfc3339};
+use crate::cli::progress::ProgressView;
 use crate::error::exit;
 use comfy_bisect_core::app::{self, Finished, MitigateRequest, StartOptions, Started, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::Client;
 use comfy_bisect_core::ladder::{Increment, PlanOptions};
-use comfy_bisect_core::session::journal::{
-    SessionFile, SessionOptions, SessionState, StopReason, Strategy,
-};
+use comfy_bisect_core::session::journal::{SessionFile, SessionOptions, SessionState, StopReason};
 use comfy_bisect_core::session::prepare::LadderConfig;
-use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use comfy_bisect_core::session::setup::unique_name;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,7 +51,7 @@ pub struct SessionArgs {
     /// linear: one increment per run until the first failure; binary: bisection (assumes
     /// failures are monotone along the ladder).
     #[arg(long, value_enum, default_value = "linear")]
-    pub strategy: Strategy,
+    pub strategy: super::choices::StrategyArg,
     /// Re-run the first failing and last passing steps N more times; disagreement = flaky.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub repeat: u32,
@@ -75,7 +74,7 @@ pub struct SessionArgs {
     /// packs, devices): reanchor = re-run the last passing step under it and go on; stop = end
     /// the session ("incomplete: environment changed").
     #[arg(long, value_enum, default_value = "reanchor", value_name = "ACTION")]
-    pub on_drift: comfy_bisect_core::session::journal::OnDrift,
+    pub on_drift: super::choices::OnDriftArg,
     /// After the first failure, also run minimal + each later increment alone.
     #[arg(long)]
     pub controls: bool,
@@ -97,7 +96,7 @@ pub struct SessionArgs {
     /// partial load, a model staged at or above the card, its VRAM peak at the card's total);
     /// always; never = end with "could not reproduce".
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub walk_on_pass: comfy_bisect_core::session::journal::WalkOnPass,
+    pub walk_on_pass: super::choices::WalkOnPassArg,
     /// Memory pressure from a slowdown: a step may take F times what the added work explains
     /// (attention at most quadratic in latent pixels × frames × batch) before it counts; also
     /// the factor for steps slowing within one run. Default 1.5.
@@ -263,7 +262,7 @@ impl SessionArgs {
             );
         }
         Ok(SessionOptions {
-            strategy: self.strategy,
+            strategy: self.strategy.into(),
             repeat: self.repeat,
             controls: self.controls,
             assume_fails: self.assume_fails,
@@ -282,11 +281,11 @@ impl SessionArgs {
             models_dirs: self.models_dirs.clone(),
             plan_args: ladder.as_args(),
             confirm_crashes: self.confirm_crashes,
-            on_drift: self.on_drift,
+            on_drift: self.on_drift.into(),
             search_steps: self.search_steps.0,
             full_step_target: self.full_step_target,
             allow_shared_server: self.allow_shared_server,
-            walk_on_pass: self.walk_on_pass,
+            walk_on_pass: self.walk_on_pass.into(),
         })
     }
 }
@@ -346,7 +345,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         &connection.client,
         &options,
         &args.session.runs_dir,
-        args.session.quiet,
+        &ProgressView::handle(args.session.quiet),
         args.session.wait_server.is_some(),
     )?;
     let mut targets = Vec::new();
@@ -458,7 +457,7 @@ fn run_session_then(
             steps.join(", ")
         );
     }
-    let finished = ready.drive(rt, quiet)?;
+    let finished = ready.drive(rt, ProgressView::handle(quiet))?;
     let Some((mut request, apply)) = mitigate else {
         return print_finished(finished);
     };
@@ -469,7 +468,7 @@ fn run_session_then(
     print!("{}", finished.summary());
     request.session = finished.paths.dir.display().to_string();
     super::mitigate::print_mitigated(
-        app::mitigate(rt, mitigate_client, request, quiet)?,
+        app::mitigate(rt, mitigate_client, request, ProgressView::handle(quiet))?,
         apply.as_deref(),
     )
 }

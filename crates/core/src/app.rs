@@ -3,8 +3,8 @@
 //! sessions and runs in runs folders. It owns the wiring of a session — the per-server lock, the
 //! preflight, the live backend, the stop signals (Ctrl-C, SIGTERM, SIGHUP), the hooks (progress
 //! line and report rewrites), the reports at the end — and takes plain options (no
-//! argument-parser types). It returns typed results; printing them is the caller's job (the
-//! progress line on stderr stays with the session's `ProgressView`).
+//! argument-parser types). It returns typed results; printing them is the caller's job, and
+//! the caller supplies the progress display (a [`Progress`] handle on its own sink).
 
 use crate::comfy::{Client, SystemStats};
 use crate::ladder::Plan;
@@ -18,7 +18,7 @@ use crate::session::journal::{
 use crate::session::live::LiveBackend;
 use crate::session::lock::SessionLock;
 use crate::session::prepare::{prepare, LadderConfig, Prepared, Problems};
-use crate::session::progress::ProgressView;
+use crate::session::progress::Progress;
 use crate::session::setup::{create_session, PreparedWorkflow};
 use crate::session::{folders, Phase, Verdict};
 use crate::workflow::ui::{write_variant, Converted};
@@ -246,7 +246,7 @@ pub fn start(
         };
         // The problems and the summary still matter more than the journal.
         let save_error = session.save(&paths).err().map(|e| e.to_string());
-        write_reports(&paths.dir, &ProgressView::new(true));
+        write_reports(&paths.dir, &Progress::silent());
         return Ok(Started::Problems(Box::new(PreflightStopped {
             paths,
             session,
@@ -264,10 +264,17 @@ pub fn start(
 }
 
 impl Ready {
-    /// Drives the session to its end (or its stop) on the live server; `quiet` hides the
-    /// progress line and the per-run lines.
-    pub fn drive(self, rt: &tokio::runtime::Runtime, quiet: bool) -> AppResult<Finished> {
-        drive(rt, self.client, self.paths, self.session, quiet, self.lock)
+    /// Drives the session to its end (or its stop) on the live server, showing its progress
+    /// and per-run lines on `progress`.
+    pub fn drive(self, rt: &tokio::runtime::Runtime, progress: Progress) -> AppResult<Finished> {
+        drive(
+            rt,
+            self.client,
+            self.paths,
+            self.session,
+            progress,
+            self.lock,
+        )
     }
 }
 
@@ -376,7 +383,7 @@ impl Pending {
         self,
         rt: &tokio::runtime::Runtime,
         client: Client,
-        quiet: bool,
+        progress: Progress,
     ) -> AppResult<Finished> {
         let lock = SessionLock::acquire_or_share(
             &self.session.server,
@@ -384,14 +391,14 @@ impl Pending {
             self.session.options.allow_shared_server,
         )
         .kind(ErrorKind::Failed)?;
-        drive(rt, client, self.paths, self.session, quiet, lock)
+        drive(rt, client, self.paths, self.session, progress, lock)
     }
 }
 
 /// The hooks of a live session: the progress line and the report after every change.
 pub(crate) struct SessionHooks {
-    /// The progress line.
-    pub progress: ProgressView,
+    /// The progress display.
+    pub progress: Progress,
     /// Keeps the report's rewrites to a small share of the session's time.
     pub report: ReportThrottle,
 }
@@ -446,7 +453,7 @@ impl Hooks for SessionHooks {
 }
 
 /// The report call site: `report.md` and `report.json` in the session folder (redacted).
-fn write_reports(session_dir: &Path, progress: &ProgressView) {
+fn write_reports(session_dir: &Path, progress: &Progress) {
     if let Err(e) = crate::report::write_session_reports(session_dir, true) {
         progress.println(&format!("warning: could not write the report: {e:#}"));
     }
@@ -460,11 +467,11 @@ fn drive(
     client: Client,
     paths: SessionPaths,
     session: SessionFile,
-    quiet: bool,
+    progress: Progress,
     lock: Option<SessionLock>,
 ) -> AppResult<Finished> {
     let _lock = lock;
-    let (result, session) = with_live_driver(rt, client, &paths, session, quiet, |d| d.drive());
+    let (result, session) = with_live_driver(rt, client, &paths, session, progress, |d| d.drive());
     result.kind(ErrorKind::Failed)?;
     Ok(Finished { paths, session })
 }
@@ -477,10 +484,9 @@ fn with_live_driver<R>(
     client: Client,
     paths: &SessionPaths,
     session: SessionFile,
-    quiet: bool,
+    progress: Progress,
     work: impl FnOnce(&mut Driver<'_, LiveBackend, SystemClock>) -> R,
 ) -> (R, SessionFile) {
-    let progress = ProgressView::new(quiet);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let backend = LiveBackend::new(rt.handle().clone(), client, cancel_rx)
         .with_progress(progress.clone())
@@ -601,7 +607,7 @@ pub fn mitigate(
     rt: &tokio::runtime::Runtime,
     client: Client,
     request: MitigateRequest,
-    quiet: bool,
+    progress: Progress,
 ) -> AppResult<Mitigated> {
     let paths = find_session(&request.runs_dir, &request.session).kind(ErrorKind::Input)?;
     if crate::session::check::is_check(&paths.dir) {
@@ -627,7 +633,7 @@ pub fn mitigate(
         defs,
         catalog: request.catalog.clone(),
     };
-    let (end, session) = with_live_driver(rt, client, &paths, session, quiet, |d| {
+    let (end, session) = with_live_driver(rt, client, &paths, session, progress, |d| {
         crate::session::mitigate::mitigate(d, &options)
     });
     let end = end.kind(ErrorKind::Failed)?;
@@ -650,13 +656,12 @@ pub fn bring_up(
     client: &Client,
     options: &SessionOptions,
     runs_dir: &Path,
-    quiet: bool,
+    progress: &Progress,
     wait_given: bool,
 ) -> AppResult<()> {
     if options.restart_cmd.is_none() && !wait_given {
         return Ok(());
     }
-    let progress = ProgressView::new(quiet);
     let log = runs_dir.join(crate::session::restart::RESTART_LOG);
     let restart = options.restart_cmd.as_deref().map(|cmd| {
         let _ = std::fs::create_dir_all(runs_dir);

@@ -14,7 +14,7 @@ use super::journal::{
 use super::live::LiveBackend;
 use super::lock::SessionLock;
 use super::prepare::Problems;
-use super::progress::ProgressView;
+use super::progress::Progress;
 use super::restart::{run_restart, wait_for_server, RESTART_LOG};
 use super::setup::{create_session, unique_name, PreparedStep, PreparedWorkflow};
 use crate::comfy::Client;
@@ -56,8 +56,8 @@ pub struct CheckOptions {
     pub cold: bool,
     /// `--models-dir` roots for component hashes.
     pub models_dirs: Vec<PathBuf>,
-    /// No progress line.
-    pub quiet: bool,
+    /// Where progress is shown (the front end's display; [`Progress::silent`] for none).
+    pub progress: Progress,
 }
 
 /// The answer of a check, as `git bisect run` reads it.
@@ -274,7 +274,7 @@ pub fn check(
         Ok(l) => l,
         Err(e) => return Ok(facts.record(CheckStatus::Skip, format!("cannot test: {e}"))),
     };
-    let progress = ProgressView::new(options.quiet);
+    let progress = options.progress.clone();
     if let Some(cmd) = &options.restart_cmd {
         progress.println(&format!("restarting the server: {cmd}"));
         // The restart log lives in the runs folder, which a first check has to make.

@@ -1,6 +1,6 @@
 //! Bisection sessions: the driver (a small state machine whose state is the journal), the
-//! journal under `runs/<session-id>/`, resume, the per-server lock, the run index, scheduling
-//! (`--start-at`, `--deadline`), the progress display, and the mitigations tried after a verdict
+//! journal under `runs/<session-id>/`, resume, the per-server lock, the run index,
+//! the progress hooks a display plugs into, and the mitigations tried after a verdict
 //! (`mitigate`, with `relaunch` for server controls), and whether a passing target is worth
 //! walking for the first step under memory pressure (`walk`).
 
@@ -20,7 +20,6 @@ pub mod pressure;
 pub mod progress;
 pub mod relaunch;
 pub mod restart;
-pub mod schedule;
 pub mod setup;
 pub mod walk;
 
