@@ -239,9 +239,9 @@ pub fn start(
         session.state = SessionState::Stopped {
             reason: StopReason::Preflight,
             detail: format!(
-                "preflight found problems in {} workflow(s); install what is listed, then `comfy-bisect resume {}` runs the others",
+                "preflight found problems in {} workflow(s); install what is listed, then `{}` runs the others",
                 failed.len(),
-                session.session_id
+                crate::shell::resume_command(&session.session_id, Some(&paths.runs_dir))
             ),
         };
         // The problems and the summary still matter more than the journal.
@@ -785,23 +785,10 @@ pub fn resume_command(paths: &SessionPaths, session: &SessionFile) -> Option<Str
     if !matches!(session.state, SessionState::Stopped { .. }) {
         return None;
     }
-    Some(format!(
-        "comfy-bisect resume --runs-dir {} {}",
-        shell_word(&paths.runs_dir.display().to_string()),
-        session.session_id
+    Some(crate::shell::resume_command(
+        &session.session_id,
+        Some(&paths.runs_dir),
     ))
-}
-
-/// `s` quoted for a POSIX shell when it holds anything but plain path characters.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Each workflow's verdict and where the session and report are, one line each.

@@ -25,6 +25,7 @@ pub mod host;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod shell;
 pub mod text;
 pub mod units;
 pub mod vocab;
