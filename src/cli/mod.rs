@@ -57,6 +57,7 @@ pub mod report;
 pub mod resume;
 pub mod runs;
 pub mod schedule;
+pub mod session_args;
 pub mod show;
 pub mod simulate;
 pub mod submit;

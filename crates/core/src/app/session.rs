@@ -525,9 +525,72 @@ pub async fn stop_signal() -> Option<&'static str> {
     }
 }
 
+/// The ladder order of a plan: the increments as given (`--order`), then the others in the
+/// default order.
+pub fn ladder_order(given: &[crate::ladder::Increment]) -> Vec<crate::ladder::Increment> {
+    let mut order = given.to_vec();
+    for inc in crate::ladder::Increment::LADDER {
+        if !order.contains(&inc) {
+            order.push(inc);
+        }
+    }
+    order
+}
+
+/// Checks that a bisect's options hold together: the deadline after the start (else nothing
+/// could run), `--full-step-target` only with a few-step search. The error says what to change.
+pub fn check_options(options: &SessionOptions) -> Result<(), String> {
+    let at = |t: &Option<String>| t.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    if let (Some(s), Some(d)) = (at(&options.start_at), at(&options.deadline)) {
+        if d <= s {
+            return Err(format!(
+                "--deadline {} is not after --start-at {}; nothing could run",
+                options.deadline.as_deref().unwrap_or_default(),
+                options.start_at.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    if options.full_step_target && options.search_steps.is_none() {
+        return Err(
+            "--full-step-target needs a few-step search (--search-steps N): with \
+             --search-steps full every run is at the workflow's own steps already; \
+             drop one of the two options"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_that_cannot_run_together_are_refused() {
+        let options = SessionOptions {
+            start_at: Some("2026-03-29T07:00:00+02:00".into()),
+            deadline: Some("2026-03-29T05:00:00Z".into()),
+            ..SessionOptions::default()
+        };
+        let e = check_options(&options).unwrap_err();
+        assert!(e.contains("is not after --start-at"), "{e}");
+        let later = SessionOptions {
+            deadline: Some("2026-03-29T05:00:01Z".into()),
+            ..options
+        };
+        assert_eq!(check_options(&later), Ok(()));
+        let full = SessionOptions {
+            full_step_target: true,
+            search_steps: None,
+            ..SessionOptions::default()
+        };
+        assert!(check_options(&full)
+            .unwrap_err()
+            .contains("--full-step-target"));
+        let order = ladder_order(&[crate::ladder::Increment::Lora]);
+        assert_eq!(order[0], crate::ladder::Increment::Lora);
+        assert_eq!(order.len(), crate::ladder::Increment::LADDER.len());
+    }
 
     #[test]
     fn report_rewrite_waits_twenty_times_its_own_duration() {
