@@ -3,9 +3,10 @@
 //! test (the work is [`comfy_bisect_core::app::check`]'s).
 
 use super::common::{parse_positive_duration, CliError, CliResult, ConnectArgs, Connection};
+use super::schedule::parse_duration;
+use crate::cli::progress::ProgressView;
 use comfy_bisect_core::app::{self, ErrorKind};
 use comfy_bisect_core::check::{CheckOptions, CheckStatus};
-use comfy_bisect_core::session::schedule::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -73,7 +74,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         timeout: args.timeout,
         cold: !args.warm,
         models_dirs: args.models_dirs,
-        quiet: args.quiet,
+        progress: ProgressView::handle(args.quiet),
     };
     let record = match app::check(&runtime, client, options) {
         Ok(r) => r,

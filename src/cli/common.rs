@@ -1,10 +1,10 @@
 //! Pieces several subcommands share: connecting to the server (one client for every request),
 //! where node definitions come from, reading workflows, printing errors.
 
+pub use super::schedule::{parse_duration, parse_positive_duration};
 use crate::error::exit;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::session::schedule::parse_duration;
 use comfy_bisect_core::text::escape_controls;
 use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
 use comfy_bisect_core::workflow::Workflow;
@@ -176,15 +176,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))
-}
-
-/// A duration option that must be more than zero (see [`parse_duration`]).
-pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let d = parse_duration(text)?;
-    if d.is_zero() {
-        return Err(format!("{text:?} must be longer than zero"));
-    }
-    Ok(d)
 }
 
 /// Where the node definitions come from.

@@ -3,9 +3,10 @@
 //! the sessions and reports under the runs folder and prints where. The third example runs on
 //! the simulator's 2026 profile (dynamic VRAM), where its verdict is memory pressure first.
 
-use super::bisect::{run_session, LadderArgs, SessionArgs};
+use super::bisect::run_session;
 use super::common::runtime;
 use super::common::{read_loaded_with, CliError, CliResult, OrExit};
+use super::session_args::{LadderArgs, SessionArgs};
 use crate::error::exit;
 use comfy_bisect_core::app::{StartOptions, Target};
 use comfy_bisect_core::catalog::Catalog;

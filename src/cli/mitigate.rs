@@ -4,6 +4,7 @@
 //! run it again and only what has not run yet runs (the run in flight is settled first).
 
 use super::common::{CliError, CliResult, ConnectArgs, Connection};
+use crate::cli::progress::ProgressView;
 use crate::error::exit;
 use comfy_bisect_core::app::{self, MitigateRequest, Mitigated};
 use comfy_bisect_core::catalog::Catalog;
@@ -85,7 +86,7 @@ pub fn run(args: Args) -> CliResult {
         allow_shared_server: args.allow_shared_server,
     };
     print_mitigated(
-        app::mitigate(&runtime, client, request, args.quiet)?,
+        app::mitigate(&runtime, client, request, ProgressView::handle(args.quiet))?,
         args.mitigate.apply.as_deref(),
     )
 }

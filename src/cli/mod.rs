@@ -41,6 +41,7 @@ macro_rules! eprintln {
 
 pub mod bisect;
 pub mod check;
+pub mod choices;
 pub mod common;
 pub mod completions;
 pub mod convert;
@@ -51,9 +52,12 @@ pub mod hash_files;
 pub mod logging;
 pub mod mitigate;
 pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod resume;
 pub mod runs;
+pub mod schedule;
+pub mod session_args;
 pub mod show;
 pub mod simulate;
 pub mod submit;

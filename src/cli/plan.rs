@@ -1,8 +1,8 @@
 //! `comfy-bisect plan WORKFLOW`: the minimal variant and the increment ladder, printed and
 //! optionally written as `DIR/plan.json` plus one API-format file per step.
 
-use super::bisect::LadderArgs;
 use super::common::{read_loaded, CliResult, DefsArgs, OrExit};
+use super::session_args::LadderArgs;
 use crate::error::exit;
 use comfy_bisect_core::app::{write_plan, UiSource};
 use comfy_bisect_core::ladder::{plan, Plan};

@@ -4,9 +4,10 @@
 
 use super::bisect::print_finished;
 use super::common::{CliError, CliResult, ConnectArgs, Connection};
+use super::schedule::{local_zone, parse_duration, parse_when, rfc3339};
+use crate::cli::progress::ProgressView;
 use crate::error::exit;
 use comfy_bisect_core::app::{self, DeadlineChange, ResumeOptions, Resumed};
-use comfy_bisect_core::session::schedule::{local_zone, parse_duration, parse_when, rfc3339};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,5 +83,5 @@ pub fn run(args: Args) -> CliResult {
             pending.session.session_id, pending.session.server
         );
     }
-    print_finished(pending.drive(&runtime, client, args.quiet)?)
+    print_finished(pending.drive(&runtime, client, ProgressView::handle(args.quiet))?)
 }

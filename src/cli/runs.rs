@@ -4,10 +4,10 @@
 
 use super::common::{CliResult, OrExit};
 use crate::error::exit;
-use comfy_bisect_core::check::CheckRecord;
+use comfy_bisect_core::app::{self, ListedSession};
 use comfy_bisect_core::comfy::Fingerprint;
-use comfy_bisect_core::session::folders::{self, FoundSession};
-use comfy_bisect_core::session::journal::{orphan_runs, SessionFile, SessionPaths, SessionState};
+use comfy_bisect_core::session::folders;
+use comfy_bisect_core::session::journal::{SessionFile, SessionState};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -69,7 +69,8 @@ fn environment_line(fp: &Fingerprint) -> String {
 }
 
 /// The `--json` line of one session.
-fn json_line(found: &FoundSession) -> serde_json::Value {
+fn json_line(listed: &ListedSession) -> serde_json::Value {
+    let found = &listed.found;
     let s = &found.session;
     let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
     let mut fingerprints: Vec<&str> = Vec::new();
@@ -93,7 +94,7 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
         "state": s.state,
         "state_text": state_text(&s.state),
         "runs": runs,
-        "check": CheckRecord::load(&found.dir),
+        "check": listed.check,
         "workflows": s.workflows.iter().map(|w| serde_json::json!({
             "name": w.name,
             "steps": w.steps.len(),
@@ -109,13 +110,17 @@ fn json_line(found: &FoundSession) -> serde_json::Value {
 /// stderr and listed once per folder.
 pub fn run(args: Args) -> CliResult {
     let dirs = folders::expand(&args.runs_dirs).or_usage()?;
-    let (sessions, duplicates, unreadable) = folders::sessions(&dirs).or_usage()?;
+    let app::SessionList {
+        sessions,
+        duplicates,
+        unreadable,
+    } = app::list_sessions(&dirs).or_usage()?;
     for d in &duplicates {
         eprintln!("warning: {d}");
     }
     if args.json {
-        for found in &sessions {
-            println!("{}", json_line(found));
+        for listed in &sessions {
+            println!("{}", json_line(listed));
         }
         for u in &unreadable {
             println!(
@@ -146,13 +151,13 @@ pub fn run(args: Args) -> CliResult {
         return Ok(exit::OK);
     }
     // Grouped by environment; sessions without a fingerprint last.
-    let mut groups: BTreeMap<(bool, String), Vec<&FoundSession>> = BTreeMap::new();
-    for found in &sessions {
-        let key = match environment_of(&found.session) {
+    let mut groups: BTreeMap<(bool, String), Vec<&ListedSession>> = BTreeMap::new();
+    for listed in &sessions {
+        let key = match environment_of(&listed.found.session) {
             Some(id) => (false, id.to_string()),
             None => (true, String::new()),
         };
-        groups.entry(key).or_default().push(found);
+        groups.entry(key).or_default().push(listed);
     }
     let grouped = groups.len() > 1 || several;
     for ((unknown, id), members) in &groups {
@@ -162,7 +167,7 @@ pub fn run(args: Args) -> CliResult {
             } else {
                 let fp = members
                     .iter()
-                    .find_map(|f| f.session.fingerprints.get(id.as_str()));
+                    .find_map(|l| l.found.session.fingerprints.get(id.as_str()));
                 println!(
                     "environment {id}: {}",
                     fp.map(environment_line)
@@ -170,7 +175,8 @@ pub fn run(args: Args) -> CliResult {
                 );
             }
         }
-        for found in members {
+        for listed in members {
+            let found = &listed.found;
             let s = &found.session;
             let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
             let mut line = format!(
@@ -187,15 +193,11 @@ pub fn run(args: Args) -> CliResult {
                 line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
             }
             println!("{}{line}", if grouped { "  " } else { "" });
-            let paths = SessionPaths {
-                runs_dir: found.runs_dir.clone(),
-                dir: found.dir.clone(),
-            };
-            for orphan in orphan_runs(&paths, s) {
+            for orphan in &listed.orphans {
                 println!("{}    {orphan}", if grouped { "  " } else { "" });
             }
             // A `check` session: its one line (version, commit, outcome, exit status).
-            if let Some(check) = CheckRecord::load(&found.dir) {
+            if let Some(check) = &listed.check {
                 println!("{}    {}", if grouped { "  " } else { "" }, check.line());
                 continue;
             }

@@ -3,10 +3,9 @@
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use comfy_bisect_core::app::run_entries;
+use comfy_bisect_core::app::{self, FoundRun};
 use comfy_bisect_core::session::folders;
-use comfy_bisect_core::session::index::{self, IndexEntry, Lookup};
-use comfy_bisect_core::session::journal::{read_json, RunFile, RUN_RECORD_FILE, SESSION_FILE};
+use comfy_bisect_core::session::journal::RunFile;
 use std::path::PathBuf;
 
 /// Arguments of `show`.
@@ -26,81 +25,12 @@ pub struct Args {
 /// Runs `show`.
 pub fn run(args: Args) -> CliResult {
     let dirs = folders::expand(&args.runs_dirs).or_usage()?;
-    let tagged: Vec<(&PathBuf, IndexEntry)> = dirs
-        .iter()
-        .flat_map(|d| run_entries(d).into_iter().map(move |e| (d, e)))
-        .collect();
-    let entries: Vec<IndexEntry> = tagged.iter().map(|(_, e)| e.clone()).collect();
-    let places = |run_id: &str| {
-        let mut places: Vec<PathBuf> = Vec::new();
-        for (d, e) in &tagged {
-            if e.run_id == run_id && !places.contains(d) {
-                places.push((*d).clone());
-            }
-        }
-        places
-    };
-    let where_ = dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let entry = match index::lookup(&entries, &args.run_id) {
-        Lookup::Found(e) => e,
-        Lookup::NotFound => {
-            // A session id where a run id belongs: say which command prints a session.
-            let is_session = !args.run_id.is_empty()
-                && dirs
-                    .iter()
-                    .filter_map(|d| std::fs::read_dir(d).ok())
-                    .any(|entries| {
-                        entries.filter_map(Result::ok).any(|e| {
-                            e.file_name().to_string_lossy().starts_with(&args.run_id)
-                                && e.path().join(SESSION_FILE).is_file()
-                        })
-                    });
-            if is_session {
-                return Err(CliError::usage(format!(
-                    "'{0}' is a session, not a run: `comfy-bisect report {0}` prints the session's report (`show` prints one run; `comfy-bisect runs` lists the sessions)",
-                    args.run_id
-                )));
-            }
-            return Err(CliError::usage(format!(
-                "no run id starts with '{}' in {} (`comfy-bisect runs` lists sessions)",
-                args.run_id, where_
-            )));
-        }
-        Lookup::Ambiguous(ids) => {
-            return Err(CliError::usage(format!(
-                "'{}' matches {} runs: {}; give more of the id",
-                args.run_id,
-                ids.len(),
-                ids.join(", ")
-            )))
-        }
-    };
-    let places = places(&entry.run_id);
-    if places.len() > 1 {
-        let mut places = places;
-        places.sort();
-        return Err(CliError::usage(folders::Duplicate {
-            what: "run",
-            id: entry.run_id.clone(),
-            places,
-        }));
-    }
-    let run_dir = places[0].join(&entry.dir);
-    let record_path = run_dir.join(RUN_RECORD_FILE);
+    let run = app::find_run(&dirs, &args.run_id).map_err(CliError::usage)?;
     if args.json {
-        let text = std::fs::read_to_string(&record_path).map_err(|e| {
-            CliError::usage(format!(
-                "cannot read {}: {e} (the run may still be in flight)",
-                record_path.display()
-            ))
-        })?;
-        print!("{text}");
+        print!("{}", run.record_text().map_err(CliError::usage)?);
         return Ok(exit::OK);
     }
+    let entry = &run.entry;
     println!("run {}", entry.run_id);
     println!(
         "  session:   {}  workflow {}",
@@ -117,26 +47,15 @@ pub fn run(args: Args) -> CliResult {
     );
     println!("  outcome:   {}", entry.outcome);
     println!("  workflow:  sha256 {}", entry.workflow_sha256);
-    println!("  folder:    {}", run_dir.display());
-    match read_json::<RunFile>(&record_path) {
-        Ok(file) => print_record(&file, &run_dir),
+    println!("  folder:    {}", run.dir.display());
+    match run.record() {
+        Ok(file) => print_record(&file, &run),
         Err(e) => println!("  (no run.json: {e})"),
     }
     Ok(exit::OK)
 }
 
-/// Node `id` of class `class_type` as the canvas shows it; a node inside a subgraph is named
-/// with the subgraph's name from the run's UI companion (`workflow.ui.json`) when there is one.
-fn node_label(run_dir: &std::path::Path, id: &str, class_type: &str) -> String {
-    let names = std::fs::read_to_string(run_dir.join("workflow.ui.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .map(|ui| comfy_bisect_core::workflow::ui::subgraph_names(&ui))
-        .unwrap_or_default();
-    comfy_bisect_core::workflow::label::node_label(id, class_type, &names)
-}
-
-fn print_record(file: &RunFile, run_dir: &std::path::Path) {
+fn print_record(file: &RunFile, run: &FoundRun) {
     let r = &file.record;
     println!(
         "  timing:    {} → {} ({} ms){}",
@@ -166,7 +85,7 @@ fn print_record(file: &RunFile, run_dir: &std::path::Path) {
     if let Some(e) = r.execution_error() {
         println!(
             "  error:     {}: {}: {}",
-            node_label(run_dir, &e.node_id, &e.node_type),
+            run.node_label(&e.node_id, &e.node_type),
             e.exception_type,
             e.exception_message.lines().next().unwrap_or_default()
         );

@@ -5,12 +5,12 @@
 
 use clap::Parser;
 use comfy_bisect::cli::common::parse_positive_duration;
+use comfy_bisect::cli::schedule::{parse_duration, parse_when, MAX_DURATION};
 use comfy_bisect::cli::Cli;
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::ladder::{plan, Increment, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::session::schedule::{parse_duration, parse_when, MAX_DURATION};
 use comfy_bisect_core::workflow::{load_api_file, Workflow};
 use proptest::prelude::*;
 use std::sync::OnceLock;

@@ -93,9 +93,9 @@ fn stop_with(signal: libc::c_int) {
     assert!(history.contains("execution_interrupted"), "{history}");
 
     let resume = format!(
-        "exit status 130; to continue: comfy-bisect resume --runs-dir '{}' {}",
-        runs.display(),
-        session.session_id
+        "exit status 130; to continue: comfy-bisect resume {} --runs-dir '{}'",
+        session.session_id,
+        runs.display()
     );
     assert!(stderr.contains(&resume), "{resume}\n{shown}");
     assert!(dir.starts_with(&runs));

@@ -17,7 +17,7 @@ use crate::session::journal::{
 };
 use crate::session::live::LiveBackend;
 use crate::session::prepare::Problems;
-use crate::session::progress::ProgressView;
+use crate::session::progress::Progress;
 use crate::session::setup::{create_session, unique_name, PreparedStep, PreparedWorkflow};
 use crate::workflow::{load_api_file, LoadError, Workflow};
 use serde::{Deserialize, Serialize};
@@ -56,8 +56,8 @@ pub struct CheckOptions {
     pub cold: bool,
     /// `--models-dir` roots for component hashes.
     pub models_dirs: Vec<PathBuf>,
-    /// No progress line.
-    pub quiet: bool,
+    /// Where progress is shown (the front end's display; [`Progress::silent`] for none).
+    pub progress: Progress,
 }
 
 /// The answer of a check, as `git bisect run` reads it.
@@ -274,7 +274,7 @@ pub fn check(
         Ok(l) => l,
         Err(e) => return Ok(facts.record(CheckStatus::Skip, format!("cannot test: {e}"))),
     };
-    let progress = ProgressView::new(options.quiet);
+    let progress = options.progress.clone();
     if let Some(cmd) = &options.restart_cmd {
         progress.println(&format!("restarting the server: {cmd}"));
         // The restart log lives in the runs folder, which a first check has to make.

@@ -31,6 +31,7 @@ pub mod report;
 pub mod run;
 pub mod server;
 pub mod session;
+pub mod shell;
 pub mod text;
 pub mod units;
 pub mod vocab;

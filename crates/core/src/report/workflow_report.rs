@@ -651,7 +651,7 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
     let workflow = display(&run_dir(data, e).join(RUN_WORKFLOW_FILE));
     let mut reproduce = format!(
         "comfy-bisect submit {} --server {}",
-        shell_word(&workflow),
+        crate::shell::quote(&workflow),
         s.server
     );
     let cold = e.summary.as_ref().map(|x| x.cold).unwrap_or(s.options.cold);
@@ -680,17 +680,6 @@ fn attached(data: &SessionData, e: &RunEntry) -> AttachedRun {
         ui_workflow: data.ui_workflows.get(&e.run_id).map(|p| display(p)),
         shareable_workflow: None,
         reproduce,
-    }
-}
-
-/// Quotes a path for a POSIX shell when it needs it.
-fn shell_word(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-:+=@%,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 

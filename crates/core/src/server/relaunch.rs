@@ -101,19 +101,7 @@ pub fn with_control(original: &[String], control: &[String]) -> Vec<String> {
 
 /// `TEMPLATE` with `{args}` replaced by `args`, each shell-quoted.
 pub fn fill(template: &str, args: &[String]) -> String {
-    let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
-    template.replace("{args}", &quoted.join(" "))
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_=.,/:+".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    template.replace("{args}", &crate::shell::join(args))
 }
 
 /// What one server control changes at launch.

@@ -19,7 +19,6 @@ use super::journal::{
 use crate::run::RunRecord;
 use crate::units;
 use crate::workflow::Workflow;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 mod backend;
@@ -76,18 +75,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// The exact command that continues this session: its id, and `--runs-dir` unless the
     /// runs folder is the default `runs`.
     pub fn resume_command(&self) -> String {
-        let mut command = format!("comfy-bisect resume {}", self.session.session_id);
-        if self.paths.runs_dir != Path::new("runs") {
-            command.push_str(&format!(
-                " --runs-dir '{}'",
-                self.paths
-                    .runs_dir
-                    .display()
-                    .to_string()
-                    .replace('\'', "'\\''")
-            ));
-        }
-        command
+        crate::shell::resume_command(&self.session.session_id, Some(&self.paths.runs_dir))
     }
 
     /// Checks what stops the session between runs; true when it may go on.

@@ -439,9 +439,9 @@ fn deadline_stops_between_runs_and_resume_never_reruns_completed_runs() {
         unreachable!()
     };
     let command = format!(
-        "`comfy-bisect resume {} --runs-dir '{}'` continues",
+        "`comfy-bisect resume {} --runs-dir {}` continues",
         s.session_id,
-        dir.path().display()
+        crate::shell::quote(&dir.path().display().to_string())
     );
     assert!(detail.contains(&command), "{detail}");
     // `resume` without an id takes this session: the only unfinished one.

@@ -6,7 +6,7 @@
 
 use super::driver::{Attempt, Backend, Recovery, RunSpec};
 use super::evidence::record_from_history;
-use super::progress::ProgressView;
+use super::progress::Progress;
 use crate::comfy::protocol::QueuePosition;
 use crate::comfy::{Client, Fingerprint, Fingerprinter};
 use crate::host::{process, KernelEvidence, Located, ServerProcess};
@@ -47,7 +47,7 @@ pub struct LiveBackend {
     client: Client,
     server: String,
     cancel: watch::Receiver<bool>,
-    progress: Option<ProgressView>,
+    progress: Option<Progress>,
     fingerprinter: Fingerprinter,
     /// The server's process when the server is on this machine (Err: why it was not found);
     /// None for a remote server.
@@ -171,7 +171,7 @@ impl LiveBackend {
     }
 
     /// Shows node and step progress of each run on `progress`.
-    pub(crate) fn with_progress(mut self, progress: ProgressView) -> LiveBackend {
+    pub(crate) fn with_progress(mut self, progress: Progress) -> LiveBackend {
         self.progress = Some(progress);
         self
     }

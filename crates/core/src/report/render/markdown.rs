@@ -1037,7 +1037,7 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
         };
         out.push_str(&format!(
             "- No verdict yet; {when} {}\n",
-            code(&format!("comfy-bisect resume {}", report.session_id))
+            code(&crate::shell::resume_command(&report.session_id, None))
         ));
     }
     out.push('\n');

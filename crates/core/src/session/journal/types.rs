@@ -95,7 +95,7 @@ pub struct Drift {
 }
 
 /// What a session does when the environment changes (`--on-drift`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnDrift {
     /// Re-run the last passing step under the new environment, then go on.
@@ -204,7 +204,7 @@ impl WalkOnPass {
 
 /// Whether a session whose target passes walks the ladder for the first step under memory
 /// pressure (`--walk-on-pass`; `analytics::walk` has the cues).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WalkOnPass {
     /// Walk when a cue on the passing target fires (pressure, a partial load, a model staged at
@@ -269,7 +269,7 @@ impl Default for SessionOptions {
 }
 
 /// How the ladder is searched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// One increment per run, in ladder order, until the first failure.

@@ -69,57 +69,58 @@ pub fn local_zone() -> (TimeZone, Option<String>) {
 /// computed from a shorter one fits in a clock.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Parses a duration: `90` (seconds), `90s`, `10m`, `1h30m`, `2h`, `500ms`, `1.5m`. Never
-/// panics: sums are checked and anything over [`MAX_DURATION`] is refused.
+/// Parses a duration in jiff's friendly format (`90s`, `10m`, `1h30m`, `1h 30m`, `1.5m`,
+/// `500ms`, `2d`, `10 minutes`) or ISO 8601 (`PT1H30M`); a plain number is seconds (`90`).
+/// A day is 24 hours. Never panics: anything negative, in months or years, or over
+/// [`MAX_DURATION`] is refused.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let bad = || format!("'{text}' is not a duration (examples: 90s, 10m, 1h30m, 1.5m, 500ms)");
-    if t.is_empty() {
+    let plain_number = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let seconds;
+    let t = if plain_number {
+        seconds = format!("{t}s");
+        seconds.as_str()
+    } else {
+        t
+    };
+    let span: jiff::Span = t.parse().map_err(|e: jiff::Error| {
+        // A number jiff cannot hold, or one over a year even in nanoseconds (the smallest
+        // unit), is a duration too long rather than a typo.
+        let e = e.to_string();
+        let huge = t.split(|c: char| !c.is_ascii_digit()).any(|n| {
+            n.parse::<u128>()
+                .map_or(!n.is_empty(), |n| n > MAX_DURATION.as_nanos())
+        });
+        if huge || e.contains("too big") || e.contains("overflow") {
+            too_long(text)
+        } else {
+            bad()
+        }
+    })?;
+    if span.is_negative() {
         return Err(bad());
     }
-    let mut total = Duration::ZERO;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_len);
-        let unit_len = after
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_len);
-        // `1h30` is refused (30 what?); a plain number alone means seconds.
-        if number.is_empty() || (unit.is_empty() && number_len != t.len()) {
-            return Err(bad());
-        }
-        let value: f64 = number.parse().map_err(|_| bad())?;
-        let seconds_per_unit = match unit {
-            "" | "s" | "sec" => 1.0,
-            "ms" => 0.001,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
-            "d" => 86400.0,
-            _ => {
-                return Err(format!(
-                    "unknown unit '{unit}' in '{text}'; use ms, s, m, h or d"
-                ))
-            }
-        };
-        let part = Duration::try_from_secs_f64(value * seconds_per_unit)
-            .ok()
-            .filter(|d| *d <= MAX_DURATION)
-            .ok_or_else(too_long(text))?;
-        total = total
-            .checked_add(part)
-            .filter(|d| *d <= MAX_DURATION)
-            .ok_or_else(too_long(text))?;
-        rest = after;
-    }
-    Ok(total)
+    let exact = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .map_err(|_| bad())?;
+    Duration::try_from(exact)
+        .ok()
+        .filter(|d| *d <= MAX_DURATION)
+        .ok_or_else(|| too_long(text))
 }
 
-fn too_long(text: &str) -> impl FnOnce() -> String + '_ {
-    move || format!("'{text}' is longer than a year; give a shorter duration")
+/// A duration option that must be more than zero (see [`parse_duration`]).
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?} must be longer than zero"));
+    }
+    Ok(d)
+}
+
+fn too_long(text: &str) -> String {
+    format!("'{text}' is longer than a year; give a shorter duration")
 }
 
 #[cfg(test)]
@@ -193,9 +194,35 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
-        for bad in ["", "10x", "m", "1h30", "1..5s", "-5s", "5 s"] {
+        // What jiff's friendly and ISO 8601 formats add.
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("5 s").unwrap(), Duration::from_secs(5));
+        assert_eq!(
+            parse_duration("10 minutes").unwrap(),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            parse_duration("PT1H30M").unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("1d 2h").unwrap(),
+            Duration::from_secs(93_600)
+        );
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration(" 30sec ").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5min").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        for bad in [
+            "", "10x", "m", "1h30", "1..5s", "-5s", "1 month", "2y", "s", "1.5.5",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        assert!(parse_positive_duration("0s").is_err());
+        assert_eq!(
+            parse_positive_duration("2m").unwrap(),
+            Duration::from_secs(120)
+        );
         // What used to panic ("overflow when adding durations") or wrap.
         for huge in [
             "18446744073709551615s1s",
@@ -206,6 +233,10 @@ mod tests {
             "1e400s",
         ] {
             assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        for huge in ["18446744073709551615s1s", "366d", "9999999999999999999999h"] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("longer than a year"), "{huge}: {e}");
         }
     }
 }

@@ -1,0 +1,143 @@
+//! `mitigate SESSION` (and `bisect --mitigate`): the single-change controls of a session's
+//! located failures, driven on the live server, and their summary.
+
+use super::lookup::find_session;
+use super::session::{server_preflight, with_live_driver};
+use super::{AppError, AppResult, ErrorKind, Kind};
+use crate::comfy::Client;
+use crate::server::lock::SessionLock;
+use crate::session::journal::{SessionFile, SessionPaths};
+use crate::session::progress::Progress;
+use std::path::PathBuf;
+
+/// What `mitigate SESSION` (and `bisect --mitigate`) needs besides the server.
+#[derive(Debug, Clone)]
+pub struct MitigateRequest {
+    /// The runs folder to look in.
+    pub runs_dir: PathBuf,
+    /// Session id, a unique prefix of it, or the session folder.
+    pub session: String,
+    /// `--max-mitigations N`.
+    pub max: Option<usize>,
+    /// `--launch-cmd 'TEMPLATE {args}'`.
+    pub launch_cmd: Option<String>,
+    /// The node catalog (`--catalog FILE` added to the built-in one).
+    pub catalog: crate::catalog::Catalog,
+    /// Run beside another session's lock.
+    pub allow_shared_server: bool,
+}
+
+/// A session after a mitigation pass.
+pub struct Mitigated {
+    /// Where the session is.
+    pub paths: SessionPaths,
+    /// The journal.
+    pub session: SessionFile,
+    /// What was considered, run and judged.
+    pub mitigations: crate::session::journal::MitigationsFile,
+    /// How the pass ended.
+    pub end: crate::controls::MitigateEnd,
+}
+
+impl Mitigated {
+    /// True when some control passed.
+    pub fn any_passed(&self) -> bool {
+        self.mitigations
+            .workflows
+            .iter()
+            .flat_map(|w| &w.controls)
+            .any(|c| c.judged.as_ref().is_some_and(|j| j.passed))
+    }
+
+    /// One line per control of each workflow: its outcome or why it did not run.
+    pub fn summary(&self) -> String {
+        use crate::session::journal::MitigationState;
+        let mut out = String::new();
+        for w in &self.mitigations.workflows {
+            out.push_str(&format!(
+                "{}: mitigations for the failure at {}{}\n",
+                w.workflow,
+                w.stage,
+                w.failing_node
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
+            for c in &w.controls {
+                let what = match (&c.state, &c.judged) {
+                    (MitigationState::Done, Some(j)) => j.outcome.clone(),
+                    (MitigationState::NotRun { reason }, _) => format!("not run: {reason}"),
+                    (MitigationState::NotApplicable { .. }, _) => continue,
+                    (MitigationState::InFlight, _) => "in flight".into(),
+                    _ => "pending".into(),
+                };
+                out.push_str(&format!("  {}: {what}\n", c.control));
+            }
+        }
+        for line in &self.mitigations.server {
+            out.push_str(&format!("server: {line}\n"));
+        }
+        if self.mitigations.workflows.is_empty() {
+            out.push_str("no workflow of the session has a located failure: nothing to mitigate\n");
+        }
+        if let crate::controls::MitigateEnd::Stopped(why) = &self.end {
+            out.push_str(&format!("stopped: {why}\n"));
+        }
+        out.push_str(&format!(
+            "mitigations: {}\nreport: {}\n",
+            self.paths
+                .dir
+                .join(crate::session::journal::MITIGATIONS_FILE)
+                .display(),
+            self.paths.dir.join("report.md").display()
+        ));
+        out
+    }
+}
+
+/// Runs the mitigations of a session's located failures on `client`'s server (see
+/// `controls`): takes the server's lock, fetches the node definitions, drives, and
+/// rewrites the reports. Errors: session not found or a `check` (`Input`), server unreachable
+/// (`Unreachable`), lock held or journal not writable (`Failed`).
+pub fn mitigate(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    request: MitigateRequest,
+    progress: Progress,
+) -> AppResult<Mitigated> {
+    let paths = find_session(&request.runs_dir, &request.session).kind(ErrorKind::Input)?;
+    if crate::check::is_check(&paths.dir) {
+        return Err(AppError::new(
+            ErrorKind::Input,
+            format!(
+                "{} is a `check` (one run for git bisect), not a bisect session: there is no located failure to mitigate",
+                paths.dir.display()
+            ),
+        ));
+    }
+    let session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
+    let _lock = SessionLock::acquire_or_share(
+        &session.server,
+        &session.session_id,
+        request.allow_shared_server || session.options.allow_shared_server,
+    )
+    .kind(ErrorKind::Failed)?;
+    let (defs, _) = server_preflight(rt, &client).kind(ErrorKind::Unreachable)?;
+    let options = crate::controls::MitigateOptions {
+        max: request.max,
+        launch_cmd: request.launch_cmd.clone(),
+        defs,
+        catalog: request.catalog.clone(),
+    };
+    let (end, session) = with_live_driver(rt, client, &paths, session, progress, |d| {
+        crate::controls::mitigate(d, &options)
+    });
+    let end = end.kind(ErrorKind::Failed)?;
+    let mitigations = crate::controls::load(&paths.dir).kind(ErrorKind::Failed)?;
+    Ok(Mitigated {
+        paths,
+        session,
+        mitigations,
+        end,
+    })
+}

@@ -1,0 +1,70 @@
+//! The plan files: a ladder's step workflows and `plan.json`, and with a UI source every step
+//! as a UI workflow too.
+
+use crate::ladder::Plan;
+use crate::nodedefs::NodeDefs;
+use crate::workflow::ui::{write_variant, Converted};
+use std::path::Path;
+
+/// The UI workflow a plan was made from, for writing each step back as a UI file.
+pub struct UiSource<'a> {
+    /// The original UI document.
+    pub document: &'a serde_json::Value,
+    /// Its conversion (provenance for the write-back).
+    pub converted: &'a Converted,
+    /// The node definitions it was converted with.
+    pub defs: &'a NodeDefs,
+}
+
+/// Writes `dir/plan.json` and every step's workflow file; with a UI source also
+/// `NN-<increment>.ui.json`, the original UI file with the same edits made the UI way. Returns
+/// a warning for each step that has no faithful UI form (only its API file is written).
+pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<Vec<String>, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create output folder '{}': {e}", dir.display()))?;
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))
+    };
+    let mut warnings = Vec::new();
+    for step in &planned.steps {
+        write(&step.file, step.workflow.to_pretty_json() + "\n")?;
+        if let Some(ui) = &ui {
+            match write_variant(ui.document, ui.converted, &step.edits, ui.defs) {
+                Ok(doc) => write(
+                    &ui_file_name(&step.file),
+                    serde_json::to_string_pretty(&doc).expect("JSON values serialize") + "\n",
+                )?,
+                Err(e) => warnings.push(format!(
+                    "step {} ({}) has no faithful UI form, only the API file is written: {e}",
+                    step.index,
+                    step.increment.name()
+                )),
+            }
+        }
+    }
+    write(
+        "plan.json",
+        serde_json::to_string_pretty(&planned.to_json()).expect("JSON values serialize") + "\n",
+    )?;
+    Ok(warnings)
+}
+
+/// `03-lora.json` → `03-lora.ui.json`.
+fn ui_file_name(api_file: &str) -> String {
+    match api_file.strip_suffix(".json") {
+        Some(stem) => format!("{stem}.ui.json"),
+        None => format!("{api_file}.ui.json"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ui_files_are_named_after_their_api_files() {
+        assert_eq!(ui_file_name("03-lora.json"), "03-lora.ui.json");
+        assert_eq!(ui_file_name("plan"), "plan.ui.json");
+    }
+}
