@@ -6,7 +6,8 @@
 mod sim_common;
 
 use comfy_bisect_core::comfy::{MemoryEvent, VaeStage};
-use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect_core::run::{execute, RunRecord};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::{client, run_request as request, sim};

@@ -7,7 +7,8 @@ mod sim_common;
 
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::run::product::Produced;
-use comfy_bisect_core::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
+use comfy_bisect_core::run::{execute, RunError, RunRecord, RunRequest};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use sim_common::{client, run_request, sim};

@@ -77,14 +77,14 @@ fn run_scenario(
 fn first_failure(
     session: &comfy_bisect_core::session::SessionFile,
     out: &str,
-) -> (usize, String, Option<String>) {
+) -> (usize, String, Option<comfy_bisect_core::vocab::Stage>) {
     match &session.workflows[0].verdict {
         Some(Verdict::FirstFailure {
             step,
             increment,
             stage,
             ..
-        }) => (*step, increment.clone(), stage.clone()),
+        }) => (*step, increment.clone(), *stage),
         other => panic!("expected a first failure, got {other:?}\n{out}"),
     }
 }

@@ -6,8 +6,9 @@
 mod session_support;
 mod sim_common;
 
-use comfy_bisect_core::run::{execute, Outcome, OutcomeKind, RunRecord, TimeoutReason};
+use comfy_bisect_core::run::{execute, Outcome, RunRecord, TimeoutReason};
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
 use sim_common::{client, http, run_request, sim};

@@ -7,10 +7,11 @@ use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::ladder::{plan, PlanOptions};
 use comfy_bisect_core::nodedefs::NodeDefs;
-use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord, RunRequest};
+use comfy_bisect_core::run::{execute, RunRecord, RunRequest};
 use comfy_bisect_core::session::journal::{
     read_json, RunEntry, RunFile, RunRole, SessionFile, WorkflowJob, RUN_RECORD_FILE, SESSION_FILE,
 };
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{start, Faults, Profile, SimConfig, SimHandle, MIB};
 use serde_json::Value;

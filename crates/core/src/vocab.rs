@@ -6,9 +6,9 @@
 //!
 //! The module owns the canonical definitions and their serialised names: `run.json`,
 //! `session.json`, `diagnose --json` and `report.json` all write these values, so a name here
-//! is an on-disk contract and never changes. The older paths (`run::OutcomeKind`,
-//! `session::journal::Outcome`, `diagnose::{Kind, Stage, …}`, `report::model::VerdictKind`)
-//! re-export them.
+//! is an on-disk contract and never changes. The journal, the run record, the report model and
+//! the mitigations hold these types, not their names as strings; a [`Stage`] stored by another
+//! version outside the list reads as [`Stage::Unknown`].
 
 use serde::{Deserialize, Serialize};
 
@@ -270,7 +270,7 @@ impl FailureKind {
 }
 
 /// Stage of the run where the failure happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// Weights being loaded or moved to a device.
@@ -285,11 +285,47 @@ pub enum Stage {
     Decode,
     /// Upscale, interpolation, restoration, video combine.
     Postprocess,
-    /// The evidence does not say.
+    /// The evidence does not say; also what a stored name outside this list reads as (a
+    /// journal or `mitigations.json` of another version still loads).
+    #[default]
+    #[serde(other)]
     Unknown,
 }
 
 impl Stage {
+    /// Every stage, in run order, `Unknown` last.
+    pub const ALL: [Stage; 7] = [
+        Stage::Load,
+        Stage::Condition,
+        Stage::SampleFirst,
+        Stage::SampleMiddle,
+        Stage::Decode,
+        Stage::Postprocess,
+        Stage::Unknown,
+    ];
+
+    /// The stage a snake_case name stands for (`Unknown` for any other text).
+    pub fn from_name(name: &str) -> Stage {
+        Stage::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .unwrap_or(Stage::Unknown)
+    }
+
+    /// The stage in words, with its name (`load` → "while loading weights (load stage)").
+    pub fn phrase(self) -> String {
+        let words = match self {
+            Stage::Load => "while loading weights",
+            Stage::Condition => "while encoding the conditioning",
+            Stage::SampleFirst => "in the first sampling step",
+            Stage::SampleMiddle => "during sampling, after the first step",
+            Stage::Decode => "during the VAE decode",
+            Stage::Postprocess => "during post-processing",
+            Stage::Unknown => return "(stage unknown)".into(),
+        };
+        format!("{words} ({} stage)", self.as_str())
+    }
+
     /// The snake_case name used in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -301,6 +337,39 @@ impl Stage {
             Stage::Postprocess => "postprocess",
             Stage::Unknown => "unknown",
         }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stage reads as its JSON name where text is expected (`stage.as_deref()`, `&stage` for a
+/// `&str`), as the string fields it replaced did.
+impl std::ops::Deref for Stage {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for Stage {
+    fn from(name: &str) -> Stage {
+        Stage::from_name(name)
+    }
+}
+
+impl PartialEq<str> for Stage {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Stage {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -525,6 +594,23 @@ impl VerdictKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_keeps_its_names_and_reads_an_unlisted_one_as_unknown() {
+        for stage in Stage::ALL {
+            let json = serde_json::to_string(&stage).unwrap();
+            assert_eq!(json, format!("\"{}\"", stage.as_str()));
+            assert_eq!(serde_json::from_str::<Stage>(&json).unwrap(), stage);
+            assert_eq!(Stage::from_name(stage.as_str()), stage);
+        }
+        let other: Stage = serde_json::from_str("\"sampling\"").unwrap();
+        assert_eq!(other, Stage::Unknown);
+        assert_eq!(
+            Stage::Decode.phrase(),
+            "during the VAE decode (decode stage)"
+        );
+        assert_eq!(Stage::Unknown.phrase(), "(stage unknown)");
+    }
 
     #[test]
     fn an_oom_proves_what_was_in_use_plus_what_was_asked_for() {

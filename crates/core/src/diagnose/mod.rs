@@ -18,7 +18,8 @@ mod stage;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::vocab::{FailureKind as Kind, Numbers, RunOutcomeHint, Stage, StageConfidence};
+use crate::vocab::FailureKind;
+pub use crate::vocab::{Numbers, RunOutcomeHint, Stage, StageConfidence};
 pub use parse::{
     console_signals, parse_input, ConsoleSignals, ConsoleTail, ParseError, ParsedInput,
 };
@@ -74,7 +75,7 @@ pub enum RootCause {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// Failure kind.
-    pub kind: Kind,
+    pub kind: FailureKind,
     /// Best-supported stage.
     pub stage: Stage,
     /// Why that stage, in words.
@@ -145,7 +146,7 @@ pub fn diagnose_input(input: &ParsedInput) -> Diagnosis {
 /// in `kind_evidence` and `stage_evidence` (what `comfy-bisect diagnose --json` prints then).
 pub fn no_failure(reason: &str) -> Diagnosis {
     Diagnosis {
-        kind: Kind::Unknown,
+        kind: FailureKind::Unknown,
         stage: Stage::Unknown,
         stage_evidence: format!("No failure was found, so there is no stage: {reason}."),
         node_type: None,
@@ -288,7 +289,7 @@ mod tests {
                  loaded completely 1200.0 242.0 True\n{death}\n"
             );
             let d = diagnose_text(&text).unwrap();
-            assert_eq!(d.kind, Kind::ProcessKilled, "{death}: {d:?}");
+            assert_eq!(d.kind, FailureKind::ProcessKilled, "{death}: {d:?}");
             assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
             assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
             // Died while the VAE was being loaded for the decode.
@@ -311,7 +312,7 @@ mod tests {
             ..Evidence::default()
         };
         let d = diagnose(&evidence);
-        assert_eq!(d.kind, Kind::ProcessKilled);
+        assert_eq!(d.kind, FailureKind::ProcessKilled);
         assert_eq!(d.stage, Stage::SampleMiddle);
         assert_eq!(d.node_id.as_deref(), Some("3"));
         assert_eq!(d.node_type.as_deref(), Some("KSampler"));

@@ -2,7 +2,8 @@
 //! before the failure, the progress seen, and — as a clue, not the answer — the failing node.
 
 use super::frames::{classify_frame, matching_rule, Frame, FrameCat};
-use super::{ConsoleSignals, Evidence, Kind, NodeProgress, Stage, StageConfidence};
+use super::{ConsoleSignals, Evidence, NodeProgress, Stage, StageConfidence};
+use crate::vocab::FailureKind;
 
 mod rules;
 
@@ -362,7 +363,7 @@ fn model_file_reason(evidence: &Evidence) -> Option<String> {
 pub(crate) fn resolve(
     evidence: &Evidence,
     signals: &ConsoleSignals,
-    kind: Kind,
+    kind: FailureKind,
     asynchronous: bool,
     failing: &Failing,
 ) -> StageVerdict {
@@ -496,7 +497,7 @@ mod tests {
         assert_eq!(resurfaced_in_cleanup(&f), None);
     }
 
-    fn verdict(evidence: &Evidence, kind: Kind, signals: &ConsoleSignals) -> StageVerdict {
+    fn verdict(evidence: &Evidence, kind: FailureKind, signals: &ConsoleSignals) -> StageVerdict {
         resolve(evidence, signals, kind, false, &failing_node(evidence))
     }
 
@@ -507,7 +508,7 @@ mod tests {
             exception_message: Some("INTERNAL ASSERT FAILED".into()),
             ..Evidence::default()
         };
-        let v = verdict(&e, Kind::Other, &ConsoleSignals::default());
+        let v = verdict(&e, FailureKind::Other, &ConsoleSignals::default());
         assert_eq!(v.stage, Stage::Condition);
         assert_eq!(v.confidence, StageConfidence::Certain);
         let e = Evidence {
@@ -523,7 +524,7 @@ mod tests {
             ..ConsoleSignals::default()
         };
         assert_eq!(
-            verdict(&e, Kind::Other, &signals).stage,
+            verdict(&e, FailureKind::Other, &signals).stage,
             Stage::SampleMiddle
         );
     }
@@ -538,7 +539,7 @@ mod tests {
                 exception_message: Some(msg.into()),
                 ..Evidence::default()
             };
-            let v = verdict(&e, Kind::HostRam, &ConsoleSignals::default());
+            let v = verdict(&e, FailureKind::HostRam, &ConsoleSignals::default());
             assert_eq!(v.stage, Stage::Load, "{msg}");
             assert_eq!(v.confidence, StageConfidence::Certain, "{msg}");
         }
@@ -551,7 +552,7 @@ mod tests {
             ..Evidence::default()
         };
         assert_eq!(
-            verdict(&e, Kind::HostRam, &ConsoleSignals::default()).stage,
+            verdict(&e, FailureKind::HostRam, &ConsoleSignals::default()).stage,
             Stage::Unknown
         );
     }
@@ -563,7 +564,7 @@ mod tests {
             exception_message: Some("CUDA out of memory.".into()),
             ..Evidence::default()
         };
-        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        let v = verdict(&e, FailureKind::CudaOom, &ConsoleSignals::default());
         assert_eq!(v.stage, Stage::Unknown);
         assert_eq!(v.confidence, StageConfidence::Unknown);
         assert_eq!(
@@ -593,7 +594,7 @@ mod tests {
             sampling_bar: Some((0, 30)),
             ..ConsoleSignals::default()
         };
-        let v = verdict(&e, Kind::CudaOom, &signals);
+        let v = verdict(&e, FailureKind::CudaOom, &signals);
         assert_eq!(v.stage, Stage::SampleFirst);
         assert_eq!(v.confidence, StageConfidence::Likely);
     }
@@ -616,14 +617,14 @@ mod tests {
             }],
             ..Evidence::default()
         };
-        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        let v = verdict(&e, FailureKind::CudaOom, &ConsoleSignals::default());
         assert_eq!(v.stage, Stage::SampleFirst, "{}", v.evidence);
         // Without the timeline entry, first and later step stay open.
         let e = Evidence {
             progress: vec![],
             ..e
         };
-        let v = verdict(&e, Kind::CudaOom, &ConsoleSignals::default());
+        let v = verdict(&e, FailureKind::CudaOom, &ConsoleSignals::default());
         assert_eq!(v.stage, Stage::Unknown);
         assert_eq!(
             v.candidates,

@@ -6,6 +6,7 @@
 
 use super::load::SessionData;
 use crate::session::journal::{Mitigation, MitigationState};
+use crate::vocab::Stage;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
@@ -23,7 +24,7 @@ pub struct MitigationRow {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edits: Vec<String>,
     /// The failing stage the control was chosen for.
-    pub stage_targeted: String,
+    pub stage_targeted: Stage,
     /// Its place in the matrix for that stage (`first`, `not first`, `indirect`, `depends on
     /// the official implementation`); none when it targets other stages.
     pub place: Option<String>,
@@ -38,7 +39,7 @@ pub struct MitigationRow {
     /// The run folder, relative to the session folder.
     pub run_dir: Option<String>,
     /// The stage a failing control fails at now.
-    pub stage_now: Option<String>,
+    pub stage_now: Option<Stage>,
     /// The node it fails at now.
     pub failing_node: Option<String>,
     /// Whether the boundary moved (another stage or node than the failure it targets).
@@ -70,7 +71,7 @@ pub fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
     let Some(w) = data.mitigations.of(name) else {
         return Vec::new();
     };
-    let mut rows: Vec<MitigationRow> = w.controls.iter().map(|m| row(m, &w.stage)).collect();
+    let mut rows: Vec<MitigationRow> = w.controls.iter().map(|m| row(m, w.stage)).collect();
     let rank = |r: &MitigationRow| match r.status.as_str() {
         "passed" => 0,
         "failed" => 1,
@@ -82,7 +83,7 @@ pub fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
     rows
 }
 
-fn row(m: &Mitigation, stage: &str) -> MitigationRow {
+fn row(m: &Mitigation, stage: Stage) -> MitigationRow {
     let summary = m.run.as_ref().and_then(|r| r.summary.as_ref());
     let (status, outcome) = match (&m.state, &m.judged) {
         (MitigationState::Done, Some(j)) if j.passed => ("passed", j.outcome.clone()),
@@ -104,7 +105,7 @@ fn row(m: &Mitigation, stage: &str) -> MitigationRow {
         },
         change: m.change.clone(),
         edits: crate::ladder::describe_changes(&m.changes, false),
-        stage_targeted: stage.to_string(),
+        stage_targeted: stage,
         place: m.place.map(|p| p.as_str().to_string()),
         predicted: m.predicts.clone(),
         status: status.into(),

@@ -6,6 +6,7 @@
 //! [`SCHEMA_VERSION`]. Every struct here is `#[skip_serializing_none]`: an `Option` field that is
 //! `None` is left out of `report.json` (and reads back as `None`).
 
+use crate::vocab::Stage;
 pub use crate::vocab::{ContractNumbers, ProductSummary, VerdictKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -215,7 +216,7 @@ pub struct BugFormStep {
     /// The outcome (`passed`, `failed`, `not_run`, …).
     pub outcome: String,
     /// The stage of a failure.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Peak VRAM in MiB: what the OOM message proves was needed for a run out of device
     /// memory (`peak_from_oom`), else the sampled peak.
     pub peak_vram_mib: Option<f64>,
@@ -256,7 +257,7 @@ pub struct ReducedRunRow {
     /// Its outcome (as in the ladder).
     pub outcome: String,
     /// Stage of a failure.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Steps it sampled and the workflow's own.
     pub steps: ReducedSteps,
 }
@@ -315,7 +316,7 @@ pub struct Verdict {
     /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
     pub failure_kind: Option<String>,
     /// The stage (`load`, `sample_first`, …) of the failing run.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Why the session is incomplete, or the flaky counts, in words.
     pub reason: Option<String>,
     /// The first step whose run went through a memory fallback, when it comes before the
@@ -506,7 +507,7 @@ pub struct LadderRow {
     /// Failure kind for a failing run.
     pub failure_kind: Option<String>,
     /// Stage for a failing run.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The node that raised.
     pub failing_node: Option<NodeRef>,
     /// Highest sampled VRAM use in MiB (total − free).
@@ -635,7 +636,7 @@ pub struct Evidence {
     /// Failure kind (diagnosis).
     pub failure_kind: Option<String>,
     /// Stage (diagnosis).
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The evidence the stage rests on, in words.
     pub stage_evidence: Option<String>,
     /// How sure the stage is: `certain` (a frame, the exception or the node decided it),
@@ -682,7 +683,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NextSteps {
     /// The stage these apply to.
-    pub stage: String,
+    pub stage: Stage,
     /// Checks to run next.
     pub next_check: Vec<String>,
     /// Possible explanations; none is proven by the evidence.
@@ -734,7 +735,7 @@ pub struct ControlRow {
     /// The run's outcome.
     pub outcome: String,
     /// Stage, when it failed.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The node that raised, when it failed.
     pub failing_node: Option<NodeRef>,
     /// Peak sampled VRAM in MiB.
@@ -836,20 +837,6 @@ pub(crate) fn kind_phrase(kind: &str) -> String {
     }
 }
 
-/// The stage in words, with its name (`load` → "while loading weights (load stage)").
-pub(crate) fn stage_phrase(stage: &str) -> String {
-    let words = match stage {
-        "load" => "while loading weights",
-        "condition" => "while encoding the conditioning",
-        "sample_first" => "in the first sampling step",
-        "sample_middle" => "during sampling, after the first step",
-        "decode" => "during the VAE decode",
-        "postprocess" => "during post-processing",
-        _ => return "(stage unknown)".into(),
-    };
-    format!("{words} ({stage} stage)")
-}
-
 impl Verdict {
     /// A verdict not reached yet over a ladder of `steps` steps: nothing found, root cause
     /// unknown (the report's builder fills in what the journal says).
@@ -886,7 +873,7 @@ impl Verdict {
                 .as_deref()
                 .map(kind_phrase)
                 .unwrap_or_else(|| "failed".into());
-            let stage = stage_phrase(self.stage.as_deref().unwrap_or("unknown"));
+            let stage = self.stage.unwrap_or(Stage::Unknown).phrase();
             format!("{kind} {stage}")
         };
         let reason = self.reason.clone().unwrap_or_default();
@@ -996,7 +983,7 @@ mod tests {
             step: Some(0),
             increment: Some("target".into()),
             failure_kind: kind.map(str::to_string),
-            stage: stage.map(str::to_string),
+            stage: stage.map(Stage::from),
             reason: Some(reason.into()),
             ..Verdict::in_progress(0)
         };

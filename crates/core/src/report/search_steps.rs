@@ -178,6 +178,7 @@ pub(super) fn search_steps(
 mod tests {
     use super::*;
     use crate::session::journal::{Outcome, RunRole, RunStatus, RunSummary};
+    use crate::vocab::Stage;
     use crate::workflow::Change;
     use serde_json::json;
 
@@ -204,7 +205,7 @@ mod tests {
                 }
             }),
             summary: Some(RunSummary {
-                stage: (!pass).then(|| stage.to_string()),
+                stage: (!pass).then(|| Stage::from(stage)),
                 ..RunSummary::default()
             }),
             diagnosis: None,

@@ -180,7 +180,7 @@ pub(super) fn verdict(
                     v.stage = r
                         .diagnosis
                         .as_ref()
-                        .map(|d| d.stage.as_str().to_string())
+                        .map(|d| d.stage)
                         .or_else(|| row(r.step).and_then(|row| row.stage.clone()));
                     "bad".to_string()
                 } else {

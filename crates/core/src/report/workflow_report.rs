@@ -18,7 +18,7 @@ use crate::session::journal::{
     CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict as SessionVerdict,
     WorkflowJob, RUN_WORKFLOW_FILE,
 };
-use crate::vocab::ContractNumbers;
+use crate::vocab::{ContractNumbers, Stage};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default)]
 struct Diag {
     kind: Option<String>,
-    stage: Option<String>,
+    stage: Option<Stage>,
     stage_evidence: Option<String>,
     stage_confidence: Option<String>,
     numbers: ContractNumbers,
@@ -45,7 +45,7 @@ impl From<&Diagnosis> for Diag {
     fn from(d: &Diagnosis) -> Diag {
         Diag {
             kind: Some(d.kind.as_str().to_string()),
-            stage: Some(d.stage.as_str().to_string()),
+            stage: Some(d.stage),
             stage_evidence: Some(d.stage_evidence.clone()),
             stage_confidence: Some(d.stage_confidence.as_str().to_string()),
             numbers: d.numbers.contract(),
@@ -362,7 +362,7 @@ pub(super) fn workflow_report(
             });
         }
         Some(NextSteps {
-            stage: d.stage.unwrap_or_else(|| "unknown".into()),
+            stage: d.stage.unwrap_or(Stage::Unknown),
             next_check: d.next_check,
             candidates,
             root_cause: "unknown".into(),

@@ -3,6 +3,7 @@
 //! are never repeated because the decision sees them.
 
 use super::journal::{CrashCheck, Phase, RunEntry, RunRole, SessionOptions, Verdict, WorkflowJob};
+use crate::vocab::Stage;
 
 pub mod reduced;
 mod rules;
@@ -171,8 +172,8 @@ fn pending_crash<'a>(job: &'a WorkflowJob, options: &SessionOptions) -> Option<&
     })
 }
 
-fn stage_of(r: &RunEntry) -> Option<String> {
-    r.summary.as_ref().and_then(|s| s.stage.clone())
+fn stage_of(r: &RunEntry) -> Option<Stage> {
+    r.summary.as_ref().and_then(|s| s.stage)
 }
 
 fn role_for(step: usize, n: usize) -> RunRole {
@@ -346,7 +347,7 @@ mod tests {
                 }
             }),
             summary: Some(RunSummary {
-                stage: (!pass).then(|| "sample_first".to_string()),
+                stage: (!pass).then_some(Stage::SampleFirst),
                 ..RunSummary::default()
             }),
             diagnosis: None,
@@ -1119,7 +1120,7 @@ mod tests {
                     r.outcome = Some(Outcome::MemoryPressure {
                         evidence: summary.delivered.memory_pressure.clone(),
                     });
-                    summary.stage = Some("sample_middle".into());
+                    summary.stage = Some(Stage::SampleMiddle);
                 }
             }
             if step == n && what != Run::Oom {

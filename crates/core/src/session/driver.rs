@@ -1193,7 +1193,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 outcome = Outcome::MemoryPressure {
                     evidence: p.words(),
                 };
-                summary.stage = Some(p.stage().as_str().to_string());
+                summary.stage = Some(p.stage());
             }
         }
         JudgedRun {

@@ -23,6 +23,7 @@ use crate::catalog::Catalog;
 use crate::mitigate::{plan, Fit, Kind, ServerFacts};
 use crate::nodedefs::NodeDefs;
 use crate::run::RunRecord;
+use crate::vocab::Stage;
 use crate::workflow::Workflow;
 use std::path::PathBuf;
 
@@ -63,7 +64,7 @@ pub fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalErr
 }
 
 /// The failing stage, node and run of a workflow's verdict (None: nothing failed to mitigate).
-fn failure(job: &super::journal::WorkflowJob) -> Option<(String, Option<String>, String)> {
+fn failure(job: &super::journal::WorkflowJob) -> Option<(Stage, Option<String>, String)> {
     let (stage, run_id) = match job.verdict.as_ref()? {
         Verdict::FirstFailure { stage, run_id, .. } | Verdict::MinimalFails { stage, run_id } => {
             (stage.clone(), run_id.clone())
@@ -72,21 +73,21 @@ fn failure(job: &super::journal::WorkflowJob) -> Option<(String, Option<String>,
     };
     let run = job.runs.iter().find(|r| r.run_id == run_id);
     let stage = stage
-        .filter(|s| s != "unknown")
-        .or_else(|| run.and_then(|r| r.summary.as_ref()?.stage.clone()))
-        .filter(|s| s != "unknown")
+        .filter(|s| *s != Stage::Unknown)
+        .or_else(|| run.and_then(|r| r.summary.as_ref()?.stage))
+        .filter(|s| *s != Stage::Unknown)
         .or_else(|| run.and_then(|r| fallback_stage(r.outcome.as_ref()?)))
-        .unwrap_or_else(|| "unknown".into());
+        .unwrap_or(Stage::Unknown);
     let node = run.and_then(|r| failing_node(r.outcome.as_ref()?));
     Some((stage, node, run_id))
 }
 
 /// The stage a memory fallback happened in (`--strict`): ComfyUI's tiled VAE decode retry is
 /// the decode's (`comfy/sd.py`).
-fn fallback_stage(outcome: &Outcome) -> Option<String> {
+fn fallback_stage(outcome: &Outcome) -> Option<Stage> {
     match outcome {
         Outcome::MemoryFallback { fallbacks } if fallbacks.iter().any(|f| f.contains("decode")) => {
-            Some("decode".into())
+            Some(Stage::Decode)
         }
         _ => None,
     }
@@ -178,7 +179,7 @@ fn plan_workflow<B: Backend, C: Clock>(
             change: c.change.clone(),
             predicts: c.predicts.clone(),
             place: p.place,
-            stages: c.place.keys().cloned().collect(),
+            stages: c.place.keys().map(|k| Stage::from_name(k)).collect(),
             changes: Vec::new(),
             args: c.args.clone(),
             env: c.env.clone(),
@@ -687,8 +688,8 @@ pub(crate) fn judge(
             entry
                 .summary
                 .as_ref()
-                .and_then(|s| s.stage.clone())
-                .filter(|s| s != "unknown")
+                .and_then(|s| s.stage)
+                .filter(|s| *s != Stage::Unknown)
                 .or_else(|| fallback_stage(&outcome))
         })
         .flatten();
@@ -774,7 +775,7 @@ mod tests {
             finished_at: None,
             outcome: Some(outcome),
             summary: Some(RunSummary {
-                stage: stage.map(str::to_string),
+                stage: stage.map(Stage::from),
                 ..RunSummary::default()
             }),
             diagnosis: None,

@@ -111,7 +111,7 @@ pub fn cues(
     summary: &RunSummary,
     pressure: Option<&MemoryPressure>,
 ) -> Vec<Cue> {
-    if record.outcome != crate::run::OutcomeKind::Passed {
+    if record.outcome != crate::vocab::OutcomeKind::Passed {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -229,7 +229,7 @@ mod tests {
         let r = record(vec![staged(13650)]);
         assert_eq!(cues(&r, &summary(Some(20000.0), Some(45056.0)), None), []);
         let mut failed = r.clone();
-        failed.outcome = crate::run::OutcomeKind::Failed;
+        failed.outcome = crate::vocab::OutcomeKind::Failed;
         assert_eq!(
             cues(&failed, &summary(Some(45000.0), Some(45056.0)), None),
             []

@@ -674,7 +674,7 @@ mod tests {
         // Format of ComfyUI issue #12943 (comfy-aimdo's C logger, no Python exception).
         let log = "got prompt\nModel WAN21 prepared for dynamic VRAM loading. 13650MB Staged. 0 patches attached.\n 10%|#         | 2/20 [00:20<03:00, 10.00s/it]\naimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)\n";
         let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(d.kind, crate::diagnose::Kind::Aimdo, "{d:?}");
+        assert_eq!(d.kind, crate::vocab::FailureKind::Aimdo, "{d:?}");
     }
 
     #[test]
@@ -687,7 +687,7 @@ mod tests {
             Some("Fatal Python error: Aborted")
         );
         let d = crate::diagnose::diagnose_input(&p);
-        assert_eq!(d.kind, crate::diagnose::Kind::ProcessKilled);
+        assert_eq!(d.kind, crate::vocab::FailureKind::ProcessKilled);
         assert_eq!(d.stage, crate::vocab::Stage::SampleMiddle, "{d:?}");
     }
 

@@ -25,15 +25,21 @@ use super::super::journal::WorkflowJob;
 use super::super::journal::{Phase, RunEntry, RunRole, SessionOptions, Strategy, Verdict};
 use super::rules::{self, Boundary, Ctx, Searched};
 use super::{first_result, role_for, stage_of, Decision};
+use crate::vocab::Stage;
 
 /// The stages whose failure shows at any step count, so a reduced-step failure there stands
 /// for the full-step run (the field-guide rule: fewer steps lower no single step's peak).
-pub const STEP_INDEPENDENT_STAGES: &[&str] =
-    &["load", "condition", "sample_first", "decode", "postprocess"];
+pub const STEP_INDEPENDENT_STAGES: &[Stage] = &[
+    Stage::Load,
+    Stage::Condition,
+    Stage::SampleFirst,
+    Stage::Decode,
+    Stage::Postprocess,
+];
 
 /// True when `r` is a reduced-step failure that counts as a full-step failure.
 pub fn step_independent(r: &RunEntry) -> bool {
-    r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s.as_str()))
+    r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s))
 }
 
 /// The predicted time of one ladder step's run, in seconds: at the variant's own steps and at
@@ -141,9 +147,9 @@ fn narrowing_a_full_step_only_failure(
 /// like a run that failed in `stage` (the failure the search is narrowing down): 0 when that
 /// stage stands at few steps ([`STEP_INDEPENDENT_STAGES`]), 1 when it can depend on the step
 /// count, ½ without a stage.
-pub fn failure_rerun(stage: Option<String>) -> f64 {
+pub fn failure_rerun(stage: Option<Stage>) -> f64 {
     match stage {
-        Some(s) if STEP_INDEPENDENT_STAGES.contains(&s.as_str()) => 0.0,
+        Some(s) if STEP_INDEPENDENT_STAGES.contains(&s) => 0.0,
         Some(_) => 1.0,
         None => 0.5,
     }
