@@ -542,31 +542,6 @@ fn no_import_cycles_between_the_files_of_a_crate() {
 const KNOWN_CYCLES: &[&[&str]] = &[
     &["src/cli/mod.rs", "src/cli/completions.rs"],
     &[
-        "crates/graph/src/catalog/mod.rs",
-        "crates/graph/src/catalog/builtin.rs",
-    ],
-    &[
-        "crates/graph/src/ladder/mod.rs",
-        "crates/graph/src/ladder/context.rs",
-        "crates/graph/src/ladder/passes.rs",
-        "crates/graph/src/ladder/reduce.rs",
-    ],
-    &[
-        "crates/graph/src/workflow/ui/mod.rs",
-        "crates/graph/src/workflow/ui/convert.rs",
-    ],
-    &[
-        "crates/core/src/diagnose/mod.rs",
-        "crates/core/src/diagnose/advice.rs",
-        "crates/core/src/diagnose/kind.rs",
-        "crates/core/src/diagnose/render.rs",
-        "crates/core/src/diagnose/stage.rs",
-        "crates/core/src/diagnose/stage/rules.rs",
-        "crates/core/src/diagnose/parse/mod.rs",
-        "crates/core/src/diagnose/parse/console.rs",
-        "crates/core/src/diagnose/parse/json.rs",
-    ],
-    &[
         "crates/core/src/session/decide.rs",
         "crates/core/src/session/decide/reduced.rs",
         "crates/core/src/session/decide/rules.rs",

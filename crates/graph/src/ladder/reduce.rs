@@ -516,7 +516,7 @@ fn models(ctx: &Ctx, r: &mut Reduction) {
     // kept loader's output of the same slot and type instead.
     if !pair_edits.is_empty() {
         let mut scratch = ctx.w.clone();
-        super::apply_tolerant(&mut scratch, &pair_edits, ctx.defs);
+        super::apply::apply_tolerant(&mut scratch, &pair_edits, ctx.defs);
         let reach = scratch.reachable_from_outputs(ctx.defs);
         for (kept, gone) in &dropped_loaders {
             let Some(keep_loader) = kept.first() else {

@@ -2,8 +2,8 @@
 //! progress bars, model-loading lines, the UI error dialog and the "ComfyUI Error Report"
 //! Markdown, with the prefixes a paste carries (quotes, timestamps, log levels) removed.
 
-use super::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
 use crate::comfy::console::{self, BarState, ConsoleLine, VaeStage};
+use crate::diagnose::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 
 regex!(quote_re, r"^\s*(?:>\s?)+");
@@ -648,9 +648,10 @@ pub fn console_signals(text: &str) -> ConsoleSignals {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse_input, ConsoleTail, ParseError};
+    use super::super::parse_input;
     use super::{clean_line, split_flattened};
     use crate::diagnose::RunOutcomeHint;
+    use crate::diagnose::{ConsoleTail, ParseError};
     #[test]
     fn console_block_with_progress_and_final_line() {
         let log = "got prompt\nRequested to load BaseModel\nloaded completely 9000 2000 True\n 40%|████      | 8/20 [00:05<00:07,  1.6it/s]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler\n    y()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";

@@ -4,9 +4,8 @@
 //! node class).
 
 use super::super::frames::{Frame, FrameCat};
-use super::super::parse::ConsoleTail;
-use super::super::{ConsoleSignals, Evidence, RunOutcomeHint, Stage, StageConfidence};
-use super::{
+use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
+use super::facts::{
     classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
     resurfaced_in_cleanup, Failing, NodeCat, Prog,
 };
