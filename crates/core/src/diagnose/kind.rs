@@ -3,6 +3,8 @@
 
 use super::{ConsoleSignals, Evidence, RunOutcomeHint};
 use crate::vocab::FailureKind;
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// The kind, why, and whether the error announces itself as asynchronously reported.
 pub(crate) struct KindVerdict {
@@ -182,11 +184,11 @@ const BACKEND_WORDS: &[(&str, FailureKind)] = &[
     ("cuda", FailureKind::CudaOom),
 ];
 
-regex!(memory_error_re, r"(?-u:\b)memoryerror(?-u:\b)");
-regex!(
-    torch_oom_type_re,
-    r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)"
-);
+static MEMORY_ERROR_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"));
+static TORCH_OOM_TYPE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)").expect("static regex")
+});
 
 /// Whether `word` occurs in `text` between ASCII word boundaries (what `(?-u:\b)word(?-u:\b)`
 /// matches for a word that starts and ends with a word character), without compiling a regex.
@@ -277,13 +279,13 @@ pub(crate) fn classify(
             }
         }
     }
-    if memory_error_re().is_match(&lower) {
+    if MEMORY_ERROR_RE.is_match(&lower) {
         return verdict(
             FailureKind::HostRam,
             "Python raised MemoryError: the process could not get system RAM.".into(),
         );
     }
-    if torch_oom_type_re().is_match(&lower) {
+    if TORCH_OOM_TYPE_RE.is_match(&lower) {
         return verdict(
             FailureKind::CudaOom,
             "The exception type is torch's OutOfMemoryError and no other backend is named.".into(),

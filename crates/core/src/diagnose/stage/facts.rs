@@ -4,6 +4,8 @@
 
 use super::super::frames::{classify_frame, matching_rule, Frame, FrameCat};
 use super::super::{Evidence, NodeProgress};
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// The failing node as far as the evidence names it, with its last progress.
 #[derive(Debug, Clone, Default)]
@@ -53,10 +55,9 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
     failing
 }
 
-regex!(
-    frame_re,
-    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#
-);
+static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+});
 
 /// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
 /// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
@@ -65,7 +66,7 @@ pub(super) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
     let mut frames: Vec<Frame> = Vec::new();
     let mut faulthandler = 0usize;
     for line in traceback.iter().flat_map(|l| l.lines()) {
-        if let Some(c) = frame_re().captures(line) {
+        if let Some(c) = FRAME_RE.captures(line) {
             if c.name("comma").is_none() {
                 faulthandler += 1;
             }
@@ -315,10 +316,9 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
     ("headertoolarge", "a .safetensors header could not be read"),
 ];
 
-regex!(
-    mmap_file_re,
-    r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>"
-);
+static MMAP_FILE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>").expect("static regex")
+});
 
 /// Why the exception itself shows a model file being mapped or read, when it does.
 pub(super) fn model_file_reason(evidence: &Evidence) -> Option<String> {
@@ -327,7 +327,7 @@ pub(super) fn model_file_reason(evidence: &Evidence) -> Option<String> {
         evidence.exception_type.as_deref().unwrap_or(""),
         evidence.exception_message.as_deref().unwrap_or("")
     );
-    if let Some(c) = mmap_file_re().captures(&text) {
+    if let Some(c) = MMAP_FILE_RE.captures(&text) {
         let file = c["file"].to_string();
         let lower = file.to_lowercase();
         if MODEL_FILE_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
