@@ -131,6 +131,9 @@ static STAGED_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static UNLOADED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^(?P<n>\d+)\s+models?\s+unloaded").expect("static regex"));
+static LOAD_PHRASE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:(?P<requested>requested to load(?-u:\b))|loaded (?P<kind>completely|partially)|(?P<unloaded>\d+ models? unloaded|unloading models for lowram))").expect("static regex")
+});
 static LOWRAM_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^unloading models for lowram load").expect("static regex"));
 static TILED_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -278,6 +281,35 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
         });
     }
     None
+}
+
+/// Which model-management line a console line is, whether or not [`classify`] can read its
+/// figures (a pasted log's `loaded partially` of another format, a bare `Requested to load`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadPhrase {
+    /// `Requested to load …`.
+    Requested,
+    /// `loaded completely …`.
+    LoadedCompletely,
+    /// `loaded partially …`.
+    LoadedPartially,
+    /// `N models unloaded.` or `Unloading models for lowram …`.
+    Unloaded,
+}
+
+/// The phrase a model-management line starts with (see [`LoadPhrase`]); None for any other
+/// line. [`classify`] reads the figures of the same lines.
+pub fn load_phrase(line: &str) -> Option<LoadPhrase> {
+    let c = LOAD_PHRASE_RE.captures(line.trim())?;
+    Some(if c.name("requested").is_some() {
+        LoadPhrase::Requested
+    } else if c.name("unloaded").is_some() {
+        LoadPhrase::Unloaded
+    } else if c["kind"].eq_ignore_ascii_case("completely") {
+        LoadPhrase::LoadedCompletely
+    } else {
+        LoadPhrase::LoadedPartially
+    })
 }
 
 /// One memory-relevant thing the console said during a run (`run.json` → `memory_events`,
@@ -470,6 +502,33 @@ pub fn memory_events(entries: &[LogEntry]) -> Vec<MemoryEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_line_is_named_even_when_its_figures_cannot_be_read() {
+        assert_eq!(classify("Requested to load"), None);
+        assert_eq!(
+            load_phrase("Requested to load"),
+            Some(LoadPhrase::Requested)
+        );
+        assert_eq!(
+            load_phrase("loaded completely 9.5e+25 3278.8 True"),
+            Some(LoadPhrase::LoadedCompletely)
+        );
+        assert_eq!(
+            load_phrase("loaded partially; 9178.35 MB usable"),
+            Some(LoadPhrase::LoadedPartially)
+        );
+        assert_eq!(
+            load_phrase("0 models unloaded."),
+            Some(LoadPhrase::Unloaded)
+        );
+        assert_eq!(
+            load_phrase("Unloading models for lowram load."),
+            Some(LoadPhrase::Unloaded)
+        );
+        assert_eq!(load_phrase("Requested to loadX"), None);
+        assert_eq!(load_phrase("got prompt"), None);
+    }
 
     #[test]
     fn prompt_executed_in_seconds_and_past_ten_minutes_in_hours_minutes_seconds() {

@@ -2,7 +2,7 @@
 //! progress bars, model-loading lines, the UI error dialog and the "ComfyUI Error Report"
 //! Markdown, with the prefixes a paste carries (quotes, timestamps, log levels) removed.
 
-use crate::comfy::console::{self, BarState, ConsoleLine, VaeStage};
+use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
 use crate::diagnose::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
@@ -54,10 +54,10 @@ static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 static LOAD_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded|(?:vae|clip/text encoder model) load device:)").expect("static regex")
+    Regex::new(r"(?i)^(?:loading \d+ new models?|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|(?:vae|clip/text encoder model) load device:)").expect("static regex")
 });
-static LOAD_DONE_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)^(?:loaded completely|model loaded)").expect("static regex"));
+static MODEL_LOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^model loaded").expect("static regex"));
 static LORA_ERROR_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^error lora(?-u:\b)").expect("static regex"));
 static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -192,8 +192,9 @@ fn bar_event(bar: &BarState) -> Option<Event> {
 }
 
 /// One line's event. Memory lines (bars, loads, unloads, tiled fallbacks) are read by the
-/// console parser the run record uses ([`crate::comfy::console::classify`]); the rest are
-/// loading lines only a pasted log tends to show.
+/// console parser the run record uses ([`crate::comfy::console::classify`], and
+/// [`crate::comfy::console::load_phrase`] for a load line whose figures it cannot read); the
+/// rest are loading lines only a pasted log tends to show.
 fn line_event(line: &str) -> Option<Event> {
     let t = line.trim();
     let load_line = || Some(Event::Load(t.chars().take(160).collect()));
@@ -215,7 +216,13 @@ fn line_event(line: &str) -> Option<Event> {
     if LORA_ERROR_RE.is_match(t) {
         return Some(Event::LoraError);
     }
-    if LOAD_DONE_RE.is_match(t) {
+    // The model-management lines whose figures `classify` could not read.
+    match console::load_phrase(t) {
+        Some(LoadPhrase::LoadedCompletely) => return Some(Event::LoadDone),
+        Some(_) => return load_line(),
+        None => {}
+    }
+    if MODEL_LOADED_RE.is_match(t) {
         return Some(Event::LoadDone);
     }
     if LOAD_LINE_RE.is_match(t) {
