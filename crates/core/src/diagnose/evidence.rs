@@ -8,7 +8,7 @@ use crate::vocab::{FailureKind, Numbers, RunOutcomeHint, Stage, StageConfidence}
 use serde::{Deserialize, Serialize};
 
 /// What a run left behind when it failed: the execution_error fields, the node timeline and the
-/// outcome. Built by the run module from WebSocket frames, or by [`parse_input`] from pasted text.
+/// outcome. Built by the run module from WebSocket frames, or by [`super::parse_input`] from pasted text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// `node_id` of the execution_error (the node ComfyUI was executing).
@@ -53,7 +53,7 @@ pub enum RootCause {
     Unknown,
 }
 
-/// The result of [`diagnose`]. The fields up to `root_cause` are the stable JSON contract of
+/// The result of [`super::diagnose`]. The fields up to `root_cause` are the stable JSON contract of
 /// `comfy-bisect diagnose --json`; the fields after it are additions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {

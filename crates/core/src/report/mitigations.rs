@@ -112,7 +112,7 @@ fn row(m: &Mitigation, stage: Stage) -> MitigationRow {
         outcome,
         run_id: m.run.as_ref().map(|r| r.run_id.clone()),
         run_dir: m.run.as_ref().map(|r| r.dir.clone()),
-        stage_now: judged.and_then(|j| j.stage_now.clone()),
+        stage_now: judged.and_then(|j| j.stage_now),
         failing_node: judged.and_then(|j| j.failing_node.clone()),
         moved: judged.and_then(|j| j.moved),
         vram_peak_mib: summary.and_then(|s| s.vram_peak_mib),

@@ -49,7 +49,7 @@ pub(super) fn search_steps(
             increment: r.increment.clone(),
             run_id: r.run_id.clone(),
             outcome: outcome_name(r),
-            stage: r.summary.as_ref().and_then(|s| s.stage.clone()),
+            stage: r.summary.as_ref().and_then(|s| s.stage),
             steps: r
                 .reduced
                 .as_ref()

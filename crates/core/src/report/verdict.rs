@@ -85,9 +85,7 @@ pub(super) fn verdict(
                 .map(|s| crate::ladder::named_parts(&s.changes))
                 .unwrap_or_default();
             v.failure_kind = row(*step).and_then(|r| r.failure_kind.clone());
-            v.stage = stage
-                .clone()
-                .or_else(|| row(*step).and_then(|r| r.stage.clone()));
+            v.stage = stage.or_else(|| row(*step).and_then(|r| r.stage));
         }
         Some(SessionVerdict::MinimalFails { stage, run_id }) => {
             v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
@@ -95,9 +93,7 @@ pub(super) fn verdict(
             v.step = Some(0);
             v.increment = Some(increment_of(0));
             v.failure_kind = row(0).and_then(|r| r.failure_kind.clone());
-            v.stage = stage
-                .clone()
-                .or_else(|| row(0).and_then(|r| r.stage.clone()));
+            v.stage = stage.or_else(|| row(0).and_then(|r| r.stage));
         }
         Some(SessionVerdict::CouldNotReproduce { .. }) => {
             v.kind = VerdictKind::CouldNotReproduce;
@@ -181,7 +177,7 @@ pub(super) fn verdict(
                         .diagnosis
                         .as_ref()
                         .map(|d| d.stage)
-                        .or_else(|| row(r.step).and_then(|row| row.stage.clone()));
+                        .or_else(|| row(r.step).and_then(|row| row.stage));
                     "bad".to_string()
                 } else {
                     // Rejected, or interrupted (Ctrl-C, another client).

@@ -210,8 +210,8 @@ fn row_for(
             .or_else(|| fallback_kind(entry)),
         stage: diag
             .as_ref()
-            .and_then(|d| d.stage.clone())
-            .or_else(|| summary.and_then(|s| s.stage.clone()))
+            .and_then(|d| d.stage)
+            .or_else(|| summary.and_then(|s| s.stage))
             .or_else(|| match (&entry.outcome, file) {
                 (Some(Outcome::MemoryFallback { .. }), Some(f)) => {
                     super::memory::fallback_stage(&f.record.memory_events)
@@ -382,7 +382,7 @@ pub(super) fn workflow_report(
                 outcome: outcome_name(r),
                 stage: d
                     .and_then(|d| d.stage)
-                    .or_else(|| r.summary.as_ref().and_then(|s| s.stage.clone())),
+                    .or_else(|| r.summary.as_ref().and_then(|s| s.stage)),
                 failing_node: failing_node(r),
                 peak_vram_mib: r.summary.as_ref().and_then(|s| s.vram_peak_mib),
             }
@@ -811,7 +811,7 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         exception_type,
         exception_message,
         failure_kind: d.kind.clone().or_else(|| fallback_kind(e)),
-        stage: d.stage.clone(),
+        stage: d.stage,
         stage_evidence,
         stage_confidence: d.stage_confidence.clone(),
         numbers_consistent: (!d.numbers.is_empty())

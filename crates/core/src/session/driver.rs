@@ -1481,7 +1481,7 @@ pub(crate) fn describe_run(entry: &RunEntry) -> String {
     let stage = entry
         .summary
         .as_ref()
-        .and_then(|s| s.stage.clone())
+        .and_then(|s| s.stage)
         .map(|s| format!(" ({s})"))
         .unwrap_or_default();
     format!(

@@ -67,7 +67,7 @@ pub fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalErr
 fn failure(job: &super::journal::WorkflowJob) -> Option<(Stage, Option<String>, String)> {
     let (stage, run_id) = match job.verdict.as_ref()? {
         Verdict::FirstFailure { stage, run_id, .. } | Verdict::MinimalFails { stage, run_id } => {
-            (stage.clone(), run_id.clone())
+            (*stage, run_id.clone())
         }
         _ => return None,
     };
