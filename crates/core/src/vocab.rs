@@ -7,8 +7,10 @@
 //! The module owns the canonical definitions and their serialised names: `run.json`,
 //! `session.json`, `diagnose --json` and `report.json` all write these values, so a name here
 //! is an on-disk contract and never changes. The journal, the run record, the report model and
-//! the mitigations hold these types, not their names as strings; a [`Stage`] stored by another
-//! version outside the list reads as [`Stage::Unknown`].
+//! the mitigations hold these types, not their names as strings (the report's failure kind of a
+//! `--strict` pass is [`FailureKind::MemoryFallback`] or [`FailureKind::MemoryPressure`]); a
+//! [`Stage`] or [`StageConfidence`] stored by another version outside the list reads as
+//! `Unknown`.
 
 use serde::{Deserialize, Serialize};
 
@@ -221,6 +223,12 @@ pub enum FailureKind {
     Rejected,
     /// ComfyUI reported success, but an output node produced nothing in `/history`.
     IncompleteOutput,
+    /// `--strict`: the run passed only through a silent memory fallback (the report's kind of
+    /// such a run; a diagnosis never gives it).
+    MemoryFallback,
+    /// `--strict`: the run passed under memory pressure (the report's kind of such a run; a
+    /// diagnosis never gives it).
+    MemoryPressure,
     /// Not a memory failure (including look-alikes) or not a failure at all.
     Other,
     /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
@@ -242,6 +250,8 @@ impl FailureKind {
             FailureKind::Timeout => "timeout",
             FailureKind::Rejected => "rejected",
             FailureKind::IncompleteOutput => "incomplete_output",
+            FailureKind::MemoryFallback => "memory_fallback",
+            FailureKind::MemoryPressure => "memory_pressure",
             FailureKind::Other => "other",
             FailureKind::Unknown => "unknown",
         }
@@ -266,6 +276,33 @@ impl FailureKind {
                 self,
                 FailureKind::HostRam | FailureKind::Aimdo | FailureKind::ProcessKilled
             )
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure kind reads as its JSON name where text is expected (`kind.as_deref()`), as the
+/// string fields it replaced did.
+impl std::ops::Deref for FailureKind {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq<str> for FailureKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for FailureKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -382,8 +419,10 @@ pub enum StageConfidence {
     Certain,
     /// Only progress or the order of console lines decided it.
     Likely,
-    /// Nothing located it (the stage is `unknown`).
+    /// Nothing located it (the stage is `unknown`); also what a stored name outside this
+    /// list reads as.
     #[default]
+    #[serde(other)]
     Unknown,
 }
 

@@ -6,8 +6,8 @@
 //! [`SCHEMA_VERSION`]. Every struct here is `#[skip_serializing_none]`: an `Option` field that is
 //! `None` is left out of `report.json` (and reads back as `None`).
 
-use crate::vocab::Stage;
 pub use crate::vocab::{ContractNumbers, ProductSummary, VerdictKind};
+use crate::vocab::{FailureKind, Stage, StageConfidence};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use serde_with::skip_serializing_none;
@@ -314,7 +314,7 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
     /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// The stage (`load`, `sample_first`, …) of the failing run.
     pub stage: Option<Stage>,
     /// Why the session is incomplete, or the flaky counts, in words.
@@ -505,7 +505,7 @@ pub struct LadderRow {
     /// `not_run`.
     pub outcome: String,
     /// Failure kind for a failing run.
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Stage for a failing run.
     pub stage: Option<Stage>,
     /// The node that raised.
@@ -634,14 +634,14 @@ pub struct Evidence {
     /// The exception message as printed.
     pub exception_message: Option<String>,
     /// Failure kind (diagnosis).
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Stage (diagnosis).
     pub stage: Option<Stage>,
     /// The evidence the stage rests on, in words.
     pub stage_evidence: Option<String>,
     /// How sure the stage is: `certain` (a frame, the exception or the node decided it),
     /// `likely` (only progress or console order), `unknown`.
-    pub stage_confidence: Option<String>,
+    pub stage_confidence: Option<StageConfidence>,
     /// Numbers parsed from the message.
     pub numbers: ContractNumbers,
     /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
@@ -812,28 +812,29 @@ pub struct AttachedRun {
 }
 
 /// The failure kind in words (`cuda_oom` → "CUDA out of memory").
-pub(crate) fn kind_phrase(kind: &str) -> String {
+pub(crate) fn kind_phrase(kind: FailureKind) -> String {
     match kind {
-        "cuda_oom" => "CUDA out of memory".into(),
-        "hip_oom" => "HIP (ROCm) out of memory".into(),
-        "mps_oom" => "MPS (Apple) out of memory".into(),
-        "xpu_oom" => "XPU (Intel) out of memory".into(),
-        "directml_oom" => "DirectML out of memory".into(),
-        "host_ram" => "host RAM exhausted".into(),
-        "aimdo" => "a dynamic-VRAM offloader (comfy-aimdo) error".into(),
-        "process_killed" => "the server process died".into(),
-        "timeout" => "timed out".into(),
-        "rejected" => "rejected by the server".into(),
-        "other" => "an error that is not a memory failure".into(),
-        "incomplete_output" => "an output node produced nothing (incomplete product)".into(),
-        "memory_fallback" => {
+        FailureKind::CudaOom => "CUDA out of memory".into(),
+        FailureKind::HipOom => "HIP (ROCm) out of memory".into(),
+        FailureKind::MpsOom => "MPS (Apple) out of memory".into(),
+        FailureKind::XpuOom => "XPU (Intel) out of memory".into(),
+        FailureKind::DirectmlOom => "DirectML out of memory".into(),
+        FailureKind::HostRam => "host RAM exhausted".into(),
+        FailureKind::Aimdo => "a dynamic-VRAM offloader (comfy-aimdo) error".into(),
+        FailureKind::ProcessKilled => "the server process died".into(),
+        FailureKind::Timeout => "timed out".into(),
+        FailureKind::Rejected => "rejected by the server".into(),
+        FailureKind::Other => "an error that is not a memory failure".into(),
+        FailureKind::IncompleteOutput => {
+            "an output node produced nothing (incomplete product)".into()
+        }
+        FailureKind::MemoryFallback => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }
-        "memory_pressure" => {
+        FailureKind::MemoryPressure => {
             "passed under memory pressure (weights streamed, steps slowed), counted as a failure by --strict".into()
         }
-        "unknown" => "no failure found in the text".into(),
-        other => other.replace('_', " "),
+        FailureKind::Unknown => "no failure found in the text".into(),
     }
 }
 
@@ -870,7 +871,6 @@ impl Verdict {
         let what = || {
             let kind = self
                 .failure_kind
-                .as_deref()
                 .map(kind_phrase)
                 .unwrap_or_else(|| "failed".into());
             let stage = self.stage.unwrap_or(Stage::Unknown).phrase();
@@ -982,7 +982,7 @@ mod tests {
             kind: VerdictKind::Check,
             step: Some(0),
             increment: Some("target".into()),
-            failure_kind: kind.map(str::to_string),
+            failure_kind: kind.map(|k| serde_json::from_value(Value::from(k)).unwrap()),
             stage: stage.map(Stage::from),
             reason: Some(reason.into()),
             ..Verdict::in_progress(0)

@@ -84,7 +84,7 @@ pub(super) fn verdict(
                 .find(|s| s.index == *step)
                 .map(|s| crate::ladder::named_parts(&s.changes))
                 .unwrap_or_default();
-            v.failure_kind = row(*step).and_then(|r| r.failure_kind.clone());
+            v.failure_kind = row(*step).and_then(|r| r.failure_kind);
             v.stage = stage.or_else(|| row(*step).and_then(|r| r.stage));
         }
         Some(SessionVerdict::MinimalFails { stage, run_id }) => {
@@ -92,7 +92,7 @@ pub(super) fn verdict(
             v.kind = VerdictKind::MinimalFails;
             v.step = Some(0);
             v.increment = Some(increment_of(0));
-            v.failure_kind = row(0).and_then(|r| r.failure_kind.clone());
+            v.failure_kind = row(0).and_then(|r| r.failure_kind);
             v.stage = stage.or_else(|| row(0).and_then(|r| r.stage));
         }
         Some(SessionVerdict::CouldNotReproduce { .. }) => {
@@ -172,7 +172,7 @@ pub(super) fn verdict(
                 v.reason = Some(if r.passed() {
                     "good".to_string()
                 } else if r.failed() {
-                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind.clone());
+                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind);
                     v.stage = r
                         .diagnosis
                         .as_ref()

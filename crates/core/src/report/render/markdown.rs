@@ -716,12 +716,17 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             VerdictKind::FirstFailure | VerdictKind::MinimalFails
         );
     let outcome = match &r.failure_kind {
-        Some(k) if k == "memory_pressure" && !r.delivered.memory_pressure.is_empty() => format!(
-            "{} — {}",
-            r.outcome.replace('_', " "),
-            r.delivered.memory_pressure.join(", ")
-        ),
-        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
+        Some(k)
+            if *k == crate::vocab::FailureKind::MemoryPressure
+                && !r.delivered.memory_pressure.is_empty() =>
+        {
+            format!(
+                "{} — {}",
+                r.outcome.replace('_', " "),
+                r.delivered.memory_pressure.join(", ")
+            )
+        }
+        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(*k)),
         None if !r.delivered.memory_fallbacks.is_empty()
             || !r.delivered.memory_pressure.is_empty() =>
         {
@@ -876,12 +881,15 @@ fn evidence(
         lines.push(format!("- Failing node: {}", node(n)));
     }
     if let Some(k) = &e.failure_kind {
-        lines.push(format!("- Kind: {} ({})", code(k), text(&kind_phrase(k))));
+        lines.push(format!("- Kind: {} ({})", code(k), text(&kind_phrase(*k))));
     }
     if let Some(s) = &e.stage {
         let mut line = format!("- Stage: {}", code(s));
-        if let Some(c) = e.stage_confidence.as_deref().filter(|c| *c != "unknown") {
-            line.push_str(&format!(" (confidence: {})", text(c)));
+        if let Some(c) = e
+            .stage_confidence
+            .filter(|c| *c != crate::vocab::StageConfidence::Unknown)
+        {
+            line.push_str(&format!(" (confidence: {})", text(c.as_str())));
         }
         if let Some(ev) = &e.stage_evidence {
             line.push_str(&format!(" — {}", text_with_code(ev)));
