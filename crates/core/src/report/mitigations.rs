@@ -17,7 +17,7 @@ pub struct MitigationRow {
     /// The catalogue id (`tiled-decode`).
     pub control: String,
     /// `graph` or `server`.
-    pub kind: String,
+    pub kind: crate::mitigate::Kind,
     /// The single change, in words.
     pub change: String,
     /// What the edit changed, node by node (graph controls).
@@ -99,10 +99,7 @@ fn row(m: &Mitigation, stage: Stage) -> MitigationRow {
     let judged = m.judged.as_ref();
     MitigationRow {
         control: m.control.clone(),
-        kind: match m.kind {
-            crate::mitigate::Kind::Graph => "graph".into(),
-            crate::mitigate::Kind::Server => "server".into(),
-        },
+        kind: m.kind,
         change: m.change.clone(),
         edits: crate::ladder::describe_changes(&m.changes, false),
         stage_targeted: stage,

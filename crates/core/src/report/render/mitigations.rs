@@ -139,7 +139,7 @@ mod tests {
     fn row(control: &str, status: &str, outcome: &str) -> MitigationRow {
         MitigationRow {
             control: control.into(),
-            kind: "graph".into(),
+            kind: crate::mitigate::Kind::Graph,
             change: "VAE decode → the tiled decoder".into(),
             stage_targeted: "decode".into(),
             place: Some("first".into()),
