@@ -228,7 +228,7 @@ impl Server {
                     lad.name, record.server_log
                 )
             });
-        let diagnosis = if record.outcome == comfy_bisect_core::run::OutcomeKind::Passed {
+        let diagnosis = if record.outcome == comfy_bisect_core::vocab::OutcomeKind::Passed {
             None
         } else {
             record.diagnose(Some(&workflow))
@@ -388,7 +388,11 @@ fn first_failure(lad: &Ladder, server: &mut Server) -> Option<(usize, String)> {
     for step in 0..lad.steps.len() {
         let (ran, _) = server.run(lad, step, None);
         if ran.outcome != Outcome::Passed {
-            let stage = ran.summary.stage.unwrap_or_else(|| "unknown".into());
+            let stage = ran
+                .summary
+                .stage
+                .map_or("unknown", |s| s.as_str())
+                .to_string();
             return (step > 0).then_some((step, stage));
         }
     }
@@ -627,7 +631,6 @@ fn failure_proof(server: &mut Server, lad: &Ladder, step: usize) -> f64 {
         && few
             .summary
             .stage
-            .as_deref()
             .is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s));
     if stands {
         few.seconds

@@ -3,7 +3,6 @@
 
 use super::common::{CliError, CliResult};
 use crate::error::exit;
-use clap::CommandFactory;
 use std::io::Write;
 
 /// Arguments of `completions`.
@@ -21,10 +20,10 @@ pub struct Args {
     pub shell: clap_complete::Shell,
 }
 
-/// Writes the completion script for `args.shell` to stdout (a closed pipe, as with `| head`,
-/// ends it quietly).
-pub fn run(args: Args) -> CliResult {
-    let script = script(args.shell);
+/// Writes the completion script of `command` (the whole command line's definition) for
+/// `args.shell` to stdout (a closed pipe, as with `| head`, ends it quietly).
+pub fn run(args: Args, command: clap::Command) -> CliResult {
+    let script = script(args.shell, command);
     let mut out = std::io::stdout().lock();
     match out.write_all(&script).and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::OK),
@@ -40,8 +39,7 @@ pub fn run(args: Args) -> CliResult {
 /// while the loop that finds the subcommand sets them the other way (`comfy__bisect__…`), so
 /// no subcommand's options were ever offered (clap issue #6421); the cases are renamed to
 /// what the loop sets.
-pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut command = super::Cli::command();
+pub fn script(shell: clap_complete::Shell, mut command: clap::Command) -> Vec<u8> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "comfy-bisect", &mut script);
     if shell == clap_complete::Shell::Bash {

@@ -63,7 +63,7 @@ pub mod simulate;
 pub mod submit;
 pub mod validate;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Find the first change that makes a ComfyUI workflow fail (most often CUDA out of memory).
@@ -147,7 +147,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Plan(args) => plan::run(server(&args.target), args),
-        Command::Completions(args) => completions::run(args),
+        Command::Completions(args) => completions::run(args, Cli::command()),
     };
     ExitCode::from(result.unwrap_or_else(common::CliError::report))
 }

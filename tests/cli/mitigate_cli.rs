@@ -74,7 +74,7 @@ fn a_sampling_failure_does_not_run_the_decode_controls() {
     );
     let m = mitigations(&b);
     let w = &m.workflows[0];
-    assert!(w.stage.starts_with("sample"), "{}", b.text());
+    assert!(w.stage.as_str().starts_with("sample"), "{}", b.text());
     let tiled = w
         .controls
         .iter()
@@ -184,7 +184,7 @@ fn a_sampling_failure_passes_with_fp8_weights_and_never_runs_tiled_decode() {
     let b = bisect_workflow(&sim, &flux_2048(), &["--mitigate"]);
     let m = mitigations(&b);
     let w = &m.workflows[0];
-    assert!(w.stage.starts_with("sample"), "{}", b.text());
+    assert!(w.stage.as_str().starts_with("sample"), "{}", b.text());
     let fp8 = w
         .controls
         .iter()
@@ -445,6 +445,6 @@ fn a_ui_input_gets_ui_variants_and_a_still_failing_control_says_where() {
     // the boundary where it was.
     let judged = tiled.judged.as_ref().unwrap();
     assert!(!judged.passed, "{judged:?}");
-    assert_eq!(judged.stage_now.as_deref(), Some("decode"));
+    assert_eq!(judged.stage_now.map(|s| s.as_str()), Some("decode"));
     assert_eq!(judged.moved, Some(false));
 }

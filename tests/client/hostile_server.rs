@@ -126,8 +126,9 @@ async fn a_declared_length_over_the_cap_is_refused_unread() {
 
 use crate::sim_support::{client as sim_client, run_request, sd15, sim};
 use comfy_bisect_core::run::{
-    execute, execute_with, OutcomeKind, RawEvent, RunError, RunObserver, TimeoutReason,
+    execute, execute_with, RawEvent, RunError, RunObserver, TimeoutReason,
 };
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig};
 
 /// The socket goes silent after its greeting, `/queue` never lists the prompt and

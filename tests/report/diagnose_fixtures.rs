@@ -2,7 +2,8 @@
 //! bodies, the WebSocket transcripts of failed and interrupted runs, and the execution_error
 //! message shapes cut out of them.
 
-use comfy_bisect_core::diagnose::{self, Diagnosis, Kind, RunOutcomeHint, Stage};
+use comfy_bisect_core::diagnose::{self, Diagnosis, RunOutcomeHint, Stage};
+use comfy_bisect_core::vocab::FailureKind;
 use serde_json::{json, Value};
 
 const DIR: &str = "tests/fixtures/comfyui";
@@ -10,7 +11,7 @@ const DIR: &str = "tests/fixtures/comfyui";
 /// What one fixture must come out as.
 struct Expect {
     file: &'static str,
-    kind: Kind,
+    kind: FailureKind,
     stage: Stage,
     node_id: &'static str,
     node_type: &'static str,
@@ -19,7 +20,7 @@ struct Expect {
 
 const fn expect(
     file: &'static str,
-    kind: Kind,
+    kind: FailureKind,
     stage: Stage,
     node_id: &'static str,
     node_type: &'static str,
@@ -38,7 +39,7 @@ const fn expect(
 const EXPECTED: &[Expect] = &[
     expect(
         "history_execution_error_oom_core.json",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::Postprocess,
         "2",
         "ImageScale",
@@ -46,7 +47,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "history_execution_error_runtime_core.json",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "2",
         "LatentUpscaleBy",
@@ -54,7 +55,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "history_sd15_execution_error_oom_1024px.json",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::Unknown,
         "3",
         "KSampler",
@@ -62,7 +63,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "history_sd15_execution_error_oom_2048px.json",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::Unknown,
         "3",
         "KSampler",
@@ -70,7 +71,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "history_interrupted.json",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "4",
         "ImageScale",
@@ -78,7 +79,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "history_sd15_interrupted.json",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "3",
         "KSampler",
@@ -86,7 +87,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_execution_error_oom_core.ndjson",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::Postprocess,
         "2",
         "ImageScale",
@@ -94,7 +95,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_execution_error_runtime_core.ndjson",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "2",
         "LatentUpscaleBy",
@@ -102,7 +103,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_sd15_execution_error_oom_1024px.ndjson",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::SampleFirst,
         "3",
         "KSampler",
@@ -110,7 +111,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_sd15_execution_error_oom_2048px.ndjson",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::SampleFirst,
         "3",
         "KSampler",
@@ -118,7 +119,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_sd15_execution_error_oom_vaedecode_2048px.ndjson",
-        Kind::HostRam,
+        FailureKind::HostRam,
         Stage::Decode,
         "8",
         "VAEDecode",
@@ -126,7 +127,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_interrupt_model_free.ndjson",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "4",
         "ImageScale",
@@ -134,7 +135,7 @@ const EXPECTED: &[Expect] = &[
     ),
     expect(
         "ws_sd15_interrupt_during_ksampler.ndjson",
-        Kind::Other,
+        FailureKind::Other,
         Stage::Unknown,
         "3",
         "KSampler",
@@ -162,7 +163,7 @@ fn check(name: &str, d: &Diagnosis, e: &Expect) {
     assert_eq!(d.node_type.as_deref(), Some(e.node_type), "{name}");
     assert_eq!(d.numbers.requested_mib, e.requested_mib, "{name}");
     assert_eq!(serde_json::to_value(d).unwrap()["root_cause"], "unknown");
-    if e.kind == Kind::HostRam {
+    if e.kind == FailureKind::HostRam {
         assert!(d.numbers_consistent, "{name}: {:?}", d.inconsistencies);
         assert!(
             d.next_check[0].contains("system RAM"),
@@ -262,7 +263,7 @@ fn execution_error_message_shapes() {
 #[test]
 fn whole_server_history_picks_a_failed_prompt() {
     let d = diagnose::diagnose_text(&read("history_all_final_server.json")).unwrap();
-    assert_eq!(d.kind, Kind::Other);
+    assert_eq!(d.kind, FailureKind::Other);
     assert!(d.node_type.is_some());
 }
 

@@ -3,7 +3,8 @@
 //! reproduced (±0.01 MiB) with nothing invented. Accuracy per kind and per stage is printed
 //! (`cargo test --test report diagnose_reports -- --nocapture`).
 
-use comfy_bisect_core::diagnose::{self, Diagnosis, Evidence, Kind, ParsedInput};
+use comfy_bisect_core::diagnose::{self, Diagnosis, Evidence, ParsedInput};
+use comfy_bisect_core::vocab::FailureKind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -299,7 +300,7 @@ fn negatives_and_killed_processes_keep_their_kind() {
     for record in load_reports() {
         let d = diagnose::diagnose_input(&combined_input(&record));
         if record["labels"]["kind"] == "process_killed" {
-            assert_eq!(d.kind, Kind::ProcessKilled, "{}", record["id"]);
+            assert_eq!(d.kind, FailureKind::ProcessKilled, "{}", record["id"]);
             assert!(d.numbers.is_empty(), "{}", record["id"]);
         }
     }

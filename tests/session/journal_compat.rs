@@ -5,6 +5,7 @@
 
 use comfy_bisect_core::report::session_report;
 use comfy_bisect_core::session::journal::{read_json, RunFile, SessionFile, SessionPaths, Verdict};
+use comfy_bisect_core::vocab::{FailureKind, Stage};
 use comfy_bisect_core::workflow::Change;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -130,8 +131,8 @@ fn the_report_of_an_old_session_reads_its_changes_and_diagnosis() {
         .first_failure
         .as_ref()
         .expect("the first failure's evidence");
-    assert_eq!(first.failure_kind.as_deref(), Some("cuda_oom"));
-    assert_eq!(first.stage.as_deref(), Some("sample_first"));
+    assert_eq!(first.failure_kind, Some(FailureKind::CudaOom));
+    assert_eq!(first.stage, Some(Stage::SampleFirst));
     assert!(
         report.warnings.iter().all(|w| !w.contains("not used")),
         "{:?}",

@@ -5,8 +5,8 @@
 
 use crate::session_support::*;
 use comfy_bisect_core::ladder::PlanOptions;
-use comfy_bisect_core::run::OutcomeKind;
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{SimConfig, GIB, MIB};
 use std::sync::atomic::{AtomicBool, Ordering};

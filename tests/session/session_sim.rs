@@ -75,14 +75,14 @@ fn run_scenario(
 fn first_failure(
     session: &comfy_bisect_core::session::SessionFile,
     out: &str,
-) -> (usize, String, Option<String>) {
+) -> (usize, String, Option<comfy_bisect_core::vocab::Stage>) {
     match &session.workflows[0].verdict {
         Some(Verdict::FirstFailure {
             step,
             increment,
             stage,
             ..
-        }) => (*step, increment.clone(), stage.clone()),
+        }) => (*step, increment.clone(), *stage),
         other => panic!("expected a first failure, got {other:?}\n{out}"),
     }
 }
@@ -140,7 +140,7 @@ fn failure_at_resolution_on(profile: Profile) {
         (step_of(&sd15(), "resolution"), "resolution"),
         "{out}"
     );
-    assert_eq!(stage.as_deref(), Some("sample_first"), "{out}");
+    assert_eq!(stage.map(|s| s.as_str()), Some("sample_first"), "{out}");
     assert!(
         out.contains("first failure at increment resolution"),
         "{out}"
@@ -182,7 +182,7 @@ fn failure_at_cache_is_mid_sampling() {
         (step_of(&wan(), "cache"), "cache"),
         "{out}"
     );
-    assert_eq!(stage.as_deref(), Some("sample_middle"), "{out}");
+    assert_eq!(stage.map(|s| s.as_str()), Some("sample_middle"), "{out}");
 }
 
 /// Wan 2.2 with a heavy frame interpolation (RIFE ×100, nothing released until the end, fps
@@ -208,7 +208,7 @@ fn failure_at_postprocess() {
         (step_of(&heavy, "postprocess"), "postprocess"),
         "{out}"
     );
-    assert_eq!(stage.as_deref(), Some("postprocess"), "{out}");
+    assert_eq!(stage.map(|s| s.as_str()), Some("postprocess"), "{out}");
 }
 
 /// SD1.5 pixel-space hires fix (512 → upscale model ×4 → 1024 → encode → second KSampler):
@@ -229,7 +229,7 @@ fn hires_second_pass_failure_is_postprocess() {
     let (_t, dir, s, out) = run_scenario(&hires, SD15_HIRES_FAILS_AT_SECOND_PASS, &[]);
     let (step, inc, stage) = first_failure(&s, &out);
     assert_eq!((step, inc.as_str()), (2, "postprocess"), "{out}");
-    assert_eq!(stage.as_deref(), Some("sample_first"), "{out}");
+    assert_eq!(stage.map(|s| s.as_str()), Some("sample_first"), "{out}");
     // The command line and the report's verdict name the hires pass, not `postprocess` alone
     // (issue #28).
     assert!(
@@ -327,7 +327,7 @@ fn failure_at_decode_stage() {
     let (_t, _dir, s, out) = run_scenario(&wan(), WAN_FAILS_AT_DECODE, &[]);
     match &s.workflows[0].verdict {
         Some(Verdict::MinimalFails { stage, .. }) => {
-            assert_eq!(stage.as_deref(), Some("decode"), "{out}")
+            assert_eq!(stage.map(|s| s.as_str()), Some("decode"), "{out}")
         }
         other => panic!("{other:?}\n{out}"),
     }
@@ -340,7 +340,7 @@ fn minimal_variant_already_fails_at_load() {
     let (_t, _dir, s, out) = run_scenario(&sd15(), SD15_TOO_SMALL, &[]);
     match &s.workflows[0].verdict {
         Some(Verdict::MinimalFails { stage, .. }) => {
-            assert_eq!(stage.as_deref(), Some("load"), "{out}")
+            assert_eq!(stage.map(|s| s.as_str()), Some("load"), "{out}")
         }
         other => panic!("{other:?}\n{out}"),
     }

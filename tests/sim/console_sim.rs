@@ -5,7 +5,8 @@
 
 use crate::sim_support::{client, run_request as request, sim};
 use comfy_bisect_core::comfy::{MemoryEvent, VaeStage};
-use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect_core::run::{execute, RunRecord};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

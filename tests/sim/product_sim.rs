@@ -6,7 +6,8 @@
 use crate::sim_support::{client, run_request, sim};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::run::product::Produced;
-use comfy_bisect_core::run::{execute, OutcomeKind, RunError, RunRecord, RunRequest};
+use comfy_bisect_core::run::{execute, RunError, RunRecord, RunRequest};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig};
 use serde_json::{json, Value};
 

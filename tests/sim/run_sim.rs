@@ -5,9 +5,9 @@
 use crate::sim_support::{client, run_request as request, sim};
 use comfy_bisect_core::comfy::{Client, ExtraHeaders, QueuePosition};
 use comfy_bisect_core::run::{
-    execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, OutcomeKind, RunRecord,
-    TimeoutReason,
+    execute, execute_with, InterruptedBy, NdjsonWriter, Outcome, RunRecord, TimeoutReason,
 };
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_core::workflow::Workflow;
 use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};

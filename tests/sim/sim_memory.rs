@@ -499,7 +499,8 @@ fn diagnosed(f: &Failure, steps: u64) -> comfy_bisect_core::diagnose::Diagnosis 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_diagnosis_reads_the_simulated_stage_and_numbers() {
-    use comfy_bisect_core::diagnose::{Kind, Stage};
+    use comfy_bisect_core::diagnose::Stage;
+    use comfy_bisect_core::vocab::FailureKind;
     let first = fail(
         SimConfig::default().with_vram_gib(8),
         &sd15(2048, 2048, 1, 20),
@@ -528,7 +529,7 @@ async fn the_diagnosis_reads_the_simulated_stage_and_numbers() {
         (&post, 160, Stage::Postprocess),
     ] {
         let d = diagnosed(f, steps);
-        assert_eq!(d.kind, Kind::CudaOom, "{:?}", f.error["node_type"]);
+        assert_eq!(d.kind, FailureKind::CudaOom, "{:?}", f.error["node_type"]);
         assert!(
             d.stage == stage || d.stage_candidates.contains(&stage),
             "{}: diagnosed {:?} ({}) {:?}",
@@ -650,7 +651,8 @@ fn sd15_upscaled() -> Value {
 /// while its condition holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planted_failure_fails_its_stage_only_when_its_condition_holds() {
-    use comfy_bisect_core::diagnose::{Kind, Stage};
+    use comfy_bisect_core::diagnose::Stage;
+    use comfy_bisect_core::vocab::FailureKind;
     use comfy_bisect_sim::{Faults, Plant};
     let planted = |plant: &str| {
         SimConfig::default().with_faults(Faults::default().with_plant(Plant::parse(plant).unwrap()))
@@ -694,7 +696,7 @@ async fn a_planted_failure_fails_its_stage_only_when_its_condition_holds() {
         );
         assert!(message.ends_with(TIPS), "{message}");
         let d = diagnosed(&f, 20);
-        assert_eq!(d.kind, Kind::CudaOom, "{plant}");
+        assert_eq!(d.kind, FailureKind::CudaOom, "{plant}");
         assert!(
             d.stage == stage || d.stage_candidates.contains(&stage),
             "{plant}: diagnosed {:?} ({}) {:?}",

@@ -4,8 +4,9 @@
 //! it through `POST /api/jobs/{id}/cancel`; on 0.3.64 it finds no jobs API and polls `/queue`.
 
 use crate::sim_support::{client, http, run_request, sim};
-use comfy_bisect_core::run::{execute, Outcome, OutcomeKind, RunRecord, TimeoutReason};
+use comfy_bisect_core::run::{execute, Outcome, RunRecord, TimeoutReason};
 use comfy_bisect_core::session::journal::{read_json, RunFile, Verdict, RUN_RECORD_FILE};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Profile, SimConfig, MIB};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;

@@ -6,7 +6,8 @@
 
 use crate::sim_support::{client, run_request, sim};
 use comfy_bisect_core::comfy::container::MediaKind;
-use comfy_bisect_core::run::{execute, OutcomeKind, RunRecord};
+use comfy_bisect_core::run::{execute, RunRecord};
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_sim::{Faults, SimConfig, SimHandle};
 use serde_json::{json, Value};
 

@@ -539,34 +539,7 @@ fn no_import_cycles_between_the_files_of_a_crate() {
 
 /// Cycles not broken yet (each a set of files; a cycle among some of them passes). An entry
 /// whose cycle is gone fails the test, so the list only shrinks.
-const KNOWN_CYCLES: &[&[&str]] = &[
-    &["src/cli/mod.rs", "src/cli/completions.rs"],
-    &[
-        "crates/graph/src/catalog/mod.rs",
-        "crates/graph/src/catalog/builtin.rs",
-    ],
-    &[
-        "crates/graph/src/ladder/mod.rs",
-        "crates/graph/src/ladder/context.rs",
-        "crates/graph/src/ladder/passes.rs",
-        "crates/graph/src/ladder/reduce.rs",
-    ],
-    &[
-        "crates/graph/src/workflow/ui/mod.rs",
-        "crates/graph/src/workflow/ui/convert.rs",
-    ],
-    &[
-        "crates/core/src/diagnose/mod.rs",
-        "crates/core/src/diagnose/advice.rs",
-        "crates/core/src/diagnose/kind.rs",
-        "crates/core/src/diagnose/render.rs",
-        "crates/core/src/diagnose/stage.rs",
-        "crates/core/src/diagnose/stage/rules.rs",
-        "crates/core/src/diagnose/parse/mod.rs",
-        "crates/core/src/diagnose/parse/console.rs",
-        "crates/core/src/diagnose/parse/json.rs",
-    ],
-];
+const KNOWN_CYCLES: &[&[&str]] = &[];
 
 #[test]
 fn the_check_sees_use_trees_inline_paths_and_reexports() {

@@ -3,9 +3,10 @@
 //! and a test sets only what it is about, e.g.
 //! `RunRecord { outcome: OutcomeKind::Failed, ..run_record("id") }`.
 
-use comfy_bisect_core::run::record::{OutcomeKind, QueueInfo, RawLog, RunRecord};
+use comfy_bisect_core::run::record::{QueueInfo, RawLog, RunRecord};
 use comfy_bisect_core::run::VramReport;
 use comfy_bisect_core::session::journal::{Phase, RunEntry, RunRole, RunStatus, WorkflowJob};
+use comfy_bisect_core::vocab::OutcomeKind;
 
 /// A passed run `run_id` (also its prompt id), cold, with nothing measured or recorded.
 pub fn run_record(run_id: &str) -> RunRecord {

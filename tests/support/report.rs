@@ -9,7 +9,7 @@ use comfy_bisect_core::comfy::{ExecutionError, SystemStats};
 use comfy_bisect_core::diagnose;
 use comfy_bisect_core::hashing::{ComponentHash, ComponentStatus};
 use comfy_bisect_core::run::console::SERVER_LOG_FILE;
-use comfy_bisect_core::run::record::{OutcomeKind, RunError, RunRecord};
+use comfy_bisect_core::run::record::{RunError, RunRecord};
 use comfy_bisect_core::run::{ServerLostInfo, VramReport, VramSample};
 use comfy_bisect_core::session::journal::{
     run_dir_name, write_json_atomic, FlakyCount, Outcome, PackOfClass, RunEntry, RunFile, RunRole,
@@ -17,6 +17,7 @@ use comfy_bisect_core::session::journal::{
     StopReason, Strategy, Verdict, WorkflowJob, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
     SESSION_SCHEMA_VERSION,
 };
+use comfy_bisect_core::vocab::OutcomeKind;
 use comfy_bisect_core::vocab::ProductSummary;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -317,7 +318,7 @@ impl Fixture {
             vram_baseline_mib: None,
             cold: true,
             last_node: Some("3".into()),
-            stage: diagnosis.as_ref().map(|d| d.stage.as_str().to_string()),
+            stage: diagnosis.as_ref().map(|d| d.stage),
             recovered_from_history: false,
             // What the output node wrote (read from the files' headers in a real run); the
             // minimal variant's also shows a size warning.
@@ -719,11 +720,11 @@ fn fail_decode() -> Did {
     }
 }
 
-fn stage_of(f: &Fixture, id: &str) -> Option<String> {
+fn stage_of(f: &Fixture, id: &str) -> Option<comfy_bisect_core::vocab::Stage> {
     f.records
         .iter()
         .find(|(e, _)| e.run_id == id)
-        .and_then(|(e, _)| e.summary.as_ref().and_then(|s| s.stage.clone()))
+        .and_then(|(e, _)| e.summary.as_ref().and_then(|s| s.stage))
 }
 
 /// The fixed sessions the golden files are made from, by name.

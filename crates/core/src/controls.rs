@@ -23,6 +23,7 @@ use crate::session::journal::{
     MitigationsFile, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict, WorkflowMitigations,
     MITIGATIONS_DIR, MITIGATIONS_FILE, RUN_EVENTS_FILE, RUN_RECORD_FILE, RUN_WORKFLOW_FILE,
 };
+use crate::vocab::Stage;
 use crate::workflow::Workflow;
 use std::path::PathBuf;
 
@@ -63,30 +64,30 @@ pub fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalErr
 }
 
 /// The failing stage, node and run of a workflow's verdict (None: nothing failed to mitigate).
-fn failure(job: &crate::session::journal::WorkflowJob) -> Option<(String, Option<String>, String)> {
+fn failure(job: &crate::session::journal::WorkflowJob) -> Option<(Stage, Option<String>, String)> {
     let (stage, run_id) = match job.verdict.as_ref()? {
         Verdict::FirstFailure { stage, run_id, .. } | Verdict::MinimalFails { stage, run_id } => {
-            (stage.clone(), run_id.clone())
+            (*stage, run_id.clone())
         }
         _ => return None,
     };
     let run = job.runs.iter().find(|r| r.run_id == run_id);
     let stage = stage
-        .filter(|s| s != "unknown")
-        .or_else(|| run.and_then(|r| r.summary.as_ref()?.stage.clone()))
-        .filter(|s| s != "unknown")
+        .filter(|s| *s != Stage::Unknown)
+        .or_else(|| run.and_then(|r| r.summary.as_ref()?.stage))
+        .filter(|s| *s != Stage::Unknown)
         .or_else(|| run.and_then(|r| fallback_stage(r.outcome.as_ref()?)))
-        .unwrap_or_else(|| "unknown".into());
+        .unwrap_or(Stage::Unknown);
     let node = run.and_then(|r| failing_node(r.outcome.as_ref()?));
     Some((stage, node, run_id))
 }
 
 /// The stage a memory fallback happened in (`--strict`): ComfyUI's tiled VAE decode retry is
 /// the decode's (`comfy/sd.py`).
-fn fallback_stage(outcome: &Outcome) -> Option<String> {
+fn fallback_stage(outcome: &Outcome) -> Option<Stage> {
     match outcome {
         Outcome::MemoryFallback { fallbacks } if fallbacks.iter().any(|f| f.contains("decode")) => {
-            Some("decode".into())
+            Some(Stage::Decode)
         }
         _ => None,
     }
@@ -161,7 +162,7 @@ fn plan_workflow<B: Backend, C: Clock>(
         &target,
         &options.defs,
         &options.catalog,
-        &stage,
+        stage.as_str(),
         &facts,
     );
     let folder = target_step
@@ -178,7 +179,7 @@ fn plan_workflow<B: Backend, C: Clock>(
             change: c.change.clone(),
             predicts: c.predicts.clone(),
             place: p.place,
-            stages: c.place.keys().cloned().collect(),
+            stages: c.place.keys().map(|k| Stage::from_name(k)).collect(),
             changes: Vec::new(),
             args: c.args.clone(),
             env: c.env.clone(),
@@ -698,8 +699,8 @@ pub(crate) fn judge(
             entry
                 .summary
                 .as_ref()
-                .and_then(|s| s.stage.clone())
-                .filter(|s| s != "unknown")
+                .and_then(|s| s.stage)
+                .filter(|s| *s != Stage::Unknown)
                 .or_else(|| fallback_stage(&outcome))
         })
         .flatten();
@@ -785,7 +786,7 @@ mod tests {
             finished_at: None,
             outcome: Some(outcome),
             summary: Some(RunSummary {
-                stage: stage.map(str::to_string),
+                stage: stage.map(Stage::from),
                 ..RunSummary::default()
             }),
             diagnosis: None,
@@ -837,7 +838,7 @@ mod tests {
             Vec::new(),
         );
         assert_eq!(later.moved, Some(true));
-        assert_eq!(later.stage_now.as_deref(), Some("postprocess"));
+        assert_eq!(later.stage_now, Some(Stage::Postprocess));
         // A fallback is pressure, not a pass.
         let fallback = judged(
             &entry(
@@ -849,7 +850,7 @@ mod tests {
             Vec::new(),
         );
         assert!(!fallback.passed);
-        assert_eq!(fallback.stage_now.as_deref(), Some("decode"));
+        assert_eq!(fallback.stage_now, Some(Stage::Decode));
         assert_eq!(fallback.moved, Some(false));
     }
 
@@ -858,7 +859,7 @@ mod tests {
         let fallback = Outcome::MemoryFallback {
             fallbacks: vec!["tiled VAE decode fallback".into()],
         };
-        assert_eq!(fallback_stage(&fallback).as_deref(), Some("decode"));
+        assert_eq!(fallback_stage(&fallback), Some(Stage::Decode));
         assert_eq!(fallback_stage(&oom("KSampler", "3")), None);
         assert_eq!(node_id(Some("VAEDecode #8")), Some("8"));
         assert_eq!(node_id(None), None);

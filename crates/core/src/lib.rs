@@ -12,10 +12,6 @@
 //! (Markdown/JSON) → `app` (the application façade a front end calls: start, resume and
 //! drive a session, write a plan, find sessions and runs).
 
-// `regex!(name, r"…")`: a function returning a regex compiled once (defined in the graph crate).
-#[macro_use]
-extern crate comfy_bisect_graph;
-
 pub use comfy_bisect_graph::{catalog, ladder, mitigate, nodedefs, workflow};
 
 pub mod analytics;

@@ -6,9 +6,11 @@
 //!
 //! The module owns the canonical definitions and their serialised names: `run.json`,
 //! `session.json`, `diagnose --json` and `report.json` all write these values, so a name here
-//! is an on-disk contract and never changes. The older paths (`run::OutcomeKind`,
-//! `session::journal::Outcome`, `diagnose::{Kind, Stage, …}`, `report::model::VerdictKind`)
-//! re-export them.
+//! is an on-disk contract and never changes. The journal, the run record, the report model and
+//! the mitigations hold these types, not their names as strings (the report's failure kind of a
+//! `--strict` pass is [`FailureKind::MemoryFallback`] or [`FailureKind::MemoryPressure`]); a
+//! [`Stage`] or [`StageConfidence`] stored by another version outside the list reads as
+//! `Unknown`.
 
 use serde::{Deserialize, Serialize};
 
@@ -221,6 +223,12 @@ pub enum FailureKind {
     Rejected,
     /// ComfyUI reported success, but an output node produced nothing in `/history`.
     IncompleteOutput,
+    /// `--strict`: the run passed only through a silent memory fallback (the report's kind of
+    /// such a run; a diagnosis never gives it).
+    MemoryFallback,
+    /// `--strict`: the run passed under memory pressure (the report's kind of such a run; a
+    /// diagnosis never gives it).
+    MemoryPressure,
     /// Not a memory failure (including look-alikes) or not a failure at all.
     Other,
     /// The input holds no failure that could be read (empty, a finished run, unrecognisable).
@@ -242,6 +250,8 @@ impl FailureKind {
             FailureKind::Timeout => "timeout",
             FailureKind::Rejected => "rejected",
             FailureKind::IncompleteOutput => "incomplete_output",
+            FailureKind::MemoryFallback => "memory_fallback",
+            FailureKind::MemoryPressure => "memory_pressure",
             FailureKind::Other => "other",
             FailureKind::Unknown => "unknown",
         }
@@ -269,8 +279,28 @@ impl FailureKind {
     }
 }
 
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure kind reads as its JSON name where text is expected (`kind.as_deref()`), as the
+/// string fields it replaced did.
+impl PartialEq<str> for FailureKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for FailureKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// Stage of the run where the failure happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// Weights being loaded or moved to a device.
@@ -285,11 +315,47 @@ pub enum Stage {
     Decode,
     /// Upscale, interpolation, restoration, video combine.
     Postprocess,
-    /// The evidence does not say.
+    /// The evidence does not say; also what a stored name outside this list reads as (a
+    /// journal or `mitigations.json` of another version still loads).
+    #[default]
+    #[serde(other)]
     Unknown,
 }
 
 impl Stage {
+    /// Every stage, in run order, `Unknown` last.
+    pub const ALL: [Stage; 7] = [
+        Stage::Load,
+        Stage::Condition,
+        Stage::SampleFirst,
+        Stage::SampleMiddle,
+        Stage::Decode,
+        Stage::Postprocess,
+        Stage::Unknown,
+    ];
+
+    /// The stage a snake_case name stands for (`Unknown` for any other text).
+    pub fn from_name(name: &str) -> Stage {
+        Stage::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .unwrap_or(Stage::Unknown)
+    }
+
+    /// The stage in words, with its name (`load` → "while loading weights (load stage)").
+    pub fn phrase(self) -> String {
+        let words = match self {
+            Stage::Load => "while loading weights",
+            Stage::Condition => "while encoding the conditioning",
+            Stage::SampleFirst => "in the first sampling step",
+            Stage::SampleMiddle => "during sampling, after the first step",
+            Stage::Decode => "during the VAE decode",
+            Stage::Postprocess => "during post-processing",
+            Stage::Unknown => return "(stage unknown)".into(),
+        };
+        format!("{words} ({} stage)", self.as_str())
+    }
+
     /// The snake_case name used in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -304,6 +370,32 @@ impl Stage {
     }
 }
 
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stage reads as its JSON name where text is expected (`stage.as_deref()`, `&stage` for a
+/// `&str`), as the string fields it replaced did.
+impl From<&str> for Stage {
+    fn from(name: &str) -> Stage {
+        Stage::from_name(name)
+    }
+}
+
+impl PartialEq<str> for Stage {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Stage {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// How sure the stage is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -313,8 +405,10 @@ pub enum StageConfidence {
     Certain,
     /// Only progress or the order of console lines decided it.
     Likely,
-    /// Nothing located it (the stage is `unknown`).
+    /// Nothing located it (the stage is `unknown`); also what a stored name outside this
+    /// list reads as.
     #[default]
+    #[serde(other)]
     Unknown,
 }
 
@@ -525,6 +619,23 @@ impl VerdictKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_keeps_its_names_and_reads_an_unlisted_one_as_unknown() {
+        for stage in Stage::ALL {
+            let json = serde_json::to_string(&stage).unwrap();
+            assert_eq!(json, format!("\"{}\"", stage.as_str()));
+            assert_eq!(serde_json::from_str::<Stage>(&json).unwrap(), stage);
+            assert_eq!(Stage::from_name(stage.as_str()), stage);
+        }
+        let other: Stage = serde_json::from_str("\"sampling\"").unwrap();
+        assert_eq!(other, Stage::Unknown);
+        assert_eq!(
+            Stage::Decode.phrase(),
+            "during the VAE decode (decode stage)"
+        );
+        assert_eq!(Stage::Unknown.phrase(), "(stage unknown)");
+    }
 
     #[test]
     fn an_oom_proves_what_was_in_use_plus_what_was_asked_for() {

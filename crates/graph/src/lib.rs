@@ -4,22 +4,6 @@
 //! increments back to the target) → `mitigate` (single-change controls after the verdict). Pure by construction: this crate has no network, async
 //! runtime or clock among its dependencies.
 
-#[doc(hidden)]
-pub use regex as __regex;
-
-/// A function returning a regex compiled once: `regex!(name, r"…")` defines `fn name()`
-/// (`regex!(pub(crate) name, …)` for a visible one). The one way the workspace compiles a
-/// fixed pattern.
-#[macro_export]
-macro_rules! regex {
-    ($vis:vis $name:ident, $re:expr) => {
-        $vis fn $name() -> &'static $crate::__regex::Regex {
-            static RE: ::std::sync::OnceLock<$crate::__regex::Regex> = ::std::sync::OnceLock::new();
-            RE.get_or_init(|| $crate::__regex::Regex::new($re).expect("static regex"))
-        }
-    };
-}
-
 pub mod catalog;
 pub mod ladder;
 pub mod mitigate;

@@ -182,7 +182,7 @@ pub fn assess(
     baseline: Option<&Baseline>,
     max_slowdown: f64,
 ) -> Option<MemoryPressure> {
-    if record.outcome != crate::run::OutcomeKind::Passed {
+    if record.outcome != crate::vocab::OutcomeKind::Passed {
         return None;
     }
     let mut evidence = Vec::new();
@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(assess(&r, None, None, 1.5), None);
         // A failed run carries no pressure: its failure is the evidence.
         let mut failed = passed(1000, Some(2.0), vec![]);
-        failed.outcome = crate::run::OutcomeKind::Failed;
+        failed.outcome = crate::vocab::OutcomeKind::Failed;
         assert_eq!(assess(&failed, None, None, 1.5), None);
     }
 }

@@ -120,7 +120,7 @@ pub struct VramUse<'a> {
 /// its staging at or above the card and its VRAM peak near the card's total (`vram`). Empty
 /// for a run that did not pass.
 pub fn cues(record: &RunRecord, vram: &VramUse, pressure: Option<&MemoryPressure>) -> Vec<Cue> {
-    if record.outcome != crate::run::OutcomeKind::Passed {
+    if record.outcome != crate::vocab::OutcomeKind::Passed {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -228,7 +228,7 @@ mod tests {
         let r = record(vec![staged(13650)]);
         assert_eq!(cues(&r, &summary(Some(20000.0), Some(45056.0)), None), []);
         let mut failed = r.clone();
-        failed.outcome = crate::run::OutcomeKind::Failed;
+        failed.outcome = crate::vocab::OutcomeKind::Failed;
         assert_eq!(
             cues(&failed, &summary(Some(45000.0), Some(45056.0)), None),
             []

@@ -11,7 +11,9 @@
 //! user reports (`tests/fixtures/oom-reports/`).
 
 use super::protocol::LogEntry;
+use regex::Regex;
 use serde::{Deserialize, Serialize};
+use std::sync::LazyLock;
 
 /// Which VAE pass fell back to tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -109,50 +111,56 @@ pub enum ConsoleLine {
     Bar(BarState),
 }
 
-regex!(requested_re, r"(?i)^requested to load\s+(?P<class>\S+)");
-regex!(
-    loaded_old_re,
-    r"(?i)^loaded (?P<kind>completely|partially)\s+(?P<a>[0-9.eE+-]+)\s+(?P<b>[0-9.eE+-]+)(?:\s+(?P<c>\S+))?\s*$"
-);
-regex!(
-    loaded_new_re,
-    r"(?i)^loaded (?P<kind>completely|partially);\s*(?P<rest>.*)$"
-);
-regex!(
-    mb_field_re,
-    r"(?i)(?P<n>[0-9.]+)\s*MB\s+(?P<what>usable|loaded|offloaded)"
-);
-regex!(patches_re, r"(?i)lowvram patches:\s*(?P<n>\d+)");
-regex!(
-    staged_re,
-    r"(?i)^model\s+(?P<class>\S+)\s+prepared for dynamic vram loading\.\s*(?P<mb>\d+)\s*MB\s+staged"
-);
-regex!(unloaded_re, r"(?i)^(?P<n>\d+)\s+models?\s+unloaded");
-regex!(lowram_re, r"(?i)^unloading models for lowram load");
-regex!(
-    tiled_re,
-    r"(?i)ran out of memory when regular vae (?P<stage>decod|encod)ing"
-);
-regex!(
-    oom_unload_re,
-    r"(?i)^got an oom, unloading all loaded models"
-);
-regex!(
-    pub(crate) exception_re,
-    r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$"
-);
-regex!(got_prompt_re, r"(?i)^got prompt\s*$");
+static REQUESTED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^requested to load\s+(?P<class>\S+)").expect("static regex"));
+static LOADED_OLD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^loaded (?P<kind>completely|partially)\s+(?P<a>[0-9.eE+-]+)\s+(?P<b>[0-9.eE+-]+)(?:\s+(?P<c>\S+))?\s*$").expect("static regex")
+});
+static LOADED_NEW_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^loaded (?P<kind>completely|partially);\s*(?P<rest>.*)$")
+        .expect("static regex")
+});
+static MB_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?P<n>[0-9.]+)\s*MB\s+(?P<what>usable|loaded|offloaded)")
+        .expect("static regex")
+});
+static PATCHES_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)lowvram patches:\s*(?P<n>\d+)").expect("static regex"));
+static STAGED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^model\s+(?P<class>\S+)\s+prepared for dynamic vram loading\.\s*(?P<mb>\d+)\s*MB\s+staged").expect("static regex")
+});
+static UNLOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^(?P<n>\d+)\s+models?\s+unloaded").expect("static regex"));
+static LOAD_PHRASE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:(?P<requested>requested to load(?-u:\b))|loaded (?P<kind>completely|partially)|(?P<unloaded>\d+ models? unloaded|unloading models for lowram))").expect("static regex")
+});
+static LOWRAM_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^unloading models for lowram load").expect("static regex"));
+static TILED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)ran out of memory when regular vae (?P<stage>decod|encod)ing")
+        .expect("static regex")
+});
+static OOM_UNLOAD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^got an oom, unloading all loaded models").expect("static regex")
+});
+pub(crate) static EXCEPTION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$").expect("static regex")
+});
+static GOT_PROMPT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^got prompt\s*$").expect("static regex"));
 // `Prompt executed in 5.60 seconds`; past 10 minutes ComfyUI prints `HH:MM:SS` instead
 // (`main.py`'s prompt worker, seen on a real 0.8.0: `Prompt executed in 00:12:57`).
-regex!(
-    executed_re,
-    r"(?i)^prompt executed in\s+(?:(?P<h>\d+):(?P<m>\d{2}):(?P<sec>\d{2})\b|(?P<s>[0-9.]+))?"
-);
-regex!(invalid_prompt_re, r"(?i)^invalid prompt:");
-regex!(
-    bar_re,
-    r"(?P<desc>[^|\r\]]*?)[ \t]*(?P<pct>\d{1,3})%\s*\|(?P<bar>[^|\r]*)\|\s*(?P<v>\d+)/(?P<m>\d+)"
-);
+static EXECUTED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)^prompt executed in\s+(?:(?P<h>\d+):(?P<m>\d{2}):(?P<sec>\d{2})\b|(?P<s>[0-9.]+))?",
+    )
+    .expect("static regex")
+});
+static INVALID_PROMPT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^invalid prompt:").expect("static regex"));
+static BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?P<desc>[^|\r\]]*?)[ \t]*(?P<pct>\d{1,3})%\s*\|(?P<bar>[^|\r]*)\|\s*(?P<v>\d+)/(?P<m>\d+)").expect("static regex")
+});
 
 /// Classifies one console line (already split at `\n` and `\r`; surrounding spaces ignored).
 pub fn classify(line: &str) -> Option<ConsoleLine> {
@@ -166,7 +174,7 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
         return None;
     }
     if t.contains('%') && t.contains('|') {
-        if let Some(c) = bar_re().captures_iter(t).last() {
+        if let Some(c) = BAR_RE.captures_iter(t).last() {
             if let (Ok(value), Ok(max)) = (c["v"].parse(), c["m"].parse()) {
                 return Some(ConsoleLine::Bar(BarState {
                     desc: c["desc"].trim().trim_end_matches(':').trim().to_string(),
@@ -176,10 +184,10 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
             }
         }
     }
-    if got_prompt_re().is_match(t) {
+    if GOT_PROMPT_RE.is_match(t) {
         return Some(ConsoleLine::GotPrompt);
     }
-    if let Some(c) = executed_re().captures(t) {
+    if let Some(c) = EXECUTED_RE.captures(t) {
         return Some(ConsoleLine::PromptExecuted {
             seconds: match (c.name("h"), c.name("m"), c.name("sec")) {
                 (Some(h), Some(m), Some(sec)) => {
@@ -190,15 +198,15 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
             },
         });
     }
-    if invalid_prompt_re().is_match(t) {
+    if INVALID_PROMPT_RE.is_match(t) {
         return Some(ConsoleLine::InvalidPrompt);
     }
-    if let Some(c) = requested_re().captures(t) {
+    if let Some(c) = REQUESTED_RE.captures(t) {
         return Some(ConsoleLine::RequestedLoad {
             class: c["class"].to_string(),
         });
     }
-    if let Some(c) = loaded_old_re().captures(t) {
+    if let Some(c) = LOADED_OLD_RE.captures(t) {
         let full = c["kind"].eq_ignore_ascii_case("completely");
         let (Ok(usable), Ok(loaded)) = (c["a"].parse::<f64>(), c["b"].parse::<f64>()) else {
             return None;
@@ -218,13 +226,13 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
             lowvram_patches: patches,
         }));
     }
-    if let Some(c) = loaded_new_re().captures(t) {
+    if let Some(c) = LOADED_NEW_RE.captures(t) {
         let full = c["kind"].eq_ignore_ascii_case("completely");
         let rest = &c["rest"];
         let mut usable = None;
         let mut loaded = None;
         let mut offloaded = None;
-        for f in mb_field_re().captures_iter(rest) {
+        for f in MB_FIELD_RE.captures_iter(rest) {
             let n = f["n"].parse::<f64>().ok();
             match f["what"].to_ascii_lowercase().as_str() {
                 "usable" => usable = n,
@@ -237,12 +245,10 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
             usable_mb: usable,
             loaded_mb: loaded?,
             offloaded_mb: offloaded,
-            lowvram_patches: patches_re()
-                .captures(rest)
-                .and_then(|p| p["n"].parse().ok()),
+            lowvram_patches: PATCHES_RE.captures(rest).and_then(|p| p["n"].parse().ok()),
         }));
     }
-    if let Some(c) = staged_re().captures(t) {
+    if let Some(c) = STAGED_RE.captures(t) {
         if let Ok(mb) = c["mb"].parse() {
             return Some(ConsoleLine::Staged {
                 class: c["class"].to_string(),
@@ -250,15 +256,15 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
             });
         }
     }
-    if let Some(c) = unloaded_re().captures(t) {
+    if let Some(c) = UNLOADED_RE.captures(t) {
         return Some(ConsoleLine::Unloaded {
             models: c["n"].parse().ok(),
         });
     }
-    if lowram_re().is_match(t) {
+    if LOWRAM_RE.is_match(t) {
         return Some(ConsoleLine::Unloaded { models: None });
     }
-    if let Some(c) = tiled_re().captures(t) {
+    if let Some(c) = TILED_RE.captures(t) {
         let stage = if c["stage"].eq_ignore_ascii_case("decod") {
             VaeStage::Decode
         } else {
@@ -266,15 +272,44 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
         };
         return Some(ConsoleLine::TiledFallback(stage));
     }
-    if oom_unload_re().is_match(t) {
+    if OOM_UNLOAD_RE.is_match(t) {
         return Some(ConsoleLine::OomUnload);
     }
-    if let Some(c) = exception_re().captures(t) {
+    if let Some(c) = EXCEPTION_RE.captures(t) {
         return Some(ConsoleLine::Exception {
             message: c["msg"].trim().to_string(),
         });
     }
     None
+}
+
+/// Which model-management line a console line is, whether or not [`classify`] can read its
+/// figures (a pasted log's `loaded partially` of another format, a bare `Requested to load`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadPhrase {
+    /// `Requested to load …`.
+    Requested,
+    /// `loaded completely …`.
+    LoadedCompletely,
+    /// `loaded partially …`.
+    LoadedPartially,
+    /// `N models unloaded.` or `Unloading models for lowram …`.
+    Unloaded,
+}
+
+/// The phrase a model-management line starts with (see [`LoadPhrase`]); None for any other
+/// line. [`classify`] reads the figures of the same lines.
+pub fn load_phrase(line: &str) -> Option<LoadPhrase> {
+    let c = LOAD_PHRASE_RE.captures(line.trim())?;
+    Some(if c.name("requested").is_some() {
+        LoadPhrase::Requested
+    } else if c.name("unloaded").is_some() {
+        LoadPhrase::Unloaded
+    } else if c["kind"].eq_ignore_ascii_case("completely") {
+        LoadPhrase::LoadedCompletely
+    } else {
+        LoadPhrase::LoadedPartially
+    })
 }
 
 /// One memory-relevant thing the console said during a run (`run.json` → `memory_events`,
@@ -467,6 +502,33 @@ pub fn memory_events(entries: &[LogEntry]) -> Vec<MemoryEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_line_is_named_even_when_its_figures_cannot_be_read() {
+        assert_eq!(classify("Requested to load"), None);
+        assert_eq!(
+            load_phrase("Requested to load"),
+            Some(LoadPhrase::Requested)
+        );
+        assert_eq!(
+            load_phrase("loaded completely 9.5e+25 3278.8 True"),
+            Some(LoadPhrase::LoadedCompletely)
+        );
+        assert_eq!(
+            load_phrase("loaded partially; 9178.35 MB usable"),
+            Some(LoadPhrase::LoadedPartially)
+        );
+        assert_eq!(
+            load_phrase("0 models unloaded."),
+            Some(LoadPhrase::Unloaded)
+        );
+        assert_eq!(
+            load_phrase("Unloading models for lowram load."),
+            Some(LoadPhrase::Unloaded)
+        );
+        assert_eq!(load_phrase("Requested to loadX"), None);
+        assert_eq!(load_phrase("got prompt"), None);
+    }
 
     #[test]
     fn prompt_executed_in_seconds_and_past_ten_minutes_in_hours_minutes_seconds() {

@@ -1,10 +1,11 @@
 //! What to check next, by stage and kind, and the unproven candidate explanations. Numbers are
 //! used only when they are consistent; nothing here names a root cause.
 
-use super::{Kind, Numbers, Stage};
+use super::{Numbers, Stage};
+use crate::vocab::FailureKind;
 
 pub(crate) struct AdviceInput<'a> {
-    pub kind: Kind,
+    pub kind: FailureKind,
     pub stage: Stage,
     pub stage_candidates: &'a [Stage],
     pub numbers: &'a Numbers,
@@ -81,14 +82,14 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
     let mut next_check: Vec<String> = Vec::new();
     let mut candidates: Vec<String> = Vec::new();
     match input.kind {
-        Kind::Other if input.interrupted => {
+        FailureKind::Other if input.interrupted => {
             next_check.push("The run was interrupted, not failed: rerun it without interrupting to see whether it fails.".into());
             return Advice {
                 next_check,
                 candidates,
             };
         }
-        Kind::Other => {
+        FailureKind::Other => {
             next_check.push("This is not an out-of-memory failure: look up the exception message itself; lowering memory use is not expected to help.".into());
             if input.asynchronous {
                 next_check.push("Rerun with CUDA_LAUNCH_BLOCKING=1 (slower) so the error is raised where it happens.".into());
@@ -98,38 +99,38 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                 candidates,
             };
         }
-        Kind::Unknown => {
+        FailureKind::Unknown => {
             next_check.push("No failure was found in the input: paste the console from `got prompt` to the error, or the execution_error / /history JSON.".into());
             return Advice {
                 next_check,
                 candidates,
             };
         }
-        Kind::IncompleteOutput => {
+        FailureKind::IncompleteOutput => {
             next_check.push("Read the run's server.log around the output node: a save node that writes nothing (a disabled or misconfigured custom save node, a full or read-only output folder) is not a memory failure.".into());
             return Advice {
                 next_check,
                 candidates,
             };
         }
-        Kind::Rejected => {
+        FailureKind::Rejected => {
             next_check.push("Fix what the server's validation reported (node_errors: missing models, values outside their range or list, broken links), then submit again.".into());
             return Advice {
                 next_check,
                 candidates,
             };
         }
-        Kind::Timeout => {
+        FailureKind::Timeout => {
             next_check.push("Check whether the server was still making progress or was stuck: if it was only slow, raise --timeout; a run that slows to a crawl is often swapping (system RAM full).".into());
             candidates.push("the run was still progressing but slower than the limit".into());
             candidates.push("the server was swapping because system RAM was full".into());
         }
-        Kind::ProcessKilled => {
+        FailureKind::ProcessKilled => {
             next_check.push("Check the kernel log (`dmesg -T | grep -i -E 'killed process|out of memory'` or `journalctl -k`) or the Windows Event Viewer to see whether the operating system ended the server, and compare the server's RAM use with system RAM and swap.".into());
             candidates.push("system RAM (not VRAM) ran out, e.g. while weights were staged in RAM or many frames were held".into());
             candidates.push("a crash in native code unrelated to memory".into());
         }
-        Kind::HostRam => {
+        FailureKind::HostRam => {
             next_check.push("Check system RAM and swap/pagefile during the run (free -h, Task Manager): what else holds RAM, and whether the server's RAM grows from run to run.".into());
             candidates
                 .push("system RAM and swap are too small for what this step holds in RAM".into());
@@ -139,7 +140,7 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                 next_check.push(format!("The single request is {} (over 1 TiB, more than a machine's RAM): check the tensor shape that produced it (dimensions, frame count, batch).", mib(req)));
             }
         }
-        Kind::Aimdo => {
+        FailureKind::Aimdo => {
             next_check.push("This is an error of ComfyUI's dynamic-VRAM offloader (comfy-aimdo), not a plain out-of-memory: note the comfy-aimdo version (startup log or /system_stats), then rerun once with --disable-pinned-memory and once with --disable-dynamic-vram; a failure that goes away with one of them is in the offloader's path. A failure only on the second run of the same workflow points at state kept between runs.".into());
             candidates.push("the offloader could not map or fault in weights (its own error, reported as not an OOM)".into());
             candidates.push(
@@ -147,7 +148,7 @@ pub(crate) fn advise(input: &AdviceInput) -> Advice {
                     .into(),
             );
         }
-        Kind::MpsOom => {
+        FailureKind::MpsOom => {
             next_check.push("On Apple silicon the GPU shares system memory: check what else uses RAM; the 'max allowed' figure is a watermark, and raising it trades system stability.".into());
         }
         _ => {}

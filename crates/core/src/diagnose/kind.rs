@@ -1,11 +1,14 @@
 //! Failure kind by wording. The vendor does not matter (ZLUDA and some ROCm builds print CUDA
 //! wording); look-alikes such as cuBLAS statuses or illegal memory access are `other`.
 
-use super::{ConsoleSignals, Evidence, Kind, RunOutcomeHint};
+use super::{ConsoleSignals, Evidence, RunOutcomeHint};
+use crate::vocab::FailureKind;
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// The kind, why, and whether the error announces itself as asynchronously reported.
 pub(crate) struct KindVerdict {
-    pub kind: Kind,
+    pub kind: FailureKind,
     pub evidence: String,
     pub asynchronous: bool,
 }
@@ -38,134 +41,154 @@ const LOOKALIKES: &[(&str, &str)] = &[
 ];
 
 /// Ordered wording rules: the first phrase found decides the kind.
-const WORDING: &[(&str, Kind, &str)] = &[
+const WORDING: &[(&str, FailureKind, &str)] = &[
     // The dynamic-VRAM offloader (comfy-aimdo, ComfyUI ≥ 0.15) first: its errors are neither a
     // CUDA OOM nor a host-RAM failure (ComfyUI issues #12943, #15269, #15255, #12763).
     (
         "vram allocation failed (non oom)",
-        Kind::Aimdo,
+        FailureKind::Aimdo,
         "VRAM Allocation failed (non OOM) (comfy-aimdo)",
     ),
-    ("fault failed", Kind::Aimdo, "Fault failed (comfy-aimdo)"),
+    (
+        "fault failed",
+        FailureKind::Aimdo,
+        "Fault failed (comfy-aimdo)",
+    ),
     (
         "hostbuffer.read_file_slice failed",
-        Kind::Aimdo,
+        FailureKind::Aimdo,
         "HostBuffer.read_file_slice failed (comfy-aimdo)",
     ),
     (
         "vbar allocation failed",
-        Kind::Aimdo,
+        FailureKind::Aimdo,
         "VBAR allocation failed (comfy-aimdo)",
     ),
     (
         "mps backend out of memory",
-        Kind::MpsOom,
+        FailureKind::MpsOom,
         "MPS backend out of memory",
     ),
-    ("xpu out of memory", Kind::XpuOom, "XPU out of memory"),
+    (
+        "xpu out of memory",
+        FailureKind::XpuOom,
+        "XPU out of memory",
+    ),
     (
         "xpu error: out of memory",
-        Kind::XpuOom,
+        FailureKind::XpuOom,
         "XPU error: out of memory",
     ),
     (
         "out_of_device_memory",
-        Kind::XpuOom,
+        FailureKind::XpuOom,
         "UR/PI out-of-device-memory status (Intel runtime)",
     ),
-    ("hip out of memory", Kind::HipOom, "HIP out of memory"),
+    (
+        "hip out of memory",
+        FailureKind::HipOom,
+        "HIP out of memory",
+    ),
     (
         "hip error: out of memory",
-        Kind::HipOom,
+        FailureKind::HipOom,
         "HIP error: out of memory",
     ),
-    ("hiperroroutofmemory", Kind::HipOom, "hipErrorOutOfMemory"),
+    (
+        "hiperroroutofmemory",
+        FailureKind::HipOom,
+        "hipErrorOutOfMemory",
+    ),
     (
         "not enough gpu video memory",
-        Kind::DirectmlOom,
+        FailureKind::DirectmlOom,
         "not enough GPU video memory (torch-directml)",
     ),
-    ("cuda out of memory", Kind::CudaOom, "CUDA out of memory"),
+    (
+        "cuda out of memory",
+        FailureKind::CudaOom,
+        "CUDA out of memory",
+    ),
     (
         "cuda error: out of memory",
-        Kind::CudaOom,
+        FailureKind::CudaOom,
         "CUDA error: out of memory",
     ),
     (
         "cudaerrormemoryallocation",
-        Kind::CudaOom,
+        FailureKind::CudaOom,
         "cudaErrorMemoryAllocation",
     ),
     (
         "allocation on device",
-        Kind::CudaOom,
+        FailureKind::CudaOom,
         "Allocation on device (cudaMallocAsync allocator)",
     ),
     (
         "cublas_status_alloc_failed",
-        Kind::CudaOom,
+        FailureKind::CudaOom,
         "CUBLAS_STATUS_ALLOC_FAILED (cuBLAS could not allocate)",
     ),
     (
         "cudnn_status_alloc_failed",
-        Kind::CudaOom,
+        FailureKind::CudaOom,
         "CUDNN_STATUS_ALLOC_FAILED (cuDNN could not allocate)",
     ),
     (
         "defaultcpuallocator",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "DefaultCPUAllocator could not allocate (system RAM)",
     ),
     (
         "for an array with shape",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "numpy could not allocate an array (system RAM)",
     ),
     (
         "arraymemoryerror",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "numpy _ArrayMemoryError (system RAM)",
     ),
     (
         "unable to mmap",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "unable to mmap (system RAM / address space)",
     ),
     (
         "cannot allocate memory",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "Cannot allocate memory (ENOMEM from the operating system)",
     ),
     (
         "can't allocate memory",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "can't allocate memory (system RAM)",
     ),
     (
         "std::bad_alloc",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "std::bad_alloc (system RAM)",
     ),
     (
         "paging file is too small",
-        Kind::HostRam,
+        FailureKind::HostRam,
         "the Windows paging file is too small (system commit memory)",
     ),
 ];
 
 /// Fallback: "out of memory" with a backend named elsewhere in the message.
-const BACKEND_WORDS: &[(&str, Kind)] = &[
-    ("mps", Kind::MpsOom),
-    ("xpu", Kind::XpuOom),
-    ("hip", Kind::HipOom),
-    ("cuda", Kind::CudaOom),
+const BACKEND_WORDS: &[(&str, FailureKind)] = &[
+    ("mps", FailureKind::MpsOom),
+    ("xpu", FailureKind::XpuOom),
+    ("hip", FailureKind::HipOom),
+    ("cuda", FailureKind::CudaOom),
 ];
 
-regex!(memory_error_re, r"(?-u:\b)memoryerror(?-u:\b)");
-regex!(
-    torch_oom_type_re,
-    r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)"
-);
+static MEMORY_ERROR_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"));
+static TORCH_OOM_TYPE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u:\b)(torch\.)?(cuda\.)?outofmemoryerror(?-u:\b)").expect("static regex")
+});
 
 /// Whether `word` occurs in `text` between ASCII word boundaries (what `(?-u:\b)word(?-u:\b)`
 /// matches for a word that starts and ends with a word character), without compiling a regex.
@@ -186,7 +209,7 @@ pub(crate) fn classify(
 ) -> KindVerdict {
     let lower = error_text.to_lowercase();
     let asynchronous = ASYNC_MARKERS.iter().any(|m| lower.contains(m));
-    let verdict = |kind: Kind, evidence: String| KindVerdict {
+    let verdict = |kind: FailureKind, evidence: String| KindVerdict {
         kind,
         evidence,
         asynchronous,
@@ -194,7 +217,7 @@ pub(crate) fn classify(
     match evidence.outcome {
         Some(RunOutcomeHint::Rejected) => {
             return verdict(
-                Kind::Rejected,
+                FailureKind::Rejected,
                 "The server rejected the prompt before running it (validation failed).".into(),
             )
         }
@@ -205,13 +228,13 @@ pub(crate) fn classify(
                 _ => "an output node".into(),
             };
             return verdict(
-                Kind::IncompleteOutput,
+                FailureKind::IncompleteOutput,
                 format!("ComfyUI reported success, but {node} produced nothing in /history: the product is incomplete."),
             );
         }
         Some(RunOutcomeHint::Interrupted) => {
             return verdict(
-                Kind::Other,
+                FailureKind::Other,
                 "The run was interrupted (execution_interrupted); an interrupt is not a failure of the workflow.".into(),
             )
         }
@@ -222,18 +245,18 @@ pub(crate) fn classify(
     }
     for (needle, why) in LOOKALIKES {
         if lower.contains(needle) {
-            return verdict(Kind::Other, format!("The message reports {why}."));
+            return verdict(FailureKind::Other, format!("The message reports {why}."));
         }
     }
     if lower.contains("cublas_status_") && !lower.contains("alloc_failed") {
         return verdict(
-            Kind::Other,
+            FailureKind::Other,
             "The message is a cuBLAS status other than ALLOC_FAILED; nothing in it says memory ran out.".into(),
         );
     }
     if lower.contains("cudnn_status_") && !lower.contains("alloc_failed") {
         return verdict(
-            Kind::Other,
+            FailureKind::Other,
             "The message is a cuDNN status other than ALLOC_FAILED; nothing in it says memory ran out.".into(),
         );
     }
@@ -256,15 +279,15 @@ pub(crate) fn classify(
             }
         }
     }
-    if memory_error_re().is_match(&lower) {
+    if MEMORY_ERROR_RE.is_match(&lower) {
         return verdict(
-            Kind::HostRam,
+            FailureKind::HostRam,
             "Python raised MemoryError: the process could not get system RAM.".into(),
         );
     }
-    if torch_oom_type_re().is_match(&lower) {
+    if TORCH_OOM_TYPE_RE.is_match(&lower) {
         return verdict(
-            Kind::CudaOom,
+            FailureKind::CudaOom,
             "The exception type is torch's OutOfMemoryError and no other backend is named.".into(),
         );
     }
@@ -273,7 +296,7 @@ pub(crate) fn classify(
     } else {
         "The message has no out-of-memory wording."
     };
-    verdict(Kind::Other, why.into())
+    verdict(FailureKind::Other, why.into())
 }
 
 fn classify_without_text(
@@ -281,7 +304,7 @@ fn classify_without_text(
     signals: &ConsoleSignals,
     asynchronous: bool,
 ) -> KindVerdict {
-    let verdict = |kind: Kind, evidence: String| KindVerdict {
+    let verdict = |kind: FailureKind, evidence: String| KindVerdict {
         kind,
         evidence,
         asynchronous,
@@ -295,13 +318,13 @@ fn classify_without_text(
             "The text does not prove that memory was the reason."
         };
         return verdict(
-            Kind::ProcessKilled,
+            FailureKind::ProcessKilled,
             format!("The process died without a Python error (\"{line}\"). {tail}"),
         );
     }
     match evidence.outcome {
         Some(RunOutcomeHint::ServerLost) => verdict(
-            Kind::ProcessKilled,
+            FailureKind::ProcessKilled,
             if signals.log_stopped {
                 "The log stops mid-run without a Python error or a 'Prompt executed' line; the server process is presumed gone. The cause is not proven to be memory.".into()
             } else {
@@ -309,11 +332,11 @@ fn classify_without_text(
             },
         ),
         Some(RunOutcomeHint::Timeout) => verdict(
-            Kind::Timeout,
+            FailureKind::Timeout,
             "The run did not finish within its time limit and no error was reported.".into(),
         ),
         _ => verdict(
-            Kind::Other,
+            FailureKind::Other,
             "No error message and no sign of a dead server: nothing identifies a memory failure."
                 .into(),
         ),
@@ -324,7 +347,7 @@ fn classify_without_text(
 mod tests {
     use super::*;
 
-    fn kind_of(exception_type: Option<&str>, message: &str) -> (Kind, bool) {
+    fn kind_of(exception_type: Option<&str>, message: &str) -> (FailureKind, bool) {
         let evidence = Evidence {
             exception_type: exception_type.map(str::to_string),
             exception_message: Some(message.to_string()),
@@ -337,31 +360,31 @@ mod tests {
 
     #[test]
     fn wording_decides_not_vendor() {
-        let cases: &[(Option<&str>, &str, Kind)] = &[
-            (Some("torch.OutOfMemoryError"), "CUDA out of memory. Tried to allocate 2.00 GiB.", Kind::CudaOom),
-            (None, "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA`", Kind::CudaOom),
-            (Some("torch.OutOfMemoryError"), "Allocation on device ", Kind::CudaOom),
-            (Some("torch.OutOfMemoryError"), "HIP out of memory. Tried to allocate 26.00 MiB.", Kind::HipOom),
-            (Some("RuntimeError"), "MPS backend out of memory (MPS allocated: 1 GB, other allocations: 1 MB, max allowed: 2 GB).", Kind::MpsOom),
-            (Some("RuntimeError"), "XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.56 GiB total capacity)", Kind::XpuOom),
-            (None, "Could not allocate tensor with 58982400 bytes. There is not enough GPU video memory available!", Kind::DirectmlOom),
-            (Some("RuntimeError"), "[enforce fail at alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough memory: you tried to allocate 5242880 bytes.", Kind::HostRam),
-            (Some("numpy.core._exceptions._ArrayMemoryError"), "Unable to allocate 10.0 GiB for an array with shape (2433, 720, 512, 3) and data type float32", Kind::HostRam),
-            (Some("MemoryError"), "", Kind::HostRam),
-            (Some("RuntimeError"), "unable to mmap 4294967296 bytes from file <x>: Cannot allocate memory (12)", Kind::HostRam),
-            (Some("RuntimeError"), "CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasSgemm(...)`", Kind::Other),
-            (Some("RuntimeError"), "HIP error: an illegal memory access was encountered", Kind::Other),
-            (Some("RuntimeError"), "cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", Kind::Other),
-            (Some("RuntimeError"), "GET was unable to find an engine to execute this computation", Kind::Other),
-            (Some("RuntimeError"), "!handle.expired() INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":1234, please report a bug to PyTorch. out of memory", Kind::Other),
-            (Some("RuntimeError"), "expected scalar type Half but found Float", Kind::Other),
-            (Some("RuntimeError"), "CUDA driver error: out of memory", Kind::CudaOom),
-            (Some("OSError"), "[WinError 1455] The paging file is too small for this operation to complete", Kind::HostRam),
-            (Some("torch.AcceleratorError"), "CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.", Kind::CudaOom),
-            (Some("torch.OutOfMemoryError"), "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 22.43 GiB\nRequested               : 4.07 GiB\nDevice limit            : 16.00 GiB\nFree (according to CUDA): 0 bytes", Kind::CudaOom),
-            (Some("RuntimeError"), "Fault failed: 2", Kind::Aimdo),
-            (Some("RuntimeError"), "HostBuffer.read_file_slice failed", Kind::Aimdo),
-            (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", Kind::Aimdo),
+        let cases: &[(Option<&str>, &str, FailureKind)] = &[
+            (Some("torch.OutOfMemoryError"), "CUDA out of memory. Tried to allocate 2.00 GiB.", FailureKind::CudaOom),
+            (None, "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA`", FailureKind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "Allocation on device ", FailureKind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "HIP out of memory. Tried to allocate 26.00 MiB.", FailureKind::HipOom),
+            (Some("RuntimeError"), "MPS backend out of memory (MPS allocated: 1 GB, other allocations: 1 MB, max allowed: 2 GB).", FailureKind::MpsOom),
+            (Some("RuntimeError"), "XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.56 GiB total capacity)", FailureKind::XpuOom),
+            (None, "Could not allocate tensor with 58982400 bytes. There is not enough GPU video memory available!", FailureKind::DirectmlOom),
+            (Some("RuntimeError"), "[enforce fail at alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough memory: you tried to allocate 5242880 bytes.", FailureKind::HostRam),
+            (Some("numpy.core._exceptions._ArrayMemoryError"), "Unable to allocate 10.0 GiB for an array with shape (2433, 720, 512, 3) and data type float32", FailureKind::HostRam),
+            (Some("MemoryError"), "", FailureKind::HostRam),
+            (Some("RuntimeError"), "unable to mmap 4294967296 bytes from file <x>: Cannot allocate memory (12)", FailureKind::HostRam),
+            (Some("RuntimeError"), "CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasSgemm(...)`", FailureKind::Other),
+            (Some("RuntimeError"), "HIP error: an illegal memory access was encountered", FailureKind::Other),
+            (Some("RuntimeError"), "cuDNN error: CUDNN_STATUS_NOT_INITIALIZED", FailureKind::Other),
+            (Some("RuntimeError"), "GET was unable to find an engine to execute this computation", FailureKind::Other),
+            (Some("RuntimeError"), "!handle.expired() INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":1234, please report a bug to PyTorch. out of memory", FailureKind::Other),
+            (Some("RuntimeError"), "expected scalar type Half but found Float", FailureKind::Other),
+            (Some("RuntimeError"), "CUDA driver error: out of memory", FailureKind::CudaOom),
+            (Some("OSError"), "[WinError 1455] The paging file is too small for this operation to complete", FailureKind::HostRam),
+            (Some("torch.AcceleratorError"), "CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.", FailureKind::CudaOom),
+            (Some("torch.OutOfMemoryError"), "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 22.43 GiB\nRequested               : 4.07 GiB\nDevice limit            : 16.00 GiB\nFree (according to CUDA): 0 bytes", FailureKind::CudaOom),
+            (Some("RuntimeError"), "Fault failed: 2", FailureKind::Aimdo),
+            (Some("RuntimeError"), "HostBuffer.read_file_slice failed", FailureKind::Aimdo),
+            (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", FailureKind::Aimdo),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");
@@ -373,21 +396,24 @@ mod tests {
         let async_msg = "CUDA error: operation not supported\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.";
         assert_eq!(
             kind_of(Some("RuntimeError"), async_msg),
-            (Kind::Other, true)
+            (FailureKind::Other, true)
         );
         let async_oom = async_msg.replace("operation not supported", "out of memory");
-        assert_eq!(kind_of(None, &async_oom), (Kind::CudaOom, true));
+        assert_eq!(kind_of(None, &async_oom), (FailureKind::CudaOom, true));
     }
 
     #[test]
     fn outcomes_without_text() {
         let signals = ConsoleSignals::default();
         for (outcome, want) in [
-            (RunOutcomeHint::ServerLost, Kind::ProcessKilled),
-            (RunOutcomeHint::Timeout, Kind::Timeout),
-            (RunOutcomeHint::Rejected, Kind::Rejected),
-            (RunOutcomeHint::Interrupted, Kind::Other),
-            (RunOutcomeHint::IncompleteOutput, Kind::IncompleteOutput),
+            (RunOutcomeHint::ServerLost, FailureKind::ProcessKilled),
+            (RunOutcomeHint::Timeout, FailureKind::Timeout),
+            (RunOutcomeHint::Rejected, FailureKind::Rejected),
+            (RunOutcomeHint::Interrupted, FailureKind::Other),
+            (
+                RunOutcomeHint::IncompleteOutput,
+                FailureKind::IncompleteOutput,
+            ),
         ] {
             let e = Evidence {
                 outcome: Some(outcome),

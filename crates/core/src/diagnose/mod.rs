@@ -6,9 +6,12 @@
 //! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs
 //! and tracebacks in `parse/console.rs`, execution_error / history / WebSocket JSON in
 //! `parse/json.rs`), the advice per stage (`advice`) and the
-//! human rendering (`render`). Everything here is pure: no network, no file system.
+//! human rendering (`render`). The types they all share — the evidence, the console signals,
+//! the diagnosis — live in `evidence`; this file declares the parts, re-exports them and runs
+//! them in order. Everything here is pure: no network, no file system.
 
 mod advice;
+mod evidence;
 mod frames;
 mod kind;
 mod numbers;
@@ -16,120 +19,13 @@ mod parse;
 mod render;
 mod stage;
 
-use serde::{Deserialize, Serialize};
-
-pub use crate::vocab::{FailureKind as Kind, Numbers, RunOutcomeHint, Stage, StageConfidence};
-pub use parse::{
-    console_signals, parse_input, ConsoleSignals, ConsoleTail, ParseError, ParsedInput,
+use crate::vocab::FailureKind;
+pub use crate::vocab::{Numbers, RunOutcomeHint, Stage, StageConfidence};
+pub use evidence::{
+    lenient_diagnosis, ConsoleSignals, ConsoleTail, Diagnosis, Evidence, NodeProgress, ParseError,
+    ParsedInput, RootCause,
 };
-
-/// What a run left behind when it failed: the execution_error fields, the node timeline and the
-/// outcome. Built by the run module from WebSocket frames, or by [`parse_input`] from pasted text.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// `node_id` of the execution_error (the node ComfyUI was executing).
-    pub node_id: Option<String>,
-    /// `node_type` (class) of the failing node.
-    pub node_type: Option<String>,
-    /// Exception type as printed, e.g. `torch.OutOfMemoryError`.
-    pub exception_type: Option<String>,
-    /// Exception message as printed (multi-line messages keep their newlines).
-    pub exception_message: Option<String>,
-    /// Traceback lines (`File "..."` lines and the source line after each).
-    pub traceback: Vec<String>,
-    /// The nodes that ran, in order, each with the last progress seen.
-    pub progress: Vec<NodeProgress>,
-    /// How the run ended when it did not end with an execution_error.
-    pub outcome: Option<RunOutcomeHint>,
-    /// Nodes the server served from its cache: they did not run in this run (their outputs
-    /// were held from an earlier one).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cached_nodes: Vec<String>,
-}
-
-/// The last progress seen for one node of the run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeProgress {
-    /// Node id in the API prompt (empty when a pasted log does not say which node printed it).
-    pub node_id: String,
-    /// Node class, when known.
-    pub class_type: Option<String>,
-    /// Last progress value (e.g. steps done).
-    pub value: u64,
-    /// Progress maximum (e.g. total steps).
-    pub max: u64,
-}
-
-/// The root cause, which a diagnosis never claims: it serializes as `"unknown"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RootCause {
-    /// Always: the evidence shows where and how, not why.
-    #[default]
-    Unknown,
-}
-
-/// The result of [`diagnose`]. The fields up to `root_cause` are the stable JSON contract of
-/// `comfy-bisect diagnose --json`; the fields after it are additions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    /// Failure kind.
-    pub kind: Kind,
-    /// Best-supported stage.
-    pub stage: Stage,
-    /// Why that stage, in words.
-    pub stage_evidence: String,
-    /// Failing node class, when known.
-    pub node_type: Option<String>,
-    /// Failing node id, when known.
-    pub node_id: Option<String>,
-    /// Allocator numbers in MiB, as printed.
-    pub numbers: Numbers,
-    /// False when a printed number is invalid or the numbers contradict each other.
-    pub numbers_consistent: bool,
-    /// What to check next, most relevant first.
-    pub next_check: Vec<String>,
-    /// Unproven explanations that fit the stage (never a conclusion).
-    pub candidates: Vec<String>,
-    /// Always `"unknown"`.
-    pub root_cause: RootCause,
-    /// Why this kind, in words.
-    pub kind_evidence: String,
-    /// Every stage the evidence leaves open (`stage` is one of them, unless it is `unknown`).
-    pub stage_candidates: Vec<Stage>,
-    /// How sure the stage is (`certain`, `likely`, `unknown`).
-    #[serde(default)]
-    pub stage_confidence: StageConfidence,
-    /// True when the error says it may be reported asynchronously (the traceback location
-    /// cannot be trusted).
-    pub asynchronous_error_location_unreliable: bool,
-    /// What is wrong with the numbers, when `numbers_consistent` is false.
-    pub inconsistencies: Vec<String>,
-    /// `"not proven"` when a large reserved-but-unallocated gap is visible; never a cause.
-    pub fragmentation: Option<String>,
-    /// The exception type, when known.
-    pub exception_type: Option<String>,
-    /// First line of the exception message, when known.
-    pub message: Option<String>,
-    /// The last progress seen before the failure, when any.
-    pub last_progress: Option<NodeProgress>,
-    /// How the run ended, when it was not an execution_error.
-    pub outcome: Option<RunOutcomeHint>,
-    /// Nodes the server served from its cache in this run (they did not run, so the failure
-    /// is not in them; their outputs were held in memory from an earlier run).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cached_nodes: Vec<String>,
-}
-
-/// Reads a stored diagnosis (in `run.json` or `session.json`) leniently: one this version
-/// cannot read (a shape older tools wrote) is `None`, so the reader diagnoses the run afresh
-/// from its record instead of refusing the whole file.
-pub fn lenient_diagnosis<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Diagnosis>, D::Error> {
-    let value = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
-}
+pub use parse::{console_signals, parse_input};
 
 /// Diagnoses one failed run from its evidence (pure).
 pub fn diagnose(evidence: &Evidence) -> Diagnosis {
@@ -145,7 +41,7 @@ pub fn diagnose_input(input: &ParsedInput) -> Diagnosis {
 /// in `kind_evidence` and `stage_evidence` (what `comfy-bisect diagnose --json` prints then).
 pub fn no_failure(reason: &str) -> Diagnosis {
     Diagnosis {
-        kind: Kind::Unknown,
+        kind: FailureKind::Unknown,
         stage: Stage::Unknown,
         stage_evidence: format!("No failure was found, so there is no stage: {reason}."),
         node_type: None,
@@ -288,7 +184,7 @@ mod tests {
                  loaded completely 1200.0 242.0 True\n{death}\n"
             );
             let d = diagnose_text(&text).unwrap();
-            assert_eq!(d.kind, Kind::ProcessKilled, "{death}: {d:?}");
+            assert_eq!(d.kind, FailureKind::ProcessKilled, "{death}: {d:?}");
             assert_eq!(d.stage, Stage::Decode, "{death}: {}", d.stage_evidence);
             assert_eq!(d.stage_confidence, StageConfidence::Likely, "{death}");
             // Died while the VAE was being loaded for the decode.
@@ -311,7 +207,7 @@ mod tests {
             ..Evidence::default()
         };
         let d = diagnose(&evidence);
-        assert_eq!(d.kind, Kind::ProcessKilled);
+        assert_eq!(d.kind, FailureKind::ProcessKilled);
         assert_eq!(d.stage, Stage::SampleMiddle);
         assert_eq!(d.node_id.as_deref(), Some("3"));
         assert_eq!(d.node_type.as_deref(), Some("KSampler"));

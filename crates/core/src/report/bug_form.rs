@@ -36,7 +36,7 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
             step: r.step,
             increment: r.increment.clone(),
             outcome: r.outcome.clone(),
-            stage: r.stage.clone(),
+            stage: r.stage,
             peak_vram_mib: r.oom_needed_mib.or(r.peak_vram_mib),
             peak_from_oom: r.oom_needed_mib.is_some(),
         })

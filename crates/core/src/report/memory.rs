@@ -26,16 +26,12 @@ pub(crate) fn model_rows(events: &[MemoryEvent]) -> Vec<ModelLoadRow> {
 /// The stage a run's memory fallback happened in, from its console memory events: a tiled
 /// VAE decode is the `decode` stage, a tiled VAE encode of an input the `condition` stage
 /// (`--strict` reports such a run as failed, and its record has no error to locate it).
-pub(crate) fn fallback_stage(events: &[MemoryEvent]) -> Option<String> {
+pub(crate) fn fallback_stage(events: &[MemoryEvent]) -> Option<crate::vocab::Stage> {
     events.iter().find_map(|e| match e {
-        MemoryEvent::TiledFallback { stage, .. } => Some(
-            match stage {
-                crate::comfy::VaeStage::Decode => crate::vocab::Stage::Decode,
-                crate::comfy::VaeStage::Encode => crate::vocab::Stage::Condition,
-            }
-            .as_str()
-            .to_string(),
-        ),
+        MemoryEvent::TiledFallback { stage, .. } => Some(match stage {
+            crate::comfy::VaeStage::Decode => crate::vocab::Stage::Decode,
+            crate::comfy::VaeStage::Encode => crate::vocab::Stage::Condition,
+        }),
         _ => None,
     })
 }
@@ -109,7 +105,7 @@ mod tests {
         assert_eq!(models[1].class.as_deref(), Some("WAN21"));
         assert!(!models[1].full);
         assert_eq!(models[1].offloaded_mib, Some(3390.29));
-        assert_eq!(fallback_stage(&events).as_deref(), Some("decode"));
+        assert_eq!(fallback_stage(&events).map(|s| s.as_str()), Some("decode"));
         assert_eq!(
             event_notes(&events),
             vec![

@@ -6,6 +6,7 @@
 
 use super::load::SessionData;
 use crate::session::journal::{Mitigation, MitigationState};
+use crate::vocab::Stage;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
@@ -16,14 +17,14 @@ pub struct MitigationRow {
     /// The catalogue id (`tiled-decode`).
     pub control: String,
     /// `graph` or `server`.
-    pub kind: String,
+    pub kind: crate::mitigate::Kind,
     /// The single change, in words.
     pub change: String,
     /// What the edit changed, node by node (graph controls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edits: Vec<String>,
     /// The failing stage the control was chosen for.
-    pub stage_targeted: String,
+    pub stage_targeted: Stage,
     /// Its place in the matrix for that stage (`first`, `not first`, `indirect`, `depends on
     /// the official implementation`); none when it targets other stages.
     pub place: Option<String>,
@@ -38,7 +39,7 @@ pub struct MitigationRow {
     /// The run folder, relative to the session folder.
     pub run_dir: Option<String>,
     /// The stage a failing control fails at now.
-    pub stage_now: Option<String>,
+    pub stage_now: Option<Stage>,
     /// The node it fails at now.
     pub failing_node: Option<String>,
     /// Whether the boundary moved (another stage or node than the failure it targets).
@@ -70,7 +71,7 @@ pub fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
     let Some(w) = data.mitigations.of(name) else {
         return Vec::new();
     };
-    let mut rows: Vec<MitigationRow> = w.controls.iter().map(|m| row(m, &w.stage)).collect();
+    let mut rows: Vec<MitigationRow> = w.controls.iter().map(|m| row(m, w.stage)).collect();
     let rank = |r: &MitigationRow| match r.status.as_str() {
         "passed" => 0,
         "failed" => 1,
@@ -82,7 +83,7 @@ pub fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
     rows
 }
 
-fn row(m: &Mitigation, stage: &str) -> MitigationRow {
+fn row(m: &Mitigation, stage: Stage) -> MitigationRow {
     let summary = m.run.as_ref().and_then(|r| r.summary.as_ref());
     let (status, outcome) = match (&m.state, &m.judged) {
         (MitigationState::Done, Some(j)) if j.passed => ("passed", j.outcome.clone()),
@@ -98,20 +99,17 @@ fn row(m: &Mitigation, stage: &str) -> MitigationRow {
     let judged = m.judged.as_ref();
     MitigationRow {
         control: m.control.clone(),
-        kind: match m.kind {
-            crate::mitigate::Kind::Graph => "graph".into(),
-            crate::mitigate::Kind::Server => "server".into(),
-        },
+        kind: m.kind,
         change: m.change.clone(),
         edits: crate::ladder::describe_changes(&m.changes, false),
-        stage_targeted: stage.to_string(),
+        stage_targeted: stage,
         place: m.place.map(|p| p.as_str().to_string()),
         predicted: m.predicts.clone(),
         status: status.into(),
         outcome,
         run_id: m.run.as_ref().map(|r| r.run_id.clone()),
         run_dir: m.run.as_ref().map(|r| r.dir.clone()),
-        stage_now: judged.and_then(|j| j.stage_now.clone()),
+        stage_now: judged.and_then(|j| j.stage_now),
         failing_node: judged.and_then(|j| j.failing_node.clone()),
         moved: judged.and_then(|j| j.moved),
         vram_peak_mib: summary.and_then(|s| s.vram_peak_mib),

@@ -7,6 +7,7 @@
 //! `None` is left out of `report.json` (and reads back as `None`).
 
 pub use crate::vocab::{ContractNumbers, ProductSummary, VerdictKind};
+use crate::vocab::{FailureKind, Stage, StageConfidence};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use serde_with::skip_serializing_none;
@@ -215,7 +216,7 @@ pub struct BugFormStep {
     /// The outcome (`passed`, `failed`, `not_run`, …).
     pub outcome: String,
     /// The stage of a failure.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Peak VRAM in MiB: what the OOM message proves was needed for a run out of device
     /// memory (`peak_from_oom`), else the sampled peak.
     pub peak_vram_mib: Option<f64>,
@@ -256,7 +257,7 @@ pub struct ReducedRunRow {
     /// Its outcome (as in the ladder).
     pub outcome: String,
     /// Stage of a failure.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Steps it sampled and the workflow's own.
     pub steps: ReducedSteps,
 }
@@ -313,9 +314,9 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
     /// The failure kind (`cuda_oom`, `host_ram`, …) of the failing run.
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// The stage (`load`, `sample_first`, …) of the failing run.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// Why the session is incomplete, or the flaky counts, in words.
     pub reason: Option<String>,
     /// The first step whose run went through a memory fallback, when it comes before the
@@ -504,9 +505,9 @@ pub struct LadderRow {
     /// `not_run`.
     pub outcome: String,
     /// Failure kind for a failing run.
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Stage for a failing run.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The node that raised.
     pub failing_node: Option<NodeRef>,
     /// Highest sampled VRAM use in MiB (total − free).
@@ -633,14 +634,14 @@ pub struct Evidence {
     /// The exception message as printed.
     pub exception_message: Option<String>,
     /// Failure kind (diagnosis).
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Stage (diagnosis).
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The evidence the stage rests on, in words.
     pub stage_evidence: Option<String>,
     /// How sure the stage is: `certain` (a frame, the exception or the node decided it),
     /// `likely` (only progress or console order), `unknown`.
-    pub stage_confidence: Option<String>,
+    pub stage_confidence: Option<StageConfidence>,
     /// Numbers parsed from the message.
     pub numbers: ContractNumbers,
     /// Whether the numbers are finite, non-negative and ordered; inconsistent numbers are kept
@@ -682,7 +683,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NextSteps {
     /// The stage these apply to.
-    pub stage: String,
+    pub stage: Stage,
     /// Checks to run next.
     pub next_check: Vec<String>,
     /// Possible explanations; none is proven by the evidence.
@@ -734,7 +735,7 @@ pub struct ControlRow {
     /// The run's outcome.
     pub outcome: String,
     /// Stage, when it failed.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The node that raised, when it failed.
     pub failing_node: Option<NodeRef>,
     /// Peak sampled VRAM in MiB.
@@ -811,43 +812,30 @@ pub struct AttachedRun {
 }
 
 /// The failure kind in words (`cuda_oom` → "CUDA out of memory").
-pub(crate) fn kind_phrase(kind: &str) -> String {
+pub(crate) fn kind_phrase(kind: FailureKind) -> String {
     match kind {
-        "cuda_oom" => "CUDA out of memory".into(),
-        "hip_oom" => "HIP (ROCm) out of memory".into(),
-        "mps_oom" => "MPS (Apple) out of memory".into(),
-        "xpu_oom" => "XPU (Intel) out of memory".into(),
-        "directml_oom" => "DirectML out of memory".into(),
-        "host_ram" => "host RAM exhausted".into(),
-        "aimdo" => "a dynamic-VRAM offloader (comfy-aimdo) error".into(),
-        "process_killed" => "the server process died".into(),
-        "timeout" => "timed out".into(),
-        "rejected" => "rejected by the server".into(),
-        "other" => "an error that is not a memory failure".into(),
-        "incomplete_output" => "an output node produced nothing (incomplete product)".into(),
-        "memory_fallback" => {
+        FailureKind::CudaOom => "CUDA out of memory".into(),
+        FailureKind::HipOom => "HIP (ROCm) out of memory".into(),
+        FailureKind::MpsOom => "MPS (Apple) out of memory".into(),
+        FailureKind::XpuOom => "XPU (Intel) out of memory".into(),
+        FailureKind::DirectmlOom => "DirectML out of memory".into(),
+        FailureKind::HostRam => "host RAM exhausted".into(),
+        FailureKind::Aimdo => "a dynamic-VRAM offloader (comfy-aimdo) error".into(),
+        FailureKind::ProcessKilled => "the server process died".into(),
+        FailureKind::Timeout => "timed out".into(),
+        FailureKind::Rejected => "rejected by the server".into(),
+        FailureKind::Other => "an error that is not a memory failure".into(),
+        FailureKind::IncompleteOutput => {
+            "an output node produced nothing (incomplete product)".into()
+        }
+        FailureKind::MemoryFallback => {
             "passed only through a memory fallback, counted as a failure by --strict".into()
         }
-        "memory_pressure" => {
+        FailureKind::MemoryPressure => {
             "passed under memory pressure (weights streamed, steps slowed), counted as a failure by --strict".into()
         }
-        "unknown" => "no failure found in the text".into(),
-        other => other.replace('_', " "),
+        FailureKind::Unknown => "no failure found in the text".into(),
     }
-}
-
-/// The stage in words, with its name (`load` → "while loading weights (load stage)").
-pub(crate) fn stage_phrase(stage: &str) -> String {
-    let words = match stage {
-        "load" => "while loading weights",
-        "condition" => "while encoding the conditioning",
-        "sample_first" => "in the first sampling step",
-        "sample_middle" => "during sampling, after the first step",
-        "decode" => "during the VAE decode",
-        "postprocess" => "during post-processing",
-        _ => return "(stage unknown)".into(),
-    };
-    format!("{words} ({stage} stage)")
 }
 
 impl Verdict {
@@ -883,10 +871,9 @@ impl Verdict {
         let what = || {
             let kind = self
                 .failure_kind
-                .as_deref()
                 .map(kind_phrase)
                 .unwrap_or_else(|| "failed".into());
-            let stage = stage_phrase(self.stage.as_deref().unwrap_or("unknown"));
+            let stage = self.stage.unwrap_or(Stage::Unknown).phrase();
             format!("{kind} {stage}")
         };
         let reason = self.reason.clone().unwrap_or_default();
@@ -995,8 +982,8 @@ mod tests {
             kind: VerdictKind::Check,
             step: Some(0),
             increment: Some("target".into()),
-            failure_kind: kind.map(str::to_string),
-            stage: stage.map(str::to_string),
+            failure_kind: kind.map(|k| serde_json::from_value(Value::from(k)).unwrap()),
+            stage: stage.map(Stage::from),
             reason: Some(reason.into()),
             ..Verdict::in_progress(0)
         };

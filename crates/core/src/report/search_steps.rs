@@ -49,7 +49,7 @@ pub(super) fn search_steps(
             increment: r.increment.clone(),
             run_id: r.run_id.clone(),
             outcome: outcome_name(r),
-            stage: r.summary.as_ref().and_then(|s| s.stage.clone()),
+            stage: r.summary.as_ref().and_then(|s| s.stage),
             steps: r
                 .reduced
                 .as_ref()
@@ -86,7 +86,7 @@ pub(super) fn search_steps(
     let step_name = |step: usize| format!("step {step} ({})", increment_of(step));
     let failure = |r: &RunEntry| match (
         &r.reduced,
-        r.summary.as_ref().and_then(|s| s.stage.as_deref()),
+        r.summary.as_ref().and_then(|s| s.stage.map(|s| s.as_str())),
     ) {
         (Some(_), Some(stage)) if step_independent(r) => format!(
             "{} failed at {cap} steps in `{stage}`, a stage the step count cannot change, so \
@@ -178,6 +178,7 @@ pub(super) fn search_steps(
 mod tests {
     use super::*;
     use crate::session::journal::{Outcome, RunRole, RunStatus, RunSummary};
+    use crate::vocab::Stage;
     use crate::workflow::Change;
     use serde_json::json;
 
@@ -204,7 +205,7 @@ mod tests {
                 }
             }),
             summary: Some(RunSummary {
-                stage: (!pass).then(|| stage.to_string()),
+                stage: (!pass).then(|| Stage::from(stage)),
                 ..RunSummary::default()
             }),
             diagnosis: None,

@@ -84,20 +84,16 @@ pub(super) fn verdict(
                 .find(|s| s.index == *step)
                 .map(|s| crate::ladder::named_parts(&s.changes))
                 .unwrap_or_default();
-            v.failure_kind = row(*step).and_then(|r| r.failure_kind.clone());
-            v.stage = stage
-                .clone()
-                .or_else(|| row(*step).and_then(|r| r.stage.clone()));
+            v.failure_kind = row(*step).and_then(|r| r.failure_kind);
+            v.stage = stage.or_else(|| row(*step).and_then(|r| r.stage));
         }
         Some(SessionVerdict::MinimalFails { stage, run_id }) => {
             v.reproduced = reproduced(job, run_id, data.session.options.confirm_crashes);
             v.kind = VerdictKind::MinimalFails;
             v.step = Some(0);
             v.increment = Some(increment_of(0));
-            v.failure_kind = row(0).and_then(|r| r.failure_kind.clone());
-            v.stage = stage
-                .clone()
-                .or_else(|| row(0).and_then(|r| r.stage.clone()));
+            v.failure_kind = row(0).and_then(|r| r.failure_kind);
+            v.stage = stage.or_else(|| row(0).and_then(|r| r.stage));
         }
         Some(SessionVerdict::CouldNotReproduce { .. }) => {
             v.kind = VerdictKind::CouldNotReproduce;
@@ -176,12 +172,12 @@ pub(super) fn verdict(
                 v.reason = Some(if r.passed() {
                     "good".to_string()
                 } else if r.failed() {
-                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind.clone());
+                    v.failure_kind = row(r.step).and_then(|row| row.failure_kind);
                     v.stage = r
                         .diagnosis
                         .as_ref()
-                        .map(|d| d.stage.as_str().to_string())
-                        .or_else(|| row(r.step).and_then(|row| row.stage.clone()));
+                        .map(|d| d.stage)
+                        .or_else(|| row(r.step).and_then(|row| row.stage));
                     "bad".to_string()
                 } else {
                     // Rejected, or interrupted (Ctrl-C, another client).

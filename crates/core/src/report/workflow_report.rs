@@ -18,7 +18,7 @@ use crate::session::journal::{
     CrashCheck, Outcome, RunEntry, RunFile, RunRole, RunStatus, Verdict as SessionVerdict,
     WorkflowJob, RUN_WORKFLOW_FILE,
 };
-use crate::vocab::ContractNumbers;
+use crate::vocab::{ContractNumbers, FailureKind, Stage, StageConfidence};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -27,10 +27,10 @@ use std::path::PathBuf;
 /// What the report shows of a run's diagnosis, taken from the typed [`Diagnosis`].
 #[derive(Debug, Clone, Default)]
 struct Diag {
-    kind: Option<String>,
-    stage: Option<String>,
+    kind: Option<FailureKind>,
+    stage: Option<Stage>,
     stage_evidence: Option<String>,
-    stage_confidence: Option<String>,
+    stage_confidence: Option<StageConfidence>,
     numbers: ContractNumbers,
     numbers_consistent: Option<bool>,
     inconsistencies: Vec<String>,
@@ -44,10 +44,10 @@ struct Diag {
 impl From<&Diagnosis> for Diag {
     fn from(d: &Diagnosis) -> Diag {
         Diag {
-            kind: Some(d.kind.as_str().to_string()),
-            stage: Some(d.stage.as_str().to_string()),
+            kind: Some(d.kind),
+            stage: Some(d.stage),
             stage_evidence: Some(d.stage_evidence.clone()),
-            stage_confidence: Some(d.stage_confidence.as_str().to_string()),
+            stage_confidence: Some(d.stage_confidence),
             numbers: d.numbers.contract(),
             numbers_consistent: Some(d.numbers_consistent),
             inconsistencies: d.inconsistencies.clone(),
@@ -133,14 +133,14 @@ fn last_progress_from_timeline(file: Option<&RunFile>) -> Option<ProgressSeen> {
         })
 }
 
-fn fallback_kind(entry: &RunEntry) -> Option<String> {
+fn fallback_kind(entry: &RunEntry) -> Option<FailureKind> {
     match entry.outcome.as_ref()? {
-        Outcome::Timeout { .. } => Some("timeout".into()),
-        Outcome::ServerLost { .. } => Some("process_killed".into()),
-        Outcome::Rejected { .. } => Some("rejected".into()),
-        Outcome::MemoryFallback { .. } => Some("memory_fallback".into()),
-        Outcome::MemoryPressure { .. } => Some("memory_pressure".into()),
-        Outcome::IncompleteOutput { .. } => Some("incomplete_output".into()),
+        Outcome::Timeout { .. } => Some(FailureKind::Timeout),
+        Outcome::ServerLost { .. } => Some(FailureKind::ProcessKilled),
+        Outcome::Rejected { .. } => Some(FailureKind::Rejected),
+        Outcome::MemoryFallback { .. } => Some(FailureKind::MemoryFallback),
+        Outcome::MemoryPressure { .. } => Some(FailureKind::MemoryPressure),
+        Outcome::IncompleteOutput { .. } => Some(FailureKind::IncompleteOutput),
         _ => None,
     }
 }
@@ -206,12 +206,12 @@ fn row_for(
         outcome: outcome_name(entry),
         failure_kind: diag
             .as_ref()
-            .and_then(|d| d.kind.clone())
+            .and_then(|d| d.kind)
             .or_else(|| fallback_kind(entry)),
         stage: diag
             .as_ref()
-            .and_then(|d| d.stage.clone())
-            .or_else(|| summary.and_then(|s| s.stage.clone()))
+            .and_then(|d| d.stage)
+            .or_else(|| summary.and_then(|s| s.stage))
             .or_else(|| match (&entry.outcome, file) {
                 (Some(Outcome::MemoryFallback { .. }), Some(f)) => {
                     super::memory::fallback_stage(&f.record.memory_events)
@@ -362,7 +362,7 @@ pub(super) fn workflow_report(
             });
         }
         Some(NextSteps {
-            stage: d.stage.unwrap_or_else(|| "unknown".into()),
+            stage: d.stage.unwrap_or(Stage::Unknown),
             next_check: d.next_check,
             candidates,
             root_cause: "unknown".into(),
@@ -382,7 +382,7 @@ pub(super) fn workflow_report(
                 outcome: outcome_name(r),
                 stage: d
                     .and_then(|d| d.stage)
-                    .or_else(|| r.summary.as_ref().and_then(|s| s.stage.clone())),
+                    .or_else(|| r.summary.as_ref().and_then(|s| s.stage)),
                 failing_node: failing_node(r),
                 peak_vram_mib: r.summary.as_ref().and_then(|s| s.vram_peak_mib),
             }
@@ -799,10 +799,10 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
         node: failing_node(e),
         exception_type,
         exception_message,
-        failure_kind: d.kind.clone().or_else(|| fallback_kind(e)),
-        stage: d.stage.clone(),
+        failure_kind: d.kind.or_else(|| fallback_kind(e)),
+        stage: d.stage,
         stage_evidence,
-        stage_confidence: d.stage_confidence.clone(),
+        stage_confidence: d.stage_confidence,
         numbers_consistent: (!d.numbers.is_empty())
             .then_some(d.numbers_consistent)
             .flatten(),
@@ -1097,6 +1097,6 @@ mod tests {
         let data = session_of_run(&entry, record);
         let row = row_for(&data, 0, "minimal", vec![], Some(&entry));
         assert_eq!(row.outcome, "memory_fallback");
-        assert_eq!(row.stage.as_deref(), Some("decode"), "{row:?}");
+        assert_eq!(row.stage.map(|s| s.as_str()), Some("decode"), "{row:?}");
     }
 }

@@ -4,8 +4,9 @@
 //! cache, the node running when the server was lost or the run timed out, the run's own console
 //! lines, and the host's evidence (`RunRecord::annotate_diagnosis`).
 
-use super::record::{OutcomeKind, RunError, RunRecord};
+use super::record::{RunError, RunRecord};
 use crate::diagnose::{self, Diagnosis, Evidence, NodeProgress, ParsedInput, RunOutcomeHint};
+use crate::vocab::OutcomeKind;
 use crate::workflow::Workflow;
 
 impl RunRecord {

@@ -20,6 +20,6 @@ pub mod timing;
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};
 pub use record::{
-    HangInfo, IncompleteOutput, InterruptedBy, Interruption, Outcome, OutcomeKind, Rejection,
-    RunError, RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
+    HangInfo, IncompleteOutput, InterruptedBy, Interruption, Outcome, Rejection, RunError,
+    RunRecord, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport, VramSample,
 };

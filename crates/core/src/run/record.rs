@@ -5,7 +5,7 @@ pub use super::product::{IncompleteOutput, Product};
 use crate::comfy::events::{FrameCounts, NodeTiming};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, PromptErrorInfo, SystemStats};
 use crate::comfy::{HttpExchange, MemoryEvent};
-pub use crate::vocab::OutcomeKind;
+use crate::vocab::OutcomeKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -517,7 +517,7 @@ impl RunRecord {
     /// the server process died with the cause unknown (and whether the kernel log could be read);
     /// and host-RAM pressure when the samples show it. The root cause stays unknown.
     pub(crate) fn annotate_diagnosis(&self, d: &mut crate::diagnose::Diagnosis) {
-        use crate::diagnose::Kind;
+        use crate::vocab::FailureKind;
         if self.outcome == OutcomeKind::ServerLost {
             if let (Some(p), Some(ms)) = (&self.host.process, self.host.process_gone_ms) {
                 d.kind_evidence.push_str(&format!(
@@ -531,7 +531,7 @@ impl RunRecord {
         if let Some(k) = &self.kernel {
             match &k.oom_kill {
                 Some(kill) => {
-                    d.kind = Kind::ProcessKilled;
+                    d.kind = FailureKind::ProcessKilled;
                     let line = k
                         .lines
                         .iter()
@@ -568,7 +568,7 @@ impl RunRecord {
             }
         }
         if let Some(pressure) = self.host.pressure() {
-            if d.kind.is_memory() || d.kind == Kind::Timeout {
+            if d.kind.is_memory() || d.kind == FailureKind::Timeout {
                 d.kind_evidence.push_str(&format!(" {pressure}"));
                 d.candidates.insert(
                     0,

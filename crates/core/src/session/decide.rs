@@ -78,6 +78,7 @@ mod tests {
         run_dir_name, ControlVariant, Outcome, RunStatus, RunSummary, StepInfo, Strategy,
     };
     use crate::session::journal::{CrashCheck, RunEntry, RunRole, Verdict};
+    use crate::vocab::Stage;
 
     /// A job of `n` increments with a control variant per increment (also used by the
     /// reduced-step tests in `decide/reduced_tests.rs`).
@@ -142,7 +143,7 @@ mod tests {
                 }
             }),
             summary: Some(RunSummary {
-                stage: (!pass).then(|| "sample_first".to_string()),
+                stage: (!pass).then_some(Stage::SampleFirst),
                 ..RunSummary::default()
             }),
             diagnosis: None,
@@ -201,7 +202,7 @@ mod tests {
             } => {
                 assert_eq!((step, last_pass_step), (3, 2));
                 assert_eq!(increment, "lora");
-                assert_eq!(stage.as_deref(), Some("sample_first"));
+                assert_eq!(stage.map(|s| s.as_str()), Some("sample_first"));
                 assert_eq!(not_run, vec![4]);
             }
             other => panic!("{other:?}"),
@@ -915,7 +916,7 @@ mod tests {
                     r.outcome = Some(Outcome::MemoryPressure {
                         evidence: summary.delivered.memory_pressure.clone(),
                     });
-                    summary.stage = Some("sample_middle".into());
+                    summary.stage = Some(Stage::SampleMiddle);
                 }
             }
             if step == n && what != Run::Oom {
@@ -1028,7 +1029,7 @@ mod tests {
                     ..
                 } => {
                     assert_eq!((step, last_pass_step), (3, 2));
-                    assert_eq!(stage.as_deref(), Some("sample_middle"));
+                    assert_eq!(stage.map(|s| s.as_str()), Some("sample_middle"));
                     assert_eq!(not_run, [4]);
                 }
                 other => panic!("{strategy:?}: {other:?}"),

@@ -11,6 +11,7 @@ use crate::session::journal::{
     RUN_WORKFLOW_FILE,
 };
 use crate::session::setup::{create_session, PreparedStep, PreparedWorkflow};
+use crate::vocab::FailureKind;
 use crate::workflow::Workflow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -1169,11 +1170,11 @@ fn the_report_after_an_interruption_at_any_phase_and_resume_is_the_uninterrupted
     let (reference_calls, reference) = interrupted_and_resumed(None);
     // minimal, target, search, the crash, its confirmation, search, search
     assert_eq!(reference_calls, vec![0, 5, 1, 2, 2, 3, 4]);
-    let rows = |r: &crate::report::Report| -> Vec<(usize, String, Option<String>)> {
+    let rows = |r: &crate::report::Report| -> Vec<(usize, String, Option<FailureKind>)> {
         r.workflows[0]
             .ladder
             .iter()
-            .map(|row| (row.step, row.outcome.clone(), row.failure_kind.clone()))
+            .map(|row| (row.step, row.outcome.clone(), row.failure_kind))
             .collect()
     };
     for k in 0..reference_calls.len() {

@@ -5,11 +5,12 @@ use super::journal::{Outcome, RunEntry, RunSummary};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, Terminal};
 use crate::diagnose::Diagnosis;
 use crate::run::record::{
-    InterruptedBy, Interruption, OutcomeKind, QueueInfo, RawLog, ServerLostInfo, TimeoutInfo,
-    TimeoutReason, VramReport,
+    InterruptedBy, Interruption, QueueInfo, RawLog, ServerLostInfo, TimeoutInfo, TimeoutReason,
+    VramReport,
 };
 use crate::run::{Outcome as RunOutcome, RunRecord};
 use crate::units::to_mib;
+use crate::vocab::OutcomeKind;
 use crate::vocab::ProductSummary;
 use crate::workflow::Workflow;
 
@@ -154,7 +155,7 @@ pub fn summary_of(
         ram_total_mib: record.host.ram_total_bytes.map(to_mib),
         cold: record.cold,
         last_node,
-        stage: diagnosis.map(|d| d.stage.as_str().to_string()),
+        stage: diagnosis.map(|d| d.stage),
         recovered_from_history: record
             .warnings
             .iter()

@@ -6,150 +6,30 @@
 //! target), so the last step is the target itself. A reduction that would break the graph is
 //! not done and is reported as not separable. Pure graph logic: no network, no files.
 
+mod apply;
 mod context;
 mod describe;
+mod increment;
 mod math;
+mod options;
 mod passes;
 pub mod product;
 mod reduce;
 pub mod work;
 
 pub use describe::{describe_changes, named_parts};
+pub use increment::{Increment, NotSeparable};
+pub use options::PlanOptions;
 
 use crate::catalog::{Catalog, Role};
 use crate::nodedefs::NodeDefs;
 use crate::workflow::validate::validate;
 use crate::workflow::{Change, Edit, Workflow};
+use apply::{apply_tolerant, apply_tolerant_changes};
 use context::Ctx;
 use rustc_hash::FxHashSet as HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::fmt;
-
-/// One rung of the ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Increment {
-    /// Step 0: every reduction applied.
-    Minimal,
-    /// Width/height back to the target's.
-    Resolution,
-    /// Frame counts back to the target's.
-    Frames,
-    /// Batch sizes back to the target's.
-    Batch,
-    /// The second diffusion model (expert, refiner) back.
-    Models,
-    /// LoRAs back.
-    Lora,
-    /// Widget-level quantization (weight_dtype fp8…) back.
-    Quantization,
-    /// Step caches and torch.compile back.
-    Cache,
-    /// Post-processing (upscale, interpolation, detailers, second pass) back.
-    Postprocess,
-    /// Steps back (only with `--min-steps`).
-    Steps,
-}
-
-impl Increment {
-    /// The default ladder order.
-    pub const LADDER: [Increment; 9] = [
-        Increment::Resolution,
-        Increment::Frames,
-        Increment::Batch,
-        Increment::Models,
-        Increment::Lora,
-        Increment::Quantization,
-        Increment::Cache,
-        Increment::Postprocess,
-        Increment::Steps,
-    ];
-
-    /// The snake_case name used on the command line, in file names and in plan.json.
-    pub fn name(self) -> &'static str {
-        match self {
-            Increment::Minimal => "minimal",
-            Increment::Resolution => "resolution",
-            Increment::Frames => "frames",
-            Increment::Batch => "batch",
-            Increment::Models => "models",
-            Increment::Lora => "lora",
-            Increment::Quantization => "quantization",
-            Increment::Cache => "cache",
-            Increment::Postprocess => "postprocess",
-            Increment::Steps => "steps",
-        }
-    }
-}
-
-impl fmt::Display for Increment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Increment {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Increment, String> {
-        let s = s.trim().to_ascii_lowercase();
-        Increment::LADDER
-            .into_iter()
-            .find(|i| i.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown increment '{s}'; use one of: {}",
-                    Increment::LADDER.map(Increment::name).join(", ")
-                )
-            })
-    }
-}
-
-/// How to build the ladder.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanOptions {
-    /// Short side of the minimal resolution; 0 = each node's declared minimum.
-    pub min_resolution: u32,
-    /// Least frame count of the minimal variant (then the node's grid).
-    pub min_frames: u32,
-    /// Cap steps at this in the minimal variant (the `steps` increment); `None` = off.
-    pub min_steps: Option<u32>,
-    /// Increments in ladder order; unlisted ones follow in the default order.
-    pub order: Vec<Increment>,
-    /// Increments kept at the target value in every variant.
-    pub keep: Vec<Increment>,
-}
-
-impl Default for PlanOptions {
-    fn default() -> PlanOptions {
-        PlanOptions {
-            min_resolution: 256,
-            min_frames: 2,
-            min_steps: None,
-            order: Increment::LADDER.to_vec(),
-            keep: Vec::new(),
-        }
-    }
-}
-
-impl PlanOptions {
-    /// The effective order: `order` first, then the rest of the default ladder, without
-    /// kept increments (and without `steps` unless `min_steps` is set).
-    pub fn ladder(&self) -> Vec<Increment> {
-        let mut out: Vec<Increment> = Vec::new();
-        for inc in self.order.iter().chain(Increment::LADDER.iter()) {
-            if *inc == Increment::Minimal || out.contains(inc) || self.keep.contains(inc) {
-                continue;
-            }
-            if *inc == Increment::Steps && self.min_steps.is_none() {
-                continue;
-            }
-            out.push(*inc);
-        }
-        out
-    }
-}
 
 /// One variant of the ladder.
 #[derive(Debug, Clone)]
@@ -170,17 +50,6 @@ pub struct Step {
     /// For later steps: what this step re-adds relative to the previous one (from = value in
     /// the previous step, to = value here; `bypass`/`remove` = node that is back).
     pub changes: Vec<Change>,
-}
-
-/// A reduction that could not be done safely.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NotSeparable {
-    /// The increment concerned.
-    pub increment: Increment,
-    /// Why.
-    pub reason: String,
-    /// The nodes concerned.
-    pub nodes: Vec<String>,
 }
 
 /// A memory-saving setting kept in every variant.
@@ -418,81 +287,6 @@ fn touched_nodes(edits: &[Edit]) -> Vec<String> {
         }
     }
     out.into_iter().collect()
-}
-
-fn edit_applies(w: &Workflow, e: &Edit) -> bool {
-    match e {
-        Edit::Remove { nodes } => nodes.iter().any(|n| w.nodes.contains_key(n)),
-        Edit::Relink { node, source, .. } => {
-            w.nodes.contains_key(node) && w.nodes.contains_key(source)
-        }
-        other => other.nodes().iter().all(|n| w.nodes.contains_key(*n)),
-    }
-}
-
-/// Applies the edits that still fit (an edit on a node an earlier edit removed is skipped) and
-/// returns the ones that changed something.
-pub(crate) fn apply_tolerant(w: &mut Workflow, edits: &[Edit], defs: &NodeDefs) -> Vec<Edit> {
-    apply_tolerant_changes(w, edits, defs).0
-}
-
-/// `apply_tolerant`, also returning what changed.
-fn apply_tolerant_changes(
-    w: &mut Workflow,
-    edits: &[Edit],
-    defs: &NodeDefs,
-) -> (Vec<Edit>, Vec<Change>) {
-    let mut applied = Vec::new();
-    let mut all_changes = Vec::new();
-    let mut i = 0;
-    while i < edits.len() {
-        // Consecutive bypasses of distinct existing nodes go in one call (one consumer scan).
-        let mut seen: HashSet<&str> = HashSet::default();
-        let run: Vec<Edit> = edits[i..]
-            .iter()
-            .take_while(|e| matches!(e, Edit::Bypass { .. }))
-            .filter(|e| {
-                let id = e.nodes()[0];
-                w.nodes.contains_key(id) && seen.insert(id)
-            })
-            .cloned()
-            .collect();
-        let consumed = edits[i..]
-            .iter()
-            .take_while(|e| matches!(e, Edit::Bypass { .. }))
-            .count();
-        if consumed >= 2 {
-            if let Ok(changes) = w.apply(&run, defs) {
-                all_changes.extend(changes);
-                applied.extend(run);
-            }
-            i += consumed;
-            continue;
-        }
-        let e = &edits[i];
-        i += 1;
-        if !edit_applies(w, e) {
-            continue;
-        }
-        let e = match e {
-            Edit::Remove { nodes } => Edit::Remove {
-                nodes: nodes
-                    .iter()
-                    .filter(|n| w.nodes.contains_key(*n))
-                    .cloned()
-                    .collect(),
-            },
-            other => other.clone(),
-        };
-        match w.apply(std::slice::from_ref(&e), defs) {
-            Ok(changes) if !changes.is_empty() => {
-                all_changes.extend(changes);
-                applied.push(e);
-            }
-            _ => {}
-        }
-    }
-    (applied, all_changes)
 }
 
 /// Nodes the target runs that no longer reach an output after the edits: removed.

@@ -7,6 +7,8 @@
 use super::context::{literal_f64, Ctx, SecondPass};
 use crate::catalog::Role;
 use crate::workflow::Input;
+use regex::Regex;
+use std::sync::LazyLock;
 
 type IndexSet<T> = indexmap::IndexSet<T, rustc_hash::FxBuildHasher>;
 
@@ -141,11 +143,11 @@ pub(crate) fn second_passes(ctx: &Ctx) -> Vec<SecondPass> {
 /// The scale of an upscale model guessed from its file name (`4x-UltraSharp`,
 /// `RealESRGAN_x4plus`); `None` when the name does not say.
 pub(crate) fn model_scale(name: &str) -> Option<f64> {
-    regex!(
-        scale_re,
-        r"(?i)(?:^|[^a-z0-9])(?:([1-8])x|x([1-8]))(?:[^a-z0-9]|plus|$)"
-    );
-    let caps = scale_re().captures(name)?;
+    static SCALE_RE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:^|[^a-z0-9])(?:([1-8])x|x([1-8]))(?:[^a-z0-9]|plus|$)")
+            .expect("static regex")
+    });
+    let caps = SCALE_RE.captures(name)?;
     caps.get(1)
         .or_else(|| caps.get(2))
         .and_then(|m| m.as_str().parse().ok())

@@ -6,7 +6,9 @@ use super::{Increment, NotSeparable};
 use crate::catalog::Role;
 use crate::nodedefs::{types_compatible, InputKind, Section};
 use crate::workflow::{Edit, Input, Link};
+use regex::Regex;
 use serde_json::Value;
+use std::sync::LazyLock;
 
 /// One reduction: its edits against the target, and what it could not do.
 #[derive(Debug, Clone)]
@@ -119,8 +121,9 @@ fn is_width(name: &str) -> bool {
 /// A size preset combo (`"512 x 768"`) that overrides the width/height widgets, and the
 /// option that hands control back to them.
 fn size_preset(ctx: &Ctx, id: &str) -> Option<(i64, i64, String)> {
-    regex!(preset_re, r"^\s*(\d+)\s*[x×]\s*(\d+)");
-    let re = preset_re();
+    static PRESET_RE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\s*(\d+)\s*[x×]\s*(\d+)").expect("static regex"));
+    let re = &*PRESET_RE;
     let value = ctx
         .w
         .nodes
@@ -516,7 +519,7 @@ fn models(ctx: &Ctx, r: &mut Reduction) {
     // kept loader's output of the same slot and type instead.
     if !pair_edits.is_empty() {
         let mut scratch = ctx.w.clone();
-        super::apply_tolerant(&mut scratch, &pair_edits, ctx.defs);
+        super::apply::apply_tolerant(&mut scratch, &pair_edits, ctx.defs);
         let reach = scratch.reachable_from_outputs(ctx.defs);
         for (kept, gone) in &dropped_loaders {
             let Some(keep_loader) = kept.first() else {
@@ -673,11 +676,10 @@ fn disconnect_or_note(ctx: &Ctx, r: &mut Reduction, consumer: &str, input: &str,
 
 /// Whether a model file name says it is quantized (fp8, GGUF Q4_K_M, int8, nf4…).
 pub(crate) fn quantized_file_name(name: &str) -> bool {
-    regex!(
-        quantized_re,
-        r"(?i)(fp8|e4m3|e5m2|fp4|nvfp4|mxfp4|int8|int4|\bq[2-8](_|k|\b)|_q[2-8]_|gguf|bnb|nf4|awq|svdq|_mixed|scaled)"
-    );
-    quantized_re().is_match(name)
+    static QUANTIZED_RE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(fp8|e4m3|e5m2|fp4|nvfp4|mxfp4|int8|int4|\bq[2-8](_|k|\b)|_q[2-8]_|gguf|bnb|nf4|awq|svdq|_mixed|scaled)").expect("static regex")
+    });
+    QUANTIZED_RE.is_match(name)
 }
 
 fn quantization(ctx: &Ctx, r: &mut Reduction) {

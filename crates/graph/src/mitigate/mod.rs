@@ -44,10 +44,11 @@ impl Place {
 }
 
 /// Whether a control edits the workflow or relaunches the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
-    /// Graph edits on the target.
+    /// Graph edits on the target (the default: most controls are).
+    #[default]
     Graph,
     /// A server launch change (needs `--launch-cmd`).
     Server,

@@ -2,91 +2,94 @@
 //! progress bars, model-loading lines, the UI error dialog and the "ComfyUI Error Report"
 //! Markdown, with the prefixes a paste carries (quotes, timestamps, log levels) removed.
 
-use super::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
-use crate::comfy::console::{self, BarState, ConsoleLine, VaeStage};
+use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
+use crate::diagnose::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
+use regex::Regex;
+use std::sync::LazyLock;
 
-regex!(quote_re, r"^\s*(?:>\s?)+");
-regex!(
-    timestamp_re,
-    r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?"
-);
-regex!(short_time_re, r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*");
-regex!(
-    logger_re,
-    r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+"
-);
-regex!(
-    level_tag_re,
-    r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*"
-);
-regex!(
-    colon_logger_re,
-    r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?"
-);
-regex!(
-    split_re,
-    r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#
-);
-regex!(
-    frame_re,
-    r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#
-);
-regex!(
-    err_occ_re,
-    r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$"
-);
-regex!(
-    md_header_re,
-    r"(?i)^#+\s*(?:comfyui error report|error details)"
-);
-regex!(
-    md_field_re,
-    r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$"
-);
-regex!(traceback_re, r"(?i)^traceback \(most recent call last\):?");
-regex!(thread_re, r"(?i)^exception in thread(?-u:\b)");
-regex!(
-    final_re,
-    r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$"
-);
-regex!(
-    load_line_re,
-    r"(?i)^(?:requested to load(?-u:\b)|loading \d+ new models?|loaded partially|unloading models for lowram|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|\d+ models? unloaded|(?:vae|clip/text encoder model) load device:)"
-);
-regex!(load_done_re, r"(?i)^(?:loaded completely|model loaded)");
-regex!(lora_error_re, r"(?i)^error lora(?-u:\b)");
-regex!(
-    node_title_re,
-    r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$"
-);
-regex!(
-    node_prefix_re,
-    r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$"
-);
-regex!(
-    startup_re,
-    r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)"
-);
-regex!(got_prompt_re, r"(?i)^got prompt(?-u:\b)");
-regex!(prompt_done_re, r"(?i)^prompt executed in(?-u:\b)");
-regex!(killed_re, r"(?:^|[\]\s)])Killed\s*$");
-regex!(
-    death_re,
-    r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)"
-);
+static QUOTE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
+static TIMESTAMP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?").expect("static regex")
+});
+static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*").expect("static regex")
+});
+static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+")
+        .expect("static regex")
+});
+static LEVEL_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*").expect("static regex")
+});
+static COLON_LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?").expect("static regex")
+});
+static SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#).expect("static regex")
+});
+static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+});
+static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$")
+        .expect("static regex")
+});
+static MD_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^#+\s*(?:comfyui error report|error details)").expect("static regex")
+});
+static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$").expect("static regex")
+});
+static TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^traceback \(most recent call last\):?").expect("static regex")
+});
+static THREAD_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^exception in thread(?-u:\b)").expect("static regex"));
+static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$",
+    )
+    .expect("static regex")
+});
+static LOAD_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:loading \d+ new models?|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|(?:vae|clip/text encoder model) load device:)").expect("static regex")
+});
+static MODEL_LOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^model loaded").expect("static regex"));
+static LORA_ERROR_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^error lora(?-u:\b)").expect("static regex"));
+static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$").expect("static regex")
+});
+static NODE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$").expect("static regex")
+});
+static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
+});
+static GOT_PROMPT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^got prompt(?-u:\b)").expect("static regex"));
+static PROMPT_DONE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^prompt executed in(?-u:\b)").expect("static regex"));
+static KILLED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
+static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
+});
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
 fn clean_line(raw: &str) -> String {
     let mut s = raw.trim_end().to_string();
     for _ in 0..3 {
         let before = s.clone();
-        s = quote_re().replace(&s, "").into_owned();
-        s = timestamp_re().replace(&s, "").into_owned();
-        s = short_time_re().replace(&s, "").into_owned();
-        s = logger_re().replace(&s, "").into_owned();
-        s = level_tag_re().replace(&s, "").into_owned();
-        s = colon_logger_re().replace(&s, "").into_owned();
+        s = QUOTE_RE.replace(&s, "").into_owned();
+        s = TIMESTAMP_RE.replace(&s, "").into_owned();
+        s = SHORT_TIME_RE.replace(&s, "").into_owned();
+        s = LOGGER_RE.replace(&s, "").into_owned();
+        s = LEVEL_TAG_RE.replace(&s, "").into_owned();
+        s = COLON_LOGGER_RE.replace(&s, "").into_owned();
         if s == before {
             break;
         }
@@ -110,7 +113,7 @@ fn clean_line(raw: &str) -> String {
 fn split_flattened(line: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut last = 0;
-    for m in split_re().find_iter(line) {
+    for m in SPLIT_RE.find_iter(line) {
         if m.start() > last {
             parts.push(line[last..m.start()].trim().to_string());
             last = m.start();
@@ -189,8 +192,9 @@ fn bar_event(bar: &BarState) -> Option<Event> {
 }
 
 /// One line's event. Memory lines (bars, loads, unloads, tiled fallbacks) are read by the
-/// console parser the run record uses ([`crate::comfy::console::classify`]); the rest are
-/// loading lines only a pasted log tends to show.
+/// console parser the run record uses ([`crate::comfy::console::classify`], and
+/// [`crate::comfy::console::load_phrase`] for a load line whose figures it cannot read); the
+/// rest are loading lines only a pasted log tends to show.
 fn line_event(line: &str) -> Option<Event> {
     let t = line.trim();
     let load_line = || Some(Event::Load(t.chars().take(160).collect()));
@@ -209,13 +213,19 @@ fn line_event(line: &str) -> Option<Event> {
         | Some(ConsoleLine::Unloaded { .. }) => return load_line(),
         _ => {}
     }
-    if lora_error_re().is_match(t) {
+    if LORA_ERROR_RE.is_match(t) {
         return Some(Event::LoraError);
     }
-    if load_done_re().is_match(t) {
+    // The model-management lines whose figures `classify` could not read.
+    match console::load_phrase(t) {
+        Some(LoadPhrase::LoadedCompletely) => return Some(Event::LoadDone),
+        Some(_) => return load_line(),
+        None => {}
+    }
+    if MODEL_LOADED_RE.is_match(t) {
         return Some(Event::LoadDone);
     }
-    if load_line_re().is_match(t) {
+    if LOAD_LINE_RE.is_match(t) {
         return load_line();
     }
     None
@@ -259,21 +269,21 @@ fn is_message_line(line: &str) -> bool {
 }
 
 fn is_frame(line: &str) -> bool {
-    line.contains("ile") && frame_re().is_match(line)
+    line.contains("ile") && FRAME_RE.is_match(line)
 }
 
 fn is_boundary(line: &str) -> bool {
     let t = line.trim();
     t.is_empty()
         || is_frame(t)
-        || traceback_re().is_match(t)
-        || crate::comfy::console::exception_re().is_match(t)
-        || err_occ_re().is_match(t)
-        || md_header_re().is_match(t)
+        || TRACEBACK_RE.is_match(t)
+        || crate::comfy::console::EXCEPTION_RE.is_match(t)
+        || ERR_OCC_RE.is_match(t)
+        || MD_HEADER_RE.is_match(t)
         || t.starts_with("- **")
         || t.starts_with("## ")
-        || got_prompt_re().is_match(t)
-        || prompt_done_re().is_match(t)
+        || GOT_PROMPT_RE.is_match(t)
+        || PROMPT_DONE_RE.is_match(t)
         || t.to_lowercase().starts_with("got an oom")
         || t.to_lowercase()
             .starts_with("this error means you ran out of memory")
@@ -342,16 +352,16 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if let Some(e) = line_event(t) {
             f.events.push((i, e));
         }
-        if got_prompt_re().is_match(t) {
+        if GOT_PROMPT_RE.is_match(t) {
             f.got_prompt = true;
         }
-        if f.start.is_some() && startup_re().is_match(t) {
+        if f.start.is_some() && STARTUP_RE.is_match(t) {
             f.startup = true;
         }
-        if prompt_done_re().is_match(t) {
+        if PROMPT_DONE_RE.is_match(t) {
             f.prompt_done = true;
         }
-        if killed_re().is_match(t) || death_re().is_match(t) {
+        if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
             if f.death.is_none() {
                 f.death = Some(t.chars().take(160).collect());
             }
@@ -359,7 +369,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             i += 1;
             continue;
         }
-        if let Some(c) = md_field_re().captures(t) {
+        if let Some(c) = MD_FIELD_RE.captures(t) {
             let v = c["v"].trim().to_string();
             match c["k"].to_lowercase().as_str() {
                 "node id" => f.md_node_id = Some(v).filter(|s| !s.is_empty()),
@@ -378,13 +388,13 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                 }
             }
             mark(&mut f, i);
-        } else if md_header_re().is_match(t) {
+        } else if MD_HEADER_RE.is_match(t) {
             mark(&mut f, i);
-        } else if let Some(c) = crate::comfy::console::exception_re().captures(t) {
+        } else if let Some(c) = crate::comfy::console::EXCEPTION_RE.captures(t) {
             exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
             exc_proc_at = Some(i);
             mark(&mut f, i);
-        } else if let Some(c) = err_occ_re().captures(t) {
+        } else if let Some(c) = ERR_OCC_RE.captures(t) {
             f.node_type = Some(c["node"].trim().to_string());
             let msg = c["msg"].trim().to_string();
             err_occ = if msg.is_empty() {
@@ -397,19 +407,19 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                 Some(join_message(&msg, continuation(lines, i + 1)))
             };
             mark(&mut f, i);
-        } else if traceback_re().is_match(t) || thread_re().is_match(t) {
+        } else if TRACEBACK_RE.is_match(t) || THREAD_RE.is_match(t) {
             mark(&mut f, i);
         } else if is_frame(t) {
             f.traceback.push(t.to_string());
             if let Some(next) = lines.get(i + 1) {
                 let n = next.trim();
-                if !n.is_empty() && !is_boundary(next) && final_re().captures(n).is_none() {
+                if !n.is_empty() && !is_boundary(next) && FINAL_RE.captures(n).is_none() {
                     f.traceback.push(format!("    {n}"));
                     i += 1;
                 }
             }
             mark(&mut f, i);
-        } else if let Some(c) = final_re().captures(t) {
+        } else if let Some(c) = FINAL_RE.captures(t) {
             let ty = c["type"].to_string();
             let msg = c.name("msg").map(|m| m.as_str().to_string());
             let rest = continuation(lines, i + 1);
@@ -418,7 +428,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         } else if is_message_line(t) && bare.is_none() {
             // The frontend's one-line form: `NodeType : message`.
-            let (node, msg) = match node_prefix_re().captures(t) {
+            let (node, msg) = match NODE_PREFIX_RE.captures(t) {
                 Some(c) if !c["node"].ends_with("Error") => {
                     (Some(c["node"].trim().to_string()), c["msg"].to_string())
                 }
@@ -436,7 +446,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                     .find(|l| !l.trim().is_empty())
                     .map(|l| l.trim())
                     .filter(|l| {
-                        node_title_re().is_match(l)
+                        NODE_TITLE_RE.is_match(l)
                             && !l.ends_with("Error")
                             && !l.ends_with("Exception")
                             && !l.ends_with("Warning")
@@ -520,7 +530,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     // Split into prompt segments at `got prompt`; each holds at most one failure.
     let mut bounds = vec![0];
     for (i, l) in lines.iter().enumerate() {
-        if i > 0 && got_prompt_re().is_match(l.trim()) {
+        if i > 0 && GOT_PROMPT_RE.is_match(l.trim()) {
             bounds.push(i);
         }
     }
@@ -648,9 +658,10 @@ pub fn console_signals(text: &str) -> ConsoleSignals {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse_input, ConsoleTail, ParseError};
+    use super::super::parse_input;
     use super::{clean_line, split_flattened};
     use crate::diagnose::RunOutcomeHint;
+    use crate::diagnose::{ConsoleTail, ParseError};
     #[test]
     fn console_block_with_progress_and_final_line() {
         let log = "got prompt\nRequested to load BaseModel\nloaded completely 9000 2000 True\n 40%|████      | 8/20 [00:05<00:07,  1.6it/s]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler\n    y()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
@@ -674,7 +685,7 @@ mod tests {
         // Format of ComfyUI issue #12943 (comfy-aimdo's C logger, no Python exception).
         let log = "got prompt\nModel WAN21 prepared for dynamic VRAM loading. 13650MB Staged. 0 patches attached.\n 10%|#         | 2/20 [00:20<03:00, 10.00s/it]\naimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)\n";
         let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(d.kind, crate::diagnose::Kind::Aimdo, "{d:?}");
+        assert_eq!(d.kind, crate::vocab::FailureKind::Aimdo, "{d:?}");
     }
 
     #[test]
@@ -687,7 +698,7 @@ mod tests {
             Some("Fatal Python error: Aborted")
         );
         let d = crate::diagnose::diagnose_input(&p);
-        assert_eq!(d.kind, crate::diagnose::Kind::ProcessKilled);
+        assert_eq!(d.kind, crate::vocab::FailureKind::ProcessKilled);
         assert_eq!(d.stage, crate::vocab::Stage::SampleMiddle, "{d:?}");
     }
 

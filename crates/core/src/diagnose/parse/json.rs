@@ -2,7 +2,7 @@
 //! `/history` response, a `/prompt` rejection, and a stream of WebSocket messages (one JSON
 //! object per line).
 
-use super::{ConsoleSignals, ParseError, ParsedInput};
+use crate::diagnose::{ConsoleSignals, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use serde_json::Value;
 

@@ -4,20 +4,20 @@
 //! node class).
 
 use super::super::frames::{Frame, FrameCat};
-use super::super::parse::ConsoleTail;
-use super::super::{ConsoleSignals, Evidence, Kind, RunOutcomeHint, Stage, StageConfidence};
-use super::{
+use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
+use super::facts::{
     classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
     resurfaced_in_cleanup, Failing, NodeCat, Prog,
 };
 use crate::text::capitalize;
+use crate::vocab::FailureKind;
 use StageConfidence::{Certain, Likely};
 
 /// Everything the rules read, derived once from the evidence.
 pub(super) struct Ctx<'a> {
     pub evidence: &'a Evidence,
     pub signals: &'a ConsoleSignals,
-    pub kind: Kind,
+    pub kind: FailureKind,
     pub asynchronous: bool,
     pub failing: &'a Failing,
     /// The failing node in words (`node 3 (KSampler)`).
@@ -41,7 +41,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn new(
         evidence: &'a Evidence,
         signals: &'a ConsoleSignals,
-        kind: Kind,
+        kind: FailureKind,
         asynchronous: bool,
         failing: &'a Failing,
     ) -> Self {
@@ -160,7 +160,7 @@ pub(super) const RULES: &[(&str, Rule)] = &[
 
 /// A rejected prompt never ran.
 fn rejected(c: &Ctx) -> Option<Answer> {
-    (c.kind == Kind::Rejected).then(|| {
+    (c.kind == FailureKind::Rejected).then(|| {
         Answer::Alone(
             Stage::Unknown,
             "The prompt never ran, so no stage applies.".into(),
@@ -170,7 +170,7 @@ fn rejected(c: &Ctx) -> Option<Answer> {
 
 /// An output missing after a finished run: no stage failed.
 fn incomplete_output(c: &Ctx) -> Option<Answer> {
-    (c.kind == Kind::IncompleteOutput).then(|| {
+    (c.kind == FailureKind::IncompleteOutput).then(|| {
         Answer::Alone(
             Stage::Unknown,
             "The prompt ran to its end: no stage failed, an output is missing.".into(),
@@ -409,10 +409,10 @@ mod tests {
 
     /// What the rule `name` answers for this evidence (a failure of kind `Other`).
     fn ask(name: &str, e: &Evidence, s: &ConsoleSignals) -> Option<Answer> {
-        ask_kind(name, e, s, Kind::Other)
+        ask_kind(name, e, s, FailureKind::Other)
     }
 
-    fn ask_kind(name: &str, e: &Evidence, s: &ConsoleSignals, kind: Kind) -> Option<Answer> {
+    fn ask_kind(name: &str, e: &Evidence, s: &ConsoleSignals, kind: FailureKind) -> Option<Answer> {
         let failing = failing_node(e);
         rule(name)(&Ctx::new(e, s, kind, false, &failing))
     }
@@ -482,12 +482,12 @@ mod tests {
     fn rejected_and_incomplete_output_answer_alone_by_kind() {
         let (e, s) = (Evidence::default(), ConsoleSignals::default());
         assert!(matches!(
-            ask_kind("rejected", &e, &s, Kind::Rejected),
+            ask_kind("rejected", &e, &s, FailureKind::Rejected),
             Some(Answer::Alone(Stage::Unknown, _))
         ));
         assert_eq!(ask("rejected", &e, &s), None);
         assert!(matches!(
-            ask_kind("incomplete_output", &e, &s, Kind::IncompleteOutput),
+            ask_kind("incomplete_output", &e, &s, FailureKind::IncompleteOutput),
             Some(Answer::Alone(Stage::Unknown, _))
         ));
         assert_eq!(ask("incomplete_output", &e, &s), None);
@@ -536,7 +536,7 @@ mod tests {
         // An asynchronous error's traceback is not used.
         let e = traceback(LOAD_TB);
         let failing = failing_node(&e);
-        let ctx = Ctx::new(&e, &s, Kind::CudaOom, true, &failing);
+        let ctx = Ctx::new(&e, &s, FailureKind::CudaOom, true, &failing);
         assert_eq!(rule("traceback_place")(&ctx), None);
     }
 
@@ -688,7 +688,7 @@ mod tests {
         };
         let failing = failing_node(&e);
         let Answer::Found { stage, why, .. } =
-            unlocated(&Ctx::new(&e, &s, Kind::Other, false, &failing))
+            unlocated(&Ctx::new(&e, &s, FailureKind::Other, false, &failing))
         else {
             panic!("unlocated answers with a verdict");
         };

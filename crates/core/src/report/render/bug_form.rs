@@ -183,7 +183,10 @@ fn steps(form: &BugForm, w: &WorkflowReport) -> String {
             s.step.to_string(),
             text(&s.increment),
             outcome,
-            s.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+            s.stage
+                .map(|s| s.as_str())
+                .map(text)
+                .unwrap_or_else(|| DASH.into()),
             peak,
         ]);
     }

@@ -390,7 +390,7 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         out.push_str(&heading(level, "What to check next"));
         out.push_str(&format!(
             "For a failure in the {} stage:\n\n",
-            code(&n.stage)
+            code(n.stage.as_str())
         ));
         for c in &n.next_check {
             out.push_str(&format!("- {}\n", text_with_code(c)));
@@ -464,7 +464,10 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
                     .map(|r| code(&short(r)))
                     .unwrap_or_else(|| DASH.into()),
                 text(&c.outcome),
-                c.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+                c.stage
+                    .map(|s| s.as_str())
+                    .map(text)
+                    .unwrap_or_else(|| DASH.into()),
                 c.failing_node
                     .as_ref()
                     .map(node)
@@ -716,12 +719,17 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             VerdictKind::FirstFailure | VerdictKind::MinimalFails
         );
     let outcome = match &r.failure_kind {
-        Some(k) if k == "memory_pressure" && !r.delivered.memory_pressure.is_empty() => format!(
-            "{} — {}",
-            r.outcome.replace('_', " "),
-            r.delivered.memory_pressure.join(", ")
-        ),
-        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(k)),
+        Some(k)
+            if *k == crate::vocab::FailureKind::MemoryPressure
+                && !r.delivered.memory_pressure.is_empty() =>
+        {
+            format!(
+                "{} — {}",
+                r.outcome.replace('_', " "),
+                r.delivered.memory_pressure.join(", ")
+            )
+        }
+        Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(*k)),
         None if !r.delivered.memory_fallbacks.is_empty()
             || !r.delivered.memory_pressure.is_empty() =>
         {
@@ -821,7 +829,10 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             .map(|id| code(&short(id)))
             .unwrap_or_else(|| DASH.into()),
         outcome,
-        r.stage.as_deref().map(text).unwrap_or_else(|| DASH.into()),
+        r.stage
+            .map(|s| s.as_str())
+            .map(text)
+            .unwrap_or_else(|| DASH.into()),
         r.failing_node
             .as_ref()
             .map(node)
@@ -876,12 +887,19 @@ fn evidence(
         lines.push(format!("- Failing node: {}", node(n)));
     }
     if let Some(k) = &e.failure_kind {
-        lines.push(format!("- Kind: {} ({})", code(k), text(&kind_phrase(k))));
+        lines.push(format!(
+            "- Kind: {} ({})",
+            code(k.as_str()),
+            text(&kind_phrase(*k))
+        ));
     }
     if let Some(s) = &e.stage {
-        let mut line = format!("- Stage: {}", code(s));
-        if let Some(c) = e.stage_confidence.as_deref().filter(|c| *c != "unknown") {
-            line.push_str(&format!(" (confidence: {})", text(c)));
+        let mut line = format!("- Stage: {}", code(s.as_str()));
+        if let Some(c) = e
+            .stage_confidence
+            .filter(|c| *c != crate::vocab::StageConfidence::Unknown)
+        {
+            line.push_str(&format!(" (confidence: {})", text(c.as_str())));
         }
         if let Some(ev) = &e.stage_evidence {
             line.push_str(&format!(" — {}", text_with_code(ev)));

@@ -15,7 +15,7 @@ pub fn section(rows: &[MitigationRow], level: usize, session_id: &str) -> String
     let mut out = format!("{} Mitigations tried\n\n", "#".repeat(level + 1));
     out.push_str(&format!(
         "Each control changes one thing on the target and runs it once, cold, for the failure at {} (`comfy-bisect mitigate`). It passes only with a complete product, no memory fallback and no flat or black image.\n\n",
-        code(&rows[0].stage_targeted)
+        code(rows[0].stage_targeted.as_str())
     ));
     let ran: Vec<&MitigationRow> = rows.iter().filter(|r| r.run_id.is_some()).collect();
     if !ran.is_empty() {
@@ -40,12 +40,12 @@ pub fn section(rows: &[MitigationRow], level: usize, session_id: &str) -> String
                 format!("{}<br>{}", text(&r.change), text(&r.edits.join("; ")))
             };
             let targets = match &r.place {
-                Some(p) => format!("{} ({})", code(&r.stage_targeted), text(p)),
-                None => code(&r.stage_targeted),
+                Some(p) => format!("{} ({})", code(r.stage_targeted.as_str()), text(p)),
+                None => code(r.stage_targeted.as_str()),
             };
             let stage_now = match (&r.stage_now, r.moved) {
-                (Some(s), Some(true)) => format!("{} (moved)", code(s)),
-                (Some(s), _) => format!("{} (not moved)", code(s)),
+                (Some(s), Some(true)) => format!("{} (moved)", code(s.as_str())),
+                (Some(s), _) => format!("{} (not moved)", code(s.as_str())),
                 (None, _) if r.passed() => DASH.into(),
                 (None, _) => "unknown".into(),
             };
@@ -139,7 +139,7 @@ mod tests {
     fn row(control: &str, status: &str, outcome: &str) -> MitigationRow {
         MitigationRow {
             control: control.into(),
-            kind: "graph".into(),
+            kind: crate::mitigate::Kind::Graph,
             change: "VAE decode → the tiled decoder".into(),
             stage_targeted: "decode".into(),
             place: Some("first".into()),

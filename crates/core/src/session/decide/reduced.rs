@@ -26,15 +26,21 @@ use super::super::journal::{Phase, RunEntry, RunRole, SessionOptions, Strategy, 
 use super::results::{first_result, role_for, stage_of, Decision};
 use super::rules::{self, Boundary, Ctx, Searched};
 use crate::analytics::cost::StepCost;
+use crate::vocab::Stage;
 
 /// The stages whose failure shows at any step count, so a reduced-step failure there stands
 /// for the full-step run (the field-guide rule: fewer steps lower no single step's peak).
-pub const STEP_INDEPENDENT_STAGES: &[&str] =
-    &["load", "condition", "sample_first", "decode", "postprocess"];
+pub const STEP_INDEPENDENT_STAGES: &[Stage] = &[
+    Stage::Load,
+    Stage::Condition,
+    Stage::SampleFirst,
+    Stage::Decode,
+    Stage::Postprocess,
+];
 
 /// True when `r` is a reduced-step failure that counts as a full-step failure.
 pub fn step_independent(r: &RunEntry) -> bool {
-    r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s.as_str()))
+    r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s))
 }
 
 /// A reduced run must save at least this share of its own predicted full-step time: sampling
@@ -132,9 +138,9 @@ fn narrowing_a_full_step_only_failure(
 /// like a run that failed in `stage` (the failure the search is narrowing down): 0 when that
 /// stage stands at few steps ([`STEP_INDEPENDENT_STAGES`]), 1 when it can depend on the step
 /// count, ½ without a stage.
-pub fn failure_rerun(stage: Option<String>) -> f64 {
+pub fn failure_rerun(stage: Option<Stage>) -> f64 {
     match stage {
-        Some(s) if STEP_INDEPENDENT_STAGES.contains(&s.as_str()) => 0.0,
+        Some(s) if STEP_INDEPENDENT_STAGES.contains(&s) => 0.0,
         Some(_) => 1.0,
         None => 0.5,
     }

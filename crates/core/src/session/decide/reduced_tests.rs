@@ -54,7 +54,7 @@ fn drive_with(
                 },
             }),
             summary: Some(RunSummary {
-                stage: result.err().map(str::to_string),
+                stage: result.err().map(Stage::from),
                 ..RunSummary::default()
             }),
             diagnosis: None,

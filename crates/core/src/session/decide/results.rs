@@ -172,8 +172,8 @@ pub(super) fn pending_crash<'a>(
     })
 }
 
-pub(super) fn stage_of(r: &RunEntry) -> Option<String> {
-    r.summary.as_ref().and_then(|s| s.stage.clone())
+pub(super) fn stage_of(r: &RunEntry) -> Option<crate::vocab::Stage> {
+    r.summary.as_ref().and_then(|s| s.stage)
 }
 
 pub(super) fn role_for(step: usize, n: usize) -> RunRole {

@@ -26,7 +26,7 @@ pub(crate) fn describe_run(entry: &RunEntry) -> String {
     let stage = entry
         .summary
         .as_ref()
-        .and_then(|s| s.stage.clone())
+        .and_then(|s| s.stage)
         .map(|s| format!(" ({s})"))
         .unwrap_or_default();
     format!(
@@ -163,7 +163,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 outcome = Outcome::MemoryPressure {
                     evidence: p.words(),
                 };
-                summary.stage = Some(p.stage().as_str().to_string());
+                summary.stage = Some(p.stage());
             }
         }
         JudgedRun {

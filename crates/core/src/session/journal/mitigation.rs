@@ -5,6 +5,7 @@
 
 use super::types::RunEntry;
 use crate::mitigate::{Kind, Place};
+use crate::vocab::Stage;
 use crate::workflow::Change;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,7 +33,7 @@ pub struct WorkflowMitigations {
     /// The workflow's name in the session.
     pub workflow: String,
     /// The failing stage the controls were chosen for.
-    pub stage: String,
+    pub stage: Stage,
     /// The failing node of the verdict's run (`VAEDecode #8`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_node: Option<String>,
@@ -58,7 +59,7 @@ pub struct Mitigation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<Place>,
     /// The stages it targets.
-    pub stages: Vec<String>,
+    pub stages: Vec<Stage>,
     /// The edits it made to the target (graph controls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
@@ -120,7 +121,7 @@ pub struct Judged {
     pub outcome: String,
     /// The stage of the failure now (a failing control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage_now: Option<String>,
+    pub stage_now: Option<Stage>,
     /// The failing node now (`KSampler #3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_node: Option<String>,

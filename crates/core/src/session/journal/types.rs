@@ -6,7 +6,7 @@ use crate::comfy::{Fingerprint, SystemStats};
 use crate::hashing::ComponentHash;
 use crate::ladder::{Kept, NotSeparable};
 pub use crate::vocab::Outcome;
-use crate::vocab::{ProductSummary, VerdictKind};
+use crate::vocab::{ProductSummary, Stage, VerdictKind};
 use crate::workflow::Change;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -704,7 +704,7 @@ pub struct RunSummary {
     pub last_node: Option<String>,
     /// Diagnosis stage of a failure (`load`, `sample_middle`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     /// The outcome was recovered from the server's history after the tool was killed
     /// (no timeline or VRAM series for this run).
     #[serde(default)]
@@ -764,7 +764,7 @@ pub enum Verdict {
         last_pass_run_id: String,
         /// Diagnosis stage of the failure.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        stage: Option<String>,
+        stage: Option<Stage>,
         /// Steps never run (binary strategy).
         #[serde(default)]
         not_run: Vec<usize>,
@@ -775,7 +775,7 @@ pub enum Verdict {
         run_id: String,
         /// Diagnosis stage.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        stage: Option<String>,
+        stage: Option<Stage>,
     },
     /// The target passed.
     CouldNotReproduce {

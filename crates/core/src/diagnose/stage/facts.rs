@@ -1,0 +1,345 @@
+//! What the stage rules read from the evidence, below both `stage.rs` and `stage/rules.rs`:
+//! the failing node and its progress ([`Failing`]), the traceback's frames and their verdict,
+//! what a node's class says it does, and an exception that names a model file.
+
+use super::super::frames::{classify_frame, matching_rule, Frame, FrameCat};
+use super::super::{Evidence, NodeProgress};
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// The failing node as far as the evidence names it, with its last progress.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Failing {
+    pub node_id: Option<String>,
+    pub node_type: Option<String>,
+    pub progress: Option<NodeProgress>,
+    /// True when the node was taken from the timeline (the node running when the server was
+    /// lost or the run timed out), not from an execution_error.
+    pub from_timeline: bool,
+}
+
+/// Finds the failing node and its progress.
+pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
+    let mut failing = Failing {
+        node_id: evidence.node_id.clone(),
+        node_type: evidence.node_type.clone(),
+        ..Failing::default()
+    };
+    if let Some(id) = failing.node_id.as_deref() {
+        failing.progress = evidence
+            .progress
+            .iter()
+            .rev()
+            .find(|p| p.node_id == id || p.node_id.is_empty())
+            .cloned();
+    } else if let Some(console) = evidence
+        .progress
+        .iter()
+        .rev()
+        .find(|p| p.node_id.is_empty())
+    {
+        failing.progress = Some(console.clone());
+    } else if failing.node_type.is_none() {
+        if let Some(last) = evidence.progress.last() {
+            failing.node_id = Some(last.node_id.clone());
+            failing.node_type = last.class_type.clone();
+            failing.progress = Some(last.clone());
+            failing.from_timeline = true;
+        }
+    }
+    if failing.node_type.is_none() {
+        if let Some(p) = &failing.progress {
+            failing.node_type = p.class_type.clone();
+        }
+    }
+    failing
+}
+
+static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+});
+
+/// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
+/// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
+/// first, so those are reversed.
+pub(super) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut faulthandler = 0usize;
+    for line in traceback.iter().flat_map(|l| l.lines()) {
+        if let Some(c) = FRAME_RE.captures(line) {
+            if c.name("comma").is_none() {
+                faulthandler += 1;
+            }
+            frames.push(Frame {
+                path: c["path"].replace('\\', "/").to_lowercase(),
+                func: c["func"].to_lowercase(),
+                code: c
+                    .name("code")
+                    .map(|m| m.as_str().to_lowercase())
+                    .unwrap_or_default(),
+            });
+        } else if let Some(last) = frames.last_mut() {
+            let t = line.trim();
+            if last.code.is_empty() && !t.is_empty() && !t.chars().all(|c| "^~ ".contains(c)) {
+                last.code = t.to_lowercase();
+            }
+        }
+    }
+    if faulthandler > 0 && faulthandler == frames.len() {
+        frames.reverse();
+    }
+    frames
+}
+
+const MEDIA_WORDS: &[&str] = &["image", "video", "audio", "mask", "frame"];
+
+/// ComfyUI's own cleanup, where an earlier (asynchronous) GPU error resurfaces.
+const CLEANUP_FUNCS: &[&str] = &[
+    "soft_empty_cache",
+    "unload_all_models",
+    "cleanup_models",
+    "cleanup_models_gc",
+    "empty_cache",
+    "synchronize",
+];
+
+/// The cleanup frame when the deepest ComfyUI frame is ComfyUI's error-handling cleanup: the
+/// traceback then points to the wrong place.
+pub(super) fn resurfaced_in_cleanup(frames: &[Frame]) -> Option<String> {
+    let deepest = frames.iter().rev().find(|f| {
+        !(f.path.contains("/torch/") && f.path.contains("site-packages")
+            || f.path.contains("/torch/cuda/"))
+    })?;
+    CLEANUP_FUNCS
+        .contains(&deepest.func.as_str())
+        .then(|| deepest.func.clone())
+}
+
+/// The traceback's verdict: the deepest strong frame, refined by weaker frames below it.
+pub(super) fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)> {
+    let classified: Vec<(usize, FrameCat)> = frames
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| classify_frame(f).map(|c| (i, c)))
+        .collect();
+    let describe = |i: usize| {
+        let f = &frames[i];
+        let file = f.path.rsplit('/').next().unwrap_or(&f.path);
+        match matching_rule(f) {
+            Some(rule) => format!("{} ({file}: {})", f.func, rule.what),
+            None => format!("{} ({file})", f.func),
+        }
+    };
+    let deepest_strong = classified.iter().rev().find(|(_, c)| c.strong()).copied();
+    let deepest_weak_step = classified
+        .iter()
+        .rev()
+        .find(|(_, c)| *c == FrameCat::WeakStep)
+        .copied();
+    match deepest_strong {
+        Some((i, FrameCat::SamplerEntry)) => match deepest_weak_step {
+            Some((j, _)) if j > i => Some((FrameCat::Step, describe(j))),
+            _ => Some((FrameCat::SamplerEntry, describe(i))),
+        },
+        Some((i, FrameCat::Step)) => match deepest_weak_step {
+            Some((j, _)) if j > i => Some((
+                FrameCat::Step,
+                format!("{} … down to {}", describe(i), describe(j)),
+            )),
+            _ => Some((FrameCat::Step, describe(i))),
+        },
+        Some((i, cat)) => Some((cat, describe(i))),
+        None => deepest_weak_step.map(|(j, _)| (FrameCat::Step, describe(j))),
+    }
+}
+
+/// What the failing node's class says it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NodeCat {
+    Loader,
+    InputMedia,
+    Condition,
+    Sampler,
+    Decode,
+    Postprocess,
+    Other,
+}
+
+const MODEL_WORDS: &[&str] = &[
+    "checkpoint",
+    "ckpt",
+    "model",
+    "lora",
+    "unet",
+    "clip",
+    "vae",
+    "controlnet",
+    "gguf",
+    "diffusion",
+    "encoder",
+    "t5",
+    "llm",
+    "ipadapter",
+    "dit",
+    "weights",
+    "style",
+];
+
+const POSTPROCESS_WORDS: &[&str] = &[
+    "upscale",
+    "vfi",
+    "rife",
+    "film",
+    "interpolat",
+    "facerestore",
+    "face_restore",
+    "restore",
+    "gfpgan",
+    "codeformer",
+    "reactor",
+    "videocombine",
+    "video_combine",
+    "savevideo",
+    "createvideo",
+    "saveanimated",
+    "imagescale",
+    "image_scale",
+    "imageresize",
+    "image_resize",
+    "resizeimage",
+    "sharpen",
+    "colormatch",
+    "supir",
+    "esrgan",
+    "saveimage",
+    "previewimage",
+    "detailer",
+];
+
+pub(super) fn node_category(class_type: &str) -> NodeCat {
+    let n = class_type.to_lowercase();
+    // Display names have spaces ("VAE Decode", "Image Resize"); match without separators too.
+    let compact: String = n
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-'))
+        .collect();
+    let has = |words: &[&str]| words.iter().any(|w| n.contains(w) || compact.contains(w));
+    if n.contains("load") {
+        if has(MODEL_WORDS) {
+            return NodeCat::Loader;
+        }
+        if has(MEDIA_WORDS) || n.contains("path") {
+            return NodeCat::InputMedia;
+        }
+        return NodeCat::Loader;
+    }
+    if has(POSTPROCESS_WORDS) && !n.contains("latent") {
+        return NodeCat::Postprocess;
+    }
+    if n.contains("decode") {
+        return NodeCat::Decode;
+    }
+    if n.contains("encode")
+        || n.contains("conditioning")
+        || compact.contains("clipvision")
+        || n.contains("ipadapter")
+    {
+        return NodeCat::Condition;
+    }
+    if n.contains("sampler") || n.contains("sample") {
+        return NodeCat::Sampler;
+    }
+    NodeCat::Other
+}
+
+/// Sampling progress as seen before the failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Prog {
+    /// No step progress seen (the node had started, nothing more).
+    NotStarted,
+    /// The sampling loop had started (a 0/N bar) and no step finished.
+    Started0(u64),
+    /// k of N steps finished.
+    Middle(u64, u64),
+    /// All N steps finished.
+    Done(u64),
+}
+
+pub(super) fn prog_from(value: u64, max: u64, console: bool) -> Prog {
+    if value == 0 {
+        if console || max > 1 {
+            Prog::Started0(max)
+        } else {
+            Prog::NotStarted
+        }
+    } else if value < max {
+        Prog::Middle(value, max)
+    } else {
+        Prog::Done(max)
+    }
+}
+
+/// The failing node in words: `node 3 (KSampler)`; a node inside a subgraph by its own id and
+/// where it sits (`node 125 (KSampler) in subgraph #140` for `140:125`).
+pub(super) fn describe_node(f: &Failing) -> Option<String> {
+    use crate::workflow::label::{split_hierarchical, subgraph_location};
+    let no_names = indexmap::IndexMap::new();
+    match (f.node_id.as_deref(), f.node_type.as_deref()) {
+        (Some(id), Some(t)) if !id.is_empty() => Some(match subgraph_location(id, &no_names) {
+            Some(location) => format!("node {} ({t}) in {location}", split_hierarchical(id).1),
+            None => format!("node {id} ({t})"),
+        }),
+        (_, Some(t)) => Some(t.to_string()),
+        (Some(id), None) if !id.is_empty() => Some(format!("node {id}")),
+        _ => None,
+    }
+}
+
+/// Model-file extensions: an error that names one of these while mapping or reading it is a load.
+const MODEL_FILE_EXTENSIONS: &[&str] = &[
+    ".safetensors",
+    ".sft",
+    ".ckpt",
+    ".pt",
+    ".pth",
+    ".bin",
+    ".gguf",
+];
+
+/// Messages that say a model file itself could not be read (its header or format).
+const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
+    ("safetensorerror", "safetensors could not read a model file"),
+    (
+        "error while deserializing header",
+        "a .safetensors header could not be read",
+    ),
+    ("headertoolarge", "a .safetensors header could not be read"),
+];
+
+static MMAP_FILE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>").expect("static regex")
+});
+
+/// Why the exception itself shows a model file being mapped or read, when it does.
+pub(super) fn model_file_reason(evidence: &Evidence) -> Option<String> {
+    let text = format!(
+        "{} {}",
+        evidence.exception_type.as_deref().unwrap_or(""),
+        evidence.exception_message.as_deref().unwrap_or("")
+    );
+    if let Some(c) = MMAP_FILE_RE.captures(&text) {
+        let file = c["file"].to_string();
+        let lower = file.to_lowercase();
+        if MODEL_FILE_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
+            let name = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_string();
+            return Some(format!(
+                "The error is about mapping the model file {name} into memory"
+            ));
+        }
+    }
+    let lower = text.to_lowercase();
+    MODEL_FILE_MESSAGES
+        .iter()
+        .find(|(needle, _)| lower.contains(needle))
+        .map(|(_, what)| format!("The error says {what}"))
+}
