@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// A step of an atomic write that failed, with the path it concerned.
 #[derive(Debug, thiserror::Error)]
 #[error("{action} {}: {source}", path.display())]
-pub struct AtomicWriteError {
+pub(crate) struct AtomicWriteError {
     /// What was being done (`cannot create folder`, `cannot write`, …).
     pub action: &'static str,
     /// The file or folder.
@@ -25,7 +25,7 @@ pub struct AtomicWriteError {
 
 /// Whether [`replace`] waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
+pub(crate) enum Durability {
     /// fsync the file before the rename and the folder after it.
     Now,
     /// No fsync: the caller fsyncs the returned file and folder later (write-behind).
@@ -33,13 +33,13 @@ pub enum Durability {
 }
 
 /// Writes `bytes` to `path` atomically, fsynced (file, then folder).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     replace(path, bytes, Durability::Now).map(|_| ())
 }
 
 /// Writes `bytes` to a temp file beside `path` and renames it over `path`; the written file
 /// (still open) and its folder, for a later fsync with [`Durability::Later`].
-pub fn replace(
+pub(crate) fn replace(
     path: &Path,
     bytes: &[u8],
     durability: Durability,
@@ -85,7 +85,7 @@ pub fn replace(
 
 /// `OpenOptions` that create a file readable and writable by its owner only (0600 on Unix;
 /// an existing file keeps its mode). Every append-only file of a session is opened through it.
-pub fn open_private() -> std::fs::OpenOptions {
+pub(crate) fn open_private() -> std::fs::OpenOptions {
     #[allow(unused_mut)]
     let mut options = std::fs::OpenOptions::new();
     #[cfg(unix)]
@@ -94,7 +94,7 @@ pub fn open_private() -> std::fs::OpenOptions {
 }
 
 /// fsyncs a folder (so a rename in it is durable); best effort, as not every platform allows it.
-pub fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }

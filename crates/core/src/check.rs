@@ -31,7 +31,7 @@ use tokio::sync::watch;
 pub const CHECK_FILE: &str = "check.json";
 
 /// Increment name of a check's one step (the workflow as given).
-pub const CHECK_STEP: &str = "target";
+pub(crate) const CHECK_STEP: &str = "target";
 
 /// What `check` needs besides the server.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub struct CheckOptions {
     pub cold: bool,
     /// `--models-dir` roots for component hashes.
     pub models_dirs: Vec<PathBuf>,
-    /// Where progress is shown (the front end's display; [`Progress::silent`] for none).
+    /// Where progress is shown (the front end's display; `Progress::silent` for none).
     pub progress: Progress,
 }
 
@@ -86,7 +86,7 @@ impl CheckStatus {
     }
 
     /// `good`, `bad`, `skip`, `interrupted`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CheckStatus::Good => "good",
             CheckStatus::Bad => "bad",
@@ -96,7 +96,7 @@ impl CheckStatus {
     }
 
     /// The status of a journaled run's outcome (`by_us`: we interrupted it).
-    pub fn of(outcome: &Outcome, by_us: bool) -> CheckStatus {
+    pub(crate) fn of(outcome: &Outcome, by_us: bool) -> CheckStatus {
         match outcome {
             Outcome::Passed => CheckStatus::Good,
             Outcome::Interrupted if by_us => CheckStatus::Interrupted,
@@ -170,13 +170,13 @@ impl CheckRecord {
 }
 
 /// Whether a session folder holds a check (one run for `git bisect`, not a bisect to resume).
-pub fn is_check(session_dir: &Path) -> bool {
+pub(crate) fn is_check(session_dir: &Path) -> bool {
     session_dir.join(CHECK_FILE).is_file()
 }
 
 /// Why a check could not even be answered (bad input, or the journal cannot be written).
 #[derive(Debug, thiserror::Error)]
-pub enum CheckError {
+pub(crate) enum CheckError {
     /// The workflow file or `--checkout` is wrong.
     #[error("{0}")]
     Input(String),
@@ -214,7 +214,7 @@ impl Facts {
 }
 
 /// The commit checked out in `dir` (`git rev-parse HEAD`); the error in words.
-pub fn git_head(dir: &Path) -> Result<String, String> {
+pub(crate) fn git_head(dir: &Path) -> Result<String, String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -229,7 +229,7 @@ pub fn git_head(dir: &Path) -> Result<String, String> {
 
 /// Runs one check (see the module comment). `cancel` turns true on Ctrl-C; the run is then
 /// interrupted and the check answers `interrupted`.
-pub fn check(
+pub(crate) fn check(
     handle: &Handle,
     client: Client,
     options: CheckOptions,

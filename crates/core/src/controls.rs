@@ -7,9 +7,9 @@
 //!
 //! A run passes when its product is complete, it went through no memory fallback and the first
 //! image of each image output is neither one flat colour nor NaN-black
-//! ([`crate::run::degenerate`]). A failing control records the stage and node it fails at now
+//! (`crate::run::degenerate`). A failing control records the stage and node it fails at now
 //! and whether that moved. Server controls relaunch the server through `--launch-cmd`
-//! ([`crate::server::relaunch`]); without one they are listed as not run.
+//! (`crate::server::relaunch`); without one they are listed as not run.
 
 use crate::catalog::Catalog;
 use crate::mitigate::{plan, Fit, Kind, ServerFacts};
@@ -29,7 +29,7 @@ use std::path::PathBuf;
 
 /// What a mitigation pass needs besides the session.
 #[derive(Debug, Clone)]
-pub struct MitigateOptions {
+pub(crate) struct MitigateOptions {
     /// `--max-mitigations N`: at most N controls run per workflow (None: all that apply).
     pub max: Option<usize>,
     /// `--launch-cmd 'TEMPLATE {args}'`: how the server is relaunched for server controls.
@@ -55,7 +55,7 @@ fn file_path<B: Backend, C: Clock>(driver: &Driver<'_, B, C>) -> PathBuf {
 }
 
 /// Reads a session's `mitigations.json` (an empty record when there is none).
-pub fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalError> {
+pub(crate) fn load(session_dir: &std::path::Path) -> Result<MitigationsFile, JournalError> {
     let path = session_dir.join(MITIGATIONS_FILE);
     if !path.is_file() {
         return Ok(MitigationsFile::default());
@@ -237,7 +237,7 @@ fn plan_workflow<B: Backend, C: Clock>(
 
 /// Runs the mitigations of every workflow of the driver's session whose failure was located
 /// (see the module comment). The record is saved after every change.
-pub fn mitigate<B: Backend, C: Clock>(
+pub(crate) fn mitigate<B: Backend, C: Clock>(
     driver: &mut Driver<'_, B, C>,
     options: &MitigateOptions,
 ) -> Result<MitigateEnd, JournalError> {

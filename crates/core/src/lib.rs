@@ -16,7 +16,7 @@ pub use comfy_bisect_graph::{catalog, ladder, mitigate, nodedefs, workflow};
 
 pub mod analytics;
 pub mod app;
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod check;
 pub mod comfy;
 pub mod controls;
@@ -27,7 +27,7 @@ pub mod report;
 pub mod run;
 pub mod server;
 pub mod session;
-pub mod shell;
+pub(crate) mod shell;
 pub mod text;
 pub mod units;
 pub mod vocab;

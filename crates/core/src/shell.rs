@@ -7,7 +7,7 @@ use std::path::Path;
 /// `word` quoted for a POSIX shell when it needs it (`shell_words::quote`), also when it holds
 /// what an interactive shell expands though POSIX does not (`!` history, `{a,b}` braces, `^`)
 /// or a control character.
-pub fn quote(word: &str) -> Cow<'_, str> {
+pub(crate) fn quote(word: &str) -> Cow<'_, str> {
     let quoted = shell_words::quote(word);
     let interactive = |c: char| matches!(c, '!' | '{' | '}' | '^') || c.is_control();
     match quoted {
@@ -18,7 +18,7 @@ pub fn quote(word: &str) -> Cow<'_, str> {
 }
 
 /// `words` quoted ([`quote`]) and joined by spaces.
-pub fn join<S: AsRef<str>>(words: &[S]) -> String {
+pub(crate) fn join<S: AsRef<str>>(words: &[S]) -> String {
     words
         .iter()
         .map(|w| quote(w.as_ref()))
@@ -27,12 +27,12 @@ pub fn join<S: AsRef<str>>(words: &[S]) -> String {
 }
 
 /// The folder sessions are written to unless `--runs-dir` says otherwise.
-pub const DEFAULT_RUNS_DIR: &str = "runs";
+pub(crate) const DEFAULT_RUNS_DIR: &str = "runs";
 
 /// The command that continues session `session_id`: `comfy-bisect resume ID`, with
 /// `--runs-dir DIR` when the session is in `runs_dir` other than the default `runs` (`None`:
 /// not known, as in a shared report).
-pub fn resume_command(session_id: &str, runs_dir: Option<&Path>) -> String {
+pub(crate) fn resume_command(session_id: &str, runs_dir: Option<&Path>) -> String {
     let mut command = format!("comfy-bisect resume {}", quote(session_id));
     if let Some(dir) = runs_dir.filter(|d| *d != Path::new(DEFAULT_RUNS_DIR)) {
         command.push_str(" --runs-dir ");

@@ -9,17 +9,17 @@ use jiff::tz::{Offset, TimeZone};
 use jiff::Timestamp;
 
 /// Bytes in a MiB.
-pub const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 /// Bytes in a GiB.
-pub const GIB: u64 = 1 << 30;
+pub(crate) const GIB: u64 = 1 << 30;
 
 /// A MiB amount with two decimals: `1536.00 MiB` (diagnoses, advice).
-pub fn mib(x: f64) -> String {
+pub(crate) fn mib(x: f64) -> String {
     format!("{x:.2} MiB")
 }
 
 /// A MiB amount rounded for a table: no decimals from 100 MiB on, else one (`512 MiB`, `12.5 MiB`).
-pub fn mib_rounded(v: f64) -> String {
+pub(crate) fn mib_rounded(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0} MiB")
     } else {
@@ -34,7 +34,7 @@ pub fn gib(bytes: u64) -> String {
 
 /// A memory size for people: GiB with one decimal from 1 GiB on, else whole MiB (`1.5 GiB`,
 /// `640 MiB`).
-pub fn gib_or_mib(bytes: u64) -> String {
+pub(crate) fn gib_or_mib(bytes: u64) -> String {
     let b = bytes as f64;
     if bytes >= GIB {
         format!("{:.1} GiB", b / GIB as f64)
@@ -45,7 +45,7 @@ pub fn gib_or_mib(bytes: u64) -> String {
 
 /// A file size for a report table: GiB with two decimals from 1 GiB on, MiB with one from
 /// 1 MiB on, else bytes (`1.99 GiB`, `159.8 MiB`, `512 B`).
-pub fn file_size(bytes: u64) -> String {
+pub(crate) fn file_size(bytes: u64) -> String {
     let b = bytes as f64;
     if bytes >= GIB {
         format!("{:.2} GiB", b / GIB as f64)
@@ -57,7 +57,7 @@ pub fn file_size(bytes: u64) -> String {
 }
 
 /// Bytes as MiB, for the `*_mib` fields of the journal and the report.
-pub fn to_mib(bytes: u64) -> f64 {
+pub(crate) fn to_mib(bytes: u64) -> f64 {
     bytes as f64 / MIB as f64
 }
 
@@ -80,7 +80,7 @@ pub fn human_bytes(n: u64) -> String {
 
 /// Seconds for a report: one decimal under a minute, else minutes and seconds (`4.2 s`,
 /// `3m 05s`).
-pub fn seconds(s: f64) -> String {
+pub(crate) fn seconds(s: f64) -> String {
     if s < 60.0 {
         format!("{s:.1} s")
     } else {
@@ -102,24 +102,24 @@ pub fn compact_duration(d: std::time::Duration) -> String {
 }
 
 /// Now, UTC, RFC 3339 with as many fraction digits as needed: `2026-12-01T03:12:44.5Z`.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     Timestamp::now().to_string()
 }
 
 /// A Unix time (seconds) as RFC 3339 UTC (`2026-12-01T03:12:44Z`); empty when out of range.
-pub fn unix_rfc3339(seconds: i64) -> String {
+pub(crate) fn unix_rfc3339(seconds: i64) -> String {
     Timestamp::from_second(seconds)
         .map(|t| t.to_string())
         .unwrap_or_default()
 }
 
 /// Parses an RFC 3339 timestamp (any offset).
-pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     parse_rfc3339_offset(text).map(|(t, _)| t)
 }
 
 /// Parses an RFC 3339 timestamp and keeps the offset it was written with.
-pub fn parse_rfc3339_offset(text: &str) -> Option<(Timestamp, Offset)> {
+pub(crate) fn parse_rfc3339_offset(text: &str) -> Option<(Timestamp, Offset)> {
     if !is_rfc3339(text) {
         return None;
     }
@@ -133,7 +133,7 @@ pub fn parse_rfc3339_offset(text: &str) -> Option<(Timestamp, Offset)> {
 
 /// Formats a timestamp as RFC 3339 at `offset`: `Z` for UTC, else `±HH:MM`; fraction digits only
 /// as many as needed.
-pub fn format_rfc3339(t: Timestamp, offset: Offset) -> String {
+pub(crate) fn format_rfc3339(t: Timestamp, offset: Offset) -> String {
     if offset == Offset::UTC {
         t.to_string()
     } else {
@@ -142,7 +142,7 @@ pub fn format_rfc3339(t: Timestamp, offset: Offset) -> String {
 }
 
 /// The UTC calendar fields of a timestamp (for file names and log stamps).
-pub fn utc(t: Timestamp) -> jiff::civil::DateTime {
+pub(crate) fn utc(t: Timestamp) -> jiff::civil::DateTime {
     t.to_zoned_datetime(TimeZone::UTC).datetime()
 }
 

@@ -324,7 +324,7 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in run order, `Unknown` last.
-    pub const ALL: [Stage; 7] = [
+    pub(crate) const ALL: [Stage; 7] = [
         Stage::Load,
         Stage::Condition,
         Stage::SampleFirst,
@@ -335,7 +335,7 @@ impl Stage {
     ];
 
     /// The stage a snake_case name stands for (`Unknown` for any other text).
-    pub fn from_name(name: &str) -> Stage {
+    pub(crate) fn from_name(name: &str) -> Stage {
         Stage::ALL
             .into_iter()
             .find(|s| s.as_str() == name)
@@ -343,7 +343,7 @@ impl Stage {
     }
 
     /// The stage in words, with its name (`load` → "while loading weights (load stage)").
-    pub fn phrase(self) -> String {
+    pub(crate) fn phrase(self) -> String {
         let words = match self {
             Stage::Load => "while loading weights",
             Stage::Condition => "while encoding the conditioning",
@@ -414,7 +414,7 @@ pub enum StageConfidence {
 
 impl StageConfidence {
     /// The snake_case name used in JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StageConfidence::Certain => "certain",
             StageConfidence::Likely => "likely",
@@ -481,7 +481,7 @@ impl Numbers {
     }
 
     /// The eight numbers of the diagnosis contract, as the report prints them.
-    pub fn contract(&self) -> ContractNumbers {
+    pub(crate) fn contract(&self) -> ContractNumbers {
         ContractNumbers {
             requested_mib: self.requested_mib,
             gpu_index: self.gpu_index,
@@ -496,7 +496,7 @@ impl Numbers {
 }
 
 /// The eight allocator numbers of the diagnosis contract as the report prints them: the same
-/// facts as [`Numbers`], absent ones left out of the JSON (see [`Numbers::contract`]).
+/// facts as [`Numbers`], absent ones left out of the JSON (see `Numbers::contract`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContractNumbers {
     /// Size of the allocation that failed.
@@ -527,12 +527,12 @@ pub struct ContractNumbers {
 
 impl ContractNumbers {
     /// Whether no number was printed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self == &ContractNumbers::default()
     }
 
     /// (label, MiB) pairs of the printed numbers, in message order (the GPU index excluded).
-    pub fn rows(&self) -> Vec<(&'static str, f64)> {
+    pub(crate) fn rows(&self) -> Vec<(&'static str, f64)> {
         [
             ("requested", self.requested_mib),
             ("total capacity", self.total_mib),
@@ -601,7 +601,7 @@ pub enum VerdictKind {
 
 impl VerdictKind {
     /// The snake_case name used in JSON (`first_failure`, `minimal_fails`, …).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             VerdictKind::FirstFailure => "first_failure",
             VerdictKind::MinimalFails => "minimal_fails",

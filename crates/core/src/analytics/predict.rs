@@ -8,8 +8,8 @@
 //! step + post, each part following what it scales with. Time per step follows the work
 //! (pixels × latent frames × batch, [`Work::units`]) and post time the decoded work (frames as
 //! asked, [`Work::decoded_units`]), each as a power of it through the finished runs nearest
-//! in work; with one run, the step time proportionally ([`ONE_POINT_STEP_EXPONENT`]) and the
-//! post time as its square root ([`ONE_POINT_POST_EXPONENT`]). Setup follows the
+//! in work; with one run, the step time proportionally (`ONE_POINT_STEP_EXPONENT`) and the
+//! post time as its square root (`ONE_POINT_POST_EXPONENT`). Setup follows the
 //! models: the one of a finished run that loads the same models ([`Work::models`]), cold apart
 //! from warm, else of the nearest finished run of the same workflow. Failed runs count: their
 //! setup and the steps they timed. No finished run: no estimate.
@@ -129,14 +129,14 @@ pub fn predict_run(
 /// `t₀·r²` (all attention), and which the measurement does not say. Their geometric mean,
 /// `t₀·r`, is the estimate whose worst error factor against either end is smallest (`r` both
 /// ways): proportional scaling.
-pub const ONE_POINT_STEP_EXPONENT: f64 = 1.0;
+pub(crate) const ONE_POINT_STEP_EXPONENT: f64 = 1.0;
 
 /// The power of the work the time after the last step (decode, post-processing, saving)
 /// follows when one work was measured: a fixed cost plus parts linear in the pixels (a VAE
 /// decode is convolutional, saving writes the pixels), so between `t₀` and `t₀·r`, and their
 /// geometric mean `t₀·√r`. Proportional scaling overestimated a 130× larger run's decode 30×
 /// (the minimal run's post time is mostly fixed cost).
-pub const ONE_POINT_POST_EXPONENT: f64 = 0.5;
+pub(crate) const ONE_POINT_POST_EXPONENT: f64 = 0.5;
 
 /// How a time follows the work: the power of it with one measured work, and the range the
 /// power fitted through two measured works is held to when extrapolating beyond them.
@@ -223,7 +223,7 @@ pub fn step_costs(
 /// The expected time of `runs` (as `session::eta::runs_left` gives them: ladder step,
 /// reduced, weight) of workflow `workflow`, whose step `k` does `works[k]` (`.0` at full
 /// steps, `.1` at the reduced step count); None without an estimate.
-pub fn time_left(
+pub(crate) fn time_left(
     seen: &[Observed],
     workflow: usize,
     runs: &[(usize, bool, f64)],

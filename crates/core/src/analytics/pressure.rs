@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 /// The default `--max-slowdown`: a step may take this many times what the added work
 /// explains before the slowdown counts as memory pressure (docs/sessions.md says why).
-pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
+pub(crate) const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
 
 /// Seconds per step below which a step is too short to compare: the frames' millisecond
 /// clock and scheduling noise would decide the ratio.
-pub const MIN_TIMED_STEP_S: f64 = 0.02;
+pub(crate) const MIN_TIMED_STEP_S: f64 = 0.02;
 
 /// The work of one sampler step, in the units of the conservative bound (issue #23: the
 /// tokens): pixels × latent frames × batch as the ladder measures it (`ladder::work`: the
@@ -37,7 +37,7 @@ pub fn work_of(workflow: &Workflow) -> Option<f64> {
 
 /// The previous passing step of the ladder, as the journal has it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// Its ladder step.
     pub step: usize,
     /// Its seconds per step (0 when not timed: nothing is compared).
@@ -50,7 +50,7 @@ pub struct Baseline {
 
 impl Baseline {
     /// The baseline of a passing run at `step`: its seconds per step, work and memory events.
-    pub fn of(
+    pub(crate) fn of(
         step: usize,
         s_per_step: Option<f64>,
         work: Option<f64>,
@@ -112,7 +112,7 @@ pub enum Evidence {
 
 impl Evidence {
     /// In words, with the numbers.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Evidence::PartialLoad {
                 class,
@@ -152,7 +152,7 @@ pub struct MemoryPressure {
 impl MemoryPressure {
     /// Where the evidence was seen: the steps after the first for a slowdown (`sample_middle`),
     /// the load for a partial load alone.
-    pub fn stage(&self) -> crate::vocab::Stage {
+    pub(crate) fn stage(&self) -> crate::vocab::Stage {
         if self
             .evidence
             .iter()
@@ -165,7 +165,7 @@ impl MemoryPressure {
     }
 
     /// In words for the journal and the ladder cell: the evidence, then what streamed.
-    pub fn words(&self) -> Vec<String> {
+    pub(crate) fn words(&self) -> Vec<String> {
         let mut out: Vec<String> = self.evidence.iter().map(Evidence::describe).collect();
         if let Some(mb) = self.staged_mb {
             out.push(format!("weights streamed ({mb} MB staged)"));
@@ -176,7 +176,7 @@ impl MemoryPressure {
 
 /// The memory pressure of a passed run, judged with `max_slowdown` against `baseline`; `None`
 /// when no evidence fired (or the run did not pass).
-pub fn assess(
+pub(crate) fn assess(
     record: &RunRecord,
     work: Option<f64>,
     baseline: Option<&Baseline>,

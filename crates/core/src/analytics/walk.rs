@@ -3,7 +3,7 @@
 //! variant, whose work is far smaller, so the conservative slowdown bound of [`super::pressure`]
 //! hides streaming there; a cue makes the session walk the ladder from step 1, one step at a
 //! time, where each step is judged against the previous passing one. A cue costs runs, it is
-//! never evidence: the verdict still needs [`super::pressure::assess`] to fire at a step.
+//! never evidence: the verdict still needs `super::pressure::assess` to fire at a step.
 //! Pure: it reads a finished record and the VRAM its summary recorded; the option that turns
 //! the cues into a walk (`--walk-on-pass`) is the decision's (`session::decide`).
 
@@ -64,7 +64,7 @@ pub enum Cue {
 
 impl Cue {
     /// In words, with the numbers.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Cue::MemoryPressure { evidence } => {
                 format!("the target passed under memory pressure ({})", evidence.join(", "))
@@ -105,7 +105,7 @@ impl Cue {
 
 /// The card's VRAM as a run's summary records it: its total and the run's peak.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct VramUse<'a> {
+pub(crate) struct VramUse<'a> {
     /// The card's total, MiB.
     pub total_mib: Option<f64>,
     /// The run's peak, MiB.
@@ -119,7 +119,11 @@ pub struct VramUse<'a> {
 /// The cues on a passed run of the target: its memory pressure (`pressure`), its partial loads,
 /// its staging at or above the card and its VRAM peak near the card's total (`vram`). Empty
 /// for a run that did not pass.
-pub fn cues(record: &RunRecord, vram: &VramUse, pressure: Option<&MemoryPressure>) -> Vec<Cue> {
+pub(crate) fn cues(
+    record: &RunRecord,
+    vram: &VramUse,
+    pressure: Option<&MemoryPressure>,
+) -> Vec<Cue> {
     if record.outcome != crate::vocab::OutcomeKind::Passed {
         return Vec::new();
     }

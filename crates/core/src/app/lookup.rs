@@ -40,7 +40,7 @@ pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
 
 /// The session of `runs_dir` to resume when none is named: among those with runs left or a run
 /// in flight, the one whose journal was written last (`updated_at`, then the id).
-pub fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
+pub(crate) fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String> {
     let entries = std::fs::read_dir(runs_dir).map_err(|e| {
         format!(
             "cannot read the runs folder {}: {e} (pass --runs-dir DIR, or the session id)",
@@ -206,7 +206,7 @@ pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, 
 
 /// The runs of a runs folder: its index entries, plus the runs of sessions whose index lines
 /// are missing (a copied runs folder).
-pub fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
+pub(crate) fn run_entries(runs_dir: &Path) -> Vec<IndexEntry> {
     let mut entries = index::read_all(runs_dir).unwrap_or_default();
     let Ok(dirs) = std::fs::read_dir(runs_dir) else {
         return entries;
@@ -266,7 +266,7 @@ pub struct FoundRun {
 
 impl FoundRun {
     /// Where its record (`run.json`) is.
-    pub fn record_path(&self) -> PathBuf {
+    pub(crate) fn record_path(&self) -> PathBuf {
         self.dir.join(RUN_RECORD_FILE)
     }
 

@@ -49,7 +49,7 @@ impl AppError {
 }
 
 /// `Result` of the façade.
-pub type AppResult<T> = Result<T, AppError>;
+pub(crate) type AppResult<T> = Result<T, AppError>;
 
 /// Gives an error a kind: `result.kind(ErrorKind::Input)?`.
 pub(crate) trait Kind<T> {

@@ -248,7 +248,7 @@ pub struct ResumeOptions {
     /// The runs folder to look in.
     pub runs_dir: PathBuf,
     /// Session id, a unique prefix of it, or the session folder; `None` takes the unfinished
-    /// session of `runs_dir` written last ([`latest_unfinished`]).
+    /// session of `runs_dir` written last (`latest_unfinished`).
     pub session: Option<String>,
     /// The deadline from now on.
     pub deadline: DeadlineChange,
@@ -367,7 +367,7 @@ pub(crate) struct ReportThrottle {
 
 impl ReportThrottle {
     /// Whether a rewrite is due at `now`.
-    pub fn due(&self, now: Instant) -> bool {
+    pub(crate) fn due(&self, now: Instant) -> bool {
         match self.last {
             None => true,
             Some((at, took)) => now.saturating_duration_since(at) >= took * 20,
@@ -375,7 +375,7 @@ impl ReportThrottle {
     }
 
     /// Records a rewrite that ended at `at` and took `took`.
-    pub fn wrote(&mut self, at: Instant, took: Duration) {
+    pub(crate) fn wrote(&mut self, at: Instant, took: Duration) {
         self.last = Some((at, took));
     }
 }
@@ -503,7 +503,7 @@ pub fn bring_up(
 /// are handled alike: our prompt is interrupted on the server, the run and the session are
 /// recorded as interrupted, and the process exits with status 130. Returns the signal's name;
 /// `None` when no handler could be installed.
-pub async fn stop_signal() -> Option<&'static str> {
+pub(crate) async fn stop_signal() -> Option<&'static str> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -135,9 +135,9 @@ pub struct ViewHead {
 
 /// Whether the bytes read so far suffice: called with them, the file offset of the first and
 /// the file's size when known.
-pub type Enough<'a> = dyn Fn(&[u8], u64, Option<u64>) -> bool + Sync + 'a;
+pub(crate) type Enough<'a> = dyn Fn(&[u8], u64, Option<u64>) -> bool + Sync + 'a;
 
-/// How much of a `/view` answer [`Client::view_read`] reads.
+/// How much of a `/view` answer `Client::view_read` reads.
 pub struct ViewRead<'a> {
     /// Ask for the bytes from this offset on (`Range: bytes=N-`). A server that ignores the
     /// header answers 200 with the whole file; its start is then read only when the offset
@@ -246,12 +246,6 @@ impl Client {
         }
     }
 
-    /// `GET /models/{folder}` (an HTTP 404 error for an unknown folder).
-    pub async fn models(&self, folder: &str) -> Result<Vec<String>, ClientError> {
-        self.get_json(&format!("{}/{}", routes::MODELS, encode_segment(folder)))
-            .await
-    }
-
     /// `GET route`, the body as text; `None` when the server answers 404 (a route it does not
     /// have, such as an extension's that is not installed).
     pub(crate) async fn get_text_opt(&self, route: &str) -> Result<Option<String>, ClientError> {
@@ -291,7 +285,10 @@ impl Client {
     }
 
     /// `POST /prompt`.
-    pub async fn submit(&self, request: &PromptRequest<'_>) -> Result<Submitted, ClientError> {
+    pub(crate) async fn submit(
+        &self,
+        request: &PromptRequest<'_>,
+    ) -> Result<Submitted, ClientError> {
         let body = serde_json::to_value(request).map_err(|e| ClientError::Decode {
             method: "POST".into(),
             url: self.url_for(routes::PROMPT).to_string(),
@@ -317,13 +314,17 @@ impl Client {
     }
 
     /// `POST /free {"unload_models", "free_memory"}` (the worker acts when idle).
-    pub async fn free(&self, unload_models: bool, free_memory: bool) -> Result<(), ClientError> {
+    pub(crate) async fn free(
+        &self,
+        unload_models: bool,
+        free_memory: bool,
+    ) -> Result<(), ClientError> {
         let body = json!({"unload_models": unload_models, "free_memory": free_memory});
         self.post_ok(routes::FREE, body).await
     }
 
     /// `POST /interrupt {"prompt_id"}`: interrupts `prompt_id` only if it is the running prompt.
-    pub async fn interrupt(&self, prompt_id: &str) -> Result<(), ClientError> {
+    pub(crate) async fn interrupt(&self, prompt_id: &str) -> Result<(), ClientError> {
         self.post_ok(routes::INTERRUPT, json!({ "prompt_id": prompt_id }))
             .await
     }
@@ -349,7 +350,7 @@ impl Client {
     }
 
     /// `POST /api/jobs/{id}/cancel`: `Some(cancelled)` from the server's answer, `None` when it
-    /// has no such route (0.8.0 answers 405, 0.3.x 404): then use [`Client::interrupt`].
+    /// has no such route (0.8.0 answers 405, 0.3.x 404): then use `Client::interrupt`.
     pub async fn cancel_job(&self, prompt_id: &str) -> Result<Option<bool>, ClientError> {
         let route = format!(
             "{}/{}{}",
@@ -426,7 +427,7 @@ impl Client {
     }
 
     /// `GET /view?filename=&subfolder=&type=` reading only the start of the body: chunks are
-    /// read until `enough` says the bytes so far suffice (or [`super::media::MAX_HEADER_BYTES`]
+    /// read until `enough` says the bytes so far suffice (or `super::media::MAX_HEADER_BYTES`
     /// are in), then the response is dropped unread. `None` on 404 (no such file). The recorded
     /// exchange names the route with its query and summarises the answer instead of the bytes.
     pub async fn view_head(
@@ -446,7 +447,7 @@ impl Client {
     /// from an offset, until `enough` or `read.cap` bytes, then the response is dropped
     /// unread. `None` on 404. Recorded like [`Client::view_head`], with the range asked and
     /// the status answered.
-    pub async fn view_read(
+    pub(crate) async fn view_read(
         &self,
         file: &ViewFile<'_>,
         read: &ViewRead<'_>,

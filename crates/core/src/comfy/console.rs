@@ -286,7 +286,7 @@ pub fn classify(line: &str) -> Option<ConsoleLine> {
 /// Which model-management line a console line is, whether or not [`classify`] can read its
 /// figures (a pasted log's `loaded partially` of another format, a bare `Requested to load`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadPhrase {
+pub(crate) enum LoadPhrase {
     /// `Requested to load …`.
     Requested,
     /// `loaded completely …`.
@@ -299,7 +299,7 @@ pub enum LoadPhrase {
 
 /// The phrase a model-management line starts with (see [`LoadPhrase`]); None for any other
 /// line. [`classify`] reads the figures of the same lines.
-pub fn load_phrase(line: &str) -> Option<LoadPhrase> {
+pub(crate) fn load_phrase(line: &str) -> Option<LoadPhrase> {
     let c = LOAD_PHRASE_RE.captures(line.trim())?;
     Some(if c.name("requested").is_some() {
         LoadPhrase::Requested
@@ -431,7 +431,7 @@ pub(crate) struct MemoryParser {
 
 impl MemoryParser {
     /// An empty parser.
-    pub fn new() -> MemoryParser {
+    pub(crate) fn new() -> MemoryParser {
         MemoryParser::default()
     }
 
@@ -484,7 +484,7 @@ impl MemoryParser {
     }
 
     /// The events so far (an unfinished bar counts with its last state).
-    pub fn finish(mut self) -> Vec<MemoryEvent> {
+    pub(crate) fn finish(mut self) -> Vec<MemoryEvent> {
         self.flush_bar();
         self.events
     }

@@ -6,8 +6,8 @@
 //! feeds the bytes it has read and learns whether more (or bytes from a given offset) would
 //! tell more; what it cannot read stays unknown, with a note saying why.
 //!
-//! "Cheap" is bounded: a caller reads at most [`MAX_SCAN_BYTES`] from the start of a file and,
-//! for an MP4 whose `moov` follows its `mdat`, at most [`MAX_SCAN_BYTES`] more from that offset.
+//! "Cheap" is bounded: a caller reads at most `MAX_SCAN_BYTES` from the start of a file and,
+//! for an MP4 whose `moov` follows its `mdat`, at most `MAX_SCAN_BYTES` more from that offset.
 //! Formats whose frame count needs the whole file (GIF, animated WebP, WebM) are counted only
 //! when the file is no larger than that.
 
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// Most bytes read from one place of a file: the head (or the whole file for the formats that
 /// need it), and again for an MP4's `moov` after its `mdat`.
-pub const MAX_SCAN_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_SCAN_BYTES: u64 = 4 * 1024 * 1024;
 
 /// What kind of media a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +89,7 @@ pub enum Probe {
 impl Probe {
     /// What is known now (for a caller that stops reading here); `capped` says why it stopped
     /// with frames unread.
-    pub fn facts(self, capped: &str) -> Option<Facts> {
+    pub(crate) fn facts(self, capped: &str) -> Option<Facts> {
         match self {
             Probe::Done(f) => Some(f),
             Probe::More(f) => f.map(|mut f| {

@@ -94,12 +94,4 @@ impl ClientError {
             }
         }
     }
-
-    /// HTTP status of a [`ClientError::Status`].
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ClientError::Status { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
 }

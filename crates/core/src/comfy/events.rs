@@ -200,7 +200,8 @@ impl EventTracker {
     }
 
     /// The followed prompt id.
-    pub fn prompt_id(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn prompt_id(&self) -> &str {
         &self.prompt_id
     }
 
@@ -551,18 +552,13 @@ impl EventTracker {
         self.sid.as_deref()
     }
 
-    /// Last `queue_remaining` seen.
-    pub fn queue_remaining(&self) -> Option<u64> {
-        self.queue_remaining
-    }
-
     /// Time our prompt started (first event about it).
     pub fn started_ms(&self) -> Option<u64> {
         self.started_ms
     }
 
     /// Time of `executing {node: null}`.
-    pub fn finished_ms(&self) -> Option<u64> {
+    pub(crate) fn finished_ms(&self) -> Option<u64> {
         self.finished_ms
     }
 

@@ -88,7 +88,7 @@ pub struct Fingerprint {
     pub deploy_environment: Option<String>,
     /// How the server manages memory (dynamic VRAM, pinned memory, offload, cache), derived
     /// from the version, the primary device, the launch arguments and the comfy packages; not
-    /// part of the id (those fields are), but named in [`diff`] when it changes.
+    /// part of the id (those fields are), but named in `diff` when it changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mode: Option<MemoryMode>,
 }
@@ -187,7 +187,7 @@ fn flag_values(argv: &[String], flag: &str) -> Option<Vec<String>> {
 }
 
 /// The memory mode of a server from its `/system_stats` (see [`MemoryMode`]).
-pub fn memory_mode(stats: &SystemStats) -> MemoryMode {
+pub(crate) fn memory_mode(stats: &SystemStats) -> MemoryMode {
     let argv = &stats.system.argv;
     let has = |f: &str| flag_values(argv, f).is_some();
     let packages = comfy_packages(stats);
@@ -260,7 +260,7 @@ pub fn memory_mode(stats: &SystemStats) -> MemoryMode {
 }
 
 /// `system.comfy_package_versions` (absent before late 2026: empty).
-pub fn comfy_packages(stats: &SystemStats) -> Vec<ComfyPackage> {
+pub(crate) fn comfy_packages(stats: &SystemStats) -> Vec<ComfyPackage> {
     stats
         .system
         .extra
@@ -500,7 +500,7 @@ pub(crate) fn model_folder(folder: &str, listing: &Value) -> ModelFolder {
 }
 
 /// The fingerprint from the server's answers.
-pub fn build(
+pub(crate) fn build(
     stats: &SystemStats,
     nodes: Option<&(NodeSet, Vec<NodePack>)>,
     manager_installed: Option<&Value>,
@@ -585,7 +585,7 @@ impl Fingerprint {
 
 /// What changed from `before` to `after`, one line per difference (empty: nothing that the id
 /// covers, and the same model listings).
-pub fn diff(before: &Fingerprint, after: &Fingerprint) -> Vec<String> {
+pub(crate) fn diff(before: &Fingerprint, after: &Fingerprint) -> Vec<String> {
     let mut out = Vec::new();
     let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "unknown".into());
     for (what, a, b) in [
@@ -796,7 +796,7 @@ impl Fingerprinter {
     /// The custom node pack of each of `classes` that comes from one (class → pack), as the
     /// last `/object_info` said; the classes not in it are ComfyUI's own. None when no
     /// `/object_info` was read yet.
-    pub fn custom_classes<'a>(
+    pub(crate) fn custom_classes<'a>(
         &self,
         classes: impl IntoIterator<Item = &'a str>,
     ) -> Option<BTreeMap<String, String>> {
@@ -904,7 +904,7 @@ impl Fingerprinter {
 
 /// The body of `GET /internal/folder_paths` (`{"checkpoints": ["/…/models/checkpoints", …]}`);
 /// empty when it has another shape.
-pub fn parse_folder_paths(text: &str) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn parse_folder_paths(text: &str) -> BTreeMap<String, Vec<String>> {
     serde_json::from_str(text).unwrap_or_default()
 }
 

@@ -104,13 +104,9 @@ impl ExtraHeaders {
     }
 
     /// The header names (for messages; never the values).
-    pub fn names(&self) -> Vec<&str> {
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.pairs.iter().map(|(n, _)| n.as_str()).collect()
-    }
-
-    /// True when there are no headers.
-    pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
     }
 
     /// (name, value) pairs, for the WebSocket handshake.

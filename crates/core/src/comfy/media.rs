@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The most bytes worth reading for a header: a JPEG's frame header can follow large EXIF or ICC
 /// segments; past this the size is given up on (the rest of the body is never read).
-pub const MAX_HEADER_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 256 * 1024;
 
 /// What a header says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

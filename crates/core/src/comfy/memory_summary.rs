@@ -47,7 +47,7 @@ const MARKER: &str = "Memory summary:";
 
 /// The last `Memory summary:` block of a console text, when it holds a PyTorch table (an
 /// empty summary, as on a device without one, gives None).
-pub fn last_summary(console: &str) -> Option<AllocatorSummary> {
+pub(crate) fn last_summary(console: &str) -> Option<AllocatorSummary> {
     let start = console.rfind(MARKER)?;
     let rest = &console[start + MARKER.len()..];
     let mut summary = AllocatorSummary::default();

@@ -4,14 +4,14 @@
 pub mod client;
 pub mod console;
 pub mod container;
-pub mod error;
+pub(crate) mod error;
 pub mod events;
-pub mod fingerprint;
-pub mod headers;
+pub(crate) mod fingerprint;
+pub(crate) mod headers;
 pub mod media;
-pub mod memory_summary;
+pub(crate) mod memory_summary;
 pub mod protocol;
-pub mod ws;
+pub(crate) mod ws;
 
 pub use client::{
     Client, HttpExchange, Recorder, Submitted, ViewFile, ViewHead, ViewRead,
@@ -26,4 +26,4 @@ pub use protocol::{
     Device, ExecutionError, ExecutionInterrupted, HistoryEntry, Job, JobLookup, JobStatus,
     LogEntry, LogsData, PromptRejection, QueuePosition, QueueState, SystemStats, Terminal,
 };
-pub use ws::{WsConnection, WsFrame};
+pub(crate) use ws::{WsConnection, WsFrame};

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// HTTP and WebSocket routes (each is also served under `/api`; the plain form is used).
-pub mod routes {
+pub(crate) mod routes {
     /// `GET` server and device information.
     pub(crate) const SYSTEM_STATS: &str = "/system_stats";
     /// `GET` node definitions (all, or `/object_info/{class}`).
@@ -38,12 +38,12 @@ pub mod routes {
     pub(crate) const LOGS_RAW: &str = "/internal/logs/raw";
     /// `GET` the front-end scripts of ComfyUI and of each custom node pack that has some
     /// (`["/extensions/core/groupNode.js", …, "/extensions/<pack>/….js"]`).
-    pub const EXTENSIONS: &str = "/extensions";
+    pub(crate) const EXTENSIONS: &str = "/extensions";
     /// `GET` the absolute folders of each model folder kind on the server's machine
     /// (`{"checkpoints": ["/…/models/checkpoints", …], …}`). Not served under `/api`.
-    pub const FOLDER_PATHS: &str = "/internal/folder_paths";
+    pub(crate) const FOLDER_PATHS: &str = "/internal/folder_paths";
     /// `GET /view?filename=&subfolder=&type=`: an output file's bytes.
-    pub const VIEW: &str = "/view";
+    pub(crate) const VIEW: &str = "/view";
     /// `GET /api/jobs/{id}`: one job (from 0.8.0; 404 `{"error": "Job not found"}` for an
     /// unknown id, a plain-text 404 on servers without the route). Only under `/api`.
     pub(crate) const JOBS: &str = "/api/jobs";
@@ -53,7 +53,7 @@ pub mod routes {
 }
 
 /// WebSocket message `type` values the client acts on.
-pub mod msg {
+pub(crate) mod msg {
     /// Queue size broadcast; the first frame of a connection also carries `sid`.
     pub(crate) const STATUS: &str = "status";
     /// The worker took the prompt.
@@ -161,22 +161,9 @@ pub struct Device {
     pub torch_vram_free: u64,
 }
 
-/// What a `system.os` value means: 0.3.x servers sent Python's `os.name` (`posix`, `nt`),
-/// later ones `sys.platform` (`linux`, `win32`, `darwin`).
-pub fn os_description(os: &str) -> String {
-    match os {
-        "posix" => "posix (os.name: Linux or macOS)".into(),
-        "nt" => "nt (os.name: Windows)".into(),
-        "linux" => "linux".into(),
-        "win32" | "cygwin" => format!("{os} (Windows)"),
-        "darwin" => "darwin (macOS)".into(),
-        other => other.into(),
-    }
-}
-
 /// Whether two `system.os` values can be the same operating system, across the two spellings
 /// (`posix` covers `linux` and `darwin`, `nt` covers `win32` and `cygwin`).
-pub fn same_os(a: &str, b: &str) -> bool {
+pub(crate) fn same_os(a: &str, b: &str) -> bool {
     let family = |s: &str| match s {
         "posix" => &["posix", "linux", "darwin"][..],
         "nt" => &["nt", "win32", "cygwin"][..],
@@ -195,7 +182,7 @@ impl SystemInfo {
 
 impl Device {
     /// Device memory in use (total − free).
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.vram_total.saturating_sub(self.vram_free)
     }
 }
@@ -271,7 +258,7 @@ impl QueueState {
 
 /// Body of `POST /prompt`.
 #[derive(Debug, Clone, Serialize)]
-pub struct PromptRequest<'a> {
+pub(crate) struct PromptRequest<'a> {
     /// The API-format graph.
     pub prompt: &'a Map<String, Value>,
     /// WebSocket session that receives this prompt's messages.
@@ -448,7 +435,7 @@ impl HistoryEntry {
     }
 
     /// Data of the first recorded message called `name`.
-    pub fn message(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn message(&self, name: &str) -> Option<&Value> {
         self.status
             .messages
             .iter()
@@ -577,11 +564,11 @@ pub(crate) fn is_jobs_api_not_found(body: &str) -> bool {
 
 /// The `error.type` of a 400 to a `prompt_id` that is not a canonical lowercase UUID
 /// (late-2026 servers; 0.8.0 accepts any string).
-pub const INVALID_PROMPT_ID: &str = "invalid_prompt_id";
+pub(crate) const INVALID_PROMPT_ID: &str = "invalid_prompt_id";
 
 /// The `prompt_id` this client sends for a run: the canonical lowercase hyphenated form of
 /// its UUID, the only form late-2026 servers accept.
-pub fn canonical_prompt_id(id: &uuid::Uuid) -> String {
+pub(crate) fn canonical_prompt_id(id: &uuid::Uuid) -> String {
     id.hyphenated().to_string()
 }
 
@@ -591,7 +578,7 @@ pub fn is_canonical_prompt_id(s: &str) -> bool {
 }
 
 /// What a 400 `invalid_prompt_id` means and how to get past it, for the run record.
-pub fn explain_invalid_prompt_id(sent: &str) -> String {
+pub(crate) fn explain_invalid_prompt_id(sent: &str) -> String {
     format!(
         "the server rejected the prompt id {sent:?}: ComfyUI after 0.8.0 accepts a client-chosen \
          prompt_id only as a canonical lowercase hyphenated UUID (e.g. \
@@ -682,7 +669,7 @@ pub(crate) struct StatusData {
 
 impl StatusData {
     /// `status.exec_info.queue_remaining`.
-    pub fn queue_remaining(&self) -> Option<u64> {
+    pub(crate) fn queue_remaining(&self) -> Option<u64> {
         self.status
             .get("exec_info")?
             .get("queue_remaining")?
@@ -742,7 +729,7 @@ impl WsMessage {
     }
 
     /// `data.prompt_id`, when present.
-    pub fn prompt_id(&self) -> Option<&str> {
+    pub(crate) fn prompt_id(&self) -> Option<&str> {
         self.data.get("prompt_id").and_then(Value::as_str)
     }
 }

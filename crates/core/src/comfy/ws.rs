@@ -4,7 +4,7 @@
 use super::error::ClientError;
 use super::headers::ExtraHeaders;
 use super::protocol::binary_event_type;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
@@ -18,7 +18,7 @@ type Stream =
 
 /// One frame as the client keeps it: text verbatim, binary only counted.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WsFrame {
+pub(crate) enum WsFrame {
     /// A text frame.
     Text(String),
     /// A binary frame (preview or streamed image): its size and event type.
@@ -40,7 +40,7 @@ pub struct WsConnection {
 
 impl WsConnection {
     /// Opens `url` with the extra headers applied to the handshake.
-    pub async fn connect(
+    pub(crate) async fn connect(
         url: &str,
         client_id: &str,
         headers: &ExtraHeaders,
@@ -74,7 +74,7 @@ impl WsConnection {
     }
 
     /// The session id this socket was opened with.
-    pub fn client_id(&self) -> &str {
+    pub(crate) fn client_id(&self) -> &str {
         &self.client_id
     }
 
@@ -102,16 +102,8 @@ impl WsConnection {
         }
     }
 
-    /// Sends a text frame.
-    pub async fn send_text(&mut self, text: &str) -> Result<(), String> {
-        self.stream
-            .send(Message::Text(text.to_string()))
-            .await
-            .map_err(|e| e.to_string())
-    }
-
     /// Closes the socket politely (errors ignored: the peer may already be gone).
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.stream.close(None)).await;
     }
 

@@ -16,7 +16,7 @@ const FORMAT_VERSION: u32 = 1;
 
 /// The identity of a file's current contents, as far as the cache is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileKey {
+pub(crate) struct FileKey {
     /// Canonical (absolute, symlink-free) path.
     pub canonical: PathBuf,
     /// Size in bytes.
@@ -29,7 +29,7 @@ pub struct FileKey {
 
 impl FileKey {
     /// Reads the key of `path` from the file system (follows symlinks).
-    pub fn of(path: &Path) -> io::Result<FileKey> {
+    pub(crate) fn of(path: &Path) -> io::Result<FileKey> {
         let canonical = fs::canonicalize(path)?;
         let meta = fs::metadata(&canonical)?;
         Ok(FileKey {
@@ -93,11 +93,6 @@ impl HashCache {
         cache
     }
 
-    /// The file this cache is saved to, if any.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
-    }
-
     /// Problems met while loading or saving (already logged as warnings).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -114,14 +109,14 @@ impl HashCache {
     }
 
     /// The remembered sha256 for `key`, if size, mtime and inode all still match.
-    pub fn get(&self, key: &FileKey) -> Option<&str> {
+    pub(crate) fn get(&self, key: &FileKey) -> Option<&str> {
         let entry = self.entries.get(key.canonical.to_str()?)?;
         (entry.size == key.size && entry.mtime_ns == key.mtime_ns && entry.inode == key.inode)
             .then_some(entry.sha256.as_str())
     }
 
     /// Remembers `sha256` for `key` (paths that are not valid UTF-8 are not cached).
-    pub fn insert(&mut self, key: &FileKey, sha256: &str) {
+    pub(crate) fn insert(&mut self, key: &FileKey, sha256: &str) {
         let Some(name) = key.canonical.to_str() else {
             return;
         };

@@ -8,12 +8,12 @@
 //! [`cache::HashCache`]) → [`components::hash_components`] /
 //! `components::hash_server_components` return the serializable records a run stores.
 
-pub mod cache;
-pub mod components;
-pub mod file;
+pub(crate) mod cache;
+pub(crate) mod components;
+pub(crate) mod file;
 pub mod locate;
-pub mod parallel;
-pub mod refs;
+pub(crate) mod parallel;
+pub(crate) mod refs;
 
 pub use cache::HashCache;
 pub use components::{hash_components, ComponentHash, ComponentStatus};

@@ -44,7 +44,7 @@ pub struct OomKill {
 
 impl OomKill {
     /// One line for people: pid, name and the figures the kernel printed.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let gib = |kb: u64| format!("{:.1} GiB", kb as f64 / (1024.0 * 1024.0));
         let mut parts = vec![format!("pid {} ({})", self.pid, self.process)];
         for (name, v) in [

@@ -3,7 +3,7 @@
 //! that died (`kernel_log`).
 //!
 //! This module owns the `host` section of `run.json` ([`HostReport`]) and the host-RAM pressure
-//! reading of it ([`HostReport::pressure`]); `run` samples, `session` reads the kernel log after a
+//! reading of it (`HostReport::pressure`); `run` samples, `session` reads the kernel log after a
 //! lost server, `report` shows peaks.
 
 pub(crate) mod kernel_log;
@@ -98,7 +98,7 @@ impl HostReport {
 
     /// Host-RAM pressure in words when the run came close to the machine's RAM (system RAM in
     /// use at 90 % of the total or more) or the server process was swapping; None otherwise.
-    pub fn pressure(&self) -> Option<String> {
+    pub(crate) fn pressure(&self) -> Option<String> {
         let gib = crate::units::gib_or_mib;
         let mut parts = Vec::new();
         if let (Some(peak), Some(total)) = (self.peak_ram_used_bytes, self.ram_total_bytes) {

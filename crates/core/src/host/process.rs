@@ -40,7 +40,7 @@ pub enum Located {
 
 impl Located {
     /// As [`crate::run::RunRequest::server_process`] takes it: None for a remote server.
-    pub fn into_request(self) -> Option<Result<ServerProcess, String>> {
+    pub(crate) fn into_request(self) -> Option<Result<ServerProcess, String>> {
         match self {
             Located::Remote => None,
             Located::Found(p) => Some(Ok(p)),
@@ -268,7 +268,7 @@ pub(crate) fn parse_status(text: &str) -> Option<ProcessMemory> {
 }
 
 /// The addresses of a server URL's host, for `still_serving` (empty when it does not resolve).
-pub fn addresses(server_url: &str) -> (Vec<IpAddr>, u16) {
+pub(crate) fn addresses(server_url: &str) -> (Vec<IpAddr>, u16) {
     match host_port(server_url) {
         Some((host, port)) => (
             (host.as_str(), port)

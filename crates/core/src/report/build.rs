@@ -1,6 +1,6 @@
 //! Builds a [`Report`] from a session read by `super::load`: the session-wide parts
-//! (settings, environment, environment changes, warnings), one [`super::model::WorkflowReport`] per workflow
-//! from `super::workflow_report`, whose verdict comes from [`super::verdict`]. Pure: reading
+//! (settings, environment, environment changes, warnings), one `super::model::WorkflowReport` per workflow
+//! from `super::workflow_report`, whose verdict comes from `super::verdict`. Pure: reading
 //! is in `super::load`, so tests build reports from journals made in memory.
 
 use super::environment::environment;

@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// One file of the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Its path inside the zip.
     pub name: String,
     /// Its bytes.
@@ -24,7 +24,7 @@ pub struct Entry {
 
 /// The files of the bundle of the session folder `session_dir`, redacted unless `redact` is
 /// false, in the order they are written.
-pub fn entries(session_dir: &Path, redact: bool) -> anyhow::Result<Vec<Entry>> {
+pub(crate) fn entries(session_dir: &Path, redact: bool) -> anyhow::Result<Vec<Entry>> {
     let data = load(session_dir)?;
     let raw = build(&data);
     let mut redactor = Redactor::new();

@@ -208,7 +208,7 @@ const MEMORY_FLAGS: &[KnownFlag] = &[
 
 /// Builds the environment section from a `/system_stats` answer. `runs` is `cold`, `warm`,
 /// `mixed` or `unknown`.
-pub fn environment(stats: &SystemStats, runs: &str) -> Environment {
+pub(crate) fn environment(stats: &SystemStats, runs: &str) -> Environment {
     let system = &stats.system;
     let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
     let extra_str = |key: &str| {
@@ -291,7 +291,7 @@ pub(crate) fn split_device_name(raw: &str) -> (String, Option<String>) {
 
 /// The memory-relevant flags in `argv`, in the order given. Unknown `--cache-*` flags and flags
 /// mentioning attention are kept too (their effect says they are not known to this tool).
-pub fn memory_flags(argv: &[String]) -> Vec<MemoryFlag> {
+pub(crate) fn memory_flags(argv: &[String]) -> Vec<MemoryFlag> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < argv.len() {

@@ -61,13 +61,13 @@ pub struct MitigationRow {
 
 impl MitigationRow {
     /// True for a control that passed.
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.status == "passed"
     }
 }
 
 /// The rows of workflow `name`, passing ones first (empty when it has no mitigations).
-pub fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
+pub(crate) fn rows(data: &SessionData, name: &str) -> Vec<MitigationRow> {
     let Some(w) = data.mitigations.of(name) else {
         return Vec::new();
     };

@@ -2,25 +2,25 @@
 //! written into the session folder after every run and on demand by `comfy-bisect report`.
 //!
 //! `load` reads the session folder; `build` turns it into one [`Report`] value, with one
-//! `workflow_report` per workflow, its [`verdict`] and its `search_steps` account (which runs
+//! `workflow_report` per workflow, its `verdict` and its `search_steps` account (which runs
 //! sampled fewer steps, how the boundary was confirmed at full steps); [`redact`] removes what must not be
-//! published; [`render`] writes the formats, each one file implementing [`ReportFormat`]
+//! published; `render` writes the formats, each one file implementing [`ReportFormat`]
 //! ([`markdown`], [`json`]), with the Markdown's helpers beside it. Adding a format is one new
-//! file in `render/` and one entry in [`formats`].
+//! file in `render/` and one entry in `formats`.
 
-pub mod bug_form;
+pub(crate) mod bug_form;
 pub mod build;
 pub mod bundle;
-pub mod environment;
+pub(crate) mod environment;
 pub mod load;
-pub mod memory;
-pub mod mitigations;
-pub mod model;
-pub mod naming;
+pub(crate) mod memory;
+pub(crate) mod mitigations;
+pub(crate) mod model;
+pub(crate) mod naming;
 pub mod redact;
-pub mod render;
+pub(crate) mod render;
 pub(crate) mod search_steps;
-pub mod verdict;
+pub(crate) mod verdict;
 pub(crate) mod workflow_report;
 
 pub use build::build;
@@ -44,7 +44,7 @@ pub trait ReportFormat {
 }
 
 /// Every format, in the order the files are written.
-pub fn formats() -> Vec<Box<dyn ReportFormat>> {
+pub(crate) fn formats() -> Vec<Box<dyn ReportFormat>> {
     vec![Box::new(Markdown), Box::new(Json)]
 }
 

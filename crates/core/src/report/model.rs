@@ -866,7 +866,7 @@ impl Verdict {
 
     /// The verdict as one sentence; `emph` formats the increment name (bold in Markdown,
     /// unchanged in JSON).
-    pub fn sentence(&self, emph: &dyn Fn(&str) -> String) -> String {
+    pub(crate) fn sentence(&self, emph: &dyn Fn(&str) -> String) -> String {
         let steps = self.steps;
         let what = || {
             let kind = self

@@ -16,11 +16,11 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 /// Replaces a user name.
-pub const USER: &str = "<user>";
+pub(crate) const USER: &str = "<user>";
 /// Replaces a host name.
 pub(crate) const HOST: &str = "<host>";
 /// Replaces an IP address.
-pub const IP: &str = "<ip>";
+pub(crate) const IP: &str = "<ip>";
 /// Replaces a secret.
 pub(crate) const SECRET: &str = "<secret>";
 /// Replaces an e-mail address.
@@ -272,13 +272,13 @@ pub(crate) struct Redactor {
 
 impl Redactor {
     /// A redactor that knows no user names yet.
-    pub fn new() -> Redactor {
+    pub(crate) fn new() -> Redactor {
         Redactor::default()
     }
 
     /// Learns the user names of every home path in `value` (so `/mnt/data/alice/…` is caught
     /// once `/home/alice` was seen anywhere).
-    pub fn learn(&mut self, value: &Value) {
+    pub(crate) fn learn(&mut self, value: &Value) {
         match value {
             Value::String(s) => self.learn_text(s),
             Value::Array(a) => a.iter().for_each(|v| self.learn(v)),

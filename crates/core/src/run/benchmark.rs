@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The `extra_data` key that opts a run in, and the WebSocket event's type.
-pub const BENCHMARK_KEY: &str = "benchmark";
+pub(crate) const BENCHMARK_KEY: &str = "benchmark";
 
 /// Where a capture was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ pub struct ServerBenchmark {
 }
 
 /// The capture of our prompt among the run's frames (the last `benchmark` event naming it).
-pub fn from_frames(frames: &[WsTextRecord], prompt_id: &str) -> Option<ServerBenchmark> {
+pub(crate) fn from_frames(frames: &[WsTextRecord], prompt_id: &str) -> Option<ServerBenchmark> {
     frames.iter().rev().find_map(|f| {
         let json = f.json.as_ref()?;
         if json.get("type").and_then(Value::as_str) != Some(BENCHMARK_KEY) {
@@ -81,7 +81,7 @@ pub fn from_frames(frames: &[WsTextRecord], prompt_id: &str) -> Option<ServerBen
 }
 
 /// A capture record (the event's `data`, or the file's content); None when it is not one.
-pub fn read(record: &Value, source: CaptureSource) -> Option<ServerBenchmark> {
+pub(crate) fn read(record: &Value, source: CaptureSource) -> Option<ServerBenchmark> {
     if record.get("type").and_then(Value::as_str) != Some(BENCHMARK_KEY) {
         return None;
     }

@@ -108,7 +108,7 @@ fn is_validation_line(line: &str) -> bool {
 
 impl RunConsole {
     /// A collector before submission.
-    pub fn new() -> RunConsole {
+    pub(crate) fn new() -> RunConsole {
         RunConsole {
             phase: Phase::Before,
             kept: Vec::new(),
@@ -126,21 +126,21 @@ impl RunConsole {
     }
 
     /// Our `POST /prompt` is about to be sent.
-    pub fn submitted(&mut self) {
+    pub(crate) fn submitted(&mut self) {
         if self.phase == Phase::Before {
             self.phase = Phase::Submitted;
         }
     }
 
     /// Our `execution_start` was received.
-    pub fn started(&mut self) {
+    pub(crate) fn started(&mut self) {
         if matches!(self.phase, Phase::Before | Phase::Submitted) {
             self.phase = Phase::Running;
         }
     }
 
     /// Our terminal event (success, error, interrupted) was received.
-    pub fn ended(&mut self) {
+    pub(crate) fn ended(&mut self) {
         if self.phase != Phase::Done {
             self.phase = Phase::Ended;
         }
@@ -152,7 +152,7 @@ impl RunConsole {
     }
 
     /// Lines kept so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.kept.len() + self.tail.len()
     }
 
@@ -247,7 +247,7 @@ impl RunConsole {
     /// those after the last line kept, up to our `Prompt executed`. `ahead` is how many prompts
     /// were seen ahead of ours (their lines cannot be told from ours once the socket is gone
     /// before our prompt started).
-    pub fn backfill(&mut self, raw: &[LogEntry], ahead: usize) {
+    pub(crate) fn backfill(&mut self, raw: &[LogEntry], ahead: usize) {
         if self.is_done() {
             return;
         }
@@ -299,7 +299,7 @@ impl RunConsole {
 
     /// The record, the text of `server.log` (`<server time> <line>` per line) and the memory
     /// events of the kept lines.
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         available: bool,
         note: Option<String>,

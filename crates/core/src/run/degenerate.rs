@@ -6,14 +6,14 @@
 use image::ImageFormat;
 
 /// Most bytes of one output file read for the check.
-pub const READ_CAP: usize = 64 * 1024 * 1024;
+pub(crate) const READ_CAP: usize = 64 * 1024 * 1024;
 
 /// The PNG signature.
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
 /// `Ok(None)` for an image with content, `Ok(Some(why))` for a degenerate one, `Err` when the
 /// bytes are not a PNG this can decode.
-pub fn judge_png(bytes: &[u8]) -> Result<Option<String>, String> {
+pub(crate) fn judge_png(bytes: &[u8]) -> Result<Option<String>, String> {
     if !bytes.starts_with(PNG_SIGNATURE) {
         return Err("not a PNG (only PNG images are checked)".into());
     }

@@ -12,7 +12,7 @@ use crate::workflow::Workflow;
 impl RunRecord {
     /// What the diagnosis reads from this record. `workflow`, the submitted one when at hand,
     /// names the class of a node the record knows only by id.
-    pub fn evidence_with(&self, workflow: Option<&Workflow>) -> Evidence {
+    pub(crate) fn evidence_with(&self, workflow: Option<&Workflow>) -> Evidence {
         let class_of = |id: &str| {
             self.timeline
                 .iter()
@@ -79,7 +79,7 @@ impl RunRecord {
 
     /// The diagnosis of this run (None for a pass): its evidence and its own console lines,
     /// read like a pasted log, then the host's evidence. `workflow` as in
-    /// [`RunRecord::evidence_with`].
+    /// `RunRecord::evidence_with`.
     pub fn diagnose(&self, workflow: Option<&Workflow>) -> Option<Diagnosis> {
         if self.outcome == OutcomeKind::Passed {
             return None;

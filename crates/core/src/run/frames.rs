@@ -1,15 +1,15 @@
 //! What is kept of a run's WebSocket traffic (issue #29): a server — or a custom node pack —
 //! that sends endless small frames must not fill the memory, `run.json` or `events.ndjson`.
-//! [`FrameKeeper`] decides, frame by frame, what the run record and the event stream keep, and
+//! `FrameKeeper` decides, frame by frame, what the run record and the event stream keep, and
 //! counts what they do not ([`DroppedFrames`]).
 //!
 //! The limits, by class (the evidence goes last):
 //! - **our prompt's events** (`execution_start`, `execution_cached`, `executing`, `executed`,
 //!   `execution_error`, `execution_interrupted`, `execution_success` … with our prompt_id):
-//!   all kept, up to [`KEY_MAX_FRAMES`] frames or [`KEY_MAX_BYTES`] (a real prompt sends a few
+//!   all kept, up to `KEY_MAX_FRAMES` frames or `KEY_MAX_BYTES` (a real prompt sends a few
 //!   per node);
-//! - **our prompt's progress** (`progress`, `progress_state`): the first [`PROGRESS_KEEP`] and
-//!   the last [`PROGRESS_KEEP`] frames, each part at most [`PART_MAX_BYTES`];
+//! - **our prompt's progress** (`progress`, `progress_state`): the first `PROGRESS_KEEP` and
+//!   the last `PROGRESS_KEEP` frames, each part at most [`PART_MAX_BYTES`];
 //! - **everything else** (other prompts' frames, `status`, unknown types, text that is not JSON,
 //!   the console's `logs` frames and binary previews in `events.ndjson`): the first and the
 //!   last [`OTHER_KEEP`] frames, each part at most [`PART_MAX_BYTES`]; a `status` frame equal
@@ -40,11 +40,11 @@ pub struct WsTextRecord {
 }
 
 /// Our prompt's key events kept at most (frames).
-pub const KEY_MAX_FRAMES: u64 = 20_000;
+pub(crate) const KEY_MAX_FRAMES: u64 = 20_000;
 /// Our prompt's key events kept at most (bytes of frame text).
-pub const KEY_MAX_BYTES: u64 = 32 << 20;
+pub(crate) const KEY_MAX_BYTES: u64 = 32 << 20;
 /// Our prompt's progress frames kept from the start, and again from the end.
-pub const PROGRESS_KEEP: usize = 1_000;
+pub(crate) const PROGRESS_KEEP: usize = 1_000;
 /// Other frames kept from the start, and again from the end.
 pub const OTHER_KEEP: usize = 500;
 /// The most frame text one kept part (first or last frames of a class) holds.
@@ -69,7 +69,7 @@ pub struct DroppedFrames {
 
 /// The class of a frame, which decides how much of it is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameClass {
+pub(crate) enum FrameClass {
     /// Our prompt's events that say what ran and how it ended.
     Key,
     /// Our prompt's progress.
@@ -82,7 +82,7 @@ pub enum FrameClass {
 
 impl FrameClass {
     /// The class of a text frame (`json` when it parsed) for the prompt `prompt_id`.
-    pub fn of(json: Option<&Value>, prompt_id: &str) -> FrameClass {
+    pub(crate) fn of(json: Option<&Value>, prompt_id: &str) -> FrameClass {
         let Some(json) = json else {
             return FrameClass::Other;
         };
@@ -104,7 +104,7 @@ impl FrameClass {
 
 /// What to do with a frame now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
+pub(crate) enum Admit {
     /// Keep it and stream it now.
     Now,
     /// Held among the last frames: kept (and streamed) when the run ends, unless later frames
@@ -132,7 +132,7 @@ struct ClassKeeper {
 
 /// Decides what is kept of a run's frames; see the module comment for the limits.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FrameKeeper {
+pub(crate) struct FrameKeeper {
     key: Part,
     progress: ClassKeeper,
     other: ClassKeeper,
@@ -157,7 +157,12 @@ impl FrameKeeper {
 
     /// Admits a text frame of `bytes` bytes at `t_ms` of class `class`; a frame admitted
     /// [`Admit::Later`] is held (the caller keeps nothing).
-    pub fn admit_text(&mut self, class: FrameClass, record: &WsTextRecord, bytes: u64) -> Admit {
+    pub(crate) fn admit_text(
+        &mut self,
+        class: FrameClass,
+        record: &WsTextRecord,
+        bytes: u64,
+    ) -> Admit {
         let t_ms = record.t_ms;
         match class {
             FrameClass::Key => {
@@ -185,7 +190,7 @@ impl FrameKeeper {
 
     /// Admits an `events.ndjson` line of a frame that `run.json` does not store (a binary
     /// frame, a console `logs` frame): the first part only.
-    pub fn admit_line(&mut self, t_ms: u64, bytes: u64) -> Admit {
+    pub(crate) fn admit_line(&mut self, t_ms: u64, bytes: u64) -> Admit {
         self.admit_in(false, t_ms, bytes, None)
     }
 
@@ -231,7 +236,7 @@ impl FrameKeeper {
 
     /// Ends the run: the held last frames in arrival order, and what was dropped (None when
     /// nothing was).
-    pub fn finish(mut self) -> (Vec<WsTextRecord>, Option<DroppedFrames>) {
+    pub(crate) fn finish(mut self) -> (Vec<WsTextRecord>, Option<DroppedFrames>) {
         let mut held: Vec<WsTextRecord> = Vec::new();
         for class in [&mut self.progress, &mut self.other] {
             held.extend(class.ring.drain(..).map(|(_, r)| r));
@@ -245,7 +250,7 @@ impl FrameKeeper {
 }
 
 /// The note a run record carries when frames were dropped.
-pub fn dropped_note(d: &DroppedFrames) -> String {
+pub(crate) fn dropped_note(d: &DroppedFrames) -> String {
     let ours = if d.ours > 0 {
         format!(
             "; {} of them were this prompt's own progress frames beyond the first and last {PROGRESS_KEEP}",

@@ -11,16 +11,19 @@ use std::time::Duration;
 /// The stall limit while no run of the session has shown a longer quiet stretch: 10 minutes,
 /// the length of the old stall timeout (a large model loading from a slow disk, or a video
 /// decode without step frames, stays quiet for minutes on a healthy server).
-pub const STALL_FLOOR: Duration = Duration::from_secs(600);
+pub(crate) const STALL_FLOOR: Duration = Duration::from_secs(600);
 
 /// How many times the longest quiet stretch seen so far a run may stay quiet before it counts
 /// as hung: a larger variant may load, stream or decode several times longer.
-pub const STALL_FACTOR: u32 = 5;
+pub(crate) const STALL_FACTOR: u32 = 5;
 
 /// The stall limit of the next run: `given` (`--stall`), else [`STALL_FACTOR`] × the longest
 /// quiet stretch seen so far, at least [`STALL_FLOOR`]. The second part says where it came
 /// from.
-pub fn stall_limit(given: Option<Duration>, longest_quiet: Option<Duration>) -> (Duration, String) {
+pub(crate) fn stall_limit(
+    given: Option<Duration>,
+    longest_quiet: Option<Duration>,
+) -> (Duration, String) {
     if let Some(d) = given {
         return (d, "--stall".into());
     }
@@ -62,7 +65,7 @@ impl ProgressMark {
 
 /// The longest stretch (ms) of a run without a `progress` frame or an `executing` change for
 /// our prompt, between its first and last such frame; None with fewer than two of them.
-pub fn longest_quiet_ms(frames: &[WsTextRecord], prompt_id: &str) -> Option<u64> {
+pub(crate) fn longest_quiet_ms(frames: &[WsTextRecord], prompt_id: &str) -> Option<u64> {
     let mut last: Option<u64> = None;
     let mut longest: Option<u64> = None;
     for f in frames {

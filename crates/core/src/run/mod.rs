@@ -3,19 +3,19 @@
 
 pub mod benchmark;
 pub mod console;
-pub mod degenerate;
-pub mod diagnosis;
+pub(crate) mod degenerate;
+pub(crate) mod diagnosis;
 pub mod execute;
 mod follow;
 pub mod frames;
-pub mod hang;
+pub(crate) mod hang;
 pub(crate) mod observer;
 pub mod product;
 pub mod record;
-pub mod rewrite;
-pub mod sampler;
+pub(crate) mod rewrite;
+pub(crate) mod sampler;
 mod state;
-pub mod timing;
+pub(crate) mod timing;
 
 pub use execute::{execute, execute_with, RunRequest};
 pub use observer::{Both, NdjsonWriter, RawEvent, RunEvent, RunObserver};

@@ -119,7 +119,7 @@ impl<W: Write + Send> NdjsonWriter<W> {
     }
 
     /// The first write error, if any (writing stops after it).
-    pub fn error(&self) -> Option<&std::io::Error> {
+    pub(crate) fn error(&self) -> Option<&std::io::Error> {
         self.error.as_ref()
     }
 

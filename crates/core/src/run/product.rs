@@ -31,7 +31,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Output nodes that send their outputs over the socket only (no history output).
-pub const SOCKET_ONLY: &[&str] = &["SaveImageWebsocket"];
+pub(crate) const SOCKET_ONLY: &[&str] = &["SaveImageWebsocket"];
 
 /// Output nodes that save a model file and report nothing in history.
 pub const NO_HISTORY_OUTPUT: &[&str] = &[
@@ -46,7 +46,7 @@ pub const NO_HISTORY_OUTPUT: &[&str] = &[
 
 /// Most files per output node whose header is read (a batch has one size; a video saved as
 /// frames would otherwise cost one request per frame).
-pub const HEADERS_PER_NODE: usize = 8;
+pub(crate) const HEADERS_PER_NODE: usize = 8;
 
 /// How an output node produced its outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -403,11 +403,11 @@ fn stopped(read: usize, cap: u64, what: &str) -> String {
 }
 
 /// Reads what the containers of the product's files say through `/view` (the first
-/// [`HEADERS_PER_NODE`] of each node) and compares sizes and frames with what the variant
-/// asked for. Per file at most two requests: the head (up to [`MAX_HEADER_BYTES`] for a
-/// still PNG or JPEG, else up to [`MAX_SCAN_BYTES`], which also covers the formats whose
+/// `HEADERS_PER_NODE` of each node) and compares sizes and frames with what the variant
+/// asked for. Per file at most two requests: the head (up to `MAX_HEADER_BYTES` for a
+/// still PNG or JPEG, else up to `MAX_SCAN_BYTES`, which also covers the formats whose
 /// frames are counted over the whole file), and for an MP4 whose `moov` follows its `mdat` the
-/// bytes from the `moov` on (`Range: bytes=N-`, at most [`MAX_SCAN_BYTES`]; a server that
+/// bytes from the `moov` on (`Range: bytes=N-`, at most `MAX_SCAN_BYTES`; a server that
 /// ignores Range is read from the start only when the `moov` lies inside that cap).
 pub async fn read_headers(client: &Client, product: &mut Product) {
     let mut per_node: std::collections::HashMap<String, usize> = Default::default();
@@ -557,11 +557,6 @@ fn multi_frame(f: &OutputFile) -> bool {
     matches!(f.media, Some(MediaKind::Animated | MediaKind::Video)) || f.animated
 }
 
-/// The differences between what each node wrote and what the graph asked for (pure).
-pub fn mismatches(product: &Product) -> Vec<String> {
-    compare(product).0
-}
-
 /// The mismatches, and the notes on what could not be compared (frames the graph or the
 /// container does not say).
 fn compare(product: &Product) -> (Vec<String>, Vec<String>) {
@@ -636,6 +631,12 @@ fn compare(product: &Product) -> (Vec<String>, Vec<String>) {
         }
     }
     (out, notes)
+}
+
+/// The differences between what each node wrote and what the graph asked for (pure).
+#[cfg(test)]
+fn mismatches(product: &Product) -> Vec<String> {
+    compare(product).0
 }
 
 #[cfg(test)]

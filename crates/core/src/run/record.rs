@@ -290,7 +290,7 @@ impl VramReport {
     }
 }
 
-pub use super::frames::WsTextRecord;
+pub(crate) use super::frames::WsTextRecord;
 
 /// One HTTP exchange of the run (identical consecutive answers are folded into `repeats`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

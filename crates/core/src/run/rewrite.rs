@@ -24,7 +24,7 @@ pub struct PromptRewrite {
 
 /// Compares the submitted workflow with the prompt `/history` says ran; `None` when they are
 /// the same (by the workflow hash) or the entry carries no prompt.
-pub fn compare(sent: &Workflow, history: &HistoryEntry) -> Option<PromptRewrite> {
+pub(crate) fn compare(sent: &Workflow, history: &HistoryEntry) -> Option<PromptRewrite> {
     let ran_value = history.prompt.get(2).filter(|v| v.is_object())?;
     let ran = Workflow::from_json_str(&ran_value.to_string(), "history prompt").ok()?;
     let ran_sha256 = ran.sha256();
@@ -86,7 +86,7 @@ fn differences(sent: &Workflow, ran: &Workflow) -> Vec<String> {
 }
 
 /// The warning a rewritten run carries (the report lists the run's warnings).
-pub fn warning(r: &PromptRewrite) -> String {
+pub(crate) fn warning(r: &PromptRewrite) -> String {
     let shown: Vec<&str> = r.changes.iter().take(5).map(String::as_str).collect();
     let more = r.changes.len().saturating_sub(shown.len());
     format!(

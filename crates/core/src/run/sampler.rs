@@ -9,14 +9,14 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// A running sampler; [`Sampler::stop`] returns the series.
-pub struct Sampler {
+pub(crate) struct Sampler {
     stop: watch::Sender<bool>,
     task: JoinHandle<Series>,
 }
 
 /// What a sampler collected.
 #[derive(Debug, Default)]
-pub struct Series {
+pub(crate) struct Series {
     /// VRAM of the primary device.
     pub vram: Vec<VramSample>,
     /// System RAM in use and the server process's memory.
@@ -30,7 +30,12 @@ impl Sampler {
     /// when it runs on this machine. The first sample is taken one interval from now (the run's
     /// own stats before submission are its first point), so the sampler never competes with
     /// `POST /prompt`.
-    pub fn start(client: &Client, interval: Duration, t0: Instant, pid: Option<u32>) -> Sampler {
+    pub(crate) fn start(
+        client: &Client,
+        interval: Duration,
+        t0: Instant,
+        pid: Option<u32>,
+    ) -> Sampler {
         let (stop, mut stopped) = watch::channel(false);
         let client = client.with_request_timeout(interval.max(Duration::from_secs(2)));
         let task = tokio::spawn(async move {
@@ -78,7 +83,7 @@ impl Sampler {
     }
 
     /// Stops sampling and returns what was collected.
-    pub async fn stop(self) -> Series {
+    pub(crate) async fn stop(self) -> Series {
         let _ = self.stop.send(true);
         self.task.await.unwrap_or_default()
     }

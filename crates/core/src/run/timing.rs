@@ -55,7 +55,7 @@ pub struct RunPhases {
 type Pass = (String, u32, Vec<(u32, u64)>);
 
 /// The sampler passes of our prompt, in the order they ran.
-pub fn sampler_timings(frames: &[WsTextRecord], prompt_id: &str) -> Vec<SamplerTiming> {
+pub(crate) fn sampler_timings(frames: &[WsTextRecord], prompt_id: &str) -> Vec<SamplerTiming> {
     // (node, max, (step value, first arrival ms) in order) per pass.
     let mut passes: Vec<Pass> = Vec::new();
     for f in frames {
@@ -159,7 +159,7 @@ fn median(values: &[u64]) -> Option<f64> {
 }
 
 /// The run's seconds per step: the slowest pass's median (the sampler that sets the pace).
-pub fn run_s_per_step(timings: &[SamplerTiming]) -> Option<f64> {
+pub(crate) fn run_s_per_step(timings: &[SamplerTiming]) -> Option<f64> {
     timings
         .iter()
         .filter_map(|t| t.s_per_step)
@@ -168,7 +168,7 @@ pub fn run_s_per_step(timings: &[SamplerTiming]) -> Option<f64> {
 
 /// The run's [`RunPhases`] from the passes of the nodes `sampler` accepts (a decode or an
 /// upscaler also reports steps); None when no such pass timed a step.
-pub fn run_phases(
+pub(crate) fn run_phases(
     timings: &[SamplerTiming],
     duration_ms: u64,
     sampler: impl Fn(&str) -> bool,

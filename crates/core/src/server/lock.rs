@@ -1,7 +1,7 @@
 //! One bisection per GPU: an operating-system lock on a file per server, held in the user's
-//! lock folder ([`lock_dir`]: `$COMFY_BISECT_LOCK_DIR`, else `$XDG_RUNTIME_DIR/comfy-bisect`,
+//! lock folder (`lock_dir`: `$COMFY_BISECT_LOCK_DIR`, else `$XDG_RUNTIME_DIR/comfy-bisect`,
 //! else the user's cache folder) so every runs folder sees it, and keyed by the server's
-//! *resolved* address ([`server_key`]: `localhost`, `127.0.0.1` and `[::1]` are one server;
+//! *resolved* address (`server_key`: `localhost`, `127.0.0.1` and `[::1]` are one server;
 //! scheme, path and trailing slash do not matter).
 //!
 //! The lock is [`File::try_lock`] (an exclusive `flock` on Unix, `LockFileEx` on Windows): the
@@ -31,7 +31,7 @@ pub struct LockInfo {
     pub host: String,
     /// The server URL.
     pub server: String,
-    /// The resolved address the lock is keyed by ([`server_key`]; empty in older files).
+    /// The resolved address the lock is keyed by (`server_key`; empty in older files).
     #[serde(default)]
     pub address: String,
     /// The session being run (`(starting)` during preflight, before the session exists).
@@ -111,7 +111,7 @@ pub const LOCK_DIR_ENV: &str = "COMFY_BISECT_LOCK_DIR";
 /// folder), else `comfy-bisect/locks` in the user's cache folder (`$XDG_CACHE_HOME` or
 /// `~/.cache`; `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows), else the temporary
 /// folder.
-pub fn lock_dir() -> PathBuf {
+pub(crate) fn lock_dir() -> PathBuf {
     let var = |name: &str| {
         std::env::var_os(name)
             .map(PathBuf::from)
@@ -141,7 +141,7 @@ pub fn lock_dir() -> PathBuf {
 /// none is given). Scheme, credentials, path, query and a trailing slash do not count, so
 /// `http://localhost:8188`, `127.0.0.1:8188` and `https://[::1]:8188/prefix/` are one server.
 /// A host that does not resolve is keyed by its lower-cased name.
-pub fn server_key(server: &str) -> String {
+pub(crate) fn server_key(server: &str) -> String {
     use std::net::{IpAddr, ToSocketAddrs};
     let text = server.trim();
     let with_scheme = if text.contains("://") {
@@ -190,13 +190,13 @@ pub fn server_key(server: &str) -> String {
     format!("{host} port {port}")
 }
 
-/// The lock file for `server` in the lock folder ([`lock_dir`]).
+/// The lock file for `server` in the lock folder (`lock_dir`).
 pub fn lock_path(server: &str) -> PathBuf {
     lock_path_in(&lock_dir(), server)
 }
 
 /// The lock file for `server` in `dir`.
-pub fn lock_path_in(dir: &Path, server: &str) -> PathBuf {
+pub(crate) fn lock_path_in(dir: &Path, server: &str) -> PathBuf {
     let hash = crate::workflow::sha256_hex(server_key(server).as_bytes());
     dir.join(format!("server-{}.lock.json", &hash[..16]))
 }
@@ -411,13 +411,13 @@ impl SessionLock {
 
     /// What the lock file says.
     #[cfg(test)]
-    pub fn info(&self) -> &LockInfo {
+    pub(crate) fn info(&self) -> &LockInfo {
         &self.info
     }
 
     /// The lock file.
     #[cfg(test)]
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

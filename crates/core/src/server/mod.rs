@@ -4,5 +4,5 @@
 //! it back (`relaunch`: `--launch-cmd`).
 
 pub mod lock;
-pub mod relaunch;
-pub mod restart;
+pub(crate) mod relaunch;
+pub(crate) mod restart;

@@ -18,11 +18,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long a stopped server may take to stop answering before it is killed.
-pub const STOP_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(30);
 
 /// ComfyUI launch flags that shape memory, with how many values follow each
 /// (`comfy/cli_args.py`); the ones a relaunch carries over from the running server.
-pub const MEMORY_FLAGS: &[(&str, usize)] = &[
+pub(crate) const MEMORY_FLAGS: &[(&str, usize)] = &[
     ("--reserve-vram", 1),
     ("--vram-headroom", 1),
     ("--disable-dynamic-vram", 0),
@@ -48,7 +48,7 @@ pub const MEMORY_FLAGS: &[(&str, usize)] = &[
 ];
 
 /// The memory flags of `argv` (see [`MEMORY_FLAGS`]), in their order, with their values.
-pub fn memory_flags(argv: &[String]) -> Vec<String> {
+pub(crate) fn memory_flags(argv: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < argv.len() {
@@ -73,7 +73,7 @@ pub fn memory_flags(argv: &[String]) -> Vec<String> {
 
 /// The original memory flags with a control's flags: a flag the control gives replaces the
 /// original one (and its values), so the server sees each flag once.
-pub fn with_control(original: &[String], control: &[String]) -> Vec<String> {
+pub(crate) fn with_control(original: &[String], control: &[String]) -> Vec<String> {
     let name = |a: &str| a.split_once('=').map_or(a, |(f, _)| f).to_string();
     let given: Vec<String> = control
         .iter()
@@ -100,13 +100,13 @@ pub fn with_control(original: &[String], control: &[String]) -> Vec<String> {
 }
 
 /// `TEMPLATE` with `{args}` replaced by `args`, each shell-quoted.
-pub fn fill(template: &str, args: &[String]) -> String {
+pub(crate) fn fill(template: &str, args: &[String]) -> String {
     template.replace("{args}", &crate::shell::join(args))
 }
 
 /// What one server control changes at launch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// Flags added.
     pub args: Vec<String>,
     /// Environment set.
@@ -115,7 +115,7 @@ pub struct Launch {
 
 impl Launch {
     /// The launch change of a server control.
-    pub fn of(m: &Mitigation) -> Launch {
+    pub(crate) fn of(m: &Mitigation) -> Launch {
         Launch {
             args: m.args.clone(),
             env: m.env.clone(),
@@ -132,7 +132,7 @@ struct Original {
 
 /// Relaunches the server for server controls and puts it back (see the module comment).
 #[derive(Debug)]
-pub struct Relaunch {
+pub(crate) struct Relaunch {
     template: String,
     log: PathBuf,
     original: Option<Original>,
@@ -142,7 +142,7 @@ pub struct Relaunch {
 
 impl Relaunch {
     /// A relauncher with `template`; its output goes to `dir/launch.log`.
-    pub fn new(template: String, dir: PathBuf) -> Relaunch {
+    pub(crate) fn new(template: String, dir: PathBuf) -> Relaunch {
         Relaunch {
             template,
             log: dir.join("launch.log"),
@@ -152,7 +152,7 @@ impl Relaunch {
     }
 
     /// Stops the server and launches it with `launch` added; waits until it answers.
-    pub fn launch<B: Backend, C: Clock>(
+    pub(crate) fn launch<B: Backend, C: Clock>(
         &mut self,
         driver: &mut Driver<'_, B, C>,
         launch: &Launch,
@@ -197,7 +197,7 @@ impl Relaunch {
 
     /// Puts the server back as it was (its original flags), when a control changed it; a note
     /// says what was done, and whether its memory mode is the original one.
-    pub fn restore<B: Backend, C: Clock>(
+    pub(crate) fn restore<B: Backend, C: Clock>(
         &mut self,
         driver: &mut Driver<'_, B, C>,
     ) -> Option<String> {

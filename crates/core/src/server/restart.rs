@@ -144,7 +144,7 @@ pub(crate) async fn wait_for_server(
 /// Before a session's first request (`bisect`): when the server does not answer, runs
 /// `restart` (command, limit, log file) when given, then waits up to `wait` for the server;
 /// `note` tells the user. The error in words. A server that answers is left alone.
-pub fn bring_up(
+pub(crate) fn bring_up(
     handle: &tokio::runtime::Handle,
     client: &crate::comfy::Client,
     restart: Option<(&str, Duration, &Path)>,

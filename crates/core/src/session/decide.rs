@@ -20,7 +20,7 @@ pub fn decide(job: &WorkflowJob, options: &SessionOptions) -> (Phase, Decision) 
 
 /// The ladder steps the walk after a passing target (`--walk-on-pass`) may still run, in
 /// order; None when the workflow is not walking (no environment known).
-pub fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usize>> {
+pub(crate) fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usize>> {
     let ctx = rules::Ctx {
         job,
         options,
@@ -32,7 +32,7 @@ pub fn walk_left(job: &WorkflowJob, options: &SessionOptions) -> Option<Vec<usiz
 
 /// Why the ladder is walked after the passing target (`--walk-on-pass`), in words: the rules'
 /// own test (`rules::walked`) with the cue or option it rests on; None when it is not.
-pub fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
+pub(crate) fn walked(job: &WorkflowJob, options: &SessionOptions) -> Option<String> {
     let ctx = rules::Ctx {
         job,
         options,

@@ -28,7 +28,7 @@ mod liveness;
 mod state;
 
 pub use backend::{Attempt, Backend, Clock, Hooks, NoHooks, Recovery, RunSpec, SystemClock};
-pub use deadline::{DEFAULT_RUN_LIMIT, RUN_LIMIT_FACTOR};
+pub(crate) use deadline::DEFAULT_RUN_LIMIT;
 pub(crate) use files::describe_run;
 pub(crate) use state::{DriveResult, DriverParts};
 pub use state::{Driver, RunResult};
@@ -74,7 +74,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// The exact command that continues this session: its id, and `--runs-dir` unless the
     /// runs folder is the default `runs`.
-    pub fn resume_command(&self) -> String {
+    pub(crate) fn resume_command(&self) -> String {
         crate::shell::resume_command(&self.session.session_id, Some(&self.paths.runs_dir))
     }
 
@@ -254,7 +254,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// Runs the last step of the first workflow once, as the target, and journals it (`check`:
     /// no ladder, no decision, no restart or wait afterwards; `mark` goes into its index line).
     /// The session ends `done`, or stopped when the run was interrupted.
-    pub fn run_once(&mut self, mark: Option<CheckMark>) -> Result<RunResult, JournalError> {
+    pub(crate) fn run_once(&mut self, mark: Option<CheckMark>) -> Result<RunResult, JournalError> {
         self.index_mark = mark;
         self.session.state = SessionState::Running { workflow: 0 };
         self.save()?;

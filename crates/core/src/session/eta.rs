@@ -1,5 +1,5 @@
 //! What the predictor reads from the journal: the finished runs with their measured parts
-//! ([`observed`]) and the runs a workflow still needs ([`runs_left`]), which the driver hands
+//! ([`observed`]) and the runs a workflow still needs (`runs_left`), which the driver hands
 //! to [`crate::analytics::predict`] for the session's ETA and the deadline check.
 
 use super::decide::reduced::step_independent;
@@ -50,7 +50,7 @@ pub fn observed_job(workflow: usize, job: &WorkflowJob) -> Vec<Observed> {
 /// [`super::decide::reduced`]); the minimal variant always runs at its own steps; after a
 /// passing target that the session walks (`--walk-on-pass`), every step of the walk not run
 /// yet. Not counted: controls, `--repeat`, crash confirmations, re-anchoring after drift.
-pub fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
+pub(crate) fn runs_left(job: &WorkflowJob, options: &SessionOptions) -> Vec<(usize, bool, f64)> {
     if job
         .verdict
         .as_ref()

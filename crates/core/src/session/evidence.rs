@@ -192,7 +192,7 @@ pub fn summary_of(
 }
 
 /// The source named for figures from ComfyUI's benchmark capture.
-pub const SERVER_CAPTURE: &str = "server benchmark capture";
+pub(crate) const SERVER_CAPTURE: &str = "server benchmark capture";
 
 /// Start of the warning a record rebuilt from history carries.
 pub(crate) const RECOVERED_WARNING: &str = "recovered from the server's history";

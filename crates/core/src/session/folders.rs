@@ -124,12 +124,12 @@ impl std::fmt::Display for Unreadable {
 
 /// What [`sessions`] found: the sessions, the ids in more than one folder, the session folders
 /// whose journal cannot be read.
-pub type Listing = (Vec<FoundSession>, Vec<Duplicate>, Vec<Unreadable>);
+pub(crate) type Listing = (Vec<FoundSession>, Vec<Duplicate>, Vec<Unreadable>);
 
 /// Every session in every runs folder (sorted by session id, then folder), the ids that are in
 /// more than one folder, and the session folders whose journal cannot be read (sorted). A
 /// folder that cannot be read is an error naming it.
-pub fn sessions(runs_dirs: &[PathBuf]) -> Result<Listing, String> {
+pub(crate) fn sessions(runs_dirs: &[PathBuf]) -> Result<Listing, String> {
     let mut found = Vec::new();
     let mut unreadable = Vec::new();
     for runs_dir in runs_dirs {
@@ -167,7 +167,7 @@ pub fn sessions(runs_dirs: &[PathBuf]) -> Result<Listing, String> {
 }
 
 /// Session and run ids that occur in more than one runs folder.
-pub fn duplicates(found: &[FoundSession]) -> Vec<Duplicate> {
+pub(crate) fn duplicates(found: &[FoundSession]) -> Vec<Duplicate> {
     let mut places: BTreeMap<(&'static str, String), Vec<PathBuf>> = BTreeMap::new();
     for f in found {
         let mut add = |what: &'static str, id: &str| {

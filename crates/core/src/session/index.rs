@@ -201,7 +201,7 @@ pub enum Lookup {
 }
 
 /// Finds the run whose id starts with `prefix` (case-insensitive; at least 1 character).
-pub fn lookup(entries: &[IndexEntry], prefix: &str) -> Lookup {
+pub(crate) fn lookup(entries: &[IndexEntry], prefix: &str) -> Lookup {
     let prefix = prefix.trim().to_ascii_lowercase();
     if prefix.is_empty() {
         return Lookup::NotFound;

@@ -1,6 +1,6 @@
 //! The real [`Backend`]: runs through `run::execute_with` on a ComfyUI server (or the simulator),
 //! raw events appended to `events.ndjson` as they arrive, history lookups for resume, the
-//! `--restart-cmd` shell command (bounded by `--restart-timeout`, see [`crate::server::restart`]), the
+//! `--restart-cmd` shell command (bounded by `--restart-timeout`, see `crate::server::restart`), the
 //! local server's process (found at the start, checked before every run, found again after a
 //! restart) and the kernel log read after a lost server.
 

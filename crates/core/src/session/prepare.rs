@@ -28,12 +28,12 @@ pub struct Problems {
 
 impl Problems {
     /// True when nothing was found.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.unknown_nodes.is_empty() && self.missing_models.is_empty() && self.other.is_empty()
     }
 
     /// The verdict, when something was found.
-    pub fn verdict(&self) -> Option<Verdict> {
+    pub(crate) fn verdict(&self) -> Option<Verdict> {
         (!self.is_empty()).then(|| Verdict::PreflightFailed {
             unknown_nodes: self.unknown_nodes.iter().cloned().collect(),
             missing_models: self.missing_models.clone(),
@@ -42,7 +42,7 @@ impl Problems {
     }
 
     /// Adds the validation findings of `workflow` (called `label` in messages).
-    pub fn check(&mut self, label: &str, workflow: &Workflow, defs: &NodeDefs) {
+    pub(crate) fn check(&mut self, label: &str, workflow: &Workflow, defs: &NodeDefs) {
         let report = validate(workflow, defs);
         let refs = model_references(&workflow.to_value());
         for p in &report.problems {

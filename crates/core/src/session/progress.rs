@@ -24,7 +24,7 @@ pub trait ProgressSink: Hooks + RunObserver {
 
 /// A display that shows nothing.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NoProgress;
+pub(crate) struct NoProgress;
 impl Hooks for NoProgress {}
 impl RunObserver for NoProgress {}
 impl ProgressSink for NoProgress {}
@@ -52,7 +52,7 @@ impl Progress {
     }
 
     /// A handle that shows nothing.
-    pub fn silent() -> Progress {
+    pub(crate) fn silent() -> Progress {
         Progress::new(NoProgress)
     }
 
@@ -62,7 +62,7 @@ impl Progress {
     }
 
     /// Prints a line for the user.
-    pub fn println(&self, text: &str) {
+    pub(crate) fn println(&self, text: &str) {
         self.sink().println(text);
     }
 
@@ -72,7 +72,7 @@ impl Progress {
     }
 
     /// Removes the display.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.sink().finish();
     }
 }

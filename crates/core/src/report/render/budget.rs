@@ -27,7 +27,7 @@ pub fn github_length(s: &str) -> usize {
 
 /// How much of the long parts report.md shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Lines of the traceback.
     pub traceback_lines: usize,
     /// Lines of the failing node's inputs (pretty JSON).
@@ -112,7 +112,7 @@ impl Trimmed {
 
     /// What was left out, in words (`12 lines left out in the middle, 2 long lines cut after
     /// 400 characters`), or None.
-    pub fn note(&self, line_chars: usize) -> Option<String> {
+    pub(crate) fn note(&self, line_chars: usize) -> Option<String> {
         let mut parts = Vec::new();
         if self.omitted > 0 {
             parts.push(format!("{} lines left out in the middle", self.omitted));

@@ -14,7 +14,7 @@ const DASH: &str = "—";
 
 /// The block of `w` (empty when it has no bug form); `title` names the workflow when the
 /// session has several; `level` is the block's heading level (its fields are one deeper).
-pub(crate) fn markdown(
+pub fn markdown(
     w: &WorkflowReport,
     session_id: &str,
     title: Option<&str>,

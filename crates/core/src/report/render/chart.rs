@@ -11,7 +11,7 @@
 /// One series: a name (for the caption, not drawn: xychart has no legend), its colour, and one
 /// value per x label (None draws nothing for a bar, 0 for a line).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     /// What it shows.
     pub name: String,
     /// A `#rrggbb` colour.
@@ -37,7 +37,7 @@ pub(crate) struct XyChart {
 
 impl XyChart {
     /// The fenced Mermaid block; None when no x label or no bar has a value.
-    pub fn render(&self) -> Option<String> {
+    pub(crate) fn render(&self) -> Option<String> {
         if self.labels.is_empty() {
             return None;
         }
@@ -86,9 +86,9 @@ impl XyChart {
 /// Colour of the passed steps' bars.
 pub(crate) const PASSED: &str = "#2e7d32";
 /// Colour of the failed steps' bars.
-pub const FAILED: &str = "#c62828";
+pub(crate) const FAILED: &str = "#c62828";
 /// Colour of the peak RAM line.
-pub const RAM: &str = "#1565c0";
+pub(crate) const RAM: &str = "#1565c0";
 /// Colour of the device total line.
 pub(crate) const TOTAL: &str = "#757575";
 

@@ -13,7 +13,7 @@ use crate::text::capitalize;
 
 /// What the Markdown shows of a console.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Excerpt {
+pub(crate) struct Excerpt {
     /// The lines shown (a marker line stands where lines were left out).
     pub lines: Vec<String>,
     /// Lines in the whole console (from `got prompt`).
@@ -36,7 +36,7 @@ fn body(line: &str) -> &str {
 /// The excerpt of `lines` (`server.log` lines) with at most `max_lines` lines of at most
 /// `line_chars` characters each; with `fold_traceback`, a Python traceback is one line (the
 /// report prints the traceback itself once, above the console).
-pub fn excerpt(
+pub(crate) fn excerpt(
     lines: &[String],
     max_lines: usize,
     line_chars: usize,

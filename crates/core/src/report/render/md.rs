@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 /// spans: GitHub finds `@user`, `#12` and commit SHAs in the rendered text outside `<code>`,
 /// `<pre>` and links, after Markdown escapes are resolved, so an escape (`\@`, `&#64;`) would not
 /// stop the ping, but a code span does.
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
@@ -105,7 +105,7 @@ pub(crate) fn links_on_github(word: &str) -> bool {
 
 /// An inline code span holding `s` verbatim (newlines become spaces; the backtick fence grows
 /// when `s` itself contains backticks). Inside a table, `Table::row` escapes its pipes.
-pub fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
@@ -136,12 +136,12 @@ pub(crate) fn text_with_code(s: &str) -> String {
 }
 
 /// Bold free text.
-pub fn bold(s: &str) -> String {
+pub(crate) fn bold(s: &str) -> String {
     format!("**{}**", text(s))
 }
 
 /// A fenced code block with an info string; the fence is longer than any backtick run inside.
-pub fn fence(info: &str, body: &str) -> String {
+pub(crate) fn fence(info: &str, body: &str) -> String {
     let longest = body.lines().map(|l| longest_run(l, '`')).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let mut out = format!("{fence}{info}\n");
@@ -156,7 +156,7 @@ pub fn fence(info: &str, body: &str) -> String {
 
 /// A collapsed `<details>` block whose body is Markdown (blank lines around it so GitHub renders
 /// the body as Markdown).
-pub fn details(summary: &str, body_markdown: &str) -> String {
+pub(crate) fn details(summary: &str, body_markdown: &str) -> String {
     format!(
         "<details>\n<summary>{}</summary>\n\n{}\n</details>\n",
         html_escape(summary),
@@ -195,7 +195,7 @@ pub(crate) struct Table {
 
 impl Table {
     /// A table with these column headers (plain text).
-    pub fn new(header: &[&str]) -> Table {
+    pub(crate) fn new(header: &[&str]) -> Table {
         Table {
             header: header.iter().map(|h| text(h)).collect(),
             align_right: vec![false; header.len()],
@@ -204,7 +204,7 @@ impl Table {
     }
 
     /// Right-aligns column `i` (numbers).
-    pub fn right(mut self, i: usize) -> Table {
+    pub(crate) fn right(mut self, i: usize) -> Table {
         if let Some(a) = self.align_right.get_mut(i) {
             *a = true;
         }
@@ -212,7 +212,7 @@ impl Table {
     }
 
     /// Adds a row; missing cells are left empty and extra cells are joined into the last one.
-    pub fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         let n = self.header.len();
         let mut cells: Vec<String> = cells.into_iter().map(|c| cell(&c)).collect();
         if cells.len() > n && n > 0 {
@@ -224,7 +224,7 @@ impl Table {
     }
 
     /// Renders the table followed by a newline.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
         out.push_str(&line(&self.header));

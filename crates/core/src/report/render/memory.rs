@@ -6,7 +6,7 @@ use crate::report::model::{LadderRow, ModelLoadRow};
 use crate::units::mib_rounded as mib;
 
 /// Whether the ladder has anything for the "Models loaded" column.
-pub fn any(ladder: &[LadderRow]) -> bool {
+pub(crate) fn any(ladder: &[LadderRow]) -> bool {
     ladder
         .iter()
         .any(|r| !r.models.is_empty() || !r.memory_events.is_empty())

@@ -8,7 +8,7 @@ use crate::report::mitigations::MitigationRow;
 const DASH: &str = "—";
 
 /// The section for one workflow; empty when it has no mitigations.
-pub fn section(rows: &[MitigationRow], level: usize, session_id: &str) -> String {
+pub(crate) fn section(rows: &[MitigationRow], level: usize, session_id: &str) -> String {
     if rows.is_empty() {
         return String::new();
     }

@@ -9,11 +9,11 @@
 //! [`Report`](super::Report) value and writes no Markdown.
 
 pub mod budget;
-pub mod bug_form;
+pub(crate) mod bug_form;
 pub mod chart;
 pub mod console;
 pub mod json;
 pub mod markdown;
 pub mod md;
-pub mod memory;
-pub mod mitigations;
+pub(crate) mod memory;
+pub(crate) mod mitigations;

@@ -6,11 +6,11 @@
 //!    count, but the minimal variant's (step 0), which runs at its own steps: it is the cheapest
 //!    variant, and its full-step pass is the verdict's last pass when the first increment
 //!    already fails. With `--full-step-target` the target also runs at its own steps; with a
-//!    prediction a probe is reduced only where it pays ([`reduce_pays`]), and never while the
+//!    prediction a probe is reduced only where it pays (`reduce_pays`), and never while the
 //!    failure being narrowed down was seen only at full steps in a stage that can depend on
 //!    the step count. It ends with a boundary (or an endpoint verdict) at reduced steps.
 //! 2. **Full-step confirmation.** Only full-step runs count now, plus the reduced failures whose
-//!    stage cannot depend on the step count ([`step_independent`]: load, condition, the first
+//!    stage cannot depend on the step count (`step_independent`: load, condition, the first
 //!    step, decode, post-processing). The reduced boundary's failing step, then its passing step,
 //!    are run at full steps when they have no full-step result (the passing one always is: it is
 //!    the workflow the user attaches). Then the usual strategy searches on at full steps between
@@ -39,28 +39,28 @@ pub const STEP_INDEPENDENT_STAGES: &[Stage] = &[
 ];
 
 /// True when `r` is a reduced-step failure that counts as a full-step failure.
-pub fn step_independent(r: &RunEntry) -> bool {
+pub(crate) fn step_independent(r: &RunEntry) -> bool {
     r.failed() && stage_of(r).is_some_and(|s| STEP_INDEPENDENT_STAGES.contains(&s))
 }
 
 /// A reduced run must save at least this share of its own predicted full-step time: sampling
 /// must be most of the run (a variant whose time is load and decode saves little at few steps).
-pub const MIN_SAVING_SHARE: f64 = 0.4;
+pub(crate) const MIN_SAVING_SHARE: f64 = 0.4;
 
 /// A reduced run must save at least this share of the largest predicted full-step run of the
 /// ladder: a cheap variant saves little, while a reduced pass that misleads the search (a
 /// failure that grows across steps) costs full-step runs of the size of the largest.
-pub const MIN_SAVING_OF_LARGEST: f64 = 0.2;
+pub(crate) const MIN_SAVING_OF_LARGEST: f64 = 0.2;
 
 /// Below this predicted time of the largest run (seconds) the prediction decides nothing: the
 /// split of a run into setup, steps and post comes from the client's frame times, whose noise is
 /// tens of milliseconds, and a session whose runs all take seconds has little to save.
-pub const MIN_PREDICTED_SECONDS: f64 = 10.0;
+pub(crate) const MIN_PREDICTED_SECONDS: f64 = 10.0;
 
 /// Whether the predicted `costs` can decide where few steps pay (else every search run but the
 /// minimal is reduced, as without a prediction): the largest predicted full run takes at least
 /// [`MIN_PREDICTED_SECONDS`].
-pub fn weighable(costs: &[StepCost]) -> bool {
+pub(crate) fn weighable(costs: &[StepCost]) -> bool {
     costs.iter().any(|c| c.full >= MIN_PREDICTED_SECONDS)
 }
 
@@ -76,7 +76,7 @@ pub fn weighable(costs: &[StepCost]) -> bool {
 ///   full steps) when the failure is at the next place, and the first failure (re-run at full
 ///   steps when its stage depends on the step count: `rerun`) when it is at its own — with
 ///   every place equally likely, a full re-run with probability (1 + `rerun`) / `open`.
-pub fn reduce_pays(costs: &[StepCost], step: usize, open: usize, rerun: f64) -> bool {
+pub(crate) fn reduce_pays(costs: &[StepCost], step: usize, open: usize, rerun: f64) -> bool {
     let Some(c) = costs.get(step) else {
         return false;
     };
@@ -138,7 +138,7 @@ fn narrowing_a_full_step_only_failure(
 /// like a run that failed in `stage` (the failure the search is narrowing down): 0 when that
 /// stage stands at few steps ([`STEP_INDEPENDENT_STAGES`]), 1 when it can depend on the step
 /// count, ½ without a stage.
-pub fn failure_rerun(stage: Option<Stage>) -> f64 {
+pub(crate) fn failure_rerun(stage: Option<Stage>) -> f64 {
     match stage {
         Some(s) if STEP_INDEPENDENT_STAGES.contains(&s) => 0.0,
         Some(_) => 1.0,

@@ -21,9 +21,9 @@ pub struct RunSpec<'a> {
     /// Free models and memory first.
     pub cold: bool,
     /// Per-run limit: `--timeout`, or the default derived from the session's runs
-    /// ([`Driver::run_limit`](super::Driver::run_limit)).
+    /// (`Driver::run_limit`).
     pub timeout: Option<Duration>,
-    /// `--stall`, or the default derived from the session's runs ([`Driver::stall_limit`](super::Driver::stall_limit)): no
+    /// `--stall`, or the default derived from the session's runs (`Driver::stall_limit`): no
     /// progress and no node change for this long is a hang.
     pub stall: Option<Duration>,
     /// `--deadline` + `--deadline-grace`: a run still going then is interrupted (the driver

@@ -29,11 +29,11 @@ pub(super) const ZERO_WORK: Work = Work {
 const START_NOTE_EVERY: Duration = Duration::from_secs(600);
 
 /// The per-run limit while no run of the session has finished, when `--timeout` is not given.
-pub const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_RUN_LIMIT: Duration = Duration::from_secs(3600);
 
 /// Without `--timeout`, a run may take this many times the longest finished run of the
 /// session (never less than [`DEFAULT_RUN_LIMIT`]).
-pub const RUN_LIMIT_FACTOR: u32 = 8;
+pub(crate) const RUN_LIMIT_FACTOR: u32 = 8;
 
 impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     pub(super) fn start_at(&self) -> Option<(Timestamp, Offset)> {
@@ -62,7 +62,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
     /// the longest run of the session that ended by itself (passed or failed: a timeout, an
     /// interruption or a lost server says nothing of how long the work takes), at least
     /// [`DEFAULT_RUN_LIMIT`]. The second part says where the limit comes from.
-    pub fn run_limit(&self) -> (Duration, String) {
+    pub(crate) fn run_limit(&self) -> (Duration, String) {
         if let Some(s) = self.session.options.timeout_s {
             return (Duration::from_secs(s), "--timeout".into());
         }
@@ -92,7 +92,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// The hang limit of the next run ([`crate::run::hang::stall_limit`]): `--stall`, else
     /// derived from the longest quiet stretch of the session's runs that ended by themselves.
-    pub fn stall_limit(&self) -> (Duration, String) {
+    pub(crate) fn stall_limit(&self) -> (Duration, String) {
         let quiet = self
             .session
             .workflows

@@ -98,7 +98,7 @@ pub(super) enum Submitted {
     Done { run_id: String, outcome: Outcome },
 }
 
-/// What came of [`Driver::run_once`].
+/// What came of `Driver::run_once`.
 #[derive(Debug, Clone)]
 pub enum RunResult {
     /// The run is journaled: its session entry.

@@ -115,7 +115,7 @@ impl SyncBehind {
     }
 
     /// Waits until every write so far is durable; the first failure, if any.
-    pub fn wait(&mut self) -> Result<(), JournalError> {
+    pub(crate) fn wait(&mut self) -> Result<(), JournalError> {
         let mut first = Ok(());
         for handle in self.pending.drain(..) {
             let result = handle.join().unwrap_or_else(|_| {
@@ -133,7 +133,7 @@ impl SyncBehind {
 
     /// Writes not yet known to be durable.
     #[cfg(test)]
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.pending.len()
     }
 }

@@ -30,7 +30,7 @@ impl SessionPaths {
     }
 
     /// The run folder of `entry`.
-    pub fn run_dir(&self, entry: &RunEntry) -> PathBuf {
+    pub(crate) fn run_dir(&self, entry: &RunEntry) -> PathBuf {
         self.dir.join(&entry.dir)
     }
 }
@@ -181,7 +181,7 @@ impl SessionFile {
     }
 
     /// Rewrites `session.json` atomically, stamping `updated_at`.
-    pub fn save(&mut self, paths: &SessionPaths) -> Result<(), JournalError> {
+    pub(crate) fn save(&mut self, paths: &SessionPaths) -> Result<(), JournalError> {
         self.updated_at = now_rfc3339();
         write_json_atomic(&paths.session_file(), self)
     }

@@ -138,7 +138,7 @@ pub struct Judged {
 
 impl MitigationsFile {
     /// The entry of `workflow`, when it has one.
-    pub fn of(&self, workflow: &str) -> Option<&WorkflowMitigations> {
+    pub(crate) fn of(&self, workflow: &str) -> Option<&WorkflowMitigations> {
         self.workflows.iter().find(|w| w.workflow == workflow)
     }
 }

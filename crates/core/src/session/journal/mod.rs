@@ -7,15 +7,15 @@
 //! driver goes on, and it waits for all of them before it submits the next prompt (a machine
 //! that dies while the GPU works loses no journal entry).
 //!
-//! [`types`] holds what the journal says (`session.json`, `run.json`); `durable` how a
-//! journal file is written (atomic replacement through [`crate::atomic`], write-behind fsyncs);
-//! [`files`] where the files are and how they are read and saved; [`mitigation`] what
+//! `types` holds what the journal says (`session.json`, `run.json`); `durable` how a
+//! journal file is written (atomic replacement through `crate::atomic`, write-behind fsyncs);
+//! `files` where the files are and how they are read and saved; `mitigation` what
 //! `mitigations.json` says (the controls tried after a verdict).
 
 pub(crate) mod durable;
-pub mod files;
-pub mod mitigation;
-pub mod types;
+pub(crate) mod files;
+pub(crate) mod mitigation;
+pub(crate) mod types;
 
 pub(crate) use durable::{write_atomic, SyncBehind};
 pub use durable::{write_json_atomic, JournalError};

@@ -24,7 +24,8 @@ pub const RUN_RECORD_FILE: &str = "run.json";
 /// File name of the raw WebSocket frames inside a run folder.
 pub const RUN_EVENTS_FILE: &str = "events.ndjson";
 /// Name of the increment of step 0 (the minimal variant).
-pub const MINIMAL: &str = "minimal";
+#[cfg(test)]
+pub(crate) const MINIMAL: &str = "minimal";
 
 /// The whole journal of one session (`session.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,9 +121,7 @@ pub struct SessionOptions {
     #[serde(default)]
     pub strict: bool,
     /// `--max-slowdown F`: how many times what the added work explains a step may take before
-    /// the slowdown counts as memory pressure (None = [`DEFAULT_MAX_SLOWDOWN`]).
-    ///
-    /// [`DEFAULT_MAX_SLOWDOWN`]: crate::analytics::pressure::DEFAULT_MAX_SLOWDOWN
+    /// the slowdown counts as memory pressure (None = `analytics::pressure::DEFAULT_MAX_SLOWDOWN`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_slowdown: Option<f64>,
     /// `--timeout` per run, seconds (None = the runner's default).
@@ -148,7 +147,7 @@ pub struct SessionOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
     /// `--deadline-grace`, seconds: a run still going this long after the deadline is
-    /// interrupted (None = [`DEFAULT_DEADLINE_GRACE`]).
+    /// interrupted (None = `DEFAULT_DEADLINE_GRACE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_grace_s: Option<u64>,
     /// `--start-at`, RFC 3339.
@@ -219,7 +218,7 @@ pub enum WalkOnPass {
 
 /// The default of `--deadline-grace`: how long a run may go on past `--deadline` before it is
 /// interrupted (and run again by `resume`).
-pub const DEFAULT_DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const DEFAULT_DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default of `--search-steps`: the step cap of the search runs. Four steps give each of
 /// two experts splitting the steps (Wan 2.2 high/low noise) a first step and a later one, and
@@ -499,7 +498,7 @@ impl ReducedSteps {
     /// ` · at 4 of 20 steps`: the mark of a run made at a reduced step count (`--search-steps`), in
     /// its progress line and its line when it ended; the cap of the `steps` inputs it lowered and
     /// the largest of them in the variant (samplers with different counts: the largest).
-    pub fn mark(&self) -> String {
+    pub(crate) fn mark(&self) -> String {
         let full = self
             .changes
             .iter()
@@ -540,12 +539,12 @@ impl RunEntry {
 
 impl RunEntry {
     /// True when the run was made at a reduced step count.
-    pub fn is_reduced(&self) -> bool {
+    pub(crate) fn is_reduced(&self) -> bool {
         self.reduced.is_some()
     }
 
     /// True when the run is done and crashed: the server went away or the run timed out.
-    pub fn crashed(&self) -> bool {
+    pub(crate) fn crashed(&self) -> bool {
         self.outcome.as_ref().is_some_and(Outcome::is_crash)
     }
 
@@ -881,7 +880,7 @@ impl Verdict {
 
     /// [`Verdict::headline`], naming `parts` of the failing step (`hires pass: KSampler #11 at
     /// 1024×1024`) after its increment.
-    pub fn headline_with(&self, parts: &[String]) -> String {
+    pub(crate) fn headline_with(&self, parts: &[String]) -> String {
         match self {
             Verdict::FirstFailure {
                 step,
@@ -935,7 +934,7 @@ impl Verdict {
     }
 
     /// Which verdict this is, in the shared vocabulary.
-    pub fn verdict_kind(&self) -> VerdictKind {
+    pub(crate) fn verdict_kind(&self) -> VerdictKind {
         match self {
             Verdict::FirstFailure { .. } => VerdictKind::FirstFailure,
             Verdict::MinimalFails { .. } => VerdictKind::MinimalFails,
@@ -1022,7 +1021,7 @@ impl SessionFile {
     }
 
     /// True when every workflow has a verdict that is not `incomplete`.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.workflows.iter().all(|w| {
             w.verdict
                 .as_ref()
