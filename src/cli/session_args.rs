@@ -230,7 +230,7 @@ impl SessionArgs {
             allow_shared_server: self.allow_shared_server,
             walk_on_pass: self.walk_on_pass.into(),
         };
-        app::check_options(&options)?;
+        app::check_options(&options).map_err(|e| e.message)?;
         Ok(options)
     }
 }

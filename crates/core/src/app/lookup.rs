@@ -1,6 +1,7 @@
 //! The look-ups of sessions and runs in runs folders: the session to resume, a session or a
 //! run by id prefix, a runs folder's runs, a session's summary and its resume command.
 
+use super::{AppResult, ErrorKind, Kind};
 use crate::session::folders;
 use crate::session::index::{self, IndexEntry, Lookup};
 use crate::session::journal::{
@@ -76,7 +77,12 @@ pub(crate) fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String>
 }
 
 /// Finds a session folder from an id, a unique id prefix or a path.
-pub fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String> {
+pub fn find_session(runs_dir: &Path, query: &str) -> AppResult<SessionPaths> {
+    find_session_text(runs_dir, query).kind(ErrorKind::Input)
+}
+
+/// [`find_session`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn find_session_text(runs_dir: &Path, query: &str) -> Result<SessionPaths, String> {
     let as_path = Path::new(query);
     if as_path.join(SESSION_FILE).is_file() {
         let dir = as_path.to_path_buf();
@@ -119,7 +125,15 @@ pub fn find_session(runs_dir: &Path, query: &str) -> Result<SessionPaths, String
 /// Finds the session folder: `session` as a folder holding session.json, else a session id or
 /// unique id prefix under the runs folders. An id in more than one runs folder is an error
 /// naming them (never one picked silently).
-pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
+pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> AppResult<PathBuf> {
+    resolve_session_text(session, runs_dirs).kind(ErrorKind::Input)
+}
+
+/// [`resolve_session`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn resolve_session_text(
+    session: &str,
+    runs_dirs: &[PathBuf],
+) -> Result<PathBuf, String> {
     let as_path = Path::new(session);
     if as_path.join(SESSION_FILE).is_file() {
         return Ok(as_path.to_path_buf());
@@ -301,7 +315,12 @@ impl FoundRun {
 /// Finds a run by its id or a unique prefix of it among the runs of `runs_dirs` (each folder's
 /// index, plus runs missing from it). Errors say what to do: a session id given where a run id
 /// belongs, no match, several matches, one run id in two runs folders.
-pub fn find_run(runs_dirs: &[PathBuf], query: &str) -> Result<FoundRun, String> {
+pub fn find_run(runs_dirs: &[PathBuf], query: &str) -> AppResult<FoundRun> {
+    find_run_text(runs_dirs, query).kind(ErrorKind::Input)
+}
+
+/// [`find_run`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn find_run_text(runs_dirs: &[PathBuf], query: &str) -> Result<FoundRun, String> {
     let tagged: Vec<(&PathBuf, IndexEntry)> = runs_dirs
         .iter()
         .flat_map(|d| run_entries(d).into_iter().map(move |e| (d, e)))
@@ -386,7 +405,12 @@ pub struct SessionList {
 }
 
 /// Lists the sessions of `runs_dirs` with their orphan runs and check records.
-pub fn list_sessions(runs_dirs: &[PathBuf]) -> Result<SessionList, String> {
+pub fn list_sessions(runs_dirs: &[PathBuf]) -> AppResult<SessionList> {
+    list_sessions_text(runs_dirs).kind(ErrorKind::Input)
+}
+
+/// [`list_sessions`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn list_sessions_text(runs_dirs: &[PathBuf]) -> Result<SessionList, String> {
     let (found, duplicates, unreadable) = folders::sessions(runs_dirs)?;
     let sessions = found
         .into_iter()
@@ -437,9 +461,14 @@ mod tests {
         .unwrap();
         assert_eq!(by_folder.dir, runs.join("20260101-aaaa"));
         let ambiguous = find_session(runs, "20260101-aaa").unwrap_err();
-        assert!(ambiguous.contains("several sessions"), "{ambiguous}");
+        assert!(
+            ambiguous.message.contains("several sessions"),
+            "{ambiguous}"
+        );
+        assert_eq!(ambiguous.kind, ErrorKind::Input);
         assert!(find_session(runs, "2027")
             .unwrap_err()
+            .message
             .contains("no session"));
         assert_eq!(
             resolve_session("20260102", &[runs.to_path_buf()]).unwrap(),

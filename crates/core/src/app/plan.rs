@@ -1,6 +1,7 @@
 //! The plan files: a ladder's step workflows and `plan.json`, and with a UI source every step
 //! as a UI workflow too.
 
+use super::{AppResult, ErrorKind, Kind};
 use crate::ladder::Plan;
 use crate::nodedefs::NodeDefs;
 use crate::workflow::ui::{write_variant, Converted};
@@ -19,7 +20,16 @@ pub struct UiSource<'a> {
 /// Writes `dir/plan.json` and every step's workflow file; with a UI source also
 /// `NN-<increment>.ui.json`, the original UI file with the same edits made the UI way. Returns
 /// a warning for each step that has no faithful UI form (only its API file is written).
-pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> Result<Vec<String>, String> {
+pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> AppResult<Vec<String>> {
+    write_plan_text(planned, dir, ui).kind(ErrorKind::Failed)
+}
+
+/// [`write_plan`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn write_plan_text(
+    planned: &Plan,
+    dir: &Path,
+    ui: Option<UiSource>,
+) -> Result<Vec<String>, String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create output folder '{}': {e}", dir.display()))?;
     let write = |name: &str, text: String| {

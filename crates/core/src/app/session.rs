@@ -2,7 +2,7 @@
 //! preflight, the live backend with its progress and report hooks, the stop signals, the
 //! reports at the end.
 
-use super::lookup::{find_session, latest_unfinished, summary};
+use super::lookup::{latest_unfinished, summary};
 use super::{AppError, AppResult, ErrorKind, Kind};
 use crate::comfy::{Client, SystemStats};
 use crate::nodedefs::NodeDefs;
@@ -283,7 +283,7 @@ pub struct Pending {
 /// not found or unreadable (`Input`), the journal cannot be written (`Failed`).
 pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     let paths = match &options.session {
-        Some(query) => find_session(&options.runs_dir, query),
+        Some(query) => super::lookup::find_session_text(&options.runs_dir, query),
         None => latest_unfinished(&options.runs_dir),
     }
     .kind(ErrorKind::Input)?;
@@ -539,7 +539,12 @@ pub fn ladder_order(given: &[crate::ladder::Increment]) -> Vec<crate::ladder::In
 
 /// Checks that a bisect's options hold together: the deadline after the start (else nothing
 /// could run), `--full-step-target` only with a few-step search. The error says what to change.
-pub fn check_options(options: &SessionOptions) -> Result<(), String> {
+pub fn check_options(options: &SessionOptions) -> AppResult<()> {
+    check_options_text(options).kind(ErrorKind::Input)
+}
+
+/// [`check_options`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
+pub(super) fn check_options_text(options: &SessionOptions) -> Result<(), String> {
     let at = |t: &Option<String>| t.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok());
     if let (Some(s), Some(d)) = (at(&options.start_at), at(&options.deadline)) {
         if d <= s {
@@ -573,7 +578,8 @@ mod tests {
             ..SessionOptions::default()
         };
         let e = check_options(&options).unwrap_err();
-        assert!(e.contains("is not after --start-at"), "{e}");
+        assert!(e.message.contains("is not after --start-at"), "{e}");
+        assert_eq!(e.kind, ErrorKind::Input);
         let later = SessionOptions {
             deadline: Some("2026-03-29T05:00:01Z".into()),
             ..options
@@ -586,6 +592,7 @@ mod tests {
         };
         assert!(check_options(&full)
             .unwrap_err()
+            .message
             .contains("--full-step-target"));
         let order = ladder_order(&[crate::ladder::Increment::Lora]);
         assert_eq!(order[0], crate::ladder::Increment::Lora);
