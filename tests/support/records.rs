@@ -3,47 +3,13 @@
 //! and a test sets only what it is about, e.g.
 //! `RunRecord { outcome: OutcomeKind::Failed, ..run_record("id") }`.
 
-use comfy_bisect_core::run::record::{QueueInfo, RawLog, RunRecord};
-use comfy_bisect_core::run::VramReport;
+use comfy_bisect_core::run::record::RunRecord;
 use comfy_bisect_core::session::journal::{Phase, RunEntry, RunRole, RunStatus, WorkflowJob};
 use comfy_bisect_core::vocab::OutcomeKind;
 
 /// A passed run `run_id` (also its prompt id), cold, with nothing measured or recorded.
 pub fn run_record(run_id: &str) -> RunRecord {
-    RunRecord {
-        run_id: run_id.into(),
-        prompt_id: run_id.into(),
-        workflow_sha256: String::new(),
-        server: String::new(),
-        started_at: String::new(),
-        finished_at: String::new(),
-        duration_ms: 0,
-        cold: true,
-        outcome: OutcomeKind::Passed,
-        error: None,
-        diagnosis: None,
-        queue: QueueInfo::default(),
-        cached_nodes: Vec::new(),
-        timeline: Vec::new(),
-        vram: VramReport::default(),
-        host: Default::default(),
-        kernel: None,
-        system_stats_before: None,
-        system_stats_after: None,
-        vram_baseline_bytes: None,
-        history: None,
-        prompt_rewrite: None,
-        warnings: Vec::new(),
-        console: None,
-        memory_events: Vec::new(),
-        memory_summary: None,
-        product: None,
-        memory_fallbacks: Vec::new(),
-        step_timing: Vec::new(),
-        server_benchmark: None,
-        raw: RawLog::default(),
-        server_log: String::new(),
-    }
+    RunRecord::new(run_id, String::new(), "", true, OutcomeKind::Passed, None)
 }
 
 /// A search run `run_id` of ladder step `step` (`increment`) just submitted: in flight, no

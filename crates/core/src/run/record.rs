@@ -479,6 +479,53 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A record of `run_id` with its identity and outcome and nothing observed yet (no times,
+    /// timeline, samples, console or product): what a record rebuilt from the journal, or a
+    /// test's fixture, starts from; the caller sets what it knows with `..RunRecord::new(…)`.
+    pub fn new(
+        run_id: &str,
+        workflow_sha256: String,
+        server: &str,
+        cold: bool,
+        outcome: OutcomeKind,
+        error: Option<RunError>,
+    ) -> RunRecord {
+        RunRecord {
+            run_id: run_id.to_string(),
+            prompt_id: run_id.to_string(),
+            workflow_sha256,
+            server: server.to_string(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            duration_ms: 0,
+            cold,
+            outcome,
+            error,
+            diagnosis: None,
+            queue: QueueInfo::default(),
+            cached_nodes: Vec::new(),
+            timeline: Vec::new(),
+            vram: VramReport::default(),
+            host: Default::default(),
+            kernel: None,
+            system_stats_before: None,
+            system_stats_after: None,
+            vram_baseline_bytes: None,
+            history: None,
+            prompt_rewrite: None,
+            warnings: Vec::new(),
+            console: None,
+            memory_events: Vec::new(),
+            memory_summary: None,
+            server_benchmark: None,
+            memory_fallbacks: Vec::new(),
+            product: None,
+            step_timing: Vec::new(),
+            raw: RawLog::default(),
+            server_log: String::new(),
+        }
+    }
+
     /// The outcome with its data.
     pub fn outcome(&self) -> Outcome {
         match (&self.outcome, &self.error) {

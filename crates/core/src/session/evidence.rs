@@ -5,8 +5,7 @@ use super::journal::{Outcome, RunEntry, RunSummary};
 use crate::comfy::protocol::{ExecutionError, HistoryEntry, Terminal};
 use crate::diagnose::Diagnosis;
 use crate::run::record::{
-    InterruptedBy, Interruption, QueueInfo, RawLog, ServerLostInfo, TimeoutInfo, TimeoutReason,
-    VramReport,
+    InterruptedBy, Interruption, ServerLostInfo, TimeoutInfo, TimeoutReason, VramReport,
 };
 use crate::run::{Outcome as RunOutcome, RunRecord};
 use crate::units::to_mib;
@@ -265,38 +264,10 @@ fn bare(
     let now = super::journal::now_rfc3339();
     let (kind, error) = outcome.into_parts();
     RunRecord {
-        run_id: run_id.to_string(),
-        prompt_id: run_id.to_string(),
-        workflow_sha256,
-        server: server.to_string(),
         started_at: now.clone(),
         finished_at: now,
-        duration_ms: 0,
-        cold,
-        outcome: kind,
-        error,
-        diagnosis: None,
-        queue: QueueInfo::default(),
-        cached_nodes: vec![],
-        timeline: vec![],
         vram: VramReport::from_samples(vec![], 0, None, 0),
-        host: Default::default(),
-        kernel: None,
-        system_stats_before: None,
-        system_stats_after: None,
-        vram_baseline_bytes: None,
-        history: None,
-        prompt_rewrite: None,
-        warnings: vec![],
-        console: None,
-        memory_events: vec![],
-        memory_summary: None,
-        server_benchmark: None,
-        memory_fallbacks: vec![],
-        product: None,
-        step_timing: Vec::new(),
-        raw: RawLog::default(),
-        server_log: String::new(),
+        ..RunRecord::new(run_id, workflow_sha256, server, cold, kind, error)
     }
 }
 
