@@ -15,7 +15,7 @@
 //!   having produced them over the socket.
 //! - The model savers write a model file and report nothing to the UI: no history output, no
 //!   `meta`, no `executed` frame (captured for every class of [`NO_HISTORY_OUTPUT`] in
-//!   `tests/fixtures/comfyui-outputs/`, checked by `tests/outputs_fixtures.rs`).
+//!   `tests/fixtures/comfyui-outputs/`, checked by `tests/graph/outputs_fixtures.rs`).
 //!
 //! A fully cached run replays the old outputs (`history_core_cached.json`: every node in
 //! `execution_cached`, the outputs still listed with the earlier files' names); those count as
