@@ -139,6 +139,13 @@ fn main() {
 
     println!("# Footprint benchmark\n");
     println!("- {} ({})", common::cpu_model(), common::load());
+    // The installed binary's size (target: at most 25 MB, issue #37); `cargo bench` builds it
+    // with the release profile's settings (no debug info, debug sections stripped).
+    let size = std::fs::metadata(TOOL).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "- binary size: {:.1} MB ({size} bytes; target ≤ 25 MB)",
+        size as f64 / 1e6
+    );
     println!("- `comfy-bisect submit` / `bisect` (release build) against the simulator (12 GiB, time_scale 0), {steps} sampler steps");
     println!(
         "- previews: {frames} binary frames × {frame_kib} KiB after every progress event \
