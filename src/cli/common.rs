@@ -11,29 +11,120 @@ use comfy_bisect_core::workflow::Workflow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The default server when neither `--server` nor `COMFY_BISECT_SERVER` names one.
+/// The server used when neither `--server` nor `COMFY_BISECT_SERVER` names one and nothing
+/// answers at any of [`DEFAULT_SERVERS`] (the first of them).
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8188";
+
+/// Where ComfyUI listens when nothing names the server, tried in order: a manual or portable
+/// install's 8188, then ComfyUI Desktop's 8000 (the first free port from 8000).
+pub const DEFAULT_SERVERS: [(&str, &str); 2] = [
+    ("http://127.0.0.1:8188", "ComfyUI's default port"),
+    ("http://127.0.0.1:8000", "ComfyUI Desktop's port"),
+];
+
+/// Test hook: a comma-separated list of URLs that replaces [`DEFAULT_SERVERS`] (the tests cannot
+/// count on ports 8188 and 8000 being theirs). Undocumented for users.
+const DEFAULT_SERVERS_ENV: &str = "COMFY_BISECT_DEFAULT_SERVERS";
+
+/// How long one probe of a candidate may take (a loopback port answers or refuses at once).
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The first of the default servers where ComfyUI answers `GET /system_stats`, else the first
+/// of them (its connection error then says where the tool looked). Prints which one answered
+/// when it is not the first (the first is what users expect).
+fn discover() -> String {
+    let candidates: Vec<(String, String)> = match std::env::var(DEFAULT_SERVERS_ENV) {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|u| (u.trim().to_string(), "from the test hook".to_string()))
+            .collect(),
+        _ => DEFAULT_SERVERS
+            .iter()
+            .map(|(u, what)| (u.to_string(), what.to_string()))
+            .collect(),
+    };
+    let Some(found) = candidates
+        .iter()
+        .position(|(url, _)| answers_as_comfyui(url))
+    else {
+        return candidates
+            .first()
+            .map_or_else(|| DEFAULT_SERVER.to_string(), |(url, _)| url.clone());
+    };
+    let (url, what) = &candidates[found];
+    if found > 0 {
+        let tried: Vec<&str> = candidates[..found]
+            .iter()
+            .map(|(u, _)| u.as_str())
+            .collect();
+        eprintln!(
+            "comfy-bisect: no --server given; ComfyUI answered at {url} ({what}), not at {} \
+             (pass --server URL or set COMFY_BISECT_SERVER to choose)",
+            tried.join(", ")
+        );
+    }
+    url.clone()
+}
+
+/// Whether `url` (`http://HOST:PORT`) answers `GET /system_stats` with ComfyUI's JSON: one
+/// blocking HTTP/1.0 request with a short timeout, no runtime needed.
+fn answers_as_comfyui(url: &str) -> bool {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let Some(host_port) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let Some(addr) = host_port.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return false;
+    };
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, PROBE_TIMEOUT) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
+    let request = format!(
+        "GET /system_stats HTTP/1.0\r\nHost: {host_port}\r\nAccept: application/json\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    let _ = stream.take(256 * 1024).read_to_end(&mut answer);
+    is_system_stats_answer(&String::from_utf8_lossy(&answer))
+}
+
+/// Whether an HTTP answer is ComfyUI's `/system_stats`: status 200 and a JSON body with its
+/// `system` and `devices` keys.
+fn is_system_stats_answer(answer: &str) -> bool {
+    let ok = answer
+        .lines()
+        .next()
+        .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    ok && serde_json::from_str::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("system").is_some() && v.get("devices").is_some())
+}
 
 /// `--server` of the commands that talk to a server. It may also come before the subcommand
 /// (`comfy-bisect --server URL bisect …`) or from `COMFY_BISECT_SERVER`; commands that use no
 /// server do not take it.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServerArg {
-    /// ComfyUI server URL (http/https) [default: COMFY_BISECT_SERVER, else
-    /// http://127.0.0.1:8188].
+    /// ComfyUI server URL (http/https) [default: COMFY_BISECT_SERVER, else the first of
+    /// http://127.0.0.1:8188 and ComfyUI Desktop's http://127.0.0.1:8000 that answers].
     #[arg(long = "server", value_name = "URL")]
     pub server: Option<String>,
 }
 
 impl ServerArg {
     /// This command's server: its own `--server`, else the one before the subcommand (or
-    /// the environment), else [`DEFAULT_SERVER`].
+    /// the environment), else the first of [`DEFAULT_SERVERS`] where ComfyUI answers, else
+    /// the first of them, [`DEFAULT_SERVER`] (whose connection error then names both ports).
     pub fn resolve(&self, before: Option<&str>) -> String {
-        self.server
-            .as_deref()
-            .or(before)
-            .unwrap_or(DEFAULT_SERVER)
-            .to_string()
+        match self.server.as_deref().or(before) {
+            Some(server) => server.to_string(),
+            None => discover(),
+        }
     }
 }
 
@@ -367,6 +458,33 @@ pub(crate) fn increment_parser(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_system_stats_answer_is_told_from_other_servers() {
+        let ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n\
+                  {\"system\": {\"os\": \"posix\"}, \"devices\": []}";
+        assert!(is_system_stats_answer(ok));
+        // Another web server on the port (a dev server on 8000), an error, no body.
+        let html = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html></html>";
+        assert!(!is_system_stats_answer(html));
+        let other_json = "HTTP/1.1 200 OK\r\n\r\n{\"status\": \"ok\"}";
+        assert!(!is_system_stats_answer(other_json));
+        let missing = "HTTP/1.1 404 Not Found\r\n\r\n{\"system\": {}, \"devices\": []}";
+        assert!(!is_system_stats_answer(missing));
+        assert!(!is_system_stats_answer(""));
+    }
+
+    #[test]
+    fn nothing_listening_is_no_answer() {
+        // A port that was free a moment ago: the probe is refused at once.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        assert!(!answers_as_comfyui(&format!("http://127.0.0.1:{port}")));
+        assert!(!answers_as_comfyui("https://127.0.0.1:1"));
+    }
 
     #[test]
     fn node_definition_failures_keep_their_exit_codes() {

@@ -74,7 +74,8 @@ use std::process::ExitCode;
 pub struct Cli {
     /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
     /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
-    /// [default: http://127.0.0.1:8188].
+    /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
+    /// http://127.0.0.1:8000 that answers].
     #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL")]
     pub server: Option<String>,
     /// More log output (repeat for more).

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_comfy-bisect");
 
-fn sd15(steps: u64) -> Value {
+pub(crate) fn sd15(steps: u64) -> Value {
     json!({
         "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "random_sd15.safetensors"}},
         "6": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["4", 1], "text": "a lighthouse"}},
@@ -23,7 +23,7 @@ fn sd15(steps: u64) -> Value {
     })
 }
 
-fn write_workflow(dir: &tempfile::TempDir, name: &str, v: &Value) -> std::path::PathBuf {
+pub(crate) fn write_workflow(dir: &tempfile::TempDir, name: &str, v: &Value) -> std::path::PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, serde_json::to_string_pretty(v).unwrap()).unwrap();
     path

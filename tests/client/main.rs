@@ -13,3 +13,4 @@ mod client_replay;
 mod connect_cli;
 mod fingerprint_reuse;
 mod hostile_server;
+mod server_discovery;

@@ -90,7 +90,7 @@ impl ClientError {
             ClientError::InvalidUrl { .. } => "Write --server as http://HOST:PORT".into(),
             ClientError::TooLarge { .. } => "Is --server the address of ComfyUI itself? A proxy in front of it may be sending an endless or oversized answer".into(),
             ClientError::Unreachable { .. } | ClientError::WebSocket { .. } => {
-                "Is ComfyUI running there (check its --listen/--port), and is --server (or COMFY_BISECT_SERVER) right? A reverse proxy that needs an auth header gets it with --header 'Name: value'".into()
+                "Is ComfyUI running there (check its --listen/--port), and is --server (or COMFY_BISECT_SERVER) right? With neither, comfy-bisect tries 127.0.0.1:8188 and then ComfyUI Desktop's 127.0.0.1:8000. A reverse proxy that needs an auth header gets it with --header 'Name: value'".into()
             }
         }
     }
