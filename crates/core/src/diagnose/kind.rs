@@ -260,6 +260,15 @@ pub(crate) fn classify(
             "The message is a cuDNN status other than ALLOC_FAILED; nothing in it says memory ran out.".into(),
         );
     }
+    if lower
+        .split_once("aimdo:")
+        .is_some_and(|(_, rest)| rest.contains(":error:"))
+    {
+        return verdict(
+            FailureKind::Aimdo,
+            "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),
+        );
+    }
     for (needle, kind, label) in WORDING {
         if lower.contains(needle) {
             return verdict(*kind, format!("The message says \"{label}\"."));
@@ -388,6 +397,7 @@ mod tests {
             (Some("RuntimeError"), "Fault failed: 2", FailureKind::Aimdo),
             (Some("RuntimeError"), "HostBuffer.read_file_slice failed", FailureKind::Aimdo),
             (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", FailureKind::Aimdo),
+            (None, "aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\nVRAM reservation failed", FailureKind::Aimdo),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");

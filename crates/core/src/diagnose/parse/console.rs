@@ -275,7 +275,14 @@ const SPECIFIC_WORDS: &[&str] = &[
 
 fn is_specific_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    SPECIFIC_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")
+    (SPECIFIC_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")) || is_aimdo_error(&l)
+}
+
+/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`).
+fn is_aimdo_error(lower: &str) -> bool {
+    lower
+        .split_once("aimdo:")
+        .is_some_and(|(_, rest)| rest.contains(":error:"))
 }
 
 fn is_message_line(line: &str) -> bool {
@@ -924,6 +931,29 @@ mod tests {
                 d.kind_evidence
             );
         }
+    }
+
+    /// Issue #40: any aimdo ERROR line wins over the message it precedes.
+    #[test]
+    fn an_aimdo_error_line_wins_over_a_plain_message() {
+        let log = "got prompt\nModel AutoencoderKL prepared for dynamic VRAM loading. 159MB Staged. 0 patches attached.\naimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\n!!! Exception during processing !!! VRAM reservation failed\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Aimdo,
+            "{}",
+            d.kind_evidence
+        );
+        assert_eq!(
+            d.stage,
+            crate::vocab::Stage::Condition,
+            "{}",
+            d.stage_evidence
+        );
+        // Warnings are not errors.
+        assert!(!super::is_aimdo_error(
+            "aimdo: src/model-vbar.c:74:warning:vbar 0: page 519"
+        ));
     }
 
     /// Issue #40: aimdo's own error line wins over the generic RuntimeError wrapping it.

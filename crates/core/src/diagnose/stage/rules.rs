@@ -299,15 +299,25 @@ fn model_role(model: &str) -> Option<ModelRole> {
     }
 }
 
-/// 3. A pasted log that just ends (no error, no sign of death): its last model line.
+/// 3. The last model line, when a pasted log just ends or an error follows a `Staged` line.
 ///
+/// A log that ends has no error and no sign of death; a dynamic-VRAM `Staged` line right
+/// before an error is read here because the older console rules do not read it.
 /// The stage is what that model is for. Staged or loaded, the model was next to run; only
 /// requested, it was still loading. Both stages stay open, the more likely first.
 fn log_end_model(c: &Ctx) -> Option<Answer> {
-    if !c.signals.log_stopped || c.signals.death.is_some() {
+    let activity = c.signals.last_model.as_ref()?;
+    // A log that ends; or an error right after a dynamic-VRAM `… Staged.` line (which the
+    // older console rules do not read).
+    let ended = c.signals.log_stopped && c.signals.death.is_none();
+    let staged_before_error = c.evidence.exception_message.is_some()
+        && activity
+            .line
+            .to_lowercase()
+            .contains("prepared for dynamic vram loading");
+    if !(ended || staged_before_error) {
         return None;
     }
-    let activity = c.signals.last_model.as_ref()?;
     let role = model_role(&activity.model)?;
     let sampled = c.signals.sampling_bar.is_some_and(|(v, m)| m > 0 && v >= m);
     let (stage, doing) = match role {
@@ -319,10 +329,11 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     };
     let line = &activity.line;
     let model = &activity.model;
+    let end = if ended { "end of the log" } else { "error" };
     let (candidates, why) = if activity.ready || (role == ModelRole::Vae && sampled) {
-        (vec![stage, Stage::Load], format!("The log ends after \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first; nothing after that line shows the server dying.", stage.as_str(), stage.as_str()))
+        (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first; nothing after that line shows the server dying.", stage.as_str(), stage.as_str()))
     } else {
-        (vec![Stage::Load, stage], format!("The log ends after \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first; nothing after that line shows the server dying.", stage.as_str()))
+        (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first; nothing after that line shows the server dying.", stage.as_str()))
     };
     Some(found(candidates[0], candidates, Likely, why))
 }
@@ -618,6 +629,27 @@ mod tests {
         dead.death = None;
         dead.log_stopped = false;
         assert_eq!(ask("log_end_model", &e, &dead), None);
+        // An error right after a staged VAE with no sampling: encoding inputs, or the decode.
+        let error = Evidence {
+            exception_message: Some("VRAM reservation failed".into()),
+            ..Evidence::default()
+        };
+        let staged_vae = "Model AutoencoderKL prepared for dynamic VRAM loading. 159MB Staged.";
+        let mut s = ended(staged_vae, "AutoencoderKL", true, None);
+        s.log_stopped = false;
+        assert_eq!(
+            candidates_of(ask("log_end_model", &error, &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        // …but not after an old-style `Requested to load` line (console_model_loading's).
+        let mut s = ended(
+            "Requested to load AutoencoderKL",
+            "AutoencoderKL",
+            false,
+            None,
+        );
+        s.log_stopped = false;
+        assert_eq!(ask("log_end_model", &error, &s), None);
     }
 
     #[test]
