@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 const REPORTS: &str = "tests/fixtures/oom-reports/dev-reports.json";
 /// The second, larger collection; each record says whether it is `train` or `heldout`.
 const COLLECTED: &str = "tests/fixtures/oom-reports/collected-reports.json";
+/// ComfyUI 2026 (dynamic VRAM, comfy-aimdo) reports, with their own split (issue #40).
+const COLLECTED_2026: &str = "tests/fixtures/oom-reports/collected-2026.json";
 
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
@@ -409,6 +411,55 @@ fn collected_reports_are_well_formed() {
             .filter_map(Value::as_str)
             .collect();
         assert!(cands.contains(&l["stage"].as_str().unwrap()), "{id}");
+        assert!(
+            !r["error"]["log_excerpts"].as_array().unwrap().is_empty(),
+            "{id}: no text"
+        );
+    }
+}
+
+/// The 2026 (dynamic VRAM, comfy-aimdo) reports: both splits scored through the pasted-text +
+/// record path and through the pasted text alone; a log with no sign that the process died is
+/// never `process_killed`.
+#[test]
+fn collected_2026_reports_held_out_and_train() {
+    let all = load_file(COLLECTED_2026);
+    let split =
+        |name: &str| -> Vec<Value> { all.iter().filter(|r| r["split"] == name).cloned().collect() };
+    let (heldout, train) = (split("heldout"), split("train"));
+    assert_eq!(
+        heldout.len() + train.len(),
+        all.len(),
+        "every record has a split"
+    );
+    let h = tally(&heldout);
+    h.print("2026 held-out batch (collected-2026.json, split = heldout)");
+    let tr = tally(&train);
+    tr.print("2026 training batch (collected-2026.json, split = train)");
+    let mut text_only = Tally::default();
+    for record in &all {
+        let d = diagnose::diagnose_text(&excerpts(record))
+            .unwrap_or_else(|e| diagnose::no_failure(&e.to_string()));
+        text_only.add(record, &d);
+        if record["labels"]["kind"] != "process_killed" {
+            assert_ne!(
+                d.kind,
+                FailureKind::ProcessKilled,
+                "{} has no sign of a dead process: {}",
+                record["id"],
+                d.kind_evidence
+            );
+        }
+    }
+    text_only.print("collected-2026.json, pasted text only (informational)");
+    for r in &all {
+        let id = r["id"].as_str().expect("id");
+        assert!(
+            r["source"]["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("https://github.com/")),
+            "{id}"
+        );
         assert!(
             !r["error"]["log_excerpts"].as_array().unwrap().is_empty(),
             "{id}: no text"

@@ -161,6 +161,21 @@ pub struct ConsoleSignals {
     pub death: Option<String>,
     /// The log stops mid-run without an error or a `Prompt executed` line.
     pub log_stopped: bool,
+    /// The last model line (`Requested to load X`, `Model X prepared for dynamic VRAM
+    /// loading…`, `loaded completely/partially`) when nothing but warnings follows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_model: Option<ModelActivity>,
+}
+
+/// The last model-management line of a log, and the model it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelActivity {
+    /// The line as printed (quoted as the reason).
+    pub line: String,
+    /// The model class named by it or by the `Requested to load` line before it.
+    pub model: String,
+    /// True once the model is staged or loaded (not only requested).
+    pub ready: bool,
 }
 
 /// Parsed input: the evidence plus the console signals.

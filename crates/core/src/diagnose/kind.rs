@@ -260,6 +260,15 @@ pub(crate) fn classify(
             "The message is a cuDNN status other than ALLOC_FAILED; nothing in it says memory ran out.".into(),
         );
     }
+    if lower
+        .split_once("aimdo:")
+        .is_some_and(|(_, rest)| rest.contains(":error:"))
+    {
+        return verdict(
+            FailureKind::Aimdo,
+            "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),
+        );
+    }
     for (needle, kind, label) in WORDING {
         if lower.contains(needle) {
             return verdict(*kind, format!("The message says \"{label}\"."));
@@ -323,17 +332,20 @@ fn classify_without_text(
         );
     }
     match evidence.outcome {
+        // A run the tool watched: it saw the server go away.
         Some(RunOutcomeHint::ServerLost) => verdict(
             FailureKind::ProcessKilled,
-            if signals.log_stopped {
-                "The log stops mid-run without a Python error or a 'Prompt executed' line; the server process is presumed gone. The cause is not proven to be memory.".into()
-            } else {
-                "The server went away during the run without reporting an error; the cause is not proven to be memory.".into()
-            },
+            "The server went away during the run without reporting an error; the cause is not proven to be memory.".into(),
         ),
         Some(RunOutcomeHint::Timeout) => verdict(
             FailureKind::Timeout,
             "The run did not finish within its time limit and no error was reported.".into(),
+        ),
+        // Pasted text that just ends: a paste cut short looks the same, so nothing says the
+        // server died.
+        None if signals.log_stopped => verdict(
+            FailureKind::Unknown,
+            "The log ends mid-run without an error and without a sign that the server died (no `Killed`, exit code, new startup banner, oom-killer line or `Press any key to continue`): it may simply be where the paste stops, so the process is not presumed dead and no failure kind is shown.".into(),
         ),
         _ => verdict(
             FailureKind::Other,
@@ -385,6 +397,7 @@ mod tests {
             (Some("RuntimeError"), "Fault failed: 2", FailureKind::Aimdo),
             (Some("RuntimeError"), "HostBuffer.read_file_slice failed", FailureKind::Aimdo),
             (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", FailureKind::Aimdo),
+            (None, "aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\nVRAM reservation failed", FailureKind::Aimdo),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");
@@ -400,6 +413,32 @@ mod tests {
         );
         let async_oom = async_msg.replace("operation not supported", "out of memory");
         assert_eq!(kind_of(None, &async_oom), (FailureKind::CudaOom, true));
+    }
+
+    /// A pasted log that just ends is not a dead server (issue #40); a watched run's
+    /// ServerLost and a pasted death sign still are.
+    #[test]
+    fn a_log_that_just_ends_is_not_a_dead_server() {
+        let stopped = ConsoleSignals {
+            log_stopped: true,
+            ..ConsoleSignals::default()
+        };
+        let v = classify(&Evidence::default(), &stopped, "");
+        assert_eq!(v.kind, FailureKind::Unknown);
+        assert!(v.evidence.contains("not presumed dead"), "{}", v.evidence);
+        let watched = Evidence {
+            outcome: Some(RunOutcomeHint::ServerLost),
+            ..Evidence::default()
+        };
+        let v = classify(&watched, &ConsoleSignals::default(), "");
+        assert_eq!(v.kind, FailureKind::ProcessKilled);
+        let killed = ConsoleSignals {
+            death: Some("Killed".into()),
+            log_stopped: true,
+            ..ConsoleSignals::default()
+        };
+        let v = classify(&Evidence::default(), &killed, "");
+        assert_eq!(v.kind, FailureKind::ProcessKilled);
     }
 
     #[test]

@@ -22,8 +22,8 @@ mod stage;
 use crate::vocab::FailureKind;
 pub use crate::vocab::{Numbers, RunOutcomeHint, Stage, StageConfidence};
 pub use evidence::{
-    lenient_diagnosis, ConsoleSignals, ConsoleTail, Diagnosis, Evidence, NodeProgress, ParseError,
-    ParsedInput, RootCause,
+    lenient_diagnosis, ConsoleSignals, ConsoleTail, Diagnosis, Evidence, ModelActivity,
+    NodeProgress, ParseError, ParsedInput, RootCause,
 };
 pub use parse::{console_signals, parse_input};
 

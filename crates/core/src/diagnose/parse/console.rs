@@ -3,7 +3,7 @@
 //! Markdown, with the prefixes a paste carries (quotes, timestamps, log levels) removed.
 
 use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
-use crate::diagnose::{ConsoleSignals, ConsoleTail, ParseError, ParsedInput};
+use crate::diagnose::{ConsoleSignals, ConsoleTail, ModelActivity, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
 use std::sync::LazyLock;
@@ -76,7 +76,7 @@ static PROMPT_DONE_RE: LazyLock<Regex> =
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? 137|exit status 137|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
 });
 
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
@@ -147,6 +147,8 @@ enum Event {
     SamplingBar(u64, u64),
     LoadingBar(String),
     Load(String),
+    /// `Model X prepared for dynamic VRAM loading. NMB Staged.` (line, model class).
+    Staged(String, String),
     LoadDone,
     LoraError,
 }
@@ -208,6 +210,9 @@ fn line_event(line: &str) -> Option<Event> {
             return Some(Event::TiledRetry(stage == VaeStage::Decode))
         }
         Some(ConsoleLine::Loaded(f)) if f.full => return Some(Event::LoadDone),
+        Some(ConsoleLine::Staged { class, .. }) => {
+            return Some(Event::Staged(t.chars().take(160).collect(), class))
+        }
         Some(ConsoleLine::Loaded(_))
         | Some(ConsoleLine::RequestedLoad { .. })
         | Some(ConsoleLine::Unloaded { .. }) => return load_line(),
@@ -257,6 +262,28 @@ const MESSAGE_WORDS: &[&str] = &[
     "hostbuffer.read_file_slice failed",
     "vbar allocation failed",
 ];
+
+/// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
+/// prints `aimdo: …ERROR:VRAM Allocation failed (non OOM)` before the `RuntimeError: VRAM
+/// Allocation failed` it raises): when the final message names none of them, the line wins.
+const SPECIFIC_WORDS: &[&str] = &[
+    "vram allocation failed (non oom)",
+    "fault failed",
+    "hostbuffer.read_file_slice failed",
+    "vbar allocation failed",
+];
+
+fn is_specific_line(line: &str) -> bool {
+    let l = line.to_lowercase();
+    (SPECIFIC_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")) || is_aimdo_error(&l)
+}
+
+/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`).
+fn is_aimdo_error(lower: &str) -> bool {
+    lower
+        .split_once("aimdo:")
+        .is_some_and(|(_, rest)| rest.contains(":error:"))
+}
 
 fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
@@ -317,6 +344,8 @@ struct SegmentFailure {
     prompt_done: bool,
     got_prompt: bool,
     events: Vec<(usize, Event)>,
+    /// The first line naming a specific error (see [`SPECIFIC_WORDS`]).
+    specific: Option<String>,
 }
 
 impl SegmentFailure {
@@ -351,6 +380,14 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         let t = line.trim();
         if let Some(e) = line_event(t) {
             f.events.push((i, e));
+        }
+        if f.specific.is_none() && !is_frame(t) && is_specific_line(t) {
+            f.specific = Some(t.to_string());
+        }
+        if f.got_prompt && f.death.is_none() && f.start.is_none() && STARTUP_RE.is_match(t) {
+            // The server started again after the prompt: the process had died.
+            f.death = Some(format!("a new startup banner after `got prompt`: {t}"));
+            mark(&mut f, i);
         }
         if GOT_PROMPT_RE.is_match(t) {
             f.got_prompt = true;
@@ -487,10 +524,83 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         .or(err_occ)
         .or(bare)
         .filter(|m| !m.trim().is_empty());
+    if let (Some(specific), Some(message)) = (&f.specific, &f.message) {
+        if !is_specific_line(message) {
+            f.message = Some(format!("{specific}\n{message}"));
+        }
+    }
     f
 }
 
+/// The model a `Requested to load X` line names.
+fn requested_model(line: &str) -> Option<String> {
+    match console::classify(line) {
+        Some(ConsoleLine::RequestedLoad { class }) => Some(class),
+        _ => None,
+    }
+}
+
+/// The last model line when no sampling or loading bar follows it, with its model: a `loaded
+/// …` line takes the model of the `Requested to load` line before it.
+fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
+    let at = events.iter().rposition(|(_, e)| {
+        matches!(
+            e,
+            Event::Load(_)
+                | Event::Staged(..)
+                | Event::LoadDone
+                | Event::SamplingBar(..)
+                | Event::LoadingBar(_)
+        )
+    })?;
+    let requested_before = |end: usize| {
+        events[..end].iter().rev().find_map(|(_, e)| match e {
+            Event::Load(l) => requested_model(l).map(|m| (l.clone(), m)),
+            _ => None,
+        })
+    };
+    match &events[at].1 {
+        Event::Staged(line, model) => Some(ModelActivity {
+            line: line.clone(),
+            model: model.clone(),
+            ready: true,
+        }),
+        Event::Load(line) => {
+            if let Some(model) = requested_model(line) {
+                return Some(ModelActivity {
+                    line: line.clone(),
+                    model,
+                    ready: false,
+                });
+            }
+            let partial = console::load_phrase(line) == Some(LoadPhrase::LoadedPartially);
+            let (_, model) = requested_before(at)?;
+            Some(ModelActivity {
+                line: line.clone(),
+                model,
+                ready: partial,
+            })
+        }
+        Event::LoadDone => {
+            let (line, model) = requested_before(at)?;
+            Some(ModelActivity {
+                line: format!("{line} … loaded completely"),
+                model,
+                ready: true,
+            })
+        }
+        _ => None,
+    }
+}
+
 fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<ConsoleTail>) {
+    // Staged lines (dynamic VRAM) are read by `last_model` only.
+    let events: Vec<(usize, Event)> = events
+        .iter()
+        .filter(|(_, e)| !matches!(e, Event::Staged(..)))
+        .cloned()
+        .collect();
+    let events = events.as_slice();
     let sampling_bar = events.iter().rev().find_map(|(_, e)| match e {
         Event::SamplingBar(v, m) => Some((*v, *m)),
         _ => None,
@@ -565,11 +675,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         if let Some((_, last)) = segments.last() {
             let mid_run = last.got_prompt || !last.events.is_empty();
             if mid_run && !last.prompt_done {
+                // No sign that the server died (those are failures of their own): the log just
+                // ends, which a paste cut short looks like too, so no outcome is presumed.
                 let (sampling_bar, tail) = signals_from(&last.events);
-                let mut evidence = Evidence {
-                    outcome: Some(RunOutcomeHint::ServerLost),
-                    ..Evidence::default()
-                };
+                let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {
                     evidence.progress.push(NodeProgress {
                         node_id: String::new(),
@@ -585,6 +694,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                         tail,
                         death: None,
                         log_stopped: true,
+                        last_model: last_model(&last.events),
                     },
                 });
             }
@@ -637,6 +747,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                 None
             },
             log_stopped: false,
+            last_model: last_model(&seg.events),
         },
     })
 }
@@ -653,6 +764,7 @@ pub fn console_signals(text: &str) -> ConsoleSignals {
         tail,
         death: seg.death.clone().filter(|_| seg.message.is_none()),
         log_stopped: false,
+        last_model: last_model(&seg.events),
     }
 }
 
@@ -763,9 +875,98 @@ mod tests {
     fn startup_import_errors_are_not_the_run() {
         let log = "Traceback (most recent call last):\n  File \"/c/nodes.py\", line 1, in load_custom_node\n    import x\nModuleNotFoundError: No module named 'x'\nCannot import /c/custom_nodes/x module for custom nodes: No module named 'x'\nImport times for custom nodes:\nStarting server\nTo see the GUI go to: http://127.0.0.1:8188\ngot prompt\nRequested to load Flux\n";
         let p = parse_input(log).unwrap();
-        assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
+        assert_eq!(p.evidence.outcome, None);
+        assert!(p.signals.log_stopped);
         assert!(p.evidence.exception_message.is_none());
         assert!(matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(_))));
+    }
+
+    /// Issue #40: a 2026 log whose last line stages a text encoder just ends; it is not a
+    /// dead server, and the stage comes from the encoder's role.
+    #[test]
+    fn a_log_ending_on_a_staged_text_encoder_is_not_a_dead_server() {
+        use crate::vocab::{FailureKind, Stage};
+        let log = "got prompt\nModel ZImageTEModel_ prepared for dynamic VRAM loading. 7671MB Staged. 0 patches attached.\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(d.kind, FailureKind::Unknown, "{}", d.kind_evidence);
+        assert!(!d.kind_evidence.contains("presumed gone"));
+        assert_eq!(d.stage, Stage::Condition, "{}", d.stage_evidence);
+        assert_eq!(d.stage_candidates, [Stage::Condition, Stage::Load]);
+        assert!(
+            d.stage_evidence.contains("7671MB Staged"),
+            "{}",
+            d.stage_evidence
+        );
+    }
+
+    /// Issue #40: only aimdo warnings between sampler steps, then nothing.
+    #[test]
+    fn aimdo_warnings_between_steps_then_nothing_is_mid_sampling_not_killed() {
+        use crate::vocab::{FailureKind, Stage};
+        let log = "got prompt\nModel Flux2 prepared for dynamic VRAM loading. 17316MB Staged. 0 patches attached.\n  0%|          | 0/20 [00:00<?, ?it/s,   Model Initializing ...  ]aimdo: src/model-vbar.c:74:WARNING:VBAR 0000024A04168030: Page 519 pin_count=4\n  5%|#         | 1/20 [00:11<03:31, 11.13s/it,  Model Initialization complete!  ]aimdo: src/model-vbar.c:74:WARNING:VBAR 0000024A04168030: Page 519 pin_count=4\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_ne!(d.kind, FailureKind::ProcessKilled, "{}", d.kind_evidence);
+        assert_eq!(d.stage, Stage::SampleMiddle, "{}", d.stage_evidence);
+        let first = log.split("  5%").next().unwrap();
+        let d = crate::diagnose::diagnose_text(first).unwrap();
+        assert_eq!(d.stage, Stage::SampleFirst, "{}", d.stage_evidence);
+    }
+
+    /// Issue #40: the signs that the process died still make it `process_killed`.
+    #[test]
+    fn death_signs_other_than_killed() {
+        use crate::vocab::FailureKind;
+        for end in [
+            "Process exited with code 1",
+            "exit code: -9",
+            "请按任意键继续. . .",
+            "Starting server\n\nTo see the GUI go to: http://127.0.0.1:8188",
+        ] {
+            let log = format!("got prompt\nRequested to load WAN21\n{end}\n");
+            let d = crate::diagnose::diagnose_text(&log).unwrap();
+            assert_eq!(
+                d.kind,
+                FailureKind::ProcessKilled,
+                "{end}: {}",
+                d.kind_evidence
+            );
+        }
+    }
+
+    /// Issue #40: any aimdo ERROR line wins over the message it precedes.
+    #[test]
+    fn an_aimdo_error_line_wins_over_a_plain_message() {
+        let log = "got prompt\nModel AutoencoderKL prepared for dynamic VRAM loading. 159MB Staged. 0 patches attached.\naimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\n!!! Exception during processing !!! VRAM reservation failed\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Aimdo,
+            "{}",
+            d.kind_evidence
+        );
+        assert_eq!(
+            d.stage,
+            crate::vocab::Stage::Condition,
+            "{}",
+            d.stage_evidence
+        );
+        // Warnings are not errors.
+        assert!(!super::is_aimdo_error(
+            "aimdo: src/model-vbar.c:74:warning:vbar 0: page 519"
+        ));
+    }
+
+    /// Issue #40: aimdo's own error line wins over the generic RuntimeError wrapping it.
+    #[test]
+    fn the_specific_aimdo_line_wins_over_its_wrapper() {
+        let log = "got prompt\naimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)\n!!! Exception during processing !!! VRAM Allocation failed\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\nRuntimeError: VRAM Allocation failed\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Aimdo,
+            "{}",
+            d.kind_evidence
+        );
     }
 
     #[test]

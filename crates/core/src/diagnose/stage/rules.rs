@@ -148,6 +148,7 @@ pub(super) const RULES: &[(&str, Rule)] = &[
     ("traceback_place", traceback_place),
     ("traceback_step", traceback_step),
     ("model_file", model_file),
+    ("log_end_model", log_end_model),
     ("console_model_loading", console_model_loading),
     ("console_tiled_decode", console_tiled_decode),
     ("console_tiled_encode", console_tiled_encode),
@@ -242,6 +243,99 @@ fn model_file(c: &Ctx) -> Option<Answer> {
             c.in_node
         ),
     ))
+}
+
+/// What a model is for, read from its class name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModelRole {
+    Encoder,
+    Diffusion,
+    Vae,
+    Postprocess,
+}
+
+fn model_role(model: &str) -> Option<ModelRole> {
+    let m = model.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    if has(&["vae", "autoencoder"]) {
+        Some(ModelRole::Vae)
+    } else if has(&["upscale", "esrgan", "rife", "film", "interpolat", "swinir"]) {
+        Some(ModelRole::Postprocess)
+    } else if has(&[
+        "clip",
+        "temodel",
+        "t5",
+        "textencoder",
+        "text_encoder",
+        "llama",
+        "gemma",
+        "umt5",
+        "qwen25",
+    ]) {
+        Some(ModelRole::Encoder)
+    } else if has(&[
+        "unet",
+        "wan",
+        "flux",
+        "zimage",
+        "ltx",
+        "hunyuan",
+        "qwenimage",
+        "sd3",
+        "sdxl",
+        "basemodel",
+        "cosmos",
+        "chroma",
+        "hidream",
+        "lumina",
+        "mochi",
+        "auraflow",
+        "pixart",
+        "stablecascade",
+    ]) {
+        Some(ModelRole::Diffusion)
+    } else {
+        None
+    }
+}
+
+/// 3. The last model line, when a pasted log just ends or an error follows a `Staged` line.
+///
+/// A log that ends has no error and no sign of death; a dynamic-VRAM `Staged` line right
+/// before an error is read here because the older console rules do not read it.
+/// The stage is what that model is for. Staged or loaded, the model was next to run; only
+/// requested, it was still loading. Both stages stay open, the more likely first.
+fn log_end_model(c: &Ctx) -> Option<Answer> {
+    let activity = c.signals.last_model.as_ref()?;
+    // A log that ends; or an error right after a dynamic-VRAM `… Staged.` line (which the
+    // older console rules do not read).
+    let ended = c.signals.log_stopped && c.signals.death.is_none();
+    let staged_before_error = c.evidence.exception_message.is_some()
+        && activity
+            .line
+            .to_lowercase()
+            .contains("prepared for dynamic vram loading");
+    if !(ended || staged_before_error) {
+        return None;
+    }
+    let role = model_role(&activity.model)?;
+    let sampled = c.signals.sampling_bar.is_some_and(|(v, m)| m > 0 && v >= m);
+    let (stage, doing) = match role {
+        ModelRole::Encoder => (Stage::Condition, "encoding the prompt"),
+        ModelRole::Diffusion => (Stage::SampleFirst, "starting to sample"),
+        ModelRole::Vae if sampled => (Stage::Decode, "decoding the sampled latents"),
+        ModelRole::Vae => (Stage::Condition, "encoding the input images"),
+        ModelRole::Postprocess => (Stage::Postprocess, "post-processing the finished images"),
+    };
+    let line = &activity.line;
+    let model = &activity.model;
+    let end = if ended { "end of the log" } else { "error" };
+    let (candidates, why) = if activity.ready || (role == ModelRole::Vae && sampled) {
+        (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first; nothing after that line shows the server dying.", stage.as_str(), stage.as_str()))
+    } else {
+        (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first; nothing after that line shows the server dying.", stage.as_str()))
+    };
+    Some(found(candidates[0], candidates, Likely, why))
 }
 
 /// 3. The console's last lines are model loading (not for a decode or post-processing node).
@@ -453,6 +547,111 @@ mod tests {
         r#"  File "/c/comfy/k_diffusion/sampling.py", line 2, in sample_euler"#,
     ];
 
+    fn ended(line: &str, model: &str, ready: bool, bar: Option<(u64, u64)>) -> ConsoleSignals {
+        ConsoleSignals {
+            log_stopped: true,
+            sampling_bar: bar,
+            last_model: Some(crate::diagnose::ModelActivity {
+                line: line.into(),
+                model: model.into(),
+                ready,
+            }),
+            ..ConsoleSignals::default()
+        }
+    }
+
+    fn candidates_of(a: Option<Answer>) -> Vec<Stage> {
+        match a {
+            Some(Answer::Found { candidates, .. }) => candidates,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Issue #40: a log that ends is placed by the role of its last model line.
+    #[test]
+    fn log_end_model_places_by_the_role_of_the_model() {
+        let e = Evidence::default();
+        let staged = "Model ZImageTEModel_ prepared for dynamic VRAM loading. 7671MB Staged.";
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended(staged, "ZImageTEModel_", true, None),
+        );
+        assert_eq!(candidates_of(a.clone()), [Stage::Condition, Stage::Load]);
+        let Some(Answer::Found { why, .. }) = a else {
+            panic!("answers");
+        };
+        assert!(why.contains(staged), "{why}");
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended("Requested to load WAN21", "WAN21", false, None),
+        );
+        assert_eq!(candidates_of(a), [Stage::Load, Stage::SampleFirst]);
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended("Model Flux2 prepared", "Flux2", true, None),
+        );
+        assert_eq!(candidates_of(a), [Stage::SampleFirst, Stage::Load]);
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended("Requested to load WanVAE", "WanVAE", false, Some((20, 20))),
+        );
+        assert_eq!(candidates_of(a), [Stage::Decode, Stage::Load]);
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended(
+                "Requested to load AutoencoderKL",
+                "AutoencoderKL",
+                true,
+                None,
+            ),
+        );
+        assert_eq!(candidates_of(a), [Stage::Condition, Stage::Load]);
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended(
+                "Requested to load RealESRGAN_x4",
+                "RealESRGAN_x4",
+                true,
+                None,
+            ),
+        );
+        assert_eq!(candidates_of(a), [Stage::Postprocess, Stage::Load]);
+        // Not for a log with a death sign, nor for a run's error.
+        let mut dead = ended(staged, "ZImageTEModel_", true, None);
+        dead.death = Some("Killed".into());
+        assert_eq!(ask("log_end_model", &e, &dead), None);
+        dead.death = None;
+        dead.log_stopped = false;
+        assert_eq!(ask("log_end_model", &e, &dead), None);
+        // An error right after a staged VAE with no sampling: encoding inputs, or the decode.
+        let error = Evidence {
+            exception_message: Some("VRAM reservation failed".into()),
+            ..Evidence::default()
+        };
+        let staged_vae = "Model AutoencoderKL prepared for dynamic VRAM loading. 159MB Staged.";
+        let mut s = ended(staged_vae, "AutoencoderKL", true, None);
+        s.log_stopped = false;
+        assert_eq!(
+            candidates_of(ask("log_end_model", &error, &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        // …but not after an old-style `Requested to load` line (console_model_loading's).
+        let mut s = ended(
+            "Requested to load AutoencoderKL",
+            "AutoencoderKL",
+            false,
+            None,
+        );
+        s.log_stopped = false;
+        assert_eq!(ask("log_end_model", &error, &s), None);
+    }
+
     #[test]
     fn the_table_order_is_the_documented_order() {
         let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
@@ -466,6 +665,7 @@ mod tests {
                 "traceback_place",
                 "traceback_step",
                 "model_file",
+                "log_end_model",
                 "console_model_loading",
                 "console_tiled_decode",
                 "console_tiled_encode",
