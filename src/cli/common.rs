@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// The server used when neither `--server` nor `COMFY_BISECT_SERVER` names one and nothing
 /// answers at any of [`DEFAULT_SERVERS`] (the first of them).
-pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8188";
+pub const DEFAULT_SERVER: &str = DEFAULT_SERVERS[0].0;
 
 /// Where ComfyUI listens when nothing names the server, tried in order: a manual or portable
 /// install's 8188, then ComfyUI Desktop's 8000 (the first free port from 8000).
@@ -66,43 +66,21 @@ fn discover() -> String {
     url.clone()
 }
 
-/// Whether `url` (`http://HOST:PORT`) answers `GET /system_stats` with ComfyUI's JSON: one
-/// blocking HTTP/1.0 request with a short timeout, no runtime needed.
+/// Whether ComfyUI answers at `url`: the client's own `GET /system_stats` (an answer that does not
+/// read as ComfyUI's `system` and `devices` is no answer), with a short timeout.
 fn answers_as_comfyui(url: &str) -> bool {
-    use std::io::{Read, Write};
-    use std::net::ToSocketAddrs;
-    let Some(host_port) = url.strip_prefix("http://") else {
+    let Ok(client) = Client::new(url, ExtraHeaders::new()) else {
         return false;
     };
-    let Some(addr) = host_port.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
         return false;
     };
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, PROBE_TIMEOUT) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
-    let request = format!(
-        "GET /system_stats HTTP/1.0\r\nHost: {host_port}\r\nAccept: application/json\r\n\r\n"
-    );
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut answer = Vec::new();
-    let _ = stream.take(256 * 1024).read_to_end(&mut answer);
-    is_system_stats_answer(&String::from_utf8_lossy(&answer))
-}
-
-/// Whether an HTTP answer is ComfyUI's `/system_stats`: status 200 and a JSON body with its
-/// `system` and `devices` keys.
-fn is_system_stats_answer(answer: &str) -> bool {
-    let ok = answer
-        .lines()
-        .next()
-        .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    ok && serde_json::from_str::<serde_json::Value>(body)
-        .is_ok_and(|v| v.get("system").is_some() && v.get("devices").is_some())
+    let client = client.with_request_timeout(PROBE_TIMEOUT);
+    rt.block_on(async { tokio::time::timeout(PROBE_TIMEOUT, client.system_stats()).await })
+        .is_ok_and(|answer| answer.is_ok())
 }
 
 /// `--server` of the commands that talk to a server. It may also come before the subcommand
@@ -459,19 +437,36 @@ pub(crate) fn increment_parser(
 mod tests {
     use super::*;
 
+    /// A loopback server that answers one request with `answer`; its URL.
+    fn answering(answer: &'static str) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        url
+    }
+
     #[test]
     fn a_system_stats_answer_is_told_from_other_servers() {
-        let ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n\
+        let ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n\
                   {\"system\": {\"os\": \"posix\"}, \"devices\": []}";
-        assert!(is_system_stats_answer(ok));
+        assert!(answers_as_comfyui(&answering(ok)));
         // Another web server on the port (a dev server on 8000), an error, no body.
-        let html = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html></html>";
-        assert!(!is_system_stats_answer(html));
-        let other_json = "HTTP/1.1 200 OK\r\n\r\n{\"status\": \"ok\"}";
-        assert!(!is_system_stats_answer(other_json));
-        let missing = "HTTP/1.1 404 Not Found\r\n\r\n{\"system\": {}, \"devices\": []}";
-        assert!(!is_system_stats_answer(missing));
-        assert!(!is_system_stats_answer(""));
+        let html =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html></html>";
+        assert!(!answers_as_comfyui(&answering(html)));
+        let other_json = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"status\": \"ok\"}";
+        assert!(!answers_as_comfyui(&answering(other_json)));
+        let missing =
+            "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n{\"system\": {}, \"devices\": []}";
+        assert!(!answers_as_comfyui(&answering(missing)));
+        assert!(!answers_as_comfyui(&answering("")));
     }
 
     #[test]

@@ -130,7 +130,7 @@ pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> AppResult<PathBu
 }
 
 /// [`resolve_session`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-pub(super) fn resolve_session_text(
+fn resolve_session_text(
     session: &str,
     runs_dirs: &[PathBuf],
 ) -> Result<PathBuf, String> {
@@ -320,7 +320,7 @@ pub fn find_run(runs_dirs: &[PathBuf], query: &str) -> AppResult<FoundRun> {
 }
 
 /// [`find_run`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-pub(super) fn find_run_text(runs_dirs: &[PathBuf], query: &str) -> Result<FoundRun, String> {
+fn find_run_text(runs_dirs: &[PathBuf], query: &str) -> Result<FoundRun, String> {
     let tagged: Vec<(&PathBuf, IndexEntry)> = runs_dirs
         .iter()
         .flat_map(|d| run_entries(d).into_iter().map(move |e| (d, e)))
@@ -410,7 +410,7 @@ pub fn list_sessions(runs_dirs: &[PathBuf]) -> AppResult<SessionList> {
 }
 
 /// [`list_sessions`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-pub(super) fn list_sessions_text(runs_dirs: &[PathBuf]) -> Result<SessionList, String> {
+fn list_sessions_text(runs_dirs: &[PathBuf]) -> Result<SessionList, String> {
     let (found, duplicates, unreadable) = folders::sessions(runs_dirs)?;
     let sessions = found
         .into_iter()

@@ -25,7 +25,7 @@ pub fn write_plan(planned: &Plan, dir: &Path, ui: Option<UiSource>) -> AppResult
 }
 
 /// [`write_plan`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-pub(super) fn write_plan_text(
+fn write_plan_text(
     planned: &Plan,
     dir: &Path,
     ui: Option<UiSource>,

@@ -544,7 +544,7 @@ pub fn check_options(options: &SessionOptions) -> AppResult<()> {
 }
 
 /// [`check_options`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-pub(super) fn check_options_text(options: &SessionOptions) -> Result<(), String> {
+fn check_options_text(options: &SessionOptions) -> Result<(), String> {
     let at = |t: &Option<String>| t.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok());
     if let (Some(s), Some(d)) = (at(&options.start_at), at(&options.deadline)) {
         if d <= s {
