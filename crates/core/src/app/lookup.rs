@@ -130,10 +130,7 @@ pub fn resolve_session(session: &str, runs_dirs: &[PathBuf]) -> AppResult<PathBu
 }
 
 /// [`resolve_session`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
-fn resolve_session_text(
-    session: &str,
-    runs_dirs: &[PathBuf],
-) -> Result<PathBuf, String> {
+fn resolve_session_text(session: &str, runs_dirs: &[PathBuf]) -> Result<PathBuf, String> {
     let as_path = Path::new(session);
     if as_path.join(SESSION_FILE).is_file() {
         return Ok(as_path.to_path_buf());

@@ -1,34 +1,14 @@
 //! Console logs and pasted text: the `!!! Exception during processing !!!` block, tracebacks,
 //! progress bars, model-loading lines, the UI error dialog and the "ComfyUI Error Report"
-//! Markdown, with the prefixes a paste carries (quotes, timestamps, log levels) removed.
+//! Markdown, read from the lines `lines` cleaned of what a paste carries.
 
+use super::lines::normalise;
 use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
 use crate::diagnose::{ConsoleSignals, ConsoleTail, ModelActivity, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
 use std::sync::LazyLock;
 
-static QUOTE_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
-static TIMESTAMP_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?").expect("static regex")
-});
-static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*").expect("static regex")
-});
-static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+")
-        .expect("static regex")
-});
-static LEVEL_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*").expect("static regex")
-});
-static COLON_LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?").expect("static regex")
-});
-static SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#).expect("static regex")
-});
 static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
 });
@@ -78,68 +58,6 @@ static KILLED_RE: LazyLock<Regex> =
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
 });
-
-/// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
-fn clean_line(raw: &str) -> String {
-    let mut s = raw.trim_end().to_string();
-    for _ in 0..3 {
-        let before = s.clone();
-        s = QUOTE_RE.replace(&s, "").into_owned();
-        s = TIMESTAMP_RE.replace(&s, "").into_owned();
-        s = SHORT_TIME_RE.replace(&s, "").into_owned();
-        s = LOGGER_RE.replace(&s, "").into_owned();
-        s = LEVEL_TAG_RE.replace(&s, "").into_owned();
-        s = COLON_LOGGER_RE.replace(&s, "").into_owned();
-        if s == before {
-            break;
-        }
-    }
-    let t = s.trim_start();
-    let t = t
-        .strip_prefix('\'')
-        .filter(|rest| rest.matches('\'').count() % 2 == 0)
-        .unwrap_or(t);
-    if t.starts_with("File \"") || t.starts_with("file \"") {
-        // keep frames left-aligned; code lines keep their indentation
-        t.to_string()
-    } else if s.starts_with("    ") || s.starts_with('\t') {
-        s
-    } else {
-        t.to_string()
-    }
-}
-
-/// Splits flattened one-line pastes before each `File "..."` and after the message.
-fn split_flattened(line: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut last = 0;
-    for m in SPLIT_RE.find_iter(line) {
-        if m.start() > last {
-            parts.push(line[last..m.start()].trim().to_string());
-            last = m.start();
-        }
-    }
-    parts.push(line[last..].trim().to_string());
-    parts.retain(|p| !p.is_empty());
-    if parts.is_empty() {
-        parts.push(String::new());
-    }
-    parts
-}
-
-fn normalise(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for raw in text.lines() {
-        let trimmed = raw.trim();
-        if trimmed.starts_with("```") {
-            continue;
-        }
-        for part in split_flattened(&clean_line(raw)) {
-            out.push(part);
-        }
-    }
-    out
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
@@ -771,7 +689,6 @@ pub fn console_signals(text: &str) -> ConsoleSignals {
 #[cfg(test)]
 mod tests {
     use super::super::parse_input;
-    use super::{clean_line, split_flattened};
     use crate::diagnose::RunOutcomeHint;
     use crate::diagnose::{ConsoleTail, ParseError};
     #[test]
@@ -821,31 +738,6 @@ mod tests {
         assert_eq!(p.evidence.outcome, Some(RunOutcomeHint::ServerLost));
         assert!(p.signals.death.is_some());
         assert!(matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(_))));
-    }
-
-    #[test]
-    fn prefixes_are_removed() {
-        assert_eq!(
-            clean_line(
-                "2024-09-11 11:23:11,827 - root - ERROR - !!! Exception during processing !!! x"
-            ),
-            "!!! Exception during processing !!! x"
-        );
-        assert_eq!(
-            clean_line("> [ERROR] Traceback (most recent call last):"),
-            "Traceback (most recent call last):"
-        );
-        assert_eq!(
-            clean_line("2025-03-16T16:29:14.056438 - got prompt"),
-            "got prompt"
-        );
-    }
-
-    #[test]
-    fn flattened_paste_is_split() {
-        let parts = split_flattened("error occurred when executing x: boom file \"a.py\", line 1, in f g() file \"b.py\", line 2, in h k()");
-        assert_eq!(parts.len(), 3);
-        assert!(parts[1].starts_with("file \"a.py\""));
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //!
 //! This file tells the forms apart (what both halves return — the error, the console signals,
 //! the parsed input — is in `diagnose/evidence.rs`); `parse/json.rs` reads the JSON forms, `parse/console.rs` the console
-//! logs and pasted text.
+//! logs and pasted text, from the lines `parse/lines.rs` cleans of a paste's prefixes.
 
 mod console;
 mod json;
+mod lines;
 
 use super::{ParseError, ParsedInput};
 use serde_json::Value;

@@ -1,0 +1,121 @@
+//! The lines of a pasted log as the console parser reads them: the prefixes a paste carries
+//! (Markdown quotes, timestamps, logger names and levels) removed, one-line pastes of a whole
+//! traceback split back into lines, code fences dropped. No reading of what the lines say.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+static QUOTE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
+static TIMESTAMP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?").expect("static regex")
+});
+static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*").expect("static regex")
+});
+static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+")
+        .expect("static regex")
+});
+static LEVEL_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*").expect("static regex")
+});
+static COLON_LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?").expect("static regex")
+});
+static SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#).expect("static regex")
+});
+/// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
+pub(super) fn clean_line(raw: &str) -> String {
+    let mut s = raw.trim_end().to_string();
+    for _ in 0..3 {
+        let before = s.clone();
+        s = QUOTE_RE.replace(&s, "").into_owned();
+        s = TIMESTAMP_RE.replace(&s, "").into_owned();
+        s = SHORT_TIME_RE.replace(&s, "").into_owned();
+        s = LOGGER_RE.replace(&s, "").into_owned();
+        s = LEVEL_TAG_RE.replace(&s, "").into_owned();
+        s = COLON_LOGGER_RE.replace(&s, "").into_owned();
+        if s == before {
+            break;
+        }
+    }
+    let t = s.trim_start();
+    let t = t
+        .strip_prefix('\'')
+        .filter(|rest| rest.matches('\'').count() % 2 == 0)
+        .unwrap_or(t);
+    if t.starts_with("File \"") || t.starts_with("file \"") {
+        // keep frames left-aligned; code lines keep their indentation
+        t.to_string()
+    } else if s.starts_with("    ") || s.starts_with('\t') {
+        s
+    } else {
+        t.to_string()
+    }
+}
+
+/// Splits flattened one-line pastes before each `File "..."` and after the message.
+pub(super) fn split_flattened(line: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut last = 0;
+    for m in SPLIT_RE.find_iter(line) {
+        if m.start() > last {
+            parts.push(line[last..m.start()].trim().to_string());
+            last = m.start();
+        }
+    }
+    parts.push(line[last..].trim().to_string());
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() {
+        parts.push(String::new());
+    }
+    parts
+}
+
+/// The lines of a pasted text, cleaned (`clean_line`), with flattened one-line pastes split
+/// and Markdown code fences left out.
+pub(super) fn normalise(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.lines() {
+        let trimmed = raw.trim();
+        if trimmed.starts_with("```") {
+            continue;
+        }
+        for part in split_flattened(&clean_line(raw)) {
+            out.push(part);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clean_line, split_flattened};
+
+    #[test]
+    fn prefixes_are_removed() {
+        assert_eq!(
+            clean_line(
+                "2024-09-11 11:23:11,827 - root - ERROR - !!! Exception during processing !!! x"
+            ),
+            "!!! Exception during processing !!! x"
+        );
+        assert_eq!(
+            clean_line("> [ERROR] Traceback (most recent call last):"),
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(
+            clean_line("2025-03-16T16:29:14.056438 - got prompt"),
+            "got prompt"
+        );
+    }
+
+    #[test]
+    fn flattened_paste_is_split() {
+        let parts = split_flattened("error occurred when executing x: boom file \"a.py\", line 1, in f g() file \"b.py\", line 2, in h k()");
+        assert_eq!(parts.len(), 3);
+        assert!(parts[1].starts_with("file \"a.py\""));
+    }
+}
