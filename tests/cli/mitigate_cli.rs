@@ -6,6 +6,7 @@ use crate::session_support::*;
 use comfy_bisect_core::session::journal::{
     read_json, MitigationState, MitigationsFile, Verdict, MITIGATIONS_FILE,
 };
+use comfy_bisect_core::vocab::Stage;
 use serde_json::{json, Value};
 
 /// SD1.5 at 1024×1024, batch 1: on 3 GiB the sampling fits and the VAE decode only passes
@@ -36,7 +37,7 @@ fn a_decode_failure_is_mitigated_by_tiled_decode_first() {
     let b = bisect_workflow(&sim, &sd15_1024(), &["--strict", "--mitigate"]);
     let m = mitigations(&b);
     let w = &m.workflows[0];
-    assert_eq!(w.stage, "decode", "{}", b.text());
+    assert_eq!(w.stage, Stage::Decode, "{}", b.text());
     let first = &w.controls[0];
     assert_eq!(first.control, "tiled-decode");
     assert_eq!(first.state, MitigationState::Done, "{}", b.text());

@@ -287,18 +287,6 @@ impl std::fmt::Display for FailureKind {
 
 /// A failure kind reads as its JSON name where text is expected (`kind.as_deref()`), as the
 /// string fields it replaced did.
-impl PartialEq<str> for FailureKind {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for FailureKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 /// Stage of the run where the failure happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -381,18 +369,6 @@ impl std::fmt::Display for Stage {
 impl From<&str> for Stage {
     fn from(name: &str) -> Stage {
         Stage::from_name(name)
-    }
-}
-
-impl PartialEq<str> for Stage {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Stage {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 
