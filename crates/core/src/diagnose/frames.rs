@@ -1,6 +1,10 @@
 //! The frame table: which well-known functions and files of ComfyUI and the big custom-node packs
 //! show what the process was doing when it failed. The rules are data ([`FRAME_TABLE`]), read in
 //! order, first match wins; the deepest frame that any rule recognises decides (see `stage`).
+//! It also reads a traceback's frames into call order ([`parse_frames`]).
+
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// What a traceback frame shows the process was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +36,42 @@ impl FrameCat {
     pub(crate) fn strong(self) -> bool {
         !matches!(self, FrameCat::Vae | FrameCat::WeakStep)
     }
+}
+
+static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+});
+
+/// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
+/// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
+/// first, so those are reversed.
+pub(crate) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut faulthandler = 0usize;
+    for line in traceback.iter().flat_map(|l| l.lines()) {
+        if let Some(c) = FRAME_RE.captures(line) {
+            if c.name("comma").is_none() {
+                faulthandler += 1;
+            }
+            frames.push(Frame {
+                path: c["path"].replace('\\', "/").to_lowercase(),
+                func: c["func"].to_lowercase(),
+                code: c
+                    .name("code")
+                    .map(|m| m.as_str().to_lowercase())
+                    .unwrap_or_default(),
+            });
+        } else if let Some(last) = frames.last_mut() {
+            let t = line.trim();
+            if last.code.is_empty() && !t.is_empty() && !t.chars().all(|c| "^~ ".contains(c)) {
+                last.code = t.to_lowercase();
+            }
+        }
+    }
+    if faulthandler > 0 && faulthandler == frames.len() {
+        frames.reverse();
+    }
+    frames
 }
 
 /// One traceback frame, lower-cased, path with forward slashes.

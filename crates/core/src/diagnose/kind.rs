@@ -1,6 +1,7 @@
 //! Failure kind by wording. The vendor does not matter (ZLUDA and some ROCm builds print CUDA
 //! wording); look-alikes such as cuBLAS statuses or illegal memory access are `other`.
 
+use super::frames::parse_frames;
 use super::{ConsoleSignals, Evidence, RunOutcomeHint};
 use crate::vocab::FailureKind;
 use regex::Regex;
@@ -63,6 +64,18 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         "vbar allocation failed",
         FailureKind::Aimdo,
         "VBAR allocation failed (comfy-aimdo)",
+    ),
+    // comfy_aimdo.vram_buffer's reservation of its cast buffer (comfy-aimdo issues #45, #49).
+    (
+        "vram reservation failed",
+        FailureKind::Aimdo,
+        "VRAM reservation failed (comfy-aimdo)",
+    ),
+    // comfy-aimdo's host-buffer file reader (ComfyUI issues #14239, #15286).
+    (
+        "hostbuf_file_reader_read failed",
+        FailureKind::Aimdo,
+        "hostbuf_file_reader_read failed (comfy-aimdo)",
     ),
     (
         "mps backend out of memory",
@@ -201,6 +214,15 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
+/// The deepest frame of the traceback (a Python traceback's last, a fault-handler stack's
+/// first) when it is comfy-aimdo's own code (`site-packages/comfy_aimdo/…`), as `file in func`.
+fn raised_in_aimdo(evidence: &Evidence) -> Option<String> {
+    let frames = parse_frames(&evidence.traceback);
+    let deepest = frames.last()?;
+    let file = deepest.path.split_once("comfy_aimdo/")?.1;
+    Some(format!("comfy_aimdo/{file} in {}", deepest.func))
+}
+
 /// Decides the kind from the error wording, or from the outcome when there is no error text.
 pub(crate) fn classify(
     evidence: &Evidence,
@@ -269,6 +291,12 @@ pub(crate) fn classify(
             "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),
         );
     }
+    if let Some(frame) = raised_in_aimdo(evidence) {
+        return verdict(
+            FailureKind::Aimdo,
+            format!("The exception was raised inside comfy-aimdo, the dynamic-VRAM offloader ({frame}): its own error, whatever wraps it."),
+        );
+    }
     for (needle, kind, label) in WORDING {
         if lower.contains(needle) {
             return verdict(*kind, format!("The message says \"{label}\"."));
@@ -319,6 +347,12 @@ fn classify_without_text(
         asynchronous,
     };
     if let Some(line) = signals.death.as_deref() {
+        if let Some(frame) = raised_in_aimdo(evidence) {
+            return verdict(
+                FailureKind::Aimdo,
+                format!("A crash (\"{line}\") whose fault-handler stack is deepest inside comfy-aimdo, the dynamic-VRAM offloader ({frame}): the most specific sign is aimdo's; whether the process went on is not shown."),
+            );
+        }
         let memory =
             line.to_lowercase().contains("oom") || line.to_lowercase().contains("out of memory");
         let tail = if memory {
@@ -402,6 +436,87 @@ mod tests {
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");
         }
+    }
+
+    /// comfy-aimdo's own messages and frames win over the Python exception carrying them
+    /// (issue #40 item 3), from real reports: comfy-aimdo#49 (VRAM reservation failed raised in
+    /// comfy_aimdo/vram_buffer.py), ComfyUI#15286 (hostbuf_file_reader_read failed).
+    #[test]
+    fn aimdo_messages_and_frames_are_aimdo() {
+        assert_eq!(
+            kind_of(Some("RuntimeError"), "hostbuf_file_reader_read failed").0,
+            FailureKind::Aimdo
+        );
+        assert_eq!(
+            kind_of(Some("RuntimeError"), "VRAM reservation failed").0,
+            FailureKind::Aimdo
+        );
+        // Any message raised by aimdo's own code is its error.
+        let raised = Evidence {
+            exception_type: Some("RuntimeError".into()),
+            exception_message: Some("some new aimdo failure".into()),
+            traceback: vec![
+                r#"  File "C:\ComfyUI\comfy\ops.py", line 122, in get_cast_buffer"#.into(),
+                r#"  File "C:\ComfyUI\comfy\model_management.py", line 1221, in get_aimdo_cast_buffer"#.into(),
+                r#"  File "F:\Python314\install\Lib\site-packages\comfy_aimdo\vram_buffer.py", line 33, in __init__"#.into(),
+            ],
+            ..Evidence::default()
+        };
+        let v = classify(
+            &raised,
+            &ConsoleSignals::default(),
+            "RuntimeError: some new aimdo failure",
+        );
+        assert_eq!(v.kind, FailureKind::Aimdo);
+        assert!(
+            v.evidence
+                .contains("comfy_aimdo/vram_buffer.py in __init__"),
+            "{}",
+            v.evidence
+        );
+        // A frame of aimdo above the raising one does not count.
+        let above = Evidence {
+            traceback: vec![
+                r#"  File "/s/comfy_aimdo/host_buffer.py", line 1, in read_file_slice"#.into(),
+                r#"  File "/c/comfy/ops.py", line 2, in forward"#.into(),
+            ],
+            ..raised.clone()
+        };
+        let v = classify(
+            &above,
+            &ConsoleSignals::default(),
+            "RuntimeError: shapes differ",
+        );
+        assert_eq!(v.kind, FailureKind::Other);
+    }
+
+    /// A crash whose fault-handler stack is deepest in comfy-aimdo (comfy-aimdo#85, printed at
+    /// startup) is aimdo's; a crash elsewhere stays a dead process.
+    #[test]
+    fn a_crash_inside_aimdo_is_aimdo() {
+        let stack = |deepest: &str| {
+            Evidence {
+            traceback: vec![
+                format!(r#"  File "{deepest}", line 144 in init_devices"#),
+                r#"  File "D:\StabilityMatrix\Data\Packages\ComfyUI\main.py", line 256 in <module>"#.into(),
+            ],
+            ..Evidence::default()
+        }
+        };
+        let crash = ConsoleSignals {
+            death: Some("Windows fatal exception: access violation".into()),
+            ..ConsoleSignals::default()
+        };
+        let aimdo = r"D:\StabilityMatrix\Data\Packages\ComfyUI\venv\Lib\site-packages\comfy_aimdo\control.py";
+        let v = classify(&stack(aimdo), &crash, "");
+        assert_eq!(v.kind, FailureKind::Aimdo, "{}", v.evidence);
+        assert!(v.evidence.contains("access violation"), "{}", v.evidence);
+        let v = classify(
+            &stack(r"D:\x\comfy\ldm\lightricks\vae\causal_video_autoencoder.py"),
+            &crash,
+            "",
+        );
+        assert_eq!(v.kind, FailureKind::ProcessKilled, "{}", v.evidence);
     }
 
     #[test]

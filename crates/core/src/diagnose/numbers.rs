@@ -65,7 +65,9 @@ fn patterns() -> &'static Patterns {
         free: build(&[
             r"of\s+which\s+{V}\s+is\s+free",
             r"free\s*\(according to cuda\)\s*:\s*{V}",
-            r"{V}\s+free(?-u:\b)",
+            // same line only: cudaMallocAsync's `Device limit : X` ends one line and the next
+            // starts `Free (according to CUDA):` (ComfyUI issue #13598, cut after "Free").
+            r"{V}[ \t]+free(?-u:\b)",
         ]),
         process_in_use: build(&[r"this\s+process\s+has\s+{V}\s+memory\s+in\s+use"]),
         other_process: build(&[r"(?-u:\b)process\s+\d+\s+has\s+{V}\s+memory\s+in\s+use"]).remove(0),
@@ -408,6 +410,16 @@ mod tests {
             parse("Unable to allocate 512. KiB for an array with shape (1,)").requested_mib,
             Some(0.5)
         );
+    }
+
+    #[test]
+    fn a_device_limit_before_a_cut_free_line_is_not_free() {
+        // ComfyUI issue #13598 as stored: the message stops after "Free (according to".
+        let n = parse("Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 8.23 GiB\nRequested               : 3.46 GiB\nDevice limit            : 15.47 GiB\nFree (according to");
+        let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-6);
+        assert!(near(n.device_limit_mib, 15841.28), "{n:?}");
+        assert!(near(n.requested_mib, 3543.04), "{n:?}");
+        assert_eq!(n.free_mib, None);
     }
 
     #[test]

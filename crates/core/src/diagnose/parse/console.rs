@@ -34,7 +34,7 @@ static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 static LOAD_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:loading \d+ new models?|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|lowvram: loaded module|(?:vae|clip/text encoder model) load device:)").expect("static regex")
+    Regex::new(r"(?i)^(?:loading \d+ new models?|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|model weight dtype(?-u:\b)|lowvram: loaded module|(?:vae|clip/text encoder model) load device:)").expect("static regex")
 });
 static MODEL_LOADED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^model loaded").expect("static regex"));
@@ -179,6 +179,8 @@ const MESSAGE_WORDS: &[&str] = &[
     "fault failed",
     "hostbuffer.read_file_slice failed",
     "vbar allocation failed",
+    "vram reservation failed",
+    "hostbuf_file_reader_read failed",
 ];
 
 /// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
@@ -189,6 +191,8 @@ const SPECIFIC_WORDS: &[&str] = &[
     "fault failed",
     "hostbuffer.read_file_slice failed",
     "vbar allocation failed",
+    "vram reservation failed",
+    "hostbuf_file_reader_read failed",
 ];
 
 fn is_specific_line(line: &str) -> bool {
@@ -205,6 +209,10 @@ fn is_aimdo_error(lower: &str) -> bool {
 
 fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
+    if is_aimdo_error(&l) {
+        // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
+        return true;
+    }
     MESSAGE_WORDS.iter().any(|w| l.contains(w))
         && !l.contains("warning")
         && !l.contains("retrying with tiled")
@@ -491,6 +499,20 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
                     ready: false,
                 });
             }
+            // `loaded …`, `N models unloaded.` and `Attempting to release mmap` belong to the
+            // model requested before them; other loading lines (`model_type …`, `model weight
+            // dtype …`, `VAE load device: …`) start reading a model not yet named.
+            let of_requested = console::load_phrase(line).is_some()
+                || matches!(
+                    console::classify(line),
+                    Some(ConsoleLine::Loaded(_) | ConsoleLine::Unloaded { .. })
+                )
+                || line
+                    .to_lowercase()
+                    .starts_with("attempting to release mmap");
+            if !of_requested {
+                return None;
+            }
             let partial = console::load_phrase(line) == Some(LoadPhrase::LoadedPartially);
             let (_, model) = requested_before(at)?;
             Some(ModelActivity {
@@ -556,9 +578,12 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
 pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let lines = normalise(text);
     // Split into prompt segments at `got prompt`; each holds at most one failure.
+    // A run also ends at `Prompt executed in …`: what follows is the next run, even when the
+    // paste left out its `got prompt`.
     let mut bounds = vec![0];
     for (i, l) in lines.iter().enumerate() {
-        if i > 0 && GOT_PROMPT_RE.is_match(l.trim()) {
+        let after_done = i > 0 && PROMPT_DONE_RE.is_match(lines[i - 1].trim());
+        if i > 0 && (GOT_PROMPT_RE.is_match(l.trim()) || after_done) && bounds.last() != Some(&i) {
             bounds.push(i);
         }
     }
@@ -858,6 +883,84 @@ mod tests {
             crate::vocab::FailureKind::Aimdo,
             "{}",
             d.kind_evidence
+        );
+    }
+
+    /// comfy-aimdo's ERROR line alone (comfy-aimdo#61, a file read for weight streaming) is
+    /// the failure, with no Python exception after it.
+    #[test]
+    fn an_aimdo_error_line_alone_is_the_failure() {
+        let log = "[ERROR] aimdo: src-win/xfer-file-plat.c:43:ERROR:xfer_file_read_at: GetOverlappedResult failed error=1450 handle=0000000000001774 offset=11673711531 size=2097152\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Aimdo,
+            "{}",
+            d.kind_evidence
+        );
+        assert!(d.message.unwrap().contains("xfer_file_read_at"));
+    }
+
+    /// What follows `Prompt executed in …` is the next run, even without its `got prompt`
+    /// (a benchmark log of city96/ComfyUI-GGUF#427 that stops inside the next run).
+    #[test]
+    fn a_run_after_prompt_executed_is_its_own_segment() {
+        let log = "Model LTXAV prepared for dynamic VRAM loading. 16918MB Staged. 0 patches attached.\n100%|##########| 3/3 [00:35<00:00, 11.72s/it]\nModel VideoVAE prepared for dynamic VRAM loading. 1384MB Staged. 0 patches attached.\nPrompt executed in 164.28 seconds\nModel LTXAV prepared for dynamic VRAM loading. 16918MB Staged. 0 patches attached.\n100%|##########| 5/5 [00:24<00:00,  4.81s/it]\n0 models";
+        let p = parse_input(log).unwrap();
+        assert!(p.signals.log_stopped);
+        assert_eq!(p.signals.sampling_bar, Some((5, 5)));
+        let d = crate::diagnose::diagnose_input(&p);
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Unknown,
+            "{}",
+            d.kind_evidence
+        );
+        // …and a log that ends with `Prompt executed` is still no failure.
+        let done = log
+            .split("\nModel LTXAV")
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\nModel LTXAV");
+        let done = done.split("Prompt executed").next().unwrap().to_string()
+            + "Prompt executed in 164.28 seconds\n";
+        assert!(matches!(
+            parse_input(&done),
+            Err(ParseError::NoFailureInLog(_))
+        ));
+    }
+
+    /// `model weight dtype …` starts reading a new model (ComfyUI's diffusion-model loader); a
+    /// log stopping there is loading, and the model requested earlier is not the one named.
+    #[test]
+    fn a_log_stopping_at_model_weight_dtype_is_loading() {
+        let log = "gguf qtypes: F16 (694), Q4_K (356), Q5_K (44), F32 (1)\nmodel weight dtype torch.float16, manual cast: None\nmodel_type FLOW\nRequested to load WAN21\nModel WAN21 prepared for dynamic VRAM loading. 8339MB Staged. 400 patches attached.\n100%|##########| 2/2 [00:10<00:00,  5.09s/it]\ngguf qtypes: F16 (694), Q4_K (356), Q5_K (44), F32 (1)\nmodel weight dtype t";
+        let p = parse_input(log).unwrap();
+        assert!(
+            matches!(p.signals.tail, Some(ConsoleTail::ModelLoading(ref l)) if l.starts_with("model weight dtype"))
+        );
+        assert!(p.signals.last_model.is_none(), "{:?}", p.signals.last_model);
+        let d = crate::diagnose::diagnose_input(&p);
+        assert_eq!(d.stage, crate::vocab::Stage::Load, "{}", d.stage_evidence);
+    }
+
+    /// A crash with no Python error after the video VAE was staged, both sampling passes done
+    /// (ComfyUI#12998): the decode, read from the last model line before the crash.
+    #[test]
+    fn a_crash_after_a_staged_vae_is_the_decode() {
+        let log = "100%|##########| 8/8 [00:44<00:00,  5.62s/it]\nRequested to load VideoVAE\nModel VideoVAE prepared for dynamic VRAM loading. 1384MB Staged. 0 patches attached.\nRequested to load LTXAV\nModel LTXAV prepared for dynamic VRAM loading. 23838MB Staged. 1660 patches attached.\n100%|##########| 3/3 [01:38<00:00, 32.90s/it]\nRequested to load AudioVAE\nloaded completely; 28630.57 MB usable, 693.46 MB loaded, full load: True\nRequested to load VideoVAE\n0 models unloaded.\nModel VideoVAE prepared for dynamic VRAM loading. 1384MB Staged. 0 patches attached.\nWindows fatal exception: access violation\n\nStack (most recent call first):\n  File \"I:\\Ai\\ComfyUI\\comfy\\ldm\\lightricks\\vae\\causal_video_autoencoder.py\", line 564 in forward_orig\n  File \"I:\\Ai\\ComfyUI\\comfy\\ldm\\lightricks\\vae\\causal_video_autoencoder.py\", line 572 in forward\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::ProcessKilled,
+            "{}",
+            d.kind_evidence
+        );
+        assert_eq!(d.stage, crate::vocab::Stage::Decode, "{}", d.stage_evidence);
+        assert!(
+            d.stage_evidence.contains("before the crash"),
+            "{}",
+            d.stage_evidence
         );
     }
 

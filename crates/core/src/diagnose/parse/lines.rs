@@ -18,7 +18,7 @@ static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 static LEVEL_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*").expect("static regex")
+    Regex::new(r"(?i)^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]\s*").expect("static regex")
 });
 static COLON_LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.]*:\s?").expect("static regex")
@@ -109,6 +109,15 @@ mod tests {
         assert_eq!(
             clean_line("2025-03-16T16:29:14.056438 - got prompt"),
             "got prompt"
+        );
+        // The desktop app's comfyui.log / main.log (ComfyUI issue #8128): lower-case levels.
+        assert_eq!(
+            clean_line("[2025-05-15 10:28:50.312] [info]  VAE load device: cuda:0, offload device: cpu, dtype: torch.bfloat16"),
+            "VAE load device: cuda:0, offload device: cpu, dtype: torch.bfloat16"
+        );
+        assert_eq!(
+            clean_line("[2025-05-15 10:28:55.140] [error] Python process exited with code 3221225477 and signal null"),
+            "Python process exited with code 3221225477 and signal null"
         );
     }
 

@@ -2,6 +2,7 @@
 //! the failing node and its progress ([`Failing`]), the traceback's frames and their verdict,
 //! what a node's class says it does, and an exception that names a model file.
 
+pub(super) use super::super::frames::parse_frames;
 use super::super::frames::{classify_frame, matching_rule, Frame, FrameCat};
 use super::super::{Evidence, NodeProgress};
 use regex::Regex;
@@ -53,42 +54,6 @@ pub(crate) fn failing_node(evidence: &Evidence) -> Failing {
         }
     }
     failing
-}
-
-static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
-});
-
-/// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
-/// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
-/// first, so those are reversed.
-pub(super) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut faulthandler = 0usize;
-    for line in traceback.iter().flat_map(|l| l.lines()) {
-        if let Some(c) = FRAME_RE.captures(line) {
-            if c.name("comma").is_none() {
-                faulthandler += 1;
-            }
-            frames.push(Frame {
-                path: c["path"].replace('\\', "/").to_lowercase(),
-                func: c["func"].to_lowercase(),
-                code: c
-                    .name("code")
-                    .map(|m| m.as_str().to_lowercase())
-                    .unwrap_or_default(),
-            });
-        } else if let Some(last) = frames.last_mut() {
-            let t = line.trim();
-            if last.code.is_empty() && !t.is_empty() && !t.chars().all(|c| "^~ ".contains(c)) {
-                last.code = t.to_lowercase();
-            }
-        }
-    }
-    if faulthandler > 0 && faulthandler == frames.len() {
-        frames.reverse();
-    }
-    frames
 }
 
 const MEDIA_WORDS: &[&str] = &["image", "video", "audio", "mask", "frame"];

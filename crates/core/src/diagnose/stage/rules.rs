@@ -310,12 +310,14 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     // A log that ends; or an error right after a dynamic-VRAM `… Staged.` line (which the
     // older console rules do not read).
     let ended = c.signals.log_stopped && c.signals.death.is_none();
+    // A process that died without a Python error: its last model line is its last activity.
+    let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
     let staged_before_error = c.evidence.exception_message.is_some()
         && activity
             .line
             .to_lowercase()
             .contains("prepared for dynamic vram loading");
-    if !(ended || staged_before_error) {
+    if !(ended || died || staged_before_error) {
         return None;
     }
     let role = model_role(&activity.model)?;
@@ -329,11 +331,22 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     };
     let line = &activity.line;
     let model = &activity.model;
-    let end = if ended { "end of the log" } else { "error" };
-    let (candidates, why) = if activity.ready || (role == ModelRole::Vae && sampled) {
-        (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first; nothing after that line shows the server dying.", stage.as_str(), stage.as_str()))
+    let end = if died {
+        "crash"
+    } else if ended {
+        "end of the log"
     } else {
-        (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first; nothing after that line shows the server dying.", stage.as_str()))
+        "error"
+    };
+    let after = if ended {
+        "; nothing after that line shows the server dying"
+    } else {
+        ""
+    };
+    let (candidates, why) = if activity.ready || (role == ModelRole::Vae && sampled) {
+        (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first{after}.", stage.as_str(), stage.as_str()))
+    } else {
+        (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
     };
     Some(found(candidates[0], candidates, Likely, why))
 }
@@ -622,10 +635,28 @@ mod tests {
             ),
         );
         assert_eq!(candidates_of(a), [Stage::Postprocess, Stage::Load]);
-        // Not for a log with a death sign, nor for a run's error.
+        // A crash with no Python error is placed by its last model line too (real lines of
+        // comfy-aimdo#63: a text encoder staged, then `Windows fatal exception: access
+        // violation`), and says it was a crash…
         let mut dead = ended(staged, "ZImageTEModel_", true, None);
-        dead.death = Some("Killed".into());
-        assert_eq!(ask("log_end_model", &e, &dead), None);
+        dead.death = Some("Windows fatal exception: access violation".into());
+        dead.log_stopped = false;
+        let a = ask("log_end_model", &e, &dead);
+        assert!(
+            matches!(&a, Some(Answer::Found { why, .. }) if why.contains("before the crash")),
+            "{a:?}"
+        );
+        assert_eq!(candidates_of(a), [Stage::Condition, Stage::Load]);
+        // …but a death with a Python error, or a run that neither ended nor crashed, is not
+        // this rule's.
+        let with_error = Evidence {
+            exception_message: Some("CUDA error: out of memory".into()),
+            ..Evidence::default()
+        };
+        let mut plain = ended("Requested to load WAN21", "WAN21", false, None);
+        plain.death = Some("Killed".into());
+        plain.log_stopped = false;
+        assert_eq!(ask("log_end_model", &with_error, &plain), None);
         dead.death = None;
         dead.log_stopped = false;
         assert_eq!(ask("log_end_model", &e, &dead), None);
