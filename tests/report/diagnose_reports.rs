@@ -13,6 +13,10 @@ const REPORTS: &str = "tests/fixtures/oom-reports/dev-reports.json";
 const COLLECTED: &str = "tests/fixtures/oom-reports/collected-reports.json";
 /// ComfyUI 2026 (dynamic VRAM, comfy-aimdo) reports, with their own split (issue #40).
 const COLLECTED_2026: &str = "tests/fixtures/oom-reports/collected-2026.json";
+/// The 2026 held-out split's floors (kind, stage among the candidates, stage exactly as
+/// labelled): its measurement after the rules were tuned on the train split and the glued
+/// progress-bar split (written after one held-out miss was seen; docs/diagnose.md says so).
+const HELDOUT_2026: (usize, usize, usize) = (20, 19, 15);
 
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
@@ -147,6 +151,11 @@ struct Tally {
     stage_ok: usize,
     /// Stage exactly the labelled one (stricter than `stage_ok`; informational).
     stage_exact: usize,
+    /// Issue #40's measure: the stage is the labelled one or, when the answer is `unknown`
+    /// narrowed to candidates, its first candidate is.
+    stage_issue: usize,
+    /// Records whose stage is not exactly the labelled one (informational).
+    inexact: Vec<String>,
     numbers_ok: usize,
     per_kind: BTreeMap<String, (usize, usize)>,
     per_stage: BTreeMap<String, (usize, usize)>,
@@ -173,6 +182,21 @@ impl Tally {
         self.kind_ok += kind_ok as usize;
         self.stage_ok += stage_ok as usize;
         self.stage_exact += (d.stage.as_str() == want_stage) as usize;
+        let first_open = d
+            .stage_candidates
+            .iter()
+            .find(|s| s.as_str() != "unknown")
+            .map(|s| s.as_str());
+        let issue_ok = d.stage.as_str() == want_stage
+            || (d.stage.as_str() == "unknown" && first_open == Some(want_stage.as_str()));
+        self.stage_issue += issue_ok as usize;
+        if d.stage.as_str() != want_stage {
+            let open: Vec<&str> = d.stage_candidates.iter().map(|s| s.as_str()).collect();
+            self.inexact.push(format!(
+                "{id}: stage {} {open:?} (labelled {want_stage})",
+                d.stage.as_str()
+            ));
+        }
         self.numbers_ok += numbers.is_empty() as usize;
         let k = self.per_kind.entry(want_kind.clone()).or_default();
         k.0 += kind_ok as usize;
@@ -222,10 +246,13 @@ impl Tally {
             Self::pct(self.numbers_ok, self.total)
         );
         eprintln!(
-            "   stage exactly as labelled {}/{} ({:.1}%)",
+            "   stage exactly as labelled {}/{} ({:.1}%); labelled or first open candidate {}/{} ({:.1}%)",
             self.stage_exact,
             self.total,
-            Self::pct(self.stage_exact, self.total)
+            Self::pct(self.stage_exact, self.total),
+            self.stage_issue,
+            self.total,
+            Self::pct(self.stage_issue, self.total)
         );
         for (k, (ok, n)) in &self.per_kind {
             eprintln!("   kind  {k:<15} {ok}/{n} ({:.1}%)", Self::pct(*ok, *n));
@@ -238,6 +265,11 @@ impl Tally {
         }
         for f in &self.failures {
             eprintln!("   miss: {f}");
+        }
+        if std::env::var_os("DIAGNOSE_REPORTS_INEXACT").is_some() {
+            for n in &self.inexact {
+                eprintln!("   inexact: {n}");
+            }
         }
     }
 }
@@ -291,6 +323,15 @@ fn dev_reports_accuracy_per_kind_and_stage() {
     let stage_pct = Tally::pct(combined.stage_ok, combined.total);
     assert!(kind_pct >= 95.0, "kind accuracy {kind_pct:.1}% < 95%");
     assert!(stage_pct >= 85.0, "stage accuracy {stage_pct:.1}% < 85%");
+    // Floors at today's counts (docs/diagnose.md): one record lost fails.
+    assert!(
+        combined.kind_ok >= 39 && combined.stage_ok >= 37,
+        "dev-reports.json: kind {}/{}, stage {}/{} (floors 39, 37)",
+        combined.kind_ok,
+        combined.total,
+        combined.stage_ok,
+        combined.total
+    );
     assert_eq!(
         combined.numbers_ok, combined.total,
         "numbers differ from the labels (see the misses above)"
@@ -376,13 +417,34 @@ fn collected_reports_held_out_and_whole_set() {
         w.numbers_ok, w.total,
         "numbers differ from the labels (see the misses above)"
     );
+    // Floors at today's counts (docs/diagnose.md): one record lost fails.
+    for (name, t, kind, stage) in [
+        ("held-out", &h, 41, 42),
+        ("train", &tr, 45, 46),
+        ("whole set", &w, 125, 125),
+    ] {
+        assert!(
+            t.kind_ok >= kind && t.stage_ok >= stage,
+            "collected-reports.json {name}: kind {}/{}, stage {}/{} (floors {kind}, {stage})",
+            t.kind_ok,
+            t.total,
+            t.stage_ok,
+            t.total
+        );
+    }
 }
 
 /// Every collected record is complete: a split, a source URL, labels with a reason each, and
 /// the labelled stage among (or, when unknown, before) its candidates.
 #[test]
 fn collected_reports_are_well_formed() {
-    let all = load_file(COLLECTED);
+    for file in [COLLECTED, COLLECTED_2026] {
+        well_formed(file);
+    }
+}
+
+fn well_formed(file: &str) {
+    let all = load_file(file);
     let mut ids = std::collections::BTreeSet::new();
     for r in &all {
         let id = r["id"].as_str().expect("id");
@@ -436,23 +498,41 @@ fn collected_2026_reports_held_out_and_train() {
     h.print("2026 held-out batch (collected-2026.json, split = heldout)");
     let tr = tally(&train);
     tr.print("2026 training batch (collected-2026.json, split = train)");
-    // Floors at today's figures (docs/diagnose.md: 7/7 kind, 6/7 stage held out; the batch is
-    // small and its split was drawn after the rules of items 1–3 were written), so a change that
-    // loses a 2026 report fails here.
-    assert!(
-        h.kind_ok >= 7 && h.stage_ok >= 6,
-        "2026 held-out: kind {}/{}, stage {}/{}",
-        h.kind_ok,
-        h.total,
-        h.stage_ok,
-        h.total
-    );
-    assert_eq!((tr.kind_ok, tr.stage_ok), (tr.total, tr.total));
-    let mut text_only = Tally::default();
+    // Floors at the figures of docs/diagnose.md (issue #40): the train split whole (kind, stage
+    // among the labelled candidates, stage exactly as labelled), the held-out split at its
+    // measurement after the rules were tuned on train. One record lost fails.
+    let floors = [
+        ("train", &tr, 23, 23, 19),
+        (
+            "held-out",
+            &h,
+            HELDOUT_2026.0,
+            HELDOUT_2026.1,
+            HELDOUT_2026.2,
+        ),
+    ];
+    for (name, t, kind, stage, exact) in floors {
+        assert!(
+            t.kind_ok >= kind && t.stage_ok >= stage && t.stage_exact >= exact,
+            "2026 {name}: kind {}/{}, stage {}/{}, exact {}/{} (floors {kind}, {stage}, {exact})",
+            t.kind_ok,
+            t.total,
+            t.stage_ok,
+            t.total,
+            t.stage_exact,
+            t.total
+        );
+    }
+    // Informational: the pasted text alone, as `comfy-bisect diagnose` sees it, per split.
+    let (mut text_train, mut text_heldout) = (Tally::default(), Tally::default());
     for record in &all {
         let d = diagnose::diagnose_text(&excerpts(record))
             .unwrap_or_else(|e| diagnose::no_failure(&e.to_string()));
-        text_only.add(record, &d);
+        if record["split"] == "heldout" {
+            text_heldout.add(record, &d);
+        } else {
+            text_train.add(record, &d);
+        }
         if record["labels"]["kind"] != "process_killed" {
             assert_ne!(
                 d.kind,
@@ -463,7 +543,8 @@ fn collected_2026_reports_held_out_and_train() {
             );
         }
     }
-    text_only.print("collected-2026.json, pasted text only (informational)");
+    text_train.print("2026 training batch, pasted text only (informational)");
+    text_heldout.print("2026 held-out batch, pasted text only (informational)");
     for r in &all {
         let id = r["id"].as_str().expect("id");
         assert!(
@@ -477,4 +558,47 @@ fn collected_2026_reports_held_out_and_train() {
             "{id}: no text"
         );
     }
+}
+
+/// The signs of a dead process, written here independently of the parser: a pasted log is only
+/// `process_killed` when its text shows one of them (issue #40: the end of a paste is not one).
+static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)(\bkilled\b|oom-kill|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|reconnecting|to see the gui go to|starting server)").expect("regex")
+});
+
+/// Over every labelled set: no pasted text without a death sign comes out `process_killed`,
+/// neither alone nor with the record's structured fields; and no record labelled otherwise is
+/// called `process_killed`.
+#[test]
+fn no_pasted_log_without_a_death_sign_is_process_killed() {
+    let mut checked = 0;
+    for file in [REPORTS, COLLECTED, COLLECTED_2026] {
+        for record in load_file(file) {
+            let id = record["id"].as_str().unwrap_or("?").to_string();
+            let text = excerpts(&record);
+            let alone = diagnose::diagnose_text(&text)
+                .unwrap_or_else(|e| diagnose::no_failure(&e.to_string()));
+            let combined = diagnose::diagnose_input(&combined_input(&record));
+            for (path, d) in [("text", &alone), ("text + fields", &combined)] {
+                if d.kind == FailureKind::ProcessKilled {
+                    assert!(
+                        DEATH_SIGN.is_match(&text),
+                        "{file} {id} ({path}): process_killed without a death sign in the text: {}",
+                        d.kind_evidence
+                    );
+                }
+                if record["labels"]["kind"] != "process_killed" {
+                    assert_ne!(
+                        d.kind,
+                        FailureKind::ProcessKilled,
+                        "{file} {id} ({path}) is labelled {}: {}",
+                        record["labels"]["kind"],
+                        d.kind_evidence
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 170, "only {checked} records checked");
 }

@@ -26,6 +26,29 @@ static COLON_LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
 static SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)(?:\s+file\s+"[^"]+",\s*line\s+\d+|!!!\s*exception during processing|traceback \(most recent call last\))"#).expect("static regex")
 });
+/// A tqdm progress bar (`…%|…| k/n […]`) with more text glued after its closing bracket: tqdm
+/// ends its line with `\r`, so the next console line lands on the same line of a paste.
+static GLUED_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<bar>.*?\d{1,3}%\s*\|[^|]*\|\s*\d+/\d+\s*\[[^\]]*\])(?P<rest>\S.*)$")
+        .expect("static regex")
+});
+
+/// Splits a progress bar from the console line glued after it (the line cleaned again).
+fn split_glued_bar(line: String) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(c) = GLUED_BAR_RE.captures(&rest) {
+        out.push(c["bar"].to_string());
+        let next = clean_line(&c["rest"]);
+        if next == rest {
+            break;
+        }
+        rest = next;
+    }
+    out.push(rest);
+    out
+}
+
 /// One cleaned line: prefixes (quotes, timestamps, log levels) removed.
 pub(super) fn clean_line(raw: &str) -> String {
     let mut s = raw.trim_end().to_string();
@@ -74,8 +97,8 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
     parts
 }
 
-/// The lines of a pasted text, cleaned (`clean_line`), with flattened one-line pastes split
-/// and Markdown code fences left out.
+/// The lines of a pasted text, cleaned (`clean_line`), with flattened one-line pastes split,
+/// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for raw in text.lines() {
@@ -84,7 +107,7 @@ pub(super) fn normalise(text: &str) -> Vec<String> {
             continue;
         }
         for part in split_flattened(&clean_line(raw)) {
-            out.push(part);
+            out.extend(split_glued_bar(part));
         }
     }
     out
@@ -92,7 +115,7 @@ pub(super) fn normalise(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{clean_line, split_flattened};
+    use super::{clean_line, normalise, split_flattened};
 
     #[test]
     fn prefixes_are_removed() {
@@ -118,6 +141,22 @@ mod tests {
         assert_eq!(
             clean_line("[2025-05-15 10:28:55.140] [error] Python process exited with code 3221225477 and signal null"),
             "Python process exited with code 3221225477 and signal null"
+        );
+    }
+
+    /// tqdm ends a bar with `\r`, so the next console line is glued to it (ComfyUI #12763).
+    #[test]
+    fn a_line_glued_to_a_progress_bar_is_split_off() {
+        let lines = normalise("  5%|#####     | 1/20 [00:11<03:31, 11.13s/it,  Model Initialization complete!  ]aimdo: src/model-vbar.c:74:WARNING:VBAR 0000024A04168030: Page 519 pin_count=4\n 60%|######    | 12/20 [24:30<13:37, 102.17s/it][ERROR] aimdo: src/hostbuf.c:46:ERROR:hostbuf_grow: requested 55036112896 bytes beyond reserved host buffer 54886072320\n 40%|####      | 8/20 [00:05<00:07,  1.6it/s]\n");
+        assert_eq!(
+            lines,
+            [
+                "5%|#####     | 1/20 [00:11<03:31, 11.13s/it,  Model Initialization complete!  ]",
+                "aimdo: src/model-vbar.c:74:WARNING:VBAR 0000024A04168030: Page 519 pin_count=4",
+                "60%|######    | 12/20 [24:30<13:37, 102.17s/it]",
+                "aimdo: src/hostbuf.c:46:ERROR:hostbuf_grow: requested 55036112896 bytes beyond reserved host buffer 54886072320",
+                "40%|####      | 8/20 [00:05<00:07,  1.6it/s]",
+            ]
         );
     }
 
