@@ -451,6 +451,7 @@ fn a_ui_input_gets_ui_variants_and_a_still_failing_control_says_where() {
 }
 
 /// A free port on 127.0.0.1.
+#[cfg(target_os = "linux")]
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -461,6 +462,7 @@ fn free_port() -> u16 {
 
 /// `exec comfy-bisect simulate --port PORT … FLAGS`, its output appended to `log`; the time
 /// scale comes from `$SIM_SCALE` (0 when unset).
+#[cfg(target_os = "linux")]
 fn sim_command(port: u16, flags: &str, log: &std::path::Path) -> String {
     format!(
         "exec '{}' simulate --port {port} --vram {SAMPLING_RUNS_OUT}MiB --time-scale ${{SIM_SCALE:-0}} {flags} >>'{}' 2>&1 </dev/null",
@@ -471,6 +473,7 @@ fn sim_command(port: u16, flags: &str, log: &std::path::Path) -> String {
 
 /// Starts the simulator as a process (detached, as a user's server is) and waits until it
 /// answers; its argv.
+#[cfg(target_os = "linux")]
 fn start_sim_process(url: &str, command: &str) -> Vec<String> {
     std::process::Command::new("sh")
         .arg("-c")
@@ -500,6 +503,7 @@ fn control<'a>(
 /// A session whose mitigation pass was killed (`kill -9`) while its control ran on the
 /// relaunched server (`--reserve-vram 2`), on a simulator process started with
 /// `--cache-classic`.
+#[cfg(target_os = "linux")]
 struct KilledPass {
     _sim: SimProcess,
     tmp: tempfile::TempDir,
@@ -512,6 +516,7 @@ struct KilledPass {
     before: Vec<String>,
 }
 
+#[cfg(target_os = "linux")]
 impl KilledPass {
     fn new() -> KilledPass {
         let port = free_port();
@@ -658,6 +663,7 @@ fn resume_puts_back_a_server_a_killed_pass_left_changed() {
 }
 
 /// A TCP proxy in this test process: 127.0.0.1:(returned port) → `to`.
+#[cfg(target_os = "linux")]
 fn tcp_proxy(to: u16) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -798,6 +804,7 @@ fn under_a_restart_loop_a_control_is_never_judged_on_the_old_server() {
     under_a_restart_loop("true");
 }
 
+#[cfg(target_os = "linux")]
 fn under_a_restart_loop(pause: &str) {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
@@ -878,9 +885,6 @@ fn apply_refuses_the_journal_the_input_a_link_and_an_existing_file() {
     let journal = std::fs::read(&session_json).unwrap();
     let existing = b.tmp.path().join("existing.json");
     std::fs::write(&existing, "{}").unwrap();
-    let link = b.tmp.path().join("link.json");
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(&existing, &link).unwrap();
     let input = b.tmp.path().join("target.json");
     let url = sim.url();
     let mitigate = |extra: &[&str]| {
@@ -909,6 +913,8 @@ fn apply_refuses_the_journal_the_input_a_link_and_an_existing_file() {
     refused(&existing, "the file exists; --force replaces it");
     #[cfg(unix)]
     {
+        let link = b.tmp.path().join("link.json");
+        std::os::unix::fs::symlink(&existing, &link).unwrap();
         refused(&link, "symbolic link");
         let out = mitigate(&["--apply", link.to_str().unwrap(), "--force"]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -935,4 +941,46 @@ fn apply_refuses_the_journal_the_input_a_link_and_an_existing_file() {
         let mode = std::fs::metadata(&existing).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640, "{mode:o}");
     }
+}
+
+/// Issue #39, finding 6: an argv entry `--cache-lru=1$(touch …)` in `/system_stats` ran when
+/// the template put `{args}` inside double quotes. Only flag names, numbers and known choices
+/// reach the shell: the relaunch is refused with a message and nothing is run.
+#[test]
+fn a_hostile_argv_entry_never_reaches_the_launch_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let planted = tmp.path().join("planted");
+    let launched = tmp.path().join("launched");
+    let hostile = format!("--cache-lru=1$(touch '{}')", planted.display());
+    let mut config = comfy_bisect_sim::SimConfig::default()
+        .with_vram_bytes(SAMPLING_RUNS_OUT * 1024 * 1024)
+        .with_time_scale(0.0);
+    config.process_argv = Some(vec!["main.py".into(), hostile.clone()]);
+    let sim = Sim::start(config);
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let template = format!("touch '{}'; sh -c \"echo {{args}}\"", launched.display());
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    let (dir, _) = only_session(&runs);
+    let m = mitigations_of(&dir, &out);
+    match &control(&m, "reserve-vram").state {
+        MitigationState::NotRun { reason } => assert!(
+            reason.contains(&format!("`{hostile}` is not --cache-lru with a number"))
+                && reason.contains("will not relaunch"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    assert!(!planted.exists() && !launched.exists(), "{}", text(&out));
 }

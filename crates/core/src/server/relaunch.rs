@@ -453,6 +453,16 @@ impl Relaunch {
         launch: &Launch,
     ) -> Result<(), String> {
         check_control(&launch.args)?;
+        if self.record.is_none() {
+            // Before anything else: nothing the server says reaches a shell unchecked.
+            let argv = driver
+                .parts()
+                .backend
+                .environment()
+                .map(|fp| fp.argv)
+                .unwrap_or_default();
+            carried_flags(&argv)?;
+        }
         let (id, argv) = self.confirm(driver)?;
         if self.record.is_none() {
             let flags = carried_flags(&argv)?;
