@@ -117,8 +117,9 @@ fn expected(takes: Takes) -> String {
 }
 
 /// The memory flags of `argv` (see [`MEMORY_FLAGS`]), in their order, with their values, as
-/// given; nothing is validated (for comparing two servers' flags).
-pub(crate) fn memory_flags(argv: &[String]) -> Vec<String> {
+/// given; nothing is validated.
+#[cfg(test)]
+fn memory_flags(argv: &[String]) -> Vec<String> {
     scan(argv).into_iter().flatten().collect()
 }
 
@@ -147,6 +148,19 @@ fn scan(argv: &[String]) -> Vec<Vec<String>> {
         i += 1;
     }
     out
+}
+
+/// What `flags` set, flag by flag (the last one given wins, as with argparse): two servers
+/// whose memory flags set the same run alike, however often a flag is repeated (a template
+/// that gives one itself, and `{args}` again).
+fn effective(flags: &[String]) -> BTreeMap<String, Vec<String>> {
+    scan(flags)
+        .into_iter()
+        .map(|words| match words[0].split_once('=') {
+            Some((f, v)) => (f.to_string(), vec![v.to_string()]),
+            None => (words[0].clone(), words[1..].to_vec()),
+        })
+        .collect()
 }
 
 /// The memory flags of the server's `argv` as words a shell may be given: each flag name is
@@ -210,6 +224,8 @@ fn check_control(args: &[String]) -> Result<(), String> {
         let n = match takes(flag) {
             Some(Takes::Nothing) | None => 1,
             Some(_) if args[i].contains('=') => 1,
+            // `--cache-ram` may stand alone, before another flag.
+            Some(_) if args.get(i + 1).is_none_or(|v| v.starts_with("--")) => 1,
             Some(_) => 2,
         };
         let end = (i + n).min(args.len());
@@ -623,7 +639,7 @@ impl Relaunch {
             .parts()
             .backend
             .environment()
-            .is_some_and(|fp| memory_flags(&fp.argv) == record.flags);
+            .is_some_and(|fp| effective(&fp.argv) == effective(&record.flags));
         if !flags || record.env.is_empty() {
             return flags;
         }
@@ -729,9 +745,16 @@ impl Relaunch {
         }
     }
 
-    /// `; its last output: …` from the launch log (at most three lines).
+    /// `; its last output: …` from the launch log (at most three lines of its last 8 KiB).
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        use std::io::{Read, Seek, SeekFrom};
+        let mut bytes = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log) {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let _ = f.seek(SeekFrom::Start(len.saturating_sub(8192)));
+            let _ = f.take(8192).read_to_end(&mut bytes);
+        }
+        let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
         if tail.is_empty() {
@@ -919,6 +942,23 @@ mod tests {
             let err = carried_flags(&v(&["main.py", flag, value])).unwrap_err();
             assert!(err.contains(flag), "{err}");
         }
+        // `--cache-ram` alone before another flag, and a flag repeated (a template giving it
+        // too): what they set is what counts.
+        assert!(check_control(&v(&["--cache-ram", "--lowvram"])).is_ok());
+        assert_eq!(
+            effective(&v(&[
+                "--preview-method",
+                "auto",
+                "--cache-lru=4",
+                "--preview-method",
+                "auto"
+            ])),
+            effective(&v(&["--cache-lru", "4", "--preview-method", "auto"]))
+        );
+        assert_ne!(
+            effective(&v(&["--reserve-vram", "2"])),
+            effective(&v(&["--reserve-vram", "1"]))
+        );
         // A control's own flags are checked the same way.
         assert!(check_control(&v(&["--reserve-vram", "2"])).is_ok());
         assert!(check_control(&v(&["--disable-pinned-memory"])).is_ok());
