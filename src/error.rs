@@ -10,6 +10,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// The ComfyUI server could not be reached.
     pub const UNREACHABLE: u8 = 3;
+    /// An output file could not be written (`mitigate --apply`).
+    pub const WRITE_FAILED: u8 = 4;
     /// Interrupted by Ctrl-C.
     pub const INTERRUPTED: u8 = 130;
 }

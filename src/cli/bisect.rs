@@ -120,7 +120,15 @@ pub fn run(server: String, args: Args) -> CliResult {
             "--max-mitigations, --launch-cmd and --apply go with --mitigate (or `comfy-bisect mitigate SESSION`)",
         ));
     }
-    let mitigate = mitigate.map(|r| (r, args.mitigations.apply.clone()));
+    if let Some(out) = &args.mitigations.apply {
+        super::mitigate::check_apply(
+            out,
+            &args.session.runs_dir,
+            &args.workflows,
+            args.mitigations.force,
+        )?;
+    }
+    let mitigate = mitigate.map(|r| (r, args.mitigations.apply.clone(), args.mitigations.force));
     run_session_then(
         &runtime,
         client,
@@ -151,7 +159,7 @@ fn run_session_then(
     options: StartOptions,
     targets: Vec<Target>,
     quiet: bool,
-    mitigate: Option<(MitigateRequest, Option<PathBuf>)>,
+    mitigate: Option<(MitigateRequest, Option<PathBuf>, bool)>,
 ) -> CliResult {
     let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
@@ -182,7 +190,7 @@ fn run_session_then(
         );
     }
     let finished = ready.drive(rt, ProgressView::handle(quiet))?;
-    let Some((mut request, apply)) = mitigate else {
+    let Some((mut request, apply, force)) = mitigate else {
         return print_finished(finished);
     };
     if !matches!(finished.session.state, SessionState::Done) {
@@ -194,6 +202,7 @@ fn run_session_then(
     super::mitigate::print_mitigated(
         app::mitigate(rt, mitigate_client, request, ProgressView::handle(quiet))?,
         apply.as_deref(),
+        force,
     )
 }
 

@@ -68,6 +68,18 @@ pub fn run(args: Args) -> CliResult {
     };
     let pending = match app::resume(options)? {
         Resumed::Finished(finished) => {
+            if app::server_left_changed(&finished.paths) {
+                // A killed mitigation pass left the server with a control's change.
+                let Connection { client, runtime } =
+                    args.connect.connect(&finished.session.server)?;
+                let note = app::put_back_server(
+                    &runtime,
+                    client,
+                    &finished.paths,
+                    ProgressView::handle(args.quiet),
+                )?;
+                println!("server: {note}");
+            }
             print!("{}", finished.summary());
             return Ok(exit::OK);
         }

@@ -152,6 +152,8 @@ fn config_from(args: &Args) -> Result<SimConfig, String> {
             .models_root
             .clone()
             .unwrap_or_else(|| comfy_bisect_sim::SIM_MODELS_ROOT.into()),
+        // Reported as `system.argv`, as ComfyUI reports its own `sys.argv`.
+        process_argv: Some(std::env::args().collect()),
     })
 }
 

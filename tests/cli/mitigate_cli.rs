@@ -449,3 +449,538 @@ fn a_ui_input_gets_ui_variants_and_a_still_failing_control_says_where() {
     assert_eq!(judged.stage_now.map(|s| s.as_str()), Some("decode"));
     assert_eq!(judged.moved, Some(false));
 }
+
+/// A free port on 127.0.0.1.
+#[cfg(target_os = "linux")]
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `exec comfy-bisect simulate --port PORT … FLAGS`, its output appended to `log`; the time
+/// scale comes from `$SIM_SCALE` (0 when unset).
+#[cfg(target_os = "linux")]
+fn sim_command(port: u16, flags: &str, log: &std::path::Path) -> String {
+    format!(
+        "exec '{}' simulate --port {port} --vram {SAMPLING_RUNS_OUT}MiB --time-scale ${{SIM_SCALE:-0}} {flags} >>'{}' 2>&1 </dev/null",
+        env!("CARGO_BIN_EXE_comfy-bisect"),
+        log.display()
+    )
+}
+
+/// Starts the simulator as a process (detached, as a user's server is) and waits until it
+/// answers; its argv.
+#[cfg(target_os = "linux")]
+fn start_sim_process(url: &str, command: &str) -> Vec<String> {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{command} &"))
+        .env_remove("SIM_SCALE")
+        .status()
+        .unwrap();
+    argv_of(url)
+}
+
+/// The session's `mitigations.json`.
+fn mitigations_of(dir: &std::path::Path, out: &std::process::Output) -> MitigationsFile {
+    read_json(&dir.join(MITIGATIONS_FILE)).unwrap_or_else(|e| panic!("{e}\n{}", text(out)))
+}
+
+fn control<'a>(
+    m: &'a MitigationsFile,
+    id: &str,
+) -> &'a comfy_bisect_core::session::journal::Mitigation {
+    m.workflows[0]
+        .controls
+        .iter()
+        .find(|c| c.control == id)
+        .unwrap()
+}
+
+/// A session whose mitigation pass was killed (`kill -9`) while its control ran on the
+/// relaunched server (`--reserve-vram 2`), on a simulator process started with
+/// `--cache-classic`.
+#[cfg(target_os = "linux")]
+struct KilledPass {
+    _sim: SimProcess,
+    tmp: tempfile::TempDir,
+    url: String,
+    runs: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    session_id: String,
+    template: String,
+    /// The server's argv before the pass.
+    before: Vec<String>,
+}
+
+#[cfg(target_os = "linux")]
+impl KilledPass {
+    fn new() -> KilledPass {
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}");
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("sim.log");
+        let sim = SimProcess { url: url.clone() };
+        let before = start_sim_process(&url, &sim_command(port, "--cache-classic", &log));
+        let template = sim_command(port, "{args}", &log);
+        let mut workflow = sd15_1024();
+        // Long enough that the control's run is still going when the pass is killed.
+        workflow["3"]["inputs"]["steps"] = json!(100);
+        let wf = write_workflow(tmp.path(), "target", &workflow);
+        let runs = tmp.path().join("runs");
+        let out = bisect(&url, &runs, &[wf.to_str().unwrap()]);
+        let (dir, session) = only_session(&runs);
+        assert!(session.workflows[0].verdict.is_some(), "{}", text(&out));
+        let k = KilledPass {
+            _sim: sim,
+            tmp,
+            url,
+            runs,
+            dir,
+            session_id: session.session_id,
+            template,
+            before,
+        };
+        let mut killed = k
+            .mitigate(true)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the control runs on the relaunched server, then kill -9.
+        let started = std::time::Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "the control never started"
+            );
+            assert!(killed.try_wait().unwrap().is_none(), "the pass ended early");
+            let inflight = read_json::<MitigationsFile>(&k.dir.join(MITIGATIONS_FILE))
+                .ok()
+                .is_some_and(|m| {
+                    m.workflows.first().is_some_and(|w| {
+                        w.controls.iter().any(|c| {
+                            c.control == "reserve-vram" && c.state == MitigationState::InFlight
+                        })
+                    })
+                });
+            if inflight {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        let changed = argv_of(&k.url);
+        assert!(
+            changed.windows(2).any(|w| w == ["--reserve-vram", "2"]),
+            "{changed:?}"
+        );
+        let record: Value = read_json(&k.dir.join("mitigations/server-launch.json")).unwrap();
+        assert_eq!(record["changed"], true, "{record}");
+        assert_eq!(record["flags"], json!(["--cache-classic"]), "{record}");
+        k
+    }
+
+    /// `mitigate SESSION --max-mitigations 1 --launch-cmd TEMPLATE`, its controls' server slow
+    /// when `slow`.
+    fn mitigate(&self, slow: bool) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"));
+        c.args(["--server", &self.url, "mitigate", &self.session_id, "-q"])
+            .args(["--max-mitigations", "1", "--launch-cmd", &self.template])
+            .arg("--runs-dir")
+            .arg(&self.runs);
+        if slow {
+            c.env("SIM_SCALE", "0.05");
+        } else {
+            c.env_remove("SIM_SCALE");
+        }
+        c
+    }
+
+    /// The server is back with its original argv, the record says so, and `mitigations.json`
+    /// says it was put back from the original launch (not the changed one).
+    fn assert_put_back(&self, out: &std::process::Output) -> MitigationsFile {
+        let m = mitigations_of(&self.dir, out);
+        let first = &m.server[0];
+        assert!(
+            first.starts_with("left changed by an earlier pass")
+                && first.contains("put the server back as it was")
+                && !first.contains("reserve-vram"),
+            "{first}\n{}",
+            text(out)
+        );
+        assert!(text(out).contains(first.as_str()), "{}", text(out));
+        for line in &m.server {
+            assert!(!line.contains("--reserve-vram 2 "), "{line}");
+        }
+        assert_eq!(argv_of(&self.url), self.before, "{}", text(out));
+        let record: Value = read_json(&self.dir.join("mitigations/server-launch.json")).unwrap();
+        assert_eq!(record["changed"], false, "{record}");
+        m
+    }
+}
+
+/// Issue #39, finding 1: a pass killed while the server ran with a control's flag left it
+/// changed, and the next pass called the changed flags the original. The launch is journaled
+/// before the first stop, so the next `mitigate` puts the original back first, from that
+/// record, says so in `mitigations.json`, and then runs the control again.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_pass_killed_after_the_relaunch_is_put_back_by_the_next_mitigate() {
+    let k = KilledPass::new();
+    let out = k.mitigate(false).output().unwrap();
+    let m = k.assert_put_back(&out);
+    let reserve = control(&m, "reserve-vram");
+    assert_eq!(reserve.state, MitigationState::Done, "{}", text(&out));
+    drop(k.tmp);
+}
+
+/// The same through `resume` of the finished session: the server is put back before anything
+/// else, with no `--launch-cmd` given (the record has the template).
+#[test]
+#[cfg(target_os = "linux")]
+fn resume_puts_back_a_server_a_killed_pass_left_changed() {
+    let k = KilledPass::new();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args([
+            "--server",
+            &k.url,
+            "resume",
+            &k.session_id,
+            "-q",
+            "--runs-dir",
+        ])
+        .arg(&k.runs)
+        .env_remove("SIM_SCALE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    k.assert_put_back(&out);
+}
+
+/// A TCP proxy in this test process: 127.0.0.1:(returned port) → `to`.
+#[cfg(target_os = "linux")]
+fn tcp_proxy(to: u16) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut c1, mut s1) = (client, server);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c1, &mut s1);
+                let _ = s1.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+/// Issue #39, finding 4: with a proxy in front of the server, the relaunch stopped the proxy.
+/// The process on the port is not the one the server's argv describes, so nothing is signalled
+/// (the proxy here is this test process: a signal would end the test) and the control is not run.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_proxy_in_front_of_the_server_is_never_stopped() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sim.log");
+    let _sim = SimProcess { url: url.clone() };
+    let before = start_sim_process(&url, &sim_command(port, "--cache-classic", &log));
+    let proxy = format!("http://127.0.0.1:{}", tcp_proxy(port));
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let template = sim_command(port, "{args}", &log);
+    let out = bisect(
+        &proxy,
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    let (dir, _) = only_session(&runs);
+    let m = mitigations_of(&dir, &out);
+    let reserve = control(&m, "reserve-vram");
+    match &reserve.state {
+        MitigationState::NotRun { reason } => assert!(
+            reason.starts_with("could not relaunch")
+                && reason.contains("is not the ComfyUI server that answers there")
+                && reason.contains(&format!("pid {}", std::process::id())),
+            "{reason}"
+        ),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    assert!(
+        m.server.iter().all(|l| !l.contains("put the server back")),
+        "{:?}",
+        m.server
+    );
+    assert_eq!(argv_of(&url), before, "the server was left alone");
+}
+
+/// Issue #39, finding 7: a relaunch whose server exits at once ("unrecognized arguments") was
+/// waited for the whole --wait-server. It fails the control at once, with the launch's last
+/// output, and the original is put back.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_relaunch_that_exits_at_once_fails_the_control_at_once_and_the_original_is_put_back() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sim.log");
+    let _sim = SimProcess { url: url.clone() };
+    let before = start_sim_process(&url, &sim_command(port, "--cache-classic", &log));
+    // ComfyUI's argparse refusing the control's flag; {args} inside double quotes (validated
+    // words read the same there).
+    let template = format!(
+        "case \"{{args}}\" in *--reserve-vram*) echo \"main.py: error: unrecognized arguments: {{args}}\" >&2; exit 2;; esac; {}",
+        sim_command(port, "{args}", &log)
+    );
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let out = bisect(
+        &url,
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--wait-server",
+            "1h",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    let (dir, _) = only_session(&runs);
+    let m = mitigations_of(&dir, &out);
+    match &control(&m, "reserve-vram").state {
+        MitigationState::NotRun { reason } => assert!(
+            reason.starts_with("could not relaunch")
+                && reason.contains("exited at once (exit status: 2)")
+                && reason.contains("unrecognized arguments: --cache-classic --reserve-vram 2"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    assert!(
+        m.server
+            .iter()
+            .any(|l| l.starts_with("put the server back as it was")),
+        "{:?}\n{}",
+        m.server,
+        text(&out)
+    );
+    assert_eq!(argv_of(&url), before);
+}
+
+/// Issue #39, finding 5: under a supervisor that restarts the server the moment it exits (a
+/// restart loop here, as systemd's Restart=always), a control was judged on the old server.
+/// Whichever server wins the port, a control is judged only on a server that runs with its
+/// flag, and the server ends with its original flags.
+#[test]
+#[cfg(target_os = "linux")]
+fn under_a_restart_loop_a_control_is_never_judged_on_the_old_server() {
+    // The loop restarts after 0.1 s (the relaunch usually takes the port first) and at once
+    // (the loop's server usually does).
+    under_a_restart_loop("sleep 0.1");
+    under_a_restart_loop("true");
+}
+
+#[cfg(target_os = "linux")]
+fn under_a_restart_loop(pause: &str) {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("sim.log");
+    let _sim = SimProcess { url: url.clone() };
+    let server = sim_command(port, "--cache-classic", &log).replacen("exec ", "", 1);
+    let stop = tmp.path().join("stop");
+    let mut supervisor = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while [ ! -e '{}' ]; do {server}; {pause}; done",
+            stop.display()
+        ))
+        .env_remove("SIM_SCALE")
+        .spawn()
+        .unwrap();
+    let before = argv_of(&url);
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let template = sim_command(port, "{args}", &log);
+    let out = bisect(
+        &url,
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    std::fs::write(&stop, "").unwrap();
+    let (dir, _) = only_session(&runs);
+    let m = mitigations_of(&dir, &out);
+    let reserve = control(&m, "reserve-vram");
+    match &reserve.state {
+        MitigationState::Done => {
+            let run: Value = read_json(
+                &dir.join(&reserve.run.as_ref().unwrap().dir)
+                    .join("run.json"),
+            )
+            .unwrap();
+            let argv: Vec<String> =
+                serde_json::from_value(run["environment"]["argv"].clone()).unwrap();
+            assert!(
+                argv.windows(2).any(|w| w == ["--reserve-vram", "2"]),
+                "judged on {argv:?}"
+            );
+        }
+        MitigationState::NotRun { reason } => {
+            assert!(reason.starts_with("could not relaunch"), "{reason}")
+        }
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    let after = argv_of(&url);
+    assert!(
+        !after.iter().any(|a| a == "--reserve-vram")
+            && after.iter().any(|a| a == "--cache-classic"),
+        "{after:?} (before {before:?})\n{:?}",
+        m.server
+    );
+    // End the loop and whatever it runs.
+    let _ = std::process::Command::new("kill")
+        .arg(supervisor.id().to_string())
+        .status();
+    let _ = supervisor.wait();
+}
+
+/// Issue #39, finding 2: `--apply runs/S/session.json` overwrote the journal; existing files
+/// were replaced silently, links followed, a write error exited 1. Refusals come before any run.
+#[test]
+fn apply_refuses_the_journal_the_input_a_link_and_an_existing_file() {
+    let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let b = bisect_workflow(&sim, &sd15_1024(), &["--strict"]);
+    let session_json = b.dir.join("session.json");
+    let journal = std::fs::read(&session_json).unwrap();
+    let existing = b.tmp.path().join("existing.json");
+    std::fs::write(&existing, "{}").unwrap();
+    let input = b.tmp.path().join("target.json");
+    let url = sim.url();
+    let mitigate = |extra: &[&str]| {
+        let mut all = vec![
+            "--server",
+            url.as_str(),
+            "mitigate",
+            b.session.session_id.as_str(),
+            "-q",
+            "--runs-dir",
+            b.runs.to_str().unwrap(),
+        ];
+        all.extend_from_slice(extra);
+        cli(&all)
+    };
+    let refused = |target: &std::path::Path, why: &str| {
+        let out = mitigate(&["--apply", target.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(why), "{}", text(&out));
+        // Refused before any run.
+        assert!(!b.dir.join(MITIGATIONS_FILE).exists(), "{}", text(&out));
+    };
+    refused(&session_json, "inside the runs folder");
+    assert_eq!(std::fs::read(&session_json).unwrap(), journal);
+    refused(&input, "the input workflow itself");
+    refused(&existing, "the file exists; --force replaces it");
+    #[cfg(unix)]
+    {
+        let link = b.tmp.path().join("link.json");
+        std::os::unix::fs::symlink(&existing, &link).unwrap();
+        refused(&link, "symbolic link");
+        let out = mitigate(&["--apply", link.to_str().unwrap(), "--force"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(std::fs::read(&existing).unwrap(), b"{}");
+    }
+    // A file that cannot be written: its own exit code, after the pass.
+    let too_long = b.tmp.path().join(format!("{}.json", "x".repeat(300)));
+    let out = mitigate(&["--apply", too_long.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(
+        text(&out).contains("--apply: cannot write"),
+        "{}",
+        text(&out)
+    );
+    // --force replaces an existing file, keeping its permissions.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let out = mitigate(&["--apply", existing.to_str().unwrap(), "--force"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let written: Value = read_json(&existing).unwrap();
+        assert_eq!(written["8"]["class_type"], "VAEDecodeTiled");
+        let mode = std::fs::metadata(&existing).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "{mode:o}");
+    }
+}
+
+/// Issue #39, finding 6: an argv entry `--cache-lru=1$(touch …)` in `/system_stats` ran when
+/// the template put `{args}` inside double quotes. Only flag names, numbers and known choices
+/// reach the shell: the relaunch is refused with a message and nothing is run.
+#[test]
+fn a_hostile_argv_entry_never_reaches_the_launch_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let planted = tmp.path().join("planted");
+    let launched = tmp.path().join("launched");
+    let hostile = format!("--cache-lru=1$(touch '{}')", planted.display());
+    let mut config = comfy_bisect_sim::SimConfig::default()
+        .with_vram_bytes(SAMPLING_RUNS_OUT * 1024 * 1024)
+        .with_time_scale(0.0);
+    config.process_argv = Some(vec!["main.py".into(), hostile.clone()]);
+    let sim = Sim::start(config);
+    let wf = write_workflow(tmp.path(), "target", &sd15_1024());
+    let runs = tmp.path().join("runs");
+    let template = format!("touch '{}'; sh -c \"echo {{args}}\"", launched.display());
+    let out = bisect(
+        &sim.url(),
+        &runs,
+        &[
+            wf.to_str().unwrap(),
+            "--mitigate",
+            "--max-mitigations",
+            "1",
+            "--launch-cmd",
+            &template,
+        ],
+    );
+    let (dir, _) = only_session(&runs);
+    let m = mitigations_of(&dir, &out);
+    match &control(&m, "reserve-vram").state {
+        MitigationState::NotRun { reason } => assert!(
+            reason.contains(&format!("`{hostile}` is not --cache-lru with a number"))
+                && reason.contains("will not relaunch"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}\n{}", text(&out)),
+    }
+    assert!(!planted.exists() && !launched.exists(), "{}", text(&out));
+}

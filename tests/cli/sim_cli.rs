@@ -149,7 +149,9 @@ async fn comfyui_flags_show_in_argv_and_sigterm_frees_the_port() {
         .unwrap();
     let stats = stats_of(port).await;
     let argv: Vec<String> = serde_json::from_value(stats["system"]["argv"].clone()).unwrap();
-    assert_eq!(argv[0], "main.py");
+    // Its own command line, as ComfyUI reports its own sys.argv (the tool matches the two).
+    assert_eq!(argv[0], env!("CARGO_BIN_EXE_comfy-bisect"), "{argv:?}");
+    assert_eq!(argv[1], "simulate", "{argv:?}");
     assert!(
         argv.ends_with(&[
             "--reserve-vram".into(),

@@ -243,10 +243,26 @@ pub(crate) fn mitigate<B: Backend, C: Clock>(
 ) -> Result<MitigateEnd, JournalError> {
     let mut file = load(&driver.paths.dir)?;
     let resume = format!("comfy-bisect mitigate {}", driver.session.session_id);
-    let mut launch = options
-        .launch_cmd
-        .as_ref()
-        .map(|t| Relaunch::new(t.clone(), driver.paths.dir.join(MITIGATIONS_DIR)));
+    // A pass killed while the server ran with a control's change: put it back first.
+    if !put_back(driver, &mut file)? {
+        save(driver, &file)?;
+        return Ok(MitigateEnd::Stopped(format!(
+            "the server could not be put back as it was (see above); put it back, then `{resume}`"
+        )));
+    }
+    let env_keys: Vec<String> = crate::mitigate::catalogue()
+        .into_iter()
+        .flat_map(|c| c.env.into_keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut launch = options.launch_cmd.as_ref().map(|t| {
+        Relaunch::new(
+            t.clone(),
+            driver.paths.dir.join(MITIGATIONS_DIR),
+            env_keys.clone(),
+        )
+    });
     let end = run_all(driver, options, &mut file, &resume, launch.as_mut());
     // A server relaunched for a control goes back as it was, however the pass ended.
     if let Some(l) = launch.as_mut() {
@@ -257,6 +273,50 @@ pub(crate) fn mitigate<B: Backend, C: Clock>(
     }
     save(driver, &file)?;
     end
+}
+
+/// Puts back a server an earlier pass left running with a control's change (its launch
+/// record says `changed`), before anything else; the note goes to the user and to
+/// `mitigations.json`. False when it could not be put back.
+fn put_back<B: Backend, C: Clock>(
+    driver: &mut Driver<'_, B, C>,
+    file: &mut MitigationsFile,
+) -> Result<bool, JournalError> {
+    let Some(record) = crate::server::relaunch::left_changed(&driver.paths.dir) else {
+        return Ok(true);
+    };
+    driver.parts().hooks.note(
+        "an earlier mitigation pass stopped while the server ran with a control's change: putting it back first",
+    );
+    let mut relaunch = Relaunch::from_record(record, driver.paths.dir.join(MITIGATIONS_DIR));
+    let note = relaunch.restore(driver).unwrap_or_default();
+    let back = crate::server::relaunch::left_changed(&driver.paths.dir).is_none();
+    let note = format!("left changed by an earlier pass that was stopped: {note}");
+    driver.parts().hooks.note(&note);
+    file.server.push(note);
+    save(driver, file)?;
+    Ok(back)
+}
+
+/// The end of a pass whose server could not be put back (no control is judged on it).
+fn not_back<B: Backend, C: Clock>(driver: &Driver<'_, B, C>, resume: &str) -> Option<MitigateEnd> {
+    crate::server::relaunch::left_changed(&driver.paths.dir).map(|_| {
+        MitigateEnd::Stopped(format!(
+            "the server could not be put back as it was (mitigations.json says how to do it by hand); once it runs as before, `{resume}` goes on"
+        ))
+    })
+}
+
+/// `resume` (and any command that drives a session): puts back a server a killed mitigation
+/// pass left changed, and records it in `mitigations.json`. False when it could not be.
+pub(crate) fn put_back_left_changed<B: Backend, C: Clock>(
+    driver: &mut Driver<'_, B, C>,
+) -> Result<bool, JournalError> {
+    if crate::server::relaunch::left_changed(&driver.paths.dir).is_none() {
+        return Ok(true);
+    }
+    let mut file = load(&driver.paths.dir)?;
+    put_back(driver, &mut file)
 }
 
 fn run_all<B: Backend, C: Clock>(
@@ -302,7 +362,8 @@ fn run_all<B: Backend, C: Clock>(
                             "the server could not be asked about the run in flight; `{resume}` tries again"
                         )));
                     }
-                    false
+                    // A run the server does not know (it was restarted since) runs again now.
+                    file.workflows[k].controls[i].state == MitigationState::Pending
                 }
                 _ => false,
             };
@@ -337,13 +398,20 @@ fn run_all<B: Backend, C: Clock>(
                 match l.launch(driver, &Launch::of(m)) {
                     Ok(()) => true,
                     Err(reason) => {
-                        file.workflows[k].controls[i].state = MitigationState::NotRun {
-                            reason: format!("the relaunch failed: {reason}"),
+                        let reason = if reason.starts_with("could not relaunch") {
+                            reason
+                        } else {
+                            format!("could not relaunch: {reason}")
                         };
+                        file.workflows[k].controls[i].state = MitigationState::NotRun { reason };
                         save(driver, file)?;
                         if let Some(note) = l.restore(driver) {
                             driver.parts().hooks.note(&note);
                             file.server.push(note);
+                        }
+                        if let Some(end) = not_back(driver, resume) {
+                            save(driver, file)?;
+                            return Ok(end);
                         }
                         continue;
                     }
@@ -356,6 +424,10 @@ fn run_all<B: Backend, C: Clock>(
                 if let Some(note) = launch.as_deref_mut().and_then(|l| l.restore(driver)) {
                     driver.parts().hooks.note(&note);
                     file.server.push(note);
+                }
+                if let Some(end) = not_back(driver, resume) {
+                    save(driver, file)?;
+                    return Ok(end);
                 }
             }
             if !went_on && driver.stopping() {

@@ -534,6 +534,11 @@ pub struct SimConfig {
     /// The ComfyUI flags and allocator environment it was started with (see [`Launch`]):
     /// shown in `system.argv`, honoured by the memory model.
     pub launch: Launch,
+    /// The simulator process's own command line, shown as `system.argv` in place of the
+    /// ComfyUI-shaped one: ComfyUI reports its `sys.argv`, the words of its own process, and a
+    /// simulator run as a process (`comfy-bisect simulate`) does the same, so a tool can match
+    /// the server that answers to the process listening on its port.
+    pub process_argv: Option<Vec<String>>,
 }
 
 /// The default [`SimConfig::models_root`]: a path that exists nowhere.
@@ -552,6 +557,7 @@ impl Default for SimConfig {
             models_root: SIM_MODELS_ROOT.into(),
             profile: Profile::default(),
             launch: Launch::default(),
+            process_argv: None,
         }
     }
 }

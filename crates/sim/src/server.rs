@@ -849,6 +849,9 @@ fn system_stats(inst: &Instance) -> Value {
     ];
     let launch = &cfg.launch;
     argv.extend(launch.args.iter().cloned());
+    if let Some(own) = &cfg.process_argv {
+        argv = own.clone();
+    }
     if inst.shared.lowvram() && !launch.args.iter().any(|a| a == "--lowvram") {
         argv.push("--lowvram".into());
     }

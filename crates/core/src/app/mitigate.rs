@@ -95,6 +95,53 @@ impl Mitigated {
     }
 }
 
+/// Whether a mitigation pass of the session left the server running with a control's change
+/// (it was killed before it put the server back): `resume` and `mitigate` put it back first.
+pub fn server_left_changed(paths: &SessionPaths) -> bool {
+    crate::server::relaunch::left_changed(&paths.dir).is_some()
+}
+
+/// Puts back the server a killed mitigation pass left changed, under the server's lock, from
+/// the launch record journaled before the first stop. Errors: the session cannot be read
+/// (`Input`), the lock is held, or the server could not be put back (`Failed`, saying how to do
+/// it by hand). What was done, in words.
+pub fn put_back_server(
+    rt: &tokio::runtime::Runtime,
+    client: Client,
+    paths: &SessionPaths,
+    progress: Progress,
+) -> AppResult<String> {
+    let session = SessionFile::load(paths).kind(ErrorKind::Input)?;
+    let _lock = SessionLock::acquire_or_share(
+        &session.server,
+        &session.session_id,
+        session.options.allow_shared_server,
+    )
+    .kind(ErrorKind::Failed)?;
+    let (back, _) = with_live_driver(rt, client, paths, session, progress, |d| {
+        crate::controls::put_back_left_changed(d)
+    });
+    let back = back.kind(ErrorKind::Failed)?;
+    let note = crate::controls::load(&paths.dir)
+        .ok()
+        .and_then(|m| m.server.last().cloned())
+        .unwrap_or_default();
+    if back {
+        Ok(note)
+    } else {
+        Err(AppError::new(
+            ErrorKind::Failed,
+            format!(
+                "{note} (also in {}, `server`)",
+                paths
+                    .dir
+                    .join(crate::session::journal::MITIGATIONS_FILE)
+                    .display()
+            ),
+        ))
+    }
+}
+
 /// Runs the mitigations of a session's located failures on `client`'s server (see
 /// `controls`): takes the server's lock, fetches the node definitions, drives, and
 /// rewrites the reports. Errors: session not found or a `check` (`Input`), server unreachable

@@ -423,7 +423,16 @@ fn drive(
     lock: Option<SessionLock>,
 ) -> AppResult<Finished> {
     let _lock = lock;
-    let (result, session) = with_live_driver(rt, client, &paths, session, progress, |d| d.drive());
+    let (result, session) = with_live_driver(rt, client, &paths, session, progress, |d| {
+        // A server a killed mitigation pass left changed is put back before any run.
+        if !crate::controls::put_back_left_changed(d)? {
+            return Err(crate::session::journal::JournalError::Invalid {
+                path: d.paths.dir.join(crate::session::journal::MITIGATIONS_FILE),
+                reason: "the server could not be put back as it was (the file's `server` lines say how to do it by hand)".into(),
+            });
+        }
+        d.drive()
+    });
     result.kind(ErrorKind::Failed)?;
     Ok(Finished { paths, session })
 }

@@ -244,6 +244,147 @@ pub(crate) fn still_serving(_pid: u32, _ips: &[IpAddr], _port: u16) -> bool {
     false
 }
 
+/// One process as the process table shows it, pinned by its start time so that a PID the
+/// kernel has given to another process since is never mistaken for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    /// Process id.
+    pub pid: u32,
+    /// Start time in clock ticks after boot (`/proc/PID/stat` field 22).
+    pub start: u64,
+    /// Its command line (`/proc/PID/cmdline`).
+    pub cmdline: Vec<String>,
+    /// Its working folder (`/proc/PID/cwd`), when readable.
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+/// The start time of `pid` (None when it is gone, a zombie, or unreadable).
+#[cfg(target_os = "linux")]
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name (field 2) may hold spaces and ')': the fields after it follow the last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is the state (field 3); the start time is field 22.
+    if fields.first().is_some_and(|s| *s == "Z" || *s == "X") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+/// The process `pid` now, with its command line and folder (None when it is gone or not
+/// readable by this user; Linux only).
+#[cfg(target_os = "linux")]
+pub(crate) fn identity(pid: u32) -> Option<Identity> {
+    let start = start_time(pid)?;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let cmdline = raw
+        .split(|b| *b == 0)
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect::<Vec<_>>();
+    let cmdline = match cmdline.split_last() {
+        Some((last, rest)) if last.is_empty() => rest.to_vec(),
+        _ => cmdline,
+    };
+    Some(Identity {
+        pid,
+        start,
+        cmdline,
+        cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+    })
+}
+
+/// The process `pid` now (Linux only: elsewhere None).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn identity(_pid: u32) -> Option<Identity> {
+    None
+}
+
+/// Whether the process `id` names is still running (the same PID with the same start time,
+/// and not a zombie).
+#[cfg(target_os = "linux")]
+pub(crate) fn still_running(id: &Identity) -> bool {
+    start_time(id.pid) == Some(id.start)
+}
+
+/// Whether the process `id` names is still running (Linux only: elsewhere false).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn still_running(_id: &Identity) -> bool {
+    false
+}
+
+/// The value of `key` in the environment process `pid` started with: `Some(None)` when it
+/// was not set, None when the environment cannot be read.
+#[cfg(target_os = "linux")]
+pub(crate) fn env_var(pid: u32, key: &str) -> Option<Option<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{key}=");
+    Some(
+        raw.split(|b| *b == 0)
+            .map(String::from_utf8_lossy)
+            .find_map(|kv| kv.strip_prefix(&prefix).map(str::to_string)),
+    )
+}
+
+/// The environment of `pid` (Linux only: elsewhere None).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn env_var(_pid: u32, _key: &str) -> Option<Option<String>> {
+    None
+}
+
+/// Whether a process whose command line is `cmdline` is the one ComfyUI describes with `argv`
+/// (`sys.argv`, as `/system_stats` reports it): the arguments after the script are the last
+/// words of the command line, and the script is one of its words (`python main.py …`, or the
+/// program itself). Only an exact match counts: a proxy, a container's port forwarder or a
+/// supervisor in front of the server has another command line.
+pub(crate) fn argv_matches(cmdline: &[String], argv: &[String]) -> bool {
+    let Some((script, args)) = argv.split_first() else {
+        return false;
+    };
+    if cmdline.len() < argv.len() || !cmdline.ends_with(args) {
+        return false;
+    }
+    let head = &cmdline[..cmdline.len() - args.len()];
+    let file = |w: &str| {
+        std::path::Path::new(w)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+    };
+    head.last()
+        .is_some_and(|w| w == script || (file(w).is_some() && file(w) == file(script)))
+}
+
+/// Sends SIGTERM (or SIGKILL when `kill`) to the process `id`, after checking that it is still
+/// that process (never a PID the kernel has reused since).
+#[cfg(unix)]
+pub(crate) fn signal(id: &Identity, kill: bool) -> Result<(), String> {
+    if !still_running(id) {
+        return Err(format!("process {} has already exited", id.pid));
+    }
+    let pid =
+        libc::pid_t::try_from(id.pid).map_err(|_| format!("process id {} out of range", id.pid))?;
+    let sig = if kill { libc::SIGKILL } else { libc::SIGTERM };
+    // SAFETY: kill(2) on a process confirmed just above by its PID and start time.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot signal process {}: {}",
+            id.pid,
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// Stopping a process is implemented for Unix only.
+#[cfg(not(unix))]
+pub(crate) fn signal(id: &Identity, _kill: bool) -> Result<(), String> {
+    Err(format!(
+        "stopping the server process {} is implemented for Linux only",
+        id.pid
+    ))
+}
+
 /// Memory of process `pid` now (None when it is gone or unreadable).
 pub fn memory(pid: u32) -> Option<ProcessMemory> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -347,6 +488,84 @@ mod tests {
         assert_eq!(m.hwm_bytes, 19000000 * 1024);
         // A zombie has no VmRSS line.
         assert_eq!(parse_status("Name:\tpython3\nState:\tZ (zombie)\n"), None);
+    }
+
+    #[test]
+    fn a_command_line_matches_the_argv_comfyui_reports_and_a_proxy_does_not() {
+        let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let argv = v(&["main.py", "--listen", "127.0.0.1", "--port", "8188"]);
+        assert!(argv_matches(
+            &v(&[
+                "python3",
+                "-u",
+                "main.py",
+                "--listen",
+                "127.0.0.1",
+                "--port",
+                "8188"
+            ]),
+            &argv
+        ));
+        assert!(argv_matches(
+            &v(&[
+                "/usr/bin/python",
+                "/home/user/ComfyUI/main.py",
+                "--listen",
+                "127.0.0.1",
+                "--port",
+                "8188"
+            ]),
+            &argv
+        ));
+        // A proxy, a port forwarder, another server with other flags.
+        assert!(!argv_matches(
+            &v(&["socat", "TCP-LISTEN:8188", "TCP:10.0.0.7:8188"]),
+            &argv
+        ));
+        assert!(!argv_matches(
+            &v(&["python", "main.py", "--port", "8188"]),
+            &argv
+        ));
+        assert!(!argv_matches(
+            &v(&[
+                "python",
+                "proxy.py",
+                "--listen",
+                "127.0.0.1",
+                "--port",
+                "8188"
+            ]),
+            &argv
+        ));
+        assert!(!argv_matches(&argv, &[]));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_process_is_known_by_its_start_time_and_an_exited_one_is_not_signalled() {
+        let me = identity(std::process::id()).unwrap();
+        assert!(still_running(&me));
+        assert!(!me.cmdline.is_empty() && me.cwd.is_some());
+        // The same PID with another start time is another process (a reused PID).
+        let reused = Identity {
+            start: me.start + 1,
+            ..me.clone()
+        };
+        assert!(!still_running(&reused));
+        assert!(signal(&reused, true)
+            .unwrap_err()
+            .contains("already exited"));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let id = identity(child.id());
+        child.wait().unwrap();
+        if let Some(id) = id {
+            assert!(!still_running(&id));
+            assert!(signal(&id, false).is_err());
+        }
+        assert_eq!(
+            env_var(std::process::id(), "NO_SUCH_VARIABLE_HERE"),
+            Some(None)
+        );
     }
 
     #[test]

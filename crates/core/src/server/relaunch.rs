@@ -1,54 +1,130 @@
 //! Relaunching the server for a server control (`--launch-cmd 'TEMPLATE {args}'`) and putting
 //! it back as it was.
 //!
-//! The running server is stopped through its process, found by its listening socket
-//! ([`crate::host::process::locate`]): SIGTERM, then SIGKILL after [`STOP_WAIT`]. A server on
-//! another machine cannot be stopped from here, so its server controls are not run. The
-//! template is started with `sh -c`, in its own process group (a Ctrl-C of the tool does not
-//! reach it), its output appended to `mitigations/launch.log`; `{args}` becomes the memory flags
-//! the server ran with (those of [`MEMORY_FLAGS`] in its `/system_stats` `argv`) plus the
-//! control's, shell-quoted. Putting it back launches the template with the original flags only
-//! and checks that the fingerprint's memory mode equals the one before.
+//! Before the first stop, how the server was launched is journaled in
+//! `mitigations/server-launch.json` ([`LaunchRecord`]: its `/system_stats` argv and memory
+//! flags, its process's command line and folder, the values of the environment variables the
+//! server controls set) with `changed: true`; every restore works from that record, in this
+//! process or the next (`mitigate`/`resume` put back a server a killed pass left changed before
+//! anything else), and clears `changed` only once the server answers with its original flags.
+//!
+//! A server is stopped only once it is confirmed: the process listening on its port
+//! ([`crate::host::process::locate`]) must have the command line the server's own
+//! `/system_stats` argv describes (ComfyUI reports no PID), else the port belongs to a proxy, a
+//! port forwarder or a supervisor and nothing is signalled. Signals go to that process pinned
+//! by its start time (never a PID reused since): SIGTERM, then SIGKILL after [`STOP_WAIT`]. A
+//! server on another machine cannot be stopped from here, so its server controls are not run.
+//!
+//! The template is started with `sh -c`, in its own process group (a Ctrl-C of the tool does
+//! not reach it), its output appended to `mitigations/launch.log`; `{args}` becomes the memory
+//! flags the server ran with (those of [`MEMORY_FLAGS`] in its argv) plus the control's. Every
+//! word is validated first (a flag name, a number, a known choice: [`carried_flags`]), so no
+//! text from the server reaches a shell. A launch that exits with an error fails the control at
+//! once ("could not relaunch"); a server that answers without the control's flags (one a
+//! supervisor restarted) fails it too, so a control is never judged on another server.
 
 use crate::comfy::fingerprint::MemoryMode;
-use crate::session::driver::{Backend, Clock, Driver, DriverParts};
+use crate::host::process::Identity;
+use crate::session::driver::{Backend, Clock, Driver};
 use crate::session::journal::Mitigation;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// How long a stopped server may take to stop answering before it is killed.
+/// How long a stopped server may take to exit before it is killed.
 pub(crate) const STOP_WAIT: Duration = Duration::from_secs(30);
 
-/// ComfyUI launch flags that shape memory, with how many values follow each
-/// (`comfy/cli_args.py`); the ones a relaunch carries over from the running server.
-pub(crate) const MEMORY_FLAGS: &[(&str, usize)] = &[
-    ("--reserve-vram", 1),
-    ("--vram-headroom", 1),
-    ("--disable-dynamic-vram", 0),
-    ("--enable-dynamic-vram", 0),
-    ("--disable-pinned-memory", 0),
-    ("--disable-smart-memory", 0),
-    ("--disable-async-offload", 0),
-    ("--cache-none", 0),
-    ("--cache-classic", 0),
-    ("--cache-lru", 1),
-    ("--cache-ram", 1),
-    ("--use-split-cross-attention", 0),
-    ("--use-quad-cross-attention", 0),
-    ("--use-pytorch-cross-attention", 0),
-    ("--use-sage-attention", 0),
-    ("--use-flash-attention", 0),
-    ("--lowvram", 0),
-    ("--novram", 0),
-    ("--normalvram", 0),
-    ("--highvram", 0),
-    ("--gpu-only", 0),
-    ("--preview-method", 1),
+/// How long a killed server may take to exit.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// File name of the launch record in the session's `mitigations/` folder.
+pub(crate) const LAUNCH_RECORD: &str = "server-launch.json";
+
+/// What a carried-over flag takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Takes {
+    /// A switch.
+    Nothing,
+    /// A number (`type=float` / `type=int`).
+    Number,
+    /// One of these words (`choices=`).
+    Choice(&'static [&'static str]),
+}
+
+/// ComfyUI launch flags that shape memory, with what each takes (`comfy/cli_args.py`); the
+/// ones a relaunch carries over from the running server.
+pub(crate) const MEMORY_FLAGS: &[(&str, Takes)] = &[
+    ("--reserve-vram", Takes::Number),
+    ("--vram-headroom", Takes::Number),
+    ("--disable-dynamic-vram", Takes::Nothing),
+    ("--enable-dynamic-vram", Takes::Nothing),
+    ("--disable-pinned-memory", Takes::Nothing),
+    ("--disable-smart-memory", Takes::Nothing),
+    ("--disable-async-offload", Takes::Nothing),
+    ("--cache-none", Takes::Nothing),
+    ("--cache-classic", Takes::Nothing),
+    ("--cache-lru", Takes::Number),
+    ("--cache-ram", Takes::Number),
+    ("--use-split-cross-attention", Takes::Nothing),
+    ("--use-quad-cross-attention", Takes::Nothing),
+    ("--use-pytorch-cross-attention", Takes::Nothing),
+    ("--use-sage-attention", Takes::Nothing),
+    ("--use-flash-attention", Takes::Nothing),
+    ("--lowvram", Takes::Nothing),
+    ("--novram", Takes::Nothing),
+    ("--normalvram", Takes::Nothing),
+    ("--highvram", Takes::Nothing),
+    ("--gpu-only", Takes::Nothing),
+    (
+        "--preview-method",
+        Takes::Choice(&["none", "auto", "latent2rgb", "taesd"]),
+    ),
 ];
 
-/// The memory flags of `argv` (see [`MEMORY_FLAGS`]), in their order, with their values.
-pub(crate) fn memory_flags(argv: &[String]) -> Vec<String> {
+fn takes(flag: &str) -> Option<Takes> {
+    MEMORY_FLAGS
+        .iter()
+        .find(|(f, _)| *f == flag)
+        .map(|(_, t)| *t)
+}
+
+/// Whether `word` is a plain decimal number (`2`, `1.5`, `-0.5`): what a shell leaves alone.
+fn is_number(word: &str) -> bool {
+    let digits = word.strip_prefix('-').unwrap_or(word);
+    !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && digits.chars().filter(|c| *c == '.').count() <= 1
+        && digits.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Whether `value` is what `flag` takes.
+fn valid_value(takes: Takes, value: &str) -> bool {
+    match takes {
+        Takes::Nothing => false,
+        Takes::Number => is_number(value),
+        Takes::Choice(choices) => choices.contains(&value),
+    }
+}
+
+/// What `flag` takes, in words.
+fn expected(takes: Takes) -> String {
+    match takes {
+        Takes::Nothing => "no value".into(),
+        Takes::Number => "a number".into(),
+        Takes::Choice(c) => format!("one of {}", c.join(", ")),
+    }
+}
+
+/// The memory flags of `argv` (see [`MEMORY_FLAGS`]), in their order, with their values, as
+/// given; nothing is validated.
+#[cfg(test)]
+fn memory_flags(argv: &[String]) -> Vec<String> {
+    scan(argv).into_iter().flatten().collect()
+}
+
+/// Each memory flag of `argv` with its value words.
+fn scan(argv: &[String]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < argv.len() {
@@ -57,18 +133,106 @@ pub(crate) fn memory_flags(argv: &[String]) -> Vec<String> {
             Some((f, v)) => (f, Some(v)),
             None => (a.as_str(), None),
         };
-        if let Some((_, n)) = MEMORY_FLAGS.iter().find(|(f, _)| *f == flag) {
-            out.push(a.clone());
-            if inline.is_none() {
-                for v in argv.iter().skip(i + 1).take(*n) {
-                    out.push(v.clone());
+        if let Some(t) = takes(flag) {
+            let mut words = vec![a.clone()];
+            // A value follows unless it is given inline or the next word is another flag
+            // (`--cache-ram` may stand alone).
+            if inline.is_none() && t != Takes::Nothing {
+                if let Some(v) = argv.get(i + 1).filter(|v| !v.starts_with("--")) {
+                    words.push(v.clone());
+                    i += 1;
                 }
-                i += n;
             }
+            out.push(words);
         }
         i += 1;
     }
     out
+}
+
+/// What `flags` set, flag by flag (the last one given wins, as with argparse): two servers
+/// whose memory flags set the same run alike, however often a flag is repeated (a template
+/// that gives one itself, and `{args}` again).
+fn effective(flags: &[String]) -> BTreeMap<String, Vec<String>> {
+    scan(flags)
+        .into_iter()
+        .map(|words| match words[0].split_once('=') {
+            Some((f, v)) => (f.to_string(), vec![v.to_string()]),
+            None => (words[0].clone(), words[1..].to_vec()),
+        })
+        .collect()
+}
+
+/// The memory flags of the server's `argv` as words a shell may be given: each flag name is
+/// one of [`MEMORY_FLAGS`] and each value a number or a known choice. Anything else (an argv
+/// entry like `--cache-lru=1$(touch x)`) is refused, in words, and nothing is launched.
+pub(crate) fn carried_flags(argv: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for words in scan(argv) {
+        check_words(&words, "the server's /system_stats argv")?;
+        out.extend(words);
+    }
+    Ok(out)
+}
+
+/// Checks one flag with its values (`--reserve-vram 2`, `--cache-lru=4`).
+fn check_words(words: &[String], from: &str) -> Result<(), String> {
+    let refuse = |what: &str| {
+        Err(format!(
+            "{what} (in {from}): comfy-bisect gives --launch-cmd's shell only flag names, numbers \
+             and known choices, so it will not relaunch the server with it; restart the server \
+             without it, or relaunch it yourself"
+        ))
+    };
+    let Some(first) = words.first() else {
+        return Ok(());
+    };
+    let (flag, inline) = match first.split_once('=') {
+        Some((f, v)) => (f, Some(v)),
+        None => (first.as_str(), None),
+    };
+    let shown = crate::text::escape_controls(&words.join(" ")).into_owned();
+    let Some(t) = takes(flag) else {
+        return refuse(&format!(
+            "`{shown}` is not a memory flag comfy-bisect knows"
+        ));
+    };
+    let values: Vec<&str> = inline
+        .into_iter()
+        .chain(words[1..].iter().map(String::as_str))
+        .collect();
+    let ok = match (t, values.as_slice()) {
+        (Takes::Nothing, []) => true,
+        (Takes::Nothing, _) => false,
+        // `--cache-ram` alone takes ComfyUI's default.
+        (_, []) => flag == "--cache-ram",
+        (_, [v]) => valid_value(t, v),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        refuse(&format!("`{shown}` is not {flag} with {}", expected(t)))
+    }
+}
+
+/// Checks a control's own flags (the catalogue's) the same way as the server's.
+fn check_control(args: &[String]) -> Result<(), String> {
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].split_once('=').map_or(args[i].as_str(), |(f, _)| f);
+        let n = match takes(flag) {
+            Some(Takes::Nothing) | None => 1,
+            Some(_) if args[i].contains('=') => 1,
+            // `--cache-ram` may stand alone, before another flag.
+            Some(_) if args.get(i + 1).is_none_or(|v| v.starts_with("--")) => 1,
+            Some(_) => 2,
+        };
+        let end = (i + n).min(args.len());
+        check_words(&args[i..end], "the control's flags")?;
+        i = end;
+    }
+    Ok(())
 }
 
 /// The original memory flags with a control's flags: a flag the control gives replaces the
@@ -81,27 +245,39 @@ pub(crate) fn with_control(original: &[String], control: &[String]) -> Vec<Strin
         .map(|a| name(a))
         .collect();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < original.len() {
-        let a = &original[i];
-        let n = MEMORY_FLAGS
-            .iter()
-            .find(|(f, _)| *f == name(a))
-            .map_or(0, |(_, n)| if a.contains('=') { 0 } else { *n });
-        if given.contains(&name(a)) {
-            i += 1 + n;
-            continue;
+    for words in scan(original) {
+        if !given.contains(&name(&words[0])) {
+            out.extend(words);
         }
-        out.extend(original[i..(i + 1 + n).min(original.len())].iter().cloned());
-        i += 1 + n;
     }
     out.extend(control.iter().cloned());
     out
 }
 
-/// `TEMPLATE` with `{args}` replaced by `args`, each shell-quoted.
+/// Whether `word` is one a shell leaves as it is at any quoting level: letters, digits, `.`,
+/// `-`, `_` and `=`, and not an assignment (`NAME=…`). What [`carried_flags`] lets through.
+fn plain(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '='))
+        && (word.starts_with('-') || !word.contains('='))
+}
+
+/// `TEMPLATE` with `{args}` replaced by `args`: validated words as they are (so they read the
+/// same bare, in double quotes or in a wrapper's quoted command), anything else shell-quoted.
 pub(crate) fn fill(template: &str, args: &[String]) -> String {
-    template.replace("{args}", &crate::shell::join(args))
+    let words: Vec<String> = args
+        .iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                crate::shell::quote(w).into_owned()
+            }
+        })
+        .collect();
+    template.replace("{args}", &words.join(" "))
 }
 
 /// What one server control changes at launch.
@@ -123,160 +299,484 @@ impl Launch {
     }
 }
 
-/// The server as it was before the first relaunch.
-#[derive(Debug, Clone)]
-struct Original {
-    flags: Vec<String>,
-    memory_mode: Option<MemoryMode>,
+/// `mitigations/server-launch.json`: how the server was launched before the first relaunch,
+/// and whether it may run with a control's change now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LaunchRecord {
+    /// The `--launch-cmd` template.
+    pub template: String,
+    /// The server's `/system_stats` argv before the first stop.
+    pub argv: Vec<String>,
+    /// Its memory flags (validated): what `{args}` becomes to put it back.
+    pub flags: Vec<String>,
+    /// Its memory mode then (compared after a restore).
+    #[serde(default)]
+    pub memory_mode: Option<MemoryMode>,
+    /// The server process's command line, for putting it back by hand.
+    pub cmdline: Vec<String>,
+    /// The server process's working folder.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The environment variables the server controls set, with the value the server had
+    /// (`null`: not set); a restore gives the same.
+    #[serde(default)]
+    pub env: BTreeMap<String, Option<String>>,
+    /// True from before each stop until a restore is confirmed: the server may run with a
+    /// control's change (or not at all).
+    pub changed: bool,
+    /// RFC 3339: when the record was taken.
+    pub since: String,
+}
+
+impl LaunchRecord {
+    /// How to put the server back by hand, in words.
+    fn by_hand(&self, server: &str) -> String {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => format!("{k}={}", crate::shell::quote(v)),
+                None => format!("{k} unset"),
+            })
+            .collect();
+        let cd = self
+            .cwd
+            .as_deref()
+            .map(|d| format!("cd {} && ", crate::shell::quote(d)))
+            .unwrap_or_default();
+        crate::text::escape_controls(&format!(
+            "To put it back by hand: stop whatever answers at {server}, then start it as it was: \
+             `{cd}{}`{} (or `{}`)",
+            crate::shell::join(&self.cmdline),
+            if env.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", env.join(", "))
+            },
+            fill(&self.template, &self.flags)
+        ))
+        .into_owned()
+    }
+}
+
+/// The launch record of the session in `session_dir` when a pass left the server changed.
+pub(crate) fn left_changed(session_dir: &Path) -> Option<LaunchRecord> {
+    let path = session_dir
+        .join(crate::session::journal::MITIGATIONS_DIR)
+        .join(LAUNCH_RECORD);
+    let record: LaunchRecord = crate::session::journal::read_json(&path).ok()?;
+    record.changed.then_some(record)
 }
 
 /// Relaunches the server for server controls and puts it back (see the module comment).
 #[derive(Debug)]
 pub(crate) struct Relaunch {
     template: String,
+    dir: PathBuf,
     log: PathBuf,
-    original: Option<Original>,
-    /// The server runs with a control's change now.
-    changed: bool,
+    /// The environment variables any server control sets (their original values are kept).
+    env_keys: Vec<String>,
+    record: Option<LaunchRecord>,
+    /// The last launch started, while it runs.
+    child: Option<std::process::Child>,
 }
 
 impl Relaunch {
-    /// A relauncher with `template`; its output goes to `dir/launch.log`.
-    pub(crate) fn new(template: String, dir: PathBuf) -> Relaunch {
+    /// A relauncher with `template`; its record and output go to `dir` (`mitigations/`).
+    pub(crate) fn new(template: String, dir: PathBuf, env_keys: Vec<String>) -> Relaunch {
         Relaunch {
             template,
             log: dir.join("launch.log"),
-            original: None,
-            changed: false,
+            dir,
+            env_keys,
+            record: None,
+            child: None,
         }
     }
 
-    /// Stops the server and launches it with `launch` added; waits until it answers.
+    /// A relauncher that puts back the server `record` describes (a pass left it changed).
+    pub(crate) fn from_record(record: LaunchRecord, dir: PathBuf) -> Relaunch {
+        let mut r = Relaunch::new(
+            record.template.clone(),
+            dir,
+            record.env.keys().cloned().collect(),
+        );
+        r.record = Some(record);
+        r
+    }
+
+    /// Journals the record (durably: it must be on disk before the server is stopped).
+    fn save(&self) -> Result<(), String> {
+        let Some(record) = &self.record else {
+            return Ok(());
+        };
+        crate::session::journal::write_json_atomic(&self.dir.join(LAUNCH_RECORD), record)
+            .map_err(|e| format!("cannot journal how the server was launched: {e}"))
+    }
+
+    /// The process serving the session's server, confirmed against what the server says
+    /// about itself, and its argv.
+    fn confirm<B: Backend, C: Clock>(
+        &self,
+        driver: &mut Driver<'_, B, C>,
+    ) -> Result<(Identity, Vec<String>), String> {
+        use crate::host::process::{self, Located};
+        let server = driver.session.server.clone();
+        let argv = driver
+            .parts()
+            .backend
+            .environment()
+            .map(|fp| fp.argv)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                format!("the server {server} did not say how it was launched (/system_stats argv)")
+            })?;
+        let pid = match process::locate(&server) {
+            Located::Found(p) => p.pid,
+            Located::Remote => {
+                return Err(format!(
+                    "the server {server} is not on this machine: it cannot be stopped and relaunched from here"
+                ))
+            }
+            Located::NotFound(why) => {
+                return Err(format!("the server's process was not found: {why}"))
+            }
+        };
+        let id = process::identity(pid).ok_or_else(|| {
+            format!(
+                "the process {pid} listening for {server} cannot be read (gone, or another user's)"
+            )
+        })?;
+        if !process::argv_matches(&id.cmdline, &argv) {
+            return Err(crate::text::escape_controls(&format!(
+                "the process listening for {server} (pid {pid}: `{}`) is not the ComfyUI server \
+                 that answers there (its /system_stats argv: `{}`): a proxy, a port forwarder or \
+                 a supervisor owns the port, so comfy-bisect signals nothing; relaunch the \
+                 server yourself, or point --server at the server's own port",
+                crate::shell::join(&id.cmdline),
+                crate::shell::join(&argv)
+            ))
+            .into_owned());
+        }
+        Ok((id, argv))
+    }
+
+    /// Stops the server and launches it with `launch` added; waits until it answers with the
+    /// control's flags. The error says why the control cannot be judged.
     pub(crate) fn launch<B: Backend, C: Clock>(
         &mut self,
         driver: &mut Driver<'_, B, C>,
         launch: &Launch,
     ) -> Result<(), String> {
-        if self.original.is_none() {
-            let fp = driver.parts().backend.environment().ok_or_else(|| {
-                "the server did not say how it was launched (/system_stats argv)".to_string()
-            })?;
-            self.original = Some(Original {
-                flags: memory_flags(&fp.argv),
-                memory_mode: fp.memory_mode.clone(),
+        check_control(&launch.args)?;
+        if self.record.is_none() {
+            // Before anything else: nothing the server says reaches a shell unchecked.
+            let argv = driver
+                .parts()
+                .backend
+                .environment()
+                .map(|fp| fp.argv)
+                .unwrap_or_default();
+            carried_flags(&argv)?;
+        }
+        let (id, argv) = self.confirm(driver)?;
+        if self.record.is_none() {
+            let flags = carried_flags(&argv)?;
+            let memory_mode = driver
+                .parts()
+                .backend
+                .environment()
+                .and_then(|fp| fp.memory_mode);
+            let env = self
+                .env_keys
+                .iter()
+                .map(|k| {
+                    let v = crate::host::process::env_var(id.pid, k).ok_or_else(|| {
+                        format!(
+                            "the environment of the server process {} cannot be read, so it \
+                             could not be put back as it was",
+                            id.pid
+                        )
+                    })?;
+                    Ok((k.clone(), v))
+                })
+                .collect::<Result<BTreeMap<_, _>, String>>()?;
+            self.record = Some(LaunchRecord {
+                template: self.template.clone(),
+                argv: argv.clone(),
+                flags,
+                memory_mode,
+                cmdline: id.cmdline.clone(),
+                cwd: id.cwd.as_ref().map(|d| d.display().to_string()),
+                env,
+                changed: false,
+                since: crate::units::now_rfc3339(),
             });
         }
-        let original = self
-            .original
-            .as_ref()
-            .map(|o| o.flags.clone())
-            .unwrap_or_default();
-        let args = with_control(&original, &launch.args);
-        self.stop(driver)?;
-        self.changed = true;
-        self.start(&args, &launch.env)?;
-        let env: Vec<String> = launch
+        let record = self.record.clone().unwrap_or_else(|| unreachable!());
+        let args = with_control(&record.flags, &launch.args);
+        if let Some(r) = self.record.as_mut() {
+            r.changed = true;
+        }
+        self.save()?;
+        self.stop(driver, &id)?;
+        let mut env = record.env.clone();
+        for (k, v) in &launch.env {
+            env.insert(k.clone(), Some(v.clone()));
+        }
+        let command = fill(&self.template, &args);
+        self.start(&command, &env)?;
+        let shown: Vec<String> = launch
             .env
             .iter()
             .map(|(k, v)| format!("{k}={v} "))
             .collect();
         driver.parts().hooks.note(&format!(
-            "relaunched the server: {}{}",
-            env.concat(),
-            fill(&self.template, &args)
+            "relaunched the server: {}{command}",
+            shown.concat()
         ));
-        if !driver.wait_for_server(false) {
-            return Err(format!(
-                "the server did not answer within --wait-server after `{}` (its output is in {})",
-                fill(&self.template, &args),
-                self.log.display()
-            ));
+        self.wait_started(driver, &command)?;
+        let now = driver
+            .parts()
+            .backend
+            .environment()
+            .map(|fp| fp.argv)
+            .unwrap_or_default();
+        if launch.args.is_empty() || now.windows(launch.args.len()).any(|w| w == launch.args) {
+            Ok(())
+        } else {
+            Err(crate::text::escape_controls(&format!(
+                "the server that answers after `{command}` does not run with {} (its argv: `{}`): \
+                 something else started it (a supervisor such as systemd Restart=always, or a \
+                 restart loop); relaunch it through that supervisor",
+                launch.args.join(" "),
+                crate::shell::join(&now)
+            ))
+            .into_owned())
         }
-        Ok(())
     }
 
-    /// Puts the server back as it was (its original flags), when a control changed it; a note
-    /// says what was done, and whether its memory mode is the original one.
+    /// Puts the server back as it was (its original flags and environment), when it may run
+    /// with a control's change; a note says what was done, or plainly that it failed and how
+    /// to put it back by hand.
     pub(crate) fn restore<B: Backend, C: Clock>(
         &mut self,
         driver: &mut Driver<'_, B, C>,
     ) -> Option<String> {
-        if !self.changed {
-            return None;
+        let record = self.record.clone().filter(|r| r.changed)?;
+        let server = driver.session.server.clone();
+        let command = fill(&record.template, &record.flags);
+        let failed = |e: &str| {
+            format!(
+                "could not put the server back as it was: {e}. {}",
+                record.by_hand(&server)
+            )
+        };
+        // The record is read back from disk: its flags are checked again before a shell sees
+        // them.
+        if let Err(e) = check_control(&record.flags) {
+            return Some(failed(&e));
         }
-        let original = self.original.clone()?;
-        let command = fill(&self.template, &original.flags);
-        if let Err(e) = self.stop(driver) {
-            return Some(format!("could not put the server back: {e}"));
+        if driver.parts().backend.alive() {
+            if self.runs_original(driver, &record) {
+                return Some(self.restored(format!(
+                        "the server already runs with its original memory flags (`{}`): nothing to put back",
+                        record.flags.join(" ")
+                    ),
+                ));
+            }
+            let stopped = self
+                .confirm(driver)
+                .and_then(|(id, _)| self.stop(driver, &id));
+            if let Err(e) = stopped {
+                return Some(failed(&e));
+            }
         }
-        if let Err(e) = self.start(&original.flags, &BTreeMap::new()) {
-            return Some(format!(
-                "could not put the server back with `{command}`: {e}"
-            ));
+        if let Err(e) = self.start(&command, &record.env) {
+            return Some(failed(&e));
         }
-        self.changed = false;
-        if !driver.wait_for_server(false) {
-            return Some(format!(
-                "put the server back with `{command}`, but it did not answer within --wait-server (its output is in {})",
-                self.log.display()
-            ));
+        if let Err(e) = self.wait_started(driver, &command) {
+            if driver.parts().backend.alive() && self.runs_original(driver, &record) {
+                return Some(self.restored(format!(
+                        "the server runs with its original memory flags again, though not from `{command}` ({e}): something else (a supervisor?) started it"
+                    ),
+                ));
+            }
+            return Some(failed(&e));
+        }
+        if !self.runs_original(driver, &record) {
+            return Some(failed(&format!(
+                "`{command}` started a server whose memory flags are not the original ones"
+            )));
         }
         let now = driver
             .parts()
             .backend
             .environment()
             .and_then(|f| f.memory_mode);
-        Some(if now == original.memory_mode {
+        let words = if now == record.memory_mode {
             format!(
                 "put the server back as it was (`{command}`); its memory mode is the original one"
             )
         } else {
             format!(
                 "put the server back with `{command}`, but its memory mode differs from the original: {:?} → {:?}",
-                original.memory_mode, now
+                record.memory_mode, now
             )
+        };
+        Some(self.restored(words))
+    }
+
+    /// Whether the server answering now has the record's memory flags and, in its process,
+    /// the record's values of the environment variables the controls set (an environment
+    /// control changes no flag).
+    fn runs_original<B: Backend, C: Clock>(
+        &self,
+        driver: &mut Driver<'_, B, C>,
+        record: &LaunchRecord,
+    ) -> bool {
+        let flags = driver
+            .parts()
+            .backend
+            .environment()
+            .is_some_and(|fp| effective(&fp.argv) == effective(&record.flags));
+        if !flags || record.env.is_empty() {
+            return flags;
+        }
+        self.confirm(driver).is_ok_and(|(id, _)| {
+            record
+                .env
+                .iter()
+                .all(|(k, v)| crate::host::process::env_var(id.pid, k).as_ref() == Some(v))
         })
     }
 
-    /// Stops the local server process and waits until the server stops answering.
-    fn stop<B: Backend, C: Clock>(&self, driver: &mut Driver<'_, B, C>) -> Result<(), String> {
-        let server = driver.session.server.clone();
-        let pid = match crate::host::process::locate(&server) {
-            crate::host::process::Located::Found(p) => p.pid,
-            crate::host::process::Located::Remote => {
-                return Err(format!(
-                    "the server {server} is not on this machine: it cannot be stopped and relaunched from here"
-                ))
-            }
-            crate::host::process::Located::NotFound(why) => {
-                return Err(format!("the server's process was not found: {why}"))
-            }
-        };
-        let pid = i32::try_from(pid).map_err(|_| format!("process id {pid} out of range"))?;
-        // SAFETY: kill(2) with a process id found listening on the server's port.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let DriverParts { backend, clock, .. } = driver.parts();
-        let start = clock.now();
-        while backend.alive() {
-            if (clock.now() - start).unsigned_abs() >= STOP_WAIT {
-                // SAFETY: as above; it did not stop on SIGTERM.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                clock.sleep(Duration::from_millis(500));
-                break;
-            }
-            clock.sleep(Duration::from_millis(200));
+    /// Clears `changed` in the record (journaled) and returns `words`, or says the journal
+    /// could not be written.
+    fn restored(&mut self, words: String) -> String {
+        if let Some(r) = self.record.as_mut() {
+            r.changed = false;
         }
-        Ok(())
+        match self.save() {
+            Ok(()) => words,
+            Err(e) => format!("{words} ({e})"),
+        }
     }
 
-    /// Starts the template with `args` and `env`, detached, its output appended to the log.
-    fn start(&self, args: &[String], env: &BTreeMap<String, String>) -> Result<(), String> {
-        use std::os::unix::process::CommandExt;
-        let command = fill(&self.template, args);
-        if let Some(dir) = self.log.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    /// Stops the confirmed process `id` (SIGTERM, SIGKILL after [`STOP_WAIT`]) and waits until
+    /// it has exited.
+    fn stop<B: Backend, C: Clock>(
+        &mut self,
+        driver: &mut Driver<'_, B, C>,
+        id: &Identity,
+    ) -> Result<(), String> {
+        use crate::host::process::{signal, still_running};
+        signal(id, false)?;
+        let clock = driver.parts().clock;
+        let start = clock.now();
+        let mut killed = false;
+        loop {
+            self.reap();
+            if !still_running(id) {
+                return Ok(());
+            }
+            let waited = (clock.now() - start).unsigned_abs();
+            if !killed && waited >= STOP_WAIT {
+                // Still the same process (checked again inside): it did not stop on SIGTERM.
+                if signal(id, true).is_err() {
+                    return Ok(());
+                }
+                killed = true;
+            }
+            if killed && waited >= STOP_WAIT + KILL_WAIT {
+                return Err(format!(
+                    "the server process {} did not exit even after SIGKILL",
+                    id.pid
+                ));
+            }
+            clock.sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Reaps the last launch when it has exited; its status then.
+    fn reap(&mut self) -> Option<std::process::ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        Some(status)
+    }
+
+    /// Waits until the server answers (up to `--wait-server`); a launch that exits with an
+    /// error fails at once, with the end of its output.
+    fn wait_started<B: Backend, C: Clock>(
+        &mut self,
+        driver: &mut Driver<'_, B, C>,
+        command: &str,
+    ) -> Result<(), String> {
+        let limit = Duration::from_secs(driver.session.options.wait_server_s);
+        driver.parts().hooks.note(&format!(
+            "waiting up to {}s for the relaunched server (--wait-server)",
+            limit.as_secs()
+        ));
+        let start = driver.parts().clock.now();
+        loop {
+            if let Some(status) = self.reap().filter(|s| !s.success()) {
+                return Err(format!(
+                    "could not relaunch: `{command}` exited at once ({status}){}",
+                    self.log_tail()
+                ));
+            }
+            if driver.parts().backend.alive() {
+                return Ok(());
+            }
+            if driver.stopping() {
+                return Err(format!(
+                    "interrupted while waiting for the server started by `{command}`"
+                ));
+            }
+            let clock = driver.parts().clock;
+            if (clock.now() - start).unsigned_abs() >= limit {
+                return Err(format!(
+                    "the server did not answer within --wait-server ({}s) after `{command}` (its output is in {})",
+                    limit.as_secs(),
+                    self.log.display()
+                ));
+            }
+            clock.sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// `; its last output: …` from the launch log (at most three lines of its last 8 KiB).
+    fn log_tail(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut bytes = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log) {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let _ = f.seek(SeekFrom::Start(len.saturating_sub(8192)));
+            let _ = f.take(8192).read_to_end(&mut bytes);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+        if tail.is_empty() {
+            format!(" (its output is in {})", self.log.display())
+        } else {
+            format!(
+                "; its last output: {} (all of it in {})",
+                crate::text::escape_controls(&tail),
+                self.log.display()
+            )
+        }
+    }
+
+    /// Starts `command` detached (its own process group), with `env` (a `None` value unset),
+    /// its output appended to the log.
+    fn start(
+        &mut self,
+        command: &str,
+        env: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -285,17 +785,27 @@ impl Relaunch {
         let err = log
             .try_clone()
             .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&command)
-            .envs(env)
-            .stdin(std::process::Stdio::null())
+        let mut cmd = crate::server::restart::shell(command);
+        for (k, v) in env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd.stdin(std::process::Stdio::null())
             .stdout(log)
-            .stderr(err)
-            .process_group(0)
+            .stderr(err);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        self.reap();
+        let child = cmd
             .spawn()
-            .map(|_| ())
-            .map_err(|e| format!("cannot run `{command}`: {e}"))
+            .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+        self.child = Some(child);
+        Ok(())
     }
 }
 
@@ -375,5 +885,110 @@ mod tests {
         );
         assert_eq!(fill("x {args}", &v(&["a b", "it's"])), r"x 'a b' 'it'\''s'");
         assert_eq!(fill("x {args}", &[]), "x ");
+    }
+
+    #[test]
+    fn only_flag_names_numbers_and_known_choices_reach_the_shell() {
+        let ok = v(&[
+            "main.py",
+            "--reserve-vram",
+            "1.5",
+            "--cache-lru=4",
+            "--cache-ram",
+            "--preview-method",
+            "taesd",
+            "--lowvram",
+        ]);
+        assert_eq!(
+            carried_flags(&ok).unwrap(),
+            v(&[
+                "--reserve-vram",
+                "1.5",
+                "--cache-lru=4",
+                "--cache-ram",
+                "--preview-method",
+                "taesd",
+                "--lowvram"
+            ])
+        );
+        // Every carried word is one a shell leaves alone, at any quoting level.
+        for w in carried_flags(&ok).unwrap() {
+            assert!(plain(&w), "{w}");
+        }
+        let once = fill(
+            "sh -c \"python main.py {args}\"",
+            &carried_flags(&ok).unwrap(),
+        );
+        let inner = shell_words::split(&once).unwrap();
+        assert_eq!(
+            shell_words::split(&inner[2]).unwrap()[2..],
+            carried_flags(&ok).unwrap()[..],
+            "{once}"
+        );
+        for bad in [
+            "--cache-lru=1$(touch x)",
+            "--reserve-vram=2;reboot",
+            "--disable-pinned-memory=`id`",
+            "--cache-lru=1 2",
+        ] {
+            let err = carried_flags(&v(&["main.py", bad])).unwrap_err();
+            assert!(err.contains("will not relaunch"), "{bad}: {err}");
+        }
+        for (flag, value) in [
+            ("--reserve-vram", "$(id)"),
+            ("--preview-method", "taesd;id"),
+            ("--cache-lru", "1e3"),
+        ] {
+            let err = carried_flags(&v(&["main.py", flag, value])).unwrap_err();
+            assert!(err.contains(flag), "{err}");
+        }
+        // `--cache-ram` alone before another flag, and a flag repeated (a template giving it
+        // too): what they set is what counts.
+        assert!(check_control(&v(&["--cache-ram", "--lowvram"])).is_ok());
+        assert_eq!(
+            effective(&v(&[
+                "--preview-method",
+                "auto",
+                "--cache-lru=4",
+                "--preview-method",
+                "auto"
+            ])),
+            effective(&v(&["--cache-lru", "4", "--preview-method", "auto"]))
+        );
+        assert_ne!(
+            effective(&v(&["--reserve-vram", "2"])),
+            effective(&v(&["--reserve-vram", "1"]))
+        );
+        // A control's own flags are checked the same way.
+        assert!(check_control(&v(&["--reserve-vram", "2"])).is_ok());
+        assert!(check_control(&v(&["--disable-pinned-memory"])).is_ok());
+        assert!(check_control(&v(&["--reserve-vram", "2$(id)"])).is_err());
+        assert!(check_control(&v(&["--listen", "0.0.0.0"])).is_err());
+    }
+
+    #[test]
+    fn putting_back_by_hand_names_the_command_line_folder_and_environment() {
+        let record = LaunchRecord {
+            template: "exec python main.py {args}".into(),
+            argv: v(&["main.py", "--port", "8188", "--cache-classic"]),
+            flags: v(&["--cache-classic"]),
+            memory_mode: None,
+            cmdline: v(&["python3", "main.py", "--port", "8188", "--cache-classic"]),
+            cwd: Some("/home/user/ComfyUI".into()),
+            env: [("PYTORCH_CUDA_ALLOC_CONF".to_string(), None)].into(),
+            changed: true,
+            since: String::new(),
+        };
+        let words = record.by_hand("http://127.0.0.1:8188");
+        assert!(
+            words.contains(
+                "`cd /home/user/ComfyUI && python3 main.py --port 8188 --cache-classic` with PYTORCH_CUDA_ALLOC_CONF unset"
+            ),
+            "{words}"
+        );
+        assert!(
+            words.contains("`exec python main.py --cache-classic`"),
+            "{words}"
+        );
     }
 }

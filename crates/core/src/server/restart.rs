@@ -183,7 +183,7 @@ pub(crate) fn bring_up(
         })
 }
 
-fn shell(command: &str) -> Command {
+pub(crate) fn shell(command: &str) -> Command {
     if cfg!(windows) {
         let mut c = Command::new("cmd");
         c.args(["/C", command]);
