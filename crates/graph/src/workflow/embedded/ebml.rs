@@ -105,8 +105,7 @@ fn elements(data: &[u8]) -> Vec<(u64, &[u8])> {
         *at += len;
         Some(vint_value(first, rest, keep).0)
     };
-    loop {
-        let Some(id) = vint(&mut at, true) else { break };
+    while let Some(id) = vint(&mut at, true) {
         let Some(size) = vint(&mut at, false) else {
             break;
         };
