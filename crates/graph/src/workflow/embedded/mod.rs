@@ -4,7 +4,7 @@
 //! open in ComfyUI again).
 //!
 //! One reader per container, each over `Read + Seek` and bounded: only metadata is read, media
-//! data is skipped with seeks, and no value larger than [`MAX_VALUE`] is read. Where each saver
+//! data is skipped with seeks, and no value larger than 64 MiB is read. Where each saver
 //! puts the texts is in docs/inputs.md; tests/fixtures/media-workflows/ holds files written the
 //! savers' way.
 
