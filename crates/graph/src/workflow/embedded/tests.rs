@@ -180,3 +180,165 @@ fn exif_in_either_byte_order() {
     let entries = exif::tiff_entries(&tiff);
     assert_eq!(entries, vec![("prompt".into(), "{\"1\":{}}".into())]);
 }
+
+/// A file of stored bytes and long runs of zeros that are never stored, counting the bytes
+/// read: the readers must seek over media data, whatever its size.
+struct Sparse {
+    parts: Vec<Part>,
+    pos: u64,
+    read: u64,
+}
+
+enum Part {
+    Bytes(Vec<u8>),
+    Zeros(u64),
+}
+
+impl Part {
+    fn len(&self) -> u64 {
+        match self {
+            Part::Bytes(b) => b.len() as u64,
+            Part::Zeros(n) => *n,
+        }
+    }
+}
+
+impl Sparse {
+    fn new(parts: Vec<Part>) -> Sparse {
+        Sparse {
+            parts,
+            pos: 0,
+            read: 0,
+        }
+    }
+    fn len(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
+    }
+}
+
+impl std::io::Read for Sparse {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut start = 0;
+        for part in &self.parts {
+            let end = start + part.len();
+            if self.pos < end {
+                let at = self.pos - start;
+                let n = (buf.len() as u64).min(end - self.pos) as usize;
+                match part {
+                    Part::Bytes(b) => buf[..n].copy_from_slice(&b[at as usize..at as usize + n]),
+                    Part::Zeros(_) => buf[..n].fill(0),
+                }
+                self.pos += n as u64;
+                self.read += n as u64;
+                return Ok(n);
+            }
+            start = end;
+        }
+        Ok(0)
+    }
+}
+
+impl std::io::Seek for Sparse {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        self.pos = match to {
+            SeekFrom::Start(n) => n,
+            SeekFrom::End(d) => self.len().saturating_add_signed(d),
+            SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
+        };
+        Ok(self.pos)
+    }
+}
+
+const GIB: u64 = 1 << 30;
+
+fn prompt_of(mut file: Sparse, container: Container) -> (Value, u64) {
+    let found = extract(&mut file, container).unwrap();
+    (found.prompt.expect("the prompt"), file.read)
+}
+
+#[test]
+fn a_png_with_gigabytes_of_image_data_is_read_by_seeking() {
+    let mut head = b"\x89PNG\r\n\x1a\n".to_vec();
+    head.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    head.extend_from_slice(b"IDAT");
+    let text = b"prompt\0{\"1\": {\"class_type\": \"A\", \"inputs\": {}}}";
+    let mut tail = vec![0; 4]; // the IDAT's CRC
+    tail.extend_from_slice(&(text.len() as u32).to_be_bytes());
+    tail.extend_from_slice(b"tEXt");
+    tail.extend_from_slice(text);
+    tail.extend_from_slice(&[0; 4]);
+    tail.extend_from_slice(b"\0\0\0\0IEND\xaeB`\x82");
+    let file = Sparse::new(vec![
+        Part::Bytes(head),
+        Part::Zeros(0x7fff_ffff),
+        Part::Bytes(tail),
+    ]);
+    let (prompt, read) = prompt_of(file, Container::Png);
+    assert_eq!(prompt["1"]["class_type"], "A");
+    assert!(read < 4096, "read {read} bytes");
+}
+
+#[test]
+fn an_mp4_with_its_moov_after_a_huge_mdat_is_read_by_seeking() {
+    // The moov of a real SaveVideo file, after 3 GiB of media data (a 64-bit box size).
+    let real = std::fs::read(media("ComfyUI_00007_.mp4")).unwrap();
+    let mut at = 0;
+    let mut moov = None;
+    while at + 8 <= real.len() {
+        let size = u32::from_be_bytes(real[at..at + 4].try_into().unwrap()) as usize;
+        if &real[at + 4..at + 8] == b"moov" {
+            moov = Some(real[at..at + size].to_vec());
+        }
+        at += size;
+    }
+    let mut head = b"\0\0\0\x10ftypisom\0\0\x02\0".to_vec();
+    head.extend_from_slice(&1u32.to_be_bytes());
+    head.extend_from_slice(b"mdat");
+    head.extend_from_slice(&(16 + 3 * GIB).to_be_bytes());
+    let file = Sparse::new(vec![
+        Part::Bytes(head),
+        Part::Zeros(3 * GIB),
+        Part::Bytes(moov.expect("a moov box")),
+    ]);
+    let (prompt, read) = prompt_of(file, Container::Mp4);
+    assert_eq!(prompt, corpus("templates-api"));
+    assert!(read < 64 * 1024, "read {read} bytes");
+}
+
+#[test]
+fn a_matroska_file_with_a_huge_cluster_before_its_tags_is_read_by_seeking() {
+    fn element(id: &[u8], payload: &[u8]) -> Vec<u8> {
+        let mut out = id.to_vec();
+        out.push(0x01); // an 8-byte size
+        out.extend_from_slice(&(payload.len() as u64).to_be_bytes()[1..]);
+        out.extend_from_slice(payload);
+        out
+    }
+    let simple = [
+        element(&[0x45, 0xa3], b"PROMPT"),
+        element(
+            &[0x44, 0x87],
+            b"{\"1\": {\"class_type\": \"B\", \"inputs\": {}}}",
+        ),
+    ]
+    .concat();
+    let tags = element(
+        &[0x12, 0x54, 0xc3, 0x67],
+        &element(&[0x73, 0x73], &element(&[0x67, 0xc8], &simple)),
+    );
+    let mut head = element(&[0x1a, 0x45, 0xdf, 0xa3], b"\x42\x82\x84webm");
+    // A Segment of unknown size, then a 2 GiB Cluster.
+    head.extend_from_slice(&[
+        0x18, 0x53, 0x80, 0x67, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    ]);
+    head.extend_from_slice(&[0x1f, 0x43, 0xb6, 0x75, 0x01]);
+    head.extend_from_slice(&(2 * GIB).to_be_bytes()[1..]);
+    let file = Sparse::new(vec![
+        Part::Bytes(head),
+        Part::Zeros(2 * GIB),
+        Part::Bytes(tags),
+    ]);
+    let (prompt, read) = prompt_of(file, Container::Matroska);
+    assert_eq!(prompt["1"]["class_type"], "B");
+    assert!(read < 4096, "read {read} bytes");
+}
