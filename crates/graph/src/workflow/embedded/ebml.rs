@@ -2,7 +2,7 @@
 //! metadata as `Tags` → `Tag` → `SimpleTag` (`TagName` upper-cased, `TagString`). The top-level
 //! elements of the `Segment` are walked and all but `Tags` skipped with seeks.
 
-use super::{read_value, Entry, ExtractError};
+use super::read::{read_value, Entry, ExtractError};
 use std::io::{Read, Seek, SeekFrom};
 
 const SEGMENT: u64 = 0x1853_8067;
@@ -17,7 +17,7 @@ const TAG_STRING: u64 = 0x4487;
 /// and whether all its value bits are set (an unknown size).
 fn read_vint<R: Read>(r: &mut R, keep_marker: bool) -> Result<Option<(u64, bool)>, ExtractError> {
     let mut first = [0; 1];
-    if super::read_up_to(r, &mut first)? == 0 {
+    if super::read::read_up_to(r, &mut first)? == 0 {
         return Ok(None);
     }
     let len = first[0].leading_zeros() as usize + 1;

@@ -2,7 +2,7 @@
 //! 0x0110 (Model) and `workflow:<json>` into 0x010F (Make), counting down for any further key;
 //! every ASCII entry of IFD0 is read and split at its first `:`.
 
-use super::{read_value, skip, Entry, ExtractError};
+use super::read::{read_value, skip, Entry, ExtractError};
 use std::io::{Read, Seek};
 
 /// The `key:text` entries of a WebP's EXIF.
@@ -11,7 +11,7 @@ pub(crate) fn webp_entries<R: Read + Seek>(r: &mut R) -> Result<Vec<Entry>, Extr
     r.read_exact(&mut riff)?;
     loop {
         let mut head = [0; 8];
-        if super::read_up_to(r, &mut head)? < 8 {
+        if super::read::read_up_to(r, &mut head)? < 8 {
             return Ok(Vec::new());
         }
         let len = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));

@@ -1,13 +1,13 @@
 //! MP3's ID3v2 tag (SaveAudioMP3: FFmpeg writes each container key as a `TXXX` frame, its
 //! description the key). Versions 2.3 and 2.4; the audio frames after the tag are not read.
 
-use super::{latin1, read_value, Entry, ExtractError};
+use super::read::{latin1, read_value, Entry, ExtractError};
 use std::io::{Read, Seek};
 
 /// The `TXXX` (and `COMM`) frames of the ID3v2 tag at the start of the file.
 pub(crate) fn entries<R: Read + Seek>(r: &mut R) -> Result<Vec<Entry>, ExtractError> {
     let mut head = [0; 10];
-    if super::read_up_to(r, &mut head)? < 10 || &head[..3] != b"ID3" {
+    if super::read::read_up_to(r, &mut head)? < 10 || &head[..3] != b"ID3" {
         return Ok(Vec::new());
     }
     let version = head[3];

@@ -4,7 +4,7 @@
 //! without it, iTunes-style `ilst` items (`©cmt` = `comment`, VideoHelperSuite before 2026) or
 //! QuickTime `udta` text atoms. `mdat` and the tracks are skipped with seeks.
 
-use super::{latin1, read_value, Entry, ExtractError};
+use super::read::{latin1, read_value, Entry, ExtractError};
 use std::io::{Read, Seek, SeekFrom};
 
 /// A box: its type and where its payload starts and ends.

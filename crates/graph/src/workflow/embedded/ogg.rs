@@ -2,7 +2,8 @@
 //! `OpusTags` (or Vorbis's `\x03vorbis`) followed by Vorbis comments. A packet may span pages;
 //! the pages are read until it ends, the audio after it never.
 
-use super::{read_value, vorbis, Entry, ExtractError, MAX_VALUE};
+use super::read::{read_value, Entry, ExtractError, MAX_VALUE};
+use super::vorbis;
 use std::io::{Read, Seek};
 
 /// The comments of an Ogg Opus or Vorbis file.
@@ -12,7 +13,7 @@ pub(crate) fn entries<R: Read + Seek>(r: &mut R) -> Result<Vec<Entry>, ExtractEr
     let mut packet = Vec::new();
     loop {
         let mut head = [0; 27];
-        if super::read_up_to(r, &mut head)? < 27 || &head[..4] != b"OggS" {
+        if super::read::read_up_to(r, &mut head)? < 27 || &head[..4] != b"OggS" {
             return Ok(Vec::new());
         }
         let page_serial = u32::from_le_bytes([head[14], head[15], head[16], head[17]]);

@@ -2,7 +2,7 @@
 //! `PngInfo.add_text`) and ComfyUI's own `comf` chunk after the image data (SaveAnimatedPNG:
 //! `key\0text`, Latin-1). Image data chunks are skipped with seeks; CRCs are not checked.
 
-use super::{latin1, read_value, skip, Entry, ExtractError, MAX_VALUE};
+use super::read::{latin1, read_value, skip, Entry, ExtractError, MAX_VALUE};
 use std::io::{Read, Seek};
 
 /// The text entries of a PNG whose key is `prompt` or `workflow`.
@@ -12,7 +12,7 @@ pub(crate) fn entries<R: Read + Seek>(r: &mut R) -> Result<Vec<Entry>, ExtractEr
     let mut out = Vec::new();
     loop {
         let mut head = [0; 8];
-        if super::read_up_to(r, &mut head)? < 8 {
+        if super::read::read_up_to(r, &mut head)? < 8 {
             // No IEND: a cut-short file still gives what it holds.
             break;
         }

@@ -1,7 +1,7 @@
 //! Vorbis comments (`KEY=value`, what FFmpeg writes for container metadata in FLAC and Ogg) and
 //! FLAC's metadata blocks (SaveAudio's FLAC: `prompt` and `workflow` comments).
 
-use super::{read_value, skip, Entry, ExtractError};
+use super::read::{read_value, skip, Entry, ExtractError};
 use std::io::{Read, Seek};
 
 /// The comments of a FLAC file's VORBIS_COMMENT block.
