@@ -255,6 +255,7 @@ fn job(lad: &Ladder) -> WorkflowJob {
     WorkflowJob {
         name: lad.name.clone(),
         source: format!("{}.json", lad.name),
+        source_file: None,
         target_sha256: "target".into(),
         steps: lad
             .steps

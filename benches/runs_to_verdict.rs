@@ -22,6 +22,7 @@ fn job(n: usize) -> WorkflowJob {
     WorkflowJob {
         name: "bench".into(),
         source: "bench.json".into(),
+        source_file: None,
         target_sha256: "target".into(),
         steps: (0..=n)
             .map(|i| StepInfo {

@@ -4,7 +4,7 @@
 //! and `resume` share (the session line, the summary, the exit code).
 
 use super::common::{
-    fetch_object_info, print_error, read_loaded_with, CliError, CliResult, Connection, OrExit,
+    fetch_object_info, load_read, print_error, CliError, CliResult, Connection, OrExit,
 };
 use super::session_args::{LadderArgs, SessionArgs};
 use crate::cli::progress::ProgressView;
@@ -15,6 +15,7 @@ use comfy_bisect_core::comfy::Client;
 use comfy_bisect_core::session::journal::{SessionFile, SessionState, StopReason};
 use comfy_bisect_core::session::prepare::LadderConfig;
 use comfy_bisect_core::session::setup::unique_name;
+use comfy_bisect_core::workflow::read_document;
 use std::path::PathBuf;
 
 /// Arguments of `bisect`.
@@ -22,9 +23,10 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     pub target: super::common::ServerArg,
-    /// Failing workflow(s): API format, a POST /prompt body, or a UI workflow (converted with
-    /// the server's node definitions; every variant is also written as a UI workflow). Several
-    /// run one after another.
+    /// Failing workflow(s): API format, a POST /prompt body, a UI workflow (converted with the
+    /// server's node definitions; every variant is also written as a UI workflow), or a PNG,
+    /// WebP, audio or video file ComfyUI saved with the workflow inside. Several run one after
+    /// another.
     #[arg(required = true)]
     pub workflows: Vec<PathBuf>,
     #[command(flatten)]
@@ -61,6 +63,13 @@ pub fn run(server: String, args: Args) -> CliResult {
     let server = server.as_str();
     let options = args.session.options(&args.ladder).or_usage()?;
     let catalog = args.ladder.catalog().or_usage()?;
+    // Bad input is said before waiting for (or starting) a server.
+    let documents = args
+        .workflows
+        .iter()
+        .map(|path| read_document(path).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()
+        .or_usage()?;
     // One client for every request (headers, URL credentials, request timeout).
     let connection = args.session.connect.connect(server)?;
     // The first connection too waits for (and with --restart-cmd starts) the server.
@@ -74,9 +83,9 @@ pub fn run(server: String, args: Args) -> CliResult {
     )?;
     let mut targets = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for path in &args.workflows {
+    for (path, document) in args.workflows.iter().zip(documents) {
         // UI workflows are converted with the server's node definitions.
-        let loaded = read_loaded_with(path, || {
+        let loaded = load_read(path, document, || {
             fetch_object_info(&connection).map_err(|e| e.to_string())
         })
         .or_usage()?;
@@ -89,6 +98,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         targets.push(Target {
             name,
             source: path.display().to_string(),
+            source_file: loaded.source,
             workflow: loaded.workflow,
             ui: loaded.ui,
         });

@@ -6,8 +6,10 @@ use crate::error::exit;
 use comfy_bisect_core::comfy::{Client, ExtraHeaders};
 use comfy_bisect_core::nodedefs::NodeDefs;
 use comfy_bisect_core::text::escape_controls;
-use comfy_bisect_core::workflow::ui::{load_workflow_file, LoadAnyError, Loaded};
+use comfy_bisect_core::workflow::embedded::{Embedded, SourceFile};
+use comfy_bisect_core::workflow::ui::{load_document, load_workflow_file, LoadAnyError, Loaded};
 use comfy_bisect_core::workflow::Workflow;
+use comfy_bisect_core::workflow::{read_document, Document};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -333,15 +335,25 @@ pub(crate) fn fetch_object_info(connection: &Connection) -> Result<NodeDefs, Def
 }
 
 /// Reads a workflow file of any format (API, POST /prompt body, or UI, which is converted with
-/// `defs` exactly as the ComfyUI frontend would).
+/// `defs` exactly as the ComfyUI frontend would; or a file ComfyUI saved with the workflow
+/// inside).
 pub(crate) fn read_workflow(path: &Path, defs: &NodeDefs) -> Result<Workflow, LoadAnyError> {
     Ok(read_loaded(path, defs)?.workflow)
 }
 
 /// Like [`read_workflow`], keeping the UI document and its conversion (provenance, warnings)
-/// for commands that write variants back as UI workflows. Conversion warnings go to stderr.
+/// for commands that write variants back as UI workflows. Conversion warnings, and which text
+/// of a saved file is used, go to stderr.
 pub(crate) fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError> {
     let loaded = load_workflow_file(path, defs)?;
+    noted(path, loaded)
+}
+
+/// Prints a loaded workflow's conversion warnings and where in a saved file it came from.
+fn noted(path: &Path, loaded: Loaded) -> Result<Loaded, LoadAnyError> {
+    if let Some(source) = &loaded.source {
+        note_source(path, source);
+    }
     if let Some((_, converted)) = &loaded.ui {
         for w in &converted.warnings {
             eprintln!("warning: {}: {w}", path.display());
@@ -350,20 +362,31 @@ pub(crate) fn read_loaded(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAn
     Ok(loaded)
 }
 
+/// Says on stderr which text of an image, audio or video file ComfyUI saved is used.
+pub(crate) fn note_source(path: &Path, source: &SourceFile) {
+    let used = match (source.embedded, source.both) {
+        (Embedded::Workflow, true) => {
+            "the UI workflow (`workflow`) saved in it; it also holds the API prompt".to_string()
+        }
+        (Embedded::Workflow, false) => "the UI workflow (`workflow`) saved in it".to_string(),
+        (Embedded::Prompt, _) => {
+            "the API prompt (`prompt`) saved in it; it holds no UI workflow, so variants are written in the API format only".to_string()
+        }
+    };
+    eprintln!(
+        "note: {} ({} saved by ComfyUI): using {used}",
+        path.display(),
+        source.container
+    );
+}
+
 /// Reads a workflow file of any format, asking for node definitions only when it is a UI
 /// workflow (API files need none): `defs` is called at most once.
 pub(crate) fn read_workflow_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Workflow, String> {
-    match comfy_bisect_core::workflow::load_api_file(path) {
-        Ok(workflow) => Ok(workflow),
-        Err(comfy_bisect_core::workflow::LoadError::UiFormat { .. }) => {
-            let defs = defs()?;
-            read_workflow(path, &defs).map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    Ok(read_loaded_with(path, defs)?.workflow)
 }
 
 /// Like [`read_workflow_with`], keeping the UI document and its conversion when the file is a
@@ -372,14 +395,24 @@ pub(crate) fn read_loaded_with(
     path: &Path,
     defs: impl FnOnce() -> Result<NodeDefs, String>,
 ) -> Result<Loaded, String> {
-    match comfy_bisect_core::workflow::load_api_file(path) {
-        Ok(workflow) => Ok(Loaded { workflow, ui: None }),
-        Err(comfy_bisect_core::workflow::LoadError::UiFormat { .. }) => {
-            let defs = defs()?;
-            read_loaded(path, &defs).map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    let document = read_document(path).map_err(|e| e.to_string())?;
+    load_read(path, document, defs)
+}
+
+/// Loads a document [`read_document`] read from `path` (so that a command can refuse bad input
+/// before it waits for a server), asking for node definitions only for a UI workflow.
+pub(crate) fn load_read(
+    path: &Path,
+    document: Document,
+    defs: impl FnOnce() -> Result<NodeDefs, String>,
+) -> Result<Loaded, String> {
+    let defs = if document.is_ui() {
+        defs()?
+    } else {
+        NodeDefs::default()
+    };
+    let loaded = load_document(document, path, &defs).map_err(|e| e.to_string())?;
+    noted(path, loaded).map_err(|e| e.to_string())
 }
 
 /// Writes command output to stdout (the commands' `print!`/`println!`), its control and

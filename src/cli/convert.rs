@@ -11,7 +11,8 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     pub target: super::common::ServerArg,
-    /// The UI workflow file (an API-format file is passed through unchanged).
+    /// The UI workflow file (an API-format file is passed through unchanged), or a PNG, WebP,
+    /// audio or video file ComfyUI saved with the workflow inside.
     pub workflow: PathBuf,
     #[command(flatten)]
     pub defs: DefsArgs,
@@ -38,6 +39,9 @@ pub fn run(server: String, args: Args) -> CliResult {
         LoadAnyError::Convert { .. } => CliError::failed(e),
         _ => CliError::usage(e),
     })?;
+    if let Some(source) = &loaded.source {
+        super::common::note_source(&args.workflow, source);
+    }
     if let Some((_, converted)) = &loaded.ui {
         for w in &converted.warnings {
             eprintln!("warning: {}: {w}", args.workflow.display());

@@ -175,6 +175,7 @@ pub fn run(args: Args) -> CliResult {
                 targets: vec![Target {
                     name: case.name.to_string(),
                     source,
+                    source_file: None,
                     workflow,
                     ui: None,
                 }],
@@ -197,6 +198,7 @@ pub fn run(args: Args) -> CliResult {
             targets.push(Target {
                 name,
                 source: path.display().to_string(),
+                source_file: loaded.source,
                 workflow: loaded.workflow,
                 ui: loaded.ui,
             });

@@ -3,6 +3,7 @@
 use super::common::{CliError, CliResult};
 use crate::error::exit;
 use comfy_bisect_core::diagnose;
+use comfy_bisect_core::workflow::embedded::Container;
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
@@ -63,6 +64,13 @@ fn read_input(file: Option<&PathBuf>) -> Result<(String, String), String> {
         Some(path) if path.as_os_str() != "-" => {
             let bytes = std::fs::read(path)
                 .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+            if let Some(container) = Container::sniff(&bytes) {
+                return Err(format!(
+                    "'{}' is a {container} file, not text: diagnose reads a ComfyUI console log, a traceback, or an execution_error or /history JSON. To find the failing step of the workflow ComfyUI saved in it, run `comfy-bisect bisect {}`",
+                    path.display(),
+                    path.display()
+                ));
+            }
             Ok((
                 format!("'{}'", path.display()),
                 String::from_utf8_lossy(&bytes).into_owned(),

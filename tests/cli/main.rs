@@ -1,5 +1,6 @@
 //! The commands as a user runs them through the binary: `check` under `git bisect run`, pipes,
 //! completions and help, `demo`, `hash-files`, careless and hostile input, several runs folders,
+//! workflows read from the files ComfyUI saved,
 //! `mitigate`, `plan`, `simulate` and the README's recipes (one test binary; each feature file is a
 //! module).
 
@@ -24,6 +25,7 @@ mod hashing_cli;
 mod hostile_cli;
 mod hostile_text;
 mod machines_cli;
+mod media_cli;
 mod mitigate_cli;
 mod plan_cli;
 mod readme_recipes;

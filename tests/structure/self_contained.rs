@@ -63,6 +63,7 @@ fn the_fixture_folders_carry_their_provenance() {
         "tests/fixtures/comfyui-newer",
         "tests/fixtures/comfyui-outputs",
         "tests/fixtures/custom-nodes",
+        "tests/fixtures/media-workflows",
         "tests/fixtures/oom-reports",
         "tests/corpus",
         "tests/corpus/templates-api",

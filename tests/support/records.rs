@@ -40,6 +40,7 @@ pub fn workflow_job(name: &str) -> WorkflowJob {
     WorkflowJob {
         name: name.into(),
         source: String::new(),
+        source_file: None,
         target_sha256: String::new(),
         steps: Vec::new(),
         controls: Vec::new(),

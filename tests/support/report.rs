@@ -180,6 +180,7 @@ impl Fixture {
             state: SessionState::Running { workflow: 0 },
             workflows: vec![WorkflowJob {
                 source: format!("workflows/{name}.json"),
+                source_file: None,
                 target_sha256: format!("{:064x}", 0xfeed),
                 steps,
                 ..workflow_job(name)

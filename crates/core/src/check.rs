@@ -371,6 +371,7 @@ pub(crate) fn check(
     let prepared = PreparedWorkflow {
         name: unique_name(&stem, &[]),
         source: options.workflow.display().to_string(),
+        source_file: None,
         target: target.clone(),
         steps: vec![PreparedStep {
             increment: CHECK_STEP.into(),

@@ -27,6 +27,9 @@ pub struct Target {
     pub name: String,
     /// The path as given.
     pub source: String,
+    /// The image, audio or video file ComfyUI saved that the target was read from, when it was
+    /// one (recorded in the journal).
+    pub source_file: Option<crate::workflow::embedded::SourceFile>,
     /// The target, API format.
     pub workflow: Workflow,
     /// The UI document and its conversion, when the input was a UI workflow: every variant is
@@ -122,13 +125,21 @@ fn prepare_all(
     for Target {
         name,
         source,
+        source_file,
         workflow,
         ui,
     } in targets
     {
         match prepare(&name, &source, workflow, ui.as_ref(), defs, config) {
-            Prepared::Ready(w) => ready.push(*w),
-            Prepared::Problems { workflow, problems } => {
+            Prepared::Ready(mut w) => {
+                w.source_file = source_file;
+                ready.push(*w)
+            }
+            Prepared::Problems {
+                mut workflow,
+                problems,
+            } => {
+                workflow.source_file = source_file;
                 failed.push((workflow.name.clone(), problems));
                 ready.push(*workflow);
             }

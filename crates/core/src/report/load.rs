@@ -7,7 +7,6 @@
 use crate::session::journal::{Outcome, RunFile, SessionFile, SessionPaths, RUN_RECORD_FILE};
 use anyhow::Context;
 use indexmap::IndexMap;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -159,12 +158,9 @@ fn unreadable_record(
 }
 
 /// `ui` for a UI-format workflow file (version 0.4 or 1), `api` for a prompt, with the names
-/// of a UI file's subgraph instances.
+/// of a UI file's subgraph instances (of the workflow inside, for a file ComfyUI saved).
 fn detect_format(path: &Path) -> (Option<String>, IndexMap<String, String>) {
-    let Some(value) = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-    else {
+    let Ok(crate::workflow::Document { value, .. }) = crate::workflow::read_document(path) else {
         return (None, IndexMap::new());
     };
     if crate::workflow::is_ui_document(&value) {

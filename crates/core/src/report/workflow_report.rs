@@ -973,6 +973,7 @@ mod tests {
             workflows: vec![WorkflowJob {
                 name: "wf".into(),
                 source: "wf.json".into(),
+                source_file: None,
                 target_sha256: String::new(),
                 steps: vec![],
                 controls: vec![],

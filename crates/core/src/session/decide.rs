@@ -94,6 +94,7 @@ mod tests {
         WorkflowJob {
             name: "wf".into(),
             source: "wf.json".into(),
+            source_file: None,
             target_sha256: "t".into(),
             steps: (0..=n)
                 .map(|i| StepInfo {

@@ -298,6 +298,7 @@ fn prepared(name: &str, n: i64) -> PreparedWorkflow {
     PreparedWorkflow {
         name: name.into(),
         source: format!("{name}.json"),
+        source_file: None,
         target: variant(n),
         steps: (0..=n)
             .map(|k| PreparedStep {

@@ -136,6 +136,7 @@ mod tests {
         WorkflowJob {
             name: "wf".into(),
             source: String::new(),
+            source_file: None,
             target_sha256: String::new(),
             steps: (0..=n)
                 .map(|i| StepInfo {

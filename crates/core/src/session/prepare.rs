@@ -161,6 +161,7 @@ pub fn prepare(
     let bare = |target: &Workflow| PreparedWorkflow {
         name: name.to_string(),
         source: source.to_string(),
+        source_file: None,
         target: target.clone(),
         steps: vec![PreparedStep {
             increment: "target".into(),
@@ -239,6 +240,7 @@ pub fn prepare(
     let workflow = PreparedWorkflow {
         name: name.to_string(),
         source: source.to_string(),
+        source_file: None,
         target,
         steps,
         controls,

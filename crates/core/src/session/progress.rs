@@ -200,6 +200,7 @@ mod tests {
         let job = WorkflowJob {
             name: "wf".into(),
             source: String::new(),
+            source_file: None,
             target_sha256: String::new(),
             steps: (0..5).map(step).collect(),
             controls: vec![],

@@ -7,6 +7,7 @@ use super::journal::{
     SESSION_SCHEMA_VERSION,
 };
 use crate::ladder::{Kept, NotSeparable};
+use crate::workflow::embedded::SourceFile;
 use crate::workflow::{Change, Workflow};
 use serde_json::Value;
 
@@ -31,6 +32,8 @@ pub struct PreparedWorkflow {
     pub name: String,
     /// The path as given.
     pub source: String,
+    /// The image, audio or video file the target was read from, when it was one.
+    pub source_file: Option<SourceFile>,
     /// The target.
     pub target: Workflow,
     /// Step 0 (minimal) … last (the target).
@@ -135,6 +138,7 @@ pub fn create_session(
         jobs.push(WorkflowJob {
             name: prepared.name,
             source: prepared.source,
+            source_file: prepared.source_file,
             target_sha256: prepared.target.sha256(),
             steps,
             controls,

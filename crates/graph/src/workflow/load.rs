@@ -1,6 +1,8 @@
-//! Reading API-format workflow files, with structural errors that name the file, node, class
-//! and input.
+//! Reading workflow files (JSON, or the workflow ComfyUI saved inside an image, audio or video
+//! file: [`super::embedded`]) and API-format workflows, with structural errors that name the
+//! file, node, class and input.
 
+use super::embedded::{self, Container, Embedded, ExtractError, SourceFile};
 use super::{Input, Link, Node, Workflow};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -93,6 +95,32 @@ pub enum LoadError {
         /// The missing id.
         target: String,
     },
+    /// A file ComfyUI saves (an image, audio or video) with no workflow inside.
+    #[error("{file}: this {container} file holds no ComfyUI workflow. ComfyUI writes the workflow into the PNG, WebP, FLAC, MP3, Opus, MP4 and WebM files its savers make, unless it was started with `--disable-metadata`, the saving node does not write it (or strips it), or the file was re-encoded or shared through a site that removes metadata. Give the workflow as JSON instead: in ComfyUI, Workflow → Export (or Export (API))")]
+    NoWorkflowInside {
+        /// File name.
+        file: String,
+        /// What the file is.
+        container: Container,
+    },
+    /// The workflow saved in an image, audio or video file cannot be read.
+    #[error("{file}: cannot read the workflow saved in this {container} file: {message}; export the workflow from ComfyUI as JSON instead (Workflow → Export)")]
+    Embedded {
+        /// File name.
+        file: String,
+        /// What the file is.
+        container: Container,
+        /// What is wrong.
+        message: String,
+    },
+    /// Neither JSON text nor a file ComfyUI saves its workflow in.
+    #[error("{file}: not a workflow: the file is not JSON text{}, nor a PNG, WebP, FLAC, MP3, Opus, MP4 or WebM file ComfyUI saved; give the workflow JSON (ComfyUI: Workflow → Export) or a file ComfyUI saved", utf16_note(.utf16))]
+    NotText {
+        /// File name.
+        file: String,
+        /// True when it looks like UTF-16 text.
+        utf16: bool,
+    },
     /// The links form a cycle.
     #[error("{file}: the links form a cycle through nodes {}; a workflow must be acyclic", cycle_list(.nodes))]
     Cycle {
@@ -124,15 +152,137 @@ pub(crate) fn detect_format(value: &Value) -> Format {
     }
 }
 
-/// Reads an API-format workflow file (also a POST /prompt body).
+/// Reads an API-format workflow file (also a POST /prompt body, or a file ComfyUI saved with
+/// only the API prompt inside; one with a UI workflow inside is [`LoadError::UiFormat`]).
 pub fn load_api_file(path: &Path) -> Result<Workflow, LoadError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+    let document = read_document(path)?;
+    parse_api(&document.value, &file)
+}
+
+/// A workflow file's JSON document, and the saved file it came from when it was read out of an
+/// image, audio or video file.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The JSON document (API, POST /prompt body or UI format).
+    pub value: Value,
+    /// The saved file it was read from, when it was one.
+    pub source: Option<SourceFile>,
+}
+
+impl Document {
+    /// True for a UI-format document (converting it needs node definitions).
+    pub fn is_ui(&self) -> bool {
+        is_ui_document(&self.value)
+    }
+}
+
+/// Reads a workflow file: JSON text, or a file ComfyUI saved (told by its first bytes, not its
+/// name), whose UI workflow is taken when it holds one and its API prompt otherwise.
+pub fn read_document(path: &Path) -> Result<Document, LoadError> {
+    use std::io::Read;
+    let file = path.display().to_string();
+    let read_err = |source| LoadError::Read {
         file: file.clone(),
         source,
+    };
+    let mut handle = std::fs::File::open(path).map_err(read_err)?;
+    let mut head = [0; 16];
+    let n = embedded::read_up_to(&mut handle, &mut head).map_err(read_err)?;
+    if let Some(container) = Container::sniff(&head[..n]) {
+        return read_saved(handle, container, path, &file);
+    }
+    let mut bytes = head[..n].to_vec();
+    handle.read_to_end(&mut bytes).map_err(read_err)?;
+    let text = String::from_utf8(bytes).map_err(|e| LoadError::NotText {
+        file: file.clone(),
+        utf16: matches!(e.as_bytes(), [0xff, 0xfe, ..] | [0xfe, 0xff, ..]),
     })?;
-    let value = parse_json(&text, &file)?;
-    parse_api(&value, &file)
+    Ok(Document {
+        value: parse_json(&text, &file)?,
+        source: None,
+    })
+}
+
+/// The workflow inside a saved file, with its name and sha256.
+fn read_saved(
+    handle: std::fs::File,
+    container: Container,
+    path: &Path,
+    file: &str,
+) -> Result<Document, LoadError> {
+    let mut reader = std::io::BufReader::new(handle);
+    let found = embedded::extract(&mut reader, container).map_err(|e| match e {
+        ExtractError::Io(source) => LoadError::Read {
+            file: file.to_string(),
+            source,
+        },
+        ExtractError::Damaged(message) => LoadError::Embedded {
+            file: file.to_string(),
+            container,
+            message,
+        },
+        ExtractError::NotJson { key, message } => LoadError::Embedded {
+            file: file.to_string(),
+            container,
+            message: format!("its `{key}` text is not JSON ({message})"),
+        },
+    })?;
+    let both = found.workflow.is_some() && found.prompt.is_some();
+    let (value, used) = match (found.workflow, found.prompt) {
+        (Some(ui), _) if is_ui_document(&ui) => (ui, Embedded::Workflow),
+        (_, Some(prompt)) => (prompt, Embedded::Prompt),
+        (Some(other), None) => (other, Embedded::Workflow),
+        (None, None) => {
+            return Err(LoadError::NoWorkflowInside {
+                file: file.to_string(),
+                container,
+            })
+        }
+    };
+    let sha256 = file_sha256(reader.into_inner()).map_err(|source| LoadError::Read {
+        file: file.to_string(),
+        source,
+    })?;
+    Ok(Document {
+        value,
+        source: Some(SourceFile {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| file.to_string()),
+            sha256,
+            container: container.name().to_string(),
+            embedded: used,
+            both,
+        }),
+    })
+}
+
+/// sha256 (lower hex) of a whole file, read in pieces.
+fn file_sha256(mut handle: std::fs::File) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::{Read, Seek};
+    handle.seek(std::io::SeekFrom::Start(0))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        match handle.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+fn utf16_note(utf16: &bool) -> &'static str {
+    if *utf16 {
+        " (it looks like UTF-16 text: save it as UTF-8)"
+    } else {
+        ""
+    }
 }
 
 /// Parses JSON text, reporting syntax errors with line and column.

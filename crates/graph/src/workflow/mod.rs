@@ -1,11 +1,13 @@
 //! The workflow graph: API-format prompts (`{node_id: {class_type, inputs, _meta}}`), their
-//! structural checks, graph queries and the canonical form whose sha256 is the workflow hash.
+//! structural checks, graph queries and the canonical form whose sha256 is the workflow hash;
+//! workflows are read from JSON files or from the files ComfyUI saves (`embedded`).
 //!
 //! Numbers are kept exactly as written (serde_json's arbitrary precision), so u64 seeds and
 //! floats round-trip byte for byte.
 
 mod canonical;
 pub mod edit;
+pub mod embedded;
 mod graph;
 pub(crate) use graph::IdSet;
 pub mod label;
@@ -17,7 +19,7 @@ pub use canonical::canonical_json;
 pub use canonical::sha256_hex;
 pub use edit::{Change, Edit, EditError};
 pub(crate) use load::{detect_format, Format};
-pub use load::{is_ui_document, load_api_file, parse_api, LoadError};
+pub use load::{is_ui_document, load_api_file, parse_api, read_document, Document, LoadError};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};

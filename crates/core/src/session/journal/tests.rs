@@ -19,6 +19,7 @@ fn sample() -> SessionFile {
         workflows: vec![WorkflowJob {
             name: "wf".into(),
             source: "wf.json".into(),
+            source_file: None,
             target_sha256: "ab".into(),
             steps: vec![],
             controls: vec![],

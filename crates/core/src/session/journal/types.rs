@@ -329,6 +329,10 @@ pub struct WorkflowJob {
     pub name: String,
     /// The path as given on the command line.
     pub source: String,
+    /// The image, audio or video file ComfyUI saved that the workflow was read from (its name,
+    /// sha256, container and which text was used), when it was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_file: Option<crate::workflow::embedded::SourceFile>,
     /// Canonical sha256 of the target workflow.
     pub target_sha256: String,
     /// The ladder: step 0 = minimal variant, last step = the target.

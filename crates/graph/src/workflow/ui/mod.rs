@@ -14,8 +14,7 @@ mod write;
 pub use converted::{Converted, Origin, UiError, UnknownNode};
 pub use write::write_variant;
 
-use super::load::parse_json;
-use super::{detect_format, parse_api, Format, LoadError, Workflow};
+use super::{detect_format, parse_api, read_document, Document, Format, LoadError, Workflow};
 use crate::nodedefs::NodeDefs;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -62,6 +61,8 @@ pub struct Loaded {
     pub workflow: Workflow,
     /// For a UI file: the original document and the conversion (provenance, warnings).
     pub ui: Option<(Value, Converted)>,
+    /// The image, audio or video file the workflow was read from, when it was one.
+    pub source: Option<super::embedded::SourceFile>,
 }
 
 /// Why a workflow file could not be loaded.
@@ -88,14 +89,21 @@ impl From<LoadError> for LoadAnyError {
 
 /// Reads a workflow file in any format (API, POST /prompt body, UI), converting UI files with
 /// `defs`. The one call other commands use.
+/// Also a file ComfyUI saved with the workflow inside ([`super::read_document`]).
 pub fn load_workflow_file(path: &Path, defs: &NodeDefs) -> Result<Loaded, LoadAnyError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    let value = parse_json(&text, &file)?;
-    load_workflow_value(value, &file, defs)
+    load_document(read_document(path)?, path, defs)
+}
+
+/// Loads a document [`super::read_document`] read from `path`, converting a UI workflow with
+/// `defs` (an API document needs none: pass `NodeDefs::default()`).
+pub fn load_document(
+    document: Document,
+    path: &Path,
+    defs: &NodeDefs,
+) -> Result<Loaded, LoadAnyError> {
+    let mut loaded = load_workflow_value(document.value, &path.display().to_string(), defs)?;
+    loaded.source = document.source;
+    Ok(loaded)
 }
 
 /// Like [`load_workflow_file`] for an already parsed document; `file` names it in errors.
@@ -115,11 +123,13 @@ pub(crate) fn load_workflow_value(
             Ok(Loaded {
                 workflow,
                 ui: Some((value, converted)),
+                source: None,
             })
         }
         _ => Ok(Loaded {
             workflow: parse_api(&value, file)?,
             ui: None,
+            source: None,
         }),
     }
 }
