@@ -73,12 +73,6 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "comfy-bisect", version, about, long_about = None, after_long_help = EXAMPLES)]
 pub struct Cli {
-    /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
-    /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
-    /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
-    /// http://127.0.0.1:8000 that answers].
-    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = session_args::heading::SERVER)]
-    pub server: Option<String>,
     /// Where sessions are written, for the commands that keep them (also accepted after the
     /// subcommand; after wins) [default: runs].
     #[arg(long, value_name = "DIR", help_heading = session_args::heading::BASICS)]
@@ -90,6 +84,12 @@ pub struct Cli {
     /// More log output (repeat for more); before or after the subcommand.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = session_args::heading::BASICS)]
     pub verbose: u8,
+    /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
+    /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
+    /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
+    /// http://127.0.0.1:8000 that answers].
+    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = session_args::heading::SERVER)]
+    pub server: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
