@@ -33,7 +33,7 @@ pub struct Args {
     pub target: super::common::ServerArg,
     /// After the verdict, in the same session, try the single-change mitigations for the failing
     /// stage on the target (what `mitigate SESSION` does; docs/mitigations.md).
-    #[arg(long, help_heading = super::session_args::heading::MITIGATION)]
+    #[arg(long, help_heading = super::heading::MITIGATION)]
     pub mitigate: bool,
     #[command(flatten)]
     pub mitigations: super::mitigate::MitigateArgs,

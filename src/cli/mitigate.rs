@@ -16,7 +16,7 @@ use std::path::PathBuf;
 pub struct MitigateArgs {
     /// Run at most N controls per workflow (the matrix's "first" ones come first); the others
     /// are listed as not run.
-    #[arg(long, value_name = "N", help_heading = super::session_args::heading::MITIGATION, hide_short_help = true)]
+    #[arg(long, value_name = "N", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub max_mitigations: Option<usize>,
     /// How to start the server with other launch flags, for the server controls
     /// (`--reserve-vram 2`, `--disable-pinned-memory`…): a shell command where `{args}` becomes
@@ -24,11 +24,11 @@ pub struct MitigateArgs {
     /// 'cd ~/ComfyUI && python main.py --listen --port 8188 {args}'. The server must run on this
     /// machine (it is stopped through its process) and is put back as it was afterwards.
     /// Without it, server controls are listed as "not run: needs --launch-cmd".
-    #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd, help_heading = super::session_args::heading::MITIGATION, hide_short_help = true)]
+    #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd, help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub launch_cmd: Option<String>,
     /// Write the first passing graph control's workflow to FILE, to load in ComfyUI: a UI
     /// workflow when the input was one (and the change has a UI form), else the API prompt.
-    #[arg(long, value_name = "FILE", help_heading = super::session_args::heading::MITIGATION, hide_short_help = true)]
+    #[arg(long, value_name = "FILE", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub apply: Option<PathBuf>,
 }
 

@@ -49,6 +49,7 @@ pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod heading;
 pub mod logging;
 pub mod mitigate;
 pub mod plan;
@@ -75,20 +76,20 @@ use std::process::ExitCode;
 pub struct Cli {
     /// Where sessions are written, for the commands that keep them (also accepted after the
     /// subcommand; after wins) [default: runs].
-    #[arg(long, value_name = "DIR", help_heading = session_args::heading::BASICS)]
+    #[arg(long, value_name = "DIR", help_heading = heading::BASICS)]
     pub runs_dir: Option<PathBuf>,
     /// No progress line and no per-run lines (the summary is still printed); before or after
     /// the subcommand.
-    #[arg(short, long, global = true, help_heading = session_args::heading::BASICS)]
+    #[arg(short, long, global = true, help_heading = heading::BASICS)]
     pub quiet: bool,
     /// More log output (repeat for more); before or after the subcommand.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = session_args::heading::BASICS)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = heading::BASICS)]
     pub verbose: u8,
     /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
     /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
     /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
     /// http://127.0.0.1:8000 that answers].
-    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = session_args::heading::SERVER)]
+    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = heading::SERVER)]
     pub server: Option<String>,
     #[command(subcommand)]
     pub command: Command,

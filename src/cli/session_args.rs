@@ -1,8 +1,8 @@
 //! The options `bisect` and `demo` share (how the session runs) and those `plan` shares too
-//! (how the ladder is planned), turned into the library's plain option structs. Also the help
-//! headings every command's options are grouped under ([`heading`]).
+//! (how the ladder is planned), turned into the library's plain option structs.
 
 use super::common::ConnectArgs;
+use super::heading;
 use super::schedule::{describe_when, local_zone, parse_duration, parse_when, rfc3339};
 use comfy_bisect_core::app;
 use comfy_bisect_core::catalog::Catalog;
@@ -10,24 +10,6 @@ use comfy_bisect_core::ladder::{Increment, PlanOptions};
 use comfy_bisect_core::session::journal::SessionOptions;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The headings `--help` groups options under, the same for every command: what a first run
-/// needs, an unattended night, how the search runs, how the ladder is built, reaching the
-/// server, and the mitigations tried after a verdict.
-pub mod heading {
-    /// What a first run needs.
-    pub const BASICS: &str = "Basics";
-    /// Unattended nights: when to start and stop, restarting the server.
-    pub const OVERNIGHT: &str = "Overnight";
-    /// How the search runs and what counts as a failure.
-    pub const SEARCH: &str = "Search";
-    /// How the minimal variant and the increments are built.
-    pub const LADDER: &str = "Ladder";
-    /// Reaching the server (and its models folder).
-    pub const SERVER: &str = "Server";
-    /// The single-change controls tried after a verdict.
-    pub const MITIGATION: &str = "Mitigation";
-}
 
 /// Options shared by `bisect` and `demo`. Those a first run needs show in `-h`; the others
 /// only in `--help`.
