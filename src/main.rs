@@ -1,8 +1,6 @@
 //! The `comfy-bisect` binary: parses arguments and hands over to the library.
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    let cli = comfy_bisect::cli::Cli::parse();
+    let cli = comfy_bisect::cli::Cli::parse_args();
     comfy_bisect::cli::main(cli)
 }

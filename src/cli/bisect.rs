@@ -21,8 +21,6 @@ use std::path::PathBuf;
 /// Arguments of `bisect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[command(flatten)]
-    pub target: super::common::ServerArg,
     /// Failing workflow(s): API format, a POST /prompt body, a UI workflow (converted with the
     /// server's node definitions; every variant is also written as a UI workflow), or a PNG,
     /// WebP, audio or video file ComfyUI saved with the workflow inside. Several run one after
@@ -33,13 +31,25 @@ pub struct Args {
     pub session: SessionArgs,
     #[command(flatten)]
     pub ladder: LadderArgs,
-    /// After the verdict, in the same session, run the single-change controls for the failing
+    #[command(flatten)]
+    pub target: super::common::ServerArg,
+    /// After the verdict, in the same session, try the single-change mitigations for the failing
     /// stage on the target (what `mitigate SESSION` does; docs/mitigations.md).
-    #[arg(long)]
+    #[arg(long, help_heading = super::heading::MITIGATION)]
     pub mitigate: bool,
     #[command(flatten)]
     pub mitigations: super::mitigate::MitigateArgs,
 }
+
+/// `bisect --help`'s examples (not in `-h`).
+pub const EXAMPLES: &str = "\
+Examples:
+  comfy-bisect bisect my_workflow.json
+      find the first increment that fails, on the ComfyUI at 127.0.0.1:8188 (or Desktop's 8000)
+  comfy-bisect bisect queue/*.json --deadline 07:00 --restart-cmd ./restart-comfyui.sh
+      a night's queue: ComfyUI restarted after a crash, no run started after 07:00
+  comfy-bisect bisect wan.json --strict --mitigate
+      memory pressure counts as a failure; then try the mitigations on the failing step";
 
 /// The exit code of a session: 0 every workflow has a verdict, 130 interrupted, 3 server lost,
 /// 1 otherwise (preflight problems, deadline, errors).

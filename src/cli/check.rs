@@ -26,9 +26,10 @@ pub struct Args {
     /// (its output is appended to restart.log in the runs folder).
     #[arg(long, default_value = "5m", value_name = "D", value_parser = parse_positive_duration)]
     pub restart_timeout: Duration,
-    /// How long to wait for the server to answer (after --restart-cmd); not up by then: exit 125.
-    #[arg(long, default_value = "10m", value_name = "D", value_parser = parse_duration)]
-    pub wait_server: Duration,
+    /// How long to wait for the server to answer; not up by then: exit 125. Default: 10m after
+    /// --restart-cmd (a server starting), 60s without it (a server that should be running).
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub wait_server: Option<Duration>,
     /// The git checkout whose commit is recorded (default: the current folder, when it is a git
     /// checkout — where `git bisect run` runs the command).
     #[arg(long, value_name = "DIR")]
@@ -53,9 +54,28 @@ pub struct Args {
     /// Print the check as one JSON object instead of a line.
     #[arg(long)]
     pub json: bool,
-    /// No progress line.
-    #[arg(long, short)]
+    /// `-q`, given before or after the subcommand (a global flag of [`super::Cli`]).
+    #[arg(skip)]
     pub quiet: bool,
+}
+
+/// How long `check` waits for a server started by --restart-cmd, unless --wait-server says.
+pub const WAIT_AFTER_RESTART: Duration = Duration::from_secs(600);
+
+/// How long `check` waits for a server without --restart-cmd, unless --wait-server says: it
+/// should be running already, so a short wait before 125 (cannot test).
+pub const WAIT_WITHOUT_RESTART: Duration = Duration::from_secs(60);
+
+impl Args {
+    /// How long to wait for the server: --wait-server, else [`WAIT_AFTER_RESTART`] with
+    /// --restart-cmd, else [`WAIT_WITHOUT_RESTART`].
+    pub fn wait_server(&self) -> Duration {
+        self.wait_server.unwrap_or(if self.restart_cmd.is_some() {
+            WAIT_AFTER_RESTART
+        } else {
+            WAIT_WITHOUT_RESTART
+        })
+    }
 }
 
 /// Runs `check`: exit 0 good, 1 bad, 125 cannot test, 130 interrupted, 2 bad arguments or
@@ -63,12 +83,13 @@ pub struct Args {
 pub fn run(server: String, args: Args) -> CliResult {
     let server = server.as_str();
     let Connection { client, runtime } = args.connect.connect(server)?;
+    let wait_server = args.wait_server();
     let options = CheckOptions {
         runs_dir: args.runs_dir,
         workflow: args.workflow,
         restart_cmd: args.restart_cmd,
         restart_timeout: args.restart_timeout,
-        wait_server: args.wait_server,
+        wait_server,
         checkout: args.checkout,
         strict: args.strict,
         timeout: args.timeout,

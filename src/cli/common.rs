@@ -92,7 +92,7 @@ fn answers_as_comfyui(url: &str) -> bool {
 pub struct ServerArg {
     /// ComfyUI server URL (http/https) [default: COMFY_BISECT_SERVER, else the first of
     /// http://127.0.0.1:8188 and ComfyUI Desktop's http://127.0.0.1:8000 that answers].
-    #[arg(long = "server", value_name = "URL")]
+    #[arg(long = "server", value_name = "URL", help_heading = super::heading::SERVER)]
     pub server: Option<String>,
 }
 
@@ -113,11 +113,11 @@ impl ServerArg {
 pub struct ConnectArgs {
     /// Extra HTTP header for a reverse proxy, 'Name: value' (repeatable; also
     /// COMFY_BISECT_HEADERS, newline- or ';'-separated). Never written anywhere.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
+    #[arg(long = "header", value_name = "NAME: VALUE", help_heading = super::heading::SERVER, hide_short_help = true)]
     pub headers: Vec<String>,
     /// Longest wait for one HTTP answer from the server (e.g. 30s, 2m); a server that accepts
     /// the connection but never answers fails after this long.
-    #[arg(long, default_value = "30s", value_name = "D", value_parser = parse_positive_duration)]
+    #[arg(long, default_value = "30s", value_name = "D", value_parser = parse_positive_duration, help_heading = super::heading::SERVER, hide_short_help = true)]
     pub request_timeout: Duration,
 }
 

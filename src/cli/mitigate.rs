@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub struct MitigateArgs {
     /// Run at most N controls per workflow (the matrix's "first" ones come first); the others
     /// are listed as not run.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub max_mitigations: Option<usize>,
     /// How to start the server with other launch flags, for the server controls
     /// (`--reserve-vram 2`, `--disable-pinned-memory`…): a shell command where `{args}` becomes
@@ -24,16 +24,16 @@ pub struct MitigateArgs {
     /// 'cd ~/ComfyUI && python main.py --listen --port 8188 {args}'. The server must run on this
     /// machine (it is stopped through its process) and is put back as it was afterwards.
     /// Without it, server controls are listed as "not run: needs --launch-cmd".
-    #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd)]
+    #[arg(long, value_name = "TEMPLATE", value_parser = parse_launch_cmd, help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub launch_cmd: Option<String>,
     /// Write the first passing graph control's workflow to FILE, to load in ComfyUI: a UI
     /// workflow when the input was one (and the change has a UI form), else the API prompt.
     /// Not inside the runs folder, not the input workflow, not a symbolic link; an existing
     /// FILE only with --force. Exit 4 when it cannot be written.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub apply: Option<PathBuf>,
     /// With --apply: replace FILE when it exists (keeping its permissions).
-    #[arg(long, requires = "apply")]
+    #[arg(long, requires = "apply", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub force: bool,
 }
 
@@ -180,8 +180,8 @@ pub struct Args {
     pub allow_shared_server: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// No progress line and no per-run lines.
-    #[arg(long, short)]
+    /// `-q`, given before or after the subcommand (a global flag of [`super::Cli`]).
+    #[arg(skip)]
     pub quiet: bool,
 }
 

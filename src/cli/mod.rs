@@ -49,6 +49,7 @@ pub mod demo;
 pub mod diagnose;
 pub mod hash;
 pub mod hash_files;
+pub mod heading;
 pub mod logging;
 pub mod mitigate;
 pub mod plan;
@@ -63,26 +64,82 @@ pub mod simulate;
 pub mod submit;
 pub mod validate;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Find the first change that makes a ComfyUI workflow fail (most often CUDA out of memory).
 /// comfy-bisect shrinks a failing workflow to a minimal variant, re-adds one increment per run on
 /// a running ComfyUI server, and writes an evidence-backed report of the first failing increment.
 #[derive(Debug, Parser)]
-#[command(name = "comfy-bisect", version, about, long_about = None)]
+#[command(name = "comfy-bisect", version, about, long_about = None, after_long_help = EXAMPLES)]
 pub struct Cli {
+    /// Where sessions are written, for the commands that keep them (also accepted after the
+    /// subcommand; after wins) [default: runs].
+    #[arg(long, value_name = "DIR", help_heading = heading::BASICS)]
+    pub runs_dir: Option<PathBuf>,
+    /// No progress line and no per-run lines (the summary is still printed); before or after
+    /// the subcommand.
+    #[arg(short, long, global = true, help_heading = heading::BASICS)]
+    pub quiet: bool,
+    /// More log output (repeat for more); before or after the subcommand.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = heading::BASICS)]
+    pub verbose: u8,
     /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
     /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
     /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
     /// http://127.0.0.1:8000 that answers].
-    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL")]
+    #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = heading::SERVER)]
     pub server: Option<String>,
-    /// More log output (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `comfy-bisect --help`'s examples (not in `-h`).
+const EXAMPLES: &str = "\
+Examples:
+  comfy-bisect demo
+      the whole job on the built-in simulator and examples: no GPU, no ComfyUI needed
+  comfy-bisect bisect my_workflow.json
+      find the first increment that fails, on the ComfyUI at 127.0.0.1:8188 (or Desktop's 8000)
+  comfy-bisect report <session-id> --bundle report.zip
+      the report to paste into a GitHub issue, and the evidence to attach";
+
+impl Cli {
+    /// Parses the process's arguments (exits with clap's message and status on bad ones).
+    pub fn parse_args() -> Cli {
+        Cli::try_parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parses `args` (the program name first), then applies what was given before the
+    /// subcommand: `--runs-dir` goes to the subcommand unless it has its own (after wins); a
+    /// subcommand that keeps no sessions refuses it.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        let Some(dir) = cli.runs_dir.clone() else {
+            return Ok(cli);
+        };
+        let (name, sub) = matches.subcommand().expect("a subcommand is required");
+        // The subcommand's own --runs-dir, when given, wins (its default does not).
+        let given_after = ["runs_dir", "runs_dirs"].iter().any(|id| {
+            sub.try_contains_id(id).unwrap_or(false)
+                && sub.value_source(id) != Some(clap::parser::ValueSource::DefaultValue)
+        });
+        if !cli.command.take_runs_dir(dir, given_after) {
+            return Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--runs-dir before `{name}`: `{name}` keeps no sessions, so it takes no runs folder"
+                ),
+            ));
+        }
+        Ok(cli)
+    }
 }
 
 /// The subcommands.
@@ -100,6 +157,7 @@ pub enum Command {
     /// Run a ComfyUI-compatible simulator (no GPU needed) with a memory model and fault switches.
     Simulate(simulate::Args),
     /// Bisect failing workflow(s) on the server: preflight, endpoints, search, verdict, journal.
+    #[command(after_long_help = bisect::EXAMPLES)]
     Bisect(bisect::Args),
     /// Run one workflow once on a freshly (re)started server; exit 0/1/125 for `git bisect run`.
     Check(check::Args),
@@ -126,9 +184,60 @@ pub enum Command {
     Completions(completions::Args),
 }
 
+impl Command {
+    /// Gives the subcommand the runs folder named before it, unless it was given its own
+    /// (`given_after`); false when the subcommand keeps no sessions.
+    fn take_runs_dir(&mut self, dir: PathBuf, given_after: bool) -> bool {
+        let slot = match self {
+            Command::Bisect(args) => &mut args.session.runs_dir,
+            Command::Demo(args) => &mut args.session.runs_dir,
+            Command::Check(args) => &mut args.runs_dir,
+            Command::Resume(args) => &mut args.runs_dir,
+            Command::Mitigate(args) => &mut args.runs_dir,
+            Command::Show(args) => return set_dirs(&mut args.runs_dirs, dir, given_after),
+            Command::Runs(args) => return set_dirs(&mut args.runs_dirs, dir, given_after),
+            Command::Report(args) => return set_dirs(&mut args.runs_dirs, dir, given_after),
+            Command::Validate(_)
+            | Command::Hash(_)
+            | Command::Convert(_)
+            | Command::Submit(_)
+            | Command::Simulate(_)
+            | Command::HashFiles(_)
+            | Command::Diagnose(_)
+            | Command::Plan(_)
+            | Command::Completions(_) => return false,
+        };
+        if !given_after {
+            *slot = dir;
+        }
+        true
+    }
+
+    /// Hands the global `-q` to the subcommands that print progress.
+    fn set_quiet(&mut self, quiet: bool) {
+        match self {
+            Command::Bisect(args) => args.session.quiet = quiet,
+            Command::Demo(args) => args.session.quiet = quiet,
+            Command::Check(args) => args.quiet = quiet,
+            Command::Resume(args) => args.quiet = quiet,
+            Command::Mitigate(args) => args.quiet = quiet,
+            _ => {}
+        }
+    }
+}
+
+/// [`Command::take_runs_dir`] for the commands that read several runs folders.
+fn set_dirs(dirs: &mut Vec<PathBuf>, dir: PathBuf, given_after: bool) -> bool {
+    if !given_after {
+        *dirs = vec![dir];
+    }
+    true
+}
+
 /// Runs the parsed command line and returns the exit code.
-pub fn main(cli: Cli) -> ExitCode {
+pub fn main(mut cli: Cli) -> ExitCode {
     logging::init(cli.verbose);
+    cli.command.set_quiet(cli.quiet);
     let before = cli.server.clone();
     let server = |arg: &common::ServerArg| arg.resolve(before.as_deref());
     let result: common::CliResult = match cli.command {

@@ -4,7 +4,7 @@
 
 use super::bisect::print_finished;
 use super::common::{CliError, CliResult, ConnectArgs, Connection};
-use super::schedule::{local_zone, parse_duration, parse_when, rfc3339};
+use super::schedule::{describe_when, local_zone, parse_duration, parse_when, rfc3339};
 use crate::cli::progress::ProgressView;
 use crate::error::exit;
 use comfy_bisect_core::app::{self, DeadlineChange, ResumeOptions, Resumed};
@@ -38,8 +38,8 @@ pub struct Args {
     pub deadline_grace: Option<Duration>,
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// No progress line and no per-run lines.
-    #[arg(long, short)]
+    /// `-q`, given before or after the subcommand (a global flag of [`super::Cli`]).
+    #[arg(skip)]
     pub quiet: bool,
 }
 
@@ -52,8 +52,10 @@ pub fn run(args: Args) -> CliResult {
         if let Some(w) = warning.filter(|_| d.trim().len() <= 5) {
             eprintln!("warning: {w}");
         }
-        let t = parse_when(d, jiff::Timestamp::now(), &zone)
-            .map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
+        let now = jiff::Timestamp::now();
+        let t =
+            parse_when(d, now, &zone).map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
+        eprintln!("--deadline {d}: {}", describe_when(&t, now, &zone));
         DeadlineChange::Set(rfc3339(&t))
     } else {
         DeadlineChange::Keep

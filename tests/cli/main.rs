@@ -17,6 +17,7 @@ mod report_support;
 #[path = "../support/session.rs"]
 mod session_support;
 
+mod args_cli;
 mod check_cli;
 mod cli_pipes;
 mod completions_cli;

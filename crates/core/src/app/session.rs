@@ -577,8 +577,8 @@ fn check_options_text(options: &SessionOptions) -> Result<(), String> {
     }
     if options.full_step_target && options.search_steps.is_none() {
         return Err(
-            "--full-step-target needs a few-step search (--search-steps N): with \
-             --search-steps full every run is at the workflow's own steps already; \
+            "--full-step-target needs a few-step search (--search-sampler-steps N): with \
+             --search-sampler-steps full every run is at the workflow's own steps already; \
              drop one of the two options"
                 .into(),
         );
