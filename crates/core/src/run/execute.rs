@@ -235,6 +235,7 @@ impl<'a> Runner<'a> {
         let started_at = now_rfc3339();
         let pid = self.server_pid();
         let mem_before = pid.and_then(crate::host::process::memory);
+        let load_before = crate::host::load::read();
         let outcome = self.drive().await;
         // The socket is closed in the background (nobody waits for the server's close reply);
         // the last stats (unless fetched with the history already) and the sampler's series are
@@ -254,7 +255,12 @@ impl<'a> Runner<'a> {
         self.keep_stats_after(stats_after);
         self.flush_http();
         let (mut samples, failed) = (series.vram, series.failed);
-        let host = self.host_report(series.host, (mem_before, mem_after));
+        let mut host = self.host_report(series.host, (mem_before, mem_after));
+        host.load = Some(crate::host::HostLoad::of(
+            load_before,
+            crate::host::load::read(),
+            self.req.server_process.is_some(),
+        ));
         for (stats, t_ms) in [(&self.stats_before, 0), (&self.stats_after, self.ms())] {
             if let Some(d) = stats.as_ref().and_then(SystemStats::primary) {
                 samples.push(VramSample {
