@@ -451,6 +451,20 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok(outcome)
     }
 
+    /// Forgets the run in flight (run `i` of workflow `w`, its folder `run_dir`): the decision
+    /// runs its step again.
+    fn forget_in_flight(
+        &mut self,
+        w: usize,
+        i: usize,
+        run_dir: &std::path::Path,
+    ) -> Result<(), JournalError> {
+        self.session.workflows[w].runs.remove(i);
+        self.session.in_flight = None;
+        let _ = std::fs::remove_dir_all(run_dir);
+        self.save()
+    }
+
     /// Settles the run that was in flight when the tool died: `run.json` already written →
     /// journal it; else ask the server's history by prompt_id; else forget it (it is re-run).
     /// False when the session had to stop (server not back).
@@ -482,6 +496,18 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .backend
                 .recover(&entry.run_id, &workflow, &run_dir.join(RUN_EVENTS_FILE))
             {
+                Recovery::Finished(record)
+                    if crate::session::evidence::pass_without_evidence(&record) =>
+                {
+                    self.hooks.note(&format!(
+                        "run {} passed on the server while comfy-bisect was down, but its console \
+                         (where a memory fallback or memory pressure shows) was not seen: it is \
+                         not counted as a clean pass and will be run again (cold)",
+                        entry.run_id
+                    ));
+                    self.forget_in_flight(w, i, &run_dir)?;
+                    return Ok(true);
+                }
                 Recovery::Finished(record) => {
                     self.hooks.note(&format!(
                         "run {} was finished by the server while comfy-bisect was down; recovered from its history",
@@ -498,10 +524,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                         "run {} is not in the server's history; it will be run again",
                         entry.run_id
                     ));
-                    self.session.workflows[w].runs.remove(i);
-                    self.session.in_flight = None;
-                    let _ = std::fs::remove_dir_all(&run_dir);
-                    self.save()?;
+                    self.forget_in_flight(w, i, &run_dir)?;
                     return Ok(true);
                 }
                 Recovery::Unreachable(reason) => {

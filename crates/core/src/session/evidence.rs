@@ -341,6 +341,18 @@ pub(crate) fn record_from_history(
     Some(record)
 }
 
+/// Whether `record`, rebuilt from the server's history, is a pass whose evidence was lost
+/// (issue #39): the console that shows a memory fallback or memory pressure was not seen after
+/// the tool went down (nor can the server's log ring tie lines to a prompt), so the pass cannot
+/// be told from a clean one. Such a run is run again (cold), never counted.
+pub(crate) fn pass_without_evidence(record: &RunRecord) -> bool {
+    record.outcome == OutcomeKind::Passed
+        && record
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(RECOVERED_WARNING))
+}
+
 /// A server-lost record for a run whose server vanished with it.
 #[cfg(test)]
 pub(crate) fn server_lost_record(
