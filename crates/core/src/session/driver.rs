@@ -253,17 +253,34 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// Runs the last step of the first workflow once, as the target, and journals it (`check`:
     /// no ladder, no decision, no restart or wait afterwards; `mark` goes into its index line).
-    /// The session ends `done`, or stopped when the run was interrupted.
-    pub(crate) fn run_once(&mut self, mark: Option<CheckMark>) -> Result<RunResult, JournalError> {
+    /// With `confirms` (a crashed run's id) it is the second run that confirms the crash: the
+    /// server is first restarted through `--restart-cmd` (when given) and waited for. The
+    /// session ends `done`, or stopped when the run was interrupted.
+    pub(crate) fn run_once(
+        &mut self,
+        mark: Option<CheckMark>,
+        confirms: Option<String>,
+    ) -> Result<RunResult, JournalError> {
         self.index_mark = mark;
         self.session.state = SessionState::Running { workflow: 0 };
         self.save()?;
+        if confirms.is_some() && !self.wait_for_server(true) {
+            return Ok(RunResult::NotSubmitted(format!(
+                "the server {} was not back within {}s (--wait-server)",
+                self.session.server, self.session.options.wait_server_s
+            )));
+        }
+        let role = if confirms.is_some() {
+            RunRole::Confirm
+        } else {
+            RunRole::Target
+        };
         let fingerprint = match self.take_environment(0)? {
             EnvCheck::Same(id) => id,
             EnvCheck::Changed | EnvCheck::Stop => self.env_now.clone(),
         };
         let step = self.session.workflows[0].steps.len().saturating_sub(1);
-        let submitted = self.submit(0, step, RunRole::Target, None, fingerprint, None)?;
+        let submitted = self.submit(0, step, role, confirms, fingerprint, None)?;
         let result = match submitted {
             Submitted::Not(reason) => RunResult::NotSubmitted(reason),
             Submitted::Done { run_id, outcome } => {
