@@ -59,6 +59,13 @@ pub struct Faults {
     /// long, as when another process takes the CPU or the card mid-run. Nothing about memory
     /// changes (no load line, no staging, the same device memory): a slowdown from outside.
     pub busy_host: u64,
+    /// `POST /prompt` queues the prompt under an id of its own that is not a UUID
+    /// (`job-N`) and answers that (`foreign-prompt-id`): no ComfyUI does (a client's id is
+    /// kept, its own are UUIDs), a proxy in front might.
+    pub foreign_prompt_id: bool,
+    /// `GET /api/jobs/{id}` answers the job under another id (`foreign-job-id`): no ComfyUI
+    /// does (`get_job` answers the id it was asked for), a caching proxy might.
+    pub foreign_job_id: bool,
     /// `POST /prompt` answers 500 without queuing anything.
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
@@ -310,7 +317,7 @@ impl Faults {
         self
     }
 
-    /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],busy-host=N,prompt-500,
+    /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],busy-host=N,prompt-500,foreign-prompt-id,foreign-job-id,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
     /// ws-flood=N,flat-product,nan-decode,hang-second-run[=ignore-interrupt],aimdo-error,
@@ -330,6 +337,8 @@ impl Faults {
                 ("crash-mid-run", None) => f.crash_mid_run = true,
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
+                ("foreign-prompt-id", None) => f.foreign_prompt_id = true,
+                ("foreign-job-id", None) => f.foreign_job_id = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
                 ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
@@ -401,7 +410,7 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], busy-host=N, prompt-500, garbage-frames, socket-after-history, \
+                         slow-history[=MS], busy-host=N, prompt-500, foreign-prompt-id, foreign-job-id, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
                          silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
                          hang-second-run[=ignore-interrupt], aimdo-error, crash-on=N[:N…], revive-after=MS, \
@@ -428,6 +437,8 @@ impl std::fmt::Display for Faults {
         flag(self.crash_mid_run, "crash-mid-run");
         flag(self.drop_socket, "drop-socket");
         flag(self.prompt_500, "prompt-500");
+        flag(self.foreign_prompt_id, "foreign-prompt-id");
+        flag(self.foreign_job_id, "foreign-job-id");
         flag(self.garbage_frames, "garbage-frames");
         flag(self.socket_after_history, "socket-after-history");
         flag(self.no_internal_logs, "no-internal-logs");
