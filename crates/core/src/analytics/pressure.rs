@@ -9,9 +9,9 @@
 //!
 //! Time alone is never a verdict (issue #39): a busy machine, a browser or a game on the card
 //! slow steps as much as streaming weights do. A slowdown counts only beside a memory sign of
-//! the same run ([`memory_signs`]: a partial load, weights staged beyond the card, the VRAM
+//! the same run (`memory_signs`: a partial load, weights staged beyond the card, the VRAM
 //! peak at the card's total, a memory fallback, ComfyUI's OOM unload, host-RAM pressure);
-//! without one, [`confirm`] keeps it apart as a slowdown "from time alone", shown with this
+//! without one, `confirm` keeps it apart as a slowdown "from time alone", shown with this
 //! machine's load and the card's memory outside PyTorch, and it decides nothing.
 
 use crate::comfy::MemoryEvent;
@@ -167,7 +167,7 @@ pub struct MemoryPressure {
     pub staged_mb: Option<u64>,
     /// The `--max-slowdown` factor the evidence was judged with.
     pub max_slowdown: f64,
-    /// The memory signs of the run that confirm a slowdown ([`memory_signs`]); empty when the
+    /// The memory signs of the run that confirm a slowdown (`memory_signs`); empty when the
     /// evidence is a partial load (itself a memory sign), or in a record made before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signs: Vec<String>,
