@@ -563,3 +563,71 @@ fn the_report_of_a_good_check_says_it_passed() {
     );
     assert!(!report.contains("For ComfyUI's bug form"), "{report}");
 }
+
+/// Issue #39 finding 8: a passing workflow whose server dies mid-run was `bad (exit 1) ·
+/// server lost`, and `git bisect` marked a good commit bad. A crash decides nothing alone now:
+/// the check runs again once the server is back; a pass then leaves the commit untested (125).
+#[test]
+fn a_crash_not_confirmed_by_a_second_run_cannot_be_tested_125() {
+    // The first prompt kills the server; it comes back by itself (as under a supervisor).
+    let faults = comfy_bisect_sim::Faults::parse("crash-on=1,revive-after=300").unwrap();
+    let sim = Sim::with_faults(24 * 1024, faults);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = check_in(
+        tmp.path(),
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--wait-server", "30s"],
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("skip (exit 125)")
+            && line.contains("server lost")
+            && line.contains("a second run passed: the crash was not confirmed"),
+        "{line}"
+    );
+    let (session, record) = checks(&runs).pop().unwrap();
+    assert_eq!(session.workflows[0].runs.len(), 2, "{line}");
+    assert_eq!(record.outcome.as_deref(), Some("passed"));
+}
+
+/// The same crash twice is confirmed: bad (exit 1), both runs named.
+#[test]
+fn a_crash_confirmed_by_a_second_run_exits_1() {
+    let faults = comfy_bisect_sim::Faults::parse("crash-on=1:2,revive-after=300").unwrap();
+    let sim = Sim::with_faults(24 * 1024, faults);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(tmp.path(), "wf", &sd15());
+    let runs = tmp.path().join("runs");
+    let out = check_in(
+        tmp.path(),
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--wait-server", "30s"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("bad (exit 1)") && line.contains("confirmed by a second run"),
+        "{line}"
+    );
+    // A server that does not come back: the crash cannot be confirmed (125).
+    let faults = comfy_bisect_sim::Faults::parse("crash-on=1").unwrap();
+    let sim = Sim::with_faults(24 * 1024, faults);
+    let runs = tmp.path().join("runs2");
+    let out = check_in(
+        tmp.path(),
+        &sim.url(),
+        &runs,
+        &[wf.to_str().unwrap(), "--wait-server", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("the second could not confirm it") && line.contains("--wait-server"),
+        "{line}"
+    );
+}

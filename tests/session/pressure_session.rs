@@ -78,7 +78,7 @@ fn the_verdict_names_the_first_memory_pressure_before_the_first_failure() {
         "{md}"
     );
     assert!(
-        md.contains(" MB staged)); first failure at **cache** (step 5 of "),
+        md.contains(" MiB); first failure at **cache** (step 5 of "),
         "{md}"
     );
     assert_eq!(b.main_run(3).outcome, Some(Outcome::Passed));
@@ -168,9 +168,11 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
         .delivered
         .memory_pressure
         .clone();
-    assert!(words.len() == 2, "{words:?}");
+    assert!(words.len() == 3, "{words:?}");
     assert!(words[0].starts_with("slowed "), "{words:?}");
     assert!(words[1].starts_with("weights streamed ("), "{words:?}");
+    // Time alone decides nothing (issue #39): the slowdown counts beside a memory sign.
+    assert!(words[2].starts_with("memory sign: VRAM peak "), "{words:?}");
     // run.json: the evidence with its numbers, judged against step 1.
     let file: RunFile = read_json(&b.dir.join(&frames.dir).join(RUN_RECORD_FILE)).unwrap();
     let p = file.memory_pressure.expect("memory_pressure in run.json");
@@ -207,7 +209,7 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
         md.contains("but first memory pressure at **frames** (step 2: slowed "),
         "{md}"
     );
-    assert!(md.contains(" MB staged))."), "{md}");
+    assert!(md.contains(" MB staged), memory sign: VRAM peak "), "{md}");
     // Why the ladder was walked after the target passed.
     assert!(
         md.contains("The ladder was walked because the target's VRAM peak ")
@@ -312,6 +314,68 @@ fn strict_stops_at_the_first_memory_pressure() {
         "{}",
         b.text()
     );
+}
+
+/// Issue #39 finding 11: a busy machine reads as memory pressure. The simulator's `busy-host`
+/// fault slows the second half of every sampler's steps threefold with nothing about memory
+/// changed, on a card where nothing streams; before, `--strict` called the minimal variant a
+/// failure ("minimal variant already fails (stage sample_middle)") from that slowdown alone.
+#[test]
+fn an_outside_slowdown_is_no_memory_pressure() {
+    let sim = Sim::start(
+        SimConfig::default()
+            .with_profile(Profile::Y2026)
+            .with_vram_bytes(96 * 1024 * MIB)
+            .with_time_scale(TIME_SCALE)
+            .with_faults(comfy_bisect_sim::Faults::default().with_busy_host(3)),
+    );
+    let b = bisect_workflow(
+        &sim,
+        &target_without_cache(),
+        &[
+            "--min-frames",
+            "129",
+            "--strict",
+            "--walk-on-pass",
+            "always",
+        ],
+    );
+    assert!(
+        matches!(b.job().verdict, Some(Verdict::CouldNotReproduce { .. })),
+        "{:?}\n{}",
+        b.job().verdict,
+        b.text()
+    );
+    assert!(
+        b.job()
+            .runs
+            .iter()
+            .all(|r| r.outcome == Some(Outcome::Passed)),
+        "{}",
+        b.text()
+    );
+    // The slowdown is shown, with why it does not count and this machine's load beside it.
+    let minimal = b.main_run(0);
+    let said = &minimal.summary.as_ref().unwrap().delivered;
+    assert!(said.memory_pressure.is_empty(), "{said:?}");
+    assert!(
+        said.slowdown_only[0].starts_with("steps slowed ")
+            && said.slowdown_only[1].starts_with("time alone, not counted as memory pressure")
+            && said
+                .slowdown_only
+                .iter()
+                .any(|w| w.contains("load ") || w.contains("load average not recorded")),
+        "{said:?}"
+    );
+    let file: RunFile = read_json(&b.dir.join(&minimal.dir).join(RUN_RECORD_FILE)).unwrap();
+    assert_eq!(file.memory_pressure, None);
+    assert!(file.record.host.load.is_some());
+    let md = b.read("report.md");
+    assert!(
+        md.contains("time alone, not counted as memory pressure"),
+        "{md}"
+    );
+    assert!(!md.contains("First memory pressure"), "{md}");
 }
 
 #[test]

@@ -325,3 +325,115 @@ fn the_server_lock_is_shared_by_every_runs_folder_and_every_name_of_the_server()
     third.kill().unwrap();
     third.wait().unwrap();
 }
+
+/// Issue #39 finding 3: `kill -9` + `resume` changed a `--strict` verdict. The SD1.5 example
+/// on a 2560 MiB card passes its resolution step only through the tiled VAE decode fallback,
+/// which `--strict` counts as the first failure. A run the server finished while the tool was
+/// down came back from `/history` without its console (where the fallback shows) and counted
+/// as a clean pass: "could not reproduce", or a later step. Killed at ten points (the run in
+/// flight and a delay into it from a fixed sequence) and resumed, the verdict is the
+/// uninterrupted one every time.
+#[test]
+#[cfg(unix)]
+fn strict_verdicts_survive_kills_at_any_point() {
+    // Slow enough that each run is in flight for a while (a kill lands inside one).
+    let sim = Sim::with_vram_mib(2560, 0.05);
+    let tmp = tempfile::tempdir().unwrap();
+    let wf = write_workflow(
+        tmp.path(),
+        "sd15",
+        &example("sd15_txt2img_lora_upscale", &[]),
+    );
+    let bisect_args = |runs: &std::path::Path| -> Vec<String> {
+        vec![
+            "--server".into(),
+            sim.url(),
+            "bisect".into(),
+            "-q".into(),
+            "--strict".into(),
+            "--runs-dir".into(),
+            runs.display().to_string(),
+            wf.display().to_string(),
+        ]
+    };
+    // The verdict without its run ids (a resumed session's runs have other ids).
+    let verdict_of = |runs: &std::path::Path| {
+        let (_, s) = only_session(runs);
+        let v = match &s.workflows[0].verdict {
+            Some(Verdict::FirstFailure {
+                step,
+                increment,
+                stage,
+                last_pass_step,
+                ..
+            }) => {
+                format!("first failure at {step} {increment} {stage:?}, last pass {last_pass_step}")
+            }
+            other => format!("{other:?}"),
+        };
+        (v, s)
+    };
+    let calm = tmp.path().join("calm");
+    let out = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(bisect_args(&calm))
+        .output()
+        .unwrap();
+    let (want, _) = verdict_of(&calm);
+    assert_eq!(
+        want,
+        "first failure at 1 resolution None, last pass 0",
+        "{}",
+        text(&out)
+    );
+    // A fixed pseudo-random sequence (an LCG): which run is in flight when killed, and how
+    // many ms into it.
+    let mut seed: u64 = 39;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for round in 0..10 {
+        let runs = tmp.path().join(format!("round{round}"));
+        let (nth, delay_ms) = (next(4) as usize, next(1000));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+            .args(bisect_args(&runs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_journal(&mut child, &runs, |s| {
+            let done = s.workflows[0]
+                .runs
+                .iter()
+                .filter(|r| r.status == RunStatus::Done)
+                .count();
+            s.in_flight.as_ref().filter(|_| done >= nth).map(|_| ())
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (so_far, before) = verdict_of(&runs);
+        if before.workflows[0].verdict.is_some() {
+            // The kill came after the end: nothing to resume.
+            assert_eq!(so_far, want, "round {round}");
+            continue;
+        }
+        let out = cli(&[
+            "resume",
+            "-q",
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            &before.session_id,
+        ]);
+        let (got, after) = verdict_of(&runs);
+        assert_eq!(
+            got,
+            want,
+            "round {round} (killed {delay_ms} ms into run {nth}): {}\n{:#?}",
+            text(&out),
+            after.workflows[0].runs
+        );
+    }
+}

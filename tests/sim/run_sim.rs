@@ -604,3 +604,75 @@ async fn stage_does_not_depend_on_whether_history_or_the_socket_answers_first() 
         sim.shutdown().await;
     }
 }
+
+/// Issue #39 finding 9: a non-UUID prompt id in the server's answer was followed until "our
+/// prompt vanished"; ComfyUI keeps a client's id and names its own prompts with UUIDs, so it is
+/// a protocol error now, the answer quoted, and the run is not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_id_that_is_not_a_uuid_is_a_protocol_error() {
+    let faults = Faults::parse("foreign-prompt-id").unwrap();
+    let sim = sim(SimConfig::default().with_faults(faults)).await;
+    let record = execute(&client(&sim), request(&sd15(512, 512, 1, 2))).await;
+    match record.outcome() {
+        Outcome::Rejected(r) => {
+            assert_eq!(r.error.kind, "protocol_error", "{r:?}");
+            assert!(
+                r.error.message.contains("not a UUID")
+                    && r.error.message.contains("\"prompt_id\":\"job-"),
+                "{}",
+                r.error.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    sim.shutdown().await;
+}
+
+/// A job answered under another id than ours (`GET /api/jobs/{id}`) is a protocol error too,
+/// never silently accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_under_another_id_is_a_protocol_error() {
+    let faults = Faults::parse("foreign-job-id").unwrap();
+    let sim = sim(SimConfig::default()
+        .with_profile(comfy_bisect_sim::Profile::Y2026)
+        .with_time_scale(0.05)
+        .with_faults(faults))
+    .await;
+    let record = execute(&client(&sim), request(&sd15(512, 512, 1, 20))).await;
+    match record.outcome() {
+        Outcome::Rejected(r) => {
+            assert_eq!(r.error.kind, "protocol_error", "{r:?}");
+            assert!(
+                r.error.message.contains("answered another job: {"),
+                "{}",
+                r.error.message
+            );
+        }
+        other => panic!("{other:?} {:?}", record.warnings),
+    }
+    sim.shutdown().await;
+}
+
+/// A prompt the socket ends with success but `/history` never shows: it passed with no
+/// product checked; it is unknown now (a crash to confirm, never a pass).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_without_a_history_entry_is_unknown_not_passed() {
+    let faults = Faults::parse("slow-history=600000").unwrap();
+    let sim = sim(SimConfig::default().with_faults(faults)).await;
+    let record = execute(&client(&sim), request(&sd15(512, 512, 1, 2))).await;
+    assert_eq!(
+        record.outcome,
+        OutcomeKind::ServerLost,
+        "{:?}",
+        record.error
+    );
+    match record.outcome() {
+        Outcome::ServerLost(info) => assert!(
+            info.reason.contains("/history has no entry") && info.reason.contains("not passed"),
+            "{}",
+            info.reason
+        ),
+        other => panic!("{other:?}"),
+    }
+    sim.shutdown().await;
+}

@@ -3,7 +3,8 @@
 //! It takes the server's lock like a bisect, runs `--restart-cmd`, waits for the server
 //! (`--wait-server`), preflights the workflow, journals the run as a one-run session (run
 //! folder, `run.json`, the index line with the server's version and the checkout's commit) and
-//! writes `check.json` beside `session.json`.
+//! writes `check.json` beside `session.json`. A crash (server lost, timeout, hang) is run once
+//! more before it answers: bad only when confirmed, else cannot test.
 
 use crate::comfy::Client;
 use crate::nodedefs::NodeDefs;
@@ -66,9 +67,11 @@ pub struct CheckOptions {
 pub enum CheckStatus {
     /// A complete product: exit 0.
     Good,
-    /// Failed (OOM, crash, memory fallback under `--strict`, incomplete product, timeout): 1.
+    /// Failed (OOM, memory fallback under `--strict`, incomplete product, a crash or timeout
+    /// confirmed by a second run): 1.
     Bad,
-    /// Cannot test (server not up, node class or model missing, prompt rejected): 125.
+    /// Cannot test (server not up, node class or model missing, prompt rejected, a crash a
+    /// second run did not confirm): 125.
     Skip,
     /// Stopped by Ctrl-C, SIGTERM or SIGHUP: 130 (`git bisect run` aborts).
     Interrupted,
@@ -425,25 +428,94 @@ pub(crate) fn check(
         comfyui_version: facts.comfyui_version.clone(),
         commit,
     };
-    let result = driver.run_once(Some(mark));
+    let result = driver.run_once(Some(mark.clone()), None)?;
+    // A crash or an end that cannot be known (server lost, timeout, hang, a /history that never
+    // answers) decides nothing alone (issue #39): a second run, after --restart-cmd when given.
+    let crashed = match &result {
+        RunResult::Done(entry)
+            if !*cancel.borrow() && entry.outcome.as_ref().is_some_and(Outcome::is_crash) =>
+        {
+            Some(entry.clone())
+        }
+        _ => None,
+    };
+    let mut record = match crashed {
+        None => record_of(&facts, result, *cancel.borrow()),
+        Some(first) => {
+            progress.println(&format!(
+                "the run ended without a verdict ({}): a crash decides nothing alone, running it \
+                 again to confirm",
+                first.outcome.as_ref().map_or("?", Outcome::name)
+            ));
+            let second = driver.run_once(Some(mark), Some(first.run_id.clone()))?;
+            confirmed(&facts, &first, second, *cancel.borrow())
+        }
+    };
     progress.finish();
-    let session_id = driver.session.session_id.clone();
-    let mut record = match result? {
+    record.session_id = Some(driver.session.session_id.clone());
+    finish(&paths, record)
+}
+
+/// The record of one run's result (`by_us`: we interrupted it).
+fn record_of(facts: &Facts, result: RunResult, by_us: bool) -> CheckRecord {
+    match result {
         RunResult::NotSubmitted(reason) => facts.record(
             CheckStatus::Skip,
             format!("cannot test: not submitted: {reason}"),
         ),
         RunResult::Done(entry) => {
             let outcome = entry.outcome.clone().unwrap_or(Outcome::Interrupted);
-            let status = CheckStatus::of(&outcome, *cancel.borrow());
+            let status = CheckStatus::of(&outcome, by_us);
             let mut record = facts.record(status, outcome_reason(&outcome));
             record.outcome = Some(outcome.name().to_string());
             record.run_id = Some(entry.run_id.clone());
             record
         }
+    }
+}
+
+/// The answer after a crash (`first`) and the run that confirms it (`second`): bad when the
+/// second crashed too or failed; cannot test (125) when it passed (the crash was not
+/// reproduced: the commit's answer is unknown) or could not run.
+fn confirmed(
+    facts: &Facts,
+    first: &crate::session::journal::RunEntry,
+    second: RunResult,
+    by_us: bool,
+) -> CheckRecord {
+    let first_said = outcome_reason(first.outcome.as_ref().unwrap_or(&Outcome::Interrupted));
+    let mut record = record_of(facts, second, by_us);
+    let (status, reason) = match (record.status, record.outcome.as_deref()) {
+        (CheckStatus::Bad, _) => (
+            CheckStatus::Bad,
+            format!(
+                "{} — confirmed by a second run (the first: {first_said}, run {})",
+                record.reason, first.run_id
+            ),
+        ),
+        (CheckStatus::Good, _) => (
+            CheckStatus::Skip,
+            format!(
+                "cannot test: the first run ended without a verdict ({first_said}, run {}) and a \
+                 second run passed: the crash was not confirmed",
+                first.run_id
+            ),
+        ),
+        (CheckStatus::Interrupted, _) => (CheckStatus::Interrupted, record.reason.clone()),
+        (CheckStatus::Skip, _) => (
+            CheckStatus::Skip,
+            format!(
+                "cannot test: the first run ended without a verdict ({first_said}, run {}) and \
+                 the second could not confirm it ({})",
+                first.run_id,
+                record.reason.trim_start_matches("cannot test: ")
+            ),
+        ),
     };
-    record.session_id = Some(session_id);
-    finish(&paths, record)
+    record.status = status;
+    record.exit_code = status.exit_code();
+    record.reason = reason;
+    record
 }
 
 /// Writes `check.json` and returns the record.

@@ -635,11 +635,13 @@ fn settle<B: Backend, C: Clock>(
         backend.recover(&entry.run_id, &workflow, &run_dir.join(RUN_EVENTS_FILE))
     };
     match recovered {
-        Recovery::Finished(record) => {
+        // A pass recovered from history lost its console (a fallback or memory pressure shows
+        // there, issue #39): the control is run again, cold, never judged a clean pass.
+        Recovery::Finished(record) if !crate::session::evidence::pass_without_evidence(&record) => {
             finish(driver, file, w, k, i, *record, &workflow)?;
             Ok(true)
         }
-        Recovery::Unknown => {
+        Recovery::Finished(_) | Recovery::Unknown => {
             let c = &mut file.workflows[k].controls[i];
             c.run = None;
             c.state = MitigationState::Pending;

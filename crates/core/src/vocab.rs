@@ -542,6 +542,11 @@ pub struct ProductSummary {
     /// (13650 MB staged)`). A pass with any is a degraded pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_pressure: Vec<String>,
+    /// A slowdown from time alone, in words: the reading, that it is not counted (no memory
+    /// sign came with it: a busy machine slows steps too, issue #39) and this machine's load
+    /// and the card's memory outside PyTorch beside it. Never a verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowdown_only: Vec<String>,
     /// What the output nodes wrote (`4 × PNG 768×1024`), from the run's headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,

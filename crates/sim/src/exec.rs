@@ -696,7 +696,13 @@ async fn run_node(
             if fail_at == Some(k - 1) {
                 break;
             }
-            run.sleep(plan.step_seconds).await;
+            let busy = run.inst.shared.faults().busy_host;
+            let outside = if busy > 1 && 2 * k > steps {
+                busy as f64
+            } else {
+                1.0
+            };
+            run.sleep(plan.step_seconds * outside).await;
             if bars {
                 run.capture
                     .steps

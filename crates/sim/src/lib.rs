@@ -55,6 +55,17 @@ pub struct Faults {
     pub drop_socket: bool,
     /// History entries appear this many real milliseconds after `executing {node: null}`.
     pub slow_history_ms: u64,
+    /// A busy host (`busy-host=N`): the second half of every sampler's steps takes N times as
+    /// long, as when another process takes the CPU or the card mid-run. Nothing about memory
+    /// changes (no load line, no staging, the same device memory): a slowdown from outside.
+    pub busy_host: u64,
+    /// `POST /prompt` queues the prompt under an id of its own that is not a UUID
+    /// (`job-N`) and answers that (`foreign-prompt-id`): no ComfyUI does (a client's id is
+    /// kept, its own are UUIDs), a proxy in front might.
+    pub foreign_prompt_id: bool,
+    /// `GET /api/jobs/{id}` answers the job under another id (`foreign-job-id`): no ComfyUI
+    /// does (`get_job` answers the id it was asked for), a caching proxy might.
+    pub foreign_job_id: bool,
     /// `POST /prompt` answers 500 without queuing anything.
     pub prompt_500: bool,
     /// Non-JSON text frames and unknown binary frames are interleaved with each prompt's events.
@@ -161,6 +172,10 @@ impl Faults {
     }
     pub fn with_drop_socket(mut self) -> Self {
         self.drop_socket = true;
+        self
+    }
+    pub fn with_busy_host(mut self, factor: u64) -> Self {
+        self.busy_host = factor;
         self
     }
     pub fn with_slow_history_ms(mut self, ms: u64) -> Self {
@@ -302,7 +317,7 @@ impl Faults {
         self
     }
 
-    /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],prompt-500,
+    /// Parses the `--faults` list: `crash-mid-run,drop-socket,slow-history[=MS],busy-host=N,prompt-500,foreign-prompt-id,foreign-job-id,
     /// garbage-frames,socket-after-history,no-internal-logs,no-experiment-models,
     /// missing-output=CLASS|#ID,short-video=N,no-range,silent-socket,queue-hides,history-500,
     /// ws-flood=N,flat-product,nan-decode,hang-second-run[=ignore-interrupt],aimdo-error,
@@ -322,6 +337,8 @@ impl Faults {
                 ("crash-mid-run", None) => f.crash_mid_run = true,
                 ("drop-socket", None) => f.drop_socket = true,
                 ("prompt-500", None) => f.prompt_500 = true,
+                ("foreign-prompt-id", None) => f.foreign_prompt_id = true,
+                ("foreign-job-id", None) => f.foreign_job_id = true,
                 ("garbage-frames", None) => f.garbage_frames = true,
                 ("socket-after-history", None) => f.socket_after_history = true,
                 ("no-internal-logs", None) => f.no_internal_logs = true,
@@ -347,6 +364,11 @@ impl Faults {
                     })?
                 }
                 ("slow-history", None) => f.slow_history_ms = 2000,
+                ("busy-host", Some(n)) => {
+                    f.busy_host = n.parse().ok().filter(|n| *n > 1).ok_or_else(|| {
+                        format!("--faults: busy-host={n} is not a slowdown factor (a whole number ≥ 2)")
+                    })?
+                }
                 ("ws-flood", Some(n)) => {
                     f.ws_flood = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                         format!("--faults: ws-flood={n} is not a number of frames (≥ 1)")
@@ -388,7 +410,7 @@ impl Faults {
                 _ => {
                     return Err(format!(
                         "--faults: unknown fault '{item}'; known: crash-mid-run, drop-socket, \
-                         slow-history[=MS], prompt-500, garbage-frames, socket-after-history, \
+                         slow-history[=MS], busy-host=N, prompt-500, foreign-prompt-id, foreign-job-id, garbage-frames, socket-after-history, \
                          no-internal-logs, no-experiment-models, missing-output=CLASS|#ID, short-video=N, no-range, \
                          silent-socket, queue-hides, history-500, ws-flood=N, flat-product, nan-decode, \
                          hang-second-run[=ignore-interrupt], aimdo-error, crash-on=N[:N…], revive-after=MS, \
@@ -415,6 +437,8 @@ impl std::fmt::Display for Faults {
         flag(self.crash_mid_run, "crash-mid-run");
         flag(self.drop_socket, "drop-socket");
         flag(self.prompt_500, "prompt-500");
+        flag(self.foreign_prompt_id, "foreign-prompt-id");
+        flag(self.foreign_job_id, "foreign-job-id");
         flag(self.garbage_frames, "garbage-frames");
         flag(self.socket_after_history, "socket-after-history");
         flag(self.no_internal_logs, "no-internal-logs");
@@ -436,6 +460,9 @@ impl std::fmt::Display for Faults {
         flag(self.aimdo_error, "aimdo-error");
         if self.slow_history_ms > 0 {
             items.push(format!("slow-history={}", self.slow_history_ms));
+        }
+        if self.busy_host > 0 {
+            items.push(format!("busy-host={}", self.busy_host));
         }
         if !self.crash_on.is_empty() {
             let list: Vec<String> = self.crash_on.iter().map(u64::to_string).collect();
@@ -952,6 +979,15 @@ mod tests {
         assert!(f.socket_after_history);
         assert_eq!(f.slow_history_ms, 150);
         assert_eq!(Faults::parse("slow-history").unwrap().slow_history_ms, 2000);
+        assert_eq!(
+            Faults::parse("busy-host=3").unwrap(),
+            Faults::default().with_busy_host(3)
+        );
+        assert!(Faults::parse("busy-host=1").is_err());
+        assert_eq!(
+            Faults::default().with_busy_host(3).to_string(),
+            "busy-host=3"
+        );
         let f = Faults::parse("silent-socket,queue-hides,history-500").unwrap();
         assert!(f.silent_socket && f.queue_hides && f.history_500);
         assert_eq!(

@@ -293,6 +293,18 @@ fn workflow_id(extra_data: &Value) -> Option<Value> {
 
 /// One job, looked up as `get_job` does: history first, then the running item, then the queue.
 fn job(inst: &Arc<Instance>, id: &str) -> Response {
+    let mut answer = job_as_kept(inst, id);
+    if inst.shared.faults().foreign_job_id && answer.status == 200 {
+        if let Ok(mut v) = serde_json::from_slice::<Value>(&answer.body) {
+            v["id"] = json!(uuid::Uuid::new_v4().to_string());
+            answer = Response::json(200, &v);
+        }
+    }
+    answer
+}
+
+/// [`job`] as the server keeps it.
+fn job_as_kept(inst: &Arc<Instance>, id: &str) -> Response {
     let st = inst.lock();
     if let Some((_, entry)) = st.history.iter().rev().find(|(k, _)| k == id) {
         return Response::json(200, &ended_job(id, entry));

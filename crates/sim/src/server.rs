@@ -980,6 +980,7 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
         } => (prompt, outputs, node_errors),
     };
     let prompt_id = match obj.get("prompt_id") {
+        _ if inst.shared.faults().foreign_prompt_id => format!("job-{number}"),
         Some(Value::Null) | None => uuid::Uuid::new_v4().to_string(),
         Some(v) => py_str(v),
     };

@@ -6,6 +6,13 @@
 //! the added work can cost, and steps that get slower within the run. A staging line alone
 //! (`… prepared for dynamic VRAM loading. N MB Staged.`) does not: a 2026 server stages every
 //! model. Pure: it reads a finished record, its workflow and the journal's earlier summaries.
+//!
+//! Time alone is never a verdict (issue #39): a busy machine, a browser or a game on the card
+//! slow steps as much as streaming weights do. A slowdown counts only beside a memory sign of
+//! the same run (`memory_signs`: a partial load, weights staged beyond the card, the VRAM
+//! peak at the card's total, a memory fallback, ComfyUI's OOM unload, host-RAM pressure);
+//! without one, `confirm` keeps it apart as a slowdown "from time alone", shown with this
+//! machine's load and the card's memory outside PyTorch, and it decides nothing.
 
 use crate::comfy::MemoryEvent;
 use crate::run::RunRecord;
@@ -15,6 +22,14 @@ use serde::{Deserialize, Serialize};
 /// The default `--max-slowdown`: a step may take this many times what the added work
 /// explains before the slowdown counts as memory pressure (docs/sessions.md says why).
 pub(crate) const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
+
+/// How close to the card's total a run's VRAM peak must come to be a memory sign, MiB.
+/// ComfyUI keeps `minimum_inference_memory()` free when it places weights: 0.8 GiB plus
+/// `EXTRA_RESERVED_VRAM` (0.4 GiB on Linux, 0.6–0.7 GiB on Windows;
+/// `comfy/model_management.py`), and dynamic VRAM fills the rest of the card with weights
+/// before it streams; so a run whose weights filled the card peaks within about 1.2–1.5 GiB of
+/// the total, the sampler's activations on top.
+pub const VRAM_LIMIT_MARGIN_MIB: f64 = 1536.0;
 
 /// Seconds per step below which a step is too short to compare: the frames' millisecond
 /// clock and scheduling noise would decide the ratio.
@@ -111,6 +126,11 @@ pub enum Evidence {
 }
 
 impl Evidence {
+    /// A reading of time alone (a slowdown), which a busy machine gives as well as memory.
+    pub(crate) fn is_timing(&self) -> bool {
+        !matches!(self, Evidence::PartialLoad { .. })
+    }
+
     /// In words, with the numbers.
     pub(crate) fn describe(&self) -> String {
         match self {
@@ -147,6 +167,10 @@ pub struct MemoryPressure {
     pub staged_mb: Option<u64>,
     /// The `--max-slowdown` factor the evidence was judged with.
     pub max_slowdown: f64,
+    /// The memory signs of the run that confirm a slowdown (`memory_signs`); empty when the
+    /// evidence is a partial load (itself a memory sign), or in a record made before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signs: Vec<String>,
 }
 
 impl MemoryPressure {
@@ -170,8 +194,111 @@ impl MemoryPressure {
         if let Some(mb) = self.staged_mb {
             out.push(format!("weights streamed ({mb} MB staged)"));
         }
+        out.extend(self.signs.iter().map(|s| format!("memory sign: {s}")));
         out
     }
+}
+
+/// The card's VRAM over a run as its summary has it, MiB: (total, peak).
+pub(crate) type CardUse = (Option<f64>, Option<f64>);
+
+/// The memory signs of a passed run (issue #39), in words: what says memory ran short beside
+/// a slowdown — a partial load, weights staged beyond the card (a 2026 server stages every
+/// model, so staging alone is none), the VRAM peak within [`VRAM_LIMIT_MARGIN_MIB`] of the
+/// card's total, a memory fallback, ComfyUI's OOM unload, host-RAM pressure.
+pub(crate) fn memory_signs(record: &RunRecord, (total, peak): CardUse) -> Vec<String> {
+    let mut out = Vec::new();
+    let total = total.filter(|t| *t > 0.0);
+    let mut staged = 0u64;
+    for e in &record.memory_events {
+        match e {
+            MemoryEvent::ModelLoad { class, figures, .. } if !figures.full => {
+                let off = figures
+                    .offloaded_mb
+                    .map(|o| format!(", {o:.0} MB offloaded"))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "{} loaded partially ({:.0} MB loaded{off})",
+                    class.as_deref().unwrap_or("a model"),
+                    figures.loaded_mb
+                ));
+            }
+            MemoryEvent::Staged { mb, .. } => staged += mb,
+            MemoryEvent::OomUnload { .. } => {
+                out.push("ComfyUI caught an out-of-memory error and unloaded every model".into())
+            }
+            _ => {}
+        }
+    }
+    if let Some(total) = total.filter(|t| staged as f64 >= *t) {
+        out.push(format!(
+            "{staged} MB staged for dynamic VRAM loading, beyond the card's {total:.0} MiB"
+        ));
+    }
+    if let (Some(peak), Some(total)) = (peak, total) {
+        if peak >= total - VRAM_LIMIT_MARGIN_MIB {
+            out.push(format!(
+                "VRAM peak {peak:.0} MiB within {VRAM_LIMIT_MARGIN_MIB:.0} MiB of the card's {total:.0} MiB"
+            ));
+        }
+    }
+    out.extend(record.memory_fallbacks.iter().cloned());
+    out.extend(record.host.pressure());
+    out
+}
+
+/// A run's memory pressure once confirmed (issue #39): the pressure that stands, and the
+/// slowdown readings set aside because no memory sign came with them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Confirmed {
+    /// The memory pressure that counts.
+    pub pressure: Option<MemoryPressure>,
+    /// Slowdowns from time alone: shown, never a verdict.
+    pub time_only: Vec<Evidence>,
+}
+
+/// Confirms what [`assess`] found with the run's memory `signs`: a partial load stands alone;
+/// a slowdown stands only beside a sign (kept in [`MemoryPressure::signs`]); a slowdown with
+/// no sign is set aside in [`Confirmed::time_only`].
+pub(crate) fn confirm(assessed: Option<MemoryPressure>, signs: Vec<String>) -> Confirmed {
+    let Some(mut p) = assessed else {
+        return Confirmed::default();
+    };
+    let memory = p.evidence.iter().any(|e| !e.is_timing());
+    if memory {
+        return Confirmed {
+            pressure: Some(p),
+            time_only: Vec::new(),
+        };
+    }
+    if signs.is_empty() {
+        return Confirmed {
+            pressure: None,
+            time_only: p.evidence,
+        };
+    }
+    p.signs = signs;
+    Confirmed {
+        pressure: Some(p),
+        time_only: Vec::new(),
+    }
+}
+
+/// A slowdown from time alone in words for the run's summary: each reading, that it is not
+/// counted and why, and what else was using the machine (`context`: this machine's load, the
+/// card's memory outside PyTorch).
+pub(crate) fn time_only_words(time_only: &[Evidence], context: &[String]) -> Vec<String> {
+    if time_only.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = time_only.iter().map(Evidence::describe).collect();
+    out.push(
+        "time alone, not counted as memory pressure (no partial load, staging beyond the card, \
+         VRAM at the card's total, fallback or host-RAM pressure)"
+            .to_string(),
+    );
+    out.extend(context.iter().cloned());
+    out
 }
 
 /// The memory pressure of a passed run, judged with `max_slowdown` against `baseline`; `None`
@@ -244,6 +371,7 @@ pub(crate) fn assess(
         evidence,
         staged_mb: staged,
         max_slowdown,
+        signs: Vec::new(),
     })
 }
 
@@ -374,5 +502,60 @@ mod tests {
         let mut failed = passed(1000, Some(2.0), vec![]);
         failed.outcome = crate::vocab::OutcomeKind::Failed;
         assert_eq!(assess(&failed, None, None, 1.5), None);
+    }
+    #[test]
+    fn a_slowdown_counts_only_beside_a_memory_sign() {
+        // Issue #39: a busy machine slows steps as streaming does.
+        let r = passed(1000, Some(2.0), vec![]);
+        let p = assess(&r, None, None, 1.5).expect("a slowing reading");
+        assert_eq!(
+            memory_signs(&r, (Some(24576.0), Some(8000.0))),
+            Vec::<String>::new()
+        );
+        let c = confirm(Some(p.clone()), vec![]);
+        assert_eq!(c.pressure, None);
+        assert_eq!(c.time_only, p.evidence);
+        let words = time_only_words(&c.time_only, &["this machine's load 3.10 → 4.20".into()]);
+        assert_eq!(words[0], "steps slowed 2.0× within the run (node 2)");
+        assert!(words[1].starts_with("time alone, not counted"), "{words:?}");
+        assert_eq!(words[2], "this machine's load 3.10 → 4.20");
+        // The VRAM peak at the card's total is a sign: the slowdown stands, the sign said.
+        let signs = memory_signs(&r, (Some(24576.0), Some(24000.0)));
+        assert_eq!(
+            signs,
+            ["VRAM peak 24000 MiB within 1536 MiB of the card's 24576 MiB"]
+        );
+        let c = confirm(Some(p.clone()), signs);
+        let stands = c.pressure.expect("confirmed");
+        assert_eq!(
+            stands.words().last().unwrap(),
+            "memory sign: VRAM peak 24000 MiB within 1536 MiB of the card's 24576 MiB"
+        );
+        assert!(c.time_only.is_empty());
+        // Staging is a sign only beyond the card (a 2026 server stages every model); a
+        // fallback is one.
+        let r = passed(1000, Some(2.0), vec![staged(13650)]);
+        assert!(memory_signs(&r, (Some(24576.0), None)).is_empty());
+        assert_eq!(memory_signs(&r, (Some(12288.0), None)).len(), 1);
+        let mut r = passed(1000, Some(2.0), vec![]);
+        r.memory_fallbacks = vec!["tiled VAE decode fallback".into()];
+        assert_eq!(
+            memory_signs(&r, (None, None)),
+            ["tiled VAE decode fallback"]
+        );
+        // A partial load is memory evidence itself: it needs no other sign.
+        let partial = MemoryPressure {
+            evidence: vec![Evidence::PartialLoad {
+                class: None,
+                offloaded_mb: 100.0,
+            }],
+            staged_mb: None,
+            max_slowdown: 1.5,
+            signs: vec![],
+        };
+        assert_eq!(
+            confirm(Some(partial.clone()), vec![]).pressure,
+            Some(partial)
+        );
     }
 }

@@ -12,12 +12,9 @@ use crate::comfy::MemoryEvent;
 use crate::run::RunRecord;
 use serde::{Deserialize, Serialize};
 
-/// How close to the card's total the run's VRAM peak must come to be a cue, MiB. ComfyUI keeps
-/// `minimum_inference_memory()` free when it places weights: 0.8 GiB plus `EXTRA_RESERVED_VRAM`
-/// (0.4 GiB on Linux, 0.6–0.7 GiB on Windows; `comfy/model_management.py`), and dynamic VRAM
-/// fills the rest of the card with weights before it streams; so a run whose weights filled the
-/// card peaks within about 1.2–1.5 GiB of the total, the sampler's activations on top.
-pub const VRAM_LIMIT_MARGIN_MIB: f64 = 1536.0;
+/// How close to the card's total the run's VRAM peak must come to be a cue, MiB (the margin of
+/// a memory sign, [`super::pressure::VRAM_LIMIT_MARGIN_MIB`], says why).
+pub use super::pressure::VRAM_LIMIT_MARGIN_MIB;
 
 /// One cue that a passing target may hide memory pressure, with its numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -248,6 +245,7 @@ mod tests {
             }],
             staged_mb: None,
             max_slowdown: 1.5,
+            signs: vec![],
         };
         let c = cues(&record(vec![]), &summary(None, None), Some(&p));
         assert_eq!(

@@ -1,15 +1,17 @@
 //! Host memory and the operating system's evidence: system RAM from `/system_stats`, the local
 //! server process's RSS and swap ([`process`]), and the kernel log's OOM-killer lines for a server
-//! that died (`kernel_log`).
+//! that died (`kernel_log`), and this machine's load average over a run ([`load`]).
 //!
 //! This module owns the `host` section of `run.json` ([`HostReport`]) and the host-RAM pressure
 //! reading of it (`HostReport::pressure`); `run` samples, `session` reads the kernel log after a
 //! lost server, `report` shows peaks.
 
 pub(crate) mod kernel_log;
+pub mod load;
 pub mod process;
 
 pub use kernel_log::{KernelEvidence, OomKill};
+pub use load::HostLoad;
 pub use process::{Located, ProcessMemory, ServerProcess};
 
 use serde::{Deserialize, Serialize};
@@ -64,6 +66,9 @@ pub struct HostReport {
     /// What the numbers are (and why the process ones are missing, when they are).
     #[serde(default)]
     pub note: String,
+    /// This machine's load average at the run's ends (issue #39: read beside a slowdown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<HostLoad>,
 }
 
 impl HostReport {
@@ -93,6 +98,7 @@ impl HostReport {
             process_gone_ms,
             samples,
             note,
+            load: None,
         }
     }
 

@@ -16,8 +16,9 @@ use super::sampler::Sampler;
 use super::state::FollowState;
 use crate::comfy::events::TrackerEvent;
 use crate::comfy::protocol::{
-    canonical_prompt_id, explain_invalid_prompt_id, msg, HistoryEntry, LogsData, PromptErrorInfo,
-    PromptRequest, QueuePosition, SystemStats, Terminal, INVALID_PROMPT_ID, PREVIEW_METHOD_NONE,
+    canonical_prompt_id, explain_invalid_prompt_id, is_canonical_prompt_id, msg, HistoryEntry,
+    LogsData, PromptErrorInfo, PromptRequest, QueuePosition, SystemStats, Terminal,
+    INVALID_PROMPT_ID, PREVIEW_METHOD_NONE,
 };
 use crate::comfy::{Client, ClientError, HttpExchange, Submitted, WsFrame};
 use crate::host::{HostReport, HostSample, ServerProcess};
@@ -119,6 +120,41 @@ pub(super) enum End {
     Hang(HangInfo),
     /// The server went away or our prompt vanished.
     Lost(ServerLostInfo),
+    /// The server answered about our prompt in a way ComfyUI never does (another id): what it
+    /// said, quoted. The run is not judged (issue #39).
+    Protocol(String),
+}
+
+/// The `error.type` of a run ended by a protocol error ([`End::Protocol`]): the server's
+/// answers could not be followed, so the run says nothing about the workflow.
+pub(crate) const PROTOCOL_ERROR: &str = "protocol_error";
+
+/// An outcome for a server answer ComfyUI never gives (`message` quotes it): not judged.
+pub(super) fn protocol_error(message: String) -> Outcome {
+    Outcome::Rejected(Rejection {
+        http_status: 200,
+        error: PromptErrorInfo {
+            kind: PROTOCOL_ERROR.into(),
+            message: format!(
+                "protocol error: {message}; the run is not judged (the prompt may still be on the \
+                 server)"
+            ),
+            details: String::new(),
+            extra_info: Value::Object(Map::new()),
+        },
+        node_errors: Map::new(),
+        partial: false,
+        partial_run: None,
+    })
+}
+
+/// A server's answer for quoting in an error: compact JSON, at most 300 characters.
+pub(super) fn quoted(answer: &Value) -> String {
+    let text = answer.to_string();
+    match text.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
 }
 
 /// One run in progress: the request, our prompt on the server ([`FollowState`], which the follow
@@ -235,6 +271,7 @@ impl<'a> Runner<'a> {
         let started_at = now_rfc3339();
         let pid = self.server_pid();
         let mem_before = pid.and_then(crate::host::process::memory);
+        let load_before = crate::host::load::read();
         let outcome = self.drive().await;
         // The socket is closed in the background (nobody waits for the server's close reply);
         // the last stats (unless fetched with the history already) and the sampler's series are
@@ -254,7 +291,12 @@ impl<'a> Runner<'a> {
         self.keep_stats_after(stats_after);
         self.flush_http();
         let (mut samples, failed) = (series.vram, series.failed);
-        let host = self.host_report(series.host, (mem_before, mem_after));
+        let mut host = self.host_report(series.host, (mem_before, mem_after));
+        host.load = Some(crate::host::HostLoad::of(
+            load_before,
+            crate::host::load::read(),
+            self.req.server_process.is_some(),
+        ));
         for (stats, t_ms) in [(&self.stats_before, 0), (&self.stats_after, self.ms())] {
             if let Some(d) = stats.as_ref().and_then(SystemStats::primary) {
                 samples.push(VramSample {
@@ -653,8 +695,21 @@ impl<'a> Runner<'a> {
                 Outcome::Hang(info)
             }
             End::Lost(info) => Outcome::ServerLost(info),
+            End::Protocol(message) => protocol_error(message),
             End::Finished => {
                 let run = match self.state.tracker().terminal().cloned() {
+                    // Success said on the socket (or by the jobs API) with no /history entry:
+                    // what ran and what it wrote cannot be checked (issue #39) — unknown.
+                    Some(Terminal::Success { .. }) if self.state.history().is_none() => {
+                        Outcome::ServerLost(ServerLostInfo {
+                            reason: "the server reported success but /history has no entry for \
+                                     the prompt: its end and its product cannot be checked, so \
+                                     the run is unknown, not passed"
+                                .into(),
+                            submitted: true,
+                            last_node: self.last_node(),
+                        })
+                    }
                     Some(Terminal::Success { .. }) => self
                         .product
                         .as_ref()
@@ -951,6 +1006,19 @@ impl<'a> Runner<'a> {
                     self.state.mark_submitted();
                     self.queue.submitted_ms = Some(self.ms());
                     self.queue.number = r.number.clone();
+                    if !r.prompt_id.is_empty() && !is_canonical_prompt_id(&r.prompt_id) {
+                        // ComfyUI keeps a client's id and names its own with UUIDs.
+                        let answer = serde_json::json!({
+                            "prompt_id": r.prompt_id, "number": r.number,
+                            "node_errors": r.node_errors,
+                        });
+                        return Err(protocol_error(format!(
+                            "POST /prompt answered a prompt id that is not a UUID ({}) for our \
+                             prompt {}",
+                            quoted(&answer),
+                            self.state.prompt_id()
+                        )));
+                    }
                     if !r.prompt_id.is_empty() && r.prompt_id != self.state.prompt_id() {
                         self.warn(format!(
                             "the server renamed the prompt to {} (it ignores client prompt ids)",

@@ -506,7 +506,24 @@ impl<'r, 'a> Follow<'r, 'a> {
         if self.runner.state().apis().jobs != Some(false) {
             let state = self.runner.state();
             let lookup = state.client().job(state.prompt_id()).await;
+            let found = matches!(lookup, Ok(JobLookup::Found(_) | JobLookup::NotFound));
+            if let Some(sent) = self.runner.state().renamed_from().filter(|_| found) {
+                // A server with the jobs API keeps a client's prompt id (issue #39).
+                return Some(End::Protocol(format!(
+                    "the server has the jobs API, which keeps a client's prompt id, yet it \
+                     accepted our prompt {sent} as {:?}",
+                    self.runner.state().prompt_id()
+                )));
+            }
             match lookup {
+                Ok(JobLookup::Found(job)) if job.id != self.runner.state().prompt_id() => {
+                    let answer = serde_json::to_value(&*job).unwrap_or_default();
+                    return Some(End::Protocol(format!(
+                        "GET /api/jobs/{} answered another job: {}",
+                        self.runner.state().prompt_id(),
+                        super::execute::quoted(&answer)
+                    )));
+                }
                 Ok(JobLookup::Found(job)) => {
                     self.unreachable_since = None;
                     self.runner.state_mut().jobs_api_found(true);

@@ -23,6 +23,9 @@ pub(super) struct FollowState {
     client: Client,
     /// Our prompt's id (the server may rename it when it accepts the prompt).
     prompt_id: String,
+    /// The id we sent, when the server renamed our prompt (an older server ignores a client's
+    /// id; one with the jobs API never does).
+    renamed_from: Option<String>,
     /// The prompt's events, from the socket and `/history`.
     tracker: EventTracker,
     /// The open socket, if any.
@@ -46,6 +49,7 @@ impl FollowState {
             client,
             tracker: EventTracker::new(&prompt_id),
             prompt_id,
+            renamed_from: None,
             sock: None,
             sockets_opened: 0,
             socket_dropped: false,
@@ -68,7 +72,13 @@ impl FollowState {
     /// The server accepted our prompt under another id: follow that one from now on.
     pub(super) fn renamed(&mut self, prompt_id: String) {
         self.tracker = EventTracker::new(&prompt_id);
-        self.prompt_id = prompt_id;
+        let ours = std::mem::replace(&mut self.prompt_id, prompt_id);
+        self.renamed_from.get_or_insert(ours);
+    }
+
+    /// The id we sent, when the server accepted our prompt under another.
+    pub(super) fn renamed_from(&self) -> Option<&str> {
+        self.renamed_from.as_deref()
     }
 
     /// The prompt's events so far.

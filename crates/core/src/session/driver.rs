@@ -253,17 +253,34 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
 
     /// Runs the last step of the first workflow once, as the target, and journals it (`check`:
     /// no ladder, no decision, no restart or wait afterwards; `mark` goes into its index line).
-    /// The session ends `done`, or stopped when the run was interrupted.
-    pub(crate) fn run_once(&mut self, mark: Option<CheckMark>) -> Result<RunResult, JournalError> {
+    /// With `confirms` (a crashed run's id) it is the second run that confirms the crash: the
+    /// server is first restarted through `--restart-cmd` (when given) and waited for. The
+    /// session ends `done`, or stopped when the run was interrupted.
+    pub(crate) fn run_once(
+        &mut self,
+        mark: Option<CheckMark>,
+        confirms: Option<String>,
+    ) -> Result<RunResult, JournalError> {
         self.index_mark = mark;
         self.session.state = SessionState::Running { workflow: 0 };
         self.save()?;
+        if confirms.is_some() && !self.wait_for_server(true) {
+            return Ok(RunResult::NotSubmitted(format!(
+                "the server {} was not back within {}s (--wait-server)",
+                self.session.server, self.session.options.wait_server_s
+            )));
+        }
+        let role = if confirms.is_some() {
+            RunRole::Confirm
+        } else {
+            RunRole::Target
+        };
         let fingerprint = match self.take_environment(0)? {
             EnvCheck::Same(id) => id,
             EnvCheck::Changed | EnvCheck::Stop => self.env_now.clone(),
         };
         let step = self.session.workflows[0].steps.len().saturating_sub(1);
-        let submitted = self.submit(0, step, RunRole::Target, None, fingerprint, None)?;
+        let submitted = self.submit(0, step, role, confirms, fingerprint, None)?;
         let result = match submitted {
             Submitted::Not(reason) => RunResult::NotSubmitted(reason),
             Submitted::Done { run_id, outcome } => {
@@ -451,6 +468,20 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         Ok(outcome)
     }
 
+    /// Forgets the run in flight (run `i` of workflow `w`, its folder `run_dir`): the decision
+    /// runs its step again.
+    fn forget_in_flight(
+        &mut self,
+        w: usize,
+        i: usize,
+        run_dir: &std::path::Path,
+    ) -> Result<(), JournalError> {
+        self.session.workflows[w].runs.remove(i);
+        self.session.in_flight = None;
+        let _ = std::fs::remove_dir_all(run_dir);
+        self.save()
+    }
+
     /// Settles the run that was in flight when the tool died: `run.json` already written →
     /// journal it; else ask the server's history by prompt_id; else forget it (it is re-run).
     /// False when the session had to stop (server not back).
@@ -482,6 +513,18 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                 .backend
                 .recover(&entry.run_id, &workflow, &run_dir.join(RUN_EVENTS_FILE))
             {
+                Recovery::Finished(record)
+                    if crate::session::evidence::pass_without_evidence(&record) =>
+                {
+                    self.hooks.note(&format!(
+                        "run {} passed on the server while comfy-bisect was down, but its console \
+                         (where a memory fallback or memory pressure shows) was not seen: it is \
+                         not counted as a clean pass and will be run again (cold)",
+                        entry.run_id
+                    ));
+                    self.forget_in_flight(w, i, &run_dir)?;
+                    return Ok(true);
+                }
                 Recovery::Finished(record) => {
                     self.hooks.note(&format!(
                         "run {} was finished by the server while comfy-bisect was down; recovered from its history",
@@ -498,10 +541,7 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
                         "run {} is not in the server's history; it will be run again",
                         entry.run_id
                     ));
-                    self.session.workflows[w].runs.remove(i);
-                    self.session.in_flight = None;
-                    let _ = std::fs::remove_dir_all(&run_dir);
-                    self.save()?;
+                    self.forget_in_flight(w, i, &run_dir)?;
                     return Ok(true);
                 }
                 Recovery::Unreachable(reason) => {

@@ -169,6 +169,7 @@ pub fn summary_of(
                 .unwrap_or_default(),
             // Judged against the journal's earlier runs by the driver (`analytics::pressure`).
             memory_pressure: Vec::new(),
+            slowdown_only: Vec::new(),
         },
         s_per_step: crate::run::timing::run_s_per_step(&record.step_timing),
         phases: workflow.and_then(|w| {
@@ -195,6 +196,32 @@ pub(crate) const SERVER_CAPTURE: &str = "server benchmark capture";
 
 /// Start of the warning a record rebuilt from history carries.
 pub(crate) const RECOVERED_WARNING: &str = "recovered from the server's history";
+
+/// What else was using the machine during `record`, in words, for beside a slowdown from time
+/// alone (issue #39): this machine's load average at the run's ends (or why it was not
+/// recorded), and the card's memory in use outside PyTorch's pool when the run began (other
+/// processes and CUDA's own context: `/system_stats` has no per-process figure).
+pub(crate) fn busy_context(record: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(match &record.host.load {
+        Some(load) => load.describe(),
+        None => "load average not recorded".to_string(),
+    });
+    let device = record
+        .system_stats_before
+        .as_ref()
+        .and_then(crate::comfy::SystemStats::primary)
+        .filter(|d| d.kind != "cpu" && d.vram_total > 0);
+    if let Some(d) = device {
+        let outside = d.used().saturating_sub(d.torch_vram_total);
+        out.push(format!(
+            "{:.0} MiB of the card in use outside PyTorch's pool when the run began (other \
+             processes and the CUDA context)",
+            to_mib(outside)
+        ));
+    }
+    out
+}
 
 /// A record with only the essentials (no timeline, no VRAM series, no raw frames).
 pub(crate) fn bare_record(
@@ -312,6 +339,18 @@ pub(crate) fn record_from_history(
         "{RECOVERED_WARNING}: comfy-bisect was not running when this prompt finished, so there is no node timeline, VRAM series or event log"
     ));
     Some(record)
+}
+
+/// Whether `record`, rebuilt from the server's history, is a pass whose evidence was lost
+/// (issue #39): the console that shows a memory fallback or memory pressure was not seen after
+/// the tool went down (nor can the server's log ring tie lines to a prompt), so the pass cannot
+/// be told from a clean one. Such a run is run again (cold), never counted.
+pub(crate) fn pass_without_evidence(record: &RunRecord) -> bool {
+    record.outcome == OutcomeKind::Passed
+        && record
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(RECOVERED_WARNING))
 }
 
 /// A server-lost record for a run whose server vanished with it.

@@ -731,7 +731,8 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         }
         Some(k) => format!("{} ({})", r.outcome.replace('_', " "), kind_phrase(*k)),
         None if !r.delivered.memory_fallbacks.is_empty()
-            || !r.delivered.memory_pressure.is_empty() =>
+            || !r.delivered.memory_pressure.is_empty()
+            || !r.delivered.slowdown_only.is_empty() =>
         {
             format!(
                 "{} — {}",
@@ -740,6 +741,7 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
                     .memory_fallbacks
                     .iter()
                     .chain(&r.delivered.memory_pressure)
+                    .chain(&r.delivered.slowdown_only)
                     .map(String::as_str)
                     .collect::<Vec<_>>()
                     .join(", ")

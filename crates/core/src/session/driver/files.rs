@@ -140,10 +140,23 @@ impl<'h, B: Backend, C: Clock> Driver<'h, B, C> {
         if let Some(d) = &diagnosis {
             record.diagnosis = Some(d.clone());
         }
-        let pressure = self.memory_pressure_at(w, step, &record, workflow);
         let mut outcome = crate::session::evidence::outcome_with(&record, strict);
         let mut summary =
             crate::session::evidence::summary_of(&record, diagnosis.as_ref(), Some(workflow));
+        // Time alone is never memory pressure (issue #39): a slowdown needs a memory sign of
+        // the same run, else it is shown beside this machine's load and decides nothing.
+        let confirmed = crate::analytics::pressure::confirm(
+            self.memory_pressure_at(w, step, &record, workflow),
+            crate::analytics::pressure::memory_signs(
+                &record,
+                (summary.vram_total_mib, summary.vram_peak_mib),
+            ),
+        );
+        summary.delivered.slowdown_only = crate::analytics::pressure::time_only_words(
+            &confirmed.time_only,
+            &crate::session::evidence::busy_context(&record),
+        );
+        let pressure = confirmed.pressure;
         if step + 1 == self.session.workflows[w].steps.len() {
             // The target: the cues that its pass may hide memory pressure (`--walk-on-pass`).
             summary.walk_cues = crate::analytics::walk::cues(
