@@ -21,12 +21,25 @@ pub fn resume_command(paths: &SessionPaths, session: &SessionFile) -> Option<Str
     ))
 }
 
+/// What a session without `--strict` says when a step passed under memory pressure or
+/// through a fallback: such a pass is not a failure, and `--strict` makes it one.
+pub const STRICT_HINT: &str = "a pass under memory pressure or through a memory fallback is \
+     counted as passed; rerun with --strict to count it as a failure and bisect to the first one";
+
 /// Each workflow's verdict and where the session and report are, one line each.
 pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
     let mut out = format!("session {}\n", session.session_id);
     for job in &session.workflows {
         let verdict = job.headline().unwrap_or_else(|| "not started".into());
         out.push_str(&format!("  {}: {verdict}\n", job.name));
+    }
+    if !session.options.strict
+        && session
+            .workflows
+            .iter()
+            .any(|j| j.first_degraded_pass().is_some())
+    {
+        out.push_str(&format!("  {STRICT_HINT}\n"));
     }
     if let SessionState::Stopped { detail, .. } = &session.state {
         out.push_str(&format!("  stopped: {detail}\n"));

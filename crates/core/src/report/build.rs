@@ -10,7 +10,6 @@ use super::naming::{display, outcome_name, short, stop_reason};
 use super::workflow_report::workflow_report;
 use crate::comfy::SystemStats;
 use crate::session::journal::{RunEntry, RunRole, SessionState};
-use std::collections::HashSet;
 
 /// Builds the report (not redacted; see [`super::redact`]).
 pub fn build(data: &SessionData) -> Report {
@@ -57,6 +56,22 @@ pub fn build(data: &SessionData) -> Report {
                 version: p.version_text().to_string(),
             })
             .collect();
+        // The packs the session's workflows use: what their run records say of their classes.
+        let mut used: Option<Vec<String>> = None;
+        for file in data.runs.values() {
+            if let Some(classes) = &file.custom_nodes {
+                let used = used.get_or_insert_with(Vec::new);
+                for p in classes.values() {
+                    if !used.contains(&p.pack) {
+                        used.push(p.pack.clone());
+                    }
+                }
+            }
+        }
+        if let Some(used) = used.as_mut() {
+            used.sort();
+        }
+        env.packs_used = used;
     }
     let (state, stopped_because) = match &s.state {
         SessionState::Preflight => ("preflight".to_string(), None),
@@ -71,7 +86,9 @@ pub fn build(data: &SessionData) -> Report {
     let mut warnings = data.load_warnings.clone();
     warnings.extend(drift_warnings(data, env_stats.as_ref()));
     warnings.extend(baseline_warning(&all_runs));
-    let mut seen = HashSet::new();
+    // A run's warning is said once per kind (its text with the figures left out), with the
+    // runs that had it: seven runs with "WebSocket traffic capped" make one line, not seven.
+    let mut grouped: Vec<(String, String, Vec<String>)> = Vec::new();
     for job in &s.workflows {
         for entry in &job.runs {
             if entry
@@ -91,18 +108,36 @@ pub fn build(data: &SessionData) -> Report {
             };
             {
                 for w in &file.record.warnings {
-                    let line = format!(
-                        "run {} (step {} {}): {w}",
+                    let key: String = w
+                        .chars()
+                        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                        .collect();
+                    let run = format!(
+                        "run {} (step {} {})",
                         short(&entry.run_id),
                         entry.step,
                         entry.increment
                     );
-                    if seen.insert(line.clone()) {
-                        warnings.push(line);
+                    match grouped.iter_mut().find(|(k, _, _)| *k == key) {
+                        Some((_, _, runs)) => {
+                            if !runs.contains(&run) {
+                                runs.push(run)
+                            }
+                        }
+                        None => grouped.push((key, w.clone(), vec![run])),
                     }
                 }
             }
         }
+    }
+    for (_, first, runs) in grouped {
+        warnings.push(match runs.len() {
+            1 => format!("{}: {first}", runs[0]),
+            n => format!(
+                "in {n} runs, the first {}: {first} (the figures are the first run's; each run.json has its own)",
+                runs[0]
+            ),
+        });
     }
     let workflows = s
         .workflows
@@ -176,6 +211,7 @@ pub fn build(data: &SessionData) -> Report {
             started_at: Some(s.created_at.clone()),
             updated_at: Some(s.updated_at.clone()),
             runs_dir: data.session_dir.parent().map(display),
+            strict: s.options.strict,
         },
         environment,
         workflows,

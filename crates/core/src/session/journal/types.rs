@@ -581,6 +581,40 @@ pub enum CrashCheck {
 }
 
 impl WorkflowJob {
+    /// The first ladder step that passed under memory pressure or through a memory fallback
+    /// before the verdict's failing step (or anywhere, when the target passed), in words:
+    /// `first memory pressure at frames (step 2: slowed 3.0×, weights streamed)`. None when
+    /// every pass was clean or the verdict is not a bisection's.
+    pub fn first_degraded_pass(&self) -> Option<String> {
+        let limit = match self.verdict.as_ref()? {
+            Verdict::FirstFailure { step, .. } => *step,
+            Verdict::CouldNotReproduce { .. } => usize::MAX,
+            _ => return None,
+        };
+        let run = self
+            .runs
+            .iter()
+            .filter(|r| r.role != RunRole::Control && r.step < limit && r.passed())
+            .filter(|r| {
+                r.summary
+                    .as_ref()
+                    .is_some_and(|s| !s.delivered.degraded().is_empty())
+            })
+            .min_by_key(|r| r.step)?;
+        let delivered = &run.summary.as_ref()?.delivered;
+        let what = if delivered.memory_pressure.is_empty() {
+            "memory fallback"
+        } else {
+            "memory pressure"
+        };
+        Some(format!(
+            "first {what} at {} (step {}: {})",
+            run.increment,
+            run.step,
+            delivered.degraded().join(", ")
+        ))
+    }
+
     /// The verdict's line, naming the part of the workflow the failing step brings back (a
     /// hires pass); None before a verdict.
     pub fn headline(&self) -> Option<String> {
@@ -610,6 +644,12 @@ impl WorkflowJob {
             _ => Vec::new(),
         };
         let line = verdict.headline_with(&parts);
+        // A pass under memory pressure or through a fallback before the verdict's step is the
+        // session's first finding: the line leads with it.
+        let line = match self.first_degraded_pass() {
+            Some(lead) => format!("{lead}; then {line}"),
+            None => line,
+        };
         // With --strict, a pass through a fallback or under pressure is the failure: say which.
         if let Verdict::FirstFailure { run_id, .. } = verdict {
             let outcome = self
