@@ -419,6 +419,35 @@ pub fn list_sessions(runs_dirs: &[PathBuf]) -> AppResult<SessionList> {
     list_sessions_text(runs_dirs).kind(ErrorKind::Input)
 }
 
+/// The folder of the session of `runs_dirs` whose journal was written last (`updated_at`, then
+/// the id): what `report` shows when no session is named. Errors: no session there.
+pub fn latest_session(runs_dirs: &[PathBuf]) -> AppResult<PathBuf> {
+    let list = list_sessions_text(runs_dirs).kind(ErrorKind::Input)?;
+    list.sessions
+        .iter()
+        .max_by(|a, b| {
+            let key = |l: &ListedSession| {
+                (
+                    crate::units::parse_rfc3339(&l.found.session.updated_at),
+                    l.found.session.session_id.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        })
+        .map(|l| l.found.dir.clone())
+        .ok_or_else(|| {
+            format!(
+                "no session in {} (`comfy-bisect runs` lists them; pass a session id or --runs-dir DIR)",
+                runs_dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .kind(ErrorKind::Input)
+}
+
 /// [`list_sessions`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).
 fn list_sessions_text(runs_dirs: &[PathBuf]) -> Result<SessionList, String> {
     let (found, duplicates, unreadable) = folders::sessions(runs_dirs)?;

@@ -19,7 +19,8 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
     };
     let mut actual = w.verdict.summary.clone();
     if let Some(n) = &failure.node {
-        let raised = failure.error_line()
+        let raised = failure
+            .error_line()
             .map(|t| format!(" raised {t}"))
             .unwrap_or_default();
         actual.push_str(&format!(
@@ -54,7 +55,9 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
     // The user's own format: a UI file given gets the failing step's UI companion.
     let given_ui = w.workflow.format.as_deref() == Some("ui");
     let failing = w.attachments.first_failing.as_ref();
-    let ui = failing.and_then(|a| a.ui_workflow.clone()).filter(|_| given_ui);
+    let ui = failing
+        .and_then(|a| a.ui_workflow.clone())
+        .filter(|_| given_ui);
     Some(BugForm {
         expected,
         actual,

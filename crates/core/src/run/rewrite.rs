@@ -160,7 +160,11 @@ mod tests {
         sent_value[&sampler]["inputs"]["cfg"] = 8.into();
         p[&sampler]["inputs"]["cfg"] = serde_json::json!(8.0);
         let sent_int = Workflow::from_json_str(&sent_value.to_string(), "sent.json").unwrap();
-        assert_ne!(sent_int.sha256(), sent.sha256(), "the sent prompt has cfg 8");
+        assert_ne!(
+            sent_int.sha256(),
+            sent.sha256(),
+            "the sent prompt has cfg 8"
+        );
         assert_eq!(compare(&sent_int, &ran), None);
         // A different number still is one.
         p[&sampler]["inputs"]["cfg"] = serde_json::json!(7.5);

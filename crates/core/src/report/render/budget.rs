@@ -10,7 +10,6 @@ use crate::report::model::Evidence;
 /// characters)").
 pub const GITHUB_BODY_LIMIT: usize = 65_536;
 
-
 /// The length of `s` as GitHub could count it, on the safe side: UTF-16 code units (never fewer
 /// than Unicode scalar values; a browser's `maxlength` counts these) plus one for every line
 /// break (a browser submits a textarea's line breaks as CR LF). A text at most
@@ -137,7 +136,10 @@ pub(crate) fn cut_middle(line: &str, max_chars: usize) -> String {
     let tail = max_chars - head;
     let start: String = line.chars().take(head).collect();
     let end: String = line.chars().skip(n - tail).collect();
-    format!("{start} [… {} characters left out …] {end}", n - head - tail)
+    format!(
+        "{start} [… {} characters left out …] {end}",
+        n - head - tail
+    )
 }
 
 /// Trims `lines` to at most `max_lines` lines (at least 3) of at most `line_chars` characters.

@@ -93,7 +93,6 @@ fn failing_node(e: Option<&Evidence>) -> String {
     format!(" The failing node: {}{raised}.", node(n))
 }
 
-
 /// The custom-pack nodes of the failing workflow, all core, or not recorded.
 fn custom_nodes(c: Option<&CustomPackNodes>) -> String {
     let Some(c) = c else {
@@ -182,7 +181,11 @@ fn steps(form: &BugForm, w: &WorkflowReport) -> String {
         let outcome = if s.degraded.is_empty() {
             s.outcome.replace('_', " ")
         } else {
-            format!("{} — {}", s.outcome.replace('_', " "), s.degraded.join(", "))
+            format!(
+                "{} — {}",
+                s.outcome.replace('_', " "),
+                s.degraded.join(", ")
+            )
         };
         let outcome = if w.verdict.step == Some(s.step) && s.outcome != "passed" {
             md::bold(&outcome)
@@ -279,11 +282,14 @@ pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
     let keep = limits.message_lines.max(1);
     for l in exception.iter().take(keep) {
         // The exception's message keeps its figures: a long line is cut in its middle.
-        t.lines.push(budget::cut_middle(l, limits.line_chars.max(600)));
+        t.lines
+            .push(budget::cut_middle(l, limits.line_chars.max(600)));
     }
     if exception.len() > keep {
-        t.lines
-            .push(format!("[… {} more lines of the message …]", exception.len() - keep));
+        t.lines.push(format!(
+            "[… {} more lines of the message …]",
+            exception.len() - keep
+        ));
         t.omitted += exception.len() - keep;
     }
     // No run id here: a summary cannot hold a code span, and GitHub links a bare hex word.

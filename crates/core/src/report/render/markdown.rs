@@ -850,8 +850,7 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
                 if r.changes.len() == 1 { "" } else { "s" }
             )
         } else {
-            let mut lines: Vec<String> =
-                r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
+            let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
             if r.changes.len() > SHOWN {
                 lines.push(format!(
                     "… and {} more (report.json lists all)",
