@@ -176,7 +176,14 @@ fn run_session_then(
 ) -> CliResult {
     let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
-        Started::Ready(ready) => *ready,
+        Started::Ready(ready) => {
+            // Skipped workflows are said first; the queue goes on with the others.
+            for (name, problems) in &ready.skipped {
+                eprint!("{}", problems.render(name));
+                eprintln!("{name}: skipped (preflight failed); the other workflows run");
+            }
+            *ready
+        }
         Started::Problems(stopped) => {
             for (name, problems) in &stopped.problems {
                 eprint!("{}", problems.render(name));

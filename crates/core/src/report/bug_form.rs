@@ -52,8 +52,9 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
             .unwrap_or_default();
         format!("{} ({}{memory})", g.name, g.kind)
     });
-    // The user's own format: a UI file given gets the failing step's UI companion.
-    let given_ui = w.workflow.format.as_deref() == Some("ui");
+    // The user's own format: a UI file given gets the failing step's UI companion (a run has
+    // one only when the input was a UI file; the source may no longer be there to tell).
+    let given_ui = w.workflow.format.as_deref() != Some("api");
     let failing = w.attachments.first_failing.as_ref();
     let ui = failing
         .and_then(|a| a.ui_workflow.clone())

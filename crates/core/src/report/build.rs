@@ -86,9 +86,7 @@ pub fn build(data: &SessionData) -> Report {
     let mut warnings = data.load_warnings.clone();
     warnings.extend(drift_warnings(data, env_stats.as_ref()));
     warnings.extend(baseline_warning(&all_runs));
-    // A run's warning is said once per kind (its text with the figures left out), with the
-    // runs that had it: seven runs with "WebSocket traffic capped" make one line, not seven.
-    let mut grouped: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
             if entry
@@ -108,36 +106,18 @@ pub fn build(data: &SessionData) -> Report {
             };
             {
                 for w in &file.record.warnings {
-                    let key: String = w
-                        .chars()
-                        .map(|c| if c.is_ascii_digit() { '#' } else { c })
-                        .collect();
-                    let run = format!(
-                        "run {} (step {} {})",
+                    let line = format!(
+                        "run {} (step {} {}): {w}",
                         short(&entry.run_id),
                         entry.step,
                         entry.increment
                     );
-                    match grouped.iter_mut().find(|(k, _, _)| *k == key) {
-                        Some((_, _, runs)) => {
-                            if !runs.contains(&run) {
-                                runs.push(run)
-                            }
-                        }
-                        None => grouped.push((key, w.clone(), vec![run])),
+                    if seen.insert(line.clone()) {
+                        warnings.push(line);
                     }
                 }
             }
         }
-    }
-    for (_, first, runs) in grouped {
-        warnings.push(match runs.len() {
-            1 => format!("{}: {first}", runs[0]),
-            n => format!(
-                "in {n} runs, the first {}: {first} (the figures are the first run's; each run.json has its own)",
-                runs[0]
-            ),
-        });
     }
     let workflows = s
         .workflows
@@ -212,6 +192,11 @@ pub fn build(data: &SessionData) -> Report {
             updated_at: Some(s.updated_at.clone()),
             runs_dir: data.session_dir.parent().map(display),
             strict: s.options.strict,
+            server_moves: s
+                .server_moves
+                .iter()
+                .map(|m| format!("from {} to {} at {}", m.from, m.to, m.at))
+                .collect(),
         },
         environment,
         workflows,

@@ -1012,6 +1012,7 @@ mod tests {
             environment: None,
             fingerprints: Default::default(),
             drifts: vec![],
+            server_moves: vec![],
         };
         SessionData {
             session,

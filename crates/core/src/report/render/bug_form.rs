@@ -287,7 +287,7 @@ pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
     }
     if exception.len() > keep {
         t.lines.push(format!(
-            "[… {} more lines of the message …]",
+            "[… {} more lines of the message; the whole message is in run.json and report.json …]",
             exception.len() - keep
         ));
         t.omitted += exception.len() - keep;

@@ -108,13 +108,14 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     }
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
-        for warning in report.warnings.iter().take(limits.warnings) {
+        let warnings = grouped_warnings(&report.warnings);
+        for warning in warnings.iter().take(limits.warnings) {
             out.push_str(&format!("- {}\n", text_with_code(warning)));
         }
-        if report.warnings.len() > limits.warnings {
+        if warnings.len() > limits.warnings {
             out.push_str(&format!(
                 "- … and {} more warnings (report.json lists all)\n",
-                report.warnings.len() - limits.warnings
+                warnings.len() - limits.warnings
             ));
         }
         out.push('\n');
@@ -123,6 +124,61 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     // One chokepoint for every piece of server and workflow text in the document: control and
     // bidi characters become visible `\u001b` escapes (`cat report.md` must not act on them).
     crate::text::escape_controls(&out).into_owned()
+}
+
+/// The warnings with the runs' ones said once per kind: `run ID (step k inc): TEXT` lines whose
+/// TEXT differs only in its figures make one line, with how many runs had it (report.json
+/// keeps each run's line). Other warnings are kept as they are, in order.
+fn grouped_warnings(warnings: &[String]) -> Vec<String> {
+    // Each number (a run of digits and points) is one `#`.
+    let key = |w: &str| {
+        let mut key = String::with_capacity(w.len());
+        for c in w.chars() {
+            if c.is_ascii_digit() || (c == '.' && key.ends_with('#')) {
+                if !key.ends_with('#') {
+                    key.push('#');
+                }
+            } else {
+                key.push(c);
+            }
+        }
+        key
+    };
+    // (key, first run, its text, runs that had it, times)
+    let mut groups: Vec<(String, &str, &str, Vec<&str>, usize)> = Vec::new();
+    for w in warnings {
+        let split = w
+            .strip_prefix("run ")
+            .and_then(|_| w.find("): "))
+            .map(|at| (&w[..at + 1], &w[at + 3..]));
+        let (run, text) = split.unwrap_or(("", w.as_str()));
+        let k = if run.is_empty() { w.clone() } else { key(text) };
+        match groups
+            .iter_mut()
+            .find(|(g, r, ..)| *g == k && !r.is_empty())
+        {
+            Some((_, _, _, runs, times)) if !run.is_empty() => {
+                *times += 1;
+                if !runs.contains(&run) {
+                    runs.push(run);
+                }
+            }
+            _ => groups.push((k, run, text, vec![run], 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, run, text, runs, times)| match (run, runs.len(), times) {
+            ("", ..) => text.to_string(),
+            (run, _, 1) => format!("{run}: {text}"),
+            (run, 1, times) => format!(
+                "{times} times in {run}: {text} (the figures are the first's; report.json lists each)"
+            ),
+            (run, n, _) => format!(
+                "in {n} runs, the first {run}: {text} (the figures are the first run's; report.json lists each run's)"
+            ),
+        })
+        .collect()
 }
 
 fn heading(level: usize, title: &str) -> String {
@@ -147,6 +203,9 @@ fn meta_line(r: &Report) -> String {
     }
     if let Some(server) = &r.settings.server {
         parts.push(format!("server {}", code(server)));
+    }
+    for m in &r.settings.server_moves {
+        parts.push(format!("moved {}", text(m)));
     }
     if let Some(t) = &r.settings.started_at {
         parts.push(format!("started {}", text(t)));
@@ -586,6 +645,11 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     // Sized for an issue: the run ids, the failing node, the server's RSS and swap, the product
     // and the models loaded per step are in report.json (`ladder`), not in these columns.
     let ram = w.ladder.iter().any(|r| r.peak_ram_mib.is_some());
+    // The server's RSS and swap matter when it swapped (host memory ran short).
+    let swap = w
+        .ladder
+        .iter()
+        .any(|r| r.peak_swap_mib.is_some_and(|s| s > 0.0));
     let mut headers = vec![
         "Step",
         "Increment",
@@ -596,6 +660,10 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     ];
     if ram {
         headers.push("Peak RAM");
+    }
+    if swap {
+        headers.push("Server RSS");
+        headers.push("Swap");
     }
     // The product only when a step's differs from what its variant asked for.
     let product = w
@@ -626,6 +694,10 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         if ram {
             cells.push(r.peak_ram_mib.map(mib).unwrap_or_else(|| DASH.into()));
         }
+        if swap {
+            cells.push(r.peak_rss_mib.map(mib).unwrap_or_else(|| DASH.into()));
+            cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
+        }
         if product {
             cells.push(product_cell(r));
         }
@@ -642,8 +714,12 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     out.push('\n');
     out.push_str(&text(&w.vram.note));
     if let Some(note) = w.vram.ram_note.as_ref().filter(|_| ram) {
-        // Its sentence on the server's RSS and swap goes with those columns (report.json).
-        let note = note.split(" Server RSS ").next().unwrap_or(note);
+        // Its sentence on the server's RSS and swap goes with those columns.
+        let note = if swap {
+            note.as_str()
+        } else {
+            note.split(" Server RSS ").next().unwrap_or(note)
+        };
         out.push(' ');
         out.push_str(&text(note));
     }
@@ -840,35 +916,28 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             DASH.to_string()
         }
     } else {
-        // The minimal variant's edits are counted (report.json lists them); a step's own are
-        // listed, up to three.
+        // Up to three edits a step (report.json lists all).
         const SHOWN: usize = 3;
-        if r.step == 0 {
-            format!(
-                "minimal variant: {} edit{} of the full workflow (report.json lists them)",
-                r.changes.len(),
-                if r.changes.len() == 1 { "" } else { "s" }
-            )
-        } else {
-            let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
-            if r.changes.len() > SHOWN {
-                lines.push(format!(
-                    "… and {} more (report.json lists all)",
-                    r.changes.len() - SHOWN
-                ));
-            }
-            lines.join("<br>")
+        let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
+        if r.changes.len() > SHOWN {
+            lines.push(format!(
+                "… and {} more (report.json lists all)",
+                r.changes.len() - SHOWN
+            ));
         }
+        if r.step == 0 {
+            lines.insert(0, "reduced from the full workflow:".to_string());
+        }
+        lines.join("<br>")
     };
     let mut peak = r.peak_vram_mib.map(mib).unwrap_or_else(|| DASH.into());
-    if let (Some(needed), Some(from)) = (r.oom_needed_mib, &r.oom_needed_from) {
+    if let (Some(needed), Some(_)) = (r.oom_needed_mib, &r.oom_needed_from) {
         let sampled = if peak == DASH {
             String::new()
         } else {
             format!("<br>sampled: {peak}")
         };
         // How the figure was read (`in use + requested`) is in report.json.
-        let _ = from;
         peak = format!("**≥ {} needed** (OOM message){sampled}", mib(needed));
     }
     let increment = match (&r.increment_kind, r.step) {
@@ -1198,4 +1267,44 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::NodePackRow;
+
+    #[test]
+    fn only_the_packs_the_workflows_use_are_listed_the_others_counted() {
+        let pack = |name: &str| NodePackRow {
+            name: name.into(),
+            classes: 2,
+            definitions_sha256: "0123456789abcdef".into(),
+            version: "1.0".into(),
+        };
+        let mut env = Environment {
+            fingerprint: Some("f1".into()),
+            node_packs: vec![pack("ComfyUI-GGUF"), pack("rgthree-comfy"), pack("was-ns")],
+            packs_used: Some(vec!["rgthree-comfy".into()]),
+            ..Environment::default()
+        };
+        let md = environment(&env, 2);
+        assert!(md.contains("| rgthree-comfy |"), "{md}");
+        assert!(
+            !md.contains("ComfyUI-GGUF") && !md.contains("was-ns"),
+            "{md}"
+        );
+        assert!(
+            md.contains("2 other installed packs, not used by the workflows, left out"),
+            "{md}"
+        );
+        // No record says which packs the workflows use: every pack is listed.
+        env.packs_used = None;
+        let md = environment(&env, 2);
+        assert!(
+            md.contains("| ComfyUI-GGUF |") && md.contains("| was-ns |"),
+            "{md}"
+        );
+        assert!(!md.contains("other installed"), "{md}");
+    }
 }

@@ -56,6 +56,7 @@ fn sample() -> SessionFile {
         environment: None,
         fingerprints: BTreeMap::new(),
         drifts: Vec::new(),
+        server_moves: Vec::new(),
     }
 }
 

@@ -67,6 +67,37 @@ pub struct SessionFile {
     /// Environment changes seen between two runs, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drifts: Vec<Drift>,
+    /// The session moved to another server URL (`resume --server`, `mitigate --server`), in
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_moves: Vec<ServerMove>,
+}
+
+/// A move of a session to another server URL (a port that changed after a reboot).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerMove {
+    /// The URL before.
+    pub from: String,
+    /// The URL after.
+    pub to: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+impl SessionFile {
+    /// Moves the session to `server` (recorded in [`SessionFile::server_moves`]); false when
+    /// it is already there.
+    pub fn move_to_server(&mut self, server: &str) -> bool {
+        if self.server == server {
+            return false;
+        }
+        self.server_moves.push(ServerMove {
+            from: std::mem::replace(&mut self.server, server.to_string()),
+            to: server.to_string(),
+            at: crate::units::now_rfc3339(),
+        });
+        true
+    }
 }
 
 /// Reads [`SessionFile::environment`] leniently: a value of another shape is `None` rather than
