@@ -159,3 +159,39 @@ fn a_warning_repeated_in_every_run_is_said_once_with_a_count() {
     let runs = f.records.iter().filter(|(_, file)| file.is_some()).count();
     assert!(md.contains(&format!("in {runs} runs, the first")), "{md}");
 }
+
+#[test]
+fn the_stopped_sessions_resume_hint_is_valid_markdown_with_an_absolute_runs_folder() {
+    use comfy_bisect_core::session::journal::StopReason;
+    let mut f = scenario("incomplete");
+    // The driver's own words when a deadline stops a session (the command in backticks).
+    f.stop(
+        StopReason::Deadline,
+        "deadline 2026-11-29T07:00:00Z reached; `comfy-bisect resume 20261129-010000-abcd --runs-dir /srv/my_runs` continues",
+    );
+    let md = markdown(&f);
+    let resume_lines: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("comfy-bisect resume"))
+        .collect();
+    assert!(!resume_lines.is_empty(), "{md}");
+    for line in &resume_lines {
+        // Each backtick-quoted command is one code span: no escaped or stray backticks.
+        assert!(!line.contains("\\`"), "{line}");
+        assert_eq!(line.matches('`').count() % 2, 0, "{line}");
+    }
+    // The hint under Attachments names the runs folder as an absolute path (cron has another
+    // working directory).
+    let hint = resume_lines
+        .iter()
+        .find(|l| l.starts_with("- No verdict yet"))
+        .unwrap_or_else(|| panic!("{md}"));
+    let runs_dir = hint
+        .split("--runs-dir ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{hint}"));
+    assert!(
+        runs_dir.starts_with('/') || runs_dir.starts_with("'/"),
+        "{hint}"
+    );
+}

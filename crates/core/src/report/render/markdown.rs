@@ -188,7 +188,8 @@ fn heading(level: usize, title: &str) -> String {
 fn meta_line(r: &Report) -> String {
     let mut parts = vec![format!("Session {}", code(&r.session_id))];
     let state = match (r.state.as_str(), &r.stopped_because) {
-        ("stopped", Some(why)) => format!("stopped ({})", text(why)),
+        // The stop's words hold the resume command in backticks: kept as a code span.
+        ("stopped", Some(why)) => format!("stopped ({})", text_with_code(why)),
         (s, _) => text(s),
     };
     parts.push(state);
@@ -1215,7 +1216,14 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
         };
         out.push_str(&format!(
             "- No verdict yet; {when} {}\n",
-            code(&crate::shell::resume_command(&report.session_id, None))
+            code(&crate::shell::resume_command(
+                &report.session_id,
+                report
+                    .settings
+                    .runs_dir
+                    .as_deref()
+                    .map(std::path::Path::new)
+            ))
         ));
     }
     out.push('\n');
