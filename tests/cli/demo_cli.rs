@@ -104,7 +104,7 @@ fn demo_bisects_the_examples_and_writes_their_reports() {
     assert!(!listed.contains("--port"), "{listed}");
     // `report` without a session shows the latest; a bundle with --json is refused.
     let latest = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
-        .args(["report", "--runs-dir"])
+        .args(["report", "--json", "--runs-dir"])
         .arg(&runs)
         .output()
         .unwrap();

@@ -643,8 +643,9 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
 
 fn ladder(w: &WorkflowReport, level: usize) -> String {
     let mut out = heading(level, "Ladder");
-    // Sized for an issue: the run ids, the failing node, the server's RSS and swap, the product
-    // and the models loaded per step are in report.json (`ladder`), not in these columns.
+    // Sized for an issue: the run ids, the failing node, the VRAM sample counts and the memory
+    // held before each run are in report.json (`ladder`), not in these columns; the server's
+    // RSS and swap only when it swapped.
     let ram = w.ladder.iter().any(|r| r.peak_ram_mib.is_some());
     // The server's RSS and swap matter when it swapped (host memory ran short).
     let swap = w
@@ -666,11 +667,7 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         headers.push("Server RSS");
         headers.push("Swap");
     }
-    // The product only when a step's differs from what its variant asked for.
-    let product = w
-        .ladder
-        .iter()
-        .any(|r| !r.delivered.product_warnings.is_empty());
+    let product = w.ladder.iter().any(|r| r.delivered.product.is_some());
     if product {
         headers.push("Product");
     }
