@@ -148,8 +148,7 @@ mod tests {
         let h = history_080("realrun_history_oom.json");
         let sent = sent_of(&h);
         let mut ran = h.clone();
-        let p = &mut ran.prompt[2];
-        let sampler = p
+        let sampler = ran.prompt[2]
             .as_object()
             .unwrap()
             .iter()
@@ -158,7 +157,7 @@ mod tests {
             .unwrap();
         let mut sent_value = h.prompt[2].clone();
         sent_value[&sampler]["inputs"]["cfg"] = 8.into();
-        p[&sampler]["inputs"]["cfg"] = serde_json::json!(8.0);
+        ran.prompt[2][&sampler]["inputs"]["cfg"] = serde_json::json!(8.0);
         let sent_int = Workflow::from_json_str(&sent_value.to_string(), "sent.json").unwrap();
         assert_ne!(
             sent_int.sha256(),
@@ -167,7 +166,7 @@ mod tests {
         );
         assert_eq!(compare(&sent_int, &ran), None);
         // A different number still is one.
-        p[&sampler]["inputs"]["cfg"] = serde_json::json!(7.5);
+        ran.prompt[2][&sampler]["inputs"]["cfg"] = serde_json::json!(7.5);
         let r = compare(&sent_int, &ran).expect("a rewrite");
         assert_eq!(r.changes, [format!("node {sampler}: input cfg 8 → 7.5")]);
     }
