@@ -48,8 +48,9 @@ fn demo_bisects_the_examples_and_writes_their_reports() {
     let mut pressure = 0;
     for s in &sessions {
         let report = std::fs::read_to_string(s.path().join("report.md")).unwrap();
-        // Sized for an issue (issue #38: 25–31 KB before; report.json keeps the rest).
-        assert!(report.len() < 18 * 1024, "{} bytes: {report}", report.len());
+        // Sized for an issue (issue #38: 16–30 KB before, 12–18 KB after; report.json keeps
+        // the rest). The bound leaves room for paths and durations that vary.
+        assert!(report.len() < 20 * 1024, "{} bytes: {report}", report.len());
         assert!(report.starts_with("# comfy-bisect report"), "{report}");
         assert!(report.contains("Root cause: unknown"), "{report}");
         if report.contains("passed under memory pressure") {
