@@ -12,7 +12,7 @@ use crate::error::exit;
 use comfy_bisect_core::app::{self, Finished, MitigateRequest, StartOptions, Started, Target};
 use comfy_bisect_core::catalog::Catalog;
 use comfy_bisect_core::comfy::Client;
-use comfy_bisect_core::session::journal::{SessionFile, SessionState, StopReason};
+use comfy_bisect_core::session::journal::{SessionFile, SessionState, StopReason, Verdict};
 use comfy_bisect_core::session::prepare::LadderConfig;
 use comfy_bisect_core::session::setup::unique_name;
 use comfy_bisect_core::workflow::read_document;
@@ -51,21 +51,42 @@ Examples:
   comfy-bisect bisect wan.json --strict --mitigate
       memory pressure counts as a failure; then try the mitigations on the failing step";
 
-/// The exit code of a session: 0 every workflow has a verdict, 130 interrupted, 3 server lost,
-/// 1 otherwise (preflight problems, deadline, errors).
+/// The exit code of a session (README's table): 0 first failure found, 4 could not reproduce,
+/// 5 memory pressure only, 6 stopped before a verdict (deadline, error, environment change),
+/// 130 interrupted, 3 server lost, 1 otherwise (preflight problems, flaky, inconclusive).
 pub fn exit_code(session: &SessionFile) -> u8 {
     match &session.state {
-        SessionState::Done => exit::OK,
+        SessionState::Done => verdicts_code(session),
         SessionState::Stopped { reason, .. } => match reason {
             StopReason::Interrupted => exit::INTERRUPTED,
             StopReason::ServerLost => exit::UNREACHABLE,
-            StopReason::Deadline
-            | StopReason::Preflight
-            | StopReason::Error
-            | StopReason::EnvironmentChanged => exit::FAILED,
+            StopReason::Preflight => exit::FAILED,
+            StopReason::Deadline | StopReason::Error | StopReason::EnvironmentChanged => {
+                exit::STOPPED
+            }
         },
         _ => exit::FAILED,
     }
+}
+
+/// The status of a session that reached its verdicts: 0 when each workflow's first failure
+/// was found; else, of its workflows, the first of 1 (flaky, inconclusive, preflight failed),
+/// 5 (memory pressure only), 4 (could not reproduce) that one of them has.
+fn verdicts_code(session: &SessionFile) -> u8 {
+    let code = |job: &comfy_bisect_core::session::journal::WorkflowJob| match &job.verdict {
+        Some(Verdict::FirstFailure { .. } | Verdict::MinimalFails { .. }) => exit::OK,
+        Some(Verdict::CouldNotReproduce { .. }) if job.first_degraded_pass().is_some() => {
+            exit::PRESSURE_ONLY
+        }
+        Some(Verdict::CouldNotReproduce { .. }) => exit::NOT_REPRODUCED,
+        Some(Verdict::Checked { .. }) => exit::OK,
+        _ => exit::FAILED,
+    };
+    let codes: Vec<u8> = session.workflows.iter().map(code).collect();
+    [exit::FAILED, exit::PRESSURE_ONLY, exit::NOT_REPRODUCED]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(exit::OK)
 }
 
 /// Runs `bisect`.
@@ -183,7 +204,14 @@ fn run_session_then(
 ) -> CliResult {
     let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
-        Started::Ready(ready) => *ready,
+        Started::Ready(ready) => {
+            // Skipped workflows are said first; the queue goes on with the others.
+            for (name, problems) in &ready.skipped {
+                eprint!("{}", problems.render(name));
+                eprintln!("{name}: skipped (preflight failed); the other workflows run");
+            }
+            *ready
+        }
         Started::Problems(stopped) => {
             for (name, problems) in &stopped.problems {
                 eprint!("{}", problems.render(name));

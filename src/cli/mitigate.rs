@@ -29,7 +29,7 @@ pub struct MitigateArgs {
     /// Write the first passing graph control's workflow to FILE, to load in ComfyUI: a UI
     /// workflow when the input was one (and the change has a UI form), else the API prompt.
     /// Not inside the runs folder, not the input workflow, not a symbolic link; an existing
-    /// FILE only with --force. Exit 4 when it cannot be written.
+    /// FILE only with --force. Exit 7 when it cannot be written.
     #[arg(long, value_name = "FILE", help_heading = super::heading::MITIGATION, hide_short_help = true)]
     pub apply: Option<PathBuf>,
     /// With --apply: replace FILE when it exists (keeping its permissions).
@@ -97,7 +97,7 @@ pub(crate) fn check_apply(
 
 /// Writes `bytes` to `target` (checked by [`check_apply`]) without following a link: a new
 /// file is created exclusively; with `force` a temporary file beside it replaces it, with the
-/// old file's permissions. Exit 4 when it cannot be written.
+/// old file's permissions. Exit 7 when it cannot be written.
 fn write_apply(target: &Path, bytes: &[u8], force: bool) -> Result<(), CliError> {
     use std::io::Write;
     let failed = |e: std::io::Error| {

@@ -248,7 +248,14 @@ pub fn main(mut cli: Cli) -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Bisect(args) => bisect::run(server(&args.target), args),
         Command::Check(args) => check::run(server(&args.target), args),
-        Command::Resume(args) => resume::run(args),
+        // A --server before the subcommand moves the session, unless it only came from
+        // COMFY_BISECT_SERVER (the environment names a default, not a move).
+        Command::Resume(args) => resume::run(
+            before
+                .clone()
+                .filter(|s| std::env::var("COMFY_BISECT_SERVER").ok().as_deref() != Some(s)),
+            args,
+        ),
         Command::Mitigate(args) => mitigate::run(args),
         Command::Show(args) => show::run(args),
         Command::Runs(args) => runs::run(args),

@@ -1,11 +1,12 @@
-//! `comfy-bisect report SESSION…`: prints a session's report (Markdown or JSON), redacted unless
+//! `comfy-bisect report [SESSION…]`: prints a session's report (the latest one when none is
+//! named; Markdown or JSON), redacted unless
 //! `--no-redact`; `--write` also rewrites `report.md` and `report.json` in the session folder.
 //! Sessions are found in one or several runs folders (one per machine). `--bundle out.zip`
 //! packs one session's report and boundary runs' files for attaching to an issue.
 
 use super::common::{CliError, CliResult, OrExit};
 use crate::error::exit;
-use comfy_bisect_core::app::resolve_session;
+use comfy_bisect_core::app::{self, resolve_session};
 use comfy_bisect_core::report::{self, format_by_name};
 use comfy_bisect_core::session::folders;
 use std::path::PathBuf;
@@ -14,8 +15,9 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session(s): an id (a unique prefix is enough) under --runs-dir, or a session folder.
-    /// Several are printed one after another (Markdown) or as a JSON array.
-    #[arg(required = true, num_args = 1..)]
+    /// Several are printed one after another (Markdown) or as a JSON array. None: the session
+    /// written last.
+    #[arg(num_args = 0..)]
     pub sessions: Vec<String>,
     /// Output format.
     #[arg(long, default_value = "md", value_parser = ["md", "markdown", "json"])]
@@ -33,7 +35,7 @@ pub struct Args {
     /// Write a zip to attach to the issue instead of printing (one session): report.md,
     /// report.json, and the last passing and first failing run's workflow (API, and UI when the
     /// input was UI), run.json and server.log, redacted like the report.
-    #[arg(long, value_name = "OUT.zip")]
+    #[arg(long, value_name = "OUT.zip", conflicts_with_all = ["json", "format"])]
     pub bundle: Option<PathBuf>,
     /// The runs folder; repeat it (or give a pattern such as 'machines/*/runs') to find the
     /// sessions in the runs folders of several machines.
@@ -56,12 +58,15 @@ pub fn run(args: Args) -> CliResult {
             args.format
         )));
     };
-    let dirs = args
-        .sessions
-        .iter()
-        .map(|s| resolve_session(s, &runs_dirs))
-        .collect::<Result<Vec<_>, _>>()
-        .or_usage()?;
+    let dirs = if args.sessions.is_empty() {
+        vec![app::latest_session(&runs_dirs).or_usage()?]
+    } else {
+        args.sessions
+            .iter()
+            .map(|s| resolve_session(s, &runs_dirs))
+            .collect::<Result<Vec<_>, _>>()
+            .or_usage()?
+    };
     if let Some(out) = &args.bundle {
         let [dir] = dirs.as_slice() else {
             return Err(CliError::usage(format!(

@@ -6,7 +6,6 @@ use super::bisect::print_finished;
 use super::common::{CliError, CliResult, ConnectArgs, Connection};
 use super::schedule::{describe_when, local_zone, parse_duration, parse_when, rfc3339};
 use crate::cli::progress::ProgressView;
-use crate::error::exit;
 use comfy_bisect_core::app::{self, DeadlineChange, ResumeOptions, Resumed};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +35,10 @@ pub struct Args {
     /// A new --deadline-grace (how long a run may go on past the deadline).
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub deadline_grace: Option<Duration>,
+    /// Continue on this server instead of the session's (a port that changed after a reboot):
+    /// the move is recorded in the journal and named in the report.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// `-q`, given before or after the subcommand (a global flag of [`super::Cli`]).
@@ -44,7 +47,7 @@ pub struct Args {
 }
 
 /// Runs `resume`.
-pub fn run(args: Args) -> CliResult {
+pub fn run(before: Option<String>, args: Args) -> CliResult {
     let deadline = if args.no_deadline {
         DeadlineChange::Drop
     } else if let Some(d) = &args.deadline {
@@ -67,6 +70,8 @@ pub fn run(args: Args) -> CliResult {
         wait_server: args.wait_server,
         deadline_grace: args.deadline_grace,
         allow_shared_server: args.allow_shared_server,
+        // Its own --server, else one given before the subcommand.
+        server: args.server.clone().or(before),
     };
     let pending = match app::resume(options)? {
         Resumed::Finished(finished) => {
@@ -83,7 +88,7 @@ pub fn run(args: Args) -> CliResult {
                 println!("server: {note}");
             }
             print!("{}", finished.summary());
-            return Ok(exit::OK);
+            return Ok(super::bisect::exit_code(&finished.session));
         }
         Resumed::Pending(pending) => pending,
     };

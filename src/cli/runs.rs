@@ -1,6 +1,7 @@
 //! `comfy-bisect runs`: the sessions of one or several runs folders (one per machine) with their
-//! verdicts (a `check`'s line: version, commit, outcome, exit status), grouped by environment
-//! fingerprint; `--json` prints one line per session.
+//! verdicts (a `check`'s line: version, commit, outcome, exit status), one line per session,
+//! newest last, grouped by environment (versions, devices and packs: what a restart on another
+//! port keeps); `--json` prints one line per session.
 
 use super::common::{CliResult, OrExit};
 use crate::error::exit;
@@ -8,7 +9,6 @@ use comfy_bisect_core::app::{self, ListedSession};
 use comfy_bisect_core::comfy::Fingerprint;
 use comfy_bisect_core::session::folders;
 use comfy_bisect_core::session::journal::{SessionFile, SessionState};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Arguments of `runs`.
@@ -47,7 +47,56 @@ fn environment_of(s: &SessionFile) -> Option<&str> {
     s.last_run_fingerprint()
 }
 
-/// One line about an environment: versions, devices, launch arguments, node packs.
+/// One session in one line: its local start time to the second, its id, each workflow's
+/// verdict (a `check`'s line), the mode (strict, mitigations), its runs and state.
+pub fn session_line(listed: &ListedSession) -> String {
+    let s = &listed.found.session;
+    let verdicts = match &listed.check {
+        Some(check) => check.line(),
+        None => s
+            .workflows
+            .iter()
+            .map(|w| {
+                format!(
+                    "{}: {}",
+                    w.name,
+                    w.headline().unwrap_or_else(|| "no verdict yet".into())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+    };
+    let mut mode = Vec::new();
+    if s.options.strict {
+        mode.push("strict".to_string());
+    }
+    if listed
+        .found
+        .dir
+        .join(comfy_bisect_core::session::journal::MITIGATIONS_FILE)
+        .is_file()
+    {
+        mode.push("mitigations".to_string());
+    }
+    if !s.drifts.is_empty() {
+        mode.push(format!("{} environment change(s)", s.drifts.len()));
+    }
+    let mode = if mode.is_empty() {
+        String::new()
+    } else {
+        format!("  [{}]", mode.join(", "))
+    };
+    let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
+    format!(
+        "{}  {}  {verdicts}{mode}  ({runs} run(s), {})",
+        comfy_bisect_core::units::local_seconds(&s.created_at),
+        s.session_id,
+        state_text(&s.state)
+    )
+}
+
+/// One line about an environment that stays when the server restarts: versions, devices,
+/// node packs (not the launch arguments, which hold the port).
 fn environment_line(fp: &Fingerprint) -> String {
     let devices: Vec<String> = fp
         .devices
@@ -55,7 +104,7 @@ fn environment_line(fp: &Fingerprint) -> String {
         .map(|d| format!("{} ({} MiB)", d.name, d.total_bytes / (1024 * 1024)))
         .collect();
     format!(
-        "ComfyUI {}, PyTorch {}, {}, {} node pack(s), `{}`",
+        "ComfyUI {}, PyTorch {}, {}, {} node pack(s)",
         fp.comfyui_version.as_deref().unwrap_or("?"),
         fp.pytorch_version.as_deref().unwrap_or("?"),
         if devices.is_empty() {
@@ -64,7 +113,6 @@ fn environment_line(fp: &Fingerprint) -> String {
             devices.join(", ")
         },
         fp.packs.len(),
-        fp.argv.join(" ")
     )
 }
 
@@ -150,64 +198,49 @@ pub fn run(args: Args) -> CliResult {
         }
         return Ok(exit::OK);
     }
-    // Grouped by environment; sessions without a fingerprint last.
-    let mut groups: BTreeMap<(bool, String), Vec<&ListedSession>> = BTreeMap::new();
-    for listed in &sessions {
-        let key = match environment_of(&listed.found.session) {
-            Some(id) => (false, id.to_string()),
-            None => (true, String::new()),
+    // Grouped by what stays when a server restarts (versions, devices, packs; not the port
+    // or the fingerprint id); in each group one line per session, newest last, and the groups
+    // in the order of their newest session.
+    let mut groups: Vec<(String, Vec<&ListedSession>)> = Vec::new();
+    let mut sorted: Vec<&ListedSession> = sessions.iter().collect();
+    sorted.sort_by(|a, b| {
+        let key = |l: &ListedSession| {
+            (
+                comfy_bisect_core::units::local_seconds(&l.found.session.created_at),
+                l.found.session.session_id.clone(),
+            )
         };
-        groups.entry(key).or_default().push(listed);
+        key(a).cmp(&key(b))
+    });
+    for listed in sorted {
+        let s = &listed.found.session;
+        let mut key = environment_of(s)
+            .and_then(|id| s.fingerprints.get(id))
+            .map(environment_line)
+            .unwrap_or_else(|| "environment unknown (no fingerprint recorded)".into());
+        if several {
+            key = format!("{} — {key}", listed.found.runs_dir.display());
+        }
+        match groups.iter_mut().position(|(k, _)| *k == key) {
+            // The group moves to the end: the groups go in the order of their newest session.
+            Some(i) => {
+                let mut g = groups.remove(i);
+                g.1.push(listed);
+                groups.push(g);
+            }
+            None => groups.push((key, vec![listed])),
+        }
     }
     let grouped = groups.len() > 1 || several;
-    for ((unknown, id), members) in &groups {
+    let indent = if grouped { "  " } else { "" };
+    for (key, members) in &groups {
         if grouped {
-            if *unknown {
-                println!("environment unknown (no fingerprint recorded):");
-            } else {
-                let fp = members
-                    .iter()
-                    .find_map(|l| l.found.session.fingerprints.get(id.as_str()));
-                println!(
-                    "environment {id}: {}",
-                    fp.map(environment_line)
-                        .unwrap_or_else(|| "details not recorded".into())
-                );
-            }
+            println!("{key}:");
         }
         for listed in members {
-            let found = &listed.found;
-            let s = &found.session;
-            let runs: usize = s.workflows.iter().map(|w| w.runs.len()).sum();
-            let mut line = format!(
-                "{}  {}  {} run(s)  {}",
-                s.session_id,
-                s.created_at,
-                runs,
-                state_text(&s.state)
-            );
-            if several {
-                line.push_str(&format!("  [{} on {}]", found.runs_dir.display(), s.server));
-            }
-            if !s.drifts.is_empty() {
-                line.push_str(&format!("  ({} environment change(s))", s.drifts.len()));
-            }
-            println!("{}{line}", if grouped { "  " } else { "" });
+            println!("{indent}{}", session_line(listed));
             for orphan in &listed.orphans {
-                println!("{}    {orphan}", if grouped { "  " } else { "" });
-            }
-            // A `check` session: its one line (version, commit, outcome, exit status).
-            if let Some(check) = &listed.check {
-                println!("{}    {}", if grouped { "  " } else { "" }, check.line());
-                continue;
-            }
-            for w in &s.workflows {
-                let verdict = w.headline().unwrap_or_else(|| "no verdict yet".into());
-                println!(
-                    "{}    {}: {verdict}",
-                    if grouped { "  " } else { "" },
-                    w.name
-                );
+                println!("{indent}    {orphan}");
             }
         }
     }

@@ -38,6 +38,10 @@ pub struct Args {
     /// Print the run record as JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
+    /// Submit even when a session holds the server's lock (its runs may then be skewed: the
+    /// cold start frees its models).
+    #[arg(long)]
+    pub allow_shared_server: bool,
 }
 
 /// Submits the workflow; exit 0 passed, 1 failed/rejected/timeout, 3 server unreachable, 130 Ctrl-C.
@@ -57,6 +61,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         timeout: args.timeout,
         stall_timeout: args.stall_timeout,
         sample_interval: Duration::from_millis(args.sample_ms),
+        allow_shared_server: args.allow_shared_server,
     };
     runtime.block_on(async {
         let mut progress = Progress::new();
@@ -113,8 +118,9 @@ fn unreachable_message(e: &ClientError) -> String {
 pub fn summary(record: &RunRecord) -> String {
     let mut out = String::new();
     let cold = if record.cold { "cold" } else { "warm" };
+    // Said plainly: `show` finds the runs of sessions, not this one.
     out.push_str(&format!(
-        "run {} on {} ({cold}, {:.1} s)\n",
+        "run {} on {} ({cold}, {:.1} s; not saved under the runs folder: `submit --json > run.json` keeps the record)\n",
         record.run_id,
         record.server,
         record.duration_ms as f64 / 1000.0

@@ -490,7 +490,8 @@ fn bisect_starts_a_server_that_is_down_at_its_first_connection() {
         .env_remove("COMFY_BISECT_HEADERS")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The target passes on the simulator: could not reproduce, exit 4 (the README's table).
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     let (_, session) = only_session(&runs);
     assert_eq!(session.state, SessionState::Done);
     assert!(!session.workflows[0].runs.is_empty());

@@ -48,6 +48,9 @@ fn demo_bisects_the_examples_and_writes_their_reports() {
     let mut pressure = 0;
     for s in &sessions {
         let report = std::fs::read_to_string(s.path().join("report.md")).unwrap();
+        // Sized for an issue (issue #38: 16–30 KB before, 12–18 KB after; report.json keeps
+        // the rest). The bound leaves room for paths and durations that vary.
+        assert!(report.len() < 20 * 1024, "{} bytes: {report}", report.len());
         assert!(report.starts_with("# comfy-bisect report"), "{report}");
         assert!(report.contains("Root cause: unknown"), "{report}");
         if report.contains("passed under memory pressure") {
@@ -76,4 +79,44 @@ fn demo_bisects_the_examples_and_writes_their_reports() {
         let id = s.file_name().to_string_lossy().into_owned();
         assert!(listed.contains(&id), "{id} not listed: {listed}");
     }
+    // One line per session, newest last, its local start time to the second, its verdict and
+    // mode; the groups are not keyed by a fingerprint id holding the port.
+    let lines: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.trim_start().starts_with("20"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{listed}");
+    let times: Vec<&str> = lines.iter().map(|l| &l.trim_start()[..19]).collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted, "newest last: {listed}");
+    assert!(
+        times
+            .iter()
+            .all(|t| t.as_bytes()[10] == b' ' && !t.contains('.')),
+        "{listed}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("wan22_t2v_2026_dynamic_vram: ") && l.contains("[strict]")),
+        "{listed}"
+    );
+    assert!(!listed.contains("--port"), "{listed}");
+    // `report` without a session shows the latest; a bundle with --json is refused.
+    let latest = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["report", "--json", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(latest.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&latest.stdout).contains("wan22_t2v_2026_dynamic_vram"));
+    let both = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["report", "--json", "--bundle", "r.zip", "--runs-dir"])
+        .arg(&runs)
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    assert!(!home.path().join("r.zip").exists());
 }

@@ -923,7 +923,7 @@ fn apply_refuses_the_journal_the_input_a_link_and_an_existing_file() {
     // A file that cannot be written: its own exit code, after the pass.
     let too_long = b.tmp.path().join(format!("{}.json", "x".repeat(300)));
     let out = mitigate(&["--apply", too_long.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
     assert!(
         text(&out).contains("--apply: cannot write"),
         "{}",

@@ -319,7 +319,8 @@ fn server_is_an_option_of_the_commands_that_use_one() {
         ("check", true),
         ("bisect", true),
         ("plan", true),
-        ("resume", false),
+        // Issue #38: `resume --server URL` moves the session to a server whose port changed.
+        ("resume", true),
         ("show", false),
         ("runs", false),
         ("report", false),

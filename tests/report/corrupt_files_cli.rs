@@ -124,6 +124,7 @@ fn an_orphan_run_folder_is_listed_and_resume_removes_it_only_when_it_holds_just_
         deadline: DeadlineChange::Keep,
         wait_server: None,
         allow_shared_server: false,
+        server: None,
         deadline_grace: None,
     }) {
         Ok(Resumed::Pending(p)) => p,
@@ -143,4 +144,45 @@ fn an_orphan_run_folder_is_listed_and_resume_removes_it_only_when_it_holds_just_
             assert!(dir.join(&r.dir).exists(), "{}", r.dir);
         }
     }
+    // `resume --server` moves the session (a port that changed after a reboot): the journal
+    // records the move, the report names it (issue #38).
+    let before = pending.session.server.clone();
+    let moved = match resume(ResumeOptions {
+        runs_dir: runs.clone(),
+        session: Some(session.session_id.clone()),
+        deadline: DeadlineChange::Keep,
+        wait_server: None,
+        allow_shared_server: false,
+        server: Some("http://127.0.0.1:8199/".into()),
+        deadline_grace: None,
+    }) {
+        Ok(Resumed::Pending(p)) => p,
+        Ok(Resumed::Finished(_)) => panic!("the stopped session has work left"),
+        Err(e) => panic!("{}", e.message),
+    };
+    assert_eq!(moved.session.server, "http://127.0.0.1:8199");
+    assert!(
+        moved
+            .notes
+            .iter()
+            .any(|n| n.contains("moves to http://127.0.0.1:8199")),
+        "{:?}",
+        moved.notes
+    );
+    let saved: SessionFile =
+        serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
+    assert_eq!(saved.server_moves.len(), 1);
+    assert_eq!(saved.server_moves[0].from, before);
+    assert_eq!(saved.server_moves[0].to, "http://127.0.0.1:8199");
+    let report = cli(&[
+        "report",
+        "--no-redact",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&report).contains(&format!("moved from {before} to http://127.0.0.1:8199 at ")),
+        "{}",
+        text(&report)
+    );
 }

@@ -12,6 +12,7 @@ mod diagnose_cli;
 mod diagnose_fixtures;
 mod diagnose_reports;
 mod diagnose_robustness;
+mod issue_sized;
 mod readd_wording;
 mod report;
 mod report_bundle_cli;

@@ -82,6 +82,17 @@ fn the_verdict_names_the_first_memory_pressure_before_the_first_failure() {
         "{md}"
     );
     assert_eq!(b.main_run(3).outcome, Some(Outcome::Passed));
+    // Issue #38: the terminal never says "passed" alone for the run that streamed: the closing
+    // summary leads with the pressure and hints at --strict, and the bug form's short table
+    // names it too (the run line's words: `session::progress`'s unit test).
+    let out = b.text();
+    assert!(
+        out.contains(": first memory pressure at frames (step 2: slowed "),
+        "{out}"
+    );
+    assert!(out.contains("rerun with --strict"), "{out}");
+    assert!(md.contains("| 2 | frames | passed — slowed "), "{md}");
+    assert_eq!(b.out.status.code(), Some(0), "first failure found: {out}");
     // The ladder has a time per step; the boundary runs' nodes are timed side by side.
     assert!(md.contains(" s/step | Duration |"), "{md}");
     let table = md
@@ -112,6 +123,15 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
         matches!(b.job().verdict, Some(Verdict::CouldNotReproduce { .. })),
         "{:?}\n{}",
         b.job().verdict,
+        b.text()
+    );
+    // Nothing failed but a step streamed: exit 5 (memory pressure only), not 4 (could not
+    // reproduce), and the summary leads with the pressure (issue #38).
+    assert_eq!(b.out.status.code(), Some(5), "{}", b.text());
+    assert!(
+        b.text()
+            .contains(": first memory pressure at frames (step 2: "),
+        "{}",
         b.text()
     );
     // The cue, with its numbers, on the target's summary: its VRAM peak at the card's total
@@ -205,11 +225,13 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
     // The report: the ladder cell and the verdict.
     let md = b.read("report.md");
     assert!(md.contains("passed — slowed "), "{md}");
+    // The pressure leads the verdict (issue #38), then that nothing failed.
     assert!(
-        md.contains("but first memory pressure at **frames** (step 2: slowed "),
+        md.contains("**Verdict:** First memory pressure at **frames** (step 2: slowed "),
         "{md}"
     );
     assert!(md.contains(" MB staged), memory sign: VRAM peak "), "{md}");
+    assert!(md.contains(". No step failed: "), "{md}");
     // Why the ladder was walked after the target passed.
     assert!(
         md.contains("The ladder was walked because the target's VRAM peak ")
@@ -248,6 +270,8 @@ fn a_passing_target_without_a_cue_ends_after_the_minimal_and_the_target() {
     );
     let made: Vec<RunRole> = b.job().runs.iter().map(|r| r.role).collect();
     assert_eq!(made, [RunRole::Minimal, RunRole::Target], "{}", b.text());
+    // Could not reproduce, no pressure: exit 4 (issue #38).
+    assert_eq!(b.out.status.code(), Some(4), "{}", b.text());
     assert!(b.main_run(5).summary.as_ref().unwrap().walk_cues.is_empty());
     let md = b.read("report.md");
     assert!(!md.contains("The ladder was walked"), "{md}");

@@ -310,6 +310,25 @@ fn the_server_lock_is_shared_by_every_runs_folder_and_every_name_of_the_server()
         "{stderr}"
     );
     assert!(!runs_b.exists() || session_dirs(&runs_b).is_empty());
+    // `submit` takes the same lock (issue #38): refused, nothing submitted.
+    let workflow = tmp.path().join("wf.json");
+    std::fs::write(
+        &workflow,
+        example("sd15_txt2img_lora_upscale", &[]).to_string(),
+    )
+    .unwrap();
+    let submitted = std::process::Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .args(["submit", "--server", &localhost])
+        .arg(&workflow)
+        .env(comfy_bisect_core::server::lock::LOCK_DIR_ENV, &locks)
+        .output()
+        .unwrap();
+    assert_eq!(submitted.status.code(), Some(1), "{}", text(&submitted));
+    let stderr = String::from_utf8_lossy(&submitted.stderr);
+    assert!(
+        stderr.contains("cannot submit: ") && stderr.contains("--allow-shared-server"),
+        "{stderr}"
+    );
     // --allow-shared-server runs anyway, and the session records it.
     let mut shared = spawn_waiting(&localhost, &runs_c, &locks, &["--allow-shared-server"]);
     wait_for_session(&mut shared, &runs_c);

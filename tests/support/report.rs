@@ -189,6 +189,7 @@ impl Fixture {
             environment: Some(machine.stats.clone()),
             fingerprints: Default::default(),
             drifts: Vec::new(),
+            server_moves: Vec::new(),
         };
         Fixture {
             machine,

@@ -26,15 +26,13 @@ pub(crate) fn join<S: AsRef<str>>(words: &[S]) -> String {
         .join(" ")
 }
 
-/// The folder sessions are written to unless `--runs-dir` says otherwise.
-pub(crate) const DEFAULT_RUNS_DIR: &str = "runs";
-
-/// The command that continues session `session_id`: `comfy-bisect resume ID`, with
-/// `--runs-dir DIR` when the session is in `runs_dir` other than the default `runs` (`None`:
-/// not known, as in a shared report).
+/// The command that continues session `session_id`: `comfy-bisect resume ID --runs-dir DIR`,
+/// the runs folder as an absolute path so the command works from any folder (cron, another
+/// shell); `None`: not known, as in a shared report.
 pub(crate) fn resume_command(session_id: &str, runs_dir: Option<&Path>) -> String {
     let mut command = format!("comfy-bisect resume {}", quote(session_id));
-    if let Some(dir) = runs_dir.filter(|d| *d != Path::new(DEFAULT_RUNS_DIR)) {
+    if let Some(dir) = runs_dir {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         command.push_str(" --runs-dir ");
         command.push_str(&quote(&dir.display().to_string()));
     }
@@ -64,15 +62,20 @@ mod tests {
     }
 
     #[test]
-    fn the_resume_command_names_the_runs_folder_unless_it_is_the_default() {
+    fn the_resume_command_names_the_runs_folder_as_an_absolute_path() {
         let id = "20261129-010000-abcd";
         assert_eq!(
             resume_command(id, None),
             format!("comfy-bisect resume {id}")
         );
+        // A relative folder (the default `runs`) fails from cron: it is made absolute.
+        let cwd = std::env::current_dir().unwrap().join("runs");
         assert_eq!(
             resume_command(id, Some(Path::new("runs"))),
-            format!("comfy-bisect resume {id}")
+            format!(
+                "comfy-bisect resume {id} --runs-dir {}",
+                quote(&cwd.display().to_string())
+            )
         );
         assert_eq!(
             resume_command(id, Some(Path::new("/srv/runs dir"))),

@@ -141,6 +141,19 @@ pub(crate) fn format_rfc3339(t: Timestamp, offset: Offset) -> String {
     }
 }
 
+/// An RFC 3339 time as the local wall-clock time to the second (`2026-12-06 03:39:30`), in the
+/// system's time zone; the text unchanged when it does not parse.
+pub fn local_seconds(text: &str) -> String {
+    match parse_rfc3339(text) {
+        Some(t) => t
+            .to_zoned_datetime(TimeZone::system())
+            .datetime()
+            .strftime("%Y-%m-%d %H:%M:%S")
+            .to_string(),
+        None => text.to_string(),
+    }
+}
+
 /// The UTC calendar fields of a timestamp (for file names and log stamps).
 pub(crate) fn utc(t: Timestamp) -> jiff::civil::DateTime {
     t.to_zoned_datetime(TimeZone::UTC).datetime()

@@ -555,6 +555,33 @@ pub struct ProductSummary {
     pub product_warnings: Vec<String>,
 }
 
+impl ProductSummary {
+    /// What made a pass degraded, short: the fallbacks, then the memory pressure, each without
+    /// its figures in parentheses (`tiled VAE decode fallback`, `slowed 3.1×`, `weights
+    /// streamed`); empty for a clean pass. Wherever a pass is printed, these follow it.
+    pub fn degraded(&self) -> Vec<String> {
+        self.memory_fallbacks
+            .iter()
+            .chain(&self.memory_pressure)
+            .map(|w| match w.find(" (") {
+                Some(at) => w[..at].to_string(),
+                None => w.clone(),
+            })
+            .collect()
+    }
+
+    /// `passed`, or `passed — slowed 3.1×, weights streamed` for a degraded pass: how a pass
+    /// is named in a run line and a table cell.
+    pub fn passed_words(&self) -> String {
+        let degraded = self.degraded();
+        if degraded.is_empty() {
+            "passed".into()
+        } else {
+            format!("passed — {}", degraded.join(", "))
+        }
+    }
+}
+
 /// The verdict kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -21,12 +21,25 @@ pub fn resume_command(paths: &SessionPaths, session: &SessionFile) -> Option<Str
     ))
 }
 
+/// What a session without `--strict` says when a step passed under memory pressure or
+/// through a fallback: such a pass is not a failure, and `--strict` makes it one.
+pub const STRICT_HINT: &str = "a pass under memory pressure or through a memory fallback is \
+     counted as passed; rerun with --strict to count it as a failure and bisect to the first one";
+
 /// Each workflow's verdict and where the session and report are, one line each.
 pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
     let mut out = format!("session {}\n", session.session_id);
     for job in &session.workflows {
         let verdict = job.headline().unwrap_or_else(|| "not started".into());
         out.push_str(&format!("  {}: {verdict}\n", job.name));
+    }
+    if !session.options.strict
+        && session
+            .workflows
+            .iter()
+            .any(|j| j.first_degraded_pass().is_some())
+    {
+        out.push_str(&format!("  {STRICT_HINT}\n"));
     }
     if let SessionState::Stopped { detail, .. } = &session.state {
         out.push_str(&format!("  stopped: {detail}\n"));
@@ -404,6 +417,35 @@ pub struct SessionList {
 /// Lists the sessions of `runs_dirs` with their orphan runs and check records.
 pub fn list_sessions(runs_dirs: &[PathBuf]) -> AppResult<SessionList> {
     list_sessions_text(runs_dirs).kind(ErrorKind::Input)
+}
+
+/// The folder of the session of `runs_dirs` whose journal was written last (`updated_at`, then
+/// the id): what `report` shows when no session is named. Errors: no session there.
+pub fn latest_session(runs_dirs: &[PathBuf]) -> AppResult<PathBuf> {
+    let list = list_sessions_text(runs_dirs).kind(ErrorKind::Input)?;
+    list.sessions
+        .iter()
+        .max_by(|a, b| {
+            let key = |l: &ListedSession| {
+                (
+                    crate::units::parse_rfc3339(&l.found.session.updated_at),
+                    l.found.session.session_id.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        })
+        .map(|l| l.found.dir.clone())
+        .ok_or_else(|| {
+            format!(
+                "no session in {} (`comfy-bisect runs` lists them; pass a session id or --runs-dir DIR)",
+                runs_dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .kind(ErrorKind::Input)
 }
 
 /// [`list_sessions`] with its error as text (the façade's callers get an [`AppError`](super::AppError)).

@@ -51,8 +51,8 @@ pub struct StartOptions {
 pub enum Started {
     /// Saved, the lock held: [`Ready::drive`] runs it.
     Ready(Box<Ready>),
-    /// Preflight found problems in some workflows; the session is saved as stopped
-    /// (`resume` runs the others once the problems are fixed) and its reports are written.
+    /// Preflight found problems in every workflow; the session is saved as stopped and its
+    /// reports are written.
     Problems(Box<PreflightStopped>),
 }
 
@@ -65,9 +65,12 @@ pub struct Ready {
     pub paths: SessionPaths,
     /// The journal as saved.
     pub session: SessionFile,
+    /// The workflows preflight skipped (verdict `preflight_failed`) and what it found: the
+    /// queue goes on with the others.
+    pub skipped: Vec<(String, Problems)>,
 }
 
-/// A session stopped by preflight problems.
+/// A session stopped by preflight problems (every workflow had some).
 pub struct PreflightStopped {
     /// Where the session is.
     pub paths: SessionPaths,
@@ -198,14 +201,20 @@ pub fn start(
             job.verdict = verdict;
         }
     }
-    if !failed.is_empty() {
+    // A workflow with problems is skipped (its verdict says what is missing); the queue goes
+    // on with the others. Only when every workflow has problems does the session stop.
+    if !failed.is_empty() && failed.len() == session.workflows.len() {
+        let detail = if failed.len() == 1 {
+            "preflight found problems in the workflow; nothing was run".to_string()
+        } else {
+            format!(
+                "preflight found problems in each of the {} workflows; nothing was run",
+                failed.len()
+            )
+        };
         session.state = SessionState::Stopped {
             reason: StopReason::Preflight,
-            detail: format!(
-                "preflight found problems in {} workflow(s); install what is listed, then `{}` runs the others",
-                failed.len(),
-                crate::shell::resume_command(&session.session_id, Some(&paths.runs_dir))
-            ),
+            detail,
         };
         // The problems and the summary still matter more than the journal.
         let save_error = session.save(&paths).err().map(|e| e.to_string());
@@ -223,6 +232,7 @@ pub fn start(
         lock,
         paths,
         session,
+        skipped: failed,
     })))
 }
 
@@ -269,6 +279,9 @@ pub struct ResumeOptions {
     pub deadline_grace: Option<Duration>,
     /// `--allow-shared-server` given to `resume` (recorded; never turned off by its absence).
     pub allow_shared_server: bool,
+    /// `--server URL`: continue on this server (a port that changed after a reboot); the move
+    /// is recorded in the journal and named in the report.
+    pub server: Option<String>,
 }
 
 /// A session found for resuming.
@@ -321,10 +334,30 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }
     session.options.start_at = None;
     session.options.allow_shared_server |= options.allow_shared_server;
+    let moved = options
+        .server
+        .as_deref()
+        .map(|s| s.trim_end_matches('/'))
+        .filter(|s| session.move_to_server(s))
+        .map(|s| {
+            format!(
+                "the session moves to {s} (it ran on {})",
+                session
+                    .server_moves
+                    .last()
+                    .map(|m| m.from.as_str())
+                    .unwrap_or_default()
+            )
+        });
     // A kill between creating a run folder and journaling its run leaves a folder the journal
     // does not know: removed when it holds only its workflow (never submitted), else reported.
-    let notes = crate::session::journal::settle_orphan_runs(&paths, &session);
+    let mut notes = crate::session::journal::settle_orphan_runs(&paths, &session);
+    let did_move = moved.is_some();
+    notes.extend(moved);
     if session.is_finished() && session.in_flight.is_none() {
+        if did_move {
+            session.save(&paths).kind(ErrorKind::Failed)?;
+        }
         for note in &notes {
             tracing::warn!("{note}");
         }
@@ -642,6 +675,7 @@ mod tests {
             wait_server: None,
             deadline_grace: None,
             allow_shared_server: false,
+            server: None,
         }) {
             Err(e) => e,
             Ok(_) => panic!("a missing session resumed"),

@@ -41,6 +41,8 @@ pub struct SubmitOptions {
     pub stall_timeout: Duration,
     /// `/system_stats` sampling interval.
     pub sample_interval: Duration,
+    /// `--allow-shared-server`: run even when a session holds the server's lock.
+    pub allow_shared_server: bool,
 }
 
 /// Runs `workflow` once on the server (`submit`): checks that the server answers, interrupts
@@ -54,6 +56,17 @@ pub async fn submit(
     observer: &mut dyn crate::run::RunObserver,
     on_signal: fn(&str),
 ) -> AppResult<crate::run::RunRecord> {
+    // One user of a GPU at a time, as for a bisect or a check: a submit in the middle of a
+    // session would free its models (POST /free) and skew its runs. Held until the run ends.
+    let _lock = crate::server::lock::SessionLock::acquire_or_share(
+        &client.server_url(),
+        "(submit)",
+        options.allow_shared_server,
+    )
+    .map_err(|e| AppError {
+        kind: ErrorKind::Failed,
+        message: format!("cannot submit: {e}"),
+    })?;
     if let Err(e) = client.system_stats().await {
         return Err(AppError {
             kind: ErrorKind::Unreachable,

@@ -20,8 +20,7 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
     let mut actual = w.verdict.summary.clone();
     if let Some(n) = &failure.node {
         let raised = failure
-            .exception_type
-            .as_deref()
+            .error_line()
             .map(|t| format!(" raised {t}"))
             .unwrap_or_default();
         actual.push_str(&format!(
@@ -39,6 +38,11 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
             stage: r.stage,
             peak_vram_mib: r.oom_needed_mib.or(r.peak_vram_mib),
             peak_from_oom: r.oom_needed_mib.is_some(),
+            degraded: if r.outcome == "passed" {
+                r.delivered.degraded()
+            } else {
+                Vec::new()
+            },
         })
         .collect();
     let gpu = env.and_then(|e| e.gpu.as_ref()).map(|g| {
@@ -48,14 +52,19 @@ pub(super) fn bug_form(w: &WorkflowReport, env: Option<&Environment>) -> Option<
             .unwrap_or_default();
         format!("{} ({}{memory})", g.name, g.kind)
     });
+    // The user's own format: a UI file given gets the failing step's UI companion (a run has
+    // one only when the input was a UI file; the source may no longer be there to tell).
+    let given_ui = w.workflow.format.as_deref() != Some("api");
+    let failing = w.attachments.first_failing.as_ref();
+    let ui = failing
+        .and_then(|a| a.ui_workflow.clone())
+        .filter(|_| given_ui);
     Some(BugForm {
         expected,
         actual,
-        workflow: w
-            .attachments
-            .first_failing
-            .as_ref()
-            .map(|a| a.workflow.clone()),
+        workflow_ui: ui.is_some(),
+        workflow: ui.or_else(|| failing.map(|a| a.workflow.clone())),
+        given: w.workflow.path.clone(),
         steps,
         traceback_run: failure
             .run_id

@@ -10,7 +10,6 @@ use super::naming::{display, outcome_name, short, stop_reason};
 use super::workflow_report::workflow_report;
 use crate::comfy::SystemStats;
 use crate::session::journal::{RunEntry, RunRole, SessionState};
-use std::collections::HashSet;
 
 /// Builds the report (not redacted; see [`super::redact`]).
 pub fn build(data: &SessionData) -> Report {
@@ -57,6 +56,22 @@ pub fn build(data: &SessionData) -> Report {
                 version: p.version_text().to_string(),
             })
             .collect();
+        // The packs the session's workflows use: what their run records say of their classes.
+        let mut used: Option<Vec<String>> = None;
+        for file in data.runs.values() {
+            if let Some(classes) = &file.custom_nodes {
+                let used = used.get_or_insert_with(Vec::new);
+                for p in classes.values() {
+                    if !used.contains(&p.pack) {
+                        used.push(p.pack.clone());
+                    }
+                }
+            }
+        }
+        if let Some(used) = used.as_mut() {
+            used.sort();
+        }
+        env.packs_used = used;
     }
     let (state, stopped_because) = match &s.state {
         SessionState::Preflight => ("preflight".to_string(), None),
@@ -71,7 +86,7 @@ pub fn build(data: &SessionData) -> Report {
     let mut warnings = data.load_warnings.clone();
     warnings.extend(drift_warnings(data, env_stats.as_ref()));
     warnings.extend(baseline_warning(&all_runs));
-    let mut seen = HashSet::new();
+    let mut seen = std::collections::HashSet::new();
     for job in &s.workflows {
         for entry in &job.runs {
             if entry
@@ -176,6 +191,12 @@ pub fn build(data: &SessionData) -> Report {
             started_at: Some(s.created_at.clone()),
             updated_at: Some(s.updated_at.clone()),
             runs_dir: data.session_dir.parent().map(display),
+            strict: s.options.strict,
+            server_moves: s
+                .server_moves
+                .iter()
+                .map(|m| format!("from {} to {} at {}", m.from, m.to, m.at))
+                .collect(),
         },
         environment,
         workflows,

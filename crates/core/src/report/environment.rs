@@ -251,6 +251,7 @@ pub(crate) fn environment(stats: &SystemStats, runs: &str) -> Environment {
         fingerprint: None,
         node_packs: Vec::new(),
         pack_versions_from: None,
+        packs_used: None,
         // Only servers with the 2026 memory machinery (dynamic VRAM, comfy-aimdo) get the row.
         memory_mode: Some(crate::comfy::fingerprint::memory_mode(stats)).filter(|m| {
             m.comfy_aimdo.is_some()

@@ -188,8 +188,14 @@ pub struct BugForm {
     pub expected: String,
     /// Actual Behavior: the verdict sentence.
     pub actual: String,
-    /// Steps to Reproduce: the workflow file to run (the failing run's submitted workflow).
+    /// Steps to Reproduce: the workflow file to run (the failing run's variant, in UI format
+    /// when the user gave a UI file and the run has its UI companion, else as submitted).
     pub workflow: Option<String>,
+    /// `workflow` is in UI format (load it in ComfyUI) rather than the API format.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workflow_ui: bool,
+    /// The file the user gave (`bisect FILE`), whose variant `workflow` is.
+    pub given: Option<String>,
     /// Steps to Reproduce: the ladder in five columns.
     pub steps: Vec<BugFormStep>,
     /// Debug Logs: the run whose traceback it is (`first_failure.traceback`), when it has one.
@@ -223,6 +229,10 @@ pub struct BugFormStep {
     /// `peak_vram_mib` comes from the OOM message, not from sampling.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub peak_from_oom: bool,
+    /// What made a pass degraded, short (`slowed 3.1×`, `weights streamed`, `tiled VAE decode
+    /// fallback`): the short table never says "passed" alone for such a run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<String>,
 }
 
 /// The search at few steps of one workflow (`--search-steps N`).
@@ -384,6 +394,13 @@ pub struct Settings {
     pub updated_at: Option<String>,
     /// The runs directory the session lives in.
     pub runs_dir: Option<String>,
+    /// `--strict`: a pass under memory pressure or through a fallback counted as a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+    /// Moves of the session to another server URL (`resume --server`), in words:
+    /// `from http://127.0.0.1:8188 to http://127.0.0.1:8189 at 2026-12-06T03:00:00Z`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_moves: Vec<String>,
 }
 
 /// The server's environment, from `/system_stats`.
@@ -421,6 +438,9 @@ pub struct Environment {
     pub node_packs: Vec<NodePackRow>,
     /// Where the packs' versions came from (`ComfyUI-Manager`), when anywhere.
     pub pack_versions_from: Option<String>,
+    /// The packs of `node_packs` the session's workflows use (their run records say which
+    /// classes come from a pack); None when no record says. report.md lists only these.
+    pub packs_used: Option<Vec<String>>,
     /// How the server manages memory (dynamic VRAM, pinned memory, offload, cache).
     pub memory_mode: Option<crate::comfy::fingerprint::MemoryMode>,
     /// Every device the server lists, the primary (the one runs are measured on) first.
@@ -657,6 +677,10 @@ pub struct Evidence {
     /// The failing node's inputs as ComfyUI sent them (trimmed; secrets redacted).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub current_inputs: Map<String, Value>,
+    /// Inputs of `current_inputs` given back the workflow's value because the run was made at
+    /// reduced steps (`steps 20 (the search ran it at 4)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs_restored: Vec<String>,
     /// What happened when there is no exception (server lost, timeout, rejection), in words.
     pub detail: Option<String>,
     /// The kernel's OOM kill of the server, as its log printed it (a lost local server).
@@ -811,6 +835,23 @@ pub struct AttachedRun {
     pub reproduce: String,
 }
 
+impl Evidence {
+    /// The error in one line, as Python prints a traceback's last line: the exception type, then
+    /// the first line of its message with its figures (`torch.OutOfMemoryError: CUDA out of
+    /// memory. Tried to allocate 2.00 GiB …`); the type alone when there is no message.
+    pub(crate) fn error_line(&self) -> Option<String> {
+        let kind = self.exception_type.as_deref()?;
+        let message = self
+            .exception_message
+            .as_deref()
+            .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()));
+        Some(match message {
+            Some(m) => format!("{kind}: {m}"),
+            None => kind.to_string(),
+        })
+    }
+}
+
 /// The failure kind in words (`cuda_oom` → "CUDA out of memory").
 pub(crate) fn kind_phrase(kind: FailureKind) -> String {
     match kind {
@@ -928,19 +969,21 @@ impl Verdict {
                     reproduced()
                 ),
             },
-            VerdictKind::CouldNotReproduce if self.walked.is_some() => {
-                let found = match fallback {
-                    Some(f) => format!("; but {f}"),
-                    None => "; no step before it showed memory pressure".to_string(),
+            // The first pass under memory pressure (or through a fallback) is the finding: the
+            // sentence leads with it, then says that nothing failed.
+            VerdictKind::CouldNotReproduce if fallback.is_some() => {
+                let walked = match &self.walked {
+                    Some(why) => format!(" The ladder was walked because {why}."),
+                    None => String::new(),
                 };
                 format!(
-                    "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here{found}. The ladder was walked because {}.",
-                    self.walked.as_deref().unwrap_or_default()
+                    "{}. No step failed: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here (could not reproduce).{walked}",
+                    crate::text::capitalize(&fallback.unwrap_or_default())
                 )
             }
-            VerdictKind::CouldNotReproduce if fallback.is_some() => format!(
-                "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here; but {}.",
-                fallback.unwrap_or_default()
+            VerdictKind::CouldNotReproduce if self.walked.is_some() => format!(
+                "Could not reproduce: the full workflow (step {steps} of {steps}) passed on this server, so no increment fails here; no step before it showed memory pressure. The ladder was walked because {}.",
+                self.walked.as_deref().unwrap_or_default()
             ),
             VerdictKind::MinimalFails => format!(
                 "The minimal variant already fails (step 0 of {steps}): {}{}. Nothing to bisect. Root cause: unknown.",
@@ -1009,13 +1052,13 @@ mod tests {
         v.first_pressure = vec!["slowed 3.0× (…)".into()];
         assert_eq!(
             plain(&v),
-            "Could not reproduce: the full workflow (step 5 of 5) passed on this server, so no increment fails here; but first memory pressure at frames (step 2: slowed 3.0× (…)). The ladder was walked because --walk-on-pass always."
+            "First memory pressure at frames (step 2: slowed 3.0× (…)). No step failed: the full workflow (step 5 of 5) passed on this server, so no increment fails here (could not reproduce). The ladder was walked because --walk-on-pass always."
         );
-        // Not walked: as before.
+        // Not walked: the pressure still leads.
         v.walked = None;
         assert_eq!(
             plain(&v),
-            "Could not reproduce: the full workflow (step 5 of 5) passed on this server, so no increment fails here; but first memory pressure at frames (step 2: slowed 3.0× (…))."
+            "First memory pressure at frames (step 2: slowed 3.0× (…)). No step failed: the full workflow (step 5 of 5) passed on this server, so no increment fails here (could not reproduce)."
         );
     }
 

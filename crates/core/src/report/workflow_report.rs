@@ -786,10 +786,35 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
             None => note.to_string(),
         });
     }
-    let current_inputs: Map<String, Value> = full
+    let mut current_inputs: Map<String, Value> = full
         .as_ref()
         .map(|f| f.current_inputs.clone())
         .unwrap_or_default();
+    // A run at reduced steps (`--search-steps`): the failing node's inputs as the workflow has
+    // them, the lowered ones given back their value (the ladder row says the run's own).
+    let mut inputs_restored = Vec::new();
+    if let (Some(reduced), Some(node)) = (&e.reduced, failing_node(e)) {
+        for c in reduced.changes.iter().filter(|c| c.node == node.id) {
+            let (Some(input), Some(from)) = (&c.input, &c.from) else {
+                continue;
+            };
+            if let Some(v) = current_inputs.get_mut(input) {
+                let ran = std::mem::replace(
+                    v,
+                    if v.is_array() {
+                        Value::Array(vec![from.clone()])
+                    } else {
+                        from.clone()
+                    },
+                );
+                let ran = match ran {
+                    Value::Array(a) if a.len() == 1 => a[0].clone(),
+                    other => other,
+                };
+                inputs_restored.push(format!("{input} {from} (the search ran it at {ran})"));
+            }
+        }
+    }
     let (kernel, host_ram) = host_evidence(file);
     Evidence {
         step: e.step,
@@ -813,6 +838,7 @@ fn evidence(data: &SessionData, e: &RunEntry) -> Evidence {
             .or_else(|| last_progress_from_timeline(file)),
         traceback: full.map(|f| f.traceback).unwrap_or_default(),
         current_inputs,
+        inputs_restored,
         detail,
         oom_kill: kernel.as_ref().and_then(|k| k.oom_kill.clone()),
         kernel_log: kernel.as_ref().map(|k| k.note.clone()),
@@ -987,6 +1013,7 @@ mod tests {
             environment: None,
             fingerprints: Default::default(),
             drifts: vec![],
+            server_moves: vec![],
         };
         SessionData {
             session,

@@ -32,6 +32,10 @@ pub(crate) fn compare(sent: &Workflow, history: &HistoryEntry) -> Option<PromptR
         return None;
     }
     let changes = differences(sent, &ran);
+    // Only ComfyUI's own coercion of numbers (`cfg` 8 → 8.0): the prompt that ran is the one sent.
+    if changes.is_empty() {
+        return None;
+    }
     let diff_sha256 = crate::workflow::sha256_hex(changes.join("\n").as_bytes());
     Some(PromptRewrite {
         ran_sha256,
@@ -65,6 +69,9 @@ fn differences(sent: &Workflow, ran: &Workflow) -> Vec<String> {
         for (k, x) in ai {
             match bi.get(k) {
                 None => out.push(format!("node {id}: input {k} removed")),
+                // ComfyUI's validation writes `int(val)` / `float(val)` back into the prompt
+                // it stores (execution.py `validate_inputs`): the same number is no rewrite.
+                Some(y) if same_number(x, y) => {}
                 Some(y) if canon(x) != canon(y) => {
                     out.push(format!("node {id}: input {k} {} → {}", canon(x), canon(y)))
                 }
@@ -83,6 +90,14 @@ fn differences(sent: &Workflow, ran: &Workflow) -> Vec<String> {
         }
     }
     out
+}
+
+/// Two JSON numbers of the same value (`8` and `8.0`).
+fn same_number(x: &Value, y: &Value) -> bool {
+    match (x.as_f64(), y.as_f64()) {
+        (Some(a), Some(b)) => x.is_number() && y.is_number() && a == b,
+        _ => false,
+    }
 }
 
 /// The warning a rewritten run carries (the report lists the run's warnings).
@@ -128,6 +143,35 @@ mod tests {
     }
 
     #[test]
+    fn comfyuis_own_number_coercion_is_no_rewrite() {
+        // validate_inputs stores float(val) for a FLOAT input: cfg 8 comes back as 8.0.
+        let h = history_080("realrun_history_oom.json");
+        let sent = sent_of(&h);
+        let mut ran = h.clone();
+        let sampler = ran.prompt[2]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, n)| n["class_type"] == "KSampler")
+            .map(|(k, _)| k.clone())
+            .unwrap();
+        let mut sent_value = h.prompt[2].clone();
+        sent_value[&sampler]["inputs"]["cfg"] = 8.into();
+        ran.prompt[2][&sampler]["inputs"]["cfg"] = serde_json::json!(8.0);
+        let sent_int = Workflow::from_json_str(&sent_value.to_string(), "sent.json").unwrap();
+        assert_ne!(
+            sent_int.sha256(),
+            sent.sha256(),
+            "the sent prompt has cfg 8"
+        );
+        assert_eq!(compare(&sent_int, &ran), None);
+        // A different number still is one.
+        ran.prompt[2][&sampler]["inputs"]["cfg"] = serde_json::json!(7.5);
+        let r = compare(&sent_int, &ran).expect("a rewrite");
+        assert_eq!(r.changes, [format!("node {sampler}: input cfg 8 → 7.5")]);
+    }
+
+    #[test]
     fn a_rewritten_prompt_is_recorded_with_its_hash_and_differences() {
         let h = history_080("realrun_history_oom.json");
         let sent = sent_of(&h);
@@ -158,6 +202,11 @@ mod tests {
             .changes
             .contains(&"node 99 added (class Note)".to_string()));
         assert_eq!(r.diff_sha256.len(), 64);
+        assert!(
+            !r.changes.iter().any(|c| c.contains(" cfg ")),
+            "{:?}",
+            r.changes
+        );
         let w = warning(&r);
         assert!(
             w.contains("different prompt") && w.contains(&r.ran_sha256[..12]),

@@ -188,6 +188,31 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_under_pressure_or_through_a_fallback_is_never_passed_alone() {
+        let mut entry = RunEntry {
+            increment: "frames".into(),
+            ..RunEntry::done("r2", 2, Outcome::Passed)
+        };
+        let mut summary = crate::session::journal::RunSummary::default();
+        summary.delivered.memory_pressure = vec![
+            "slowed 3.1× (0.38 s/step vs 0.12 at step 1; the added work explains ≤ 1.5×)".into(),
+            "weights streamed (19593 MB staged)".into(),
+        ];
+        entry.summary = Some(summary);
+        assert_eq!(
+            super::super::driver::describe_run(&entry),
+            "step 2 frames [search] passed — slowed 3.1×, weights streamed"
+        );
+        let summary = entry.summary.as_mut().unwrap();
+        summary.delivered.memory_pressure.clear();
+        summary.delivered.memory_fallbacks = vec!["tiled VAE decode fallback".into()];
+        assert_eq!(
+            super::super::driver::describe_run(&entry),
+            "step 2 frames [search] passed — tiled VAE decode fallback"
+        );
+    }
+
+    #[test]
     fn ladder_marks_show_each_step() {
         let step = |i: usize| StepInfo {
             index: i,

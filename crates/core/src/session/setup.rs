@@ -164,6 +164,7 @@ pub fn create_session(
         environment: None,
         fingerprints: Default::default(),
         drifts: Vec::new(),
+        server_moves: Vec::new(),
     };
     session.save(&paths)?;
     Ok((paths, session))

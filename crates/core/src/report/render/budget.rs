@@ -10,11 +10,6 @@ use crate::report::model::Evidence;
 /// characters)").
 pub const GITHUB_BODY_LIMIT: usize = 65_536;
 
-/// Lines of the server-console excerpt shown in report.md at the first level.
-pub(crate) const EXCERPT_LINES: usize = 60;
-/// Characters of one console line shown at the first level (longer ones are cut, saying how much).
-pub(crate) const LINE_CHARS: usize = 1000;
-
 /// The length of `s` as GitHub could count it, on the safe side: UTF-16 code units (never fewer
 /// than Unicode scalar values; a browser's `maxlength` counts these) plus one for every line
 /// break (a browser submits a textarea's line breaks as CR LF). A text at most
@@ -48,15 +43,17 @@ pub(crate) struct Limits {
 
 /// The levels tried in turn, the first one that fits is used.
 pub(crate) const LEVELS: [Limits; 4] = [
+    // The first level is sized for an issue (the demo's reports under 12 KB): report.json
+    // and the run folders keep everything whole.
     Limits {
-        traceback_lines: 200,
-        inputs_lines: 120,
-        message_lines: 60,
-        console_lines: EXCERPT_LINES,
-        kernel_lines: 60,
-        line_chars: LINE_CHARS,
-        warnings: 100,
-        reproduce: 200,
+        traceback_lines: 18,
+        inputs_lines: 40,
+        message_lines: 12,
+        console_lines: 14,
+        kernel_lines: 20,
+        line_chars: 160,
+        warnings: 20,
+        reproduce: 0,
     },
     Limits {
         traceback_lines: 60,
@@ -126,6 +123,23 @@ impl Trimmed {
         }
         (!parts.is_empty()).then(|| parts.join(", "))
     }
+}
+
+/// `line` when at most `max_chars` long, else its start and end with the middle left out,
+/// marked (`… [1234 characters left out] …`): an exception's figures are at both ends.
+pub(crate) fn cut_middle(line: &str, max_chars: usize) -> String {
+    let n = line.chars().count();
+    if n <= max_chars {
+        return line.to_string();
+    }
+    let head = max_chars / 2;
+    let tail = max_chars - head;
+    let start: String = line.chars().take(head).collect();
+    let end: String = line.chars().skip(n - tail).collect();
+    format!(
+        "{start} [… {} characters left out …] {end}",
+        n - head - tail
+    )
 }
 
 /// Trims `lines` to at most `max_lines` lines (at least 3) of at most `line_chars` characters.

@@ -87,8 +87,8 @@ fn failing_node(e: Option<&Evidence>) -> String {
         return String::new();
     };
     let raised = e
-        .and_then(|e| e.exception_type.as_deref())
-        .map(|t| format!(" raised {}", code(t)))
+        .and_then(Evidence::error_line)
+        .map(|t| format!(" raised {}", code(&t)))
         .unwrap_or_default();
     format!(" The failing node: {}{raised}.", node(n))
 }
@@ -156,10 +156,20 @@ fn steps(form: &BugForm, w: &WorkflowReport) -> String {
         "comfy-bisect reduced the full workflow to a minimal variant and added its parts back \
          one step at a time:"
     };
+    let of_given = form
+        .given
+        .as_deref()
+        .map(|g| format!(", the failing variant of {}", code(g)))
+        .unwrap_or_default();
     let mut out = match &form.workflow {
+        Some(file) if form.workflow_ui => format!(
+            "Load the failing workflow {} (UI format{of_given}) in ComfyUI and queue it on a \
+             server like the one under Other. {how}\n\n",
+            code(file)
+        ),
         Some(file) => format!(
-            "Queue the failing workflow {} (API format, as it was submitted) on a server like \
-             the one under Other. {how}\n\n",
+            "Queue the failing workflow {} (API format, as it was submitted{of_given}) on a \
+             server like the one under Other. {how}\n\n",
             code(file)
         ),
         None => format!("{how}\n\n"),
@@ -168,7 +178,15 @@ fn steps(form: &BugForm, w: &WorkflowReport) -> String {
         .right(0)
         .right(4);
     for s in &form.steps {
-        let outcome = s.outcome.replace('_', " ");
+        let outcome = if s.degraded.is_empty() {
+            s.outcome.replace('_', " ")
+        } else {
+            format!(
+                "{} — {}",
+                s.outcome.replace('_', " "),
+                s.degraded.join(", ")
+            )
+        };
         let outcome = if w.verdict.step == Some(s.step) && s.outcome != "passed" {
             md::bold(&outcome)
         } else {
@@ -195,22 +213,97 @@ fn steps(form: &BugForm, w: &WorkflowReport) -> String {
     out
 }
 
-/// The failing run's traceback, folded (`<details>`) and trimmed to `limits`: the one place
-/// report.md shows it.
-pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
-    let lines: Vec<&str> = e
+/// What ComfyUI sends of a traceback (`traceback.format_tb`: the frames only) made whole as
+/// Python prints it: `Traceback (most recent call last):`, the frames, and the exception line
+/// with its message (`torch.OutOfMemoryError: CUDA out of memory. …`), so a maintainer reads
+/// the error where they expect it.
+fn whole_traceback(e: &Evidence) -> Vec<String> {
+    let mut lines: Vec<String> = e
         .traceback
         .iter()
         .flat_map(|l| l.trim_end_matches('\n').lines())
+        .map(str::to_string)
         .collect();
-    let t = budget::trim_middle(&lines, limits.traceback_lines, limits.line_chars);
+    if lines.first().map(|l| l.trim()) == Some(TRACEBACK_HEADER) {
+        lines.remove(0);
+    }
+    let exception = exception_lines(e);
+    if !exception.is_empty() && lines.ends_with(&exception) {
+        lines.truncate(lines.len() - exception.len());
+    }
+    let mut out = vec![TRACEBACK_HEADER.to_string()];
+    out.extend(lines);
+    out.extend(exception);
+    out
+}
+
+/// A line of only `^` and `~` (Python 3.11+ column markers under a frame's code).
+fn is_marker_line(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~'))
+}
+
+/// The first line of every Python traceback.
+const TRACEBACK_HEADER: &str = "Traceback (most recent call last):";
+
+/// The traceback's last lines: `type: message`, the message's further lines below it.
+fn exception_lines(e: &Evidence) -> Vec<String> {
+    let Some(kind) = e.exception_type.as_deref() else {
+        return Vec::new();
+    };
+    let message = e.exception_message.as_deref().unwrap_or_default();
+    let mut lines = message.trim_end().lines();
+    let first = match lines.next().map(str::trim_end) {
+        Some(m) if !m.is_empty() => format!("{kind}: {m}"),
+        _ => kind.to_string(),
+    };
+    std::iter::once(first)
+        .chain(lines.map(str::to_string))
+        .collect()
+}
+
+/// The failing run's traceback, folded (`<details>`) and trimmed to `limits`: the one place
+/// report.md shows it.
+pub(crate) fn traceback(e: &Evidence, limits: &Limits) -> String {
+    let lines = whole_traceback(e);
+    // The header and the exception lines stay; only the frames between them are trimmed.
+    // Python's `^^^^` marker lines under a frame's code point at columns, not at facts.
+    let frames: Vec<&String> = lines[1..lines.len() - exception_lines(e).len()]
+        .iter()
+        .filter(|l| !is_marker_line(l))
+        .collect();
+    let markers = lines.len() - 1 - exception_lines(e).len() - frames.len();
+    let room = limits
+        .traceback_lines
+        .saturating_sub(lines.len() - frames.len());
+    let mut t = budget::trim_middle(&frames, room, limits.line_chars);
+    t.lines.insert(0, lines[0].clone());
+    let exception = exception_lines(e);
+    let keep = limits.message_lines.max(1);
+    for l in exception.iter().take(keep) {
+        // The exception's message keeps its figures: a long line is cut in its middle.
+        t.lines
+            .push(budget::cut_middle(l, limits.line_chars.max(600)));
+    }
+    if exception.len() > keep {
+        t.lines.push(format!(
+            "[… {} more lines of the message; the whole message is in run.json and report.json …]",
+            exception.len() - keep
+        ));
+        t.omitted += exception.len() - keep;
+    }
     // No run id here: a summary cannot hold a code span, and GitHub links a bare hex word.
-    let summary = if t.omitted > 0 {
+    let summary = if t.omitted + markers > 0 {
         format!(
-            "Traceback of step {} ({} of {} lines shown)",
+            "Traceback of step {} ({} of {} lines shown{})",
             e.step,
-            lines.len() - t.omitted,
-            lines.len()
+            lines.len() - t.omitted - markers,
+            lines.len(),
+            if markers > 0 {
+                ", without Python's ^^^ marker lines"
+            } else {
+                ""
+            }
         )
     } else {
         format!("Traceback of step {}", e.step)

@@ -84,6 +84,47 @@ pub(crate) fn excerpt(
     }
 }
 
+/// The lines with the exception's message, where the console prints it again after its first
+/// line (`!!! Exception during processing !!! MESSAGE`, `torch.OutOfMemoryError: MESSAGE`),
+/// cut to that first line: the report shows the whole message once, under Debug Logs. Returns
+/// the lines and how many went.
+fn fold_message(lines: &[String], message: &str) -> (Vec<String>, usize) {
+    let parts: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let Some(first) = parts.first() else {
+        return (lines.to_vec(), 0);
+    };
+    let mut out = Vec::with_capacity(lines.len());
+    let mut folded = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        out.push(lines[i].clone());
+        i += 1;
+        if !body(&lines[i - 1]).trim_end().ends_with(first) {
+            continue;
+        }
+        // The message's further lines, in order (blank lines between them go too).
+        let mut k = 1;
+        while i < lines.len() && k < parts.len() {
+            let b = body(&lines[i]).trim();
+            if b.is_empty() {
+                i += 1;
+                folded += 1;
+            } else if b == parts[k] {
+                i += 1;
+                k += 1;
+                folded += 1;
+            } else {
+                break;
+            }
+        }
+    }
+    (out, folded)
+}
+
 /// The lines with each Python traceback (`Traceback (most recent call last):` and its
 /// indented frame lines) replaced by one marker line, and how many lines went.
 fn fold_tracebacks(lines: &[String]) -> (Vec<String>, usize) {
@@ -117,7 +158,13 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     if e.console.is_empty() {
         return String::new();
     }
-    let x = excerpt(&e.console, max_lines, line_chars, !e.traceback.is_empty());
+    let fold = !e.traceback.is_empty();
+    let (console, folded_message) = match e.exception_message.as_deref().filter(|_| fold) {
+        Some(m) => fold_message(&e.console, m),
+        None => (e.console.clone(), 0),
+    };
+    let mut x = excerpt(&console, max_lines, line_chars, fold);
+    x.total += folded_message;
     let mut notes = Vec::new();
     if x.folded_bars > 0 {
         notes.push(format!(
@@ -131,6 +178,11 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
             x.folded_traceback,
             if x.folded_traceback == 1 { "" } else { "s" },
             if x.folded_traceback == 1 { "is" } else { "are" }
+        ));
+    }
+    if folded_message > 0 {
+        notes.push(format!(
+            "{folded_message} lines repeating the exception's message are left out (it is under Debug Logs)"
         ));
     }
     if x.omitted > 0 {
@@ -302,6 +354,7 @@ mod tests {
             last_progress: None,
             traceback: vec![],
             current_inputs: Default::default(),
+            inputs_restored: Vec::new(),
             detail: None,
             oom_kill: None,
             kernel_log: None,

@@ -65,6 +65,16 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     if !single && !report.workflows.is_empty() {
         out.push('\n');
     }
+    let degraded = report.workflows.iter().any(|w| {
+        w.verdict.first_pressure_step.is_some() || w.verdict.first_fallback_step.is_some()
+    });
+    if degraded && !report.settings.strict {
+        out.push_str(
+            "A pass under memory pressure or through a memory fallback counted as passed in \
+             this session; bisect again with `--strict` to count it as a failure and find the \
+             first one.\n\n",
+        );
+    }
     out.push_str(&meta_line(report));
     out.push_str("\n\n");
     for w in &report.workflows {
@@ -98,13 +108,14 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     }
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
-        for warning in report.warnings.iter().take(limits.warnings) {
+        let warnings = grouped_warnings(&report.warnings);
+        for warning in warnings.iter().take(limits.warnings) {
             out.push_str(&format!("- {}\n", text_with_code(warning)));
         }
-        if report.warnings.len() > limits.warnings {
+        if warnings.len() > limits.warnings {
             out.push_str(&format!(
                 "- … and {} more warnings (report.json lists all)\n",
-                report.warnings.len() - limits.warnings
+                warnings.len() - limits.warnings
             ));
         }
         out.push('\n');
@@ -115,6 +126,61 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
     crate::text::escape_controls(&out).into_owned()
 }
 
+/// The warnings with the runs' ones said once per kind: `run ID (step k inc): TEXT` lines whose
+/// TEXT differs only in its figures make one line, with how many runs had it (report.json
+/// keeps each run's line). Other warnings are kept as they are, in order.
+fn grouped_warnings(warnings: &[String]) -> Vec<String> {
+    // Each number (a run of digits and points) is one `#`.
+    let key = |w: &str| {
+        let mut key = String::with_capacity(w.len());
+        for c in w.chars() {
+            if c.is_ascii_digit() || (c == '.' && key.ends_with('#')) {
+                if !key.ends_with('#') {
+                    key.push('#');
+                }
+            } else {
+                key.push(c);
+            }
+        }
+        key
+    };
+    // (key, first run, its text, runs that had it, times)
+    let mut groups: Vec<(String, &str, &str, Vec<&str>, usize)> = Vec::new();
+    for w in warnings {
+        let split = w
+            .strip_prefix("run ")
+            .and_then(|_| w.find("): "))
+            .map(|at| (&w[..at + 1], &w[at + 3..]));
+        let (run, text) = split.unwrap_or(("", w.as_str()));
+        let k = if run.is_empty() { w.clone() } else { key(text) };
+        match groups
+            .iter_mut()
+            .find(|(g, r, ..)| *g == k && !r.is_empty())
+        {
+            Some((_, _, _, runs, times)) if !run.is_empty() => {
+                *times += 1;
+                if !runs.contains(&run) {
+                    runs.push(run);
+                }
+            }
+            _ => groups.push((k, run, text, vec![run], 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, run, text, runs, times)| match (run, runs.len(), times) {
+            ("", ..) => text.to_string(),
+            (run, _, 1) => format!("{run}: {text}"),
+            (run, 1, times) => format!(
+                "{times} times in {run}: {text} (the figures are the first's; report.json lists each)"
+            ),
+            (run, n, _) => format!(
+                "in {n} runs, the first {run}: {text} (the figures are the first run's; report.json lists each run's)"
+            ),
+        })
+        .collect()
+}
+
 fn heading(level: usize, title: &str) -> String {
     format!("{} {title}\n\n", "#".repeat(level))
 }
@@ -122,7 +188,8 @@ fn heading(level: usize, title: &str) -> String {
 fn meta_line(r: &Report) -> String {
     let mut parts = vec![format!("Session {}", code(&r.session_id))];
     let state = match (r.state.as_str(), &r.stopped_because) {
-        ("stopped", Some(why)) => format!("stopped ({})", text(why)),
+        // The stop's words hold the resume command in backticks: kept as a code span.
+        ("stopped", Some(why)) => format!("stopped ({})", text_with_code(why)),
         (s, _) => text(s),
     };
     parts.push(state);
@@ -137,6 +204,9 @@ fn meta_line(r: &Report) -> String {
     }
     if let Some(server) = &r.settings.server {
         parts.push(format!("server {}", code(server)));
+    }
+    for m in &r.settings.server_moves {
+        parts.push(format!("moved {}", text(m)));
     }
     if let Some(t) = &r.settings.started_at {
         parts.push(format!("started {}", text(t)));
@@ -295,12 +365,34 @@ fn environment(env: &Environment, level: usize) -> String {
                 Some(s) => format!("versions from {}", text(s)),
                 None => "the server exposes no versions (no ComfyUI-Manager)".to_string(),
             };
+            // Only the packs the workflows use; the others are counted (report.json lists all).
+            let shown: Vec<_> = env
+                .node_packs
+                .iter()
+                .filter(|p| env.packs_used.as_ref().is_none_or(|u| u.contains(&p.name)))
+                .collect();
+            let others = env.node_packs.len() - shown.len();
+            let others = if others == 0 {
+                String::new()
+            } else {
+                format!(
+                    " {others} other installed pack{}, not used by the workflows, left out \
+                     (report.json lists every pack).",
+                    if others == 1 { "" } else { "s" }
+                )
+            };
+            if shown.is_empty() {
+                out.push_str(&format!(
+                    "Custom node packs: the workflows use none ({source}).{others}\n\n"
+                ));
+                return out;
+            }
             out.push_str(&format!(
-                "Custom node packs ({}; {source}):\n\n",
-                env.node_packs.len()
+                "Custom node packs the workflows use ({}; {source}):{others}\n\n",
+                shown.len()
             ));
             let mut packs = Table::new(&["Pack", "Classes", "Definitions hash", "Version"]);
-            for p in &env.node_packs {
+            for p in shown {
                 packs.row(vec![
                     text(&p.name),
                     p.classes.to_string(),
@@ -485,16 +577,36 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         );
     } else {
         let mut t = Table::new(&["File", "Folder", "Loader", "Size", "sha256", "AutoV2"]).right(3);
+        // Why a file is unhashed is said once per reason (the file name left out of it), in a
+        // numbered note under the table, not in every row.
+        let mut reasons: Vec<String> = Vec::new();
         for c in &w.components {
             let (sha, autov2) = match (&c.sha256, &c.autov2) {
                 (Some(s), Some(a)) => (code(s), code(a)),
-                _ => (
-                    format!(
-                        "unhashed: {}",
-                        text(c.reason.as_deref().unwrap_or("no reason recorded"))
-                    ),
-                    DASH.to_string(),
-                ),
+                _ => {
+                    let reason = c
+                        .reason
+                        .as_deref()
+                        .unwrap_or("no reason recorded")
+                        .replace(&c.file, "the file")
+                        .replace(&format!("its {} folders", c.folder), "its model folders");
+                    let reason = match reason.find("; the server lists the file (") {
+                        // The size the server lists is the Size column.
+                        Some(at) => match reason[at..].find(");") {
+                            Some(end) => format!("{}{}", &reason[..at], &reason[at + end + 1..]),
+                            None => reason,
+                        },
+                        None => reason,
+                    };
+                    let n = match reasons.iter().position(|r| *r == reason) {
+                        Some(i) => i + 1,
+                        None => {
+                            reasons.push(reason);
+                            reasons.len()
+                        }
+                    };
+                    (format!("unhashed ({n})"), DASH.to_string())
+                }
             };
             let file = match &c.link_target {
                 Some(target) => format!("{} → {}", code(&c.file), code(target)),
@@ -513,6 +625,12 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         }
         out.push_str(&t.render());
         out.push_str("\nsha256 is over the whole file; AutoV2 is its first 10 hex digits (what Civitai and A1111 show).\n\n");
+        for (i, r) in reasons.iter().enumerate() {
+            out.push_str(&format!("{}. Unhashed: {}\n", i + 1, text_with_code(r)));
+        }
+        if !reasons.is_empty() {
+            out.push('\n');
+        }
     }
     out.push_str(&super::mitigations::section(
         &w.mitigations,
@@ -525,8 +643,11 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
 
 fn ladder(w: &WorkflowReport, level: usize) -> String {
     let mut out = heading(level, "Ladder");
+    // Sized for an issue: the run ids, the failing node, the VRAM sample counts and the memory
+    // held before each run are in report.json (`ladder`), not in these columns; the server's
+    // RSS and swap only when it swapped.
     let ram = w.ladder.iter().any(|r| r.peak_ram_mib.is_some());
-    let rss = w.ladder.iter().any(|r| r.peak_rss_mib.is_some());
+    // The server's RSS and swap matter when it swapped (host memory ran short).
     let swap = w
         .ladder
         .iter()
@@ -535,19 +656,15 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         "Step",
         "Increment",
         "What changed",
-        "Run",
         "Outcome",
         "Stage",
-        "Failing node",
         "Peak VRAM",
     ];
     if ram {
         headers.push("Peak RAM");
     }
-    if rss {
-        headers.push("Server RSS");
-    }
     if swap {
+        headers.push("Server RSS");
         headers.push("Swap");
     }
     let product = w.ladder.iter().any(|r| r.delivered.product.is_some());
@@ -564,7 +681,7 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
-    for (col, name) in headers.iter().enumerate().skip(7) {
+    for (col, name) in headers.iter().enumerate().skip(5) {
         if *name != "Product" {
             t = t.right(col);
         }
@@ -575,10 +692,8 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
         if ram {
             cells.push(r.peak_ram_mib.map(mib).unwrap_or_else(|| DASH.into()));
         }
-        if rss {
-            cells.push(r.peak_rss_mib.map(mib).unwrap_or_else(|| DASH.into()));
-        }
         if swap {
+            cells.push(r.peak_rss_mib.map(mib).unwrap_or_else(|| DASH.into()));
             cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
         }
         if product {
@@ -596,7 +711,13 @@ fn ladder(w: &WorkflowReport, level: usize) -> String {
     out.push_str(&t.render());
     out.push('\n');
     out.push_str(&text(&w.vram.note));
-    if let Some(note) = &w.vram.ram_note {
+    if let Some(note) = w.vram.ram_note.as_ref().filter(|_| ram) {
+        // Its sentence on the server's RSS and swap goes with those columns.
+        let note = if swap {
+            note.as_str()
+        } else {
+            note.split(" Server RSS ").next().unwrap_or(note)
+        };
         out.push(' ');
         out.push_str(&text(note));
     }
@@ -644,7 +765,13 @@ fn node_times(t: &NodeTimes, level: usize) -> String {
     for col in 1..headers.len() {
         table = table.right(col);
     }
-    for r in &t.rows {
+    // Nodes that took under 0.05 s in every run are counted, not listed (report.json has them).
+    const QUICK_S: f64 = 0.05;
+    let quick = |r: &&crate::report::model::NodeTimeRow| {
+        r.seconds.iter().all(|s| s.is_some_and(|s| s < QUICK_S))
+    };
+    let quick_rows = t.rows.iter().filter(quick).count();
+    for r in t.rows.iter().filter(|r| !quick(r)) {
         let name = match &r.class_type {
             Some(c) => format!("{} `#{}`", text(c), text(&r.node)),
             None => format!("`#{}`", text(&r.node)),
@@ -665,6 +792,12 @@ fn node_times(t: &NodeTimes, level: usize) -> String {
     );
     table.row(cells);
     out.push_str(&table.render());
+    if quick_rows > 0 {
+        out.push_str(&format!(
+            "\n{quick_rows} other node{} took under {QUICK_S} s in each run (report.json has every time).",
+            if quick_rows == 1 { "" } else { "s" }
+        ));
+    }
     out.push_str("\n\n");
     out
 }
@@ -783,7 +916,8 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
             DASH.to_string()
         }
     } else {
-        const SHOWN: usize = 4;
+        // Up to three edits a step (report.json lists all).
+        const SHOWN: usize = 3;
         let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
         if r.changes.len() > SHOWN {
             lines.push(format!(
@@ -796,25 +930,15 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         }
         lines.join("<br>")
     };
-    let mut peak = match (r.peak_vram_mib, r.vram_samples) {
-        (Some(p), Some(n)) => format!("{} ({n} samples)", mib(p)),
-        (Some(p), None) => mib(p),
-        _ => DASH.into(),
-    };
-    if let (Some(needed), Some(from)) = (r.oom_needed_mib, &r.oom_needed_from) {
+    let mut peak = r.peak_vram_mib.map(mib).unwrap_or_else(|| DASH.into());
+    if let (Some(needed), Some(_)) = (r.oom_needed_mib, &r.oom_needed_from) {
         let sampled = if peak == DASH {
             String::new()
         } else {
             format!("<br>sampled: {peak}")
         };
-        peak = format!(
-            "**≥ {} needed** ({}, from the OOM message){sampled}",
-            mib(needed),
-            text(from)
-        );
-    }
-    if let Some(b) = r.baseline_vram_mib {
-        peak.push_str(&format!("<br>held before: {}", mib(b)));
+        // How the figure was read (`in use + requested`) is in report.json.
+        peak = format!("**≥ {} needed** (OOM message){sampled}", mib(needed));
     }
     let increment = match (&r.increment_kind, r.step) {
         (Some(k), s) if s > 0 && k != &r.increment => {
@@ -826,18 +950,10 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         r.step.to_string(),
         increment,
         changes,
-        r.run_id
-            .as_deref()
-            .map(|id| code(&short(id)))
-            .unwrap_or_else(|| DASH.into()),
         outcome,
         r.stage
             .map(|s| s.as_str())
             .map(text)
-            .unwrap_or_else(|| DASH.into()),
-        r.failing_node
-            .as_ref()
-            .map(node)
             .unwrap_or_else(|| DASH.into()),
         peak,
         r.duration_s.map(duration).unwrap_or_else(|| DASH.into()),
@@ -935,10 +1051,12 @@ fn evidence(
     }
     out.push_str(&lines.join("\n"));
     out.push_str("\n\n");
-    if let Some(t) = &e.exception_type {
+    // With the traceback above, its last lines are the exception and its whole message.
+    let message_above = traceback_above && !e.traceback.is_empty();
+    if let (Some(t), false) = (&e.exception_type, message_above) {
         out.push_str(&format!("Exception {}:\n\n", code(t)));
     }
-    if let Some(m) = &e.exception_message {
+    if let (Some(m), false) = (&e.exception_message, message_above) {
         let lines: Vec<&str> = m.trim_end().lines().collect();
         let t = budget::trim_middle(&lines, limits.message_lines, limits.line_chars);
         out.push_str(&trimmed_block(e, "message", "text", &t, limits.line_chars));
@@ -981,7 +1099,8 @@ fn evidence(
     if !e.traceback.is_empty() {
         if traceback_above {
             out.push_str(
-                "The traceback is under **Debug Logs** at the top (for ComfyUI's bug form).\n\n",
+                "The exception, its message and its traceback are under **Debug Logs** at the \
+                 top (for ComfyUI's bug form).\n\n",
             );
         } else {
             out.push_str(&super::bug_form::traceback(e, limits));
@@ -994,14 +1113,53 @@ fn evidence(
         limits.line_chars,
     ));
     if !e.current_inputs.is_empty() {
-        let json = serde_json::to_string_pretty(&e.current_inputs).unwrap_or_default();
-        let lines: Vec<&str> = json.lines().collect();
+        // One input a line (`"steps": [25],`): the pretty form takes three lines for each.
+        let n = e.current_inputs.len();
+        let mut lines: Vec<String> = vec!["{".to_string()];
+        // A linked input prints as the repr of a Python object (a model, a tensor): its kind
+        // is kept, its figures are in report.json.
+        let shown = |v: &serde_json::Value| -> String {
+            let one = match v {
+                serde_json::Value::Array(a) if a.len() == 1 => &a[0],
+                other => other,
+            };
+            match one.as_str() {
+                Some(r) if r.contains(" object at 0x") || r.contains("tensor(") => {
+                    let kind = if r.contains("tensor(") {
+                        "tensor"
+                    } else {
+                        "object"
+                    };
+                    // ComfyUI's own note of a tensor's shape is a fact worth its line.
+                    let shape = r
+                        .rfind("# shape [")
+                        .map(|at| format!(", {}", r[at + 2..].trim()))
+                        .unwrap_or_default();
+                    format!("[\"<{kind}{shape}; printed whole in report.json>\"]")
+                }
+                _ => v.to_string(),
+            }
+        };
+        lines.extend(e.current_inputs.iter().enumerate().map(|(i, (k, v))| {
+            format!(
+                "  {}: {}{}",
+                serde_json::Value::from(k.as_str()),
+                shown(v),
+                if i + 1 < n { "," } else { "" }
+            )
+        }));
+        lines.push("}".to_string());
         let t = budget::trim_middle(&lines, limits.inputs_lines, limits.line_chars);
         let body = trimmed_block(e, "inputs", "json", &t, limits.line_chars);
-        out.push_str(&details(
-            "Failing node's inputs (as ComfyUI printed them, trimmed)",
-            &body,
-        ));
+        let title = if e.inputs_restored.is_empty() {
+            "Failing node's inputs (as ComfyUI printed them, trimmed)".to_string()
+        } else {
+            format!(
+                "Failing node's inputs as the workflow has them: {}",
+                e.inputs_restored.join(", ")
+            )
+        };
+        out.push_str(&details(&title, &body));
         out.push('\n');
     }
     out
@@ -1057,7 +1215,14 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
         };
         out.push_str(&format!(
             "- No verdict yet; {when} {}\n",
-            code(&crate::shell::resume_command(&report.session_id, None))
+            code(&crate::shell::resume_command(
+                &report.session_id,
+                report
+                    .settings
+                    .runs_dir
+                    .as_deref()
+                    .map(std::path::Path::new)
+            ))
         ));
     }
     out.push('\n');
@@ -1109,4 +1274,44 @@ fn attachments(w: &WorkflowReport, level: usize, report: &Report, limits: &Limit
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::NodePackRow;
+
+    #[test]
+    fn only_the_packs_the_workflows_use_are_listed_the_others_counted() {
+        let pack = |name: &str| NodePackRow {
+            name: name.into(),
+            classes: 2,
+            definitions_sha256: "0123456789abcdef".into(),
+            version: "1.0".into(),
+        };
+        let mut env = Environment {
+            fingerprint: Some("f1".into()),
+            node_packs: vec![pack("ComfyUI-GGUF"), pack("rgthree-comfy"), pack("was-ns")],
+            packs_used: Some(vec!["rgthree-comfy".into()]),
+            ..Environment::default()
+        };
+        let md = environment(&env, 2);
+        assert!(md.contains("| rgthree-comfy |"), "{md}");
+        assert!(
+            !md.contains("ComfyUI-GGUF") && !md.contains("was-ns"),
+            "{md}"
+        );
+        assert!(
+            md.contains("2 other installed packs, not used by the workflows, left out"),
+            "{md}"
+        );
+        // No record says which packs the workflows use: every pack is listed.
+        env.packs_used = None;
+        let md = environment(&env, 2);
+        assert!(
+            md.contains("| ComfyUI-GGUF |") && md.contains("| was-ns |"),
+            "{md}"
+        );
+        assert!(!md.contains("other installed"), "{md}");
+    }
 }

@@ -65,6 +65,7 @@ fn load_text(m: &ModelLoadRow) -> String {
 /// memory events. Empty when no step has any.
 pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
     let mut out = String::new();
+    let mut previous: Option<(usize, Vec<String>)> = None;
     for r in ladder {
         if r.models.is_empty()
             && r.memory_events.is_empty()
@@ -91,12 +92,19 @@ pub(crate) fn markdown_details(ladder: &[LadderRow]) -> String {
                 .map(|f| format!("**{}**", text(f))),
         );
         parts.extend(r.memory_events.iter().map(|e| text(e)));
+        // A step that loaded what the step before it did says so in two words.
+        let line = match &previous {
+            Some((step, p)) if *p == parts => format!("as step {step}"),
+            _ => parts.join("; "),
+        };
         out.push_str(&format!(
-            "- Step {} ({}): {}\n",
+            "- Step {} ({}): {line}\n",
             r.step,
             text(&r.increment),
-            parts.join("; ")
         ));
+        if !line.starts_with("as step ") {
+            previous = Some((r.step, parts));
+        }
     }
     if out.is_empty() {
         return out;

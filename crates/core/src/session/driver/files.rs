@@ -18,11 +18,12 @@ use std::path::PathBuf;
 
 /// A summary of a finished run for one-line output.
 pub(crate) fn describe_run(entry: &RunEntry) -> String {
-    let outcome = entry
-        .outcome
-        .as_ref()
-        .map(|o| o.name())
-        .unwrap_or("in flight");
+    // A pass under memory pressure or through a fallback says so (`passed — slowed 3.1×`).
+    let outcome = match (&entry.outcome, &entry.summary) {
+        (Some(Outcome::Passed), Some(s)) => s.delivered.passed_words(),
+        (Some(o), _) => o.name().to_string(),
+        (None, _) => "in flight".to_string(),
+    };
     let stage = entry
         .summary
         .as_ref()

@@ -57,6 +57,7 @@ fn sample() -> SessionFile {
         environment: None,
         fingerprints: BTreeMap::new(),
         drifts: Vec::new(),
+        server_moves: Vec::new(),
     }
 }
 

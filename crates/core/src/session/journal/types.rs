@@ -67,6 +67,37 @@ pub struct SessionFile {
     /// Environment changes seen between two runs, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drifts: Vec<Drift>,
+    /// The session moved to another server URL (`resume --server`, `mitigate --server`), in
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_moves: Vec<ServerMove>,
+}
+
+/// A move of a session to another server URL (a port that changed after a reboot).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerMove {
+    /// The URL before.
+    pub from: String,
+    /// The URL after.
+    pub to: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+impl SessionFile {
+    /// Moves the session to `server` (recorded in [`SessionFile::server_moves`]); false when
+    /// it is already there.
+    pub fn move_to_server(&mut self, server: &str) -> bool {
+        if self.server == server {
+            return false;
+        }
+        self.server_moves.push(ServerMove {
+            from: std::mem::replace(&mut self.server, server.to_string()),
+            to: server.to_string(),
+            at: crate::units::now_rfc3339(),
+        });
+        true
+    }
 }
 
 /// Reads [`SessionFile::environment`] leniently: a value of another shape is `None` rather than
@@ -585,6 +616,40 @@ pub enum CrashCheck {
 }
 
 impl WorkflowJob {
+    /// The first ladder step that passed under memory pressure or through a memory fallback
+    /// before the verdict's failing step (or anywhere, when the target passed), in words:
+    /// `first memory pressure at frames (step 2: slowed 3.0×, weights streamed)`. None when
+    /// every pass was clean or the verdict is not a bisection's.
+    pub fn first_degraded_pass(&self) -> Option<String> {
+        let limit = match self.verdict.as_ref()? {
+            Verdict::FirstFailure { step, .. } => *step,
+            Verdict::CouldNotReproduce { .. } => usize::MAX,
+            _ => return None,
+        };
+        let run = self
+            .runs
+            .iter()
+            .filter(|r| r.role != RunRole::Control && r.step < limit && r.passed())
+            .filter(|r| {
+                r.summary
+                    .as_ref()
+                    .is_some_and(|s| !s.delivered.degraded().is_empty())
+            })
+            .min_by_key(|r| r.step)?;
+        let delivered = &run.summary.as_ref()?.delivered;
+        let what = if delivered.memory_pressure.is_empty() {
+            "memory fallback"
+        } else {
+            "memory pressure"
+        };
+        Some(format!(
+            "first {what} at {} (step {}: {})",
+            run.increment,
+            run.step,
+            delivered.degraded().join(", ")
+        ))
+    }
+
     /// The verdict's line, naming the part of the workflow the failing step brings back (a
     /// hires pass); None before a verdict.
     pub fn headline(&self) -> Option<String> {
@@ -614,6 +679,12 @@ impl WorkflowJob {
             _ => Vec::new(),
         };
         let line = verdict.headline_with(&parts);
+        // A pass under memory pressure or through a fallback before the verdict's step is the
+        // session's first finding: the line leads with it.
+        let line = match self.first_degraded_pass() {
+            Some(lead) => format!("{lead}; then {line}"),
+            None => line,
+        };
         // With --strict, a pass through a fallback or under pressure is the failure: say which.
         if let Verdict::FirstFailure { run_id, .. } = verdict {
             let outcome = self
