@@ -252,15 +252,25 @@ impl Relaunch {
                 return Err(format!("the server's process was not found: {why}"))
             }
         };
+        #[cfg(unix)]
         let pid = i32::try_from(pid).map_err(|_| format!("process id {pid} out of range"))?;
         // SAFETY: kill(2) with a process id found listening on the server's port.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        #[cfg(unix)]
+        unsafe {
+            libc::kill(pid, libc::SIGTERM)
+        };
+        // Windows has no polite stop for a console process: the tree is ended at once.
+        #[cfg(not(unix))]
+        crate::shell::stop_tree(pid);
         let DriverParts { backend, clock, .. } = driver.parts();
         let start = clock.now();
         while backend.alive() {
             if (clock.now() - start).unsigned_abs() >= STOP_WAIT {
                 // SAFETY: as above; it did not stop on SIGTERM.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                #[cfg(unix)]
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL)
+                };
                 clock.sleep(Duration::from_millis(500));
                 break;
             }
@@ -271,7 +281,6 @@ impl Relaunch {
 
     /// Starts the template with `args` and `env`, detached, its output appended to the log.
     fn start(&self, args: &[String], env: &BTreeMap<String, String>) -> Result<(), String> {
-        use std::os::unix::process::CommandExt;
         let command = fill(&self.template, args);
         if let Some(dir) = self.log.parent() {
             std::fs::create_dir_all(dir)
@@ -285,14 +294,13 @@ impl Relaunch {
         let err = log
             .try_clone()
             .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&command)
+        let mut shell = crate::shell::user_command(&command);
+        crate::shell::own_process_group(&mut shell);
+        shell
             .envs(env)
             .stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(err)
-            .process_group(0)
             .spawn()
             .map(|_| ())
             .map_err(|e| format!("cannot run `{command}`: {e}"))
