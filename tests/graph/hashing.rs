@@ -258,6 +258,7 @@ fn parallel_hashing_equals_sequential_hashing() {
     }
 }
 
+#[cfg(unix)]
 fn model_ref(file: &str, folders: Vec<&'static str>) -> ModelRef {
     ModelRef {
         node_id: "1".into(),
@@ -268,6 +269,7 @@ fn model_ref(file: &str, folders: Vec<&'static str>) -> ModelRef {
     }
 }
 
+#[cfg(unix)]
 fn unhashed_reason(location: Location) -> String {
     match location {
         Location::Unhashed { reason } => reason,

@@ -3,8 +3,10 @@
 //! process's memory (`/proc/PID/status`: VmRSS, VmSwap, VmHWM).
 
 use serde::{Deserialize, Serialize};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 #[cfg(any(target_os = "linux", test))]
+use std::net::{Ipv4Addr, Ipv6Addr};
+#[cfg(target_os = "linux")]
 use std::path::Path;
 
 /// The server process found on this machine.
@@ -118,7 +120,7 @@ pub(crate) fn locate_listener(_ips: &[IpAddr], port: u16) -> Located {
 }
 
 /// [`locate_listener`] under a `/proc`-like root (tests point it elsewhere).
-#[cfg(any(target_os = "linux", test))]
+#[cfg(target_os = "linux")]
 pub(crate) fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located {
     let mut inodes = Vec::new();
     for table in ["net/tcp", "net/tcp6"] {
@@ -202,7 +204,7 @@ fn proc_ip(hex: &str) -> Option<IpAddr> {
 
 /// The lowest PID with an open file descriptor on one of the socket `inodes` (a forked worker
 /// shares its parent's listener; the parent is the server).
-#[cfg(any(target_os = "linux", test))]
+#[cfg(target_os = "linux")]
 fn owner_of(proc_root: &Path, inodes: &[u64]) -> Option<u32> {
     let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
     let mut pids: Vec<u32> = std::fs::read_dir(proc_root)
