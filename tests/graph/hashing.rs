@@ -1,8 +1,10 @@
 //! Hashing library: digests, cache, parallel hashing, locating model files, model references.
 
+#[cfg(unix)]
+use comfy_bisect_core::hashing::ModelRef;
 use comfy_bisect_core::hashing::{
     hash_components, hash_file, hash_file_with, hash_files, locate, model_references,
-    ComponentHash, ComponentStatus, HashCache, HashOptions, Location, ModelRef,
+    ComponentHash, ComponentStatus, HashCache, HashOptions, Location,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
