@@ -1,8 +1,10 @@
 //! Hashing library: digests, cache, parallel hashing, locating model files, model references.
 
+#[cfg(unix)]
+use comfy_bisect_core::hashing::ModelRef;
 use comfy_bisect_core::hashing::{
     hash_components, hash_file, hash_file_with, hash_files, locate, model_references,
-    ComponentHash, ComponentStatus, HashCache, HashOptions, Location, ModelRef,
+    ComponentHash, ComponentStatus, HashCache, HashOptions, Location,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -258,6 +260,7 @@ fn parallel_hashing_equals_sequential_hashing() {
     }
 }
 
+#[cfg(unix)]
 fn model_ref(file: &str, folders: Vec<&'static str>) -> ModelRef {
     ModelRef {
         node_id: "1".into(),
@@ -268,6 +271,7 @@ fn model_ref(file: &str, folders: Vec<&'static str>) -> ModelRef {
     }
 }
 
+#[cfg(unix)]
 fn unhashed_reason(location: Location) -> String {
     match location {
         Location::Unhashed { reason } => reason,
@@ -275,6 +279,8 @@ fn unhashed_reason(location: Location) -> String {
     }
 }
 
+// Symbolic links on Windows need a privilege most accounts lack.
+#[cfg(unix)]
 #[test]
 fn locate_refuses_escapes_and_follows_the_users_links_out_of_the_roots() {
     let dir = tempfile::tempdir().unwrap();

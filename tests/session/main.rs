@@ -3,6 +3,8 @@
 //! hashes, host memory, pressure, products, `--search-steps`, UI workflows and old journals (one
 //! test binary; each feature file is a module).
 
+// Off Linux the helpers of the process-level tests below (kills, signals, /proc) go unused.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[path = "../support/session.rs"]
 mod session_support;
 
@@ -17,8 +19,12 @@ mod session_env;
 mod session_flaky;
 mod session_hang;
 mod session_hashes;
+// Each test of these three needs Linux's /proc or Unix signals: the modules are left out elsewhere.
+#[cfg(target_os = "linux")]
 mod session_hostmem;
+#[cfg(unix)]
 mod session_kill;
+#[cfg(unix)]
 mod session_signals;
 mod session_sim;
 mod session_ui;

@@ -551,11 +551,11 @@ pub fn bring_up(
     .kind(ErrorKind::Unreachable)
 }
 
-/// Waits for a signal that asks the tool to stop: Ctrl-C (SIGINT), and on Unix SIGTERM (what
-/// systemd, Docker, Kubernetes and Slurm send) and SIGHUP (the terminal went away). All three
-/// are handled alike: our prompt is interrupted on the server, the run and the session are
-/// recorded as interrupted, and the process exits with status 130. Returns the signal's name;
-/// `None` when no handler could be installed.
+/// Waits for a signal that asks the tool to stop: Ctrl-C (SIGINT), on Unix SIGTERM (what
+/// systemd, Docker, Kubernetes and Slurm send) and SIGHUP (the terminal went away), on Windows
+/// Ctrl-Break. All are handled alike: our prompt is interrupted on the server, the run and the
+/// session are recorded as interrupted, and the process exits with status 130. Returns the
+/// signal's name; `None` when no handler could be installed.
 pub(crate) async fn stop_signal() -> Option<&'static str> {
     #[cfg(unix)]
     {
@@ -572,7 +572,17 @@ pub(crate) async fn stop_signal() -> Option<&'static str> {
             _ = hup.recv() => Some("SIGHUP"),
         }
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    {
+        let Ok(mut ctrl_break) = tokio::signal::windows::ctrl_break() else {
+            return tokio::signal::ctrl_c().await.ok().map(|()| "SIGINT");
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.ok().map(|()| "SIGINT"),
+            _ = ctrl_break.recv() => Some("Ctrl-Break"),
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
     {
         tokio::signal::ctrl_c().await.ok().map(|()| "SIGINT")
     }

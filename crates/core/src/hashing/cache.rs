@@ -1,14 +1,15 @@
 //! The hash cache (`runs/.hash-cache.json`): unchanged files are never read twice.
 //!
 //! An entry is keyed by the file's canonical path and is valid only while the file's size,
-//! modification time (ns) and inode are unchanged. The file is written atomically
-//! ([`crate::atomic`]: temp file, fsync, rename); a corrupt or unreadable cache is reported as a warning and ignored.
+//! modification time (ns) and inode are unchanged (Windows: size and modification time; std
+//! gives no stable file index there, so the inode is recorded as 0). The file is written
+//! atomically ([`crate::atomic`]: temp file, fsync, rename); a corrupt or unreadable cache is
+//! reported as a warning and ignored.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache file format; files with another version are ignored.
@@ -23,7 +24,7 @@ pub(crate) struct FileKey {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
-    /// Inode number.
+    /// Inode number (0 on Windows).
     pub inode: u64,
 }
 
@@ -35,13 +36,33 @@ impl FileKey {
         Ok(FileKey {
             canonical,
             size: meta.len(),
-            mtime_ns: meta
-                .mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.mtime_nsec()),
-            inode: meta.ino(),
+            mtime_ns: mtime_ns(&meta)?,
+            inode: inode(&meta),
         })
     }
+}
+
+/// The modification time in nanoseconds since the Unix epoch (negative before it).
+fn mtime_ns(meta: &fs::Metadata) -> io::Result<i64> {
+    let ns = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    Ok(
+        match meta.modified()?.duration_since(std::time::UNIX_EPOCH) {
+            Ok(after) => ns(after),
+            Err(before) => -ns(before.duration()),
+        },
+    )
+}
+
+#[cfg(unix)]
+fn inode(meta: &fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+/// Windows: std has no stable file index (`file_index` is unstable), so size and modification
+/// time alone decide whether an entry is still valid.
+#[cfg(not(unix))]
+fn inode(_meta: &fs::Metadata) -> u64 {
+    0
 }
 
 /// One remembered digest.

@@ -3,7 +3,10 @@
 //! process's memory (`/proc/PID/status`: VmRSS, VmSwap, VmHWM).
 
 use serde::{Deserialize, Serialize};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+#[cfg(any(target_os = "linux", test))]
+use std::net::{Ipv4Addr, Ipv6Addr};
+#[cfg(target_os = "linux")]
 use std::path::Path;
 
 /// The server process found on this machine.
@@ -106,15 +109,18 @@ pub(crate) fn locate_listener(ips: &[IpAddr], port: u16) -> Located {
     locate_in(Path::new("/proc"), ips, port)
 }
 
-/// Finds the process listening on `port` (implemented for Linux only).
+/// Finds the process listening on `port`: not on this system (Linux only, through `/proc`).
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn locate_listener(_ips: &[IpAddr], port: u16) -> Located {
     Located::NotFound(format!(
-        "finding the process listening on port {port} is implemented for Linux (/proc) only"
+        "the process listening on port {port} is found through Linux's /proc only, not on {} \
+         (its memory is not sampled; to restart the server give --restart-cmd)",
+        std::env::consts::OS
     ))
 }
 
 /// [`locate_listener`] under a `/proc`-like root (tests point it elsewhere).
+#[cfg(target_os = "linux")]
 pub(crate) fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located {
     let mut inodes = Vec::new();
     for table in ["net/tcp", "net/tcp6"] {
@@ -145,6 +151,7 @@ pub(crate) fn locate_in(proc_root: &Path, ips: &[IpAddr], port: u16) -> Located 
 
 /// Socket inodes in LISTEN state on `port` at one of `ips` or a wildcard address, from the text
 /// of `/proc/net/tcp` or `/proc/net/tcp6`.
+#[cfg(any(target_os = "linux", test))]
 pub(crate) fn listening_inodes(table: &str, ips: &[IpAddr], port: u16) -> Vec<u64> {
     const LISTEN: &str = "0A";
     table
@@ -169,6 +176,7 @@ pub(crate) fn listening_inodes(table: &str, ips: &[IpAddr], port: u16) -> Vec<u6
 }
 
 /// Equal addresses, an IPv4 address also matching its IPv4-mapped IPv6 form.
+#[cfg(any(target_os = "linux", test))]
 fn same_ip(a: IpAddr, b: IpAddr) -> bool {
     let canon = |ip: IpAddr| match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
@@ -178,6 +186,7 @@ fn same_ip(a: IpAddr, b: IpAddr) -> bool {
 }
 
 /// An address as `/proc/net/tcp{,6}` prints it: 32-bit words in hex, each in host byte order.
+#[cfg(any(target_os = "linux", test))]
 fn proc_ip(hex: &str) -> Option<IpAddr> {
     let word = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::to_ne_bytes);
     match hex.len() {
@@ -195,6 +204,7 @@ fn proc_ip(hex: &str) -> Option<IpAddr> {
 
 /// The lowest PID with an open file descriptor on one of the socket `inodes` (a forked worker
 /// shares its parent's listener; the parent is the server).
+#[cfg(target_os = "linux")]
 fn owner_of(proc_root: &Path, inodes: &[u64]) -> Option<u32> {
     let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
     let mut pids: Vec<u32> = std::fs::read_dir(proc_root)

@@ -535,10 +535,24 @@ impl SessionLock {
         }
         let mut info = self.info.clone();
         info.session_id = session_id.to_string();
-        let candidate = Candidate::new(&self.path, &info)?;
-        let file = candidate.replace(&self.path)?;
-        // The old file is unlocked by this assignment, after the new one is in place.
-        self.file = file;
+        #[cfg(not(windows))]
+        {
+            let candidate = Candidate::new(&self.path, &info)?;
+            let file = candidate.replace(&self.path)?;
+            // The old file is unlocked by this assignment, after the new one is in place.
+            self.file = file;
+        }
+        // Windows refuses to rename over a file that is open (ours, locked), and nobody else can
+        // read a locked file there anyway: the record is rewritten in place through our handle.
+        #[cfg(windows)]
+        {
+            use std::io::{Seek, Write};
+            let text = serde_json::to_string_pretty(&info).map_err(std::io::Error::other)?;
+            self.file.set_len(0)?;
+            self.file.seek(std::io::SeekFrom::Start(0))?;
+            self.file.write_all(text.as_bytes())?;
+            self.file.sync_all()?;
+        }
         self.info = info;
         Ok(())
     }

@@ -795,11 +795,7 @@ impl Relaunch {
         cmd.stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(err);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
+        crate::shell::own_process_group(&mut cmd);
         self.reap();
         let child = cmd
             .spawn()

@@ -53,12 +53,8 @@ pub(crate) fn run_restart(
     cmd.stdin(Stdio::null())
         .stdout(output(&log_file))
         .stderr(output(&log_file));
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Its own process group, so everything it starts can be killed with it.
-        cmd.process_group(0);
-    }
+    // Its own process group, so everything it starts can be killed with it.
+    crate::shell::own_process_group(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run '{command}': {e}"))?;
@@ -184,15 +180,7 @@ pub(crate) fn bring_up(
 }
 
 pub(crate) fn shell(command: &str) -> Command {
-    if cfg!(windows) {
-        let mut c = Command::new("cmd");
-        c.args(["/C", command]);
-        c
-    } else {
-        let mut c = Command::new("sh");
-        c.args(["-c", command]);
-        c
-    }
+    crate::shell::user_command(command)
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -202,18 +190,12 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// Kills the child's process group (unix), else the child.
+/// Kills the child with every process it started (its process group on Unix, its process
+/// tree on Windows: [`crate::shell::stop_tree`]), else the child alone.
 fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-            // SAFETY: kill(2) with a negative pid signals the process group the child leads
-            // (it was started with process_group(0)); no memory is touched.
-            let _ = unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            return;
-        }
+    if !crate::shell::stop_tree(child.id()) {
+        let _ = child.kill();
     }
-    let _ = child.kill();
 }
 
 #[cfg(all(test, unix))]

@@ -79,14 +79,42 @@ fn pretty_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, JournalE
 /// reports the first failure; the session driver calls it before every submission, so the
 /// fsyncs of one run's bookkeeping overlap each other and the driver's work instead of adding
 /// up, and nothing the journal says is at risk while the GPU runs. Dropping it waits too.
+///
+/// Windows: a helper thread holds the file it fsyncs open, and Windows refuses to rename a file
+/// over one that is open (`MoveFileExW`: access denied; std's POSIX-semantics fallback exists only
+/// on recent NTFS), where Unix simply unlinks the old name and lets the open handle finish its
+/// fsync. So on Windows, replacing a path first waits for the pending fsync of that same path
+/// (its handle is closed when its thread ends); fsyncs of other files still run behind. On Unix
+/// nothing waits: the guarantees are the same on both (every write atomic, durable by
+/// [`SyncBehind::wait`]), only the overlap differs.
 #[derive(Debug, Default)]
 pub(crate) struct SyncBehind {
-    pending: Vec<std::thread::JoinHandle<Result<(), JournalError>>>,
+    pending: Vec<Pending>,
+}
+
+/// One background fsync: the file's path and its thread.
+#[derive(Debug)]
+struct Pending {
+    path: PathBuf,
+    thread: std::thread::JoinHandle<Result<(), JournalError>>,
+}
+
+impl Pending {
+    fn join(self) -> Result<(), JournalError> {
+        self.thread.join().unwrap_or_else(|_| {
+            Err(JournalError::Invalid {
+                path: self.path,
+                reason: "the background fsync of this file panicked".into(),
+            })
+        })
+    }
 }
 
 impl SyncBehind {
     /// Writes `bytes` to `path` atomically now; fsyncs it (and its folder) in the background.
     pub(crate) fn write_atomic(&mut self, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+        #[cfg(windows)]
+        self.wait_for(path)?;
         let (file, dir) = crate::atomic::replace(path, bytes, crate::atomic::Durability::Later)?;
         self.sync_later(file, path, Some(dir));
         Ok(())
@@ -105,30 +133,31 @@ impl SyncBehind {
     /// Fsyncs `file` (written as `path`) and then `dir`, if given, on a helper thread.
     pub(crate) fn sync_later(&mut self, file: fs::File, path: &Path, dir: Option<PathBuf>) {
         let path = path.to_path_buf();
-        self.pending.push(std::thread::spawn(move || {
-            file.sync_all().map_err(io_err("cannot fsync", &path))?;
+        let target = path.clone();
+        let thread = std::thread::spawn(move || {
+            file.sync_all().map_err(io_err("cannot fsync", &target))?;
             if let Some(dir) = dir {
                 crate::atomic::sync_dir(&dir);
             }
             Ok(())
-        }));
+        });
+        self.pending.push(Pending { path, thread });
     }
 
     /// Waits until every write so far is durable; the first failure, if any.
     pub(crate) fn wait(&mut self) -> Result<(), JournalError> {
-        let mut first = Ok(());
-        for handle in self.pending.drain(..) {
-            let result = handle.join().unwrap_or_else(|_| {
-                Err(JournalError::Invalid {
-                    path: PathBuf::from("."),
-                    reason: "a background fsync thread panicked".into(),
-                })
-            });
-            if first.is_ok() {
-                first = result;
-            }
-        }
-        first
+        join_all(self.pending.drain(..))
+    }
+
+    /// Waits until the writes of `path` so far are durable (and their files closed); the first
+    /// failure, if any. Windows only: see [`SyncBehind`].
+    #[cfg(any(windows, test))]
+    pub(super) fn wait_for(&mut self, path: &Path) -> Result<(), JournalError> {
+        let (same, others) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.path == path);
+        self.pending = others;
+        join_all(same)
     }
 
     /// Writes not yet known to be durable.
@@ -136,6 +165,18 @@ impl SyncBehind {
     pub(crate) fn pending(&self) -> usize {
         self.pending.len()
     }
+}
+
+/// Joins every thread; the first failure, if any.
+fn join_all(pending: impl IntoIterator<Item = Pending>) -> Result<(), JournalError> {
+    let mut first = Ok(());
+    for p in pending {
+        let result = p.join();
+        if first.is_ok() {
+            first = result;
+        }
+    }
+    first
 }
 
 impl Drop for SyncBehind {

@@ -109,8 +109,22 @@ fn write_behind_lands_at_once_and_is_waited_for() {
         serde_json::json!({"a": 1})
     );
     assert_eq!(sync.pending(), 2);
+    // What Windows waits for before replacing a file: that file's fsync alone.
+    sync.wait_for(&run).unwrap();
+    assert_eq!(sync.pending(), 1);
     sync.wait().unwrap();
     assert_eq!(sync.pending(), 0);
+    // Rewriting a file whose fsync is still pending (what Windows refused while that thread held
+    // the file open) lands, and the last write wins.
+    for n in 0..5 {
+        sync.write_json_atomic(&run, &serde_json::json!({ "n": n }))
+            .unwrap();
+    }
+    assert_eq!(
+        read_json::<Value>(&run).unwrap(),
+        serde_json::json!({"n": 4})
+    );
+    sync.wait().unwrap();
     // A write that cannot land fails at once, naming the file.
     fs::write(dir.path().join("plain"), "x").unwrap();
     let err = sync
