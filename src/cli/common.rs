@@ -106,6 +106,16 @@ impl ServerArg {
             None => discover(),
         }
     }
+
+    /// Like [`ServerArg::resolve`] for a command given `--object-info` files: no server is
+    /// looked for (the default stands in, unused), so it runs with none.
+    pub fn resolve_offline(&self, before: Option<&str>) -> String {
+        self.server
+            .as_deref()
+            .or(before)
+            .unwrap_or(DEFAULT_SERVER)
+            .to_string()
+    }
 }
 
 /// How to reach the server, for every command that talks to it.

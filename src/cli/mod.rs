@@ -52,6 +52,7 @@ pub mod hash_files;
 pub mod heading;
 pub mod logging;
 pub mod mitigate;
+pub mod nodedefs;
 pub mod plan;
 pub mod progress;
 pub mod report;
@@ -180,6 +181,8 @@ pub enum Command {
     Diagnose(diagnose::Args),
     /// Derive the minimal variant and the increment ladder back to the target.
     Plan(plan::Args),
+    /// Save the server's node definitions to a file, for `--object-info FILE` offline.
+    Nodedefs(nodedefs::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
     Completions(completions::Args),
 }
@@ -205,6 +208,7 @@ impl Command {
             | Command::HashFiles(_)
             | Command::Diagnose(_)
             | Command::Plan(_)
+            | Command::Nodedefs(_)
             | Command::Completions(_) => return false,
         };
         if !given_after {
@@ -240,10 +244,18 @@ pub fn main(mut cli: Cli) -> ExitCode {
     cli.command.set_quiet(cli.quiet);
     let before = cli.server.clone();
     let server = |arg: &common::ServerArg| arg.resolve(before.as_deref());
+    let offline = |arg: &common::ServerArg, defs: &common::DefsArgs| {
+        if defs.object_info.is_empty() {
+            arg.resolve(before.as_deref())
+        } else {
+            arg.resolve_offline(before.as_deref())
+        }
+    };
     let result: common::CliResult = match cli.command {
-        Command::Validate(args) => validate::run(server(&args.target), args),
-        Command::Hash(args) => hash::run(server(&args.target), args),
-        Command::Convert(args) => convert::run(server(&args.target), args),
+        // With --object-info FILE these ask no server: none is looked for.
+        Command::Validate(args) => validate::run(offline(&args.target, &args.defs), args),
+        Command::Hash(args) => hash::run(offline(&args.target, &args.defs), args),
+        Command::Convert(args) => convert::run(offline(&args.target, &args.defs), args),
         Command::Submit(args) => submit::run(server(&args.target), args),
         Command::Simulate(args) => simulate::run(args),
         Command::Bisect(args) => bisect::run(server(&args.target), args),
@@ -263,7 +275,12 @@ pub fn main(mut cli: Cli) -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::HashFiles(args) => hash_files::run(args),
         Command::Diagnose(args) => diagnose::run(args),
-        Command::Plan(args) => plan::run(server(&args.target), args),
+        Command::Plan(args) => plan::run(offline(&args.target, &args.defs), args),
+        Command::Nodedefs(args) => {
+            let nodedefs::Action::Save(save) = &args.action;
+            let url = server(&save.target);
+            nodedefs::run(url, args)
+        }
         Command::Completions(args) => completions::run(args, Cli::command()),
     };
     ExitCode::from(result.unwrap_or_else(common::CliError::report))
