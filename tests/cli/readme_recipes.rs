@@ -1,4 +1,5 @@
-//! The README's recipes for unattended nights (cron, systemd, Windows Task Scheduler, launchd):
+//! The recipes for unattended nights (cron, systemd, Windows Task Scheduler, launchd) in
+//! docs/overnight.md, which the README links:
 //! each one calls comfy-bisect by an absolute path with absolute workflow and runs paths,
 //! creates the runs folder before anything writes into it, and gives arguments comfy-bisect
 //! accepts (parsed by the real command line, session options resolved as `bisect` does).
@@ -6,15 +7,16 @@
 use clap::Parser;
 use comfy_bisect::cli::{Cli, Command};
 
+const OVERNIGHT: &str = include_str!("../../docs/overnight.md");
 const README: &str = include_str!("../../README.md");
 
-/// The fenced blocks of the README's "Nightly runs" section: (language, text).
+/// The fenced blocks of docs/overnight.md's "Scheduler recipes" section: (language, text).
 fn recipe_blocks() -> Vec<(String, String)> {
-    let start = README
-        .find("#### Nightly runs")
-        .expect("README has a 'Nightly runs' section");
-    let rest = &README[start + 4..];
-    let section = &rest[..rest.find("\n####").unwrap_or(rest.len())];
+    let start = OVERNIGHT
+        .find("\n## Scheduler recipes\n")
+        .expect("docs/overnight.md has a 'Scheduler recipes' section");
+    let rest = &OVERNIGHT[start + 1..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
     let mut blocks = Vec::new();
     let mut lines = section.lines();
     while let Some(line) = lines.next() {
@@ -276,6 +278,14 @@ fn every_recipe_runs_comfy_bisect_by_absolute_paths_into_a_folder_it_made() {
             "{name}: a night needs --deadline"
         );
     }
+}
+
+#[test]
+fn the_readme_links_the_recipes() {
+    assert!(
+        README.contains("(docs/overnight.md#scheduler-recipes)"),
+        "the README's overnight section links the recipes"
+    );
 }
 
 #[test]
