@@ -77,6 +77,7 @@ pub(crate) fn read() -> Result<f64, String> {
 }
 
 /// The first figure of a `/proc/loadavg` line (`0.52 0.58 0.59 1/467 12345`).
+#[cfg(any(target_os = "linux", test))]
 fn parse(text: &str) -> Option<f64> {
     text.split_whitespace()
         .next()?
