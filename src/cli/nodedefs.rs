@@ -4,9 +4,8 @@
 
 use super::common::{CliError, CliResult, ConnectArgs, ServerArg};
 use crate::error::exit;
-use comfy_bisect_core::nodedefs::NodeDefs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use comfy_bisect_core::app;
+use std::path::PathBuf;
 
 /// Arguments of `nodedefs`.
 #[derive(Debug, clap::Args)]
@@ -69,49 +68,10 @@ fn run_save(server: &str, args: &SaveArgs) -> CliResult {
                 ),
             )
         })?;
-    let defs = NodeDefs::from_value(&value).ok_or_else(|| {
-        CliError::new(
-            exit::UNREACHABLE,
-            format!("{url} answered something that is not an object of node classes: is --server the address of ComfyUI itself?"),
-        )
-    })?;
-    let bytes = serde_json::to_vec(&value).expect("JSON values serialize");
-    write_replacing(&args.file, &bytes).map_err(|e| {
-        CliError::usage(format!(
-            "cannot write {shown}: {e} (is its folder there and writable?)"
-        ))
-    })?;
+    let saved = app::save_node_defs(&args.file, &value)?;
     println!(
         "saved {} node classes from {url} to {shown} ({} bytes); offline: comfy-bisect plan WORKFLOW --object-info {shown}",
-        defs.len(),
-        bytes.len()
+        saved.classes, saved.bytes
     );
     Ok(exit::OK)
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`, so an
-/// interrupted save never leaves half a file under the name.
-fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("give a file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })();
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }

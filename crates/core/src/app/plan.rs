@@ -1,5 +1,5 @@
 //! The plan files: a ladder's step workflows and `plan.json`, and with a UI source every step
-//! as a UI workflow too.
+//! as a UI workflow too; and the saved node definitions a plan can be made from offline.
 
 use super::{AppResult, ErrorKind, Kind};
 use crate::ladder::Plan;
@@ -77,4 +77,34 @@ mod tests {
         assert_eq!(ui_file_name("03-lora.json"), "03-lora.ui.json");
         assert_eq!(ui_file_name("plan"), "plan.ui.json");
     }
+}
+
+/// What [`save_node_defs`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedNodeDefs {
+    /// Node classes in the file.
+    pub classes: usize,
+    /// Size of the file in bytes.
+    pub bytes: usize,
+}
+
+/// Writes a server's `/object_info` answer to `path` (atomically, like every file the tool
+/// writes), for `--object-info FILE` offline. An answer that is not an object of node classes
+/// is refused (`Unreachable`: the server is not ComfyUI); a file that cannot be written is
+/// `Input`.
+pub fn save_node_defs(path: &Path, answer: &serde_json::Value) -> AppResult<SavedNodeDefs> {
+    let defs = NodeDefs::from_value(answer).ok_or_else(|| {
+        super::AppError::new(
+            ErrorKind::Unreachable,
+            "the server's /object_info answer is not an object of node classes: is --server the address of ComfyUI itself?",
+        )
+    })?;
+    let bytes = serde_json::to_vec(answer).expect("JSON values serialize");
+    crate::atomic::write_atomic(path, &bytes)
+        .map_err(|e| format!("{e} (is the folder there and writable? or name another file)"))
+        .kind(ErrorKind::Input)?;
+    Ok(SavedNodeDefs {
+        classes: defs.len(),
+        bytes: bytes.len(),
+    })
 }
