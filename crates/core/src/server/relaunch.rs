@@ -547,7 +547,7 @@ impl Relaunch {
         let err = log
             .try_clone()
             .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
-        let mut cmd = crate::server::restart::shell(command);
+        let mut cmd = crate::shell::user_command(command);
         for (k, v) in env {
             match v {
                 Some(v) => cmd.env(k, v),

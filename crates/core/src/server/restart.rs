@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Default `--restart-timeout`.
@@ -49,7 +49,7 @@ pub(crate) fn run_restart(
         Some(Ok(clone)) => Stdio::from(clone),
         _ => Stdio::null(),
     };
-    let mut cmd = shell(command);
+    let mut cmd = crate::shell::user_command(command);
     cmd.stdin(Stdio::null())
         .stdout(output(&log_file))
         .stderr(output(&log_file));
@@ -177,10 +177,6 @@ pub(crate) fn bring_up(
                 "Start ComfyUI, or give --restart-cmd to start it and a longer --wait-server"
             )
         })
-}
-
-pub(crate) fn shell(command: &str) -> Command {
-    crate::shell::user_command(command)
 }
 
 fn describe(status: ExitStatus) -> String {
