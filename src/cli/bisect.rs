@@ -151,6 +151,7 @@ pub fn run(server: String, args: Args) -> CliResult {
         launch_cmd: args.mitigations.launch_cmd.clone(),
         catalog: args.ladder.catalog().unwrap_or_else(|_| Catalog::builtin()),
         allow_shared_server: args.session.allow_shared_server,
+        server: None,
     });
     if mitigate.is_none()
         && (args.mitigations.max_mitigations.is_some()
@@ -205,10 +206,19 @@ fn run_session_then(
     let mitigate_client = client.clone();
     let ready = match app::start(rt, client, options, targets)? {
         Started::Ready(ready) => {
-            // Skipped workflows are said first; the queue goes on with the others.
+            // Skipped workflows are said first; the queue goes on with the others (there is
+            // at least one: else the session stopped at preflight).
+            let others = ready.session.workflows.len() - ready.skipped.len();
+            let rest = match others {
+                1 => "the other workflow runs".to_string(),
+                n => format!("the {n} other workflows run"),
+            };
+            let again = app::recheck_command(&ready.paths, &ready.session);
             for (name, problems) in &ready.skipped {
                 eprint!("{}", problems.render(name));
-                eprintln!("{name}: skipped (preflight failed); the other workflows run");
+                eprintln!(
+                    "{name}: skipped (preflight failed); {rest}; once what is listed is installed, `{again}` checks it again"
+                );
             }
             *ready
         }

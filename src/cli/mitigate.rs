@@ -178,6 +178,11 @@ pub struct Args {
     /// Run even when another session is using the same server.
     #[arg(long)]
     pub allow_shared_server: bool,
+    /// Run on this server instead of the session's (a port that changed after a reboot): the
+    /// session moves to it, as with `resume --server`; the move is recorded in the journal and
+    /// in mitigations.json, and named in the report.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// `-q`, given before or after the subcommand (a global flag of [`super::Cli`]).
@@ -185,8 +190,8 @@ pub struct Args {
     pub quiet: bool,
 }
 
-/// Runs `mitigate`.
-pub fn run(args: Args) -> CliResult {
+/// Runs `mitigate`; `before` is a `--server` given before the subcommand (its own wins).
+pub fn run(before: Option<String>, args: Args) -> CliResult {
     let catalog = match &args.catalog {
         Some(path) => Catalog::load_file(path)
             .map(|user| Catalog::builtin().with_user(user))
@@ -204,7 +209,10 @@ pub fn run(args: Args) -> CliResult {
     if let Some(out) = &args.mitigate.apply {
         check_apply(out, &paths.runs_dir, &inputs, args.mitigate.force)?;
     }
-    let Connection { client, runtime } = args.connect.connect(&session.server)?;
+    let server = args.server.clone().or(before);
+    let Connection { client, runtime } = args
+        .connect
+        .connect(server.as_deref().unwrap_or(&session.server))?;
     let request = MitigateRequest {
         runs_dir: args.runs_dir.clone(),
         session: args.session.clone(),
@@ -212,6 +220,7 @@ pub fn run(args: Args) -> CliResult {
         launch_cmd: args.mitigate.launch_cmd.clone(),
         catalog,
         allow_shared_server: args.allow_shared_server,
+        server,
     };
     print_mitigated(
         app::mitigate(&runtime, client, request, ProgressView::handle(args.quiet))?,

@@ -87,7 +87,8 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = heading::BASICS)]
     pub verbose: u8,
     /// ComfyUI server URL (http/https) for the commands that talk to a server (validate,
-    /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand)
+    /// convert, hash, submit, check, bisect, plan; also accepted after the subcommand; for
+    /// resume and mitigate it moves the session to that server)
     /// [default: the first of http://127.0.0.1:8188 and ComfyUI Desktop's
     /// http://127.0.0.1:8000 that answers].
     #[arg(long, env = "COMFY_BISECT_SERVER", value_name = "URL", help_heading = heading::SERVER)]
@@ -238,6 +239,14 @@ fn set_dirs(dirs: &mut Vec<PathBuf>, dir: PathBuf, given_after: bool) -> bool {
     true
 }
 
+/// A `--server` given before `resume` or `mitigate`: it moves the session, unless it only came
+/// from COMFY_BISECT_SERVER (the environment names a default, not a move).
+fn moved_to(before: &Option<String>) -> Option<String> {
+    before
+        .clone()
+        .filter(|s| std::env::var("COMFY_BISECT_SERVER").ok().as_deref() != Some(s))
+}
+
 /// Runs the parsed command line and returns the exit code.
 pub fn main(mut cli: Cli) -> ExitCode {
     logging::init(cli.verbose);
@@ -260,15 +269,8 @@ pub fn main(mut cli: Cli) -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Bisect(args) => bisect::run(server(&args.target), args),
         Command::Check(args) => check::run(server(&args.target), args),
-        // A --server before the subcommand moves the session, unless it only came from
-        // COMFY_BISECT_SERVER (the environment names a default, not a move).
-        Command::Resume(args) => resume::run(
-            before
-                .clone()
-                .filter(|s| std::env::var("COMFY_BISECT_SERVER").ok().as_deref() != Some(s)),
-            args,
-        ),
-        Command::Mitigate(args) => mitigate::run(args),
+        Command::Resume(args) => resume::run(moved_to(&before), args),
+        Command::Mitigate(args) => mitigate::run(moved_to(&before), args),
         Command::Show(args) => show::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Demo(args) => demo::run(args),

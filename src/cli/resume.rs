@@ -96,11 +96,33 @@ pub fn run(before: Option<String>, args: Args) -> CliResult {
         eprintln!("note: {note}");
     }
     let Connection { client, runtime } = args.connect.connect(&pending.session.server)?;
-    if !args.quiet {
+    let continuing = pending.take_server(&runtime, client)?;
+    print_rechecked(&continuing);
+    if !args.quiet && continuing.has_runs_left() {
         eprintln!(
             "resuming session {} on {}",
-            pending.session.session_id, pending.session.server
+            continuing.session.session_id, continuing.session.server
         );
     }
-    print_finished(pending.drive(&runtime, client, ProgressView::handle(args.quiet))?)
+    print_finished(continuing.drive(&runtime, ProgressView::handle(args.quiet))?)
+}
+
+/// Says what preflight found for each workflow it had skipped, checked again on resume.
+fn print_rechecked(continuing: &app::Continuing) {
+    for r in &continuing.rechecked {
+        match &r.problems {
+            None => eprintln!(
+                "{}: preflight passes now (it was skipped); it is bisected in this session",
+                r.workflow
+            ),
+            Some(problems) => {
+                eprint!("{}", problems.render(&r.workflow));
+                eprintln!(
+                    "{}: still skipped (preflight failed again); once what is listed is installed, `{}` checks it again",
+                    r.workflow,
+                    app::recheck_command(&continuing.paths, &continuing.session)
+                );
+            }
+        }
+    }
 }

@@ -169,7 +169,8 @@ impl LadderArgs {
         }
     }
 
-    /// The arguments as given, for the session record.
+    /// The arguments as given, for the session record (read back by
+    /// `LadderConfig::from_record`).
     pub(crate) fn as_args(&self) -> Vec<String> {
         let mut out = vec![
             format!("--min-resolution={}", self.min_resolution),
@@ -185,6 +186,12 @@ impl LadderArgs {
         if !self.keep.is_empty() {
             let names: Vec<&str> = self.keep.iter().map(|i| i.name()).collect();
             out.push(format!("--keep={}", names.join(",")));
+        }
+        // Absolute, so `resume` (which plans a skipped workflow again) finds it from any
+        // folder.
+        if let Some(path) = &self.catalog {
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            out.push(format!("--catalog={}", path.display()));
         }
         out
     }

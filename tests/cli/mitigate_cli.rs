@@ -162,6 +162,82 @@ fn mitigate_on_an_existing_session_is_resumable_and_keeps_to_its_budget() {
     assert_eq!(m, m2, "nothing runs twice\n{}", text(&again));
 }
 
+#[test]
+fn mitigate_server_moves_the_session_before_or_after_the_subcommand() {
+    // Issue #38 item 5: the session ran on one server; its mitigations run on another (a port
+    // that changed after a reboot), given before or after the subcommand.
+    let first = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let b = bisect_workflow(&first, &sd15_1024(), &["--strict"]);
+    let session = b.session.session_id.clone();
+    let runs = b.runs.to_str().unwrap();
+    let on_first = first.handle().submitted_prompts().len();
+    let second = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    let third = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
+    // Before the subcommand (nothing runs: a budget of 0).
+    let out = cli(&[
+        "--server",
+        &second.url(),
+        "mitigate",
+        &session,
+        "--runs-dir",
+        runs,
+        "-q",
+        "--max-mitigations",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let moved: comfy_bisect_core::session::SessionFile =
+        read_json(&b.dir.join("session.json")).unwrap();
+    assert_eq!(moved.server, second.url(), "{}", text(&out));
+    // After it: the controls run on the third server, none on the others.
+    let out = cli(&[
+        "mitigate",
+        &session,
+        "--server",
+        &third.url(),
+        "--runs-dir",
+        runs,
+        "-q",
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!(
+            "server: the session moves to {} (it ran on {})",
+            third.url(),
+            second.url()
+        )),
+        "{all}"
+    );
+    assert!(!third.handle().submitted_prompts().is_empty(), "{all}");
+    assert!(second.handle().submitted_prompts().is_empty(), "{all}");
+    assert_eq!(first.handle().submitted_prompts().len(), on_first, "{all}");
+    let m: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
+    assert_eq!(m.workflows[0].controls[0].state, MitigationState::Done);
+    assert_eq!(m.server.len(), 2, "{:?}", m.server);
+    assert!(m.server[0].contains(&format!("moves to {}", second.url())));
+    // The journal records both moves, in order; the report names them.
+    let s: comfy_bisect_core::session::SessionFile =
+        read_json(&b.dir.join("session.json")).unwrap();
+    assert_eq!(s.server, third.url());
+    let moves: Vec<(&str, &str)> = s
+        .server_moves
+        .iter()
+        .map(|m| (m.from.as_str(), m.to.as_str()))
+        .collect();
+    let (a, b2, c) = (first.url(), second.url(), third.url());
+    assert_eq!(
+        moves,
+        vec![(a.as_str(), b2.as_str()), (b2.as_str(), c.as_str())]
+    );
+    let report = cli(&["report", "--no-redact", "--runs-dir", runs, &session]);
+    assert!(
+        text(&report).contains(&format!("moved from {b2} to {c} at ")),
+        "{}",
+        text(&report)
+    );
+}
+
 /// Flux (fp16 weights, 22 GB) at 2048×2048 on 20 GiB: sampling runs out; with fp8 weights the
 /// same target fits.
 fn flux_2048() -> Value {

@@ -19,6 +19,7 @@ mod session_env;
 mod session_flaky;
 mod session_hang;
 mod session_hashes;
+mod session_recheck;
 // Each test of these three needs Linux's /proc or Unix signals: the modules are left out elsewhere.
 #[cfg(target_os = "linux")]
 mod session_hostmem;

@@ -536,7 +536,7 @@ fn a_queue_goes_on_past_a_workflow_that_fails_preflight() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("checkpoints/not_on_this_server.safetensors")
-            && stderr.contains("broken: skipped (preflight failed); the other workflows run"),
+            && stderr.contains("broken: skipped (preflight failed); the other workflow runs"),
         "{}",
         text(&out)
     );

@@ -190,6 +190,7 @@ impl Fixture {
             fingerprints: Default::default(),
             drifts: Vec::new(),
             server_moves: Vec::new(),
+            preflight_rechecks: Vec::new(),
         };
         Fixture {
             machine,

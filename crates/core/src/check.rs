@@ -386,6 +386,7 @@ pub(crate) fn check(
         not_separable: Vec::new(),
         kept: Vec::new(),
         plan_json: None,
+        ui_source: None,
     };
     let (paths, mut session) =
         create_session(&options.runs_dir, &server, session_options, vec![prepared])?;

@@ -7,7 +7,7 @@ use super::memory::{
     checkpoint_clip_bytes, lora_file_bytes, quant_factor, text_encoder_bytes, upscale_model,
     Family, ImageVal, LatentVal, ModelVal, Tiling, VaeKind, Work, GIB,
 };
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -42,6 +42,39 @@ pub(crate) fn defs_2026() -> &'static Defs {
         defs.map.extend(extra);
         defs
     })
+}
+
+/// The node classes of [`super::EXTRA_PACK`] (an image pass-through and a latent one, in the
+/// captured `/object_info` shape).
+pub(crate) fn extra_pack_defs() -> serde_json::Map<String, Value> {
+    let module = format!("custom_nodes.{}", super::EXTRA_PACK);
+    ["IMAGE", "LATENT"]
+        .iter()
+        .map(|kind| {
+            let name = format!("SimExtraPass{}", kind.to_ascii_lowercase());
+            let def = json!({
+                "input": {"required": {"value": [kind]}},
+                "input_order": {"required": ["value"]},
+                "output": [kind],
+                "output_is_list": [false],
+                "output_name": [kind],
+                "name": name,
+                "display_name": format!("Extra pass-through ({kind})"),
+                "description": "",
+                "python_module": module,
+                "category": "utils",
+                "output_node": false,
+            });
+            (name, def)
+        })
+        .collect()
+}
+
+/// What execution reads a class's outputs from: the 2026 superset plus the classes of
+/// [`super::EXTRA_PACK`] (validation only lets those through once the pack is loaded).
+fn exec_defs() -> &'static Defs {
+    static DEFS: OnceLock<Defs> = OnceLock::new();
+    DEFS.get_or_init(|| defs_2026().with_classes(extra_pack_defs()))
 }
 
 /// The shipped definitions without the classes of [`super::REMOVED_PACK`] (`python_module`
@@ -83,6 +116,16 @@ fn parse_defs(keep: impl Fn(&Value) -> bool) -> Defs {
 impl Defs {
     pub fn get(&self, class: &str) -> Option<&Value> {
         self.map.get(class)
+    }
+
+    /// These definitions with `more` classes added (a pack loaded).
+    pub(crate) fn with_classes(&self, more: Map<String, Value>) -> Defs {
+        let mut map = self.map.clone();
+        map.extend(more);
+        Defs {
+            map,
+            roles: self.roles.clone(),
+        }
     }
 
     /// `OUTPUT_NODE` of the class.
@@ -542,7 +585,7 @@ struct Node<'a> {
 pub(crate) fn evaluate(inp: &Inputs) -> Eval {
     let mut n = Node {
         inp,
-        out_types: defs_2026().output_types(inp.class),
+        out_types: exec_defs().output_types(inp.class),
         ctx: NodeContext::default(),
         work: Work::Cpu { seconds: 0.01 },
         special: HashMap::new(),

@@ -2,7 +2,7 @@
 
 use super::http::{self, BodyError, Request, Response};
 use super::memory::model_file_bytes;
-use super::nodes::defs;
+use super::nodes::{defs, extra_pack_defs};
 use super::profile::{self, Profile};
 use super::state::{Instance, Out, QueueItem};
 use super::validate::{self, py_str, Verdict};
@@ -301,32 +301,6 @@ fn hostile_pack_defs(hostile: &str) -> serde_json::Map<String, Value> {
         "output_node": false,
     });
     std::iter::once(("SimHostilePass".to_string(), def)).collect()
-}
-
-/// The node classes of [`super::EXTRA_PACK`] (an image pass-through and a latent one, in the
-/// captured `/object_info` shape).
-fn extra_pack_defs() -> serde_json::Map<String, Value> {
-    let module = format!("custom_nodes.{}", super::EXTRA_PACK);
-    ["IMAGE", "LATENT"]
-        .iter()
-        .map(|kind| {
-            let name = format!("SimExtraPass{}", kind.to_ascii_lowercase());
-            let def = json!({
-                "input": {"required": {"value": [kind]}},
-                "input_order": {"required": ["value"]},
-                "output": [kind],
-                "output_is_list": [false],
-                "output_name": [kind],
-                "name": name,
-                "display_name": format!("Extra pass-through ({kind})"),
-                "description": "",
-                "python_module": module,
-                "category": "utils",
-                "output_node": false,
-            });
-            (name, def)
-        })
-        .collect()
 }
 
 fn combo_files(class: &str, input: &str) -> Vec<Value> {
@@ -966,7 +940,15 @@ fn post_prompt(inst: &Arc<Instance>, req: &Request) -> Response {
         .get("partial_execution_targets")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(py_str).collect());
-    let verdict = validate::validate(prompt, targets.as_deref(), inst.shared.defs());
+    // A loaded extra pack's classes are installed: their prompts validate (and run).
+    let with_pack;
+    let defs = if inst.shared.extra_pack() {
+        with_pack = inst.shared.defs().with_classes(extra_pack_defs());
+        &with_pack
+    } else {
+        inst.shared.defs()
+    };
+    let verdict = validate::validate(prompt, targets.as_deref(), defs);
     let (prompt, outputs, node_errors) = match verdict {
         Verdict::Reject(body) => {
             inst.lock()

@@ -10,15 +10,21 @@ use crate::session::journal::{
 };
 use std::path::{Path, PathBuf};
 
-/// The command that continues a session that stopped before its end (`None` once done).
+/// The command that continues a session that stopped before its end (`None` once done, and
+/// for a session stopped at preflight: [`summary`] says what `resume` does for it).
 pub fn resume_command(paths: &SessionPaths, session: &SessionFile) -> Option<String> {
-    if !matches!(session.state, SessionState::Stopped { .. }) {
-        return None;
+    match &session.state {
+        SessionState::Stopped { reason, .. }
+            if *reason != crate::session::journal::StopReason::Preflight => {}
+        _ => return None,
     }
-    Some(crate::shell::resume_command(
-        &session.session_id,
-        Some(&paths.runs_dir),
-    ))
+    Some(recheck_command(paths, session))
+}
+
+/// The `resume` command of a session, whatever its state: it checks the workflows preflight
+/// skipped again (and continues the session when runs are left).
+pub fn recheck_command(paths: &SessionPaths, session: &SessionFile) -> String {
+    crate::shell::resume_command(&session.session_id, Some(&paths.runs_dir))
 }
 
 /// What a session without `--strict` says when a step passed under memory pressure or
@@ -43,6 +49,23 @@ pub fn summary(paths: &SessionPaths, session: &SessionFile) -> String {
     }
     if let SessionState::Stopped { detail, .. } = &session.state {
         out.push_str(&format!("  stopped: {detail}\n"));
+    }
+    let skipped: Vec<&str> = session
+        .skipped_by_preflight()
+        .into_iter()
+        .map(|w| session.workflows[w].name.as_str())
+        .collect();
+    if !skipped.is_empty() {
+        let (what, it) = if skipped.len() == 1 {
+            ("workflow", "it")
+        } else {
+            ("workflows", "them")
+        };
+        out.push_str(&format!(
+            "  skipped by preflight: {} ({what} not run); once what preflight listed is installed, `{}` checks {it} again and bisects each that passes\n",
+            skipped.join(", "),
+            recheck_command(paths, session)
+        ));
     }
     out.push_str(&format!("  journal: {}\n", paths.session_file().display()));
     let report = paths.dir.join("report.md");

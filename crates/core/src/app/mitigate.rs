@@ -2,7 +2,7 @@
 //! located failures, driven on the live server, and their summary.
 
 use super::lookup::find_session;
-use super::session::{server_preflight, with_live_driver};
+use super::session::{move_session, server_preflight, with_live_driver};
 use super::{AppError, AppResult, ErrorKind, Kind};
 use crate::comfy::Client;
 use crate::server::lock::SessionLock;
@@ -25,6 +25,9 @@ pub struct MitigateRequest {
     pub catalog: crate::catalog::Catalog,
     /// Run beside another session's lock.
     pub allow_shared_server: bool,
+    /// `--server URL`: move the session to this server first (as `resume --server` does),
+    /// recorded in the journal and in `mitigations.json`.
+    pub server: Option<String>,
 }
 
 /// A session after a mitigation pass.
@@ -162,14 +165,38 @@ pub fn mitigate(
             ),
         ));
     }
-    let session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
+    let mut session = SessionFile::load(&paths).kind(ErrorKind::Input)?;
+    // The lock is the one of the server the controls run on: the new one after a move.
+    let server = request
+        .server
+        .as_deref()
+        .map_or(session.server.as_str(), |s| s.trim_end_matches('/'))
+        .to_string();
     let _lock = SessionLock::acquire_or_share(
-        &session.server,
+        &server,
         &session.session_id,
         request.allow_shared_server || session.options.allow_shared_server,
     )
     .kind(ErrorKind::Failed)?;
     let (defs, _) = server_preflight(rt, &client).kind(ErrorKind::Unreachable)?;
+    if let Some(moved) = move_session(&mut session, Some(&server)) {
+        // The journal (`server_moves`, named on the report's session line) and the
+        // mitigations record (its `server` lines) both say it.
+        session.save(&paths).kind(ErrorKind::Failed)?;
+        let mut record = crate::controls::load(&paths.dir).kind(ErrorKind::Failed)?;
+        let at = session
+            .server_moves
+            .last()
+            .map(|m| m.at.as_str())
+            .unwrap_or_default();
+        record.server.push(format!("{moved} at {at}"));
+        crate::session::journal::write_json_atomic(
+            &paths.dir.join(crate::session::journal::MITIGATIONS_FILE),
+            &record,
+        )
+        .kind(ErrorKind::Failed)?;
+        progress.println(&format!("note: {moved}"));
+    }
     let options = crate::controls::MitigateOptions {
         max: request.max,
         launch_cmd: request.launch_cmd.clone(),

@@ -334,27 +334,17 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }
     session.options.start_at = None;
     session.options.allow_shared_server |= options.allow_shared_server;
-    let moved = options
-        .server
-        .as_deref()
-        .map(|s| s.trim_end_matches('/'))
-        .filter(|s| session.move_to_server(s))
-        .map(|s| {
-            format!(
-                "the session moves to {s} (it ran on {})",
-                session
-                    .server_moves
-                    .last()
-                    .map(|m| m.from.as_str())
-                    .unwrap_or_default()
-            )
-        });
+    let moved = move_session(&mut session, options.server.as_deref());
     // A kill between creating a run folder and journaling its run leaves a folder the journal
     // does not know: removed when it holds only its workflow (never submitted), else reported.
     let mut notes = crate::session::journal::settle_orphan_runs(&paths, &session);
     let did_move = moved.is_some();
     notes.extend(moved);
-    if session.is_finished() && session.in_flight.is_none() {
+    // A workflow preflight skipped is checked again on the server (`Pending::take_server`).
+    if session.is_finished()
+        && session.in_flight.is_none()
+        && session.skipped_by_preflight().is_empty()
+    {
         if did_move {
             session.save(&paths).kind(ErrorKind::Failed)?;
         }
@@ -371,23 +361,108 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     }))
 }
 
+/// Moves `session` to `server` (`--server` given to `resume` or `mitigate`: a port that
+/// changed after a reboot), recorded in its `server_moves` (the report's session line names
+/// it); the move in words, `None` when no server was given or it is the session's already.
+/// The caller saves the journal.
+pub(crate) fn move_session(session: &mut SessionFile, server: Option<&str>) -> Option<String> {
+    let to = server?.trim_end_matches('/');
+    if !session.move_to_server(to) {
+        return None;
+    }
+    let from = session
+        .server_moves
+        .last()
+        .map(|m| m.from.as_str())
+        .unwrap_or_default();
+    Some(format!("the session moves to {to} (it ran on {from})"))
+}
+
 impl Pending {
-    /// Continues the session on `client` (which should reach `session.server`): takes the
-    /// server's lock (unless the session allows a shared server and another holds it), then
-    /// drives as [`Ready::drive`]. Completed runs are never re-run.
+    /// Continues the session on `client` (which should reach `session.server`):
+    /// [`Pending::take_server`], then [`Continuing::drive`]. Completed runs are never re-run.
     pub fn drive(
         self,
         rt: &tokio::runtime::Runtime,
         client: Client,
         progress: Progress,
     ) -> AppResult<Finished> {
+        self.take_server(rt, client)?.drive(rt, progress)
+    }
+
+    /// Takes the server's lock (unless the session allows a shared server and another holds
+    /// it), then runs preflight again for every workflow preflight skipped: one that passes
+    /// now gets its ladder and is bisected with the others, one that still fails keeps its
+    /// verdict with the refreshed list (both journaled, `preflight_rechecks`). Errors: the lock
+    /// is held or the journal cannot be written (`Failed`), the server does not answer
+    /// (`Unreachable`, only when a workflow was skipped).
+    pub fn take_server(
+        self,
+        rt: &tokio::runtime::Runtime,
+        client: Client,
+    ) -> AppResult<Continuing> {
+        let Pending {
+            paths, mut session, ..
+        } = self;
         let lock = SessionLock::acquire_or_share(
-            &self.session.server,
-            &self.session.session_id,
-            self.session.options.allow_shared_server,
+            &session.server,
+            &session.session_id,
+            session.options.allow_shared_server,
         )
         .kind(ErrorKind::Failed)?;
-        drive(rt, client, self.paths, self.session, progress, lock)
+        let mut rechecked = Vec::new();
+        if !session.skipped_by_preflight().is_empty() {
+            let (defs, _) = server_preflight(rt, &client).kind(ErrorKind::Unreachable)?;
+            rechecked = crate::session::recheck::recheck_skipped(&paths, &mut session, &defs)
+                .kind(ErrorKind::Failed)?;
+        }
+        Ok(Continuing {
+            client,
+            lock,
+            paths,
+            session,
+            rechecked,
+        })
+    }
+}
+
+/// A resumed session holding the server's lock, its skipped workflows checked again.
+pub struct Continuing {
+    client: Client,
+    lock: Option<SessionLock>,
+    /// Where the session is.
+    pub paths: SessionPaths,
+    /// The journal as saved.
+    pub session: SessionFile,
+    /// What preflight said of each workflow it had skipped, checked again (empty when none
+    /// was skipped).
+    pub rechecked: Vec<crate::session::recheck::Rechecked>,
+}
+
+impl Continuing {
+    /// True when runs are left (a workflow without its verdict, or a run in flight).
+    pub fn has_runs_left(&self) -> bool {
+        !self.session.is_finished() || self.session.in_flight.is_some()
+    }
+
+    /// Drives the session as [`Ready::drive`]; when nothing is left to run (every skipped
+    /// workflow still fails preflight) only the reports are rewritten.
+    pub fn drive(self, rt: &tokio::runtime::Runtime, progress: Progress) -> AppResult<Finished> {
+        let Continuing {
+            client,
+            lock,
+            paths,
+            session,
+            ..
+        } = self;
+        if session.is_finished()
+            && session.in_flight.is_none()
+            && crate::server::relaunch::left_changed(&paths.dir).is_none()
+        {
+            write_reports(&paths.dir, &progress);
+            return Ok(Finished { paths, session });
+        }
+        drive(rt, client, paths, session, progress, lock)
     }
 }
 
@@ -591,13 +666,7 @@ pub(crate) async fn stop_signal() -> Option<&'static str> {
 /// The ladder order of a plan: the increments as given (`--order`), then the others in the
 /// default order.
 pub fn ladder_order(given: &[crate::ladder::Increment]) -> Vec<crate::ladder::Increment> {
-    let mut order = given.to_vec();
-    for inc in crate::ladder::Increment::LADDER {
-        if !order.contains(&inc) {
-            order.push(inc);
-        }
-    }
-    order
+    crate::session::prepare::full_order(given)
 }
 
 /// Checks that a bisect's options hold together: the deadline after the start (else nothing

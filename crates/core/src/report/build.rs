@@ -197,6 +197,7 @@ pub fn build(data: &SessionData) -> Report {
                 .iter()
                 .map(|m| format!("from {} to {} at {}", m.from, m.to, m.at))
                 .collect(),
+            preflight_rechecks: s.preflight_rechecks.iter().map(|c| c.describe()).collect(),
         },
         environment,
         workflows,

@@ -397,10 +397,15 @@ pub struct Settings {
     /// `--strict`: a pass under memory pressure or through a fallback counted as a failure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
-    /// Moves of the session to another server URL (`resume --server`), in words:
+    /// Moves of the session to another server URL (`resume --server`, `mitigate --server`), in
+    /// words:
     /// `from http://127.0.0.1:8188 to http://127.0.0.1:8189 at 2026-12-06T03:00:00Z`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_moves: Vec<String>,
+    /// Workflows preflight had skipped that `resume` checked again, in words:
+    /// `sd15 passed preflight when resumed at …; bisected from then on`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight_rechecks: Vec<String>,
 }
 
 /// The server's environment, from `/system_stats`.

@@ -1014,6 +1014,7 @@ mod tests {
             fingerprints: Default::default(),
             drifts: vec![],
             server_moves: vec![],
+            preflight_rechecks: vec![],
         };
         SessionData {
             session,

@@ -312,6 +312,7 @@ fn prepared(name: &str, n: i64) -> PreparedWorkflow {
         not_separable: vec![],
         kept: vec![],
         plan_json: None,
+        ui_source: None,
     }
 }
 

@@ -135,6 +135,67 @@ pub struct LadderConfig {
     pub controls: bool,
 }
 
+impl LadderConfig {
+    /// The configuration a session was started with, from its journal: the ladder options as
+    /// recorded (`SessionOptions::plan_args`, `--min-resolution=256` …, `--catalog=FILE`) and
+    /// `--increments-alone`. Error: an option this version cannot read, or the `--catalog`
+    /// file can no longer be read (what, and how to fix it).
+    pub fn from_record(plan_args: &[String], controls: bool) -> Result<LadderConfig, String> {
+        let mut options = PlanOptions::default();
+        let mut order = Vec::new();
+        let mut catalog = Catalog::builtin();
+        let number = |flag: &str, v: &str| {
+            v.parse::<u32>()
+                .map_err(|_| format!("the session's ladder option {flag}={v} is not a number"))
+        };
+        let increments = |v: &str| {
+            v.split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<crate::ladder::Increment>())
+                .collect::<Result<Vec<_>, _>>()
+        };
+        for arg in plan_args {
+            let (flag, value) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
+            match flag {
+                "--min-resolution" => options.min_resolution = number(flag, value)?,
+                "--min-frames" => options.min_frames = number(flag, value)?,
+                "--min-steps" => options.min_steps = Some(number(flag, value)?),
+                "--order" => order = increments(value)?,
+                "--keep" => options.keep = increments(value)?,
+                "--catalog" => {
+                    let user = Catalog::load_file(std::path::Path::new(value)).map_err(|e| {
+                        format!("the session's --catalog file cannot be read: {e} (put it back where it was)")
+                    })?;
+                    catalog = Catalog::builtin().with_user(user);
+                }
+                _ => {
+                    return Err(format!(
+                        "the session's ladder option `{arg}` is not one this version reads"
+                    ))
+                }
+            }
+        }
+        options.order = full_order(&order);
+        Ok(LadderConfig {
+            catalog,
+            options,
+            controls,
+        })
+    }
+}
+
+/// The ladder order of a plan: the increments as given (`--order`), then the others in the
+/// default order.
+pub(crate) fn full_order(given: &[crate::ladder::Increment]) -> Vec<crate::ladder::Increment> {
+    let mut order = given.to_vec();
+    for inc in crate::ladder::Increment::LADDER {
+        if !order.contains(&inc) {
+            order.push(inc);
+        }
+    }
+    order
+}
+
 /// A workflow ready for the session, or the problems that stop it.
 #[derive(Debug)]
 pub enum Prepared {
@@ -173,6 +234,7 @@ pub fn prepare(
         not_separable: vec![],
         kept: vec![],
         plan_json: None,
+        ui_source: ui.map(|(doc, _)| doc.clone()),
     };
     let mut problems = Problems::default();
     problems.check("target", &target, defs);
@@ -247,12 +309,16 @@ pub fn prepare(
         not_separable: planned.not_separable.clone(),
         kept: planned.kept.clone(),
         plan_json: Some(plan_json),
+        ui_source: None,
     };
     if problems.is_empty() {
         Prepared::Ready(Box::new(workflow))
     } else {
         Prepared::Problems {
-            workflow: Box::new(workflow),
+            workflow: Box::new(PreparedWorkflow {
+                ui_source: ui.map(|(doc, _)| doc.clone()),
+                ..workflow
+            }),
             problems,
         }
     }
@@ -328,6 +394,32 @@ mod tests {
             }
             Prepared::Problems { problems, .. } => panic!("{}", problems.render("sd15")),
         }
+    }
+
+    #[test]
+    fn the_recorded_ladder_options_are_read_back() {
+        use crate::ladder::Increment;
+        let args: Vec<String> = [
+            "--min-resolution=512",
+            "--min-frames=5",
+            "--min-steps=3",
+            "--order=lora,frames",
+            "--keep=batch",
+        ]
+        .map(String::from)
+        .to_vec();
+        let c = LadderConfig::from_record(&args, true).unwrap();
+        assert_eq!((c.options.min_resolution, c.options.min_frames), (512, 5));
+        assert_eq!(c.options.min_steps, Some(3));
+        assert_eq!(&c.options.order[..2], &[Increment::Lora, Increment::Frames]);
+        assert_eq!(c.options.order.len(), Increment::LADDER.len());
+        assert_eq!(c.options.keep, vec![Increment::Batch]);
+        assert!(c.controls);
+        let gone = LadderConfig::from_record(&["--catalog=/nowhere/roles.toml".into()], false)
+            .unwrap_err();
+        assert!(gone.contains("--catalog file cannot be read"), "{gone}");
+        let unknown = LadderConfig::from_record(&["--bogus=1".into()], false).unwrap_err();
+        assert!(unknown.contains("`--bogus=1`"), "{unknown}");
     }
 
     #[test]

@@ -46,7 +46,13 @@ pub struct PreparedWorkflow {
     pub kept: Vec<Kept>,
     /// `plan.json` of the ladder, written next to the variants when given.
     pub plan_json: Option<Value>,
+    /// The UI document the target was converted from, for a workflow preflight skipped: kept
+    /// as [`UI_SOURCE_FILE`] so that `resume` can plan it again with its UI forms.
+    pub ui_source: Option<Value>,
 }
+
+/// The UI document of a workflow preflight skipped, in its folder (`workflows/<name>/`).
+pub const UI_SOURCE_FILE: &str = "source.ui.json";
 
 /// The UI-format companion of a variant file: `03-lora.json` → `03-lora.ui.json`.
 pub fn ui_companion(file: &str) -> String {
@@ -96,58 +102,7 @@ pub fn create_session(
     let paths = SessionPaths::new(runs_dir, &session_id);
     let mut jobs = Vec::new();
     for prepared in workflows {
-        let folder = format!("workflows/{}", prepared.name);
-        let mut steps = Vec::new();
-        for (index, step) in prepared.steps.iter().enumerate() {
-            let file = format!("{folder}/{}.json", step_stem(index, &step.increment));
-            write_atomic(
-                &paths.dir.join(&file),
-                format!("{}\n", step.workflow.to_pretty_json()).as_bytes(),
-            )?;
-            if let Some(ui) = &step.ui {
-                super::journal::write_json_atomic(&paths.dir.join(ui_companion(&file)), ui)?;
-            }
-            steps.push(StepInfo {
-                index,
-                increment: step.increment.clone(),
-                file,
-                sha256: step.workflow.sha256(),
-                changes: step.changes.clone(),
-            });
-        }
-        let mut controls = Vec::new();
-        for (step, increment, workflow) in &prepared.controls {
-            let file = format!("{folder}/control-{}.json", step_stem(*step, increment));
-            write_atomic(
-                &paths.dir.join(&file),
-                format!("{}\n", workflow.to_pretty_json()).as_bytes(),
-            )?;
-            controls.push(ControlVariant {
-                step: *step,
-                increment: increment.clone(),
-                file,
-                sha256: workflow.sha256(),
-            });
-        }
-        if let Some(plan) = &prepared.plan_json {
-            super::journal::write_json_atomic(
-                &paths.dir.join(format!("{folder}/plan.json")),
-                plan,
-            )?;
-        }
-        jobs.push(WorkflowJob {
-            name: prepared.name,
-            source: prepared.source,
-            source_file: prepared.source_file,
-            target_sha256: prepared.target.sha256(),
-            steps,
-            controls,
-            not_separable: prepared.not_separable,
-            kept: prepared.kept,
-            phase: Phase::Pending,
-            runs: Vec::new(),
-            verdict: None,
-        });
+        jobs.push(write_job(&paths, prepared)?);
     }
     let now = now_rfc3339();
     let mut session = SessionFile {
@@ -165,9 +120,75 @@ pub fn create_session(
         fingerprints: Default::default(),
         drifts: Vec::new(),
         server_moves: Vec::new(),
+        preflight_rechecks: Vec::new(),
     };
     session.save(&paths)?;
     Ok((paths, session))
+}
+
+/// Writes one workflow's variant files (ladder steps with their UI companions, control
+/// variants, `plan.json`, the UI source of a skipped workflow) under `workflows/<name>/` and
+/// returns its job, pending. Rewriting them gives the same files, so a kill before the journal
+/// names them loses nothing.
+pub(crate) fn write_job(
+    paths: &SessionPaths,
+    prepared: PreparedWorkflow,
+) -> Result<WorkflowJob, JournalError> {
+    let folder = format!("workflows/{}", prepared.name);
+    let mut steps = Vec::new();
+    for (index, step) in prepared.steps.iter().enumerate() {
+        let file = format!("{folder}/{}.json", step_stem(index, &step.increment));
+        write_atomic(
+            &paths.dir.join(&file),
+            format!("{}\n", step.workflow.to_pretty_json()).as_bytes(),
+        )?;
+        if let Some(ui) = &step.ui {
+            super::journal::write_json_atomic(&paths.dir.join(ui_companion(&file)), ui)?;
+        }
+        steps.push(StepInfo {
+            index,
+            increment: step.increment.clone(),
+            file,
+            sha256: step.workflow.sha256(),
+            changes: step.changes.clone(),
+        });
+    }
+    let mut controls = Vec::new();
+    for (step, increment, workflow) in &prepared.controls {
+        let file = format!("{folder}/control-{}.json", step_stem(*step, increment));
+        write_atomic(
+            &paths.dir.join(&file),
+            format!("{}\n", workflow.to_pretty_json()).as_bytes(),
+        )?;
+        controls.push(ControlVariant {
+            step: *step,
+            increment: increment.clone(),
+            file,
+            sha256: workflow.sha256(),
+        });
+    }
+    if let Some(doc) = &prepared.ui_source {
+        super::journal::write_json_atomic(
+            &paths.dir.join(format!("{folder}/{UI_SOURCE_FILE}")),
+            doc,
+        )?;
+    }
+    if let Some(plan) = &prepared.plan_json {
+        super::journal::write_json_atomic(&paths.dir.join(format!("{folder}/plan.json")), plan)?;
+    }
+    Ok(WorkflowJob {
+        name: prepared.name,
+        source: prepared.source,
+        source_file: prepared.source_file,
+        target_sha256: prepared.target.sha256(),
+        steps,
+        controls,
+        not_separable: prepared.not_separable,
+        kept: prepared.kept,
+        phase: Phase::Pending,
+        runs: Vec::new(),
+        verdict: None,
+    })
 }
 
 #[cfg(test)]

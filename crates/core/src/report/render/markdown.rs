@@ -208,6 +208,9 @@ fn meta_line(r: &Report) -> String {
     for m in &r.settings.server_moves {
         parts.push(format!("moved {}", text(m)));
     }
+    for c in &r.settings.preflight_rechecks {
+        parts.push(text(c));
+    }
     if let Some(t) = &r.settings.started_at {
         parts.push(format!("started {}", text(t)));
     }

@@ -58,6 +58,7 @@ fn sample() -> SessionFile {
         fingerprints: BTreeMap::new(),
         drifts: Vec::new(),
         server_moves: Vec::new(),
+        preflight_rechecks: Vec::new(),
     }
 }
 

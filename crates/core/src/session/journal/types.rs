@@ -71,6 +71,42 @@ pub struct SessionFile {
     /// order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_moves: Vec<ServerMove>,
+    /// `resume` ran preflight again for a workflow preflight had skipped, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight_rechecks: Vec<PreflightRecheck>,
+}
+
+/// `resume` checked a skipped workflow (verdict `preflight_failed`) against the server again:
+/// one that passes gets its ladder and is bisected; one that fails keeps its verdict with the
+/// refreshed list of what is missing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreflightRecheck {
+    /// The workflow's name in the session.
+    pub workflow: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// The server it was checked on.
+    pub server: String,
+    /// True when it passed (and was planned to be bisected).
+    pub passed: bool,
+}
+
+impl PreflightRecheck {
+    /// `sd15 passed preflight when resumed at …; bisected from then on` (or `… failed
+    /// preflight again …; still skipped`).
+    pub fn describe(&self) -> String {
+        if self.passed {
+            format!(
+                "{} passed preflight when resumed at {}; bisected from then on",
+                self.workflow, self.at
+            )
+        } else {
+            format!(
+                "{} failed preflight again when resumed at {}; still skipped",
+                self.workflow, self.at
+            )
+        }
+    }
 }
 
 /// A move of a session to another server URL (a port that changed after a reboot).
@@ -1093,6 +1129,16 @@ impl SessionFile {
             .rev()
             .flat_map(|job| job.runs.iter().rev())
             .find_map(|r| r.fingerprint.as_deref())
+    }
+
+    /// The workflows preflight skipped (verdict `preflight_failed`), by index.
+    pub fn skipped_by_preflight(&self) -> Vec<usize> {
+        self.workflows
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| matches!(w.verdict, Some(Verdict::PreflightFailed { .. })))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// True when every workflow has a verdict that is not `incomplete`.
