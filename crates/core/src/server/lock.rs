@@ -27,7 +27,7 @@
 //! is there through a handle of our own, check it is still the one under the name, and it is
 //! ours. Nothing is renamed over it to win: two takers race for that one file's kernel lock, and
 //! the loser is told the lock is held. Only then is the new holder record published, by the one
-//! way the platform allows without a reader ever seeing half of it ([`Publish`], also used for
+//! way the platform allows without a reader ever seeing half of it (`Publish`, also used for
 //! the real session id, known only after preflight):
 //! - Unix: a complete, locked file is renamed over the name (allowed over an open file), and the
 //!   old one unlocked after. `flock` is advisory: anyone may read the record at any time, so it

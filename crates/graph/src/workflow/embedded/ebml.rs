@@ -1,5 +1,5 @@
 //! EBML, the binary format of Matroska and WebM: the one reader of its elements, for the
-//! workflow in a saved file's tags ([`super::matroska`]) and for core's container probe (a video's
+//! workflow in a saved file's tags (`matroska`) and for core's container probe (a video's
 //! size and frames). An element is a header — its ID, then its body's size, both variable-length
 //! integers (RFC 8794) — and the body; a master element's body is more elements. Read from a
 //! byte slice ([`header`], [`children`]) or a reader ([`read_header`]), and the IDs of the
