@@ -12,6 +12,7 @@
 //! when the file is no larger than that.
 
 use super::media::{self, be16, be32, le32, Header};
+use comfy_bisect_graph::workflow::embedded::ebml::{self, Id};
 use serde::{Deserialize, Serialize};
 
 /// Most bytes read from one place of a file: the head (or the whole file for the formats that
@@ -117,7 +118,7 @@ pub fn probe(head: &[u8], total: Option<u64>, animated: bool) -> Probe {
         return mp4(head, 0, total);
     }
     if head.starts_with(&[0x1a, 0x45, 0xdf, 0xa3]) {
-        return ebml(head, total);
+        return matroska(head, total);
     }
     if head.len() < 12 {
         let known = [
@@ -469,37 +470,6 @@ fn moov(body: &[u8], mut facts: Facts) -> Facts {
     facts
 }
 
-/// An EBML variable-length integer at `i`: (value with the length marker removed, length).
-/// `None` when the buffer ends or the first byte is 0.
-fn vint(b: &[u8], i: usize) -> Option<(u64, usize)> {
-    let first = *b.get(i)?;
-    if first == 0 {
-        return None;
-    }
-    let len = first.leading_zeros() as usize + 1;
-    let bytes = b.get(i..i + len)?;
-    let mut v = (first as u64) & ((1u64 << (8 - len)) - 1);
-    for &x in &bytes[1..] {
-        v = (v << 8) | x as u64;
-    }
-    Some((v, len))
-}
-
-/// An EBML element ID at `i` (marker kept, as the specification writes them): (id, length).
-fn ebml_id(b: &[u8], i: usize) -> Option<(u32, usize)> {
-    let first = *b.get(i)?;
-    let len = first.leading_zeros() as usize + 1;
-    if len > 4 {
-        return None;
-    }
-    let bytes = b.get(i..i + len)?;
-    Some((bytes.iter().fold(0u32, |v, &x| (v << 8) | x as u32), len))
-}
-
-fn uint(b: &[u8]) -> u64 {
-    b.iter().take(8).fold(0u64, |v, &x| (v << 8) | x as u64)
-}
-
 /// One Matroska track entry as read so far.
 #[derive(Default)]
 struct Track {
@@ -513,19 +483,17 @@ struct Track {
 /// when the whole file is at most [`MAX_SCAN_BYTES`], its blocks counted (a block carrying
 /// laced frames leaves the count unknown). One flat walk that enters the master elements on
 /// the way (Segment, Tracks, TrackEntry, Video, Cluster, BlockGroup) and skips every other
-/// element's body, so unknown-size Segments and Clusters read the same.
-fn ebml(b: &[u8], total: Option<u64>) -> Probe {
-    const EBML: u32 = 0x1a45dfa3;
-    const DOC_TYPE: u32 = 0x4282;
-    const MASTERS: [u32; 6] = [0x18538067, 0x1654ae6b, 0xae, 0xe0, 0x1f43b675, 0xa0];
-    const TRACK_ENTRY: u32 = 0xae;
-    const TRACK_NUMBER: u32 = 0xd7;
-    const TRACK_TYPE: u32 = 0x83;
-    const PIXEL_WIDTH: u32 = 0xb0;
-    const PIXEL_HEIGHT: u32 = 0xba;
-    const CLUSTER: u32 = 0x1f43b675;
-    const SIMPLE_BLOCK: u32 = 0xa3;
-    const BLOCK: u32 = 0xa1;
+/// element's body, so unknown-size Segments and Clusters read the same. Elements are read with
+/// the workflow reader's [`ebml`] (one EBML reader for both).
+fn matroska(b: &[u8], total: Option<u64>) -> Probe {
+    const MASTERS: [Id; 6] = [
+        Id::SEGMENT,
+        Id::TRACKS,
+        Id::TRACK_ENTRY,
+        Id::VIDEO,
+        Id::CLUSTER,
+        Id::BLOCK_GROUP,
+    ];
 
     let mut facts = Facts::new("mkv", MediaKind::Video);
     let mut tracks: Vec<Track> = Vec::new();
@@ -533,66 +501,49 @@ fn ebml(b: &[u8], total: Option<u64>) -> Probe {
     let mut clusters = false;
     let mut i = 0usize;
     let complete = loop {
-        let Some((id, il)) = ebml_id(b, i) else {
+        let Some(h) = b.get(i..).and_then(ebml::header) else {
             break b.len() == i && whole(b, total);
         };
-        let Some((size, sl)) = vint(b, i + il) else {
-            break false;
-        };
-        let body = i + il + sl;
-        let unknown_size = size == (1u64 << (7 * sl)) - 1;
-        if MASTERS.contains(&id) || id == EBML {
-            if id == TRACK_ENTRY {
+        let body = i + h.len;
+        if MASTERS.contains(&h.id) || h.id == Id::EBML {
+            if h.id == Id::TRACK_ENTRY {
                 tracks.push(Track::default());
             }
-            clusters |= id == CLUSTER;
-            if id != EBML || unknown_size {
+            clusters |= h.id == Id::CLUSTER;
+            if h.id != Id::EBML || h.size.is_none() {
                 i = body;
                 continue;
             }
         }
-        if unknown_size {
+        let Some(size) = h.size else {
             break false;
-        }
+        };
         let end = match body.checked_add(size as usize) {
             Some(e) if e <= b.len() => e,
             _ => break false,
         };
         let data = &b[body..end];
-        match id {
-            EBML => {
+        match h.id {
+            Id::EBML => {
                 // The header's children: only DocType matters.
-                let mut j = 0;
-                while let (Some((cid, cl)), true) = (ebml_id(data, j), j < data.len()) {
-                    let Some((cs, csl)) = vint(data, j + cl) else {
-                        break;
-                    };
-                    let start = j + cl + csl;
-                    let Some(v) = data.get(start..start + cs as usize) else {
-                        break;
-                    };
-                    if cid == DOC_TYPE {
-                        let doc = String::from_utf8_lossy(v)
-                            .trim_end_matches('\0')
-                            .to_string();
-                        facts.format = if doc == "webm" { "webm" } else { "mkv" }.into();
-                    }
-                    j = start + cs as usize;
+                for (_, doc) in ebml::children(data).filter(|(id, _)| *id == Id::DOC_TYPE) {
+                    let webm = ebml::text(doc) == "webm";
+                    facts.format = if webm { "webm" } else { "mkv" }.into();
                 }
             }
-            TRACK_NUMBER | TRACK_TYPE | PIXEL_WIDTH | PIXEL_HEIGHT => {
+            Id::TRACK_NUMBER | Id::TRACK_TYPE | Id::PIXEL_WIDTH | Id::PIXEL_HEIGHT => {
                 if let Some(t) = tracks.last_mut() {
-                    let v = uint(data);
-                    match id {
-                        TRACK_NUMBER => t.number = Some(v),
-                        TRACK_TYPE => t.video = v == 1,
-                        PIXEL_WIDTH => t.width = u32::try_from(v).ok(),
+                    let v = ebml::uint(data);
+                    match h.id {
+                        Id::TRACK_NUMBER => t.number = Some(v),
+                        Id::TRACK_TYPE => t.video = v == 1,
+                        Id::PIXEL_WIDTH => t.width = u32::try_from(v).ok(),
                         _ => t.height = u32::try_from(v).ok(),
                     }
                 }
             }
-            SIMPLE_BLOCK | BLOCK => {
-                if let Some((track, tl)) = vint(data, 0) {
+            Id::SIMPLE_BLOCK | Id::BLOCK => {
+                if let Some((track, tl)) = ebml::vint(data) {
                     // Track number, 16-bit timecode, flags: bits 1–2 are the lacing.
                     let laced = data.get(tl + 2).is_some_and(|f| f & 0x06 != 0);
                     blocks.push((track, laced));

@@ -13,12 +13,34 @@
 //! file's JSON (host, pid, session id, start time) only says *who* holds it; nothing is decided
 //! from it.
 //!
-//! No reader ever sees a half-written holder: every version of the file is written completely
-//! and locked under a temporary name first, then published under the lock name (hard link when
-//! there is none, rename over a released one), and never written again. The name is only changed
-//! by the process holding the lock on the file currently under it, which it checks by identity
-//! (device and inode) after locking; a process that locked a file which is no longer under the
-//! name starts over. A new session id (known only after preflight) is published the same way.
+//! **Who holds.** A process holds the lock when it holds the operating system's lock on the file
+//! that is under the lock name, checked by the file's identity *after* locking it (device and
+//! inode on Unix, volume and file id on Windows); one that locked a file no longer under the name
+//! starts over. The name changes in two ways only: it is *created* when absent (a completely
+//! written, already locked file published by hard link, which fails when a file is there), and
+//! it is *replaced or removed* only by the process holding the lock on the file under it. Hence:
+//! two holders would both hold the kernel's lock on the one file under the name, which the kernel
+//! does not allow; and nobody can change the name under a holder (a link needs the name absent,
+//! a replacement or removal needs the holder's lock), so a holder stays one until it lets go.
+//!
+//! **Taking over** a file left by a process that is gone is a claim in place: lock the file that
+//! is there through a handle of our own, check it is still the one under the name, and it is
+//! ours. Nothing is renamed over it to win: two takers race for that one file's kernel lock, and
+//! the loser is told the lock is held. Only then is the new holder record published, by the one
+//! way the platform allows without a reader ever seeing half of it (`Publish`, also used for
+//! the real session id, known only after preflight):
+//! - Unix: a complete, locked file is renamed over the name (allowed over an open file), and the
+//!   old one unlocked after. `flock` is advisory: anyone may read the record at any time, so it
+//!   is never written where it can be read.
+//! - Windows: the record is rewritten through the holder's handle. Renaming over a file that is
+//!   open — ours, or one the dead holder's process left open in a child — fails on many file
+//!   systems (FAT, network shares, NTFS without POSIX semantics, wine); and `LockFileEx` is
+//!   mandatory, so no other process can read a locked record, whole or half. A name that is
+//!   being removed while another handle is still open to it is "delete pending" there: opening
+//!   or linking it is refused (access denied) until that handle closes, which counts as a race
+//!   lost, to start over.
+//!
+//! A holder removes the name while still holding the lock, on drop.
 
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions, TryLockError};
@@ -49,7 +71,24 @@ pub(crate) struct SessionLock {
     path: PathBuf,
     file: File,
     info: LockInfo,
+    publish: Publish,
 }
+
+/// How a holder publishes a new holder record under the lock name (the module comment says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Publish {
+    /// A complete, locked file renamed over the name (Unix).
+    Rename,
+    /// Rewritten through the holder's own handle, the file staying the same (Windows).
+    InPlace,
+}
+
+/// This platform's way ([`Publish`]); tests run both.
+const PUBLISH: Publish = if cfg!(windows) {
+    Publish::InPlace
+} else {
+    Publish::Rename
+};
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -361,11 +400,59 @@ fn is_current(file: &File, path: &Path) -> std::io::Result<bool> {
     }
 }
 
-/// Whether `file` is the file currently under `path` (without inode numbers, only whether the
-/// name still exists: a weaker check, enough where files are not replaced under an open handle).
-#[cfg(not(unix))]
-fn is_current(_file: &File, path: &Path) -> std::io::Result<bool> {
-    Ok(path.exists())
+/// Whether `file` is the file currently under `path` (its volume and file id; a name being
+/// removed is no longer anyone's).
+#[cfg(windows)]
+fn is_current(file: &File, path: &Path) -> std::io::Result<bool> {
+    let named = match File::open(path) {
+        Ok(named) => named,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || being_removed(&e) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(file_id(file)? == file_id(&named)?)
+}
+
+/// A file's identity on Windows: its volume serial number and file id (the 128-bit id where the
+/// file system gives one, else the 64-bit index, which NTFS's 128-bit id extends with zeros).
+#[cfg(windows)]
+fn file_id(file: &File) -> std::io::Result<(u64, [u8; 16])> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FileIdInfo, GetFileInformationByHandle, GetFileInformationByHandleEx,
+        BY_HANDLE_FILE_INFORMATION, FILE_ID_INFO,
+    };
+    let handle = file.as_raw_handle();
+    let mut id = FILE_ID_INFO::default();
+    // SAFETY: `handle` is open for as long as `file` is borrowed, and `id` is a FILE_ID_INFO of
+    // the size passed.
+    let ok = unsafe {
+        GetFileInformationByHandleEx(
+            handle,
+            FileIdInfo,
+            (&mut id as *mut FILE_ID_INFO).cast(),
+            std::mem::size_of::<FILE_ID_INFO>() as u32,
+        )
+    };
+    if ok != 0 {
+        return Ok((id.VolumeSerialNumber, id.FileId.Identifier));
+    }
+    let mut info = BY_HANDLE_FILE_INFORMATION::default();
+    // SAFETY: as above, with a BY_HANDLE_FILE_INFORMATION.
+    if unsafe { GetFileInformationByHandle(handle, &mut info) } == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
+    let mut bytes = [0; 16];
+    bytes[..8].copy_from_slice(&index.to_le_bytes());
+    Ok((u64::from(info.dwVolumeSerialNumber), bytes))
+}
+
+/// Whether an error opening or linking the lock name means it is being removed while a handle
+/// is still open to it (Windows' "delete pending", reported as access denied): a race lost.
+fn being_removed(e: &std::io::Error) -> bool {
+    cfg!(windows) && e.kind() == std::io::ErrorKind::PermissionDenied
 }
 
 /// A locked, completely written file under a temporary name next to `path`; removed on drop
@@ -408,7 +495,9 @@ impl Candidate {
                 let _ = fs::remove_file(&self.tmp);
                 Ok(self.file.take())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists || being_removed(&e) => {
+                Ok(None)
+            }
             Err(e) => Err(std::io::Error::new(
                 e.kind(),
                 format!(
@@ -469,6 +558,16 @@ impl SessionLock {
         server: &str,
         session_id: &str,
     ) -> Result<SessionLock, LockError> {
+        SessionLock::acquire_with(dir, server, session_id, PUBLISH)
+    }
+
+    /// [`SessionLock::acquire_in`], publishing the holder record the way `publish` says.
+    fn acquire_with(
+        dir: &Path,
+        server: &str,
+        session_id: &str,
+        publish: Publish,
+    ) -> Result<SessionLock, LockError> {
         let path = lock_path_in(dir, server);
         let io = |source| LockError::Io {
             path: path.clone(),
@@ -488,15 +587,34 @@ impl SessionLock {
             session_id: session_id.to_string(),
             since: crate::units::now_rfc3339(),
         };
+        // Published by hard link when the name is free, or renamed over a released file.
         let mut candidate = Candidate::new(&path, &info).map_err(io)?;
+        let mut removing = None;
         for _ in 0..ATTEMPTS {
-            let current = match File::open(&path) {
+            // Written through this handle when it is taken over in place.
+            let opened = OpenOptions::new()
+                .read(true)
+                .write(publish == Publish::InPlace)
+                .open(&path);
+            let current = match opened {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     match candidate.link(&path).map_err(io)? {
-                        Some(file) => return Ok(SessionLock { path, file, info }),
+                        Some(file) => {
+                            return Ok(SessionLock {
+                                path,
+                                file,
+                                info,
+                                publish,
+                            })
+                        }
                         None => continue,
                     }
+                }
+                Err(e) if being_removed(&e) => {
+                    removing = Some(e);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
                 }
                 Err(e) => return Err(io(e)),
             };
@@ -505,12 +623,24 @@ impl SessionLock {
                     if !is_current(&current, &path).map_err(io)? {
                         continue;
                     }
-                    // Left by a process that is gone (the kernel released its lock): replace it
-                    // while holding its lock, so nobody else can replace it at the same time.
+                    // Left by a process that is gone (the kernel released its lock): the file
+                    // under the name is now locked by us, which makes us the holder. Only the
+                    // record still names the old one.
                     tracing::info!("taking over the released lock {}", path.display());
-                    let file = candidate.replace(&path).map_err(io)?;
-                    drop(current);
-                    return Ok(SessionLock { path, file, info });
+                    let mut lock = SessionLock {
+                        path,
+                        file: current,
+                        info: info.clone(),
+                        publish,
+                    };
+                    if let Err(source) = lock.publish(info, Some(candidate)) {
+                        // Dropping `lock` removes the name and lets go.
+                        return Err(LockError::Io {
+                            path: lock.path.clone(),
+                            source,
+                        });
+                    }
+                    return Ok(lock);
                 }
                 Err(TryLockError::WouldBlock) => {
                     let holder = read_from(current).map(Box::new);
@@ -523,35 +653,35 @@ impl SessionLock {
                 Err(TryLockError::Error(e)) => return Err(io(e)),
             }
         }
-        Err(io(std::io::Error::other(
-            "other processes keep replacing the lock file",
-        )))
+        Err(io(std::io::Error::other(match removing {
+            Some(e) => format!("the lock file stays in the middle of being removed ({e})"),
+            None => "other processes keep replacing the lock file".into(),
+        })))
     }
 
-    /// Publishes the real session id once it is known (the file is replaced whole).
+    /// Publishes the real session id once it is known ([`Publish`]; the lock stays held).
     pub(crate) fn set_session(&mut self, session_id: &str) -> std::io::Result<()> {
         if self.info.session_id == session_id {
             return Ok(());
         }
         let mut info = self.info.clone();
         info.session_id = session_id.to_string();
-        #[cfg(not(windows))]
-        {
-            let candidate = Candidate::new(&self.path, &info)?;
-            let file = candidate.replace(&self.path)?;
-            // The old file is unlocked by this assignment, after the new one is in place.
-            self.file = file;
-        }
-        // Windows refuses to rename over a file that is open (ours, locked), and nobody else can
-        // read a locked file there anyway: the record is rewritten in place through our handle.
-        #[cfg(windows)]
-        {
-            use std::io::{Seek, Write};
-            let text = serde_json::to_string_pretty(&info).map_err(std::io::Error::other)?;
-            self.file.set_len(0)?;
-            self.file.seek(std::io::SeekFrom::Start(0))?;
-            self.file.write_all(text.as_bytes())?;
-            self.file.sync_all()?;
+        self.publish(info, None)
+    }
+
+    /// Makes `info` the holder record under the name, the way `self.publish` says; `candidate`
+    /// is a file already written with it (one is written when None).
+    fn publish(&mut self, info: LockInfo, candidate: Option<Candidate>) -> std::io::Result<()> {
+        match self.publish {
+            Publish::Rename => {
+                let candidate = match candidate {
+                    Some(c) => c,
+                    None => Candidate::new(&self.path, &info)?,
+                };
+                // The old file is unlocked by this assignment, after the new one is in place.
+                self.file = candidate.replace(&self.path)?;
+            }
+            Publish::InPlace => rewrite(&mut self.file, &info)?,
         }
         self.info = info;
         Ok(())
@@ -577,6 +707,17 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
+}
+
+/// Rewrites the holder record through `file`'s handle: the new text over the old from the start,
+/// then cut to its length, and flushed to disk.
+fn rewrite(file: &mut File, info: &LockInfo) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let text = serde_json::to_string_pretty(info).map_err(std::io::Error::other)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(text.as_bytes())?;
+    file.set_len(text.len() as u64)?;
+    file.sync_all()
 }
 
 /// The holder record of an open lock file (None when unreadable, e.g. Windows' mandatory locks).
@@ -715,6 +856,130 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A holder record left at the lock name by a process that is gone (no kernel lock on it).
+    fn leave_released(dir: &Path, session_id: &str) -> PathBuf {
+        let path = lock_path_in(dir, SERVER);
+        let leftover = LockInfo {
+            pid: 1,
+            host: host_name(),
+            server: SERVER.into(),
+            address: server_key(SERVER),
+            session_id: session_id.into(),
+            since: "2026-11-29T01:00:00Z".into(),
+        };
+        fs::write(&path, serde_json::to_string_pretty(&leftover).unwrap()).unwrap();
+        path
+    }
+
+    /// The holder record as `lock`'s file holds it (read through the holder's handle: on
+    /// Windows no other can read a locked file).
+    fn record(lock: &SessionLock) -> Option<LockInfo> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = &lock.file;
+        file.seek(SeekFrom::Start(0)).unwrap();
+        read_from(file.try_clone().unwrap())
+    }
+
+    #[test]
+    fn of_takers_of_a_released_lock_racing_each_other_exactly_one_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Windows refuses the rename over the released file, which the taker holds open.
+        let ways: &[Publish] = if cfg!(windows) {
+            &[Publish::InPlace]
+        } else {
+            &[Publish::Rename, Publish::InPlace]
+        };
+        for &publish in ways {
+            for (round, n) in (0..40).map(|r| (r, if r % 2 == 0 { 2 } else { 8 })) {
+                let path = leave_released(dir.path(), "gone");
+                let barrier = Arc::new(Barrier::new(n));
+                let threads: Vec<_> = (0..n)
+                    .map(|i| {
+                        let barrier = barrier.clone();
+                        let dir = dir.path().to_path_buf();
+                        let id = format!("{publish:?}-r{round}-t{i}");
+                        std::thread::spawn(move || {
+                            barrier.wait();
+                            SessionLock::acquire_with(&dir, SERVER, &id, publish)
+                        })
+                    })
+                    .collect();
+                let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+                let what = format!("{publish:?}, round {round}, {n} takers");
+                let holders: Vec<&SessionLock> =
+                    results.iter().filter_map(|r| r.as_ref().ok()).collect();
+                assert_eq!(holders.len(), 1, "{what}: {results:?}");
+                for r in &results {
+                    if let Err(e) = r {
+                        assert!(matches!(e, LockError::Held { .. }), "{what}: {e}");
+                    }
+                }
+                // The one holder is the one the file under the name names, and still holds it.
+                let winner = holders[0].info().clone();
+                assert!(is_current(&holders[0].file, &path).unwrap(), "{what}");
+                assert_eq!(record(holders[0]).as_ref(), Some(&winner), "{what}");
+                #[cfg(unix)]
+                assert_eq!(read_holder(&path).as_ref(), Some(&winner), "{what}");
+                let late = SessionLock::acquire_with(dir.path(), SERVER, "late", publish);
+                assert!(matches!(late, Err(LockError::Held { .. })), "{what}");
+                drop(results);
+                assert!(!path.exists(), "{what}: released = removed");
+            }
+        }
+    }
+
+    /// The file under `path`: device and inode, or volume and file id.
+    fn identity(path: &Path) -> String {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let md = fs::metadata(path).unwrap();
+            format!("{}:{}", md.dev(), md.ino())
+        }
+        #[cfg(windows)]
+        {
+            format!("{:?}", file_id(&File::open(path).unwrap()).unwrap())
+        }
+    }
+
+    /// Windows' way, run everywhere: the released file itself is claimed and rewritten through
+    /// the taker's handle, never replaced, even with the dead holder's handle still open.
+    /// Renaming over that open file, as takeovers did, is refused on many Windows file systems
+    /// (and under wine: access denied); Linux allows it, so there this checks the file's
+    /// identity instead, which the rename used to change.
+    #[test]
+    fn in_place_a_released_file_is_claimed_and_rewritten_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = leave_released(dir.path(), &"a long session id ".repeat(20));
+        let before = identity(&path);
+        // The dead holder's handle, left open.
+        let leftover = File::open(&path).unwrap();
+        let mut lock =
+            SessionLock::acquire_with(dir.path(), SERVER, "new", Publish::InPlace).unwrap();
+        assert_eq!(
+            identity(&path),
+            before,
+            "the same file, not a new one renamed over it"
+        );
+        // The longer old record is gone whole: the file is exactly the new one.
+        assert_eq!(record(&lock).as_ref(), Some(lock.info()));
+        lock.set_session("20261201-0100-abcd").unwrap();
+        assert_eq!(identity(&path), before);
+        assert_eq!(record(&lock).unwrap().session_id, "20261201-0100-abcd");
+        #[cfg(unix)]
+        assert_eq!(read_holder(&path).as_ref(), Some(lock.info()));
+        let refused = SessionLock::acquire_with(dir.path(), SERVER, "other", Publish::InPlace);
+        assert!(
+            matches!(refused, Err(LockError::Held { .. })),
+            "{refused:?}"
+        );
+        drop(lock);
+        drop(leftover);
+        assert!(!path.exists());
+        // Nothing but the lock file was ever left in the folder.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

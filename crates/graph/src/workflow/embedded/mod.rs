@@ -8,10 +8,11 @@
 //! puts the texts is in docs/inputs.md; tests/fixtures/media-workflows/ holds files written the
 //! savers' way.
 
-mod ebml;
+pub mod ebml;
 mod exif;
 mod id3;
 mod isobmff;
+mod matroska;
 mod ogg;
 mod png;
 mod read;
@@ -156,7 +157,7 @@ pub(crate) fn extract<R: Read + Seek>(
         Container::Mp3 => id3::entries(r)?,
         Container::Ogg => ogg::entries(r)?,
         Container::Mp4 => isobmff::entries(r)?,
-        Container::Matroska => ebml::entries(r)?,
+        Container::Matroska => matroska::entries(r)?,
         Container::Jpeg | Container::Gif => Vec::new(),
     };
     found(entries)
