@@ -8,12 +8,17 @@
 //! (keeping `report.md` under GitHub's issue-body limit). The rest of `report/` builds the
 //! [`Report`](super::Report) value and writes no Markdown.
 
+pub(crate) mod attachments;
 pub mod budget;
 pub(crate) mod bug_form;
 pub mod chart;
 pub mod console;
+pub(crate) mod environment;
+pub(crate) mod evidence;
 pub mod json;
+pub(crate) mod ladder;
 pub mod markdown;
 pub mod md;
 pub(crate) mod memory;
 pub(crate) mod mitigations;
+pub(crate) mod sections;
