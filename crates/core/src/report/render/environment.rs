@@ -6,8 +6,9 @@ use super::md::{code, heading, text, Table, DASH};
 use crate::report::model::{DriftRow, Environment};
 use crate::units::mib_rounded as mib;
 
-/// The Environment section.
-pub(crate) fn section(env: &Environment, level: usize) -> String {
+/// The Environment section; `with_fingerprint`: the fingerprint id is shown (the environment
+/// changed between runs, and the changes name fingerprints).
+pub(crate) fn section(env: &Environment, level: usize, with_fingerprint: bool) -> String {
     let mut out = heading(level, "Environment");
     let mut t = Table::new(&["Item", "Value"]);
     let mut row = |k: &str, v: String| t.row(vec![text(k), v]);
@@ -120,7 +121,9 @@ pub(crate) fn section(env: &Environment, level: usize) -> String {
         other => text(other),
     };
     row("Runs", runs);
-    if let Some(id) = &env.fingerprint {
+    // comfy-bisect's own id of the environment: said where it changed (Environment changes)
+    // and in report.json.
+    if let Some(id) = env.fingerprint.as_ref().filter(|_| with_fingerprint) {
         row("Fingerprint", code(id));
     }
     out.push_str(&t.render());
@@ -131,7 +134,7 @@ pub(crate) fn section(env: &Environment, level: usize) -> String {
         } else {
             let source = match &env.pack_versions_from {
                 Some(s) => format!("versions from {}", text(s)),
-                None => "the server exposes no versions (no ComfyUI-Manager)".to_string(),
+                None => "no versions: the server has no ComfyUI-Manager".to_string(),
             };
             // Only the packs the workflows use; the others are counted (report.json lists all).
             let shown: Vec<_> = env
@@ -144,8 +147,8 @@ pub(crate) fn section(env: &Environment, level: usize) -> String {
                 String::new()
             } else {
                 format!(
-                    " {others} other installed pack{}, not used by the workflows, left out \
-                     (report.json lists every pack).",
+                    " {others} other installed pack{} not used (report.json lists every pack \
+                     with its classes and definitions hash).",
                     if others == 1 { "" } else { "s" }
                 )
             };
@@ -155,21 +158,22 @@ pub(crate) fn section(env: &Environment, level: usize) -> String {
                 ));
                 return out;
             }
+            // One line: their classes and definitions hashes are in report.json.
+            let names: Vec<String> = shown
+                .iter()
+                .map(|p| {
+                    let unknown = p.version == crate::comfy::fingerprint::VERSION_UNKNOWN;
+                    if unknown && env.pack_versions_from.is_none() {
+                        text(&p.name)
+                    } else {
+                        format!("{} {}", text(&p.name), text(&p.version))
+                    }
+                })
+                .collect();
             out.push_str(&format!(
-                "Custom node packs the workflows use ({}; {source}):{others}\n\n",
-                shown.len()
+                "Custom node packs the workflows use ({source}): {}.{others}\n\n",
+                names.join(", ")
             ));
-            let mut packs = Table::new(&["Pack", "Classes", "Definitions hash", "Version"]);
-            for p in shown {
-                packs.row(vec![
-                    text(&p.name),
-                    p.classes.to_string(),
-                    code(&p.definitions_sha256),
-                    text(&p.version),
-                ]);
-            }
-            out.push_str(&packs.render());
-            out.push('\n');
         }
     }
     out
@@ -229,21 +233,24 @@ mod tests {
             packs_used: Some(vec!["rgthree-comfy".into()]),
             ..Environment::default()
         };
-        let md = section(&env, 2);
-        assert!(md.contains("| rgthree-comfy |"), "{md}");
+        let md = section(&env, 2, false);
+        assert!(
+            md.contains("Custom node packs the workflows use (no versions: the server has no ComfyUI-Manager): rgthree-comfy 1.0."),
+            "{md}"
+        );
         assert!(
             !md.contains("ComfyUI-GGUF") && !md.contains("was-ns"),
             "{md}"
         );
         assert!(
-            md.contains("2 other installed packs, not used by the workflows, left out"),
+            md.contains("2 other installed packs not used (report.json lists every pack"),
             "{md}"
         );
         // No record says which packs the workflows use: every pack is listed.
         env.packs_used = None;
-        let md = section(&env, 2);
+        let md = section(&env, 2, false);
         assert!(
-            md.contains("| ComfyUI-GGUF |") && md.contains("| was-ns |"),
+            md.contains(": ComfyUI-GGUF 1.0, rgthree-comfy 1.0, was-ns 1.0."),
             "{md}"
         );
         assert!(!md.contains("other installed"), "{md}");

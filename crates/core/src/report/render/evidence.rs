@@ -5,7 +5,7 @@
 
 use super::budget::{self, trimmed_block, Limits};
 use super::console;
-use super::md::{code, details, heading, node, text, text_with_code, Table};
+use super::md::{code, details, heading, node, text, text_with_code};
 use crate::report::model::{kind_phrase, Evidence, VerdictKind};
 
 /// The heading of the failing run's evidence: the first failure, the failing minimal run, the
@@ -49,7 +49,8 @@ pub(crate) fn section(
             text(&e.outcome)
         ));
     }
-    if let Some(n) = &e.node {
+    // With the bug form above, its Actual Behavior names the failing node.
+    if let Some(n) = e.node.as_ref().filter(|_| !traceback_above) {
         lines.push(format!("- Failing node: {}", node(n)));
     }
     if let Some(k) = &e.failure_kind {
@@ -110,30 +111,19 @@ pub(crate) fn section(
         out.push_str(&trimmed_block(e, "message", "text", &t, limits.line_chars));
         out.push('\n');
     }
-    if !e.numbers.is_empty() {
-        let mut t = Table::new(&["Allocator number", "MiB"]).right(1);
-        for (label, v) in e.numbers.rows() {
-            t.row(vec![text(label), format!("{v:.2}")]);
-        }
-        if let Some(i) = e.numbers.gpu_index {
-            t.row(vec!["GPU index".into(), i.to_string()]);
-        }
-        out.push_str(&t.render());
+    // The allocator numbers are in report.json only (`first_failure.numbers`): their figures
+    // are the exception message's, under Debug Logs. Only a reason not to trust them is said.
+    if e.numbers_consistent == Some(false) {
+        out.push_str(
+            "The allocator numbers of the message are **inconsistent**: kept as printed, not \
+             used to reason.\n\n",
+        );
+    }
+    for note in &e.numbers_notes {
+        out.push_str(&format!("- {}\n", text(note)));
+    }
+    if !e.numbers_notes.is_empty() {
         out.push('\n');
-        let verdict = match e.numbers_consistent {
-            Some(true) => {
-                "consistent (finite, non-negative and in the expected order).".to_string()
-            }
-            Some(false) => "**inconsistent**: kept as printed, not used to reason.".to_string(),
-            None => "not checked.".to_string(),
-        };
-        out.push_str(&format!("Numbers {verdict}\n\n"));
-        for note in &e.numbers_notes {
-            out.push_str(&format!("- {}\n", text(note)));
-        }
-        if !e.numbers_notes.is_empty() {
-            out.push('\n');
-        }
     }
     if !e.kernel_lines.is_empty() {
         let t = budget::trim_middle(&e.kernel_lines, limits.kernel_lines, limits.line_chars);
@@ -146,10 +136,7 @@ pub(crate) fn section(
     }
     if !e.traceback.is_empty() {
         if traceback_above {
-            out.push_str(
-                "The exception, its message and its traceback are under **Debug Logs** at the \
-                 top (for ComfyUI's bug form).\n\n",
-            );
+            out.push_str("The exception and its traceback are under **Debug Logs** above.\n\n");
         } else {
             out.push_str(&super::bug_form::traceback(e, limits));
             out.push('\n');
@@ -183,7 +170,7 @@ pub(crate) fn section(
                         .rfind("# shape [")
                         .map(|at| format!(", {}", r[at + 2..].trim()))
                         .unwrap_or_default();
-                    format!("[\"<{kind}{shape}; printed whole in report.json>\"]")
+                    format!("[\"<{kind}{shape}>\"]")
                 }
                 _ => v.to_string(),
             }
@@ -199,7 +186,7 @@ pub(crate) fn section(
         lines.push("}".to_string());
         let t = budget::trim_middle(&lines, limits.inputs_lines, limits.line_chars);
         let body = trimmed_block(e, "inputs", "json", &t, limits.line_chars);
-        let title = if e.inputs_restored.is_empty() {
+        let mut title = if e.inputs_restored.is_empty() {
             "Failing node's inputs (as ComfyUI printed them, trimmed)".to_string()
         } else {
             format!(
@@ -207,6 +194,12 @@ pub(crate) fn section(
                 e.inputs_restored.join(", ")
             )
         };
+        if lines
+            .iter()
+            .any(|l| l.contains("[\"<object") || l.contains("[\"<tensor"))
+        {
+            title.push_str("; objects and tensors by kind, printed whole in report.json");
+        }
         out.push_str(&details(&title, &body));
         out.push('\n');
     }

@@ -1,34 +1,33 @@
 //! The Ladder section of `report.md`: the full table (what changed, outcome, stage, peak VRAM
-//! and RAM, product, models loaded, s/step, duration), the note on how peaks are measured, the
-//! few-steps account of the search and the product warnings. The five-column ladder of the bug
-//! form is `bug_form.rs`.
+//! and RAM, s/step, duration), the note on how peaks are measured, the few-steps account of the
+//! search and the steps whose product differs from what they asked for. The five-column ladder
+//! of the bug form is `bug_form.rs`; the peak-memory chart, each step's product, the models it
+//! loaded and the node times at the boundary are in report.json only (`json_only.rs`).
 
 use super::md::{self, code, heading, short, text, text_with_code, Table, DASH};
-use super::memory;
-use crate::report::model::{kind_phrase, LadderRow, NodeTimes, VerdictKind, WorkflowReport};
+use crate::report::model::{kind_phrase, LadderRow, VerdictKind, WorkflowReport};
 use crate::units::mib_rounded as mib;
 use crate::units::seconds as duration;
 
 /// The Ladder section of `w`.
 pub(crate) fn section(w: &WorkflowReport, level: usize) -> String {
     let mut out = heading(level, "Ladder");
-    // Sized for an issue: the run ids, the failing node, the VRAM sample counts and the memory
-    // held before each run are in report.json (`ladder`), not in these columns; the server's
-    // RSS and swap only when it swapped.
+    // Sized for an issue: the run ids, the failing node, the product, the models loaded, the
+    // VRAM sample counts and the memory held before each run are in report.json (`ladder`),
+    // not in these columns; the server's RSS and swap only when it swapped.
     let ram = w.ladder.iter().any(|r| r.peak_ram_mib.is_some());
     // The server's RSS and swap matter when it swapped (host memory ran short).
     let swap = w
         .ladder
         .iter()
         .any(|r| r.peak_swap_mib.is_some_and(|s| s > 0.0));
-    let mut headers = vec![
-        "Step",
-        "Increment",
-        "What changed",
-        "Outcome",
-        "Stage",
-        "Peak VRAM",
-    ];
+    // With the bug form above, its five-column ladder gives each step's stage.
+    let stage = w.bug_form.is_none();
+    let mut headers = vec!["Step", "Increment", "What changed", "Outcome"];
+    if stage {
+        headers.push("Stage");
+    }
+    headers.push("Peak VRAM");
     if ram {
         headers.push("Peak RAM");
     }
@@ -36,27 +35,22 @@ pub(crate) fn section(w: &WorkflowReport, level: usize) -> String {
         headers.push("Server RSS");
         headers.push("Swap");
     }
-    let product = w.ladder.iter().any(|r| r.delivered.product.is_some());
-    if product {
-        headers.push("Product");
-    }
-    let models = memory::any(&w.ladder);
-    if models {
-        headers.push("Models loaded");
-    }
     let timed = w.ladder.iter().any(|r| r.s_per_step.is_some());
     if timed {
         headers.push("s/step");
     }
     headers.push("Duration");
     let mut t = Table::new(&headers).right(0);
-    for (col, name) in headers.iter().enumerate().skip(5) {
-        if *name != "Product" {
-            t = t.right(col);
-        }
+    // The figures, from Peak VRAM on, are right-aligned.
+    let figures = headers.len() - usize::from(ram) - 2 * usize::from(swap) - usize::from(timed) - 2;
+    for col in figures..headers.len() {
+        t = t.right(col);
     }
     for r in &w.ladder {
         let mut cells = ladder_cells(r, w);
+        if !stage {
+            cells.remove(4);
+        }
         let duration = cells.pop().unwrap_or_default();
         if ram {
             cells.push(r.peak_ram_mib.map(mib).unwrap_or_else(|| DASH.into()));
@@ -64,12 +58,6 @@ pub(crate) fn section(w: &WorkflowReport, level: usize) -> String {
         if swap {
             cells.push(r.peak_rss_mib.map(mib).unwrap_or_else(|| DASH.into()));
             cells.push(r.peak_swap_mib.map(mib).unwrap_or_else(|| DASH.into()));
-        }
-        if product {
-            cells.push(product_cell(r));
-        }
-        if models {
-            cells.push(memory::markdown_cell(r));
         }
         if timed {
             cells.push(r.s_per_step.map(per_step).unwrap_or_else(|| DASH.into()));
@@ -97,14 +85,6 @@ pub(crate) fn section(w: &WorkflowReport, level: usize) -> String {
             text_with_code(&few.summary)
         ));
     }
-    out.push_str(&memory::markdown_details(&w.ladder));
-    if let Some((chart, caption)) = super::chart::ladder_chart(w) {
-        out.push_str(&chart);
-        out.push_str(&format!("\n{caption}\n\n"));
-    }
-    if let Some(t) = &w.node_times {
-        out.push_str(&node_times(t, level + 1));
-    }
     out
 }
 
@@ -114,76 +94,6 @@ fn per_step(s: f64) -> String {
         format!("{s:.2} s")
     } else {
         duration(s)
-    }
-}
-
-/// Each node's time in the boundary runs, one column per run.
-fn node_times(t: &NodeTimes, level: usize) -> String {
-    let mut out = heading(level, "Node times at the boundary");
-    out.push_str(
-        "Seconds from each node's start to its end (the `executing` messages of the run; — : cached, not run or not finished).\n\n",
-    );
-    let titles: Vec<String> = t
-        .runs
-        .iter()
-        .map(|r| format!("Step {} {} ({})", r.step, r.increment, r.role))
-        .collect();
-    let mut headers: Vec<&str> = vec!["Node"];
-    headers.extend(titles.iter().map(String::as_str));
-    let mut table = Table::new(&headers);
-    for col in 1..headers.len() {
-        table = table.right(col);
-    }
-    // Nodes that took under 0.05 s in every run are counted, not listed (report.json has them).
-    const QUICK_S: f64 = 0.05;
-    let quick = |r: &&crate::report::model::NodeTimeRow| {
-        r.seconds.iter().all(|s| s.is_some_and(|s| s < QUICK_S))
-    };
-    let quick_rows = t.rows.iter().filter(quick).count();
-    for r in t.rows.iter().filter(|r| !quick(r)) {
-        let name = match &r.class_type {
-            Some(c) => format!("{} `#{}`", text(c), text(&r.node)),
-            None => format!("`#{}`", text(&r.node)),
-        };
-        let mut cells = vec![name];
-        cells.extend(
-            r.seconds
-                .iter()
-                .map(|s| s.map(per_step).unwrap_or_else(|| DASH.into())),
-        );
-        table.row(cells);
-    }
-    let mut cells = vec!["s/step (sampler)".to_string()];
-    cells.extend(
-        t.runs
-            .iter()
-            .map(|r| r.s_per_step.map(per_step).unwrap_or_else(|| DASH.into())),
-    );
-    table.row(cells);
-    out.push_str(&table.render());
-    if quick_rows > 0 {
-        out.push_str(&format!(
-            "\n{quick_rows} other node{} took under {QUICK_S} s in each run (report.json has every time).",
-            if quick_rows == 1 { "" } else { "s" }
-        ));
-    }
-    out.push_str("\n\n");
-    out
-}
-
-/// The ladder's product cell: what the output nodes wrote, with a warning sign when it differs
-/// from what the variant asked for.
-fn product_cell(r: &LadderRow) -> String {
-    let line = r
-        .delivered
-        .product
-        .as_deref()
-        .map(text)
-        .unwrap_or_else(|| DASH.into());
-    if r.delivered.product_warnings.is_empty() {
-        line
-    } else {
-        format!("{line} ⚠")
     }
 }
 
@@ -284,18 +194,22 @@ fn ladder_cells(r: &LadderRow, w: &WorkflowReport) -> Vec<String> {
         } else {
             DASH.to_string()
         }
+    } else if r.step == 0 {
+        // The steps below undo these edits one part at a time, each saying what it brings back.
+        format!(
+            "the full workflow less {} edit{}, which the steps below undo (report.json lists them)",
+            r.changes.len(),
+            if r.changes.len() == 1 { "" } else { "s" }
+        )
     } else {
-        // Up to three edits a step (report.json lists all).
-        const SHOWN: usize = 3;
+        // Up to two edits a step (report.json lists all).
+        const SHOWN: usize = 2;
         let mut lines: Vec<String> = r.changes.iter().take(SHOWN).map(|c| text(c)).collect();
         if r.changes.len() > SHOWN {
             lines.push(format!(
                 "… and {} more (report.json lists all)",
                 r.changes.len() - SHOWN
             ));
-        }
-        if r.step == 0 {
-            lines.insert(0, "reduced from the full workflow:".to_string());
         }
         lines.join("<br>")
     };

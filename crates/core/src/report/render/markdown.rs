@@ -6,7 +6,7 @@
 
 use super::budget::{self, Limits};
 use super::md::{self, code, text, text_with_code};
-use super::{attachments, environment, evidence, ladder, sections};
+use super::{attachments, environment, evidence, json_only, ladder, sections};
 use crate::report::model::{Report, WorkflowReport};
 use crate::report::ReportFormat;
 
@@ -86,7 +86,11 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
         ));
     }
     if let Some(env) = &report.environment {
-        out.push_str(&environment::section(env, 2));
+        out.push_str(&environment::section(
+            env,
+            2,
+            !report.environment_changes.is_empty(),
+        ));
     }
     if !report.environment_changes.is_empty() {
         out.push_str(&environment::changes(&report.environment_changes, 2));
@@ -104,6 +108,7 @@ pub(crate) fn render_with(report: &Report, limits: &Limits) -> String {
         };
         out.push_str(&workflow(w, level, report, limits));
     }
+    out.push_str(&json_only::line(report));
     if !report.warnings.is_empty() {
         out.push_str("## Warnings\n\n");
         let warnings = grouped_warnings(&report.warnings);
@@ -170,10 +175,10 @@ fn grouped_warnings(warnings: &[String]) -> Vec<String> {
             ("", ..) => text.to_string(),
             (run, _, 1) => format!("{run}: {text}"),
             (run, 1, times) => format!(
-                "{times} times in {run}: {text} (the figures are the first's; report.json lists each)"
+                "{times} times in {run}: {text} (the first's figures; report.json lists each)"
             ),
             (run, n, _) => format!(
-                "in {n} runs, the first {run}: {text} (the figures are the first run's; report.json lists each run's)"
+                "in {n} runs, the first {run}: {text} (the first run's figures; report.json lists each run's)"
             ),
         })
         .collect()
@@ -202,19 +207,24 @@ fn meta_line(r: &Report) -> String {
     for m in &r.settings.server_moves {
         parts.push(format!("moved {}", text(m)));
     }
+    // To the second (report.json has the fractions).
+    let second = |t: &str| match (t.split_once('.'), t.ends_with('Z')) {
+        (Some((s, _)), true) => format!("{s}Z"),
+        _ => t.to_string(),
+    };
     if let Some(t) = &r.settings.started_at {
-        parts.push(format!("started {}", text(t)));
+        parts.push(format!("started {}", text(&second(t))));
     }
     if let Some(t) = &r.settings.updated_at {
-        parts.push(format!("updated {}", text(t)));
+        parts.push(format!("updated {}", text(&second(t))));
     }
     parts.join(" · ")
 }
 
 fn footer(r: &Report) -> String {
     let redaction = if r.redacted {
-        "Home folders, user and host names, IP addresses and secret-looking inputs are replaced by \
-         placeholders (`comfy-bisect report SESSION --no-redact` keeps them); model file names are kept."
+        "Redacted: home folders, user and host names, IP addresses and secret-looking inputs are \
+         placeholders (`report --no-redact` keeps them); model file names are kept."
     } else {
         "Not redacted: paths, host names and inputs appear as recorded."
     };
@@ -239,6 +249,7 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
         out.push_str(&line);
         out.push_str(".\n\n");
     }
+    out.push_str(&sections::model_files(w));
     out.push_str(&sections::preflight(w, level));
     if !w.ladder.is_empty() {
         out.push_str(&ladder::section(w, level));
@@ -254,15 +265,13 @@ fn workflow(w: &WorkflowReport, level: usize, report: &Report, limits: &Limits) 
             limits,
         ));
     }
-    out.push_str(&sections::next_steps(w, level));
     out.push_str(&sections::repeats(w, level));
     out.push_str(&sections::controls(w, level));
-    out.push_str(&sections::components(w, level));
     out.push_str(&super::mitigations::section(
         &w.mitigations,
         level,
         &report.session_id,
     ));
-    out.push_str(&attachments::section(w, level, report, limits));
+    out.push_str(&attachments::section(w, level, report));
     out
 }

@@ -1,7 +1,7 @@
-//! The smaller per-workflow sections of `report.md`: Preflight, What to check next, Repeats,
-//! Controls and Component hashes.
+//! The smaller per-workflow sections of `report.md`: Preflight, Repeats, Controls, and the model
+//! files in one line (their hashes are in report.json only, like what to check next).
 
-use super::md::{code, heading, node, short, text, text_with_code, Table, DASH};
+use super::md::{code, heading, node, short, text, Table, DASH};
 use crate::report::model::WorkflowReport;
 use crate::units::mib_rounded as mib;
 
@@ -23,35 +23,6 @@ pub(crate) fn preflight(w: &WorkflowReport, level: usize) -> String {
             out.push_str(&format!("- {}\n", text(o)));
         }
         out.push('\n');
-    }
-    out
-}
-
-/// What to check next for the failing stage, the unproven explanations and the root cause.
-pub(crate) fn next_steps(w: &WorkflowReport, level: usize) -> String {
-    let mut out = String::new();
-    if let Some(n) = &w.next_steps {
-        out.push_str(&heading(level, "What to check next"));
-        out.push_str(&format!(
-            "For a failure in the {} stage:\n\n",
-            code(n.stage.as_str())
-        ));
-        for c in &n.next_check {
-            out.push_str(&format!("- {}\n", text_with_code(c)));
-        }
-        if !n.candidates.is_empty() {
-            out.push_str(
-                "\nPossible explanations. Each is **unproven**: the evidence above fits it, but does not show that it, or anything else, is the cause.\n\n",
-            );
-            for c in &n.candidates {
-                out.push_str(&format!(
-                    "- {} — *{}*\n",
-                    text_with_code(&c.text),
-                    text(&c.status)
-                ));
-            }
-        }
-        out.push_str(&format!("\nRoot cause: {}.\n\n", text(&n.root_cause)));
     }
     out
 }
@@ -137,70 +108,40 @@ pub(crate) fn controls(w: &WorkflowReport, level: usize) -> String {
     out
 }
 
-/// Component hashes: the model files of the recorded runs.
-pub(crate) fn components(w: &WorkflowReport, level: usize) -> String {
-    let mut out = String::new();
-    out.push_str(&heading(level, "Component hashes"));
-    if w.components.is_empty() {
-        out.push_str(
-            "No model files referenced by the recorded runs (or no run recorded yet).\n\n",
-        );
-    } else {
-        let mut t = Table::new(&["File", "Folder", "Loader", "Size", "sha256", "AutoV2"]).right(3);
-        // Why a file is unhashed is said once per reason (the file name left out of it), in a
-        // numbered note under the table, not in every row.
-        let mut reasons: Vec<String> = Vec::new();
-        for c in &w.components {
-            let (sha, autov2) = match (&c.sha256, &c.autov2) {
-                (Some(s), Some(a)) => (code(s), code(a)),
-                _ => {
-                    let reason = c
-                        .reason
-                        .as_deref()
-                        .unwrap_or("no reason recorded")
-                        .replace(&c.file, "the file")
-                        .replace(&format!("its {} folders", c.folder), "its model folders");
-                    let reason = match reason.find("; the server lists the file (") {
-                        // The size the server lists is the Size column.
-                        Some(at) => match reason[at..].find(");") {
-                            Some(end) => format!("{}{}", &reason[..at], &reason[at + end + 1..]),
-                            None => reason,
-                        },
-                        None => reason,
-                    };
-                    let n = match reasons.iter().position(|r| *r == reason) {
-                        Some(i) => i + 1,
-                        None => {
-                            reasons.push(reason);
-                            reasons.len()
-                        }
-                    };
-                    (format!("unhashed ({n})"), DASH.to_string())
-                }
-            };
-            let file = match &c.link_target {
-                Some(target) => format!("{} → {}", code(&c.file), code(target)),
-                None => code(&c.file),
-            };
-            t.row(vec![
-                file,
-                text(&c.folder),
-                format!("{} ({})", node(&c.node), code(&c.input)),
-                c.size_bytes
-                    .map(crate::units::file_size)
-                    .unwrap_or_else(|| DASH.into()),
-                sha,
-                autov2,
-            ]);
+/// The model files of the recorded runs in one line: name, size and AutoV2 (the short hash
+/// Civitai shows) when hashed, each file once; empty without any. Their sha256, folders, loaders
+/// and why a file is unhashed are in report.json only (`components`).
+pub(crate) fn model_files(w: &WorkflowReport) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut files = Vec::new();
+    for c in &w.components {
+        if seen.contains(&c.file.as_str()) {
+            continue;
         }
-        out.push_str(&t.render());
-        out.push_str("\nsha256 is over the whole file; AutoV2 is its first 10 hex digits (what Civitai and A1111 show).\n\n");
-        for (i, r) in reasons.iter().enumerate() {
-            out.push_str(&format!("{}. Unhashed: {}\n", i + 1, text_with_code(r)));
+        seen.push(&c.file);
+        let mut about = Vec::new();
+        if let Some(size) = c.size_bytes {
+            about.push(crate::units::file_size(size));
         }
-        if !reasons.is_empty() {
-            out.push('\n');
+        if let Some(a) = &c.autov2 {
+            about.push(format!("AutoV2 {}", code(a)));
         }
+        files.push(if about.is_empty() {
+            code(&c.file)
+        } else {
+            format!("{} ({})", code(&c.file), about.join(", "))
+        });
     }
-    out
+    if files.is_empty() {
+        return String::new();
+    }
+    let hashed = w.components.iter().filter(|c| c.autov2.is_some()).count();
+    let unhashed = if hashed == w.components.len() {
+        String::new()
+    } else if hashed == 0 {
+        " None is hashed (report.json says why).".to_string()
+    } else {
+        " The others are not hashed (report.json says why).".to_string()
+    };
+    format!("Model files: {}.{unhashed}\n\n", files.join(", "))
 }
