@@ -171,6 +171,11 @@ fn fold_tracebacks(lines: &[String]) -> (Vec<String>, usize) {
     (out, folded)
 }
 
+/// `n` and `what`, plural when `n` is not 1 (`3 frame lines`).
+fn lines(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The date of a `server.log` line (`2026-12-01` of `2026-12-01T10:00:00.123456 got prompt`).
 fn date_of(line: &str) -> Option<&str> {
     let (date, _) = line.split_once('T')?;
@@ -218,10 +223,15 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     // The traceback and the exception's message are shown once, under Debug Logs.
     let above = match (x.folded_traceback, folded_message) {
         (0, 0) => None,
-        (t, 0) => Some(format!("the traceback ({t} frame lines)")),
-        (0, m) => Some(format!("the exception's message ({m} lines here)")),
+        (t, 0) => Some(format!("the traceback ({})", lines(t, "frame line"))),
+        (0, m) => Some(format!(
+            "the exception's message ({} here)",
+            lines(m, "line")
+        )),
         (t, m) => Some(format!(
-            "the traceback ({t} frame lines) and the exception's message ({m} lines here)"
+            "the traceback ({}) and the exception's message ({} here)",
+            lines(t, "frame line"),
+            lines(m, "line")
         )),
     };
     if let Some(above) = above {

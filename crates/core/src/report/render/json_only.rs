@@ -15,7 +15,7 @@ struct Part {
 }
 
 /// Every part report.md leaves to report.json, in the order the line names them.
-const PARTS: [Part; 8] = [
+const PARTS: [Part; 9] = [
     Part {
         what: "memory chart (Mermaid)",
         field: "memory_chart",
@@ -29,11 +29,12 @@ const PARTS: [Part; 8] = [
     Part {
         what: "models loaded",
         field: "ladder[].models",
-        has: |w| {
-            w.ladder
-                .iter()
-                .any(|r| !r.models.is_empty() || !r.memory_events.is_empty())
-        },
+        has: |w| w.ladder.iter().any(|r| !r.models.is_empty()),
+    },
+    Part {
+        what: "memory events (staged weights, unloads)",
+        field: "ladder[].memory_events",
+        has: |w| w.ladder.iter().any(|r| !r.memory_events.is_empty()),
     },
     Part {
         what: "node times",

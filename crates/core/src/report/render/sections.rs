@@ -109,9 +109,11 @@ pub(crate) fn controls(w: &WorkflowReport, level: usize) -> String {
 }
 
 /// The model files of the recorded runs in one line: name, size and AutoV2 (the short hash
-/// Civitai shows) when hashed, each file once; empty without any. Their sha256, folders, loaders
-/// and why a file is unhashed are in report.json only (`components`).
+/// Civitai shows) or "unhashed", each file once, at most 12 (the others counted); empty without
+/// any. Their sha256, folders, loaders and why a file is unhashed are in report.json only
+/// (`components`).
 pub(crate) fn model_files(w: &WorkflowReport) -> String {
+    let hashed = w.components.iter().filter(|c| c.autov2.is_some()).count();
     let mut seen: Vec<&str> = Vec::new();
     let mut files = Vec::new();
     for c in &w.components {
@@ -123,25 +125,37 @@ pub(crate) fn model_files(w: &WorkflowReport) -> String {
         if let Some(size) = c.size_bytes {
             about.push(crate::units::file_size(size));
         }
-        if let Some(a) = &c.autov2 {
-            about.push(format!("AutoV2 {}", code(a)));
+        match &c.autov2 {
+            Some(a) => about.push(format!("AutoV2 {}", code(a))),
+            None if hashed > 0 => about.push("unhashed".to_string()),
+            None => {}
         }
+        // A link out of the model folders says where the file really is.
+        let file = match &c.link_target {
+            Some(target) => format!("{} → {}", code(&c.file), code(target)),
+            None => code(&c.file),
+        };
         files.push(if about.is_empty() {
-            code(&c.file)
+            file
         } else {
-            format!("{} ({})", code(&c.file), about.join(", "))
+            format!("{file} ({})", about.join(", "))
         });
     }
     if files.is_empty() {
         return String::new();
     }
-    let hashed = w.components.iter().filter(|c| c.autov2.is_some()).count();
-    let unhashed = if hashed == w.components.len() {
-        String::new()
-    } else if hashed == 0 {
-        " None is hashed (report.json says why).".to_string()
+    // A workflow of many LoRAs keeps this one line short.
+    const SHOWN: usize = 12;
+    if files.len() > SHOWN {
+        let more = files.len() - SHOWN;
+        files.truncate(SHOWN);
+        files.push(format!("… and {more} more"));
+    }
+    // Why a file is unhashed (a remote server, no --models-dir) is in report.json.
+    let unhashed = if hashed == 0 {
+        " None is hashed (report.json says why)."
     } else {
-        " The others are not hashed (report.json says why).".to_string()
+        ""
     };
     format!("Model files: {}.{unhashed}\n\n", files.join(", "))
 }
