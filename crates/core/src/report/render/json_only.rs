@@ -32,7 +32,7 @@ const PARTS: [Part; 9] = [
         has: |w| w.ladder.iter().any(|r| !r.models.is_empty()),
     },
     Part {
-        what: "memory events (staged weights, unloads)",
+        what: "memory events",
         field: "ladder[].memory_events",
         has: |w| w.ladder.iter().any(|r| !r.memory_events.is_empty()),
     },

@@ -2,7 +2,7 @@
 //! document: the order of its sections, the verdict and session lines, the warnings and the
 //! footer, and the trimming levels it is rendered at; each section is written by its own file
 //! beside it (`bug_form`, `environment`, `ladder`, `evidence`, `sections`, `mitigations`,
-//! `attachments`).
+//! `attachments`), and `json_only` says in one line what is in report.json only.
 
 use super::budget::{self, Limits};
 use super::md::{self, code, text, text_with_code};
