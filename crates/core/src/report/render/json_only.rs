@@ -51,7 +51,7 @@ const PARTS: [Part; 9] = [
         },
     },
     Part {
-        what: "next checks, unproven explanations",
+        what: "next checks and unproven explanations",
         field: "next_steps",
         has: |w| w.next_steps.is_some(),
     },
@@ -78,7 +78,7 @@ pub(crate) fn line(report: &Report) -> String {
         return String::new();
     }
     format!(
-        "**Only in report.json** (`workflows[]`, to keep this issue-sized): {}.\n\n",
+        "**Only in report.json** (under `workflows[]`): {}.\n\n",
         named.join(", ")
     )
 }
