@@ -195,7 +195,7 @@ fn time_of_day(line: &str) -> String {
     };
     let clock = time.split_once('T').map(|(_, c)| c).unwrap_or(time);
     let clock = match clock.split_once('.') {
-        Some((hms, frac)) => format!("{hms}.{}", &frac[..frac.len().min(3)]),
+        Some((hms, frac)) => format!("{hms}.{}", frac.chars().take(3).collect::<String>()),
         None => clock.to_string(),
     };
     format!("{clock} {rest}")
