@@ -109,10 +109,23 @@ fn the_report_of_a_demo_session_says_what_each_step_re_adds() {
         "{}",
         row("postprocess")
     );
-    // Step 0 still says what the minimal variant leaves out.
+    // Step 0 counts what the minimal variant leaves out (the steps below say each part they
+    // bring back); report.json lists the edits.
     assert!(
-        row("minimal").contains("bypass LoraLoader `#10`"),
+        row("minimal").contains("| the full workflow less 5 edits, which the steps below undo"),
         "{}",
         row("minimal")
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(session.path().join("report.json")).unwrap())
+            .unwrap();
+    let step0 = &json["workflows"][0]["ladder"][0]["changes"];
+    assert!(
+        step0
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "bypass LoraLoader #10"),
+        "{step0}"
     );
 }

@@ -419,7 +419,7 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
     let doc = render(&dir, true);
     assert_well_formed(&doc, "oom-killer");
     assert!(
-        doc.contains("| Peak RAM | Server RSS | Swap | Product | Duration |"),
+        doc.contains("| Peak RAM | Server RSS | Swap | Duration |"),
         "{doc}"
     );
     assert!(
@@ -439,5 +439,12 @@ fn a_server_killed_by_the_oom_killer_shows_the_kernels_figures_and_host_ram() {
         doc.contains("- Host RAM: System RAM in use peaked at 23.0 GiB of 24.0 GiB"),
         "{doc}"
     );
-    assert!(doc.contains("Peak VRAM and RAM per step"), "{doc}");
+    // The chart (report.json only) draws the RAM line too.
+    let report = build(&load(&dir).unwrap());
+    let chart = &report.workflows[0].memory_chart.as_ref().unwrap().mermaid;
+    assert!(chart.contains("Peak VRAM and RAM per step"), "{chart}");
+    assert!(
+        doc.contains("memory chart (Mermaid) (`memory_chart`)"),
+        "{doc}"
+    );
 }

@@ -7,6 +7,7 @@ use comfy_bisect_core::comfy::console::{classify, ConsoleLine};
 use comfy_bisect_core::report::budget::{github_length, GITHUB_BODY_LIMIT};
 use comfy_bisect_core::report::{md, write_session_reports};
 use comfy_bisect_core::run::record::RunError;
+use comfy_bisect_core::session::journal::RunRole;
 use serde_json::{json, Value};
 
 /// The first-failure session whose failing run printed far too much.
@@ -147,7 +148,20 @@ fn a_huge_traceback_message_inputs_and_console_are_trimmed_in_report_md_and_whol
 fn when_trimming_is_not_enough_the_report_is_cut_after_the_ladder_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let mut f = huge();
-    // Thousands of model files: the component table alone is far over the limit.
+    // A thousand control runs: their table alone is far over the limit.
+    let control = f.session.workflows[0]
+        .runs
+        .iter()
+        .find(|r| r.step > 0)
+        .unwrap()
+        .clone();
+    for i in 0..1000 {
+        let mut c = control.clone();
+        c.role = RunRole::Control;
+        c.run_id = format!("c0{i:06}-0000-4000-8000-000000000000");
+        f.session.workflows[0].runs.push(c);
+    }
+    // And 800 model files: the line of model files names a few and counts the others.
     for (_, file) in &mut f.records {
         if let Some(file) = file {
             let one = file.component_hashes[0].clone();
@@ -179,4 +193,6 @@ fn when_trimming_is_not_enough_the_report_is_cut_after_the_ladder_and_says_so() 
     );
     // The evidence of the failing run comes before the cut.
     assert!(doc.contains("## First failing run (step 4, LoRA)"));
+    assert!(doc.contains("… and 788 more."), "{doc}");
+    assert!(json["workflows"][0]["controls"].as_array().unwrap().len() > 1000);
 }

@@ -61,14 +61,18 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
         md.contains("First memory fallback at **resolution** (step 1: tiled VAE decode fallback); first failure at **batch** (step 2 of"),
         "{md}"
     );
-    // Per step, the models the simulator's console said it loaded, and the fallback.
-    assert!(md.contains("| Models loaded |"), "{md}");
-    let step1 = md
-        .lines()
-        .find(|l| l.starts_with("- Step 1 (resolution): "))
-        .unwrap_or_else(|| panic!("no models line for step 1:\n{md}"));
+    // Per step, the models the simulator's console said it loaded, and the fallback: in
+    // report.json (report.md, sized for an issue, names the field).
+    assert!(md.contains("models loaded (`ladder[].models`)"), "{md}");
+    let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
+    let step1 = &json["workflows"][0]["ladder"][1];
+    assert_eq!(step1["step"], 1, "{step1}");
     assert!(
-        step1.contains(" MiB") && step1.contains("**tiled VAE decode fallback**"),
+        step1["models"].as_array().is_some_and(|m| !m.is_empty()),
+        "{step1}"
+    );
+    assert_eq!(
+        step1["memory_fallbacks"][0], "tiled VAE decode fallback",
         "{step1}"
     );
     // The failing run's console, from its `got prompt`, in a details block.
@@ -79,9 +83,16 @@ fn the_fallback_one_step_before_the_first_failure_is_reported() {
     let console = &console[..console.find("</details>").unwrap()];
     assert!(console.contains(" got prompt\n"), "{console}");
     assert!(console.contains("Prompt executed in"), "{console}");
-    // The chart: the fallback step passed, the failing step is in the failed series.
-    assert!(md.contains("\"1 resolution (passed, fallback)\""), "{md}");
-    assert!(md.contains("\"2 batch (failed)\""), "{md}");
+    // The chart (report.json): the fallback step passed, the failing step is in the failed
+    // series.
+    let chart = json["workflows"][0]["memory_chart"]["mermaid"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no chart: {json}"));
+    assert!(
+        chart.contains("\"1 resolution (passed, fallback)\""),
+        "{chart}"
+    );
+    assert!(chart.contains("\"2 batch (failed)\""), "{chart}");
 }
 
 #[test]

@@ -506,25 +506,6 @@ impl ContractNumbers {
     pub(crate) fn is_empty(&self) -> bool {
         self == &ContractNumbers::default()
     }
-
-    /// (label, MiB) pairs of the printed numbers, in message order (the GPU index excluded).
-    pub(crate) fn rows(&self) -> Vec<(&'static str, f64)> {
-        [
-            ("requested", self.requested_mib),
-            ("total capacity", self.total_mib),
-            ("free", self.free_mib),
-            ("in use by the process", self.process_in_use_mib),
-            ("allocated by PyTorch", self.allocated_mib),
-            (
-                "reserved by PyTorch but unallocated",
-                self.reserved_unallocated_mib,
-            ),
-            ("device limit", self.device_limit_mib),
-        ]
-        .into_iter()
-        .filter_map(|(label, v)| v.map(|v| (label, v)))
-        .collect()
-    }
 }
 
 /// What a run delivered, in words: its output in one line, where that differs from what the

@@ -1,7 +1,7 @@
 //! Per-step memory evidence from the server console: the models ComfyUI loaded in each step's
 //! run (fully or partially, with MiB and what was offloaded), its unloads and OOM unload, read
-//! from the run record's `memory_events`. How the Markdown shows them is
-//! [`render::memory`](super::render::memory).
+//! from the run record's `memory_events`. They are in report.json only (`ladder[].models`,
+//! `ladder[].memory_events`); report.md names them in its "Only in report.json" line.
 
 use super::model::ModelLoadRow;
 use crate::comfy::MemoryEvent;

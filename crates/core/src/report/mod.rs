@@ -3,7 +3,8 @@
 //!
 //! `load` reads the session folder; `build` turns it into one [`Report`] value, with one
 //! `workflow_report` per workflow, its `verdict` and its `search_steps` account (which runs
-//! sampled fewer steps, how the boundary was confirmed at full steps); [`redact`] removes what must not be
+//! sampled fewer steps, how the boundary was confirmed at full steps) and its peak-memory
+//! `chart` (Mermaid, kept in report.json); [`redact`] removes what must not be
 //! published; `render` writes the formats, each one file implementing [`ReportFormat`]
 //! ([`markdown`], [`json`]), with the Markdown's helpers beside it. Adding a format is one new
 //! file in `render/` and one entry in `formats`.
@@ -11,6 +12,7 @@
 pub(crate) mod bug_form;
 pub mod build;
 pub mod bundle;
+pub(crate) mod chart;
 pub(crate) mod environment;
 pub mod load;
 pub(crate) mod memory;
@@ -28,7 +30,7 @@ pub use load::{load, SessionData};
 pub use model::{Report, SCHEMA_VERSION};
 pub use render::json::Json;
 pub use render::markdown::Markdown;
-pub use render::{budget, chart, console, json, markdown, md};
+pub use render::{budget, console, json, markdown, md};
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};

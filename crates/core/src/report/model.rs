@@ -113,6 +113,20 @@ pub struct WorkflowReport {
     /// run has a timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_times: Option<NodeTimes>,
+    /// The peak-memory chart of the ladder, a Mermaid block to paste into an issue comment
+    /// (report.json only: report.md, sized for an issue, says it is here); absent when no run
+    /// has a VRAM figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_chart: Option<MemoryChart>,
+}
+
+/// The peak-memory chart of a ladder ([`WorkflowReport::memory_chart`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryChart {
+    /// The fenced Mermaid `xychart-beta` block (GitHub renders it).
+    pub mermaid: String,
+    /// What its bars and lines show, and which steps it leaves out.
+    pub caption: String,
 }
 
 /// Node execution times of the boundary runs, side by side.
@@ -840,16 +854,26 @@ pub struct AttachedRun {
     pub reproduce: String,
 }
 
+/// Where PyTorch's CUDA out-of-memory message turns from its figures to advice (c10's
+/// `CUDACachingAllocator`: "… reserved by PyTorch but unallocated. If reserved but unallocated
+/// memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True …").
+const PYTORCH_OOM_ADVICE: &str = " If reserved but unallocated memory is large";
+
 impl Evidence {
     /// The error in one line, as Python prints a traceback's last line: the exception type, then
     /// the first line of its message with its figures (`torch.OutOfMemoryError: CUDA out of
-    /// memory. Tried to allocate 2.00 GiB …`); the type alone when there is no message.
+    /// memory. Tried to allocate 2.00 GiB …`), without PyTorch's advice after the figures
+    /// (the traceback has the whole message); the type alone when there is no message.
     pub(crate) fn error_line(&self) -> Option<String> {
         let kind = self.exception_type.as_deref()?;
         let message = self
             .exception_message
             .as_deref()
-            .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()));
+            .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
+            .map(|m| match m.find(PYTORCH_OOM_ADVICE) {
+                Some(at) => format!("{} …", m[..at].trim_end()),
+                None => m.to_string(),
+            });
         Some(match message {
             Some(m) => format!("{kind}: {m}"),
             None => kind.to_string(),

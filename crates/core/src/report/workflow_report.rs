@@ -5,8 +5,8 @@
 use super::load::SessionData;
 use super::model::{
     AttachedRun, Attachments, Candidate, Component, ControlRow, CrashCheckRow, CustomPackNode,
-    CustomPackNodes, Evidence, LadderRow, NextSteps, NodeRef, NodeTimeRow, NodeTimes, NodeTimesRun,
-    Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind, VramInfo, WorkflowInfo,
+    CustomPackNodes, Evidence, LadderRow, MemoryChart, NextSteps, NodeRef, NodeTimeRow, NodeTimes,
+    NodeTimesRun, Preflight, ProgressSeen, RepeatRow, Verdict, VerdictKind, VramInfo, WorkflowInfo,
     WorkflowReport,
 };
 use super::naming::{display, is_main, outcome_name};
@@ -446,7 +446,7 @@ pub(super) fn workflow_report(
     let note = match sample_ms {
         _ if from_server => "Peak VRAM comes from the server's own benchmark capture (ComfyUI samples the device's memory in use inside its process) where a run has it (run.json `server_benchmark`), else from sampling GET /system_stats during the run (total − free, all processes); short spikes between samples can be missed.".to_string(),
         Some(ms) => format!(
-            "Peak VRAM is the highest device memory in use (total − free, all processes) seen by sampling GET /system_stats every {ms} ms during the run; allocations that live shorter than that, such as the spike right before an OOM, can be missed, so the true peak may be higher."
+            "Peak VRAM is the device memory in use (total − free, all processes), sampled from GET /system_stats every {ms} ms: a shorter spike, such as the one right before an OOM, can be missed, so the true peak may be higher."
         ),
         None => "Peak VRAM is sampled from GET /system_stats during each run (total − free, all processes); short spikes between samples can be missed.".to_string(),
     };
@@ -489,8 +489,11 @@ pub(super) fn workflow_report(
         mitigations: super::mitigations::rows(data, &job.name),
         search_steps: super::search_steps::search_steps(job, &increment_of),
         node_times: None,
+        memory_chart: None,
     };
     report.node_times = node_times(data, &report);
+    report.memory_chart = super::chart::ladder_chart(&report)
+        .map(|(mermaid, caption)| MemoryChart { mermaid, caption });
     let names = data.subgraph_names.get(index).cloned().unwrap_or_default();
     label_subgraph_nodes(&mut report, &names);
     report
@@ -700,7 +703,7 @@ fn ram_note(job: &WorkflowJob) -> Option<String> {
         .map(|t| format!(" (of {:.1} GiB)", t / 1024.0))
         .unwrap_or_default();
     let mut note = format!(
-        "Peak RAM is the system RAM in use{total} (ram_total − ram_free of GET /system_stats, all processes), sampled with VRAM."
+        "Peak RAM is the system RAM in use{total} (ram_total − ram_free, all processes), sampled with VRAM."
     );
     if summaries.iter().any(|s| s.rss_peak_mib.is_some()) {
         note.push_str(" Server RSS is the server process's resident memory (VmRSS from /proc, or the kernel's high-water mark VmHWM when it rose during the run) and Swap its VmSwap: the server runs on this machine.");

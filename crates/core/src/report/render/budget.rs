@@ -37,8 +37,6 @@ pub(crate) struct Limits {
     pub line_chars: usize,
     /// Warnings listed (the rest are counted).
     pub warnings: usize,
-    /// Reproduce commands listed (beyond the last passing and first failing run's).
-    pub reproduce: usize,
 }
 
 /// The levels tried in turn, the first one that fits is used.
@@ -53,7 +51,6 @@ pub(crate) const LEVELS: [Limits; 4] = [
         kernel_lines: 20,
         line_chars: 160,
         warnings: 20,
-        reproduce: 0,
     },
     Limits {
         traceback_lines: 60,
@@ -63,7 +60,6 @@ pub(crate) const LEVELS: [Limits; 4] = [
         kernel_lines: 20,
         line_chars: 500,
         warnings: 30,
-        reproduce: 40,
     },
     Limits {
         traceback_lines: 20,
@@ -73,7 +69,6 @@ pub(crate) const LEVELS: [Limits; 4] = [
         kernel_lines: 8,
         line_chars: 300,
         warnings: 10,
-        reproduce: 10,
     },
     Limits {
         traceback_lines: 8,
@@ -83,7 +78,6 @@ pub(crate) const LEVELS: [Limits; 4] = [
         kernel_lines: 4,
         line_chars: 160,
         warnings: 3,
-        reproduce: 0,
     },
 ];
 

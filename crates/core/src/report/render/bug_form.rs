@@ -31,8 +31,8 @@ pub fn markdown(
         None => format!("{hashes} For ComfyUI's bug form\n\n"),
     };
     out.push_str(&format!(
-        "ComfyUI's issue form (New issue → *Bug Report*) has a field for each heading below: \
-         paste what is under it. The full tables follow; {} packs the rest to attach.\n\n",
+        "Paste what is under each heading into the field of that name in ComfyUI's issue form \
+         (New issue → *Bug Report*); {} packs the files to attach.\n\n",
         code(&format!(
             "comfy-bisect report {session_id} --bundle report.zip"
         ))
@@ -75,7 +75,7 @@ pub fn markdown(
             .unwrap_or_else(|| DASH.into())
     ));
     out.push_str(&format!(
-        "{}. Found with comfy-bisect: the environment, the full ladder and the evidence follow.\n\n",
+        "{}. Found with comfy-bisect.\n\n",
         other.join(" · ")
     ));
     out
@@ -354,7 +354,7 @@ mod tests {
         let mut at = 0;
         for part in [
             "## For ComfyUI's bug form\n",
-            "`comfy-bisect report s1 --bundle report.zip` packs the rest",
+            "`comfy-bisect report s1 --bundle report.zip` packs the files",
             "### Custom Node Testing\n\nNot recorded",
             "### Expected Behavior\n",
             "### Actual Behavior\n\nFirst failure when adding **batch**",
@@ -365,7 +365,7 @@ mod tests {
             "| 1 | batch | **failed** | decode | ≥ 6963 MiB (OOM message) |",
             "### Debug Logs\n\n<details>\n<summary>Traceback of step 1</summary>",
             "in decode",
-            "### Other\n\nGPU: — · ComfyUI —.",
+            "### Other\n\nGPU: — · ComfyUI —. Found with comfy-bisect.",
         ] {
             let found = md[at..]
                 .find(part)

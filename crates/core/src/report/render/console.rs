@@ -84,10 +84,17 @@ pub(crate) fn excerpt(
     }
 }
 
-/// The lines with the exception's message, where the console prints it again after its first
-/// line (`!!! Exception during processing !!! MESSAGE`, `torch.OutOfMemoryError: MESSAGE`),
-/// cut to that first line: the report shows the whole message once, under Debug Logs. Returns
-/// the lines and how many went.
+/// A message's first line at most this long stays where the console repeats it.
+const MESSAGE_KEPT: usize = 80;
+
+/// What stands for the exception's message where the console repeats it.
+const MESSAGE_ABOVE: &str = "[the message, under Debug Logs]";
+
+/// The lines with the exception's message, where the console prints it again
+/// (`!!! Exception during processing !!! MESSAGE`, `torch.OutOfMemoryError: MESSAGE`): its
+/// further lines left out and a long first line replaced by [`MESSAGE_ABOVE`]: the report
+/// shows the whole message once, under Debug Logs. Returns the lines and how many lines went
+/// or were shortened.
 fn fold_message(lines: &[String], message: &str) -> (Vec<String>, usize) {
     let parts: Vec<&str> = message
         .lines()
@@ -101,10 +108,21 @@ fn fold_message(lines: &[String], message: &str) -> (Vec<String>, usize) {
     let mut folded = 0;
     let mut i = 0;
     while i < lines.len() {
-        out.push(lines[i].clone());
         i += 1;
-        if !body(&lines[i - 1]).trim_end().ends_with(first) {
+        let line = lines[i - 1].trim_end();
+        if !body(line).ends_with(first) {
+            out.push(lines[i - 1].clone());
             continue;
+        }
+        // A long first line (an OOM message with its figures) is said once, under Debug Logs.
+        if first.chars().count() > MESSAGE_KEPT {
+            out.push(format!(
+                "{}{MESSAGE_ABOVE}",
+                &line[..line.len() - first.len()]
+            ));
+            folded += 1;
+        } else {
+            out.push(lines[i - 1].clone());
         }
         // The message's further lines, in order (blank lines between them go too).
         let mut k = 1;
@@ -144,13 +162,43 @@ fn fold_tracebacks(lines: &[String]) -> (Vec<String>, usize) {
         let time = lines[i].split_once(' ').map(|(t, _)| t).unwrap_or("");
         let n = j - i - 1;
         out.push(format!(
-            "{time} Traceback (most recent call last): … {n} frame line{}, shown in the report's Traceback above",
+            "{time} Traceback (most recent call last): … {n} frame line{}, under Debug Logs",
             if n == 1 { "" } else { "s" }
         ));
         folded += j - i - 1;
         i = j;
     }
     (out, folded)
+}
+
+/// `n` and `what`, plural when `n` is not 1 (`3 frame lines`).
+fn lines(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The date of a `server.log` line (`2026-12-01` of `2026-12-01T10:00:00.123456 got prompt`).
+fn date_of(line: &str) -> Option<&str> {
+    let (date, _) = line.split_once('T')?;
+    let b = date.as_bytes();
+    (b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && date.bytes().filter(u8::is_ascii_digit).count() == 8)
+        .then_some(date)
+}
+
+/// A `server.log` line with its time of day to the millisecond instead of its whole server
+/// time (`10:00:00.123 got prompt`).
+fn time_of_day(line: &str) -> String {
+    let Some((time, rest)) = line.split_once(' ') else {
+        return line.to_string();
+    };
+    let clock = time.split_once('T').map(|(_, c)| c).unwrap_or(time);
+    let clock = match clock.split_once('.') {
+        Some((hms, frac)) => format!("{hms}.{}", frac.chars().take(3).collect::<String>()),
+        None => clock.to_string(),
+    };
+    format!("{clock} {rest}")
 }
 
 /// The `<details>` block with the failing run's console (empty when it has none).
@@ -168,22 +216,31 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
     let mut notes = Vec::new();
     if x.folded_bars > 0 {
         notes.push(format!(
-            "{} intermediate progress-bar states are shown as each bar's last state",
+            "{} progress-bar states are folded into each bar's last",
             x.folded_bars
         ));
     }
-    if x.folded_traceback > 0 {
-        notes.push(format!(
-            "the traceback's {} frame line{} {} shown once, in the Traceback above",
-            x.folded_traceback,
-            if x.folded_traceback == 1 { "" } else { "s" },
-            if x.folded_traceback == 1 { "is" } else { "are" }
-        ));
-    }
-    if folded_message > 0 {
-        notes.push(format!(
-            "{folded_message} lines repeating the exception's message are left out (it is under Debug Logs)"
-        ));
+    // The traceback and the exception's message are shown once, under Debug Logs.
+    let above = match (x.folded_traceback, folded_message) {
+        (0, 0) => None,
+        (t, 0) => Some(format!("the traceback ({})", lines(t, "frame line"))),
+        (0, m) => Some(format!(
+            "the exception's message ({} here)",
+            lines(m, "line")
+        )),
+        (t, m) => Some(format!(
+            "the traceback ({}) and the exception's message ({} here)",
+            lines(t, "frame line"),
+            lines(m, "line")
+        )),
+    };
+    if let Some(above) = above {
+        let verb = if folded_message > 0 && x.folded_traceback > 0 {
+            "are"
+        } else {
+            "is"
+        };
+        notes.push(format!("{above} {verb} under Debug Logs"));
     }
     if x.omitted > 0 {
         notes.push(format!("{} lines are left out in the middle", x.omitted));
@@ -202,15 +259,26 @@ pub fn markdown(e: &Evidence, max_lines: usize, line_chars: usize) -> String {
         };
         body.push_str(&format!("{}; {whole}.\n\n", capitalize(&notes.join("; "))));
     }
-    body.push_str(&fence("text", &x.lines.join("\n")));
+    // The lines' date is said once, in the summary; each line keeps its time of day.
+    let date = x.lines.first().and_then(|l| date_of(l)).map(str::to_string);
+    let lines: Vec<String> = x
+        .lines
+        .iter()
+        .map(|l| match (&date, date_of(l)) {
+            (Some(d), Some(ld)) if d == ld => time_of_day(l),
+            _ => l.clone(),
+        })
+        .collect();
+    body.push_str(&fence("text", &lines.join("\n")));
+    let on = date.map(|d| format!("{d}, ")).unwrap_or_default();
     let summary = if x.lines.len() == x.total {
         format!(
-            "Server console of the failing run ({} lines, from got prompt)",
+            "Server console of the failing run ({on}{} lines, from got prompt)",
             x.total
         )
     } else {
         format!(
-            "Server console of the failing run ({} lines from got prompt, {} shown)",
+            "Server console of the failing run ({on}{} lines from got prompt, {} shown)",
             x.total,
             x.lines.len()
         )
@@ -248,9 +316,8 @@ mod tests {
         assert_eq!(x.folded_traceback, 3);
         assert_eq!(x.total, 8);
         assert_eq!(x.lines.len(), 5);
-        assert!(x.lines[2].ends_with(
-            "Traceback (most recent call last): … 3 frame lines, shown in the report's Traceback above"
-        ));
+        assert!(x.lines[2]
+            .ends_with("Traceback (most recent call last): … 3 frame lines, under Debug Logs"));
         assert!(x.lines[3].ends_with("torch.OutOfMemoryError: CUDA out of memory."));
         assert!(!x.lines.iter().any(|l| l.contains("File \"")));
         // Without a traceback above, the console keeps it.
@@ -303,7 +370,7 @@ mod tests {
             ..evidence()
         };
         let md = markdown(&e, 21, 400);
-        assert!(md.starts_with("<details>\n<summary>Server console of the failing run (202 lines from got prompt, 21 shown)</summary>\n\n182 lines are left out in the middle; the whole console is in `runs/s/04-LoRA-x/server.log` and report.json.\n\n```text\n"), "{md}");
+        assert!(md.starts_with("<details>\n<summary>Server console of the failing run (2026-12-01, 202 lines from got prompt, 21 shown)</summary>\n\n182 lines are left out in the middle; the whole console is in `runs/s/04-LoRA-x/server.log` and report.json.\n\n```text\n"), "{md}");
         assert!(super::super::md::check(&md).is_empty());
     }
 

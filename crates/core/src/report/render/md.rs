@@ -4,6 +4,19 @@
 
 use std::fmt::Write as _;
 
+/// What an empty cell or a missing value shows.
+pub(crate) const DASH: &str = "—";
+
+/// A heading of `level` (`## Title`) with the blank line after it.
+pub(crate) fn heading(level: usize, title: &str) -> String {
+    format!("{} {title}\n\n", "#".repeat(level))
+}
+
+/// The first 8 characters of a run id (the run folder's and the terminal's short form).
+pub(crate) fn short(run_id: &str) -> String {
+    run_id.chars().take(8).collect()
+}
+
 /// Escapes free text for a Markdown paragraph or list item: HTML-significant characters become
 /// entities (so `<user>` or `<module>` stay visible on GitHub) and inline markup is neutralised.
 ///

@@ -1,5 +1,7 @@
-//! Mermaid `xychart-beta` charts (GitHub renders them in Markdown): several bar series and lines
-//! over one categorical x-axis, with the series' colours set in the chart's front matter.
+//! The peak-memory chart of a ladder as a Mermaid `xychart-beta` block (GitHub renders it in
+//! Markdown): several bar series and lines over one categorical x-axis, with the series' colours
+//! set in the chart's front matter. It is kept in report.json (`workflows[].memory_chart`), ready
+//! to paste into an issue comment; report.md, sized for an issue, says it is there.
 //!
 //! Mermaid's xychart has no missing value: every series holds one number per x label. A bar of
 //! value 0 on a y-axis that starts at 0 has no height, so Mermaid draws nothing there — this is
