@@ -10,7 +10,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)"(?:,\s*line\s+\d+,?|,)?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
 });
 static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$")
@@ -56,7 +56,7 @@ static PROMPT_DONE_RE: LazyLock<Regex> =
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\))").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +174,9 @@ const MESSAGE_WORDS: &[&str] = &[
     "hip error:",
     "failed validation",
     "failed to validate prompt",
+    // execution.py's validate_prompt refusing a prompt (`invalid_prompt`), also when a client
+    // quotes the server's reply
+    "cannot execute because",
     // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
     "vram allocation failed (non oom)",
     "fault failed",
@@ -533,6 +536,31 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
     }
 }
 
+/// The events of a log that just ends, reading its last line when the paste cut it short
+/// inside the line ComfyUI prints right after `Requested to load X` with dynamic VRAM: `Model
+/// X prepared for dynamic VRAM loading. NMB Staged.`. A cut line that can only be the start of
+/// that line (`Model Mini` after `Requested to load MiniMaxVAE`) counts as the staging line.
+fn with_cut_staging_line(events: &[(usize, Event)], last: Option<&String>) -> Vec<(usize, Event)> {
+    let mut out = events.to_vec();
+    let Some(line) = last.map(|l| l.trim()) else {
+        return out;
+    };
+    let Some(cut) = line.strip_prefix("Model ").filter(|c| c.len() >= 3) else {
+        return out;
+    };
+    let requested = events.last().and_then(|(i, e)| match e {
+        Event::Load(l) => requested_model(l).map(|m| (*i, m)),
+        _ => None,
+    });
+    if let Some((i, model)) = requested {
+        let full = format!("{model} prepared for dynamic VRAM loading.");
+        if full.starts_with(cut) && cut.len() < full.len() {
+            out.push((i + 1, Event::Staged(line.to_string(), model)));
+        }
+    }
+    out
+}
+
 fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<ConsoleTail>) {
     // Staged lines (dynamic VRAM) are read by `last_model` only.
     let events: Vec<(usize, Event)> = events
@@ -620,7 +648,8 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
-                let (sampling_bar, tail) = signals_from(&last.events);
+                let events = with_cut_staging_line(&last.events, lines.last());
+                let (sampling_bar, tail) = signals_from(&events);
                 let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {
                     evidence.progress.push(NodeProgress {
@@ -637,7 +666,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                         tail,
                         death: None,
                         log_stopped: true,
-                        last_model: last_model(&last.events),
+                        last_model: last_model(&events),
                     },
                 });
             }
@@ -814,6 +843,57 @@ mod tests {
             "{}",
             d.stage_evidence
         );
+    }
+
+    /// A fault handler's stack header is a crash even when the `Windows fatal exception` line
+    /// above it was not pasted; its stack (most recent call first) places the stage.
+    #[test]
+    fn a_fault_handler_stack_header_is_a_death() {
+        use crate::vocab::{FailureKind, Stage};
+        for header in [
+            "Current thread 0x00001a2b (most recent call first):",
+            "Thread 0x00007f3e (most recent call first):",
+            "Stack (most recent call first):",
+        ] {
+            let log = format!("got prompt\n{header}\n  File \"/c/comfy/utils.py\", line 136 in load_torch_file\n  File \"/c/comfy/sd.py\", line 9 in load_clip\n  File \"/c/execution.py\", line 3 in execute\n");
+            let d = crate::diagnose::diagnose_text(&log).unwrap();
+            assert_eq!(
+                d.kind,
+                FailureKind::ProcessKilled,
+                "{header}: {}",
+                d.kind_evidence
+            );
+            assert_eq!(d.stage, Stage::Load, "{header}: {}", d.stage_evidence);
+        }
+    }
+
+    /// A client quoting the server's validation refusal is read as the failure (kind `other`,
+    /// no stage: nothing ran).
+    #[test]
+    fn a_quoted_validation_refusal_is_the_failure() {
+        use crate::vocab::{FailureKind, Stage};
+        let text = "Server error: {'type': 'invalid_prompt', 'message': 'Cannot execute because node FancySampler does not exist.', 'details': \"Node ID '#4'\", 'extra_info': {}}";
+        let d = crate::diagnose::diagnose_text(text).unwrap();
+        assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+        assert_eq!(d.stage, Stage::Unknown, "{}", d.stage_evidence);
+    }
+
+    /// A paste cut inside the staging line that follows `Requested to load X` reads as that
+    /// line: the model was staged, so its role comes first.
+    #[test]
+    fn a_cut_staging_line_counts_as_staged() {
+        use crate::vocab::Stage;
+        let cut = "got prompt\nRequested to load HunyuanVideoVAE\nModel Hunyu";
+        let d = crate::diagnose::diagnose_text(cut).unwrap();
+        assert_eq!(d.stage, Stage::Condition, "{}", d.stage_evidence);
+        assert_eq!(d.stage_candidates, [Stage::Condition, Stage::Load]);
+        // A last line that is not the start of that line (another model, or too short to
+        // tell) leaves the bare request: still loading.
+        for last in ["Model Flux", "Model H"] {
+            let text = format!("got prompt\nRequested to load HunyuanVideoVAE\n{last}");
+            let d = crate::diagnose::diagnose_text(&text).unwrap();
+            assert_eq!(d.stage, Stage::Load, "{last}: {}", d.stage_evidence);
+        }
     }
 
     /// Issue #40: only aimdo warnings between sampler steps, then nothing.
