@@ -482,11 +482,17 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
                 | Event::LoadingBar(_)
         )
     })?;
+    // A `loaded …` or `N models unloaded.` line after a sampling bar belongs to a load begun
+    // after that bar, never to a model requested before it.
     let requested_before = |end: usize| {
-        events[..end].iter().rev().find_map(|(_, e)| match e {
-            Event::Load(l) => requested_model(l).map(|m| (l.clone(), m)),
-            _ => None,
-        })
+        events[..end]
+            .iter()
+            .rev()
+            .take_while(|(_, e)| !matches!(e, Event::SamplingBar(..)))
+            .find_map(|(_, e)| match e {
+                Event::Load(l) => requested_model(l).map(|m| (l.clone(), m)),
+                _ => None,
+            })
     };
     match &events[at].1 {
         Event::Staged(line, model) => Some(ModelActivity {
@@ -537,14 +543,25 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
 }
 
 /// The events of a log that just ends, reading its last line when the paste cut it short
-/// inside the line ComfyUI prints right after `Requested to load X` with dynamic VRAM: `Model
-/// X prepared for dynamic VRAM loading. NMB Staged.`. A cut line that can only be the start of
-/// that line (`Model Mini` after `Requested to load MiniMaxVAE`) counts as the staging line.
-fn with_cut_staging_line(events: &[(usize, Event)], last: Option<&String>) -> Vec<(usize, Event)> {
+/// inside a model-management line: the line ComfyUI prints right after `Requested to load X`
+/// with dynamic VRAM (`Model X prepared for dynamic VRAM loading. NMB Staged.`: a cut `Model
+/// Mini` after `Requested to load MiniMaxVAE` counts as staged), or load_models_gpu's `N models
+/// unloaded.` (a cut `0 models` is that line).
+fn with_cut_last_line(events: &[(usize, Event)], last: Option<&String>) -> Vec<(usize, Event)> {
     let mut out = events.to_vec();
     let Some(line) = last.map(|l| l.trim()) else {
         return out;
     };
+    if line_event(line).is_none() {
+        if let Some(n) = line.split(' ').next().filter(|n| n.parse::<u32>().is_ok()) {
+            let full = format!("{n} models unloaded.");
+            if line.len() > n.len() + 6 && full.starts_with(line) {
+                let at = events.last().map_or(0, |(i, _)| i + 1);
+                out.push((at, Event::Load(line.to_string())));
+                return out;
+            }
+        }
+    }
     let Some(cut) = line.strip_prefix("Model ").filter(|c| c.len() >= 3) else {
         return out;
     };
@@ -648,7 +665,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
-                let events = with_cut_staging_line(&last.events, lines.last());
+                let events = with_cut_last_line(&last.events, lines.last());
                 let (sampling_bar, tail) = signals_from(&events);
                 let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {
@@ -894,6 +911,22 @@ mod tests {
             let d = crate::diagnose::diagnose_text(&text).unwrap();
             assert_eq!(d.stage, Stage::Load, "{last}: {}", d.stage_evidence);
         }
+    }
+
+    /// A paste cut inside `0 models unloaded.` after a finished bar: a held model was being
+    /// brought back; a `loaded …` line after the bar is never a model requested before it.
+    #[test]
+    fn a_cut_unload_line_after_a_finished_bar_leaves_two_stages_open() {
+        use crate::vocab::Stage;
+        let text = "got prompt\nRequested to load Cosmos\nModel Cosmos prepared for dynamic VRAM loading. 9000MB Staged. 0 patches attached.\n100%|██████████| 6/6 [00:30<00:00,  5.00s/it]\n0 models";
+        let d = crate::diagnose::diagnose_text(text).unwrap();
+        assert_eq!(d.stage, Stage::Unknown, "{}", d.stage_evidence);
+        assert_eq!(
+            d.stage_candidates,
+            [Stage::Unknown, Stage::SampleFirst, Stage::Decode]
+        );
+        let p = parse_input(&text.replace("0 models", "0 models unloaded.")).unwrap();
+        assert_eq!(p.signals.last_model, None);
     }
 
     /// Issue #40: only aimdo warnings between sampler steps, then nothing.

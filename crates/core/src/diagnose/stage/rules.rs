@@ -11,6 +11,8 @@ use super::facts::{
 };
 use crate::text::capitalize;
 use crate::vocab::FailureKind;
+use regex::Regex;
+use std::sync::LazyLock;
 use StageConfidence::{Certain, Likely};
 
 /// Everything the rules read, derived once from the evidence.
@@ -152,6 +154,7 @@ pub(super) const RULES: &[(&str, Rule)] = &[
     ("model_staging", model_staging),
     ("video_encoder", video_encoder),
     ("log_end_model", log_end_model),
+    ("log_end_held_model", log_end_held_model),
     ("console_model_loading", console_model_loading),
     ("console_tiled_decode", console_tiled_decode),
     ("console_tiled_encode", console_tiled_encode),
@@ -406,6 +409,35 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
         (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
     };
     Some(found(candidates[0], candidates, Likely, why))
+}
+
+/// `N models unloaded.` (also cut short after `models`): load_models_gpu freeing memory for
+/// the models it is about to load.
+static UNLOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\d+ models(?: unl|$)").expect("static regex"));
+
+/// 3. A log or process that ends after sampling, as ComfyUI brings back a model it holds.
+///
+/// load_models_gpu prints `Requested to load X` only for a model not loaded yet, then `N
+/// models unloaded.` as it frees memory. That line after a finished bar with no request after
+/// the bar is a held model being brought back: the same diffusion model for another pass (a
+/// second sampler, as two-pass video workflows do), or a VAE already in memory for the decode.
+/// The text does not say which, so the stage stays open between the two.
+fn log_end_held_model(c: &Ctx) -> Option<Answer> {
+    let ended = c.signals.log_stopped && c.signals.death.is_none();
+    let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
+    if !(ended || died) || c.signals.last_model.is_some() {
+        return None;
+    }
+    let Some(ConsoleTail::ModelLoading(line)) = &c.signals.tail else {
+        return None;
+    };
+    let (_, n) = c.signals.sampling_bar.filter(|(v, m)| *m > 0 && v >= m)?;
+    if !UNLOADED_RE.is_match(line.trim()) {
+        return None;
+    }
+    let end = if died { "crash" } else { "end of the log" };
+    Some(found(Stage::Unknown, vec![Stage::SampleFirst, Stage::Decode], StageConfidence::Unknown, format!("Sampling had finished ({n}/{n}) and the last line before the {end} is \"{line}\" with no `Requested to load` after the bar: ComfyUI was bringing back a model it already held, the diffusion model for another pass (sample_first) or a VAE for the decode; the text does not say which.")))
 }
 
 /// 3. The console's last lines are model loading (not for a decode or post-processing node).
@@ -843,6 +875,44 @@ mod tests {
         assert_eq!(ask("log_end_model", &error, &s), None);
     }
 
+    /// After a finished bar, `N models unloaded.` with no request after the bar: a held model
+    /// comes back, for another pass or the decode.
+    #[test]
+    fn log_end_held_model_leaves_another_pass_and_the_decode_open() {
+        let e = Evidence::default();
+        let s = ConsoleSignals {
+            log_stopped: true,
+            sampling_bar: Some((12, 12)),
+            tail: Some(ConsoleTail::ModelLoading("0 models".into())),
+            ..ConsoleSignals::default()
+        };
+        assert!(matches!(
+            ask("log_end_held_model", &e, &s),
+            Some(Answer::Found { stage: Stage::Unknown, ref candidates, .. })
+                if candidates == &[Stage::SampleFirst, Stage::Decode]
+        ));
+        // Mid-sampling, after a named model, or another loading line: not this rule's.
+        let mid = ConsoleSignals {
+            sampling_bar: Some((5, 12)),
+            ..s.clone()
+        };
+        assert_eq!(ask("log_end_held_model", &e, &mid), None);
+        let named = ConsoleSignals {
+            last_model: Some(crate::diagnose::ModelActivity {
+                line: "Requested to load WanVAE".into(),
+                model: "WanVAE".into(),
+                ready: false,
+            }),
+            ..s.clone()
+        };
+        assert_eq!(ask("log_end_held_model", &e, &named), None);
+        let other = ConsoleSignals {
+            tail: Some(ConsoleTail::ModelLoading("model_type FLOW".into())),
+            ..s
+        };
+        assert_eq!(ask("log_end_held_model", &e, &other), None);
+    }
+
     #[test]
     fn the_table_order_is_the_documented_order() {
         let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
@@ -860,6 +930,7 @@ mod tests {
                 "model_staging",
                 "video_encoder",
                 "log_end_model",
+                "log_end_held_model",
                 "console_model_loading",
                 "console_tiled_decode",
                 "console_tiled_encode",
