@@ -53,6 +53,15 @@ static GOT_PROMPT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^got prompt(?-u:\b)").expect("static regex"));
 static PROMPT_DONE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^prompt executed in(?-u:\b)").expect("static regex"));
+/// c10's device guards warn with the pending CUDA/HIP error when they cannot report it
+/// (`UserWarning: HIP warning: an illegal memory access was encountered (Triggered internally at
+/// …HIPGuardImplMasqueradingAsCUDA.h…)`).
+static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^|\s)(?:cuda|hip) warning: (?P<msg>.+?)(?:\s*\(triggered internally at .*)?$",
+    )
+    .expect("static regex")
+});
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -297,6 +306,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut exc_proc: Option<String> = None;
     let mut err_occ: Option<String> = None;
     let mut bare: Option<String> = None;
+    let mut guard_warning: Option<String> = None;
     let mut exc_proc_at: Option<usize> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
@@ -392,6 +402,11 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             let msg = msg.map(|m| join_message(&m, rest));
             final_line = Some((ty, msg));
             mark(&mut f, i);
+        } else if let Some(c) = GUARD_WARNING_RE
+            .captures(t)
+            .filter(|_| guard_warning.is_none())
+        {
+            guard_warning = Some(c["msg"].trim().to_string());
         } else if is_message_line(t) && bare.is_none() {
             // The frontend's one-line form: `NodeType : message`.
             let (node, msg) = match NODE_PREFIX_RE.captures(t) {
@@ -452,6 +467,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         .or(exc_proc)
         .or(err_occ)
         .or(bare)
+        // A traceback whose exception line was not pasted: the device guard's warning names
+        // the pending error.
+        .or(guard_warning.filter(|_| !f.traceback.is_empty()))
         .filter(|m| !m.trim().is_empty());
     if let (Some(specific), Some(message)) = (&f.specific, &f.message) {
         if !is_specific_line(message) {
@@ -927,6 +945,23 @@ mod tests {
         );
         let p = parse_input(&text.replace("0 models", "0 models unloaded.")).unwrap();
         assert_eq!(p.signals.last_model, None);
+    }
+
+    /// A traceback cut before its exception line, after a device guard's warning: the warning
+    /// names the error; without frames the warning alone is no failure.
+    #[test]
+    fn a_guard_warning_names_the_error_of_a_cut_traceback() {
+        use crate::vocab::FailureKind;
+        let warning = "/c/comfy/k_diffusion/sampling.py:70: UserWarning: CUDA warning: an illegal memory access was encountered (Triggered internally at /pytorch/c10/cuda/impl/CUDAGuardImpl.h:119.)";
+        let text = format!("got prompt\n{warning}\nException in thread Thread-3 (prompt_worker):\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 496, in execute\n");
+        let d = crate::diagnose::diagnose_text(&text).unwrap();
+        assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+        assert_eq!(
+            d.message.as_deref(),
+            Some("an illegal memory access was encountered")
+        );
+        let p = parse_input(&format!("got prompt\n{warning}\n")).unwrap();
+        assert!(p.evidence.exception_message.is_none());
     }
 
     /// Issue #40: only aimdo warnings between sampler steps, then nothing.
