@@ -39,18 +39,22 @@ impl FrameCat {
 }
 
 static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+(?P<comma>,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)"(?:,\s*line\s+(?P<line>\d+)(?P<comma>,)?|,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
 });
 
 /// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
 /// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call
-/// first, so those are reversed.
+/// first, so those are reversed. A frame a reporter shortened to `File "…", in func` (no line
+/// number) says neither, and counts for whichever order the other frames show.
 pub(crate) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
     let mut frames: Vec<Frame> = Vec::new();
     let mut faulthandler = 0usize;
+    let mut lineless = 0usize;
     for line in traceback.iter().flat_map(|l| l.lines()) {
         if let Some(c) = FRAME_RE.captures(line) {
-            if c.name("comma").is_none() {
+            if c.name("line").is_none() {
+                lineless += 1;
+            } else if c.name("comma").is_none() {
                 faulthandler += 1;
             }
             frames.push(Frame {
@@ -68,7 +72,7 @@ pub(crate) fn parse_frames(traceback: &[String]) -> Vec<Frame> {
             }
         }
     }
-    if faulthandler > 0 && faulthandler == frames.len() {
+    if faulthandler > 0 && faulthandler + lineless == frames.len() {
         frames.reverse();
     }
     frames
@@ -151,6 +155,11 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("", "load_file", "", Some(Load), "safetensors load_file"),
     rule("gguf", "*load*", "", Some(Load), "ComfyUI-GGUF loader"),
     rule("model_patcher.py", "load*", "", Some(Load), "ModelPatcher.load"),
+    // Building a model from its weights: a checkpoint or diffusion-model load calls the model
+    // config's `get_model`, which constructs `model_base.X` (only ever built while loading; a
+    // network's own `__init__` is not enough: modules are built inside forwards too).
+    rule("supported_models", "get_model", "", Some(Load), "supported_models get_model: the model built while loading"),
+    rule("model_base.py", "__init__", "", Some(Load), "model_base constructing the model while loading"),
     // Loading an input file is not a model load.
     rule("load_video_nodes", "", "", Some(InputMedia), "VideoHelperSuite LoadVideo"),
     rule("", "load*image*", "", Some(InputMedia), "an image loader"),

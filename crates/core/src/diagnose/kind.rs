@@ -77,6 +77,18 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::Aimdo,
         "hostbuf_file_reader_read failed (comfy-aimdo)",
     ),
+    // comfy_aimdo.control raises these when a device context is missing: `get_devctx` (called
+    // when a model's VBAR is created, ComfyUI-MultiGPU#202) and its record calls.
+    (
+        "comfy-aimdo device",
+        FailureKind::Aimdo,
+        "comfy-aimdo device … is not initialized (comfy-aimdo)",
+    ),
+    (
+        "comfy-aimdo is not initialized",
+        FailureKind::Aimdo,
+        "comfy-aimdo is not initialized (comfy-aimdo)",
+    ),
     (
         "mps backend out of memory",
         FailureKind::MpsOom,
@@ -381,6 +393,25 @@ fn classify_without_text(
             FailureKind::Unknown,
             "The log ends mid-run without an error and without a sign that the server died (no `Killed`, exit code, new startup banner, oom-killer line or `Press any key to continue`): it may simply be where the paste stops, so the process is not presumed dead and no failure kind is shown.".into(),
         ),
+        // Nothing at all: no message, frames, node, progress or outcome. That is no failure
+        // shown, not a failure of another kind.
+        None if evidence.exception_type.is_none()
+            && evidence.traceback.is_empty()
+            && evidence.node_type.is_none()
+            && evidence.node_id.is_none()
+            && evidence.progress.is_empty() =>
+        {
+            verdict(
+                FailureKind::Unknown,
+                "The input shows no failure: no error message, traceback, failing node, progress or sign that the server died.".into(),
+            )
+        }
+        // Frames with no exception line after them (a paste that stops inside the traceback):
+        // an exception was raised, but the line that says which is not in the text.
+        None if evidence.exception_type.is_none() && !evidence.traceback.is_empty() => verdict(
+            FailureKind::Unknown,
+            "The text holds traceback frames but not the exception line that ends a Python traceback: an error was raised, but what it was is not shown, so no failure kind is given.".into(),
+        ),
         _ => verdict(
             FailureKind::Other,
             "No error message and no sign of a dead server: nothing identifies a memory failure."
@@ -432,6 +463,9 @@ mod tests {
             (Some("RuntimeError"), "HostBuffer.read_file_slice failed", FailureKind::Aimdo),
             (None, "aimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)", FailureKind::Aimdo),
             (None, "aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\nVRAM reservation failed", FailureKind::Aimdo),
+            // comfy_aimdo.control.get_devctx's and _record_call's own errors.
+            (Some("RuntimeError"), "comfy-aimdo device 2 is not initialized", FailureKind::Aimdo),
+            (None, "comfy-aimdo is not initialized", FailureKind::Aimdo),
         ];
         for (ty, msg, want) in cases {
             assert_eq!(kind_of(*ty, msg).0, *want, "{msg}");
@@ -575,5 +609,40 @@ mod tests {
             };
             assert_eq!(classify(&e, &signals, "").kind, want);
         }
+    }
+
+    /// A text with nothing failing, or with frames but not the exception line that ends them,
+    /// shows no failure kind: `unknown`, not `other` (which claims a non-memory error).
+    #[test]
+    fn no_exception_line_is_no_kind() {
+        let signals = ConsoleSignals::default();
+        let v = classify(&Evidence::default(), &signals, "");
+        assert_eq!(v.kind, FailureKind::Unknown, "{}", v.evidence);
+        let frames_only = Evidence {
+            traceback: vec![
+                r#"  File "/w/comfy/k_diffusion/sampling.py", line 88, in sample_heun"#.into(),
+                r#"  File "/w/comfy/samplers.py", line 402, in __call__"#.into(),
+            ],
+            ..Evidence::default()
+        };
+        let v = classify(&frames_only, &signals, "");
+        assert_eq!(v.kind, FailureKind::Unknown);
+        assert!(v.evidence.contains("exception line"), "{}", v.evidence);
+        // A node named with no message stays `other` (an error dialog without its text), and
+        // the same frames with their exception line are read by the message.
+        let node_only = Evidence {
+            node_type: Some("KSampler".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(classify(&node_only, &signals, "").kind, FailureKind::Other);
+        let with_message = Evidence {
+            exception_type: Some("RuntimeError".into()),
+            exception_message: Some("shape mismatch".into()),
+            ..frames_only
+        };
+        assert_eq!(
+            classify(&with_message, &signals, "RuntimeError: shape mismatch").kind,
+            FailureKind::Other
+        );
     }
 }

@@ -118,6 +118,43 @@ mod tests {
         assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
     }
 
+    /// A model being built from its weights (`supported_models … get_model` constructing
+    /// `model_base.X`) is a load, though model_base's other frames are a step.
+    #[test]
+    fn building_the_model_is_load() {
+        let f = frames(&[
+            r#"  File "/c/comfy/sd.py", line 1, in load_diffusion_model_state_dict"#,
+            r#"  File "/c/comfy/supported_models.py", line 2, in get_model"#,
+            r#"  File "/c/comfy/model_base.py", line 3, in __init__"#,
+            r#"  File "/c/comfy/ldm/cosmos/model.py", line 4, in __init__"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
+        let f = frames(&[
+            r#"  File "/c/comfy/samplers.py", line 1, in sample"#,
+            r#"  File "/c/comfy/model_base.py", line 2, in apply_model"#,
+        ]);
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Step);
+    }
+
+    /// Frames a reporter shortened (no line number) are read, in the order of the others.
+    #[test]
+    fn frames_without_line_numbers_are_read() {
+        let f = frames(&[
+            r#"File "comfy/text_encoders/t5.py", in encode_token_weights"#,
+            r#"File "comfy/ops.py" in cast_bias_weight"#,
+        ]);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].func, "encode_token_weights");
+        assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Condition);
+        // With a fault-handler stack (most recent call first) they do not stop the reversal.
+        let f = frames(&[
+            r#"  File "/c/comfy/utils.py", line 9 in load_torch_file"#,
+            r#"  File "/c/nodes.py" in load_clip"#,
+            r#"  File "/c/execution.py", line 3 in execute"#,
+        ]);
+        assert_eq!(f.first().unwrap().func, "execute");
+    }
+
     #[test]
     fn preview_inside_sampler_is_preview() {
         let f = frames(&[

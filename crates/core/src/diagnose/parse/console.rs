@@ -10,7 +10,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)",\s*line\s+\d+,?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)"(?:,\s*line\s+\d+,?|,)?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
 });
 static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$")
@@ -53,10 +53,19 @@ static GOT_PROMPT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^got prompt(?-u:\b)").expect("static regex"));
 static PROMPT_DONE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^prompt executed in(?-u:\b)").expect("static regex"));
+/// c10's device guards warn with the pending CUDA/HIP error when they cannot report it
+/// (`UserWarning: HIP warning: an illegal memory access was encountered (Triggered internally at
+/// …HIPGuardImplMasqueradingAsCUDA.h…)`).
+static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^|\s)(?:cuda|hip) warning: (?P<msg>.+?)(?:\s*\(triggered internally at .*)?$",
+    )
+    .expect("static regex")
+});
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\))").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +183,9 @@ const MESSAGE_WORDS: &[&str] = &[
     "hip error:",
     "failed validation",
     "failed to validate prompt",
+    // execution.py's validate_prompt refusing a prompt (`invalid_prompt`), also when a client
+    // quotes the server's reply
+    "cannot execute because",
     // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
     "vram allocation failed (non oom)",
     "fault failed",
@@ -294,6 +306,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut exc_proc: Option<String> = None;
     let mut err_occ: Option<String> = None;
     let mut bare: Option<String> = None;
+    let mut guard_warning: Option<String> = None;
     let mut exc_proc_at: Option<usize> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
@@ -389,6 +402,11 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             let msg = msg.map(|m| join_message(&m, rest));
             final_line = Some((ty, msg));
             mark(&mut f, i);
+        } else if let Some(c) = GUARD_WARNING_RE
+            .captures(t)
+            .filter(|_| guard_warning.is_none())
+        {
+            guard_warning = Some(c["msg"].trim().to_string());
         } else if is_message_line(t) && bare.is_none() {
             // The frontend's one-line form: `NodeType : message`.
             let (node, msg) = match NODE_PREFIX_RE.captures(t) {
@@ -449,6 +467,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         .or(exc_proc)
         .or(err_occ)
         .or(bare)
+        // A traceback whose exception line was not pasted: the device guard's warning names
+        // the pending error.
+        .or(guard_warning.filter(|_| !f.traceback.is_empty()))
         .filter(|m| !m.trim().is_empty());
     if let (Some(specific), Some(message)) = (&f.specific, &f.message) {
         if !is_specific_line(message) {
@@ -479,11 +500,17 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
                 | Event::LoadingBar(_)
         )
     })?;
+    // A `loaded …` or `N models unloaded.` line after a sampling bar belongs to a load begun
+    // after that bar, never to a model requested before it.
     let requested_before = |end: usize| {
-        events[..end].iter().rev().find_map(|(_, e)| match e {
-            Event::Load(l) => requested_model(l).map(|m| (l.clone(), m)),
-            _ => None,
-        })
+        events[..end]
+            .iter()
+            .rev()
+            .take_while(|(_, e)| !matches!(e, Event::SamplingBar(..)))
+            .find_map(|(_, e)| match e {
+                Event::Load(l) => requested_model(l).map(|m| (l.clone(), m)),
+                _ => None,
+            })
     };
     match &events[at].1 {
         Event::Staged(line, model) => Some(ModelActivity {
@@ -531,6 +558,42 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
         }
         _ => None,
     }
+}
+
+/// The events of a log that just ends, reading its last line when the paste cut it short
+/// inside a model-management line: the line ComfyUI prints right after `Requested to load X`
+/// with dynamic VRAM (`Model X prepared for dynamic VRAM loading. NMB Staged.`: a cut `Model
+/// Mini` after `Requested to load MiniMaxVAE` counts as staged), or load_models_gpu's `N models
+/// unloaded.` (a cut `0 models` is that line).
+fn with_cut_last_line(events: &[(usize, Event)], last: Option<&String>) -> Vec<(usize, Event)> {
+    let mut out = events.to_vec();
+    let Some(line) = last.map(|l| l.trim()) else {
+        return out;
+    };
+    if line_event(line).is_none() {
+        if let Some(n) = line.split(' ').next().filter(|n| n.parse::<u32>().is_ok()) {
+            let full = format!("{n} models unloaded.");
+            if line.len() > n.len() + 6 && full.starts_with(line) {
+                let at = events.last().map_or(0, |(i, _)| i + 1);
+                out.push((at, Event::Load(line.to_string())));
+                return out;
+            }
+        }
+    }
+    let Some(cut) = line.strip_prefix("Model ").filter(|c| c.len() >= 3) else {
+        return out;
+    };
+    let requested = events.last().and_then(|(i, e)| match e {
+        Event::Load(l) => requested_model(l).map(|m| (*i, m)),
+        _ => None,
+    });
+    if let Some((i, model)) = requested {
+        let full = format!("{model} prepared for dynamic VRAM loading.");
+        if full.starts_with(cut) && cut.len() < full.len() {
+            out.push((i + 1, Event::Staged(line.to_string(), model)));
+        }
+    }
+    out
 }
 
 fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<ConsoleTail>) {
@@ -620,7 +683,8 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
-                let (sampling_bar, tail) = signals_from(&last.events);
+                let events = with_cut_last_line(&last.events, lines.last());
+                let (sampling_bar, tail) = signals_from(&events);
                 let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {
                     evidence.progress.push(NodeProgress {
@@ -637,7 +701,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                         tail,
                         death: None,
                         log_stopped: true,
-                        last_model: last_model(&last.events),
+                        last_model: last_model(&events),
                     },
                 });
             }
@@ -814,6 +878,90 @@ mod tests {
             "{}",
             d.stage_evidence
         );
+    }
+
+    /// A fault handler's stack header is a crash even when the `Windows fatal exception` line
+    /// above it was not pasted; its stack (most recent call first) places the stage.
+    #[test]
+    fn a_fault_handler_stack_header_is_a_death() {
+        use crate::vocab::{FailureKind, Stage};
+        for header in [
+            "Current thread 0x00001a2b (most recent call first):",
+            "Thread 0x00007f3e (most recent call first):",
+            "Stack (most recent call first):",
+        ] {
+            let log = format!("got prompt\n{header}\n  File \"/c/comfy/utils.py\", line 136 in load_torch_file\n  File \"/c/comfy/sd.py\", line 9 in load_clip\n  File \"/c/execution.py\", line 3 in execute\n");
+            let d = crate::diagnose::diagnose_text(&log).unwrap();
+            assert_eq!(
+                d.kind,
+                FailureKind::ProcessKilled,
+                "{header}: {}",
+                d.kind_evidence
+            );
+            assert_eq!(d.stage, Stage::Load, "{header}: {}", d.stage_evidence);
+        }
+    }
+
+    /// A client quoting the server's validation refusal is read as the failure (kind `other`,
+    /// no stage: nothing ran).
+    #[test]
+    fn a_quoted_validation_refusal_is_the_failure() {
+        use crate::vocab::{FailureKind, Stage};
+        let text = "Server error: {'type': 'invalid_prompt', 'message': 'Cannot execute because node FancySampler does not exist.', 'details': \"Node ID '#4'\", 'extra_info': {}}";
+        let d = crate::diagnose::diagnose_text(text).unwrap();
+        assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+        assert_eq!(d.stage, Stage::Unknown, "{}", d.stage_evidence);
+    }
+
+    /// A paste cut inside the staging line that follows `Requested to load X` reads as that
+    /// line: the model was staged, so its role comes first.
+    #[test]
+    fn a_cut_staging_line_counts_as_staged() {
+        use crate::vocab::Stage;
+        let cut = "got prompt\nRequested to load HunyuanVideoVAE\nModel Hunyu";
+        let d = crate::diagnose::diagnose_text(cut).unwrap();
+        assert_eq!(d.stage, Stage::Condition, "{}", d.stage_evidence);
+        assert_eq!(d.stage_candidates, [Stage::Condition, Stage::Load]);
+        // A last line that is not the start of that line (another model, or too short to
+        // tell) leaves the bare request: still loading.
+        for last in ["Model Flux", "Model H"] {
+            let text = format!("got prompt\nRequested to load HunyuanVideoVAE\n{last}");
+            let d = crate::diagnose::diagnose_text(&text).unwrap();
+            assert_eq!(d.stage, Stage::Load, "{last}: {}", d.stage_evidence);
+        }
+    }
+
+    /// A paste cut inside `0 models unloaded.` after a finished bar: a held model was being
+    /// brought back; a `loaded …` line after the bar is never a model requested before it.
+    #[test]
+    fn a_cut_unload_line_after_a_finished_bar_leaves_two_stages_open() {
+        use crate::vocab::Stage;
+        let text = "got prompt\nRequested to load Cosmos\nModel Cosmos prepared for dynamic VRAM loading. 9000MB Staged. 0 patches attached.\n100%|██████████| 6/6 [00:30<00:00,  5.00s/it]\n0 models";
+        let d = crate::diagnose::diagnose_text(text).unwrap();
+        assert_eq!(d.stage, Stage::Unknown, "{}", d.stage_evidence);
+        assert_eq!(
+            d.stage_candidates,
+            [Stage::Unknown, Stage::SampleFirst, Stage::Decode]
+        );
+        let p = parse_input(&text.replace("0 models", "0 models unloaded.")).unwrap();
+        assert_eq!(p.signals.last_model, None);
+    }
+
+    /// A traceback cut before its exception line, after a device guard's warning: the warning
+    /// names the error; without frames the warning alone is no failure.
+    #[test]
+    fn a_guard_warning_names_the_error_of_a_cut_traceback() {
+        use crate::vocab::FailureKind;
+        let warning = "/c/comfy/k_diffusion/sampling.py:70: UserWarning: CUDA warning: an illegal memory access was encountered (Triggered internally at /pytorch/c10/cuda/impl/CUDAGuardImpl.h:119.)";
+        let text = format!("got prompt\n{warning}\nException in thread Thread-3 (prompt_worker):\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 496, in execute\n");
+        let d = crate::diagnose::diagnose_text(&text).unwrap();
+        assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+        assert_eq!(
+            d.message.as_deref(),
+            Some("an illegal memory access was encountered")
+        );
+        let p = parse_input(&format!("got prompt\n{warning}\n")).unwrap();
+        assert!(p.evidence.exception_message.is_none());
     }
 
     /// Issue #40: only aimdo warnings between sampler steps, then nothing.

@@ -308,3 +308,33 @@ pub(super) fn model_file_reason(evidence: &Evidence) -> Option<String> {
         .find(|(needle, _)| lower.contains(needle))
         .map(|(_, what)| format!("The error says {what}"))
 }
+
+/// Messages comfy-aimdo raises while a model's VBAR (its reserved range of GPU addresses) is
+/// created: ComfyUI creates it when it stages a model for dynamic VRAM (`ModelPatcherDynamic`'s
+/// load, before `prepared for dynamic VRAM loading` is printed), and no weight is copied then.
+const STAGING_MESSAGES: &[(&str, &str)] = &[
+    (
+        "vbar allocation failed",
+        "comfy-aimdo could not reserve the model's VBAR (VBAR allocation failed)",
+    ),
+    (
+        "is not initialized",
+        "comfy-aimdo has no context for the model's device (device … is not initialized)",
+    ),
+];
+
+/// Why the exception shows a model being staged for dynamic VRAM, when it does.
+pub(super) fn staging_reason(evidence: &Evidence) -> Option<String> {
+    let lower = evidence
+        .exception_message
+        .as_deref()
+        .unwrap_or("")
+        .to_lowercase();
+    STAGING_MESSAGES
+        .iter()
+        .find(|(needle, _)| {
+            lower.contains(needle)
+                && (*needle != "is not initialized" || lower.contains("comfy-aimdo device"))
+        })
+        .map(|(_, what)| format!("The error says {what}"))
+}

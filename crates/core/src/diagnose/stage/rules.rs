@@ -7,10 +7,12 @@ use super::super::frames::{Frame, FrameCat};
 use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
 use super::facts::{
     classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
-    resurfaced_in_cleanup, Failing, NodeCat, Prog,
+    resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
 };
 use crate::text::capitalize;
 use crate::vocab::FailureKind;
+use regex::Regex;
+use std::sync::LazyLock;
 use StageConfidence::{Certain, Likely};
 
 /// Everything the rules read, derived once from the evidence.
@@ -142,13 +144,17 @@ pub(super) type Rule = fn(&Ctx) -> Option<Answer>;
 /// The rules in the order they are tried; when none answers, [`unlocated`] does.
 pub(super) const RULES: &[(&str, Rule)] = &[
     ("rejected", rejected),
+    ("refused_at_validation", refused_at_validation),
     ("incomplete_output", incomplete_output),
     ("interrupted", interrupted),
     ("resurfaced_in_cleanup", cleanup),
     ("traceback_place", traceback_place),
     ("traceback_step", traceback_step),
     ("model_file", model_file),
+    ("model_staging", model_staging),
+    ("video_encoder", video_encoder),
     ("log_end_model", log_end_model),
+    ("log_end_held_model", log_end_held_model),
     ("console_model_loading", console_model_loading),
     ("console_tiled_decode", console_tiled_decode),
     ("console_tiled_encode", console_tiled_encode),
@@ -167,6 +173,25 @@ fn rejected(c: &Ctx) -> Option<Answer> {
             "The prompt never ran, so no stage applies.".into(),
         )
     })
+}
+
+/// What execution.py's `validate_prompt` answers when it refuses a prompt before any node
+/// runs (an `invalid_prompt` or `prompt_outputs_failed_validation` error).
+const VALIDATION_MESSAGES: &[&str] = &[
+    "cannot execute because",
+    "prompt outputs failed validation",
+    "failed to validate prompt",
+];
+
+/// The message is the server's refusal at validation (quoted by a client, or the fields of a
+/// rejection read as an error): nothing ran, whatever node it names.
+fn refused_at_validation(c: &Ctx) -> Option<Answer> {
+    let message = c.evidence.exception_message.as_deref()?.to_lowercase();
+    let phrase = VALIDATION_MESSAGES.iter().find(|p| message.contains(*p))?;
+    Some(Answer::Alone(
+        Stage::Unknown,
+        format!("The server refused the prompt at validation (\"{phrase} …\"), before any node ran, so no stage applies."),
+    ))
 }
 
 /// An output missing after a finished run: no stage failed.
@@ -245,6 +270,44 @@ fn model_file(c: &Ctx) -> Option<Answer> {
     ))
 }
 
+/// 2. The exception is comfy-aimdo's while a model is staged for dynamic VRAM.
+///
+/// The model's VBAR is created then, whatever node asked for the model (a VAE encode or a
+/// sampler loads first).
+fn model_staging(c: &Ctx) -> Option<Answer> {
+    let why = staging_reason(c.evidence)?;
+    Some(found(
+        Stage::Load,
+        vec![Stage::Load],
+        Certain,
+        format!(
+            "{why}{}: ComfyUI creates a model's VBAR when it stages the model for dynamic VRAM, before the model runs, so this is loading.",
+            c.in_node
+        ),
+    ))
+}
+
+/// 2. The exception says ffmpeg failed.
+///
+/// ComfyUI's and the video packs' save and combine nodes hand finished frames to ffmpeg to
+/// encode a video file. A node that reads an input video (which can run ffmpeg too) is left
+/// to the node rule.
+fn video_encoder(c: &Ctx) -> Option<Answer> {
+    let message = c.evidence.exception_message.as_deref()?.to_lowercase();
+    if !message.contains("ffmpeg") || matches!(c.node_cat, NodeCat::InputMedia | NodeCat::Loader) {
+        return None;
+    }
+    Some(found(
+        Stage::Postprocess,
+        vec![Stage::Postprocess],
+        Likely,
+        format!(
+            "The error says ffmpeg failed{}: ffmpeg encodes finished frames into a video file, which is post-processing.",
+            c.in_node
+        ),
+    ))
+}
+
 /// What a model is for, read from its class name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ModelRole {
@@ -299,25 +362,22 @@ fn model_role(model: &str) -> Option<ModelRole> {
     }
 }
 
-/// 3. The last model line, when a pasted log just ends or an error follows a `Staged` line.
+/// 3. The last model line, when a log ends, a process dies or an error follows a ready model.
 ///
-/// A log that ends has no error and no sign of death; a dynamic-VRAM `Staged` line right
-/// before an error is read here because the older console rules do not read it.
-/// The stage is what that model is for. Staged or loaded, the model was next to run; only
-/// requested, it was still loading. Both stages stay open, the more likely first.
+/// A ready model was staged, or its load finished (`loaded completely` / `loaded partially`).
+/// A log that ends has no error and no sign of death. The stage is what that model is for.
+/// Staged or loaded, the model was next to run; only requested, it was still loading. Both
+/// stages stay open, the more likely first.
 fn log_end_model(c: &Ctx) -> Option<Answer> {
     let activity = c.signals.last_model.as_ref()?;
-    // A log that ends; or an error right after a dynamic-VRAM `… Staged.` line (which the
-    // older console rules do not read).
     let ended = c.signals.log_stopped && c.signals.death.is_none();
     // A process that died without a Python error: its last model line is its last activity.
     let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
-    let staged_before_error = c.evidence.exception_message.is_some()
-        && activity
-            .line
-            .to_lowercase()
-            .contains("prepared for dynamic vram loading");
-    if !(ended || died || staged_before_error) {
+    // An error after the model was staged or its load finished (`loaded completely` /
+    // `loaded partially` end ModelPatcher's load): the error is in what came next, the model's
+    // use; only a bare `Requested to load` (still loading) is left to the console rule.
+    let ready_before_error = c.evidence.exception_message.is_some() && activity.ready;
+    if !(ended || died || ready_before_error) {
         return None;
     }
     let role = model_role(&activity.model)?;
@@ -349,6 +409,35 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
         (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
     };
     Some(found(candidates[0], candidates, Likely, why))
+}
+
+/// `N models unloaded.` (also cut short after `models`): load_models_gpu freeing memory for
+/// the models it is about to load.
+static UNLOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\d+ models(?: unl|$)").expect("static regex"));
+
+/// 3. A log or process that ends after sampling, as ComfyUI brings back a model it holds.
+///
+/// load_models_gpu prints `Requested to load X` only for a model not loaded yet, then `N
+/// models unloaded.` as it frees memory. That line after a finished bar with no request after
+/// the bar is a held model being brought back: the same diffusion model for another pass (a
+/// second sampler, as two-pass video workflows do), or a VAE already in memory for the decode.
+/// The text does not say which, so the stage stays open between the two.
+fn log_end_held_model(c: &Ctx) -> Option<Answer> {
+    let ended = c.signals.log_stopped && c.signals.death.is_none();
+    let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
+    if !(ended || died) || c.signals.last_model.is_some() {
+        return None;
+    }
+    let Some(ConsoleTail::ModelLoading(line)) = &c.signals.tail else {
+        return None;
+    };
+    let (_, n) = c.signals.sampling_bar.filter(|(v, m)| *m > 0 && v >= m)?;
+    if !UNLOADED_RE.is_match(line.trim()) {
+        return None;
+    }
+    let end = if died { "crash" } else { "end of the log" };
+    Some(found(Stage::Unknown, vec![Stage::SampleFirst, Stage::Decode], StageConfidence::Unknown, format!("Sampling had finished ({n}/{n}) and the last line before the {end} is \"{line}\" with no `Requested to load` after the bar: ComfyUI was bringing back a model it already held, the diffusion model for another pass (sample_first) or a VAE for the decode; the text does not say which.")))
 }
 
 /// 3. The console's last lines are model loading (not for a decode or post-processing node).
@@ -683,6 +772,147 @@ mod tests {
         assert_eq!(ask("log_end_model", &error, &s), None);
     }
 
+    /// comfy-aimdo creates a model's VBAR when ComfyUI stages the model: its failures there are
+    /// a load, whatever node asked for the model.
+    #[test]
+    fn model_staging_is_a_load_whatever_the_node() {
+        let s = ConsoleSignals::default();
+        for message in [
+            "VBAR allocation failed",
+            "comfy-aimdo device 3 is not initialized",
+        ] {
+            let e = Evidence {
+                exception_message: Some(message.into()),
+                ..node("VAEDecodeTiled")
+            };
+            assert_eq!(
+                stage_of(ask("model_staging", &e, &s)),
+                Some(Stage::Load),
+                "{message}"
+            );
+        }
+        // aimdo's other errors (a cast buffer during a forward, no context at all) are not.
+        for message in ["VRAM reservation failed", "comfy-aimdo is not initialized"] {
+            let e = Evidence {
+                exception_message: Some(message.into()),
+                ..Evidence::default()
+            };
+            assert_eq!(ask("model_staging", &e, &s), None, "{message}");
+        }
+    }
+
+    /// ffmpeg failing is a video being encoded from finished frames, unless the node reads an
+    /// input video.
+    #[test]
+    fn video_encoder_reads_ffmpeg_failures_as_postprocess() {
+        let s = ConsoleSignals::default();
+        let e = Evidence {
+            exception_message: Some("RuntimeError: ffmpeg exited with status 1".into()),
+            ..node("SegmentStitcher")
+        };
+        assert_eq!(
+            stage_of(ask("video_encoder", &e, &s)),
+            Some(Stage::Postprocess)
+        );
+        let reading = Evidence {
+            exception_message: Some("ffmpeg could not open the file".into()),
+            ..node("LoadVideoFromPath")
+        };
+        assert_eq!(ask("video_encoder", &reading, &s), None);
+        let other = Evidence {
+            exception_message: Some("shape mismatch".into()),
+            ..node("SegmentStitcher")
+        };
+        assert_eq!(ask("video_encoder", &other, &s), None);
+    }
+
+    /// A prompt refused by validate_prompt never ran: no stage, even with a loader named.
+    #[test]
+    fn refused_at_validation_has_no_stage() {
+        let s = ConsoleSignals::default();
+        let e = Evidence {
+            exception_message: Some(
+                "Cannot execute because node FancyUnetLoader does not exist.".into(),
+            ),
+            ..node("FancyUnetLoader")
+        };
+        assert!(matches!(
+            ask("refused_at_validation", &e, &s),
+            Some(Answer::Alone(Stage::Unknown, ref why)) if why.contains("before any node ran")
+        ));
+        assert_eq!(
+            ask("refused_at_validation", &node("FancyUnetLoader"), &s),
+            None
+        );
+    }
+
+    /// An error after a model's load finished (`loaded partially` / `loaded completely`) is in
+    /// that model's use; a bare `Requested to load` is still the console rule's load.
+    #[test]
+    fn an_error_after_a_finished_load_is_placed_by_the_model_role() {
+        let error = Evidence {
+            exception_message: Some("CUDA out of memory. Tried to allocate 64.00 MiB.".into()),
+            ..Evidence::default()
+        };
+        let mut s = ended(
+            "loaded partially; 9000.00 MB usable, 8800.00 MB loaded, 1200.00 MB offloaded",
+            "SD3ClipModel",
+            true,
+            None,
+        );
+        s.log_stopped = false;
+        assert_eq!(
+            candidates_of(ask("log_end_model", &error, &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let mut s = ended(
+            "Requested to load SD3ClipModel",
+            "SD3ClipModel",
+            false,
+            None,
+        );
+        s.log_stopped = false;
+        assert_eq!(ask("log_end_model", &error, &s), None);
+    }
+
+    /// After a finished bar, `N models unloaded.` with no request after the bar: a held model
+    /// comes back, for another pass or the decode.
+    #[test]
+    fn log_end_held_model_leaves_another_pass_and_the_decode_open() {
+        let e = Evidence::default();
+        let s = ConsoleSignals {
+            log_stopped: true,
+            sampling_bar: Some((12, 12)),
+            tail: Some(ConsoleTail::ModelLoading("0 models".into())),
+            ..ConsoleSignals::default()
+        };
+        assert!(matches!(
+            ask("log_end_held_model", &e, &s),
+            Some(Answer::Found { stage: Stage::Unknown, ref candidates, .. })
+                if candidates == &[Stage::SampleFirst, Stage::Decode]
+        ));
+        // Mid-sampling, after a named model, or another loading line: not this rule's.
+        let mid = ConsoleSignals {
+            sampling_bar: Some((5, 12)),
+            ..s.clone()
+        };
+        assert_eq!(ask("log_end_held_model", &e, &mid), None);
+        let named = ConsoleSignals {
+            last_model: Some(crate::diagnose::ModelActivity {
+                line: "Requested to load WanVAE".into(),
+                model: "WanVAE".into(),
+                ready: false,
+            }),
+            ..s.clone()
+        };
+        assert_eq!(ask("log_end_held_model", &e, &named), None);
+        let other = ConsoleSignals {
+            tail: Some(ConsoleTail::ModelLoading("model_type FLOW".into())),
+            ..s
+        };
+        assert_eq!(ask("log_end_held_model", &e, &other), None);
+    }
+
     #[test]
     fn the_table_order_is_the_documented_order() {
         let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
@@ -690,13 +920,17 @@ mod tests {
             names,
             [
                 "rejected",
+                "refused_at_validation",
                 "incomplete_output",
                 "interrupted",
                 "resurfaced_in_cleanup",
                 "traceback_place",
                 "traceback_step",
                 "model_file",
+                "model_staging",
+                "video_encoder",
                 "log_end_model",
+                "log_end_held_model",
                 "console_model_loading",
                 "console_tiled_decode",
                 "console_tiled_encode",
