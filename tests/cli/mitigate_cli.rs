@@ -108,6 +108,22 @@ fn a_sampling_failure_does_not_run_the_decode_controls() {
     );
 }
 
+/// `--server URL mitigate SESSION --max-mitigations 0`: the session's controls are planned and
+/// recorded, none runs (exit 1).
+fn mitigate_with_no_budget(url: &str, session: &str, runs: &str) -> std::process::Output {
+    cli(&[
+        "--server",
+        url,
+        "mitigate",
+        session,
+        "--runs-dir",
+        runs,
+        "-q",
+        "--max-mitigations",
+        "0",
+    ])
+}
+
 #[test]
 fn mitigate_on_an_existing_session_is_resumable_and_keeps_to_its_budget() {
     let sim = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
@@ -116,17 +132,7 @@ fn mitigate_on_an_existing_session_is_resumable_and_keeps_to_its_budget() {
     let session = b.session.session_id.clone();
     let runs = b.runs.to_str().unwrap();
     let url = sim.url();
-    let out = cli(&[
-        "--server",
-        &url,
-        "mitigate",
-        &session,
-        "--runs-dir",
-        runs,
-        "-q",
-        "--max-mitigations",
-        "0",
-    ]);
+    let out = mitigate_with_no_budget(&url, &session, runs);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let m: MitigationsFile = read_json(&b.dir.join(MITIGATIONS_FILE)).unwrap();
     let tiled = &m.workflows[0].controls[0];
@@ -174,17 +180,7 @@ fn mitigate_server_moves_the_session_before_or_after_the_subcommand() {
     let second = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
     let third = Sim::with_vram_mib(DECODE_NEEDS_FALLBACK, 0.0);
     // Before the subcommand (nothing runs: a budget of 0).
-    let out = cli(&[
-        "--server",
-        &second.url(),
-        "mitigate",
-        &session,
-        "--runs-dir",
-        runs,
-        "-q",
-        "--max-mitigations",
-        "0",
-    ]);
+    let out = mitigate_with_no_budget(&second.url(), &session, runs);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let moved: comfy_bisect_core::session::SessionFile =
         read_json(&b.dir.join("session.json")).unwrap();

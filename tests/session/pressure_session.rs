@@ -99,12 +99,7 @@ fn the_verdict_names_the_first_memory_pressure_before_the_first_failure() {
     assert!(md.contains("node times (`node_times`)"), "{md}");
     let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
     let times = &json["workflows"][0]["node_times"];
-    let runs: Vec<(u64, &str)> = times["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["step"].as_u64().unwrap(), r["role"].as_str().unwrap()))
-        .collect();
+    let runs = timed_runs(times);
     assert_eq!(
         runs,
         [
@@ -258,12 +253,7 @@ fn the_first_step_whose_weights_stream_is_the_first_memory_pressure() {
     // it, and name no failure (the verdict's step is the passing target).
     let json: Value = serde_json::from_str(&b.read("report.json")).unwrap();
     let times = &json["workflows"][0]["node_times"];
-    let runs: Vec<(u64, &str)> = times["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["step"].as_u64().unwrap(), r["role"].as_str().unwrap()))
-        .collect();
+    let runs = timed_runs(times);
     assert_eq!(
         runs,
         [(1, "last pass"), (2, "first memory pressure")],
@@ -441,4 +431,14 @@ fn a_max_slowdown_that_is_not_above_1_is_refused_before_anything_runs() {
         );
     }
     assert!(!runs.exists(), "no session folder for a refused option");
+}
+
+/// The (step, role) of each run report.json's node times set side by side.
+fn timed_runs(times: &Value) -> Vec<(u64, &str)> {
+    times["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["step"].as_u64().unwrap(), r["role"].as_str().unwrap()))
+        .collect()
 }
