@@ -33,6 +33,31 @@ static GLUED_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// comfy-aimdo's C logger's location (`aimdo: src/vrambuf.c:42:`) ending a line, and a level
+/// word (`ERROR:`) starting the next: one record broken in two by the console or the paste
+/// (comfy-aimdo#74: `aimdo: /project/src-posix/cuda-funchooks.c:37:` / `ERROR:aimdo_setup_hooks:`).
+static AIMDO_PLACE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"aimdo:\s*\S+:\d+:\s*$").expect("static regex"));
+static AIMDO_LEVEL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):").expect("static regex")
+});
+
+/// The raw lines, an aimdo record broken after its location joined back into one line.
+fn join_broken_aimdo(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.lines() {
+        if let Some(prev) = out.last_mut() {
+            if AIMDO_PLACE_RE.is_match(prev) && AIMDO_LEVEL_RE.is_match(raw) {
+                prev.truncate(prev.trim_end().len());
+                prev.push_str(raw.trim_start());
+                continue;
+            }
+        }
+        out.push(raw.to_string());
+    }
+    out
+}
+
 /// Splits a progress bar from the console line glued after it (the line cleaned again).
 fn split_glued_bar(line: String) -> Vec<String> {
     let mut out = Vec::new();
@@ -101,12 +126,12 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in text.lines() {
+    for raw in join_broken_aimdo(text) {
         let trimmed = raw.trim();
         if trimmed.starts_with("```") {
             continue;
         }
-        for part in split_flattened(&clean_line(raw)) {
+        for part in split_flattened(&clean_line(&raw)) {
             out.extend(split_glued_bar(part));
         }
     }
@@ -158,6 +183,18 @@ mod tests {
                 "40%|####      | 8/20 [00:05<00:07,  1.6it/s]",
             ]
         );
+    }
+
+    /// comfy-aimdo#74: the logger's location and its ERROR record on two lines.
+    #[test]
+    fn an_aimdo_record_broken_after_its_location_is_joined() {
+        let lines = normalise("aimdo: /project/src-posix/cuda-funchooks.c:37:\nERROR:aimdo_setup_hooks:\nfunchook_prepare(cuMemAlloc_v2) failed: 8\nmodel_type FLOW:\nERROR: x\n");
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "aimdo: /project/src-posix/cuda-funchooks.c:37:ERROR:aimdo_setup_hooks:"
+        );
+        assert_eq!(lines[2], "model_type FLOW:");
     }
 
     #[test]

@@ -287,22 +287,30 @@ fn model_staging(c: &Ctx) -> Option<Answer> {
     ))
 }
 
-/// 2. The exception says ffmpeg failed.
+/// 2. The exception says ffmpeg failed, or names libavcodec's encoder call.
 ///
 /// ComfyUI's and the video packs' save and combine nodes hand finished frames to ffmpeg to
 /// encode a video file. A node that reads an input video (which can run ffmpeg too) is left
-/// to the node rule.
+/// to the node rule. PyAV's `avcodec_send_frame()` (ComfyUI's `SaveVideo` writes through PyAV)
+/// is libavcodec's encode entry: it hands a raw frame to an encoder, whereas decoding sends
+/// packets (`avcodec_send_packet`), so it places the error whatever node is named.
 fn video_encoder(c: &Ctx) -> Option<Answer> {
     let message = c.evidence.exception_message.as_deref()?.to_lowercase();
-    if !message.contains("ffmpeg") || matches!(c.node_cat, NodeCat::InputMedia | NodeCat::Loader) {
+    let what = if message.contains("avcodec_send_frame") {
+        "the encoder call avcodec_send_frame() failed"
+    } else if message.contains("ffmpeg")
+        && !matches!(c.node_cat, NodeCat::InputMedia | NodeCat::Loader)
+    {
+        "ffmpeg failed"
+    } else {
         return None;
-    }
+    };
     Some(found(
         Stage::Postprocess,
         vec![Stage::Postprocess],
         Likely,
         format!(
-            "The error says ffmpeg failed{}: ffmpeg encodes finished frames into a video file, which is post-processing.",
+            "The error says {what}{}: encoding finished frames into a video file is post-processing.",
             c.in_node
         ),
     ))
@@ -824,6 +832,20 @@ mod tests {
             ..node("SegmentStitcher")
         };
         assert_eq!(ask("video_encoder", &other, &s), None);
+        // PyAV's encoder call (ComfyUI's SaveVideo; LTX-2 reports with NaN audio).
+        let encoding = Evidence {
+            exception_message: Some("[Errno 22] Invalid argument: 'avcodec_send_frame()'; last error log: [aac] Input contains (near) NaN/+-Inf".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            stage_of(ask("video_encoder", &encoding, &s)),
+            Some(Stage::Postprocess)
+        );
+        let decoding = Evidence {
+            exception_message: Some("[Errno 1094995529] Invalid data found when processing input: 'avcodec_send_packet()'".into()),
+            ..node("LoadVideo")
+        };
+        assert_eq!(ask("video_encoder", &decoding, &s), None);
     }
 
     /// A prompt refused by validate_prompt never ran: no stage, even with a loader named.
