@@ -540,13 +540,7 @@ fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {
             if !of_requested {
                 return None;
             }
-            // `Attempting to release mmap (N)` is printed by the patcher's load() once the
-            // partial load is done (ComfyUI-GGUF's GGUFModelPatcher.load, after
-            // ModelPatcher.load returned), so it is as ready as `loaded partially`.
-            let partial = console::load_phrase(line) == Some(LoadPhrase::LoadedPartially)
-                || line
-                    .to_lowercase()
-                    .starts_with("attempting to release mmap");
+            let partial = console::load_phrase(line) == Some(LoadPhrase::LoadedPartially);
             let (_, model) = requested_before(at)?;
             Some(ModelActivity {
                 line: line.clone(),
@@ -1031,8 +1025,9 @@ mod tests {
         );
     }
 
-    /// GGUF's patcher prints `Attempting to release mmap` once its partial load is done: an
-    /// error after it is in the model's use (a text encoder: encoding), loading second.
+    /// The patcher prints `Attempting to release mmap` once its partial load is done, then
+    /// moves the listed modules to the device and back: a non-memory error after it is in the
+    /// model's use (a text encoder: encoding), loading second.
     #[test]
     fn an_error_after_the_mmap_release_is_in_the_models_use() {
         let log = "got prompt\nRequested to load LTXAVTEModel_\nloaded partially; 8525.88 MB usable, 0.00 MB loaded, 12431.60 MB offloaded, 8563.80 MB buffer reserved, lowvram patches: 0\nAttempting to release mmap (290)\n!!! Exception during processing !!! mat1 and mat2 shapes cannot be multiplied (56x188160 and 3840x188160)\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 524, in execute\n    x()\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (56x188160 and 3840x188160)\n";

@@ -58,6 +58,26 @@ fn join_broken_aimdo(text: &str) -> Vec<String> {
     out
 }
 
+/// A progress bar pasted without its glyphs, the count between two bars (`0% | 0/20 | Model
+/// Initializing ...`, ComfyUI#16230): written back in tqdm's order (`0%|| 0/20 [Model …]`).
+static BARE_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<pct>\d{1,3})%\s*\|\s*(?P<v>\d+)/(?P<m>\d+)\s*\|\s*(?P<rest>[^|\[\]]*)$")
+        .expect("static regex")
+});
+
+fn bare_bar(line: String) -> String {
+    match BARE_BAR_RE.captures(&line) {
+        Some(c) => format!(
+            "{}%|| {}/{} [{}]",
+            &c["pct"],
+            &c["v"],
+            &c["m"],
+            c["rest"].trim()
+        ),
+        None => line,
+    }
+}
+
 /// Splits a progress bar from the console line glued after it (the line cleaned again).
 fn split_glued_bar(line: String) -> Vec<String> {
     let mut out = Vec::new();
@@ -132,7 +152,7 @@ pub(super) fn normalise(text: &str) -> Vec<String> {
             continue;
         }
         for part in split_flattened(&clean_line(&raw)) {
-            out.extend(split_glued_bar(part));
+            out.extend(split_glued_bar(bare_bar(part)));
         }
     }
     out
@@ -183,6 +203,24 @@ mod tests {
                 "40%|####      | 8/20 [00:05<00:07,  1.6it/s]",
             ]
         );
+    }
+
+    /// A bar pasted without glyphs keeps its count (ComfyUI#16230).
+    #[test]
+    fn a_bar_without_glyphs_is_read_as_a_bar() {
+        let lines = normalise("0% | 0/20 | Model Initializing ...\n| a | b |\n");
+        assert_eq!(lines[0], "0%|| 0/20 [Model Initializing ...]");
+        assert_eq!(
+            crate::comfy::console::classify(&lines[0]),
+            Some(crate::comfy::console::ConsoleLine::Bar(
+                crate::comfy::console::BarState {
+                    desc: String::new(),
+                    value: 0,
+                    max: 20
+                }
+            ))
+        );
+        assert_eq!(lines[1], "| a | b |");
     }
 
     /// comfy-aimdo#74: the logger's location and its ERROR record on two lines.
