@@ -167,6 +167,10 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("", "load*audio*", "", Some(InputMedia), "an audio loader"),
     rule("", "load*mask*", "", Some(InputMedia), "a mask loader"),
     rule("", "load*frame*", "", Some(InputMedia), "a frame loader"),
+    // Importing custom nodes at startup (ComfyUI nodes.py: init_extra_nodes →
+    // init_external_custom_nodes → load_custom_node) runs before any prompt: no run stage.
+    rule("nodes.py", "load_custom_node", "", None, "nodes.py importing a custom node at startup"),
+    rule("nodes.py", "init_external_custom_nodes", "", None, "nodes.py importing the node packs at startup"),
     rule("", "load*", "", Some(Load), "a loader function"),
     rule("", "", "model.to(", Some(Load), "a source line moving a model"),
     rule("", "", "model.cuda(", Some(Load), "a source line moving a model"),
@@ -351,6 +355,9 @@ mod tests {
             ),
             ("/c/comfy/samplers.py", "sample", Some(SamplerEntry)),
             ("/c/nodes.py", "common_ksampler", Some(SamplerEntry)),
+            // Importing a custom node at startup is no model load.
+            ("/c/nodes.py", "load_custom_node", None),
+            ("/c/nodes.py", "init_external_custom_nodes", None),
             ("/c/latent_preview.py", "callback", Some(Preview)),
             (
                 "/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/nodes.py",

@@ -359,6 +359,14 @@ fn classify_without_text(
         asynchronous,
     };
     if let Some(line) = signals.death.as_deref() {
+        // Windows' Application Error event (ID 1000) names the module the crash was in.
+        let lower = line.to_lowercase();
+        if lower.starts_with("faulting module") && lower.contains("aimdo") {
+            return verdict(
+                FailureKind::Aimdo,
+                format!("Windows' crash record names comfy-aimdo's library as the faulting module (\"{line}\"): the process crashed inside the dynamic-VRAM offloader."),
+            );
+        }
         if let Some(frame) = raised_in_aimdo(evidence) {
             return verdict(
                 FailureKind::Aimdo,

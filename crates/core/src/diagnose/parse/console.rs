@@ -65,7 +65,7 @@ static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\))").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\)|^faulting module(?: name)?:)").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -996,6 +996,52 @@ mod tests {
                 d.kind_evidence
             );
         }
+    }
+
+    /// Windows' Application Error record (event 1000) is a crash; the faulting module names
+    /// whose code it was in (comfy-aimdo#48: `aimdo.dll`, a stack overflow).
+    #[test]
+    fn a_windows_crash_record_is_a_death_and_names_its_module() {
+        use crate::vocab::FailureKind;
+        let record = |module: &str| {
+            format!("Faulting application: python.exe (3.13.11150.1013)\nFaulting module:      {module} (0.0.0.0, timestamp 0x69ea3089)\nException code:       0xc00000fd\n")
+        };
+        let d = crate::diagnose::diagnose_text(&record("aimdo.dll")).unwrap();
+        assert_eq!(d.kind, FailureKind::Aimdo, "{}", d.kind_evidence);
+        let d = crate::diagnose::diagnose_text(&record("ucrtbase.dll")).unwrap();
+        assert_eq!(d.kind, FailureKind::ProcessKilled, "{}", d.kind_evidence);
+    }
+
+    /// comfy-aimdo#74: its hook-setup ERROR, broken after the location, with no exception.
+    #[test]
+    fn an_aimdo_error_broken_over_two_lines_is_aimdo() {
+        let log = "aimdo: /project/src-posix/cuda-funchooks.c:37:\nERROR:aimdo_setup_hooks:\nfunchook_prepare(cuMemAlloc_v2) failed: 8\n\n[WARNING] No working comfy-aimdo install detected.\nDynamicVRAM support disabled.\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.kind,
+            crate::vocab::FailureKind::Aimdo,
+            "{}",
+            d.kind_evidence
+        );
+    }
+
+    /// The patcher prints `Attempting to release mmap` once its partial load is done, then
+    /// moves the listed modules to the device and back: a non-memory error after it is in the
+    /// model's use (a text encoder: encoding), loading second.
+    #[test]
+    fn an_error_after_the_mmap_release_is_in_the_models_use() {
+        let log = "got prompt\nRequested to load LTXAVTEModel_\nloaded partially; 8525.88 MB usable, 0.00 MB loaded, 12431.60 MB offloaded, 8563.80 MB buffer reserved, lowvram patches: 0\nAttempting to release mmap (290)\n!!! Exception during processing !!! mat1 and mat2 shapes cannot be multiplied (56x188160 and 3840x188160)\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 524, in execute\n    x()\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (56x188160 and 3840x188160)\n";
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(
+            d.stage,
+            crate::vocab::Stage::Condition,
+            "{}",
+            d.stage_evidence
+        );
+        assert_eq!(
+            d.stage_candidates,
+            [crate::vocab::Stage::Condition, crate::vocab::Stage::Load]
+        );
     }
 
     /// Issue #40: any aimdo ERROR line wins over the message it precedes.

@@ -33,6 +33,51 @@ static GLUED_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// comfy-aimdo's C logger's location (`aimdo: src/vrambuf.c:42:`) ending a line, and a level
+/// word (`ERROR:`) starting the next: one record broken in two by the console or the paste
+/// (comfy-aimdo#74: `aimdo: /project/src-posix/cuda-funchooks.c:37:` / `ERROR:aimdo_setup_hooks:`).
+static AIMDO_PLACE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"aimdo:\s*\S+:\d+:\s*$").expect("static regex"));
+static AIMDO_LEVEL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):").expect("static regex")
+});
+
+/// The raw lines, an aimdo record broken after its location joined back into one line.
+fn join_broken_aimdo(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.lines() {
+        if let Some(prev) = out.last_mut() {
+            if AIMDO_PLACE_RE.is_match(prev) && AIMDO_LEVEL_RE.is_match(raw) {
+                prev.truncate(prev.trim_end().len());
+                prev.push_str(raw.trim_start());
+                continue;
+            }
+        }
+        out.push(raw.to_string());
+    }
+    out
+}
+
+/// A progress bar pasted without its glyphs, the count between two bars (`0% | 0/20 | Model
+/// Initializing ...`, ComfyUI#16230): written back in tqdm's order (`0%|| 0/20 [Model …]`).
+static BARE_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<pct>\d{1,3})%\s*\|\s*(?P<v>\d+)/(?P<m>\d+)\s*\|\s*(?P<rest>[^|\[\]]*)$")
+        .expect("static regex")
+});
+
+fn bare_bar(line: String) -> String {
+    match BARE_BAR_RE.captures(&line) {
+        Some(c) => format!(
+            "{}%|| {}/{} [{}]",
+            &c["pct"],
+            &c["v"],
+            &c["m"],
+            c["rest"].trim()
+        ),
+        None => line,
+    }
+}
+
 /// Splits a progress bar from the console line glued after it (the line cleaned again).
 fn split_glued_bar(line: String) -> Vec<String> {
     let mut out = Vec::new();
@@ -101,13 +146,13 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in text.lines() {
+    for raw in join_broken_aimdo(text) {
         let trimmed = raw.trim();
         if trimmed.starts_with("```") {
             continue;
         }
-        for part in split_flattened(&clean_line(raw)) {
-            out.extend(split_glued_bar(part));
+        for part in split_flattened(&clean_line(&raw)) {
+            out.extend(split_glued_bar(bare_bar(part)));
         }
     }
     out
@@ -158,6 +203,36 @@ mod tests {
                 "40%|####      | 8/20 [00:05<00:07,  1.6it/s]",
             ]
         );
+    }
+
+    /// A bar pasted without glyphs keeps its count (ComfyUI#16230).
+    #[test]
+    fn a_bar_without_glyphs_is_read_as_a_bar() {
+        let lines = normalise("0% | 0/20 | Model Initializing ...\n| a | b |\n");
+        assert_eq!(lines[0], "0%|| 0/20 [Model Initializing ...]");
+        assert_eq!(
+            crate::comfy::console::classify(&lines[0]),
+            Some(crate::comfy::console::ConsoleLine::Bar(
+                crate::comfy::console::BarState {
+                    desc: String::new(),
+                    value: 0,
+                    max: 20
+                }
+            ))
+        );
+        assert_eq!(lines[1], "| a | b |");
+    }
+
+    /// comfy-aimdo#74: the logger's location and its ERROR record on two lines.
+    #[test]
+    fn an_aimdo_record_broken_after_its_location_is_joined() {
+        let lines = normalise("aimdo: /project/src-posix/cuda-funchooks.c:37:\nERROR:aimdo_setup_hooks:\nfunchook_prepare(cuMemAlloc_v2) failed: 8\nmodel_type FLOW:\nERROR: x\n");
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "aimdo: /project/src-posix/cuda-funchooks.c:37:ERROR:aimdo_setup_hooks:"
+        );
+        assert_eq!(lines[2], "model_type FLOW:");
     }
 
     #[test]

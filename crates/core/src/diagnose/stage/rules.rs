@@ -287,22 +287,30 @@ fn model_staging(c: &Ctx) -> Option<Answer> {
     ))
 }
 
-/// 2. The exception says ffmpeg failed.
+/// 2. The exception says ffmpeg failed, or names libavcodec's encoder call.
 ///
 /// ComfyUI's and the video packs' save and combine nodes hand finished frames to ffmpeg to
 /// encode a video file. A node that reads an input video (which can run ffmpeg too) is left
-/// to the node rule.
+/// to the node rule. PyAV's `avcodec_send_frame()` (ComfyUI's `SaveVideo` writes through PyAV)
+/// is libavcodec's encode entry: it hands a raw frame to an encoder, whereas decoding sends
+/// packets (`avcodec_send_packet`), so it places the error whatever node is named.
 fn video_encoder(c: &Ctx) -> Option<Answer> {
     let message = c.evidence.exception_message.as_deref()?.to_lowercase();
-    if !message.contains("ffmpeg") || matches!(c.node_cat, NodeCat::InputMedia | NodeCat::Loader) {
+    let what = if message.contains("avcodec_send_frame") {
+        "the encoder call avcodec_send_frame() failed"
+    } else if message.contains("ffmpeg")
+        && !matches!(c.node_cat, NodeCat::InputMedia | NodeCat::Loader)
+    {
+        "ffmpeg failed"
+    } else {
         return None;
-    }
+    };
     Some(found(
         Stage::Postprocess,
         vec![Stage::Postprocess],
         Likely,
         format!(
-            "The error says ffmpeg failed{}: ffmpeg encodes finished frames into a video file, which is post-processing.",
+            "The error says {what}{}: encoding finished frames into a video file is post-processing.",
             c.in_node
         ),
     ))
@@ -376,7 +384,18 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     // An error after the model was staged or its load finished (`loaded completely` /
     // `loaded partially` end ModelPatcher's load): the error is in what came next, the model's
     // use; only a bare `Requested to load` (still loading) is left to the console rule.
-    let ready_before_error = c.evidence.exception_message.is_some() && activity.ready;
+    // `Attempting to release mmap (N)` is printed after a partial load finished (the
+    // patcher's load(): ModelPatcher's, ComfyUI-GGUF's), just before the listed modules are
+    // moved to the device and back to drop their file mapping. That move can run out of
+    // memory (a load: the console rule), but it cannot raise a non-memory error such as a
+    // shape mismatch: that one is in the model's use.
+    let released = activity
+        .line
+        .to_lowercase()
+        .starts_with("attempting to release mmap");
+    let ready = activity.ready
+        || (released && c.evidence.exception_message.is_some() && c.kind == FailureKind::Other);
+    let ready_before_error = c.evidence.exception_message.is_some() && ready;
     if !(ended || died || ready_before_error) {
         return None;
     }
@@ -403,7 +422,7 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     } else {
         ""
     };
-    let (candidates, why) = if activity.ready || (role == ModelRole::Vae && sampled) {
+    let (candidates, why) = if ready || (role == ModelRole::Vae && sampled) {
         (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first{after}.", stage.as_str(), stage.as_str()))
     } else {
         (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
@@ -824,6 +843,49 @@ mod tests {
             ..node("SegmentStitcher")
         };
         assert_eq!(ask("video_encoder", &other, &s), None);
+        // PyAV's encoder call (ComfyUI's SaveVideo; LTX-2 reports with NaN audio).
+        let encoding = Evidence {
+            exception_message: Some("[Errno 22] Invalid argument: 'avcodec_send_frame()'; last error log: [aac] Input contains (near) NaN/+-Inf".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            stage_of(ask("video_encoder", &encoding, &s)),
+            Some(Stage::Postprocess)
+        );
+        let decoding = Evidence {
+            exception_message: Some("[Errno 1094995529] Invalid data found when processing input: 'avcodec_send_packet()'".into()),
+            ..node("LoadVideo")
+        };
+        assert_eq!(ask("video_encoder", &decoding, &s), None);
+    }
+
+    /// After `Attempting to release mmap` a non-memory error is in the model's use; an
+    /// out-of-memory error may be the release moving weights (left to the console rule).
+    #[test]
+    fn an_error_after_the_mmap_release_is_placed_by_its_kind() {
+        let mut s = ended(
+            "Attempting to release mmap (290)",
+            "LTXAVTEModel_",
+            false,
+            None,
+        );
+        s.log_stopped = false;
+        let e = Evidence {
+            exception_message: Some("mat1 and mat2 shapes cannot be multiplied".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            candidates_of(ask("log_end_model", &e, &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let oom = Evidence {
+            exception_message: Some("CUDA error: out of memory".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            ask_kind("log_end_model", &oom, &s, FailureKind::CudaOom),
+            None
+        );
     }
 
     /// A prompt refused by validate_prompt never ran: no stage, even with a loader named.
