@@ -20,6 +20,12 @@ const HELDOUT_2026: (usize, usize, usize) = (20, 19, 15);
 /// A fresh batch of 2026 reports (issue #40, third round), labelled and split before the
 /// classifier ever ran on it; the held-out part was scored once, after tuning on train.
 const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";
+/// The last 2026 batch (issue #40, fourth round): every record held out, labelled from the
+/// quoted text alone before the classifier ever ran on it, and scored once, after all tuning.
+const CLEAN_2026: &str = "tests/fixtures/oom-reports/clean-2026.json";
+/// Its floors (kind, stage by issue #40's measure) through the record's fields with its text,
+/// then through the pasted text alone.
+const CLEAN_FLOORS: (usize, usize, usize, usize) = (35, 29, 33, 27);
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
 /// record's fields with its text, then the pasted text alone (what `diagnose FILE` sees).
 /// The held-out floors are from after the rules written on its misses (the part is spent).
@@ -446,7 +452,7 @@ fn collected_reports_held_out_and_whole_set() {
 /// the labelled stage among (or, when unknown, before) its candidates.
 #[test]
 fn collected_reports_are_well_formed() {
-    for file in [COLLECTED, COLLECTED_2026, FRESH_2026] {
+    for file in [COLLECTED, COLLECTED_2026, FRESH_2026, CLEAN_2026] {
         well_formed(file);
     }
 }
@@ -468,7 +474,15 @@ fn well_formed(file: &str) {
             "{id}"
         );
         let l = &r["labels"];
+        // The README asks for a kind's reason when the wording does not make it obvious: an
+        // out-of-memory message names its own kind.
+        let by_wording = l["kind"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("_oom") || k == "host_ram");
         for key in ["kind", "kind_reason", "stage", "stage_reason"] {
+            if key == "kind_reason" && by_wording && l[key].is_null() {
+                continue;
+            }
             assert!(
                 l[key].as_str().is_some_and(|s| !s.trim().is_empty()),
                 "{id}: {key}"
@@ -575,34 +589,57 @@ fn collected_2026_reports_held_out_and_train() {
 #[test]
 fn fresh_2026_reports_held_out_and_train() {
     let all = load_file(FRESH_2026);
-    for (split, kind_floor, exact_floor, text_kind_floor, text_exact_floor) in FRESH_FLOORS {
+    for (split, kind, stage, text_kind, text_stage) in FRESH_FLOORS {
         let records: Vec<Value> = all
             .iter()
             .filter(|r| r["split"] == split)
             .cloned()
             .collect();
-        let combined = tally(&records);
-        combined.print(&format!("fresh 2026 {split} (fields + text)"));
-        let mut text = Tally::default();
-        for record in &records {
-            let d = diagnose::diagnose_text(&excerpts(record))
-                .unwrap_or_else(|e| diagnose::no_failure(&e.to_string()));
-            text.add(record, &d);
-        }
-        text.print(&format!("fresh 2026 {split} (pasted text alone)"));
-        for (path, t, kind, exact) in [
-            ("fields + text", &combined, kind_floor, exact_floor),
-            ("text alone", &text, text_kind_floor, text_exact_floor),
-        ] {
-            assert!(
-                t.kind_ok >= kind && t.stage_issue >= exact,
-                "fresh 2026 {split} ({path}): kind {}/{}, stage {}/{} (floors {kind}, {exact})",
-                t.kind_ok,
-                t.total,
-                t.stage_issue,
-                t.total
-            );
-        }
+        score_both_paths(
+            &format!("fresh 2026 {split}"),
+            &records,
+            (kind, stage, text_kind, text_stage),
+        );
+    }
+}
+
+/// The clean 2026 batch, all held out: scored through both paths against its floors.
+#[test]
+fn clean_2026_reports_held_out() {
+    let records = load_file(CLEAN_2026);
+    assert!(
+        records.iter().all(|r| r["split"] == "heldout"),
+        "every clean record is held out"
+    );
+    score_both_paths("clean 2026 held-out", &records, CLEAN_FLOORS);
+}
+
+/// Prints and asserts one batch through the record's fields with its text and through the
+/// pasted text alone; `floors` is (kind, stage, text kind, text stage), stage by issue #40's
+/// measure.
+fn score_both_paths(title: &str, records: &[Value], floors: (usize, usize, usize, usize)) {
+    let combined = tally(records);
+    combined.print(&format!("{title} (fields + text)"));
+    let mut text = Tally::default();
+    for record in records {
+        let d = diagnose::diagnose_text(&excerpts(record))
+            .unwrap_or_else(|e| diagnose::no_failure(&e.to_string()));
+        text.add(record, &d);
+    }
+    text.print(&format!("{title} (pasted text alone)"));
+    let (kind_floor, stage_floor, text_kind_floor, text_stage_floor) = floors;
+    for (path, t, kind, stage) in [
+        ("fields + text", &combined, kind_floor, stage_floor),
+        ("text alone", &text, text_kind_floor, text_stage_floor),
+    ] {
+        assert!(
+            t.kind_ok >= kind && t.stage_issue >= stage,
+            "{title} ({path}): kind {}/{}, stage {}/{} (floors {kind}, {stage})",
+            t.kind_ok,
+            t.total,
+            t.stage_issue,
+            t.total
+        );
     }
 }
 
@@ -618,7 +655,7 @@ static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
 #[test]
 fn no_pasted_log_without_a_death_sign_is_process_killed() {
     let mut checked = 0;
-    for file in [REPORTS, COLLECTED, COLLECTED_2026, FRESH_2026] {
+    for file in [REPORTS, COLLECTED, COLLECTED_2026, FRESH_2026, CLEAN_2026] {
         for record in load_file(file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
             let text = excerpts(&record);
@@ -646,5 +683,5 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
             checked += 1;
         }
     }
-    assert!(checked >= 200, "only {checked} records checked");
+    assert!(checked >= 240, "only {checked} records checked");
 }
