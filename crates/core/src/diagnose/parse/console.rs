@@ -62,6 +62,15 @@ static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("static regex")
 });
+/// An execution_error WebSocket message quoted whole on one line by an API client that
+/// re-raises it (`RuntimeError: ["execution_error", {"prompt_id": …, "node_type":
+/// "CLIPLoaderGGUF", …`), often cut before the JSON closes: its `node_type` is the failing node.
+static QUOTED_EXECUTION_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\[\s*"execution_error"\s*,\s*\{.*?"node_type"\s*:\s*"(?P<node>[A-Za-z_][\w.\-]*)""#,
+    )
+    .expect("static regex")
+});
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -449,6 +458,12 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     }
     if f.md_node_type.is_some() {
         f.node_type = f.md_node_type.clone();
+    }
+    if f.node_type.is_none() {
+        f.node_type = lines
+            .iter()
+            .find_map(|l| QUOTED_EXECUTION_ERROR_RE.captures(l))
+            .map(|c| c["node"].to_string());
     }
     if f.md_exception_type.is_some() {
         f.exception_type = f.md_exception_type.clone();
@@ -1156,6 +1171,13 @@ mod tests {
             "{}",
             d.stage_evidence
         );
+    }
+
+    #[test]
+    fn a_quoted_execution_error_names_its_node() {
+        let log = "RuntimeError: [\"execution_error\", {\"prompt_id\": \"e1\", \"node_id\": \"9050\", \"node_type\": \"CLIPLoaderGGUF\", \"executed\": [\"9056\"], \"exception_message\": \"Unexpected text model architecture type in GGUF file: 'gemma4'\\n\", \"exception_type\": \"ValueError\", \"traceback\": [\"  File \\\"execution.py\\\", line 545";
+        let p = parse_input(log).expect("parses");
+        assert_eq!(p.evidence.node_type.as_deref(), Some("CLIPLoaderGGUF"));
     }
 
     #[test]

@@ -328,7 +328,9 @@ enum ModelRole {
 fn model_role(model: &str) -> Option<ModelRole> {
     let m = model.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
-    if has(&["vae", "autoencoder"]) {
+    // ComfyUI's VAE classes: `AutoencoderKL`, its base `AutoencodingEngine`
+    // (comfy/ldm/models/autoencoder.py, the Flux / SD3 / Z-Image VAE), `WanVAE`, ….
+    if has(&["vae", "autoencoder", "autoencoding"]) {
         Some(ModelRole::Vae)
     } else if has(&["upscale", "esrgan", "rife", "film", "interpolat", "swinir"]) {
         Some(ModelRole::Postprocess)
@@ -482,10 +484,11 @@ fn console_model_loading(c: &Ctx) -> Option<Answer> {
     Some(found(Stage::Load, candidates, Likely, format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows.")))
 }
 
-/// A `Requested to load …` line of a VAE (`AutoencoderKL`, `WanVAE`, `VideoVAE`, …).
+/// A `Requested to load …` line of a VAE (`AutoencoderKL`, `AutoencodingEngine`, `WanVAE`,
+/// `VideoVAE`, …).
 fn is_vae_load(line: &str) -> bool {
     let name = line.rsplit(' ').next().unwrap_or_default().to_lowercase();
-    name.contains("vae") || name.starts_with("autoencoder")
+    name.contains("vae") || name.starts_with("autoencoder") || name.starts_with("autoencoding")
 }
 
 /// 3. The console says a VAE decode was retried tiled.
@@ -721,6 +724,20 @@ mod tests {
             &ended("Requested to load WanVAE", "WanVAE", false, Some((20, 20))),
         );
         assert_eq!(candidates_of(a), [Stage::Decode, Stage::Load]);
+        // AutoencodingEngine (AutoencoderKL's base class) is the VAE too.
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended(
+                "Requested to load AutoencodingEngine",
+                "AutoencodingEngine",
+                false,
+                Some((9, 9)),
+            ),
+        );
+        assert_eq!(candidates_of(a), [Stage::Decode, Stage::Load]);
+        assert!(is_vae_load("Requested to load AutoencodingEngine"));
+        assert!(!is_vae_load("Requested to load Flux"));
         let a = ask(
             "log_end_model",
             &e,
