@@ -158,6 +158,7 @@ pub(super) const RULES: &[(&str, Rule)] = &[
     ("console_model_loading", console_model_loading),
     ("console_tiled_decode", console_tiled_decode),
     ("console_tiled_encode", console_tiled_encode),
+    ("console_node_phase", console_node_phase),
     ("console_encoder_loaded", console_encoder_loaded),
     ("console_lora_errors", console_lora_errors),
     ("sampler_progress", sampler_progress),
@@ -499,6 +500,30 @@ fn console_tiled_decode(c: &Ctx) -> Option<Answer> {
 /// 3. The console says a VAE encode was retried tiled.
 fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
     matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
+}
+
+/// 3. A node's own phase line is the last activity (SeedVR2 runs VAE encoding, DiT upscaling,
+/// VAE decoding and post-processing inside one upscaler node and names each phase): the phase
+/// places the failure; the node as a whole works on finished frames, so `postprocess` stays
+/// open second.
+fn console_node_phase(c: &Ctx) -> Option<Answer> {
+    let Some(ConsoleTail::NodePhase(line)) = &c.signals.tail else {
+        return None;
+    };
+    let lower = line.to_lowercase();
+    let (stage, what) = if lower.contains("decoding") {
+        (Stage::Decode, "decoding latents to frames")
+    } else if lower.contains("encoding") {
+        (Stage::Condition, "encoding the input frames")
+    } else {
+        (Stage::Postprocess, "post-processing the finished frames")
+    };
+    let candidates = if stage == Stage::Postprocess {
+        vec![stage]
+    } else {
+        vec![stage, Stage::Postprocess]
+    };
+    Some(found(stage, candidates, Likely, format!("The last line before the failure is the node's own phase line \"{line}\"{}: it was {what} ({}).", c.in_node, stage.as_str())))
 }
 
 /// 3. An encoder had just loaded, no sampling followed and the node is not a sampler.
@@ -1013,6 +1038,7 @@ mod tests {
                 "console_model_loading",
                 "console_tiled_decode",
                 "console_tiled_encode",
+                "console_node_phase",
                 "console_encoder_loaded",
                 "console_lora_errors",
                 "sampler_progress",
@@ -1143,6 +1169,32 @@ mod tests {
             Some(Stage::Condition)
         );
         assert_eq!(ask("console_tiled_encode", &e, &dec), None);
+        let phase = |l: &str| tail(ConsoleTail::NodePhase(l.into()));
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("━━ Phase 3: VAE decoding ━━")
+            )),
+            [Stage::Decode, Stage::Postprocess]
+        );
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("Error in Phase 1 (Encoding): x")
+            )),
+            [Stage::Condition, Stage::Postprocess]
+        );
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("━━ Phase 4: Post-processing ━━")
+            )),
+            [Stage::Postprocess]
+        );
+        assert_eq!(ask("console_node_phase", &e, &dec), None);
     }
 
     #[test]
