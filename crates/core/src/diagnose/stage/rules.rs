@@ -502,10 +502,11 @@ fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
     matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
 }
 
-/// 3. A node's own phase line is the last activity (SeedVR2 runs VAE encoding, DiT upscaling,
-/// VAE decoding and post-processing inside one upscaler node and names each phase): the phase
-/// places the failure; the node as a whole works on finished frames, so `postprocess` stays
-/// open second.
+/// 3. A node's own phase line is the last activity: the phase places the failure.
+///
+/// SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing inside one
+/// upscaler node and names each phase; the node as a whole works on finished frames, so
+/// `postprocess` stays open second.
 fn console_node_phase(c: &Ctx) -> Option<Answer> {
     let Some(ConsoleTail::NodePhase(line)) = &c.signals.tail else {
         return None;
