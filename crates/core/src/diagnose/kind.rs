@@ -120,11 +120,6 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         "HIP error: out of memory",
     ),
     (
-        "hiperroroutofmemory",
-        FailureKind::HipOom,
-        "hipErrorOutOfMemory",
-    ),
-    (
         "not enough gpu video memory",
         FailureKind::DirectmlOom,
         "not enough GPU video memory (torch-directml)",
@@ -143,6 +138,16 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         "cudaerrormemoryallocation",
         FailureKind::CudaOom,
         "cudaErrorMemoryAllocation",
+    ),
+    // After the CUDA wordings: PyTorch's ROCm build prints its CUDA wording (`CUDA error: out
+    // of memory`) and then a hint naming HIP's status (``Search for `hipErrorOutOfMemory' in
+    // https://rocm.docs.amd.com/…``, the hipified form of the CUDA build's
+    // ``Search for `cudaErrorMemoryAllocation'``): the kind follows the message's wording, the
+    // hint decides only a message that has no other.
+    (
+        "hiperroroutofmemory",
+        FailureKind::HipOom,
+        "hipErrorOutOfMemory",
     ),
     (
         "allocation on device",
@@ -450,6 +455,10 @@ mod tests {
             (None, "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA`", FailureKind::CudaOom),
             (Some("torch.OutOfMemoryError"), "Allocation on device ", FailureKind::CudaOom),
             (Some("torch.OutOfMemoryError"), "HIP out of memory. Tried to allocate 26.00 MiB.", FailureKind::HipOom),
+            // A ROCm build of PyTorch: CUDA wording, HIP's status only in the hint line.
+            (Some("torch.AcceleratorError"), "CUDA error: out of memory\nSearch for `hipErrorOutOfMemory' in https://rocm.docs.amd.com/projects/HIP/en/latest/index.html for more information.", FailureKind::CudaOom),
+            (Some("RuntimeError"), "HIP error: hipErrorOutOfMemory", FailureKind::HipOom),
+            (Some("RuntimeError"), "hipMalloc failed: hipErrorOutOfMemory", FailureKind::HipOom),
             (Some("RuntimeError"), "MPS backend out of memory (MPS allocated: 1 GB, other allocations: 1 MB, max allowed: 2 GB).", FailureKind::MpsOom),
             (Some("RuntimeError"), "XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.56 GiB total capacity)", FailureKind::XpuOom),
             (None, "Could not allocate tensor with 58982400 bytes. There is not enough GPU video memory available!", FailureKind::DirectmlOom),

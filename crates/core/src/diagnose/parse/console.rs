@@ -62,6 +62,23 @@ static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("static regex")
 });
+/// An execution_error WebSocket message quoted whole on one line by an API client that
+/// re-raises it (`RuntimeError: ["execution_error", {"prompt_id": …, "node_type":
+/// "CLIPLoaderGGUF", …`), often cut before the JSON closes: its `node_type` is the failing node.
+static QUOTED_EXECUTION_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\[\s*"execution_error"\s*,\s*\{.*?"node_type"\s*:\s*"(?P<node>[A-Za-z_][\w.\-]*)""#,
+    )
+    .expect("static regex")
+});
+/// SeedVR2's pipeline phases as its log names them (`━━━ Phase 3: VAE decoding ━━━`,
+/// `Error in Phase 3 (Decoding): …`): 1 VAE encoding, 2 DiT upscaling, 3 VAE decoding, 4
+/// post-processing (color correction, assembly). The DiT phase names no stage by itself and is
+/// not matched.
+static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)phase \d+\s*(?::|\()\s*(?:vae )?(?:decoding|encoding|post-processing)(?-u:\b)")
+        .expect("static regex")
+});
 static KILLED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -71,6 +88,8 @@ static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Event {
     TiledRetry(bool),
+    /// A node's own phase line naming an encode, decode or post-processing phase.
+    NodePhase(String),
     SamplingBar(u64, u64),
     LoadingBar(String),
     Load(String),
@@ -126,6 +145,9 @@ fn bar_event(bar: &BarState) -> Option<Event> {
 /// rest are loading lines only a pasted log tends to show.
 fn line_event(line: &str) -> Option<Event> {
     let t = line.trim();
+    if NODE_PHASE_RE.is_match(t) {
+        return Some(Event::NodePhase(t.chars().take(160).collect()));
+    }
     let load_line = || Some(Event::Load(t.chars().take(160).collect()));
     match console::classify(t) {
         Some(ConsoleLine::Bar(bar)) => {
@@ -450,6 +472,12 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     if f.md_node_type.is_some() {
         f.node_type = f.md_node_type.clone();
     }
+    if f.node_type.is_none() {
+        f.node_type = lines
+            .iter()
+            .find_map(|l| QUOTED_EXECUTION_ERROR_RE.captures(l))
+            .map(|c| c["node"].to_string());
+    }
     if f.md_exception_type.is_some() {
         f.exception_type = f.md_exception_type.clone();
     }
@@ -622,6 +650,7 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
             _ => None,
         }),
         Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
+        Some((_, Event::NodePhase(line))) => Some(ConsoleTail::NodePhase(line.clone())),
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
     };
@@ -1156,6 +1185,27 @@ mod tests {
             "{}",
             d.stage_evidence
         );
+    }
+
+    /// SeedVR2's phase lines: the last one before the error is the console's tail.
+    #[test]
+    fn a_node_phase_line_is_the_tail() {
+        let log = "got prompt\n[19:45:40.615]  ━━━━━━━━ Phase 3: VAE decoding ━━━━━━━━\n[19:45:40.763] 🎨 Decoding batch 1/1\n!!! Exception during processing !!! MPS backend out of memory (MPS allocated: 18.69 GB, other allocations: 113.43 GB, max allowed: 132.19 GB). Tried to allocate 128.00 MB on private pool.\n";
+        let p = parse_input(log).unwrap();
+        assert!(
+            matches!(&p.signals.tail, Some(ConsoleTail::NodePhase(l)) if l.contains("Phase 3: VAE decoding")),
+            "{:?}",
+            p.signals.tail
+        );
+        let dit = "got prompt\n[19:44:30.528]  ━━━━━━━━ Phase 2: DiT upscaling ━━━━━━━━\n!!! Exception during processing !!! MPS backend out of memory (MPS allocated: 1 GB, other allocations: 1 GB, max allowed: 2 GB). Tried to allocate 128.00 MB on private pool.\n";
+        assert_eq!(parse_input(dit).unwrap().signals.tail, None);
+    }
+
+    #[test]
+    fn a_quoted_execution_error_names_its_node() {
+        let log = "RuntimeError: [\"execution_error\", {\"prompt_id\": \"e1\", \"node_id\": \"9050\", \"node_type\": \"CLIPLoaderGGUF\", \"executed\": [\"9056\"], \"exception_message\": \"Unexpected text model architecture type in GGUF file: 'gemma4'\\n\", \"exception_type\": \"ValueError\", \"traceback\": [\"  File \\\"execution.py\\\", line 545";
+        let p = parse_input(log).expect("parses");
+        assert_eq!(p.evidence.node_type.as_deref(), Some("CLIPLoaderGGUF"));
     }
 
     #[test]

@@ -158,6 +158,7 @@ pub(super) const RULES: &[(&str, Rule)] = &[
     ("console_model_loading", console_model_loading),
     ("console_tiled_decode", console_tiled_decode),
     ("console_tiled_encode", console_tiled_encode),
+    ("console_node_phase", console_node_phase),
     ("console_encoder_loaded", console_encoder_loaded),
     ("console_lora_errors", console_lora_errors),
     ("sampler_progress", sampler_progress),
@@ -328,7 +329,9 @@ enum ModelRole {
 fn model_role(model: &str) -> Option<ModelRole> {
     let m = model.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
-    if has(&["vae", "autoencoder"]) {
+    // ComfyUI's VAE classes: `AutoencoderKL`, its base `AutoencodingEngine`
+    // (comfy/ldm/models/autoencoder.py, the Flux / SD3 / Z-Image VAE), `WanVAE`, ….
+    if has(&["vae", "autoencoder", "autoencoding"]) {
         Some(ModelRole::Vae)
     } else if has(&["upscale", "esrgan", "rife", "film", "interpolat", "swinir"]) {
         Some(ModelRole::Postprocess)
@@ -482,10 +485,11 @@ fn console_model_loading(c: &Ctx) -> Option<Answer> {
     Some(found(Stage::Load, candidates, Likely, format!("The last console lines before the failure are model loading (\"{line}\") and no sampling progress follows.")))
 }
 
-/// A `Requested to load …` line of a VAE (`AutoencoderKL`, `WanVAE`, `VideoVAE`, …).
+/// A `Requested to load …` line of a VAE (`AutoencoderKL`, `AutoencodingEngine`, `WanVAE`,
+/// `VideoVAE`, …).
 fn is_vae_load(line: &str) -> bool {
     let name = line.rsplit(' ').next().unwrap_or_default().to_lowercase();
-    name.contains("vae") || name.starts_with("autoencoder")
+    name.contains("vae") || name.starts_with("autoencoder") || name.starts_with("autoencoding")
 }
 
 /// 3. The console says a VAE decode was retried tiled.
@@ -496,6 +500,31 @@ fn console_tiled_decode(c: &Ctx) -> Option<Answer> {
 /// 3. The console says a VAE encode was retried tiled.
 fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
     matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
+}
+
+/// 3. A node's own phase line is the last activity: the phase places the failure.
+///
+/// SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing inside one
+/// upscaler node and names each phase; the node as a whole works on finished frames, so
+/// `postprocess` stays open second.
+fn console_node_phase(c: &Ctx) -> Option<Answer> {
+    let Some(ConsoleTail::NodePhase(line)) = &c.signals.tail else {
+        return None;
+    };
+    let lower = line.to_lowercase();
+    let (stage, what) = if lower.contains("decoding") {
+        (Stage::Decode, "decoding latents to frames")
+    } else if lower.contains("encoding") {
+        (Stage::Condition, "encoding the input frames")
+    } else {
+        (Stage::Postprocess, "post-processing the finished frames")
+    };
+    let candidates = if stage == Stage::Postprocess {
+        vec![stage]
+    } else {
+        vec![stage, Stage::Postprocess]
+    };
+    Some(found(stage, candidates, Likely, format!("The last line before the failure is the node's own phase line \"{line}\"{}: it was {what} ({}).", c.in_node, stage.as_str())))
 }
 
 /// 3. An encoder had just loaded, no sampling followed and the node is not a sampler.
@@ -721,6 +750,20 @@ mod tests {
             &ended("Requested to load WanVAE", "WanVAE", false, Some((20, 20))),
         );
         assert_eq!(candidates_of(a), [Stage::Decode, Stage::Load]);
+        // AutoencodingEngine (AutoencoderKL's base class) is the VAE too.
+        let a = ask(
+            "log_end_model",
+            &e,
+            &ended(
+                "Requested to load AutoencodingEngine",
+                "AutoencodingEngine",
+                false,
+                Some((9, 9)),
+            ),
+        );
+        assert_eq!(candidates_of(a), [Stage::Decode, Stage::Load]);
+        assert!(is_vae_load("Requested to load AutoencodingEngine"));
+        assert!(!is_vae_load("Requested to load Flux"));
         let a = ask(
             "log_end_model",
             &e,
@@ -996,6 +1039,7 @@ mod tests {
                 "console_model_loading",
                 "console_tiled_decode",
                 "console_tiled_encode",
+                "console_node_phase",
                 "console_encoder_loaded",
                 "console_lora_errors",
                 "sampler_progress",
@@ -1126,6 +1170,32 @@ mod tests {
             Some(Stage::Condition)
         );
         assert_eq!(ask("console_tiled_encode", &e, &dec), None);
+        let phase = |l: &str| tail(ConsoleTail::NodePhase(l.into()));
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("━━ Phase 3: VAE decoding ━━")
+            )),
+            [Stage::Decode, Stage::Postprocess]
+        );
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("Error in Phase 1 (Encoding): x")
+            )),
+            [Stage::Condition, Stage::Postprocess]
+        );
+        assert_eq!(
+            candidates_of(ask(
+                "console_node_phase",
+                &e,
+                &phase("━━ Phase 4: Post-processing ━━")
+            )),
+            [Stage::Postprocess]
+        );
+        assert_eq!(ask("console_node_phase", &e, &dec), None);
     }
 
     #[test]
