@@ -26,6 +26,11 @@ const CLEAN_2026: &str = "tests/fixtures/oom-reports/clean-2026.json";
 /// Its floors (kind, stage by issue #40's measure) through the record's fields with its text,
 /// then through the pasted text alone.
 const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 32, 34, 31);
+/// A second clean batch (issue #40, fifth round): all held out, labelled like `CLEAN_2026`,
+/// scored once after the fifth round's rules were written on the spent first clean batch.
+const CLEAN_2026B: &str = "tests/fixtures/oom-reports/clean-2026b.json";
+/// Its floors, as `CLEAN_FLOORS`.
+const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (22, 25, 21, 25);
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
 /// record's fields with its text, then the pasted text alone (what `diagnose FILE` sees).
 /// The held-out floors are from after the rules written on its misses (the part is spent).
@@ -452,7 +457,13 @@ fn collected_reports_held_out_and_whole_set() {
 /// the labelled stage among (or, when unknown, before) its candidates.
 #[test]
 fn collected_reports_are_well_formed() {
-    for file in [COLLECTED, COLLECTED_2026, FRESH_2026, CLEAN_2026] {
+    for file in [
+        COLLECTED,
+        COLLECTED_2026,
+        FRESH_2026,
+        CLEAN_2026,
+        CLEAN_2026B,
+    ] {
         well_formed(file);
     }
 }
@@ -614,6 +625,17 @@ fn clean_2026_reports_held_out() {
     score_both_paths("clean 2026 held-out", &records, CLEAN_FLOORS);
 }
 
+/// The second clean batch, all held out, scored the same way.
+#[test]
+fn clean_2026b_reports_held_out() {
+    let records = load_file(CLEAN_2026B);
+    assert!(
+        records.iter().all(|r| r["split"] == "heldout"),
+        "every clean record is held out"
+    );
+    score_both_paths("clean 2026b held-out", &records, CLEAN_B_FLOORS);
+}
+
 /// Prints and asserts one batch through the record's fields with its text and through the
 /// pasted text alone; `floors` is (kind, stage, text kind, text stage), stage by issue #40's
 /// measure.
@@ -655,7 +677,14 @@ static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
 #[test]
 fn no_pasted_log_without_a_death_sign_is_process_killed() {
     let mut checked = 0;
-    for file in [REPORTS, COLLECTED, COLLECTED_2026, FRESH_2026, CLEAN_2026] {
+    for file in [
+        REPORTS,
+        COLLECTED,
+        COLLECTED_2026,
+        FRESH_2026,
+        CLEAN_2026,
+        CLEAN_2026B,
+    ] {
         for record in load_file(file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
             let text = excerpts(&record);
@@ -683,5 +712,5 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
             checked += 1;
         }
     }
-    assert!(checked >= 240, "only {checked} records checked");
+    assert!(checked >= 270, "only {checked} records checked");
 }

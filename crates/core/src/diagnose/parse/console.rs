@@ -684,11 +684,25 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         .windows(2)
         .map(|w| (w[0], scan_segment(&lines[w[0]..w[1]])))
         .collect();
+    // A process that exits after a run ended (`Prompt executed`, then the portable launcher's
+    // `pause`: "Press any key to continue") with nothing run in between ran no prompt there:
+    // the exit is not a failure of its own when a run before it failed.
+    let idle_exit = |i: usize, s: &SegmentFailure| {
+        i > 0
+            && segments[i - 1].1.prompt_done
+            && s.death.is_some()
+            && !s.got_prompt
+            && s.events.is_empty()
+            && s.message.is_none()
+            && s.traceback.is_empty()
+    };
+    let earlier_failure = |i: usize| segments[..i].iter().any(|(_, s)| s.has_failure());
     // Startup errors (custom-node imports) are not the run's failure when anything else is.
     let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
     let chosen = segments
         .iter()
         .enumerate()
+        .filter(|(i, (_, s))| !(idle_exit(*i, s) && earlier_failure(*i)))
         .filter(|(_, (_, s))| s.has_failure() && !(run_failures && s.startup))
         .max_by_key(|(i, (_, s))| {
             (
@@ -1122,6 +1136,23 @@ mod tests {
             d.kind_evidence
         );
         assert!(d.message.unwrap().contains("xfer_file_read_at"));
+    }
+
+    /// The launcher's pause after a run ended is the process exiting, not the run's failure:
+    /// the run's own exception is the answer.
+    #[test]
+    fn an_exit_after_a_finished_run_does_not_hide_its_error() {
+        let log = "got prompt\n!!! Exception during processing !!! CUDA error: an illegal memory access was encountered\ntorch.AcceleratorError: CUDA error: an illegal memory access was encountered\n\nPrompt executed in 48.03 seconds\n\nC:\\ComfyUI_windows_portable>pause\nPress any key to continue . . .\n";
+        let parsed = parse_input(log).unwrap();
+        assert_eq!(
+            parsed.evidence.exception_type.as_deref(),
+            Some("torch.AcceleratorError")
+        );
+        assert!(parsed.signals.death.is_none(), "{:?}", parsed.signals.death);
+        // With no error before it, the pause after a run is still read as the process ending.
+        let quiet =
+            "got prompt\nPrompt executed in 3.00 seconds\nPress any key to continue . . .\n";
+        assert!(parse_input(quiet).unwrap().signals.death.is_some());
     }
 
     /// What follows `Prompt executed in …` is the next run, even without its `got prompt`
