@@ -822,7 +822,15 @@ pub fn console_signals(text: &str) -> ConsoleSignals {
 mod tests {
     use super::super::parse_input;
     use crate::diagnose::RunOutcomeHint;
-    use crate::diagnose::{ConsoleTail, ParseError};
+    use crate::diagnose::{ConsoleTail, Diagnosis, ParseError};
+    use crate::vocab::FailureKind;
+
+    /// `log` diagnosed as a pasted text, asserted to be of `kind`.
+    fn kind_of(log: &str, kind: FailureKind) -> Diagnosis {
+        let d = crate::diagnose::diagnose_text(log).unwrap();
+        assert_eq!(d.kind, kind, "{}", d.kind_evidence);
+        d
+    }
     #[test]
     fn console_block_with_progress_and_final_line() {
         let log = "got prompt\nRequested to load BaseModel\nloaded completely 9000 2000 True\n 40%|████      | 8/20 [00:05<00:07,  1.6it/s]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler\n    y()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
@@ -1059,13 +1067,7 @@ mod tests {
     #[test]
     fn an_aimdo_error_broken_over_two_lines_is_aimdo() {
         let log = "aimdo: /project/src-posix/cuda-funchooks.c:37:\nERROR:aimdo_setup_hooks:\nfunchook_prepare(cuMemAlloc_v2) failed: 8\n\n[WARNING] No working comfy-aimdo install detected.\nDynamicVRAM support disabled.\n";
-        let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(
-            d.kind,
-            crate::vocab::FailureKind::Aimdo,
-            "{}",
-            d.kind_evidence
-        );
+        kind_of(log, FailureKind::Aimdo);
     }
 
     /// The patcher prints `Attempting to release mmap` once its partial load is done, then
@@ -1091,13 +1093,7 @@ mod tests {
     #[test]
     fn an_aimdo_error_line_wins_over_a_plain_message() {
         let log = "got prompt\nModel AutoencoderKL prepared for dynamic VRAM loading. 159MB Staged. 0 patches attached.\naimdo: src/vrambuf.c:42:ERROR:vrambuf_create: 0 16777216k\n!!! Exception during processing !!! VRAM reservation failed\n";
-        let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(
-            d.kind,
-            crate::vocab::FailureKind::Aimdo,
-            "{}",
-            d.kind_evidence
-        );
+        let d = kind_of(log, FailureKind::Aimdo);
         assert_eq!(
             d.stage,
             crate::vocab::Stage::Condition,
@@ -1114,13 +1110,7 @@ mod tests {
     #[test]
     fn the_specific_aimdo_line_wins_over_its_wrapper() {
         let log = "got prompt\naimdo: src/model-vbar.c:307:ERROR:VRAM Allocation failed (non OOM)\n!!! Exception during processing !!! VRAM Allocation failed\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\nRuntimeError: VRAM Allocation failed\n";
-        let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(
-            d.kind,
-            crate::vocab::FailureKind::Aimdo,
-            "{}",
-            d.kind_evidence
-        );
+        kind_of(log, FailureKind::Aimdo);
     }
 
     /// comfy-aimdo's ERROR line alone (comfy-aimdo#61, a file read for weight streaming) is
@@ -1128,13 +1118,7 @@ mod tests {
     #[test]
     fn an_aimdo_error_line_alone_is_the_failure() {
         let log = "[ERROR] aimdo: src-win/xfer-file-plat.c:43:ERROR:xfer_file_read_at: GetOverlappedResult failed error=1450 handle=0000000000001774 offset=11673711531 size=2097152\n";
-        let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(
-            d.kind,
-            crate::vocab::FailureKind::Aimdo,
-            "{}",
-            d.kind_evidence
-        );
+        let d = kind_of(log, FailureKind::Aimdo);
         assert!(d.message.unwrap().contains("xfer_file_read_at"));
     }
 
@@ -1203,13 +1187,7 @@ mod tests {
     #[test]
     fn a_crash_after_a_staged_vae_is_the_decode() {
         let log = "100%|##########| 8/8 [00:44<00:00,  5.62s/it]\nRequested to load VideoVAE\nModel VideoVAE prepared for dynamic VRAM loading. 1384MB Staged. 0 patches attached.\nRequested to load LTXAV\nModel LTXAV prepared for dynamic VRAM loading. 23838MB Staged. 1660 patches attached.\n100%|##########| 3/3 [01:38<00:00, 32.90s/it]\nRequested to load AudioVAE\nloaded completely; 28630.57 MB usable, 693.46 MB loaded, full load: True\nRequested to load VideoVAE\n0 models unloaded.\nModel VideoVAE prepared for dynamic VRAM loading. 1384MB Staged. 0 patches attached.\nWindows fatal exception: access violation\n\nStack (most recent call first):\n  File \"I:\\Ai\\ComfyUI\\comfy\\ldm\\lightricks\\vae\\causal_video_autoencoder.py\", line 564 in forward_orig\n  File \"I:\\Ai\\ComfyUI\\comfy\\ldm\\lightricks\\vae\\causal_video_autoencoder.py\", line 572 in forward\n";
-        let d = crate::diagnose::diagnose_text(log).unwrap();
-        assert_eq!(
-            d.kind,
-            crate::vocab::FailureKind::ProcessKilled,
-            "{}",
-            d.kind_evidence
-        );
+        let d = kind_of(log, FailureKind::ProcessKilled);
         assert_eq!(d.stage, crate::vocab::Stage::Decode, "{}", d.stage_evidence);
         assert!(
             d.stage_evidence.contains("before the crash"),
