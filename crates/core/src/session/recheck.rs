@@ -104,11 +104,10 @@ fn plan_again(
     config: &LadderConfig,
 ) -> Result<Prepared, String> {
     let job = &session.workflows[w];
-    let file = job
-        .steps
-        .last()
-        .map(|s| paths.dir.join(&s.file))
-        .ok_or("the journal names no target file for this workflow")?;
+    let file =
+        job.steps.last().map(|s| paths.dir.join(&s.file)).ok_or(
+            "the journal names no target file for this workflow; bisect the workflow again",
+        )?;
     let target = crate::workflow::load_api_file(&file).map_err(|e| e.to_string())?;
     if target.sha256() != job.target_sha256 {
         return Err(format!(
