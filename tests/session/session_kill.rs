@@ -329,6 +329,46 @@ fn the_server_lock_is_shared_by_every_runs_folder_and_every_name_of_the_server()
         stderr.contains("cannot submit: ") && stderr.contains("--allow-shared-server"),
         "{stderr}"
     );
+    // `mitigate --server` takes the lock of the server it moves to (issue #38 item 5): a
+    // finished session of another server cannot move onto this one while it is held, and
+    // nothing of it changes.
+    let elsewhere = Sim::with_vram_mib(57344, 0.0);
+    let runs_d = folder("d");
+    let wf = write_workflow(
+        runs_d.parent().unwrap(),
+        "sd",
+        &example("sd15_txt2img_lora_upscale", &[]),
+    );
+    let finished = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .env(comfy_bisect_core::server::lock::LOCK_DIR_ENV, &locks)
+        .args(["--server", &elsewhere.url(), "bisect", "-q", "--runs-dir"])
+        .arg(&runs_d)
+        .arg(&wf)
+        .output()
+        .unwrap();
+    let (dir_d, before) = only_session(&runs_d);
+    assert_eq!(before.server, elsewhere.url(), "{}", text(&finished));
+    let journal_before = std::fs::read(dir_d.join(SESSION_FILE)).unwrap();
+    let moved = Command::new(env!("CARGO_BIN_EXE_comfy-bisect"))
+        .env(comfy_bisect_core::server::lock::LOCK_DIR_ENV, &locks)
+        .args(["mitigate", &before.session_id, "--server", &localhost])
+        .arg("--runs-dir")
+        .arg(&runs_d)
+        .output()
+        .unwrap();
+    assert_eq!(moved.status.code(), Some(1), "{}", text(&moved));
+    let stderr = String::from_utf8_lossy(&moved.stderr);
+    assert!(
+        stderr.contains("another comfy-bisect session")
+            && stderr.contains(&format!("pid {} on", first.id())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(dir_d.join(SESSION_FILE)).unwrap(),
+        journal_before,
+        "a refused move changes nothing"
+    );
+    assert!(sim.handle().submitted_prompts().is_empty());
     // --allow-shared-server runs anyway, and the session records it.
     let mut shared = spawn_waiting(&localhost, &runs_c, &locks, &["--allow-shared-server"]);
     wait_for_session(&mut shared, &runs_c);
