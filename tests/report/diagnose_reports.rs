@@ -29,6 +29,12 @@ const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 32, 34, 31);
 /// A second clean batch (issue #40, fifth round): all held out, labelled like `CLEAN_2026`,
 /// scored once after the fifth round's rules were written on the spent first clean batch.
 const CLEAN_2026B: &str = "tests/fixtures/oom-reports/clean-2026b.json";
+/// A third clean batch (issue #40, sixth round): all held out, labelled under the README's
+/// "Labelling rules for every new batch" (written before it was collected), scored once after
+/// the sixth round's rules were written on the spent batches.
+const CLEAN_2026C: &str = "tests/fixtures/oom-reports/clean-2026c.json";
+/// Its floors, as `CLEAN_FLOORS`.
+const CLEAN_C_FLOORS: (usize, usize, usize, usize) = (0, 0, 0, 0);
 /// Its floors, as `CLEAN_FLOORS`.
 const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (22, 25, 21, 25);
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
@@ -463,6 +469,7 @@ fn collected_reports_are_well_formed() {
         FRESH_2026,
         CLEAN_2026,
         CLEAN_2026B,
+        CLEAN_2026C,
     ] {
         well_formed(file);
     }
@@ -636,6 +643,17 @@ fn clean_2026b_reports_held_out() {
     score_both_paths("clean 2026b held-out", &records, CLEAN_B_FLOORS);
 }
 
+/// The third clean batch, all held out, scored the same way.
+#[test]
+fn clean_2026c_reports_held_out() {
+    let records = load_file(CLEAN_2026C);
+    assert!(
+        records.iter().all(|r| r["split"] == "heldout"),
+        "every clean record is held out"
+    );
+    score_both_paths("clean 2026c held-out", &records, CLEAN_C_FLOORS);
+}
+
 /// Prints and asserts one batch through the record's fields with its text and through the
 /// pasted text alone; `floors` is (kind, stage, text kind, text stage), stage by issue #40's
 /// measure.
@@ -684,6 +702,7 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
         FRESH_2026,
         CLEAN_2026,
         CLEAN_2026B,
+        CLEAN_2026C,
     ] {
         for record in load_file(file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
