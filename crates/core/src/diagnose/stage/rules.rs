@@ -5,6 +5,7 @@
 
 use super::super::frames::{Frame, FrameCat};
 use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
+use super::activity::node_activity;
 use super::facts::{
     classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
     resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
@@ -381,6 +382,10 @@ fn model_role(model: &str) -> Option<ModelRole> {
 /// stages stay open, the more likely first.
 fn log_end_model(c: &Ctx) -> Option<Answer> {
     let activity = c.signals.last_model.as_ref()?;
+    if matches!(c.signals.tail, Some(ConsoleTail::NodePhase(_))) {
+        // A node's own line after the last model line is the later activity.
+        return None;
+    }
     let ended = c.signals.log_stopped && c.signals.death.is_none();
     // A process that died without a Python error: its last model line is its last activity.
     let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
@@ -502,29 +507,64 @@ fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
     matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
 }
 
-/// 3. A node's own phase line is the last activity: the phase places the failure.
+/// 3. A node's own line is the last activity: the work it names places the failure.
 ///
-/// SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing inside one
-/// upscaler node and names each phase; the node as a whole works on finished frames, so
-/// `postprocess` stays open second.
+/// A phase line: SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing
+/// inside one upscaler node and names each phase; the node as a whole works on finished frames,
+/// so `postprocess` stays open second. Any other node line that says in plain words what it is
+/// doing ([`super::activity::node_activity`]: `loading the diffusion model`, `Encoding image
+/// with VAE`, `Upscaling`, `Running sampling`) places it by that work (issue #40's rule 7(d)),
+/// unless the failing node's class already names a plain role (rule 7(b) comes first).
 fn console_node_phase(c: &Ctx) -> Option<Answer> {
     let Some(ConsoleTail::NodePhase(line)) = &c.signals.tail else {
         return None;
     };
     let lower = line.to_lowercase();
-    let (stage, what) = if lower.contains("decoding") {
-        (Stage::Decode, "decoding latents to frames")
-    } else if lower.contains("encoding") {
-        (Stage::Condition, "encoding the input frames")
+    let phase = lower.contains("phase")
+        && ["decoding", "encoding", "post-processing"]
+            .iter()
+            .any(|w| lower.contains(w));
+    let (stage, what, candidates) = if phase {
+        let (stage, what) = if lower.contains("decoding") {
+            (Stage::Decode, "decoding latents to frames")
+        } else if lower.contains("encoding") {
+            (Stage::Condition, "encoding the input frames")
+        } else {
+            (Stage::Postprocess, "post-processing the finished frames")
+        };
+        let candidates = if stage == Stage::Postprocess {
+            vec![stage]
+        } else {
+            vec![stage, Stage::Postprocess]
+        };
+        (stage, what, candidates)
     } else {
-        (Stage::Postprocess, "post-processing the finished frames")
+        let activity = node_activity(line)?;
+        // A post-processing node (an upscaler) may encode and decode inside itself, as its
+        // phase lines show; any other plain node class decides before its lines.
+        let inner = c.node_cat == NodeCat::Postprocess
+            && matches!(activity.stage, Stage::Condition | Stage::Decode);
+        if !(matches!(c.node_cat, NodeCat::Other | NodeCat::Sampler) || inner) {
+            return None;
+        }
+        let second = match activity.stage {
+            _ if inner => vec![Stage::Postprocess],
+            Stage::Condition | Stage::SampleFirst => vec![Stage::Load],
+            Stage::Decode => vec![Stage::Postprocess],
+            _ => vec![],
+        };
+        let mut candidates = vec![activity.stage];
+        candidates.extend(second);
+        (activity.stage, activity.what, candidates)
     };
-    let candidates = if stage == Stage::Postprocess {
-        vec![stage]
+    let end = if c.signals.log_stopped {
+        "end of the log"
+    } else if c.evidence.exception_message.is_none() && c.signals.death.is_some() {
+        "crash"
     } else {
-        vec![stage, Stage::Postprocess]
+        "failure"
     };
-    Some(found(stage, candidates, Likely, format!("The last line before the failure is the node's own phase line \"{line}\"{}: it was {what} ({}).", c.in_node, stage.as_str())))
+    Some(found(stage, candidates, Likely, format!("The last activity before the {end} is the node's own line \"{line}\"{}: it was {what} ({}), and no model line or bar follows it.", c.in_node, stage.as_str())))
 }
 
 /// 3. An encoder had just loaded, no sampling followed and the node is not a sampler.
