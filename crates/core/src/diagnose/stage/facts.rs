@@ -118,6 +118,22 @@ pub(super) fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)>
     }
 }
 
+/// True when the traceback's only recognised frames are generic forwards (`forward`,
+/// `__call__`, attention, matched by the function's name alone, such as comfy/ops.py's layer
+/// `forward`): they show a model running, but not which model.
+pub(super) fn generic_forward_only(frames: &[Frame]) -> bool {
+    let mut rules = frames
+        .iter()
+        .filter_map(matching_rule)
+        .filter(|r| r.cat.is_some());
+    let mut any = false;
+    let generic = rules.all(|r| {
+        any = true;
+        r.cat == Some(FrameCat::WeakStep) && r.path.is_empty()
+    });
+    any && generic
+}
+
 /// What the failing node's class says it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum NodeCat {

@@ -7,8 +7,8 @@ use super::super::frames::{Frame, FrameCat};
 use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
 use super::activity::node_activity;
 use super::facts::{
-    classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
-    resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
+    classify_traceback, describe_node, generic_forward_only, model_file_reason, node_category,
+    parse_frames, prog_from, resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
 };
 use crate::text::capitalize;
 use crate::vocab::FailureKind;
@@ -246,6 +246,13 @@ fn traceback_step(c: &Ctx) -> Option<Answer> {
     let (FrameCat::Step, frame) = c.tb.as_ref()? else {
         return None;
     };
+    if c.prog.is_none() && generic_forward_only(&c.frames) {
+        // A generic layer forward with no bar, after a text encoder finished loading: the
+        // forward is the encoder's (its use), as for any error after a finished load.
+        if let Some(line) = encoder_ready(c) {
+            return Some(found(Stage::Condition, vec![Stage::Condition, Stage::Load], Likely, format!("The traceback ends in a generic layer forward ({frame}){} with no sampling bar, and the last model ready before it is a text encoder (\"{line}\"): the forward is the encoder's, so the run was encoding the prompt (condition), possibly still loading (load).", c.in_node)));
+        }
+    }
     let base = format!(
         "The traceback ends inside a denoising step ({frame}){}",
         c.in_node
@@ -467,6 +474,31 @@ fn log_end_held_model(c: &Ctx) -> Option<Answer> {
     Some(found(Stage::Unknown, vec![Stage::SampleFirst, Stage::Decode], StageConfidence::Unknown, format!("Sampling had finished ({n}/{n}) and the last line before the {end} is \"{line}\" with no `Requested to load` after the bar: ComfyUI was bringing back a model it already held, the diffusion model for another pass (sample_first) or a VAE for the decode; the text does not say which.")))
 }
 
+/// ComfyUI's line once a text encoder model is built (comfy/sd.py `CLIP`, in its loader:
+/// `CLIP/text encoder model load device: …, current: …`); older versions print it after the
+/// encoder's `loaded completely`, newer ones before the encode's `Requested to load`.
+const ENCODER_BUILT: &str = "clip/text encoder model load device";
+
+/// The line showing a text encoder ready as the last model activity, with no sampling bar:
+/// ComfyUI's `CLIP/text encoder model load device` line, `loaded completely` after `Requested
+/// to load` of an encoder, or an encoder staged or loaded as the last model line.
+fn encoder_ready(c: &Ctx) -> Option<String> {
+    if c.signals.sampling_bar.is_some() {
+        return None;
+    }
+    match &c.signals.tail {
+        Some(ConsoleTail::ModelLoading(line)) if line.to_lowercase().starts_with(ENCODER_BUILT) => {
+            return Some(line.clone())
+        }
+        Some(ConsoleTail::EncoderLoaded(model)) => {
+            return Some(format!("Requested to load {model} … loaded completely"))
+        }
+        _ => {}
+    }
+    let last = c.signals.last_model.as_ref()?;
+    (last.ready && model_role(&last.model) == Some(ModelRole::Encoder)).then(|| last.line.clone())
+}
+
 /// 3. The console's last lines are model loading (not for a decode or post-processing node).
 fn console_model_loading(c: &Ctx) -> Option<Answer> {
     let Some(ConsoleTail::ModelLoading(line)) = &c.signals.tail else {
@@ -481,6 +513,9 @@ fn console_model_loading(c: &Ctx) -> Option<Answer> {
         if is_vae_load(line) {
             return Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("Sampling had finished ({n}/{n}) and the last console line before the failure loads the VAE (\"{line}\"): the failure is in the decode.")));
         }
+    }
+    if line.to_lowercase().starts_with(ENCODER_BUILT) {
+        return Some(found(Stage::Condition, vec![Stage::Condition, Stage::Load], Likely, format!("The last console line before the failure is \"{line}\", which ComfyUI prints once a text encoder model is built: its use comes next, so the failure is most likely in encoding the prompt (condition), possibly in moving its weights to the device (load).")));
     }
     let candidates = if c.asynchronous {
         vec![Stage::Load, Stage::SampleFirst]
@@ -1193,6 +1228,52 @@ mod tests {
             Some(Stage::Load)
         );
         assert_eq!(ask("console_model_loading", &node("VAEDecode"), &s), None);
+    }
+
+    /// ComfyUI's `CLIP/text encoder model load device` line is printed once the text encoder
+    /// model is built: as the last line, its use (condition) comes next.
+    #[test]
+    fn the_text_encoder_built_line_is_its_use_next() {
+        let line = "CLIP/text encoder model load device: cuda:0, offload device: cpu, current: cpu, dtype: torch.float16";
+        let s = tail(ConsoleTail::ModelLoading(line.into()));
+        assert_eq!(
+            candidates_of(ask("console_model_loading", &Evidence::default(), &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let other = tail(ConsoleTail::ModelLoading("model_type FLOW".into()));
+        assert_eq!(
+            candidates_of(ask("console_model_loading", &Evidence::default(), &other)),
+            [Stage::Load]
+        );
+    }
+
+    /// A crash stack in a generic layer forward (comfy/ops.py) with no bar, after a text encoder
+    /// finished loading, is the encoder's forward; a diffusion model's frame or a bar keeps the
+    /// step reading.
+    #[test]
+    fn a_generic_forward_after_a_ready_text_encoder_is_condition() {
+        let ops = &[
+            r#"  File "D:\c\comfy\ops.py", line 482 in forward"#,
+            r#"  File "D:\c\comfy\ops.py", line 475 in forward_comfy_cast_weights"#,
+        ];
+        let mut s = tail(ConsoleTail::ModelLoading(
+            "CLIP/text encoder model load device: cuda:0, offload device: cpu, current: cuda:0, dtype: torch.float16".into(),
+        ));
+        s.death = Some("Fatal Python error: Aborted".into());
+        assert_eq!(
+            candidates_of(ask("traceback_step", &traceback(ops), &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let flux = &[r#"  File "/c/comfy/ldm/flux/model.py", line 184, in forward"#];
+        assert_eq!(
+            stage_of(ask("traceback_step", &traceback(flux), &s)),
+            Some(Stage::Unknown)
+        );
+        s.sampling_bar = Some((0, 20));
+        assert_eq!(
+            stage_of(ask("traceback_step", &traceback(ops), &s)),
+            Some(Stage::SampleFirst)
+        );
     }
 
     #[test]
