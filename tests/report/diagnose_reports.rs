@@ -16,7 +16,7 @@ const COLLECTED_2026: &str = "tests/fixtures/oom-reports/collected-2026.json";
 /// The 2026 held-out split's floors (kind, stage among the candidates, stage exactly as
 /// labelled): its measurement after the rules were tuned on the train split and the glued
 /// progress-bar split (written after one held-out miss was seen; docs/diagnose.md says so).
-const HELDOUT_2026: (usize, usize, usize) = (20, 19, 15);
+const HELDOUT_2026: (usize, usize, usize) = (20, 19, 16);
 /// A fresh batch of 2026 reports (issue #40, third round), labelled and split before the
 /// classifier ever ran on it; the held-out part was scored once, after tuning on train.
 const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";

@@ -411,6 +411,14 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     let ready = activity.ready
         || (released && c.evidence.exception_message.is_some() && c.kind == FailureKind::Other);
     let ready_before_error = c.evidence.exception_message.is_some() && ready;
+    // An error located in a sampler (its entry frame, or a sampler node) with no bar: the
+    // sampler loads its model and then steps, so a model ready before it does not say which
+    // (rule 7(b): load, first and later step stay open).
+    let in_sampler =
+        matches!(&c.tb, Some((FrameCat::SamplerEntry, _))) || c.node_cat == NodeCat::Sampler;
+    if ready_before_error && !(ended || died) && in_sampler && c.prog.is_none() {
+        return None;
+    }
     if !(ended || died || ready_before_error) {
         return None;
     }
@@ -1053,6 +1061,48 @@ mod tests {
         );
         s.log_stopped = false;
         assert_eq!(ask("log_end_model", &error, &s), None);
+    }
+
+    /// An error located in a sampler (its entry frame) with no bar leaves load and the steps
+    /// open, even after a staged diffusion model (rule 7(b)).
+    #[test]
+    fn a_ready_model_does_not_place_an_error_inside_a_sampler() {
+        let mut s = ended(
+            "Model QwenImage prepared for dynamic VRAM loading. 19483MB Staged.",
+            "QwenImage",
+            true,
+            None,
+        );
+        s.log_stopped = false;
+        let e = Evidence {
+            exception_message: Some("Fault failed: 2".into()),
+            ..traceback(&[
+                r#"  File "nodes.py", line 1607, in sample"#,
+                r#"  File "comfy/sample.py", line 74, in sample"#,
+            ])
+        };
+        assert_eq!(ask("log_end_model", &e, &s), None);
+        let failing = failing_node(&e);
+        let v = super::super::resolve(&e, &s, FailureKind::Aimdo, false, &failing);
+        assert_eq!(v.stage, Stage::Unknown, "{}", v.evidence);
+        assert_eq!(
+            v.candidates,
+            [
+                Stage::Unknown,
+                Stage::Load,
+                Stage::SampleFirst,
+                Stage::SampleMiddle
+            ]
+        );
+        // Without the sampler frame the error is in the staged model's use.
+        let plain = Evidence {
+            exception_message: Some("Fault failed: 2".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            candidates_of(ask("log_end_model", &plain, &s)),
+            [Stage::SampleFirst, Stage::Load]
+        );
     }
 
     /// After a finished bar, `N models unloaded.` with no request after the bar: a held model
