@@ -239,6 +239,7 @@ mod tests {
         for msg in [
             "unable to mmap 23802932552 bytes from file <ComfyUI/models/unet/flux1-dev.safetensors>: Cannot allocate memory (12)",
             "Error while deserializing header: HeaderTooLarge",
+            "GGUF magic invalid",
         ] {
             let e = Evidence {
                 exception_message: Some(msg.into()),
@@ -401,5 +402,10 @@ mod tests {
         assert_eq!(node_category("BNK_Unsampler"), NodeCat::Sampler);
         assert_eq!(node_category("SamplerCustomAdvanced"), NodeCat::Sampler);
         assert_eq!(node_category("LatentUpscaleBy"), NodeCat::Other);
+        // A model family with a media word in its name is still a model loader.
+        assert_eq!(node_category("ZImageLoader"), NodeCat::Loader);
+        assert_eq!(node_category("LoadImage"), NodeCat::InputMedia);
+        assert_eq!(node_category("LTXVImgToVideoInplace"), NodeCat::Condition);
+        assert_eq!(node_category("WanImageToVideo"), NodeCat::Condition);
     }
 }
