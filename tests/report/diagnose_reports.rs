@@ -714,3 +714,63 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
     }
     assert!(checked >= 270, "only {checked} records checked");
 }
+
+/// Lines a console prints that are not the run's activity: ComfyUI-Manager's registry fetch and
+/// its notices, Crystools' banner, a deprecation warning and its source line, ComfyUI's
+/// attention choice. (`Prompt executed in …` is not one: it ends the run.)
+const TRAILING_NOISE: &[&str] = &[
+    "\n",
+    "\nFETCH ComfyRegistry Data: 25/115\n",
+    "\nFETCH ComfyRegistry Data [DONE]\n[ComfyUI-Manager] default cache updated: https://api.comfy.org/nodes\nFETCH DATA from: https://api.comfy.org/nodes?page=1&limit=1000 [DONE]\n[ComfyUI-Manager] All startup tasks have been completed.\n",
+    "\n[Crystools INFO] Crystools version: 1.22.1\n[Crystools INFO] Platform release: 10\n",
+    "\n/home/user/ComfyUI/venv/lib/python3.12/site-packages/torch/utils/_pytree.py:185: FutureWarning: `torch.utils._pytree._register_pytree_node` is deprecated. Please use `torch.utils._pytree.register_pytree_node` instead.\n  warnings.warn(\n",
+    "\nUsing pytorch attention in VAE\n",
+];
+
+/// Issue #40: ordinary trailing noise after a labelled record's text (lines that are not the
+/// run's activity) leaves the stage as it was, through the pasted text alone.
+#[test]
+fn trailing_noise_leaves_the_stage_unchanged() {
+    let mut changed = Vec::new();
+    let mut checked = 0;
+    for file in [
+        REPORTS,
+        COLLECTED,
+        COLLECTED_2026,
+        FRESH_2026,
+        CLEAN_2026,
+        CLEAN_2026B,
+    ] {
+        for record in load_file(file) {
+            let text = excerpts(&record);
+            let stage_of = |t: &str| {
+                diagnose::diagnose_text(t)
+                    .map(|d| (d.stage, d.stage_candidates))
+                    .ok()
+            };
+            let Some(before) = stage_of(&text) else {
+                continue;
+            };
+            checked += 1;
+            for noise in TRAILING_NOISE {
+                let after = stage_of(&format!("{text}{noise}"));
+                if after.as_ref() != Some(&before) {
+                    changed.push(format!(
+                        "{} + {:?}: {:?} → {:?}",
+                        record["id"].as_str().unwrap_or("?"),
+                        noise.lines().nth(1).unwrap_or("\\n"),
+                        before,
+                        after
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 250, "only {checked} records parsed");
+    assert!(
+        changed.is_empty(),
+        "trailing noise changed the stage of {} record(s):\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
+}

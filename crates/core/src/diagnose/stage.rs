@@ -8,7 +8,7 @@ mod activity;
 mod facts;
 mod rules;
 
-pub(crate) use activity::node_activity;
+pub(crate) use activity::{is_background_line, node_activity};
 pub(crate) use facts::{failing_node, Failing};
 
 /// The stage, every stage left open, and the evidence in words.

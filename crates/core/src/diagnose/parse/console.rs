@@ -4,7 +4,7 @@
 
 use super::lines::normalise;
 use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
-use crate::diagnose::stage::node_activity;
+use crate::diagnose::stage::{is_background_line, node_activity};
 use crate::diagnose::{ConsoleSignals, ConsoleTail, ModelActivity, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
@@ -739,7 +739,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
-                let events = with_cut_last_line(&last.events, lines.last());
+                // The last line the run printed: background lines after it (a registry
+                // fetch, a warning) do not end the run's own output.
+                let last_line = lines.iter().rev().find(|l| !is_background_line(l));
+                let events = with_cut_last_line(&last.events, last_line);
                 let (sampling_bar, tail) = signals_from(&events);
                 let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {

@@ -74,6 +74,19 @@ static ACTIVITY: LazyLock<Vec<(Regex, Stage, &'static str)>> = LazyLock::new(|| 
     ]
 });
 
+/// Lines other threads and libraries print while a run goes on, which are not the run's
+/// activity: ComfyUI-Manager's registry fetch and notices, Crystools' banner, Python warnings
+/// and the source line `warnings.warn` shows, ComfyUI's attention choice, blank lines.
+static BACKGROUND_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:$|fetch comfyregistry data|fetch data from|\[comfyui-manager\]|\[crystools|\[done\]$|warnings\.warn\(|using [\w\s-]*attention(?: in vae)?\s*$|.*\b\w*warning: )")
+        .expect("static regex")
+});
+
+/// True for a line that is background output, not the run's activity.
+pub(crate) fn is_background_line(line: &str) -> bool {
+    BACKGROUND_RE.is_match(line.trim())
+}
+
 /// The words of a log line without what the run prints before them.
 fn words(line: &str) -> &str {
     let mut rest = line;
@@ -116,6 +129,31 @@ mod tests {
 
     fn stage(line: &str) -> Option<Stage> {
         node_activity(line).map(|a| a.stage)
+    }
+
+    #[test]
+    fn background_lines_are_not_activity() {
+        for line in [
+            "",
+            "FETCH ComfyRegistry Data: 25/115",
+            "FETCH DATA from: https://api.comfy.org/nodes?page=1&limit=1000 [DONE]",
+            "[ComfyUI-Manager] All startup tasks have been completed.",
+            "[Crystools INFO] Crystools version: 1.22.1",
+            "/c/torch/utils/_pytree.py:185: FutureWarning: `x` is deprecated.",
+            "  warnings.warn(",
+            "Using pytorch attention in VAE",
+            "Using sage attention",
+        ] {
+            assert!(is_background_line(line), "{line:?}");
+        }
+        for line in [
+            "Requested to load WanVAE",
+            "0 models unloaded.",
+            "Model Mini",
+            "[I2V-Inference] Encoding image with VAE...",
+        ] {
+            assert!(!is_background_line(line), "{line:?}");
+        }
     }
 
     #[test]
