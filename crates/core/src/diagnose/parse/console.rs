@@ -988,7 +988,10 @@ mod tests {
         let cut = "got prompt\nRequested to load HunyuanVideoVAE\nModel Hunyu";
         let d = crate::diagnose::diagnose_text(cut).unwrap();
         assert_eq!(d.stage, Stage::Condition, "{}", d.stage_evidence);
-        assert_eq!(d.stage_candidates, [Stage::Condition, Stage::Load]);
+        assert_eq!(
+            d.stage_candidates,
+            [Stage::Condition, Stage::Load, Stage::Decode]
+        );
         // A last line that is not the start of that line (another model, or too short to
         // tell) leaves the bare request: still loading.
         for last in ["Model Flux", "Model H"] {

@@ -101,6 +101,9 @@ fn words(line: &str) -> &str {
 
 /// The work a node's log line names, when it says in plain words that it is doing it now.
 pub(crate) fn node_activity(line: &str) -> Option<NodeActivity> {
+    if is_background_line(line) {
+        return None;
+    }
     let w = words(line);
     if w.is_empty() || REPORT_RE.is_match(w) || w.chars().count() > 200 {
         return None;
@@ -208,6 +211,7 @@ mod tests {
             "Using sampling method euler",
             "FETCH ComfyRegistry Data: 25/115",
             "[ComfyUI-Manager] All startup tasks have been completed.",
+            "[ComfyUI-Manager] Loading model list from cache",
             "Prompt executed in 12.3 seconds",
             "",
         ] {

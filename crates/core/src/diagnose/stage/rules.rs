@@ -445,11 +445,16 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     } else {
         ""
     };
-    let (candidates, why) = if ready || (role == ModelRole::Vae && sampled) {
+    let (mut candidates, why) = if ready || (role == ModelRole::Vae && sampled) {
         (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first{after}.", stage.as_str(), stage.as_str()))
     } else {
         (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
     };
+    if role == ModelRole::Vae && !sampled {
+        // A VAE with no bar names two stages (rule 9): encoding inputs, the likelier by rule
+        // 7(c), or a decode to come, which stays open.
+        candidates.push(Stage::Decode);
+    }
     Some(found(candidates[0], candidates, Likely, why))
 }
 
@@ -857,7 +862,10 @@ mod tests {
                 None,
             ),
         );
-        assert_eq!(candidates_of(a), [Stage::Condition, Stage::Load]);
+        assert_eq!(
+            candidates_of(a),
+            [Stage::Condition, Stage::Load, Stage::Decode]
+        );
         let a = ask(
             "log_end_model",
             &e,
@@ -894,7 +902,8 @@ mod tests {
         dead.death = None;
         dead.log_stopped = false;
         assert_eq!(ask("log_end_model", &e, &dead), None);
-        // An error right after a staged VAE with no sampling: encoding inputs, or the decode.
+        // An error right after a staged VAE with no sampling: encoding inputs, or the decode
+        // (rule 9: the likelier first, the other open).
         let error = Evidence {
             exception_message: Some("VRAM reservation failed".into()),
             ..Evidence::default()
@@ -904,7 +913,7 @@ mod tests {
         s.log_stopped = false;
         assert_eq!(
             candidates_of(ask("log_end_model", &error, &s)),
-            [Stage::Condition, Stage::Load]
+            [Stage::Condition, Stage::Load, Stage::Decode]
         );
         // …but not after an old-style `Requested to load` line (console_model_loading's).
         let mut s = ended(
