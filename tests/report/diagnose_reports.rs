@@ -16,7 +16,7 @@ const COLLECTED_2026: &str = "tests/fixtures/oom-reports/collected-2026.json";
 /// The 2026 held-out split's floors (kind, stage among the candidates, stage exactly as
 /// labelled): its measurement after the rules were tuned on the train split and the glued
 /// progress-bar split (written after one held-out miss was seen; docs/diagnose.md says so).
-const HELDOUT_2026: (usize, usize, usize) = (20, 19, 15);
+const HELDOUT_2026: (usize, usize, usize) = (20, 19, 16);
 /// A fresh batch of 2026 reports (issue #40, third round), labelled and split before the
 /// classifier ever ran on it; the held-out part was scored once, after tuning on train.
 const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";
@@ -25,7 +25,7 @@ const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";
 const CLEAN_2026: &str = "tests/fixtures/oom-reports/clean-2026.json";
 /// Its floors (kind, stage by issue #40's measure) through the record's fields with its text,
 /// then through the pasted text alone.
-const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 32, 34, 31);
+const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 34, 34, 33);
 /// A second clean batch (issue #40, fifth round): all held out, labelled like `CLEAN_2026`,
 /// scored once after the fifth round's rules were written on the spent first clean batch.
 const CLEAN_2026B: &str = "tests/fixtures/oom-reports/clean-2026b.json";
@@ -36,12 +36,12 @@ const CLEAN_2026C: &str = "tests/fixtures/oom-reports/clean-2026c.json";
 /// Its floors, as `CLEAN_FLOORS`.
 const CLEAN_C_FLOORS: (usize, usize, usize, usize) = (0, 0, 0, 0);
 /// Its floors, as `CLEAN_FLOORS`.
-const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (22, 25, 21, 25);
+const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (22, 27, 21, 27);
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
 /// record's fields with its text, then the pasted text alone (what `diagnose FILE` sees).
 /// The held-out floors are from after the rules written on its misses (the part is spent).
 const FRESH_FLOORS: [(&str, usize, usize, usize, usize); 2] =
-    [("train", 28, 28, 28, 28), ("heldout", 41, 33, 40, 32)];
+    [("train", 28, 28, 28, 28), ("heldout", 41, 35, 40, 34)];
 
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
@@ -732,4 +732,64 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
         }
     }
     assert!(checked >= 270, "only {checked} records checked");
+}
+
+/// Lines a console prints that are not the run's activity: ComfyUI-Manager's registry fetch and
+/// its notices, Crystools' banner, a deprecation warning and its source line, ComfyUI's
+/// attention choice. (`Prompt executed in …` is not one: it ends the run.)
+const TRAILING_NOISE: &[&str] = &[
+    "\n",
+    "\nFETCH ComfyRegistry Data: 25/115\n",
+    "\nFETCH ComfyRegistry Data [DONE]\n[ComfyUI-Manager] default cache updated: https://api.comfy.org/nodes\nFETCH DATA from: https://api.comfy.org/nodes?page=1&limit=1000 [DONE]\n[ComfyUI-Manager] All startup tasks have been completed.\n",
+    "\n[Crystools INFO] Crystools version: 1.22.1\n[Crystools INFO] Platform release: 10\n",
+    "\n/home/user/ComfyUI/venv/lib/python3.12/site-packages/torch/utils/_pytree.py:185: FutureWarning: `torch.utils._pytree._register_pytree_node` is deprecated. Please use `torch.utils._pytree.register_pytree_node` instead.\n  warnings.warn(\n",
+    "\nUsing pytorch attention in VAE\n",
+];
+
+/// Issue #40: ordinary trailing noise after a labelled record's text (lines that are not the
+/// run's activity) leaves the stage as it was, through the pasted text alone.
+#[test]
+fn trailing_noise_leaves_the_stage_unchanged() {
+    let mut changed = Vec::new();
+    let mut checked = 0;
+    for file in [
+        REPORTS,
+        COLLECTED,
+        COLLECTED_2026,
+        FRESH_2026,
+        CLEAN_2026,
+        CLEAN_2026B,
+    ] {
+        for record in load_file(file) {
+            let text = excerpts(&record);
+            let stage_of = |t: &str| {
+                diagnose::diagnose_text(t)
+                    .map(|d| (d.stage, d.stage_candidates))
+                    .ok()
+            };
+            let Some(before) = stage_of(&text) else {
+                continue;
+            };
+            checked += 1;
+            for noise in TRAILING_NOISE {
+                let after = stage_of(&format!("{text}{noise}"));
+                if after.as_ref() != Some(&before) {
+                    changed.push(format!(
+                        "{} + {:?}: {:?} → {:?}",
+                        record["id"].as_str().unwrap_or("?"),
+                        noise.lines().nth(1).unwrap_or("\\n"),
+                        before,
+                        after
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 250, "only {checked} records parsed");
+    assert!(
+        changed.is_empty(),
+        "trailing noise changed the stage of {} record(s):\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
 }

@@ -148,9 +148,10 @@ pub enum ConsoleTail {
     TiledEncodeRetry,
     /// A text or vision encoder finished loading right before the failure (holds its name).
     EncoderLoaded(String),
-    /// A node's own phase line (SeedVR2's `━━━ Phase 3: VAE decoding ━━━` banner or its
-    /// `Error in Phase 3 (Decoding)`) naming an encode, decode or post-processing phase as the
-    /// last activity before the failure; holds the line.
+    /// A node's own line naming its work as the last activity before the failure: a phase line
+    /// (SeedVR2's `━━━ Phase 3: VAE decoding ━━━` banner or its `Error in Phase 3 (Decoding)`)
+    /// or a line saying in plain words what it is doing (`Encoding image with VAE...`,
+    /// `loading diffusion model`); holds the line.
     NodePhase(String),
 }
 

@@ -4,9 +4,11 @@
 use super::{ConsoleSignals, Evidence, Stage, StageConfidence};
 use crate::vocab::FailureKind;
 
+mod activity;
 mod facts;
 mod rules;
 
+pub(crate) use activity::{is_background_line, node_activity};
 pub(crate) use facts::{failing_node, Failing};
 
 /// The stage, every stage left open, and the evidence in words.
@@ -237,6 +239,7 @@ mod tests {
         for msg in [
             "unable to mmap 23802932552 bytes from file <ComfyUI/models/unet/flux1-dev.safetensors>: Cannot allocate memory (12)",
             "Error while deserializing header: HeaderTooLarge",
+            "GGUF magic invalid",
         ] {
             let e = Evidence {
                 exception_message: Some(msg.into()),
@@ -347,6 +350,46 @@ mod tests {
         assert_eq!(classify_traceback(&f).unwrap().0, FrameCat::Load);
     }
 
+    fn text_stage(log: &str) -> (Stage, Vec<Stage>, String) {
+        let d = crate::diagnose::diagnose_text(log).expect("a failure or a log that ends");
+        (d.stage, d.stage_candidates, d.stage_evidence)
+    }
+
+    /// Issue #40's rule 7(d): a node's own line in plain words, as the last activity before the
+    /// end or the error, places the stage (lines shaped like real node logs).
+    #[test]
+    fn a_node_line_as_the_last_activity_places_the_stage() {
+        let ends = "got prompt\n[22:32:48] [  0.64s] [I2V-Inference] Encoding 73 frames at 480x480 resolution...\n[22:32:54] [  6.58s] [I2V-Inference] Running dual-expert rCM sampling...\n[22:32:54] [  6.58s] [I2V-Inference] Aggressive VRAM cleanup before loading diffusion model...\n[22:32:55] [  7.07s] [I2V-Inference] VRAM before high noise model: 0.02GB allocated, 0.12GB reserved\n";
+        let (stage, _, why) = text_stage(ends);
+        assert_eq!(stage, Stage::Load, "{why}");
+        assert!(why.contains("loading diffusion model"), "{why}");
+        let error = "got prompt\nRequested to load WanVAE\nloaded completely; 9000.00 MB usable, 242.00 MB loaded, full load: True\n2026-02-01 10:00:00,000 - INFO - 🎨 [MyNode] VAE encoding 81 frames\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+        let (stage, candidates, why) = text_stage(error);
+        assert_eq!(stage, Stage::Condition, "{why}");
+        assert_eq!(candidates, [Stage::Condition, Stage::Load]);
+        let upscale = "got prompt\n100%|██████████| 20/20 [00:10<00:00,  2.00it/s]\n[RIFE] Interpolating 81 frames x2\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n";
+        assert_eq!(text_stage(upscale).0, Stage::Postprocess);
+        let sampling = "got prompt\n[Sampler-Pack] Sampling 30 steps with euler\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n";
+        assert_eq!(text_stage(sampling).0, Stage::SampleFirst);
+    }
+
+    /// A model line, a bar or a staged model after the node's line is the later activity; a
+    /// plain node class decides before the node's lines.
+    #[test]
+    fn a_node_line_is_only_read_when_it_is_the_last_activity() {
+        let model_after =
+            "got prompt\n[MyNode] Encoding image with VAE...\nRequested to load WAN21\n";
+        let (_, candidates, why) = text_stage(model_after);
+        assert_eq!(candidates, [Stage::Load, Stage::SampleFirst], "{why}");
+        let staged_after = "got prompt\n[MyNode] Encoding image with VAE...\nRequested to load WAN21\nModel WAN21 prepared for dynamic VRAM loading. 13627MB Staged. 0 patches attached.\n";
+        let (_, candidates, why) = text_stage(staged_after);
+        assert_eq!(candidates, [Stage::SampleFirst, Stage::Load], "{why}");
+        let bar_after = "got prompt\n[MyNode] Loading transformer model weights\n 35%|███▌      | 7/20 [00:10<00:20,  1.5s/it]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n";
+        assert_eq!(text_stage(bar_after).0, Stage::SampleMiddle);
+        let plain_node = "got prompt\n[MyNode] Loading models from: [\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB.\n\n## Error Details\n- **Node ID:** 8\n- **Node Type:** VAEDecode\n";
+        assert_eq!(text_stage(plain_node).0, Stage::Decode);
+    }
+
     #[test]
     fn node_classes() {
         assert_eq!(node_category("VHS_LoadVideoPath"), NodeCat::InputMedia);
@@ -359,5 +402,10 @@ mod tests {
         assert_eq!(node_category("BNK_Unsampler"), NodeCat::Sampler);
         assert_eq!(node_category("SamplerCustomAdvanced"), NodeCat::Sampler);
         assert_eq!(node_category("LatentUpscaleBy"), NodeCat::Other);
+        // A model family with a media word in its name is still a model loader.
+        assert_eq!(node_category("ZImageLoader"), NodeCat::Loader);
+        assert_eq!(node_category("LoadImage"), NodeCat::InputMedia);
+        assert_eq!(node_category("LTXVImgToVideoInplace"), NodeCat::Condition);
+        assert_eq!(node_category("WanImageToVideo"), NodeCat::Condition);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::lines::normalise;
 use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
+use crate::diagnose::stage::{is_background_line, node_activity};
 use crate::diagnose::{ConsoleSignals, ConsoleTail, ModelActivity, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
@@ -181,6 +182,10 @@ fn line_event(line: &str) -> Option<Event> {
     }
     if LOAD_LINE_RE.is_match(t) {
         return load_line();
+    }
+    // A node's own line naming its work in plain words (read by the stage rules).
+    if node_activity(t).is_some() {
+        return Some(Event::NodePhase(t.chars().take(160).collect()));
     }
     None
 }
@@ -625,6 +630,12 @@ fn with_cut_last_line(events: &[(usize, Event)], last: Option<&String>) -> Vec<(
 }
 
 fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<ConsoleTail>) {
+    // A node's own line is the last activity only when no model was staged after it.
+    let staged_after = |at: usize| {
+        events
+            .iter()
+            .any(|(i, e)| *i > at && matches!(e, Event::Staged(..)))
+    };
     // Staged lines (dynamic VRAM) are read by `last_model` only.
     let events: Vec<(usize, Event)> = events
         .iter()
@@ -650,7 +661,9 @@ fn signals_from(events: &[(usize, Event)]) -> (Option<(u64, u64)>, Option<Consol
             _ => None,
         }),
         Some((_, Event::TiledRetry(false))) => Some(ConsoleTail::TiledEncodeRetry),
-        Some((_, Event::NodePhase(line))) => Some(ConsoleTail::NodePhase(line.clone())),
+        Some((i, Event::NodePhase(line))) if !staged_after(*i) => {
+            Some(ConsoleTail::NodePhase(line.clone()))
+        }
         _ if lora_errors > 0 => Some(ConsoleTail::LoraPatchErrors(lora_errors)),
         _ => None,
     };
@@ -726,7 +739,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
-                let events = with_cut_last_line(&last.events, lines.last());
+                // The last line the run printed: background lines after it (a registry
+                // fetch, a warning) do not end the run's own output.
+                let last_line = lines.iter().rev().find(|l| !is_background_line(l));
+                let events = with_cut_last_line(&last.events, last_line);
                 let (sampling_bar, tail) = signals_from(&events);
                 let mut evidence = Evidence::default();
                 if let Some((v, m)) = sampling_bar {
@@ -972,7 +988,10 @@ mod tests {
         let cut = "got prompt\nRequested to load HunyuanVideoVAE\nModel Hunyu";
         let d = crate::diagnose::diagnose_text(cut).unwrap();
         assert_eq!(d.stage, Stage::Condition, "{}", d.stage_evidence);
-        assert_eq!(d.stage_candidates, [Stage::Condition, Stage::Load]);
+        assert_eq!(
+            d.stage_candidates,
+            [Stage::Condition, Stage::Load, Stage::Decode]
+        );
         // A last line that is not the start of that line (another model, or too short to
         // tell) leaves the bare request: still loading.
         for last in ["Model Flux", "Model H"] {
@@ -1196,13 +1215,14 @@ mod tests {
         );
     }
 
-    /// SeedVR2's phase lines: the last one before the error is the console's tail.
+    /// SeedVR2's phase lines and its plain-words lines (`Decoding batch 1/1`): the last one
+    /// before the error is the console's tail.
     #[test]
     fn a_node_phase_line_is_the_tail() {
         let log = "got prompt\n[19:45:40.615]  ━━━━━━━━ Phase 3: VAE decoding ━━━━━━━━\n[19:45:40.763] 🎨 Decoding batch 1/1\n!!! Exception during processing !!! MPS backend out of memory (MPS allocated: 18.69 GB, other allocations: 113.43 GB, max allowed: 132.19 GB). Tried to allocate 128.00 MB on private pool.\n";
         let p = parse_input(log).unwrap();
         assert!(
-            matches!(&p.signals.tail, Some(ConsoleTail::NodePhase(l)) if l.contains("Phase 3: VAE decoding")),
+            matches!(&p.signals.tail, Some(ConsoleTail::NodePhase(l)) if l.contains("Decoding batch 1/1")),
             "{:?}",
             p.signals.tail
         );

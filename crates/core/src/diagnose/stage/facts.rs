@@ -118,6 +118,22 @@ pub(super) fn classify_traceback(frames: &[Frame]) -> Option<(FrameCat, String)>
     }
 }
 
+/// True when the traceback's only recognised frames are generic forwards (`forward`,
+/// `__call__`, attention, matched by the function's name alone, such as comfy/ops.py's layer
+/// `forward`): they show a model running, but not which model.
+pub(super) fn generic_forward_only(frames: &[Frame]) -> bool {
+    let mut rules = frames
+        .iter()
+        .filter_map(matching_rule)
+        .filter(|r| r.cat.is_some());
+    let mut any = false;
+    let generic = rules.all(|r| {
+        any = true;
+        r.cat == Some(FrameCat::WeakStep) && r.path.is_empty()
+    });
+    any && generic
+}
+
 /// What the failing node's class says it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum NodeCat {
@@ -148,6 +164,11 @@ const MODEL_WORDS: &[&str] = &[
     "dit",
     "weights",
     "style",
+    // Model families whose names hold a media word (Z-Image, Qwen-Image, HunyuanImage): a
+    // loader named after one loads that model, not an input image.
+    "zimage",
+    "qwenimage",
+    "hunyuanimage",
 ];
 
 const POSTPROCESS_WORDS: &[&str] = &[
@@ -203,6 +224,11 @@ pub(super) fn node_category(class_type: &str) -> NodeCat {
     }
     if n.contains("decode") {
         return NodeCat::Decode;
+    }
+    // ComfyUI's image-to-video conditioning nodes (WanImageToVideo, LTXVImgToVideo,
+    // HunyuanImageToVideo, …) encode the start image with the VAE into the video latent.
+    if compact.contains("imagetovideo") || compact.contains("imgtovideo") {
+        return NodeCat::Condition;
     }
     if n.contains("encode")
         || n.contains("conditioning")
@@ -279,6 +305,12 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
         "a .safetensors header could not be read",
     ),
     ("headertoolarge", "a .safetensors header could not be read"),
+    // gguf-py's GGUFReader (ComfyUI-GGUF reads model files with it) on a file whose first bytes
+    // are not a GGUF header.
+    (
+        "gguf magic invalid",
+        "a GGUF model file's header could not be read",
+    ),
 ];
 
 static MMAP_FILE_RE: LazyLock<Regex> = LazyLock::new(|| {

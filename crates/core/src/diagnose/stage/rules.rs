@@ -5,9 +5,10 @@
 
 use super::super::frames::{Frame, FrameCat};
 use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
+use super::activity::node_activity;
 use super::facts::{
-    classify_traceback, describe_node, model_file_reason, node_category, parse_frames, prog_from,
-    resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
+    classify_traceback, describe_node, generic_forward_only, model_file_reason, node_category,
+    parse_frames, prog_from, resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
 };
 use crate::text::capitalize;
 use crate::vocab::FailureKind;
@@ -245,6 +246,13 @@ fn traceback_step(c: &Ctx) -> Option<Answer> {
     let (FrameCat::Step, frame) = c.tb.as_ref()? else {
         return None;
     };
+    if c.prog.is_none() && generic_forward_only(&c.frames) {
+        // A generic layer forward with no bar, after a text encoder finished loading: the
+        // forward is the encoder's (its use), as for any error after a finished load.
+        if let Some(line) = encoder_ready(c) {
+            return Some(found(Stage::Condition, vec![Stage::Condition, Stage::Load], Likely, format!("The traceback ends in a generic layer forward ({frame}){} with no sampling bar, and the last model ready before it is a text encoder (\"{line}\"): the forward is the encoder's, so the run was encoding the prompt (condition), possibly still loading (load).", c.in_node)));
+        }
+    }
     let base = format!(
         "The traceback ends inside a denoising step ({frame}){}",
         c.in_node
@@ -381,6 +389,10 @@ fn model_role(model: &str) -> Option<ModelRole> {
 /// stages stay open, the more likely first.
 fn log_end_model(c: &Ctx) -> Option<Answer> {
     let activity = c.signals.last_model.as_ref()?;
+    if matches!(c.signals.tail, Some(ConsoleTail::NodePhase(_))) {
+        // A node's own line after the last model line is the later activity.
+        return None;
+    }
     let ended = c.signals.log_stopped && c.signals.death.is_none();
     // A process that died without a Python error: its last model line is its last activity.
     let died = c.signals.death.is_some() && c.evidence.exception_message.is_none();
@@ -399,6 +411,14 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     let ready = activity.ready
         || (released && c.evidence.exception_message.is_some() && c.kind == FailureKind::Other);
     let ready_before_error = c.evidence.exception_message.is_some() && ready;
+    // An error located in a sampler (its entry frame, or a sampler node) with no bar: the
+    // sampler loads its model and then steps, so a model ready before it does not say which
+    // (rule 7(b): load, first and later step stay open).
+    let in_sampler =
+        matches!(&c.tb, Some((FrameCat::SamplerEntry, _))) || c.node_cat == NodeCat::Sampler;
+    if ready_before_error && !(ended || died) && in_sampler && c.prog.is_none() {
+        return None;
+    }
     if !(ended || died || ready_before_error) {
         return None;
     }
@@ -425,11 +445,16 @@ fn log_end_model(c: &Ctx) -> Option<Answer> {
     } else {
         ""
     };
-    let (candidates, why) = if ready || (role == ModelRole::Vae && sampled) {
+    let (mut candidates, why) = if ready || (role == ModelRole::Vae && sampled) {
         (vec![stage, Stage::Load], format!("The last model line before the {end} is \"{line}\": {model} was ready, so the run was most likely {doing} ({}), possibly still loading weights (load). Both stay open, {} first{after}.", stage.as_str(), stage.as_str()))
     } else {
         (vec![Stage::Load, stage], format!("The last model line before the {end} is \"{line}\": {model} was still being loaded (load), for {doing} next ({}). Both stay open, load first{after}.", stage.as_str()))
     };
+    if role == ModelRole::Vae && !sampled {
+        // A VAE with no bar names two stages (rule 9): encoding inputs, the likelier by rule
+        // 7(c), or a decode to come, which stays open.
+        candidates.push(Stage::Decode);
+    }
     Some(found(candidates[0], candidates, Likely, why))
 }
 
@@ -462,6 +487,31 @@ fn log_end_held_model(c: &Ctx) -> Option<Answer> {
     Some(found(Stage::Unknown, vec![Stage::SampleFirst, Stage::Decode], StageConfidence::Unknown, format!("Sampling had finished ({n}/{n}) and the last line before the {end} is \"{line}\" with no `Requested to load` after the bar: ComfyUI was bringing back a model it already held, the diffusion model for another pass (sample_first) or a VAE for the decode; the text does not say which.")))
 }
 
+/// ComfyUI's line once a text encoder model is built (comfy/sd.py `CLIP`, in its loader:
+/// `CLIP/text encoder model load device: …, current: …`); older versions print it after the
+/// encoder's `loaded completely`, newer ones before the encode's `Requested to load`.
+const ENCODER_BUILT: &str = "clip/text encoder model load device";
+
+/// The line showing a text encoder ready as the last model activity, with no sampling bar:
+/// ComfyUI's `CLIP/text encoder model load device` line, `loaded completely` after `Requested
+/// to load` of an encoder, or an encoder staged or loaded as the last model line.
+fn encoder_ready(c: &Ctx) -> Option<String> {
+    if c.signals.sampling_bar.is_some() {
+        return None;
+    }
+    match &c.signals.tail {
+        Some(ConsoleTail::ModelLoading(line)) if line.to_lowercase().starts_with(ENCODER_BUILT) => {
+            return Some(line.clone())
+        }
+        Some(ConsoleTail::EncoderLoaded(model)) => {
+            return Some(format!("Requested to load {model} … loaded completely"))
+        }
+        _ => {}
+    }
+    let last = c.signals.last_model.as_ref()?;
+    (last.ready && model_role(&last.model) == Some(ModelRole::Encoder)).then(|| last.line.clone())
+}
+
 /// 3. The console's last lines are model loading (not for a decode or post-processing node).
 fn console_model_loading(c: &Ctx) -> Option<Answer> {
     let Some(ConsoleTail::ModelLoading(line)) = &c.signals.tail else {
@@ -476,6 +526,9 @@ fn console_model_loading(c: &Ctx) -> Option<Answer> {
         if is_vae_load(line) {
             return Some(found(Stage::Decode, vec![Stage::Decode], Likely, format!("Sampling had finished ({n}/{n}) and the last console line before the failure loads the VAE (\"{line}\"): the failure is in the decode.")));
         }
+    }
+    if line.to_lowercase().starts_with(ENCODER_BUILT) {
+        return Some(found(Stage::Condition, vec![Stage::Condition, Stage::Load], Likely, format!("The last console line before the failure is \"{line}\", which ComfyUI prints once a text encoder model is built: its use comes next, so the failure is most likely in encoding the prompt (condition), possibly in moving its weights to the device (load).")));
     }
     let candidates = if c.asynchronous {
         vec![Stage::Load, Stage::SampleFirst]
@@ -502,29 +555,64 @@ fn console_tiled_encode(c: &Ctx) -> Option<Answer> {
     matches!(c.signals.tail, Some(ConsoleTail::TiledEncodeRetry)).then(|| found(Stage::Condition, vec![Stage::Condition], Likely, format!("The console says regular VAE encoding ran out of memory and was retried tiled{}; the failure is in encoding the inputs.", c.in_node)))
 }
 
-/// 3. A node's own phase line is the last activity: the phase places the failure.
+/// 3. A node's own line is the last activity: the work it names places the failure.
 ///
-/// SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing inside one
-/// upscaler node and names each phase; the node as a whole works on finished frames, so
-/// `postprocess` stays open second.
+/// A phase line: SeedVR2 runs VAE encoding, DiT upscaling, VAE decoding and post-processing
+/// inside one upscaler node and names each phase; the node as a whole works on finished frames,
+/// so `postprocess` stays open second. Any other node line that says in plain words what it is
+/// doing ([`super::activity::node_activity`]: `loading the diffusion model`, `Encoding image
+/// with VAE`, `Upscaling`, `Running sampling`) places it by that work (issue #40's rule 7(d)),
+/// unless the failing node's class already names a plain role (rule 7(b) comes first).
 fn console_node_phase(c: &Ctx) -> Option<Answer> {
     let Some(ConsoleTail::NodePhase(line)) = &c.signals.tail else {
         return None;
     };
     let lower = line.to_lowercase();
-    let (stage, what) = if lower.contains("decoding") {
-        (Stage::Decode, "decoding latents to frames")
-    } else if lower.contains("encoding") {
-        (Stage::Condition, "encoding the input frames")
+    let phase = lower.contains("phase")
+        && ["decoding", "encoding", "post-processing"]
+            .iter()
+            .any(|w| lower.contains(w));
+    let (stage, what, candidates) = if phase {
+        let (stage, what) = if lower.contains("decoding") {
+            (Stage::Decode, "decoding latents to frames")
+        } else if lower.contains("encoding") {
+            (Stage::Condition, "encoding the input frames")
+        } else {
+            (Stage::Postprocess, "post-processing the finished frames")
+        };
+        let candidates = if stage == Stage::Postprocess {
+            vec![stage]
+        } else {
+            vec![stage, Stage::Postprocess]
+        };
+        (stage, what, candidates)
     } else {
-        (Stage::Postprocess, "post-processing the finished frames")
+        let activity = node_activity(line)?;
+        // A post-processing node (an upscaler) may encode and decode inside itself, as its
+        // phase lines show; any other plain node class decides before its lines.
+        let inner = c.node_cat == NodeCat::Postprocess
+            && matches!(activity.stage, Stage::Condition | Stage::Decode);
+        if !(matches!(c.node_cat, NodeCat::Other | NodeCat::Sampler) || inner) {
+            return None;
+        }
+        let second = match activity.stage {
+            _ if inner => vec![Stage::Postprocess],
+            Stage::Condition | Stage::SampleFirst => vec![Stage::Load],
+            Stage::Decode => vec![Stage::Postprocess],
+            _ => vec![],
+        };
+        let mut candidates = vec![activity.stage];
+        candidates.extend(second);
+        (activity.stage, activity.what, candidates)
     };
-    let candidates = if stage == Stage::Postprocess {
-        vec![stage]
+    let end = if c.signals.log_stopped {
+        "end of the log"
+    } else if c.evidence.exception_message.is_none() && c.signals.death.is_some() {
+        "crash"
     } else {
-        vec![stage, Stage::Postprocess]
+        "failure"
     };
-    Some(found(stage, candidates, Likely, format!("The last line before the failure is the node's own phase line \"{line}\"{}: it was {what} ({}).", c.in_node, stage.as_str())))
+    Some(found(stage, candidates, Likely, format!("The last activity before the {end} is the node's own line \"{line}\"{}: it was {what} ({}), and no model line or bar follows it.", c.in_node, stage.as_str())))
 }
 
 /// 3. An encoder had just loaded, no sampling followed and the node is not a sampler.
@@ -774,7 +862,10 @@ mod tests {
                 None,
             ),
         );
-        assert_eq!(candidates_of(a), [Stage::Condition, Stage::Load]);
+        assert_eq!(
+            candidates_of(a),
+            [Stage::Condition, Stage::Load, Stage::Decode]
+        );
         let a = ask(
             "log_end_model",
             &e,
@@ -811,7 +902,8 @@ mod tests {
         dead.death = None;
         dead.log_stopped = false;
         assert_eq!(ask("log_end_model", &e, &dead), None);
-        // An error right after a staged VAE with no sampling: encoding inputs, or the decode.
+        // An error right after a staged VAE with no sampling: encoding inputs, or the decode
+        // (rule 9: the likelier first, the other open).
         let error = Evidence {
             exception_message: Some("VRAM reservation failed".into()),
             ..Evidence::default()
@@ -821,7 +913,7 @@ mod tests {
         s.log_stopped = false;
         assert_eq!(
             candidates_of(ask("log_end_model", &error, &s)),
-            [Stage::Condition, Stage::Load]
+            [Stage::Condition, Stage::Load, Stage::Decode]
         );
         // …but not after an old-style `Requested to load` line (console_model_loading's).
         let mut s = ended(
@@ -978,6 +1070,48 @@ mod tests {
         );
         s.log_stopped = false;
         assert_eq!(ask("log_end_model", &error, &s), None);
+    }
+
+    /// An error located in a sampler (its entry frame) with no bar leaves load and the steps
+    /// open, even after a staged diffusion model (rule 7(b)).
+    #[test]
+    fn a_ready_model_does_not_place_an_error_inside_a_sampler() {
+        let mut s = ended(
+            "Model QwenImage prepared for dynamic VRAM loading. 19483MB Staged.",
+            "QwenImage",
+            true,
+            None,
+        );
+        s.log_stopped = false;
+        let e = Evidence {
+            exception_message: Some("Fault failed: 2".into()),
+            ..traceback(&[
+                r#"  File "nodes.py", line 1607, in sample"#,
+                r#"  File "comfy/sample.py", line 74, in sample"#,
+            ])
+        };
+        assert_eq!(ask("log_end_model", &e, &s), None);
+        let failing = failing_node(&e);
+        let v = super::super::resolve(&e, &s, FailureKind::Aimdo, false, &failing);
+        assert_eq!(v.stage, Stage::Unknown, "{}", v.evidence);
+        assert_eq!(
+            v.candidates,
+            [
+                Stage::Unknown,
+                Stage::Load,
+                Stage::SampleFirst,
+                Stage::SampleMiddle
+            ]
+        );
+        // Without the sampler frame the error is in the staged model's use.
+        let plain = Evidence {
+            exception_message: Some("Fault failed: 2".into()),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            candidates_of(ask("log_end_model", &plain, &s)),
+            [Stage::SampleFirst, Stage::Load]
+        );
     }
 
     /// After a finished bar, `N models unloaded.` with no request after the bar: a held model
@@ -1153,6 +1287,52 @@ mod tests {
             Some(Stage::Load)
         );
         assert_eq!(ask("console_model_loading", &node("VAEDecode"), &s), None);
+    }
+
+    /// ComfyUI's `CLIP/text encoder model load device` line is printed once the text encoder
+    /// model is built: as the last line, its use (condition) comes next.
+    #[test]
+    fn the_text_encoder_built_line_is_its_use_next() {
+        let line = "CLIP/text encoder model load device: cuda:0, offload device: cpu, current: cpu, dtype: torch.float16";
+        let s = tail(ConsoleTail::ModelLoading(line.into()));
+        assert_eq!(
+            candidates_of(ask("console_model_loading", &Evidence::default(), &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let other = tail(ConsoleTail::ModelLoading("model_type FLOW".into()));
+        assert_eq!(
+            candidates_of(ask("console_model_loading", &Evidence::default(), &other)),
+            [Stage::Load]
+        );
+    }
+
+    /// A crash stack in a generic layer forward (comfy/ops.py) with no bar, after a text encoder
+    /// finished loading, is the encoder's forward; a diffusion model's frame or a bar keeps the
+    /// step reading.
+    #[test]
+    fn a_generic_forward_after_a_ready_text_encoder_is_condition() {
+        let ops = &[
+            r#"  File "D:\c\comfy\ops.py", line 482 in forward"#,
+            r#"  File "D:\c\comfy\ops.py", line 475 in forward_comfy_cast_weights"#,
+        ];
+        let mut s = tail(ConsoleTail::ModelLoading(
+            "CLIP/text encoder model load device: cuda:0, offload device: cpu, current: cuda:0, dtype: torch.float16".into(),
+        ));
+        s.death = Some("Fatal Python error: Aborted".into());
+        assert_eq!(
+            candidates_of(ask("traceback_step", &traceback(ops), &s)),
+            [Stage::Condition, Stage::Load]
+        );
+        let flux = &[r#"  File "/c/comfy/ldm/flux/model.py", line 184, in forward"#];
+        assert_eq!(
+            stage_of(ask("traceback_step", &traceback(flux), &s)),
+            Some(Stage::Unknown)
+        );
+        s.sampling_bar = Some((0, 20));
+        assert_eq!(
+            stage_of(ask("traceback_step", &traceback(ops), &s)),
+            Some(Stage::SampleFirst)
+        );
     }
 
     #[test]
