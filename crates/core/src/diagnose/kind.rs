@@ -89,6 +89,12 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::Aimdo,
         "comfy-aimdo is not initialized (comfy-aimdo)",
     ),
+    // comfy_aimdo.control's start-up error: its native library could not be loaded.
+    (
+        "comfy-aimdo failed to load",
+        FailureKind::Aimdo,
+        "comfy-aimdo failed to load (its start-up error)",
+    ),
     (
         "mps backend out of memory",
         FailureKind::MpsOom,
