@@ -749,11 +749,22 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let earlier_failure = |i: usize| segments[..i].iter().any(|(_, s)| s.has_failure());
     // Startup errors (custom-node imports) are not the run's failure when anything else is.
     let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
+    // An error ComfyUI started up after (its banner follows) is start-up noise, no failure at
+    // all (labelling rule 2), unless it is comfy-aimdo's own error.
+    let startup_noise = |s: &SegmentFailure| {
+        s.startup
+            && s.death.is_none()
+            && (run_failures
+                || !s
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.lines().any(is_specific_line)))
+    };
     let chosen = segments
         .iter()
         .enumerate()
         .filter(|(i, (_, s))| !(idle_exit(*i, s) && earlier_failure(*i)))
-        .filter(|(_, (_, s))| s.has_failure() && !(run_failures && s.startup))
+        .filter(|(_, (_, s))| s.has_failure() && !startup_noise(s))
         .max_by_key(|(i, (_, s))| {
             (
                 !s.traceback.is_empty() || s.death.is_some(),
@@ -1059,6 +1070,16 @@ mod tests {
             "got prompt\nrocBLAS error: x\nFatal Python error: Aborted\n",
             FailureKind::ProcessKilled,
         );
+    }
+
+    /// A custom node's import error that ComfyUI starts up after is no failure (rule 2); an
+    /// aimdo error at start-up is.
+    #[test]
+    fn an_error_comfyui_starts_up_after_is_no_failure() {
+        let log = "Traceback (most recent call last):\n  File \"/c/nodes.py\", line 1, in load_custom_node\n    import x\nModuleNotFoundError: No module named 'x'\nCannot import /c/custom_nodes/x module for custom nodes: No module named 'x'\nImport times for custom nodes:\nStarting server\nTo see the GUI go to: http://127.0.0.1:8188\n";
+        assert!(parse_input(log).is_err());
+        let aimdo = "aimdo: src/model-vbar.c:236:ERROR: Could not reserve Virtual Address space\nImport times for custom nodes:\nStarting server\n";
+        kind_of(aimdo, FailureKind::Aimdo);
     }
 
     #[test]
