@@ -72,6 +72,18 @@ fn tabs(text: &str) -> String {
     })
 }
 
+/// A terminal's or a mail client's hard wrap: every line cut into pieces of at most 80 characters.
+fn wrap80(text: &str) -> String {
+    per_line(text, |l| {
+        let chars: Vec<char> = l.chars().collect();
+        chars
+            .chunks(80)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
 type Transform = fn(&str) -> String;
 
 /// The paste transformations, by name.
@@ -146,5 +158,32 @@ fn paste_noise_keeps_kind_and_stage() {
     assert!(
         failures.is_empty(),
         "paste noise changed the reading: {failures:?}"
+    );
+}
+
+/// Hard-wrapped lines (a terminal copy, a mail client) keep the kind: the wording that names it
+/// may be cut in two (`CUDA out of` / `memory`). The stage may move, since a wrapped frame or bar
+/// is no longer one line.
+#[test]
+fn hard_wrapped_lines_keep_the_kind() {
+    let texts = pasted_texts();
+    let mut changed = Vec::new();
+    for (id, text) in &texts {
+        let (before, after) = (read(text), read(&wrap80(text)));
+        if after.kind != before.kind {
+            changed.push(format!("{id}: {:?} -> {:?}", before.kind, after.kind));
+        }
+    }
+    println!(
+        "hard wrap at 80: {} of {} records changed kind",
+        changed.len(),
+        texts.len()
+    );
+    for c in &changed {
+        println!("   {c}");
+    }
+    assert!(
+        changed.is_empty(),
+        "a hard wrap changed the kind: {changed:?}"
     );
 }

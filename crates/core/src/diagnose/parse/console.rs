@@ -891,15 +891,23 @@ fn message_only(node_type: Option<String>, message: String) -> ParsedInput {
 /// over the exception message (ComfyUI_frontend `ErrorDialogContent.vue`: `nodeType ??
 /// exceptionType`). Start-up notices that ComfyUI goes on after are not a message.
 fn short_message(lines: &[String]) -> Option<ParsedInput> {
-    let shown: Vec<&str> = lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
-        .collect();
+    // A hard-wrapped message (a line of 72 characters or more, then its rest) is one line.
+    let mut shown: Vec<String> = Vec::new();
+    let mut wrapped = false;
+    for l in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
+        match shown.last_mut() {
+            Some(prev) if wrapped => {
+                prev.push(' ');
+                prev.push_str(l);
+            }
+            _ => shown.push(l.to_string()),
+        }
+        wrapped = l.chars().count() >= 72;
+    }
     if shown.is_empty() || shown.len() > 2 || shown.iter().any(|l| is_notice(l)) {
         return None;
     }
-    let message = shown.last().copied().unwrap_or_default();
+    let message = shown.last().map_or("", String::as_str);
     if !ERROR_WORDING_RE.is_match(message) || message.ends_with('?') {
         // A question or a note, not an error message.
         return None;
@@ -1032,6 +1040,10 @@ mod tests {
         );
         assert_eq!(d.node_type.as_deref(), Some("SaveVideo"));
         kind_of("VAEDecode\nAllocation on device\n", FailureKind::CudaOom);
+        // hard-wrapped: still one message
+        kind_of("SaveVideo\n[Errno 22] Invalid argument: 'avcodec_send_frame()'; last error log: [aac] Input c\nontains (near) NaN/+-Inf\n", FailureKind::Other);
+        // prose is no message
+        assert!(parse_input("my workflow is slow, any idea?\nthanks\n").is_err());
     }
 
     /// The error report pasted as rendered text: no bullets, no bold.

@@ -145,6 +145,31 @@ fn join_broken_aimdo(text: &str) -> Vec<String> {
     out
 }
 
+/// A traceback frame whose quoted path a hard wrap cut (`File "C:\…\comfy_` / `aimdo\x.py",
+/// line 5, in f`): the open quote has no close on its line.
+static OPEN_FRAME_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i)^\W*file\s+"[^"]*$"#).expect("static regex"));
+
+/// Frames cut by a hard wrap joined back (at most three pieces onto one frame).
+fn join_wrapped_frames(lines: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut joins = 0;
+    for line in lines {
+        if let Some(prev) = out.last_mut() {
+            let open = OPEN_FRAME_RE.is_match(prev.trim_end());
+            if open && joins < 3 && !line.trim().is_empty() {
+                prev.truncate(prev.trim_end().len());
+                prev.push_str(without_paste_prefix(&line).trim_start());
+                joins += 1;
+                continue;
+            }
+        }
+        joins = 0;
+        out.push(line);
+    }
+    out
+}
+
 /// A progress bar pasted without its glyphs, the count between two bars (`0% | 0/20 | Model
 /// Initializing ...`, ComfyUI#16230): written back in tqdm's order (`0%|| 0/20 [Model …]`).
 static BARE_BAR_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -236,7 +261,7 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in join_broken_aimdo(&unescape(text)) {
+    for raw in join_wrapped_frames(join_broken_aimdo(&unescape(text))) {
         let trimmed = raw.trim();
         if trimmed.starts_with("```") {
             continue;
@@ -355,6 +380,19 @@ mod tests {
         );
         let lines = normalise("> 2026-05-12 23:34:51,752 INFO aimdo: /p/src/hooks.c:37:\n> 2026-05-12 23:34:51,752 INFO ERROR:aimdo_setup_hooks:\n");
         assert_eq!(lines, ["aimdo: /p/src/hooks.c:37:ERROR:aimdo_setup_hooks:"]);
+    }
+
+    /// A frame whose quoted path a hard wrap cut is one line again.
+    #[test]
+    fn a_frame_cut_by_a_hard_wrap_is_joined() {
+        let lines = normalise("  File \"/venv/lib/python3.10/site-packages/comfy_\naimdo/model_vbar.py\", line 50 in __init__\n  File \"/c/a.py\", line 1, in f\n");
+        assert_eq!(
+            lines,
+            [
+                "File \"/venv/lib/python3.10/site-packages/comfy_aimdo/model_vbar.py\", line 50 in __init__",
+                "File \"/c/a.py\", line 1, in f"
+            ]
+        );
     }
 
     #[test]
