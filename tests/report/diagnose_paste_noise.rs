@@ -114,6 +114,19 @@ const TRANSFORMS: &[(&str, Transform)] = &[
     ("quoted, in a fence, with CRLF", |t| {
         format!("```\n{}\n```", per_line(t, |l| format!("> {l}"))).replace('\n', "\r\n")
     }),
+    ("no-break spaces of a web copy", |t| {
+        t.replace(' ', "\u{a0}")
+    }),
+    ("indentation lost (a rendered copy)", |t| {
+        per_line(t, |l| l.trim_start().to_string())
+    }),
+    ("a short paste in backticks", |t| {
+        if t.lines().count() <= 2 {
+            format!("`{}`", t.trim())
+        } else {
+            t.to_string()
+        }
+    }),
     ("blank lines around the text", |t| {
         format!("\n\n  \n{t}\n\n\n")
     }),

@@ -26,10 +26,30 @@ const ENTITIES: &[(&str, &str)] = &[
     ("&amp;", "&"),
 ];
 
-/// The text with terminal colour codes removed and HTML entities decoded (once).
+/// Spaces a web copy writes as no-break or other Unicode spaces, and zero-width characters.
+fn is_odd_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{a0}' | '\u{2000}'..='\u{200b}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
+/// The text with terminal colour codes removed, HTML entities decoded (once), and no-break and
+/// other Unicode spaces as plain spaces (zero-width ones dropped).
 pub(super) fn unescape(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
-    if ANSI_RE.is_match(text) {
+    if text.chars().any(is_odd_space) {
+        out = Cow::Owned(
+            text.chars()
+                .filter_map(|c| match c {
+                    '\u{200b}' | '\u{feff}' => None,
+                    c if is_odd_space(c) => Some(' '),
+                    c => Some(c),
+                })
+                .collect(),
+        );
+    }
+    if ANSI_RE.is_match(&out) {
         out = Cow::Owned(ANSI_RE.replace_all(&out, "").into_owned());
     }
     if out.contains('&') && ENTITIES.iter().any(|(e, _)| out.contains(e)) {
@@ -143,6 +163,16 @@ fn join_broken_aimdo(text: &str) -> Vec<String> {
         out.push(raw.to_string());
     }
     out
+}
+
+/// The text inside one pair of Markdown inline-code backticks, when the whole paste is one
+/// such span (`` `CUDA out of memory. …` ``); a code fence is not one.
+fn without_inline_code(text: &str) -> &str {
+    let t = text.trim();
+    match t.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+        Some(inner) if !t.starts_with("``") && !inner.contains('`') => inner,
+        _ => text,
+    }
 }
 
 /// A traceback frame whose quoted path a hard wrap cut (`File "C:\…\comfy_` / `aimdo\x.py",
@@ -261,7 +291,8 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in join_wrapped_frames(join_broken_aimdo(&unescape(text))) {
+    let text = unescape(text);
+    for raw in join_wrapped_frames(join_broken_aimdo(without_inline_code(&text))) {
         let trimmed = raw.trim();
         if trimmed.starts_with("```") {
             continue;
@@ -380,6 +411,15 @@ mod tests {
         );
         let lines = normalise("> 2026-05-12 23:34:51,752 INFO aimdo: /p/src/hooks.c:37:\n> 2026-05-12 23:34:51,752 INFO ERROR:aimdo_setup_hooks:\n");
         assert_eq!(lines, ["aimdo: /p/src/hooks.c:37:ERROR:aimdo_setup_hooks:"]);
+    }
+
+    /// A paste that is one inline-code span is read without its backticks.
+    #[test]
+    fn an_inline_code_span_is_unwrapped() {
+        assert_eq!(normalise("`Killed`"), ["Killed"]);
+        assert_eq!(normalise("```\nKilled\n```"), ["Killed"]);
+        assert_eq!(normalise("`a` and `b`"), ["`a` and `b`"]);
+        assert_eq!(normalise("a\u{a0}b\u{200b}c"), ["a bc"]);
     }
 
     /// A frame whose quoted path a hard wrap cut is one line again.
