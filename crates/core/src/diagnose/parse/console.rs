@@ -27,7 +27,7 @@ static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// The report's next section (`## Stack Trace`, or `Stack Trace` alone when rendered).
 static MD_SECTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:#|-\s*\*\*|(?:stack trace|system information|logs|attached workflow)\s*$)")
+    Regex::new(r"(?i)^(?:#|-\s*\*\*|(?:stack trace|system information|devices|logs|attached workflow|additional context)\s*$)")
         .expect("static regex")
 });
 static TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -405,11 +405,13 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             continue;
         }
         if let Some(c) = MD_FIELD_RE.captures(t) {
+            // generateErrorReport writes `N/A` for a field the error did not have.
             let v = c["v"].trim().to_string();
+            let given = |v: String| Some(v).filter(|s| !s.is_empty() && s != "N/A");
             match c["k"].to_lowercase().as_str() {
-                "node id" => f.md_node_id = Some(v).filter(|s| !s.is_empty()),
-                "node type" => f.md_node_type = Some(v).filter(|s| !s.is_empty()),
-                "exception type" => f.md_exception_type = Some(v).filter(|s| !s.is_empty()),
+                "node id" => f.md_node_id = given(v),
+                "node type" => f.md_node_type = given(v),
+                "exception type" => f.md_exception_type = given(v),
                 _ => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
@@ -419,7 +421,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                         })
                         .map(|l| l.trim().to_string())
                         .collect();
-                    md_message = Some(join_message(&v, rest));
+                    md_message = Some(join_message(&v, rest)).filter(|m| m != "N/A");
                 }
             }
             mark(&mut f, i);
@@ -1060,6 +1062,12 @@ mod tests {
             Some("RuntimeError: a helper is missing")
         );
         kind_of(log, FailureKind::Other);
+        // generateErrorReport writes N/A for a field the error lacks
+        let na = "# ComfyUI Error Report\n## Error Details\n- **Node ID:** N/A\n- **Node Type:** N/A\n- **Exception Type:** torch.OutOfMemoryError\n- **Exception Message:** Allocation on device\n## Stack Trace\n";
+        let p = parse_input(na).unwrap();
+        assert_eq!(p.evidence.node_type, None);
+        assert_eq!(p.evidence.node_id, None);
+        kind_of(na, FailureKind::CudaOom);
     }
 
     /// An error printed in words with no exception after it is the failure; one the run got
