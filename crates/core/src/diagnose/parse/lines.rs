@@ -7,10 +7,11 @@ use regex::Regex;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-/// A terminal's colour and cursor codes (`ESC[31m`, `ESC[0m`, `ESC[1;33m`), and the same codes
-/// whose escape character a copy lost (`[31m`, `[0m`).
+/// A terminal's colour and cursor codes (CSI: `ESC[31m`, `ESC[0m`, `ESC[1;33m`, `ESC[2K`), and
+/// colour codes whose escape character a copy lost (`[31m`, `[0m`). Other escapes (a window
+/// title's OSC) stay, for the output to show them escaped.
 static ANSI_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b|\[\d{1,3}(?:;\d{1,3})*m").expect("static regex")
+    Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,3}(?:;\d{1,3})*m").expect("static regex")
 });
 
 /// The HTML entities a stored web copy shows for what the console printed.
