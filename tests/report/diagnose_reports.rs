@@ -25,7 +25,7 @@ const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";
 const CLEAN_2026: &str = "tests/fixtures/oom-reports/clean-2026.json";
 /// Its floors (kind, stage by issue #40's measure) through the record's fields with its text,
 /// then through the pasted text alone.
-const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 34, 34, 33);
+const CLEAN_FLOORS: (usize, usize, usize, usize) = (36, 34, 36, 33);
 /// A second clean batch (issue #40, fifth round): all held out, labelled like `CLEAN_2026`,
 /// scored once after the fifth round's rules were written on the spent first clean batch.
 const CLEAN_2026B: &str = "tests/fixtures/oom-reports/clean-2026b.json";
@@ -36,12 +36,12 @@ const CLEAN_2026C: &str = "tests/fixtures/oom-reports/clean-2026c.json";
 /// Its floors, as `CLEAN_FLOORS`.
 const CLEAN_C_FLOORS: (usize, usize, usize, usize) = (0, 0, 0, 0);
 /// Its floors, as `CLEAN_FLOORS`.
-const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (22, 27, 21, 27);
+const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (25, 27, 25, 27);
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
 /// record's fields with its text, then the pasted text alone (what `diagnose FILE` sees).
 /// The held-out floors are from after the rules written on its misses (the part is spent).
 const FRESH_FLOORS: [(&str, usize, usize, usize, usize); 2] =
-    [("train", 28, 28, 28, 28), ("heldout", 41, 35, 40, 34)];
+    [("train", 28, 28, 28, 28), ("heldout", 41, 35, 41, 35)];
 
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
@@ -444,9 +444,9 @@ fn collected_reports_held_out_and_whole_set() {
     );
     // Floors at today's counts (docs/diagnose.md): one record lost fails.
     for (name, t, kind, stage) in [
-        ("held-out", &h, 41, 42),
+        ("held-out", &h, 42, 42),
         ("train", &tr, 45, 46),
-        ("whole set", &w, 125, 125),
+        ("whole set", &w, 126, 125),
     ] {
         assert!(
             t.kind_ok >= kind && t.stage_ok >= stage,
@@ -686,7 +686,7 @@ fn score_both_paths(title: &str, records: &[Value], floors: (usize, usize, usize
 /// The signs of a dead process, written here independently of the parser: a pasted log is only
 /// `process_killed` when its text shows one of them (issue #40: the end of a paste is not one).
 static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)(\bkilled\b|oom-kill|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server)").expect("regex")
+    regex::Regex::new(r"(?i)(\bkilled\b|oom-kill|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server|aborthandler\.h)").expect("regex")
 });
 
 /// Over every labelled set: no pasted text without a death sign comes out `process_killed`,

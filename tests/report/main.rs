@@ -10,6 +10,7 @@ mod report_support;
 mod corrupt_files_cli;
 mod diagnose_cli;
 mod diagnose_fixtures;
+mod diagnose_paste_noise;
 mod diagnose_reports;
 mod diagnose_robustness;
 mod issue_sized;

@@ -89,6 +89,12 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::Aimdo,
         "comfy-aimdo is not initialized (comfy-aimdo)",
     ),
+    // comfy_aimdo.control's start-up error: its native library could not be loaded.
+    (
+        "comfy-aimdo failed to load",
+        FailureKind::Aimdo,
+        "comfy-aimdo failed to load (its start-up error)",
+    ),
     (
         "mps backend out of memory",
         FailureKind::MpsOom,
@@ -246,7 +252,15 @@ pub(crate) fn classify(
     signals: &ConsoleSignals,
     error_text: &str,
 ) -> KindVerdict {
-    let lower = error_text.to_lowercase();
+    // A hard-wrapped paste may cut a wording in two: at a space (`CUDA out of` / `memory`, read
+    // with whitespace runs as one space) or inside a word, as a terminal copy does (`Allocation
+    // on d` / `evice`, read with the line breaks removed). Both readings are searched.
+    let collapsed = error_text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = if error_text.contains('\n') {
+        format!("{collapsed}\n{}", error_text.replace(['\r', '\n'], "")).to_lowercase()
+    } else {
+        collapsed.to_lowercase()
+    };
     let asynchronous = ASYNC_MARKERS.iter().any(|m| lower.contains(m));
     let verdict = |kind: FailureKind, evidence: String| KindVerdict {
         kind,
@@ -446,6 +460,27 @@ mod tests {
         let text = format!("{}: {message}", exception_type.unwrap_or(""));
         let v = classify(&evidence, &ConsoleSignals::default(), &text);
         (v.kind, v.asynchronous)
+    }
+
+    /// A hard wrap cuts a wording at a space or inside a word; both still read.
+    #[test]
+    fn a_wording_cut_by_a_hard_wrap_still_reads() {
+        assert_eq!(
+            kind_of(
+                Some("torch.OutOfMemoryError"),
+                "CUDA out of\nmemory. Tried to allocate 2.00 GiB"
+            )
+            .0,
+            FailureKind::CudaOom
+        );
+        assert_eq!(
+            kind_of(None, "Allocation on d\nevice").0,
+            FailureKind::CudaOom
+        );
+        assert_eq!(
+            kind_of(None, "There is not enough GPU video mem\nory available!").0,
+            FailureKind::DirectmlOom
+        );
     }
 
     #[test]

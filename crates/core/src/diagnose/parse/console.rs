@@ -17,11 +17,19 @@ static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$")
         .expect("static regex")
 });
+/// The frontend's error report (`generateErrorReport`): its Markdown headers, or the same words
+/// alone on a line when the report was pasted as rendered text.
 static MD_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^#+\s*(?:comfyui error report|error details)").expect("static regex")
+    Regex::new(r"(?i)^(?:#+\s*(?:comfyui error report|error details)|(?:comfyui error report|error details)\s*$)").expect("static regex")
 });
+/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered.
 static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^-\s*\*\*(?P<k>node id|node type|exception type|exception message)\s*:?\*\*\s*:?\s*(?P<v>.*)$").expect("static regex")
+    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
+});
+/// The report's next section (`## Stack Trace`, or `Stack Trace` alone when rendered).
+static MD_SECTION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:#|-\s*\*\*|(?:stack trace|system information|devices|logs|attached workflow|additional context)\s*$)")
+        .expect("static regex")
 });
 static TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^traceback \(most recent call last\):?").expect("static regex")
@@ -80,10 +88,31 @@ static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)phase \d+\s*(?::|\()\s*(?:vae )?(?:decoding|encoding|post-processing)(?-u:\b)")
         .expect("static regex")
 });
-static KILLED_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:^|[\]\s)])Killed\s*$").expect("static regex"));
+/// An error a node or library prints in words rather than raising (issue #40's labelling rule
+/// 1): `rocBLAS error: …`, SeedVR2's `❌ [ERROR] Error in Phase 1 (Encoding): …`, a line led by
+/// `❌`, and the ROCm runtime's (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
+/// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
+static WORDED_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[(?:error|critical)\]\s*)?(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80})?:\s*\S|:0:\S.*?:\s*\d+\s*us:\s*\S)")
+        .expect("static regex")
+});
+/// comfy-aimdo's start-up error (`comfy_aimdo/control.py` `init()`: `comfy-aimdo failed to
+/// load: <library>: <reason>` when its native library cannot be loaded).
+static AIMDO_LOAD_FAILED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^comfy-aimdo failed to load(?-u:\b)").expect("static regex"));
+static NODE_CLASS_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z][\w.\-]{1,80}$").expect("static regex"));
+/// `Killed` ending a line, or bash's report of a killed job with its command after it: from a
+/// script (`entrypoint.sh: line 42:  8 Killed    python3 main.py`) or the job table (`[1]+
+/// Killed    python main.py`).
+static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:(?:^|[\]\s)])Killed\s*$|(?:line \d+:\s*\d+|^\[\d+\][+-]?)\s+Killed\s+\S)")
+        .expect("static regex")
+});
+/// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
+/// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`.
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\)|^faulting module(?: name)?:)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,6 +364,8 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut bare: Option<String> = None;
     let mut guard_warning: Option<String> = None;
     let mut exc_proc_at: Option<usize> = None;
+    // The last error printed in words during a run, and where.
+    let mut worded: Option<(usize, String)> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -364,6 +395,12 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if PROMPT_DONE_RE.is_match(t) {
             f.prompt_done = true;
         }
+        if (f.got_prompt || !f.events.is_empty())
+            && !t.to_lowercase().contains("warning")
+            && WORDED_ERROR_RE.is_match(t)
+        {
+            worded = Some((i, t.to_string()));
+        }
         if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
             if f.death.is_none() {
                 f.death = Some(t.chars().take(160).collect());
@@ -373,21 +410,23 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             continue;
         }
         if let Some(c) = MD_FIELD_RE.captures(t) {
+            // generateErrorReport writes `N/A` for a field the error did not have.
             let v = c["v"].trim().to_string();
+            let given = |v: String| Some(v).filter(|s| !s.is_empty() && s != "N/A");
             match c["k"].to_lowercase().as_str() {
-                "node id" => f.md_node_id = Some(v).filter(|s| !s.is_empty()),
-                "node type" => f.md_node_type = Some(v).filter(|s| !s.is_empty()),
-                "exception type" => f.md_exception_type = Some(v).filter(|s| !s.is_empty()),
+                "node id" => f.md_node_id = given(v),
+                "node type" => f.md_node_type = given(v),
+                "exception type" => f.md_exception_type = given(v),
                 _ => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
                         .take_while(|l| {
                             let l = l.trim();
-                            !(l.starts_with('#') || l.starts_with("- **"))
+                            !(MD_SECTION_RE.is_match(l) || MD_FIELD_RE.is_match(l) || is_frame(l))
                         })
                         .map(|l| l.trim().to_string())
                         .collect();
-                    md_message = Some(join_message(&v, rest));
+                    md_message = Some(join_message(&v, rest)).filter(|m| m != "N/A");
                 }
             }
             mark(&mut f, i);
@@ -466,6 +505,16 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         i += 1;
     }
+    // An error printed in words is the failure when nothing else is and the run did not go on
+    // past it: no console work after it, no `Prompt executed`, no sign of death.
+    let worded = worded.filter(|(at, _)| {
+        !f.prompt_done && f.death.is_none() && f.events.iter().all(|(i, _)| i <= at)
+    });
+    if let Some((at, _)) = &worded {
+        if f.start.is_none() && final_line.is_none() && exc_proc.is_none() && err_occ.is_none() {
+            f.start = Some(*at);
+        }
+    }
     // Console lines count as "before the failure" up to the console's own failure marker (an
     // error report's Logs section comes after its header fields).
     if let Some(cutoff) = exc_proc_at.or(f.start) {
@@ -503,6 +552,9 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         // A traceback whose exception line was not pasted: the device guard's warning names
         // the pending error.
         .or(guard_warning.filter(|_| !f.traceback.is_empty()))
+        .or(worded
+            .filter(|_| f.traceback.is_empty())
+            .map(|(at, line)| join_message(&line, continuation(lines, at + 1))))
         .filter(|m| !m.trim().is_empty());
     if let (Some(specific), Some(message)) = (&f.specific, &f.message) {
         if !is_specific_line(message) {
@@ -712,11 +764,22 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let earlier_failure = |i: usize| segments[..i].iter().any(|(_, s)| s.has_failure());
     // Startup errors (custom-node imports) are not the run's failure when anything else is.
     let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
+    // An error ComfyUI started up after (its banner follows) is start-up noise, no failure at
+    // all (labelling rule 2), unless it is comfy-aimdo's own error.
+    let startup_noise = |s: &SegmentFailure| {
+        s.startup
+            && s.death.is_none()
+            && (run_failures
+                || !s
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.lines().any(is_specific_line)))
+    };
     let chosen = segments
         .iter()
         .enumerate()
         .filter(|(i, (_, s))| !(idle_exit(*i, s) && earlier_failure(*i)))
-        .filter(|(_, (_, s))| s.has_failure() && !(run_failures && s.startup))
+        .filter(|(_, (_, s))| s.has_failure() && !startup_noise(s))
         .max_by_key(|(i, (_, s))| {
             (
                 !s.traceback.is_empty() || s.death.is_some(),
@@ -770,6 +833,16 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                 ));
             }
         }
+        if let Some(line) = lines
+            .iter()
+            .find(|l| AIMDO_LOAD_FAILED_RE.is_match(l.trim()))
+        {
+            // No run failed and none stopped: comfy-aimdo's own start-up error is the failure.
+            return Ok(message_only(None, line.trim().to_string()));
+        }
+        if let Some(input) = short_message(&lines) {
+            return Ok(input);
+        }
         return Err(ParseError::Unrecognised);
     };
     let (sampling_bar, tail) = signals_from(&seg.events);
@@ -818,6 +891,95 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     })
 }
 
+/// Evidence that is only an error message (with the node the frontend names above it).
+fn message_only(node_type: Option<String>, message: String) -> ParsedInput {
+    ParsedInput {
+        evidence: Evidence {
+            node_type,
+            exception_message: Some(message),
+            ..Evidence::default()
+        },
+        signals: ConsoleSignals::default(),
+    }
+}
+
+/// A paste that is only the message: one or two lines with no console around them, read by
+/// their wording like an exception message (issue #40's labelling rule 5). Two lines whose first
+/// is a node class alone are the frontend's error dialog, whose title is the failing node's type
+/// over the exception message (ComfyUI_frontend `ErrorDialogContent.vue`: `nodeType ??
+/// exceptionType`). Start-up notices that ComfyUI goes on after are not a message; background
+/// lines around the message do not count.
+fn short_message(lines: &[String]) -> Option<ParsedInput> {
+    // A hard-wrapped message (a line of 72 characters or more, then its rest) is one line.
+    let mut shown: Vec<String> = Vec::new();
+    let mut wrapped = false;
+    // Background output around it (ComfyUI-Manager's fetch, a library's warning) is not part
+    // of the paste's text.
+    for l in lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !is_background_line(l))
+    {
+        match shown.last_mut() {
+            Some(prev) if wrapped => {
+                prev.push(' ');
+                prev.push_str(l);
+            }
+            _ => shown.push(l.to_string()),
+        }
+        wrapped = l.chars().count() >= 72;
+    }
+    if shown.is_empty() || shown.len() > 2 || shown.iter().any(|l| is_notice(l)) {
+        return None;
+    }
+    let message = shown.last().map_or("", String::as_str);
+    if !ERROR_WORDING_RE.is_match(message) || message.ends_with('?') {
+        // A question or a note, not an error message.
+        return None;
+    }
+    match shown.as_slice() {
+        [title, message] if is_node_class(title) => {
+            Some(message_only(Some(title.to_string()), message.to_string()))
+        }
+        _ => Some(message_only(None, shown.join("\n"))),
+    }
+}
+
+/// Words an error message is written with (`Invalid argument`, `doesn't support`, `does not
+/// have`, `failed`, `cannot`, `out of memory`…), which a reporter's prose rarely has all on a line
+/// ending without a question mark.
+static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
+});
+
+/// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,
+/// warnings, deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
+fn is_notice(line: &str) -> bool {
+    let l = line.to_lowercase();
+    [
+        "import failed",
+        "warning",
+        "deprecat",
+        "falling back",
+        "fall back",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+        || GOT_PROMPT_RE.is_match(line)
+        || PROMPT_DONE_RE.is_match(line)
+        || STARTUP_RE.is_match(line)
+}
+
+/// A node class name alone on a line (`SaveVideo`, `KSampler`, `VHS_VideoCombine`): one token,
+/// with a capital, that is not an exception class.
+fn is_node_class(line: &str) -> bool {
+    NODE_CLASS_RE.is_match(line)
+        && line.chars().any(|c| c.is_ascii_uppercase())
+        && !["Error", "Exception", "Warning"]
+            .iter()
+            .any(|w| line.ends_with(w))
+}
+
 /// The console signals of one run's own console lines (a run's `server.log`: one line per
 /// console line, from `got prompt` to `Prompt executed`), read with the same rules as a pasted
 /// log.
@@ -863,6 +1025,104 @@ mod tests {
             .exception_message
             .unwrap()
             .starts_with("CUDA out of memory"));
+    }
+
+    /// PyTorch's terminate handler (c10/util/AbortHandler.h) prints this, then aborts.
+    #[test]
+    fn pytorch_abort_handler_is_a_death() {
+        let log = "Checkpoint files will always be loaded safely.\nUnhandled exception caught in c10/util/AbortHandler.h\n00007FFA79B2A9BC00007FFA79B19EB0 torch_python.dll!initModule [<unknown file> @ <unknown line number>]\n";
+        kind_of(log, FailureKind::ProcessKilled);
+    }
+
+    /// bash's report of a killed child, with the command after `Killed`.
+    #[test]
+    fn a_shell_job_line_is_a_death() {
+        kind_of("app | /home/x/entrypoint.sh: line 42:     8 Killed                  python3 ./ComfyUI/main.py --listen\n", FailureKind::ProcessKilled);
+        kind_of(
+            "[1]+  Killed                  python main.py\n",
+            FailureKind::ProcessKilled,
+        );
+    }
+
+    /// comfy_aimdo.control.init() logs its load error; ComfyUI then falls back. With no run
+    /// failure in the text, that is the failure; the fall-back notice alone is none.
+    #[test]
+    fn aimdo_start_up_load_error_is_aimdo_and_the_fallback_notice_is_nothing() {
+        let log = "Total VRAM 8192 MB\ncomfy-aimdo failed to load: libcuda.so.1: cannot open shared object file: No such file or directory\nNOTE: comfy-aimdo is currently only support for Nvidia GPUs\nNo working comfy-aimdo install detected. DynamicVRAM support disabled. Falling back to legacy ModelPatcher.\nStarting server\n";
+        kind_of(log, FailureKind::Aimdo);
+        assert!(parse_input("No working comfy-aimdo install detected. DynamicVRAM support disabled. Falling back to legacy ModelPatcher.\n").is_err());
+        assert!(parse_input("IMPORT FAILED: nodes_glsl.py\n").is_err());
+    }
+
+    /// A paste of only the message is read by its wording; the frontend's dialog puts the node
+    /// type over it.
+    #[test]
+    fn a_message_alone_is_read_by_its_wording() {
+        kind_of("> Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64.\n", FailureKind::Other);
+        let d = kind_of(
+            "SaveVideo\n[Errno 22] Invalid argument: 'avcodec_send_frame()'\n",
+            FailureKind::Other,
+        );
+        assert_eq!(d.node_type.as_deref(), Some("SaveVideo"));
+        kind_of("VAEDecode\nAllocation on device\n", FailureKind::CudaOom);
+        // hard-wrapped: still one message
+        kind_of("SaveVideo\n[Errno 22] Invalid argument: 'avcodec_send_frame()'; last error log: [aac] Input c\nontains (near) NaN/+-Inf\n", FailureKind::Other);
+        // prose is no message
+        assert!(parse_input("my workflow is slow, any idea?\nthanks\n").is_err());
+    }
+
+    /// The error report pasted as rendered text: no bullets, no bold.
+    #[test]
+    fn a_rendered_error_report_is_read_like_the_markdown() {
+        let log = "ComfyUI Error Report\nError Details\nNode ID: 125\nNode Type: SamplerCustomAdvanced\nException Type: RuntimeError\nException Message: RuntimeError: a helper is missing\nStack Trace\n  File \"/c/execution.py\", line 545, in execute\n    x()\n";
+        let p = parse_input(log).unwrap();
+        assert_eq!(
+            p.evidence.node_type.as_deref(),
+            Some("SamplerCustomAdvanced")
+        );
+        assert_eq!(
+            p.evidence.exception_message.as_deref(),
+            Some("RuntimeError: a helper is missing")
+        );
+        kind_of(log, FailureKind::Other);
+        // generateErrorReport writes N/A for a field the error lacks
+        let na = "# ComfyUI Error Report\n## Error Details\n- **Node ID:** N/A\n- **Node Type:** N/A\n- **Exception Type:** torch.OutOfMemoryError\n- **Exception Message:** Allocation on device\n## Stack Trace\n";
+        let p = parse_input(na).unwrap();
+        assert_eq!(p.evidence.node_type, None);
+        assert_eq!(p.evidence.node_id, None);
+        kind_of(na, FailureKind::CudaOom);
+    }
+
+    /// An error printed in words with no exception after it is the failure; one the run got
+    /// past (more work after it, `Prompt executed`) or one a death follows is not.
+    #[test]
+    fn an_error_printed_in_words_is_the_failure_unless_the_run_went_on() {
+        let log = "got prompt\nRequested to load SDXL\nrocBLAS error: Could not initialize Tensile host\n";
+        let d = kind_of(log, FailureKind::Other);
+        assert!(d.message.unwrap().starts_with("rocBLAS error"));
+        kind_of("got prompt\n 10%|#   | 1/10 [00:01<00:09]\n❌ [ERROR] Error in Phase 1 (Encoding): CUDA out of memory\n", FailureKind::CudaOom);
+        let past = "got prompt\nrocBLAS error: retrying\n 50%|#####     | 10/20 [00:10<00:10]\n";
+        assert_eq!(
+            crate::diagnose::diagnose_text(past).unwrap().kind,
+            FailureKind::Unknown
+        );
+        assert!(
+            parse_input("got prompt\nrocBLAS error: x\nPrompt executed in 3.00 seconds\n").is_err()
+        );
+        kind_of(
+            "got prompt\nrocBLAS error: x\nFatal Python error: Aborted\n",
+            FailureKind::ProcessKilled,
+        );
+    }
+
+    /// A custom node's import error that ComfyUI starts up after is no failure (rule 2); an
+    /// aimdo error at start-up is.
+    #[test]
+    fn an_error_comfyui_starts_up_after_is_no_failure() {
+        let log = "Traceback (most recent call last):\n  File \"/c/nodes.py\", line 1, in load_custom_node\n    import x\nModuleNotFoundError: No module named 'x'\nCannot import /c/custom_nodes/x module for custom nodes: No module named 'x'\nImport times for custom nodes:\nStarting server\nTo see the GUI go to: http://127.0.0.1:8188\n";
+        assert!(parse_input(log).is_err());
+        let aimdo = "aimdo: src/model-vbar.c:236:ERROR: Could not reserve Virtual Address space\nImport times for custom nodes:\nStarting server\n";
+        kind_of(aimdo, FailureKind::Aimdo);
     }
 
     #[test]

@@ -1,9 +1,102 @@
-//! The lines of a pasted log as the console parser reads them: the prefixes a paste carries
-//! (Markdown quotes, timestamps, logger names and levels) removed, one-line pastes of a whole
-//! traceback split back into lines, code fences dropped. No reading of what the lines say.
+//! The lines of a pasted log as the console parser reads them: what a paste or a stored copy
+//! adds (terminal colour codes, HTML entities, Markdown quotes, a prefix on every line,
+//! timestamps, logger names and levels) removed, one-line pastes of a whole traceback split back
+//! into lines, code fences dropped. No reading of what the lines say.
 
 use regex::Regex;
+use std::borrow::Cow;
 use std::sync::LazyLock;
+
+/// A terminal's colour and cursor codes (CSI: `ESC[31m`, `ESC[0m`, `ESC[1;33m`, `ESC[2K`), and
+/// colour codes whose escape character a copy lost (`[31m`, `[0m`). Other escapes (a window
+/// title's OSC) stay, for the output to show them escaped.
+static ANSI_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,3}(?:;\d{1,3})*m").expect("static regex")
+});
+
+/// The HTML entities a stored web copy shows for what the console printed.
+const ENTITIES: &[(&str, &str)] = &[
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&quot;", "\""),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&#34;", "\""),
+    ("&nbsp;", " "),
+    // last, so `&amp;lt;` becomes `&lt;`, not `<`
+    ("&amp;", "&"),
+];
+
+/// Spaces a web copy writes as no-break or other Unicode spaces, and zero-width characters.
+fn is_odd_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{a0}' | '\u{2000}'..='\u{200b}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
+/// The text with terminal colour codes removed, HTML entities decoded (once), and no-break and
+/// other Unicode spaces as plain spaces (zero-width ones dropped).
+pub(super) fn unescape(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    if text.chars().any(is_odd_space) {
+        out = Cow::Owned(
+            text.chars()
+                .filter_map(|c| match c {
+                    '\u{200b}' | '\u{feff}' => None,
+                    c if is_odd_space(c) => Some(' '),
+                    c => Some(c),
+                })
+                .collect(),
+        );
+    }
+    if ANSI_RE.is_match(&out) {
+        out = Cow::Owned(ANSI_RE.replace_all(&out, "").into_owned());
+    }
+    if out.contains('&') && ENTITIES.iter().any(|(e, _)| out.contains(e)) {
+        let mut s = out.into_owned();
+        for (entity, ch) in ENTITIES {
+            s = s.replace(entity, ch);
+        }
+        out = Cow::Owned(s);
+    }
+    out
+}
+
+/// A prefix a launcher or container puts before every line: a bracketed tag (`[ComfyUI] `) or
+/// docker compose's service column (`comfyui  | `).
+static LINE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\[[^\]\s\d][^\]]{0,40}\]\s?|[A-Za-z][\w.\-]{0,40}\s*\|\s)")
+        .expect("static regex")
+});
+
+/// The prefix every non-empty line starts with, when the first one has a prefix of that form.
+fn common_prefix<'a>(lines: &[&'a str]) -> Option<&'a str> {
+    let mut shown = lines.iter().filter(|l| !l.trim().is_empty());
+    let first = shown.next()?;
+    let prefix = LINE_PREFIX_RE.find(first)?.as_str().trim_end();
+    shown.all(|l| l.starts_with(prefix)).then_some(prefix)
+}
+
+/// A line without what a paste puts before the console's own text (quotes, a timestamp and the
+/// level word after it, a short time): the level word a logger writes into the line
+/// (`ERROR:aimdo_setup_hooks:`) is kept.
+fn without_paste_prefix(raw: &str) -> &str {
+    let mut s = raw;
+    for _ in 0..3 {
+        let before = s.len();
+        s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
+        if let Some(m) = TIMESTAMP_RE.find(s) {
+            s = &s[m.end()..];
+            s = BARE_LEVEL_RE.find(s).map_or(s, |m| &s[m.end()..]);
+        }
+        s = SHORT_TIME_RE.find(s).map_or(s, |m| &s[m.end()..]);
+        if s.len() == before {
+            break;
+        }
+    }
+    s
+}
 
 static QUOTE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
@@ -15,6 +108,12 @@ static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+")
+        .expect("static regex")
+});
+/// A level word right after a timestamp (`2026-05-12 23:34:51,752 INFO …`, loguru's `… | INFO
+/// | …`).
+static BARE_LEVEL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\|\s*)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\s*\|\s*|\s+-\s+|:?\s+)")
         .expect("static regex")
 });
 static LEVEL_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -42,18 +141,62 @@ static AIMDO_LEVEL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):").expect("static regex")
 });
 
-/// The raw lines, an aimdo record broken after its location joined back into one line.
+/// The raw lines, a prefix on every line (`[ComfyUI] `, `comfyui  | `) removed and an aimdo
+/// record broken after its location joined back into one line (also when each half carries a
+/// paste's prefix).
 fn join_broken_aimdo(text: &str) -> Vec<String> {
+    let raw_lines: Vec<&str> = text.lines().collect();
+    let prefix = common_prefix(&raw_lines);
     let mut out: Vec<String> = Vec::new();
-    for raw in text.lines() {
+    for raw in raw_lines {
+        let raw = match prefix.and_then(|p| raw.strip_prefix(p)) {
+            Some(rest) => rest.strip_prefix(' ').unwrap_or(rest),
+            None => raw,
+        };
         if let Some(prev) = out.last_mut() {
-            if AIMDO_PLACE_RE.is_match(prev) && AIMDO_LEVEL_RE.is_match(raw) {
+            let core = without_paste_prefix(raw);
+            if AIMDO_PLACE_RE.is_match(prev) && AIMDO_LEVEL_RE.is_match(core) {
                 prev.truncate(prev.trim_end().len());
-                prev.push_str(raw.trim_start());
+                prev.push_str(core.trim_start());
                 continue;
             }
         }
         out.push(raw.to_string());
+    }
+    out
+}
+
+/// The text inside one pair of Markdown inline-code backticks, when the whole paste is one
+/// such span (`` `CUDA out of memory. …` ``); a code fence is not one.
+fn without_inline_code(text: &str) -> &str {
+    let t = text.trim();
+    match t.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+        Some(inner) if !t.starts_with("``") && !inner.contains('`') => inner,
+        _ => text,
+    }
+}
+
+/// A traceback frame whose quoted path a hard wrap cut (`File "C:\…\comfy_` / `aimdo\x.py",
+/// line 5, in f`): the open quote has no close on its line.
+static OPEN_FRAME_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i)^\W*file\s+"[^"]*$"#).expect("static regex"));
+
+/// Frames cut by a hard wrap joined back (at most three pieces onto one frame).
+fn join_wrapped_frames(lines: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut joins = 0;
+    for line in lines {
+        if let Some(prev) = out.last_mut() {
+            let open = OPEN_FRAME_RE.is_match(prev.trim_end());
+            if open && joins < 3 && !line.trim().is_empty() {
+                prev.truncate(prev.trim_end().len());
+                prev.push_str(without_paste_prefix(&line).trim_start());
+                joins += 1;
+                continue;
+            }
+        }
+        joins = 0;
+        out.push(line);
     }
     out
 }
@@ -100,7 +243,10 @@ pub(super) fn clean_line(raw: &str) -> String {
     for _ in 0..3 {
         let before = s.clone();
         s = QUOTE_RE.replace(&s, "").into_owned();
-        s = TIMESTAMP_RE.replace(&s, "").into_owned();
+        let stamped = TIMESTAMP_RE.find(&s).map(|m| m.end());
+        if let Some(end) = stamped {
+            s = BARE_LEVEL_RE.replace(&s[end..], "").into_owned();
+        }
         s = SHORT_TIME_RE.replace(&s, "").into_owned();
         s = LOGGER_RE.replace(&s, "").into_owned();
         s = LEVEL_TAG_RE.replace(&s, "").into_owned();
@@ -146,7 +292,8 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
 pub(super) fn normalise(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in join_broken_aimdo(text) {
+    let text = unescape(text);
+    for raw in join_wrapped_frames(join_broken_aimdo(without_inline_code(&text))) {
         let trimmed = raw.trim();
         if trimmed.starts_with("```") {
             continue;
@@ -160,7 +307,7 @@ pub(super) fn normalise(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{clean_line, normalise, split_flattened};
+    use super::{clean_line, normalise, split_flattened, unescape};
 
     #[test]
     fn prefixes_are_removed() {
@@ -233,6 +380,60 @@ mod tests {
             "aimdo: /project/src-posix/cuda-funchooks.c:37:ERROR:aimdo_setup_hooks:"
         );
         assert_eq!(lines[2], "model_type FLOW:");
+    }
+
+    /// Colour codes (with or without their escape character) and HTML entities are undone once.
+    #[test]
+    fn colour_codes_and_entities_are_removed() {
+        assert_eq!(
+            unescape("\x1b[1;31mERROR\x1b[0m x [31my[0m &lt;a&gt; &quot;b&quot; c&#39;s &amp;lt;"),
+            "ERROR x y <a> \"b\" c's &lt;"
+        );
+        assert_eq!(unescape("[mps] 12m"), "[mps] 12m");
+    }
+
+    /// A prefix on every line (a launcher's tag, docker compose's service column) goes; a level
+    /// word after a timestamp goes; an aimdo record broken in two under a prefix is joined.
+    #[test]
+    fn a_prefix_on_every_line_is_removed() {
+        assert_eq!(
+            normalise("[ComfyUI] got prompt\n[ComfyUI]   File \"a.py\", line 1, in f\n"),
+            ["got prompt", "File \"a.py\", line 1, in f"]
+        );
+        assert_eq!(normalise("comfyui  | x\ncomfyui  | y\n"), ["x", "y"]);
+        assert_eq!(normalise("[A] x\n[B] y\n"), ["[A] x", "[B] y"]);
+        assert_eq!(
+            clean_line("2026-05-12 23:34:51,752 INFO got prompt"),
+            "got prompt"
+        );
+        assert_eq!(
+            clean_line("2026-05-12 23:34:51.752 | ERROR    | boom"),
+            "boom"
+        );
+        let lines = normalise("> 2026-05-12 23:34:51,752 INFO aimdo: /p/src/hooks.c:37:\n> 2026-05-12 23:34:51,752 INFO ERROR:aimdo_setup_hooks:\n");
+        assert_eq!(lines, ["aimdo: /p/src/hooks.c:37:ERROR:aimdo_setup_hooks:"]);
+    }
+
+    /// A paste that is one inline-code span is read without its backticks.
+    #[test]
+    fn an_inline_code_span_is_unwrapped() {
+        assert_eq!(normalise("`Killed`"), ["Killed"]);
+        assert_eq!(normalise("```\nKilled\n```"), ["Killed"]);
+        assert_eq!(normalise("`a` and `b`"), ["`a` and `b`"]);
+        assert_eq!(normalise("a\u{a0}b\u{200b}c"), ["a bc"]);
+    }
+
+    /// A frame whose quoted path a hard wrap cut is one line again.
+    #[test]
+    fn a_frame_cut_by_a_hard_wrap_is_joined() {
+        let lines = normalise("  File \"/venv/lib/python3.10/site-packages/comfy_\naimdo/model_vbar.py\", line 50 in __init__\n  File \"/c/a.py\", line 1, in f\n");
+        assert_eq!(
+            lines,
+            [
+                "File \"/venv/lib/python3.10/site-packages/comfy_aimdo/model_vbar.py\", line 50 in __init__",
+                "File \"/c/a.py\", line 1, in f"
+            ]
+        );
     }
 
     #[test]

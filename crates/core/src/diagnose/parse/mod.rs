@@ -23,7 +23,11 @@ pub fn parse_input(text: &str) -> Result<ParsedInput, ParseError> {
     if trimmed.is_empty() {
         return Err(ParseError::Empty);
     }
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    // A stored copy of JSON may show its quotes as HTML entities.
+    let unescaped = lines::unescape(trimmed);
+    let json = unescaped.trim();
+    if json.starts_with('{') || json.starts_with('[') {
+        let trimmed = json;
         if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
             return json::parse_json(&value);
         }
