@@ -686,7 +686,7 @@ fn score_both_paths(title: &str, records: &[Value], floors: (usize, usize, usize
 /// The signs of a dead process, written here independently of the parser: a pasted log is only
 /// `process_killed` when its text shows one of them (issue #40: the end of a paste is not one).
 static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)(\bkilled\b|oom-kill|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server|aborthandler\.h)").expect("regex")
+    regex::Regex::new(r"(?i)(\bkilled\b|oom-kill|terminated abnormally|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server|aborthandler\.h)").expect("regex")
 });
 
 /// Over every labelled set: no pasted text without a death sign comes out `process_killed`,

@@ -220,6 +220,12 @@ const BACKEND_WORDS: &[(&str, FailureKind)] = &[
     ("cuda", FailureKind::CudaOom),
 ];
 
+/// A fault handler's header or the shell's report of a fatal signal, opening a message.
+/// (Not `Windows fatal exception:`: Windows' handler reports access violations the process
+/// survives too, which only the console after it tells apart.)
+static FATAL_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:fatal python error:|segmentation fault)").expect("static regex")
+});
 static MEMORY_ERROR_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"));
 static TORCH_OOM_TYPE_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -328,6 +334,15 @@ pub(crate) fn classify(
             format!("The exception was raised inside comfy-aimdo, the dynamic-VRAM offloader ({frame}): its own error, whatever wraps it."),
         );
     }
+    // A fault handler's last words given as the message (a report's field filled from the
+    // console): the process died, no Python exception was raised.
+    if evidence.exception_type.is_none() && FATAL_LINE_RE.is_match(lower.trim_start()) {
+        let line = error_text.lines().next().unwrap_or("").trim();
+        return verdict(
+            FailureKind::ProcessKilled,
+            format!("The process died without a Python error (\"{line}\"). The text does not prove that memory was the reason."),
+        );
+    }
     for (needle, kind, label) in WORDING {
         if lower.contains(needle) {
             return verdict(*kind, format!("The message says \"{label}\"."));
@@ -351,6 +366,14 @@ pub(crate) fn classify(
         return verdict(
             FailureKind::HostRam,
             "Python raised MemoryError: the process could not get system RAM.".into(),
+        );
+    }
+    if lower.contains("got an oom, unloading all loaded models") {
+        // execution.py prints it only when a node raised `OOM_EXCEPTION`
+        // (`torch.cuda.OutOfMemoryError`), after logging the error itself.
+        return verdict(
+            FailureKind::CudaOom,
+            "ComfyUI's `Got an OOM, unloading all loaded models.`, which it logs only after torch's CUDA out-of-memory error; the error's own line is not in the text.".into(),
         );
     }
     if TORCH_OOM_TYPE_RE.is_match(&lower) {

@@ -58,6 +58,14 @@ static NODE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
 static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
 });
+/// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
+static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
+});
+/// ComfyUI's line after a CUDA out-of-memory error (execution.py, `OOM_EXCEPTION`).
+static GOT_OOM_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^got an oom, unloading all loaded models").expect("static regex")
+});
 static GOT_PROMPT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^got prompt(?-u:\b)").expect("static regex"));
 static PROMPT_DONE_RE: LazyLock<Regex> =
@@ -90,10 +98,12 @@ static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// An error a node or library prints in words rather than raising (issue #40's labelling rule
 /// 1): `rocBLAS error: …`, SeedVR2's `❌ [ERROR] Error in Phase 1 (Encoding): …`, a line led by
-/// `❌`, and the ROCm runtime's (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
+/// `❌`, a node's sentence `An unexpected error occurred during X: …` or `Inference failed:`
+/// (its message on the next line), and the ROCm runtime's
+/// (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
 /// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
 static WORDED_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[(?:error|critical)\]\s*)?(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80})?:\s*\S|:0:\S.*?:\s*\d+\s*us:\s*\S)")
+    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[(?:error|critical)\]\s*)?(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80})?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{1,80}:\s*\S|[a-z][\w .\-]{0,60}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S)")
         .expect("static regex")
 });
 /// comfy-aimdo's start-up error (`comfy_aimdo/control.py` `init()`: `comfy-aimdo failed to
@@ -110,9 +120,16 @@ static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 /// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
-/// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`.
+/// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
+/// `Fatal Python error: …` is faulthandler's (or the interpreter's) last word; `… terminated
+/// abnormally with signal N/…` is systemd-coredump's record of a process that died.
+/// `Current thread 0x… (most recent call first):` is faulthandler's fatal-error dump: CPython
+/// marks a current thread only when a thread dumps itself, which its watchdog for hangs
+/// (`dump_traceback_later`) never does. `Stack (most recent call first):` and `Thread 0x…` are
+/// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
+/// report of a hang, and with it the header already counts.
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error: aborted|^(?:current )?thread 0x[0-9a-f]+ \(most recent call first\)|^stack \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,6 +259,15 @@ const MESSAGE_WORDS: &[&str] = &[
     // execution.py's validate_prompt refusing a prompt (`invalid_prompt`), also when a client
     // quotes the server's reply
     "cannot execute because",
+    // the frontend's missing-nodes dialog: the workflow cannot be queued
+    "uses custom nodes you haven't installed",
+    "the following node types were not found",
+    // a client relaying ComfyUI's execution_error (SwarmUI: `ComfyUI execution error: …`)
+    "comfyui execution error:",
+    // the HSA runtime's GPU page fault report (ROCm), printed before it aborts
+    "memory access fault by gpu",
+    // Python's Windows launcher (`pip.exe`, `offload-arch.exe`) failing to start its script
+    "fatal error in launcher",
     // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
     "vram allocation failed (non oom)",
     "fault failed",
@@ -321,7 +347,7 @@ fn continuation(lines: &[String], start: usize) -> Vec<String> {
 }
 
 /// The failure found in one segment of the log.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct SegmentFailure {
     start: Option<usize>,
     node_id: Option<String>,
@@ -330,6 +356,9 @@ struct SegmentFailure {
     message: Option<String>,
     traceback: Vec<String>,
     death: Option<String>,
+    /// The death sign comes after the error message, with no work and no `Prompt executed`
+    /// between: the error was the process's last word, not a failure it got past.
+    death_last: bool,
     md_node_id: Option<String>,
     md_node_type: Option<String>,
     md_exception_type: Option<String>,
@@ -366,6 +395,12 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut exc_proc_at: Option<usize> = None;
     // The last error printed in words during a run, and where.
     let mut worded: Option<(usize, String)> = None;
+    // Every death sign and where (a Windows fault the process survived is dropped below), where
+    // each message source was seen, where runs ended, and ComfyUI's `Got an OOM` line.
+    let mut deaths: Vec<(usize, String)> = Vec::new();
+    let mut message_at: Vec<usize> = Vec::new();
+    let mut done_at: Vec<usize> = Vec::new();
+    let mut got_oom: Option<String> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -384,6 +419,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if f.got_prompt && f.death.is_none() && f.start.is_none() && STARTUP_RE.is_match(t) {
             // The server started again after the prompt: the process had died.
             f.death = Some(format!("a new startup banner after `got prompt`: {t}"));
+            deaths.push((i, f.death.clone().unwrap_or_default()));
             mark(&mut f, i);
         }
         if GOT_PROMPT_RE.is_match(t) {
@@ -394,6 +430,10 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         if PROMPT_DONE_RE.is_match(t) {
             f.prompt_done = true;
+            done_at.push(i);
+        }
+        if got_oom.is_none() && GOT_OOM_RE.is_match(t) {
+            got_oom = Some(t.to_string());
         }
         if (f.got_prompt || !f.events.is_empty())
             && !t.to_lowercase().contains("warning")
@@ -401,10 +441,32 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         {
             worded = Some((i, t.to_string()));
         }
-        if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
-            if f.death.is_none() {
-                f.death = Some(t.chars().take(160).collect());
+        // A death sign hard-wrapped at the terminal's width (`…]Fatal Python` / `error:
+        // Aborted`) is read across the break.
+        let wrapped_death = || {
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            if next.is_empty() || DEATH_RE.is_match(next) || KILLED_RE.is_match(next) {
+                return None;
             }
+            // Only a sign that spans the break: it starts on this line and ends on the next.
+            [format!("{t}{next}"), format!("{t} {next}")]
+                .into_iter()
+                .find(|j| {
+                    DEATH_RE
+                        .find(j)
+                        .is_some_and(|m| m.start() < t.len() && m.end() > t.len())
+                })
+        };
+        let death_text = if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
+            Some(t.to_string())
+        } else {
+            wrapped_death()
+        };
+        if let Some(d) = death_text {
+            // The sign itself, not what precedes it on a wrapped line.
+            let from = DEATH_RE.find(&d).map_or(0, |m| m.start());
+            let from = if from > 80 { from } else { 0 };
+            deaths.push((i, d[from..].chars().take(160).collect()));
             mark(&mut f, i);
             i += 1;
             continue;
@@ -435,6 +497,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         } else if let Some(c) = crate::comfy::console::EXCEPTION_RE.captures(t) {
             exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
             exc_proc_at = Some(i);
+            message_at.push(i);
             mark(&mut f, i);
         } else if let Some(c) = ERR_OCC_RE.captures(t) {
             f.node_type = Some(c["node"].trim().to_string());
@@ -448,6 +511,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             } else {
                 Some(join_message(&msg, continuation(lines, i + 1)))
             };
+            message_at.push(i);
             mark(&mut f, i);
         } else if TRACEBACK_RE.is_match(t) || THREAD_RE.is_match(t) {
             mark(&mut f, i);
@@ -467,6 +531,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             let rest = continuation(lines, i + 1);
             let msg = msg.map(|m| join_message(&m, rest));
             final_line = Some((ty, msg));
+            message_at.push(i);
             mark(&mut f, i);
         } else if let Some(c) = GUARD_WARNING_RE
             .captures(t)
@@ -485,6 +550,7 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
                 f.node_type = node;
             }
             bare = Some(join_message(&msg, continuation(lines, i + 1)));
+            message_at.push(i);
             if f.node_type.is_none() && f.start.is_none() {
                 // The UI error toast: the node class alone on the line above the message.
                 f.node_type = lines[..i]
@@ -505,6 +571,15 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         i += 1;
     }
+    // Windows' faulthandler reports every access violation it sees, also those the process
+    // handles and survives (its vectored handler runs before any other): one followed by more
+    // of the run's console work was survived, and is no death sign.
+    deaths.retain(|(at, line)| {
+        !(line.to_lowercase().contains("windows fatal exception")
+            && f.events.iter().any(|(i, _)| i > at))
+    });
+    f.death = deaths.first().map(|(_, line)| line.clone());
+    let death_at = deaths.first().map(|(at, _)| *at);
     // An error printed in words is the failure when nothing else is and the run did not go on
     // past it: no console work after it, no `Prompt executed`, no sign of death.
     let worded = worded.filter(|(at, _)| {
@@ -560,6 +635,25 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
         if !is_specific_line(message) {
             f.message = Some(format!("{specific}\n{message}"));
         }
+    }
+    // ComfyUI logs `Got an OOM, unloading all loaded models.` only for torch's CUDA
+    // out-of-memory error (execution.py); with the error's own line cut away, it names it.
+    if f.message.is_none() {
+        if let Some(line) = got_oom {
+            f.message = Some(line);
+        }
+    }
+    // A death sign after the error, with no run work and no `Prompt executed` in between: the
+    // process died of it (an uncaught C++ exception's `terminate called`, then `Fatal Python
+    // error: Aborted`), so the death is the last thing the text shows.
+    // Only a fatal signal counts: an exit code or a launcher's pause after a Python traceback
+    // is how the interpreter ends on an uncaught exception, whose kind is the exception's.
+    let fatal = f.death.as_deref().is_some_and(|d| FATAL_RE.is_match(d));
+    if let (Some(death), Some(&last), true) = (death_at, message_at.iter().max(), fatal) {
+        f.death_last = f.message.is_some()
+            && death > last
+            && !done_at.iter().any(|d| (last..death).contains(d))
+            && !f.events.iter().any(|(i, _)| (last..death).contains(i));
     }
     f
 }
@@ -846,6 +940,17 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         return Err(ParseError::Unrecognised);
     };
     let (sampling_bar, tail) = signals_from(&seg.events);
+    // The process died of the error it printed last: the death is the failure, and the error
+    // is named in its evidence.
+    let mut seg = seg.clone();
+    if seg.death_last {
+        let error = seg.message.take().unwrap_or_default();
+        let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if let Some(death) = seg.death.as_mut() {
+            *death = format!("{death}\", after the error \"{}", first.trim());
+        }
+        seg.exception_type = None;
+    }
     // An error report's header names the node even when its Logs section is another segment.
     let md = |get: fn(&SegmentFailure) -> Option<String>| segments.iter().find_map(|(_, s)| get(s));
     let mut evidence = Evidence {
@@ -929,7 +1034,13 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
         }
         wrapped = l.chars().count() >= 72;
     }
-    if shown.is_empty() || shown.len() > 2 || shown.iter().any(|l| is_notice(l)) {
+    // The error report's title alone (its body cut away) names no error.
+    if shown.is_empty()
+        || shown.len() > 2
+        || shown
+            .iter()
+            .any(|l| is_notice(l) || MD_HEADER_RE.is_match(l))
+    {
         return None;
     }
     let message = shown.last().map_or("", String::as_str);
@@ -1207,24 +1318,27 @@ mod tests {
         );
     }
 
-    /// A fault handler's stack header is a crash even when the `Windows fatal exception` line
-    /// above it was not pasted; its stack (most recent call first) places the stage.
+    /// A fault handler's stack with its `Windows fatal exception` / `Fatal Python error` line cut
+    /// away: `Current thread 0x…` is only printed by a thread dumping itself (a fatal error),
+    /// `Thread 0x…` and `Stack …` also by the hang watchdog (labelling rule 3: no death sign).
+    /// Either way the stack (most recent call first) places the stage.
     #[test]
-    fn a_fault_handler_stack_header_is_a_death() {
+    fn a_fault_handler_stack_header_is_a_death_only_when_it_names_the_current_thread() {
         use crate::vocab::{FailureKind, Stage};
-        for header in [
-            "Current thread 0x00001a2b (most recent call first):",
-            "Thread 0x00007f3e (most recent call first):",
-            "Stack (most recent call first):",
+        for (header, kind) in [
+            (
+                "Current thread 0x00001a2b (most recent call first):",
+                FailureKind::ProcessKilled,
+            ),
+            (
+                "Thread 0x00007f3e (most recent call first):",
+                FailureKind::Unknown,
+            ),
+            ("Stack (most recent call first):", FailureKind::Unknown),
         ] {
             let log = format!("got prompt\n{header}\n  File \"/c/comfy/utils.py\", line 136 in load_torch_file\n  File \"/c/comfy/sd.py\", line 9 in load_clip\n  File \"/c/execution.py\", line 3 in execute\n");
             let d = crate::diagnose::diagnose_text(&log).unwrap();
-            assert_eq!(
-                d.kind,
-                FailureKind::ProcessKilled,
-                "{header}: {}",
-                d.kind_evidence
-            );
+            assert_eq!(d.kind, kind, "{header}: {}", d.kind_evidence);
             assert_eq!(d.stage, Stage::Load, "{header}: {}", d.stage_evidence);
         }
     }
@@ -1503,5 +1617,97 @@ mod tests {
             parse_input("got prompt\n100%|██| 20/20 [00:01<00:00]\nPrompt executed in 3.1 seconds")
                 .unwrap_err();
         assert!(matches!(err, ParseError::NoFailureInLog(_)));
+    }
+
+    // Round six (issue #40): rules read from what the programs print.
+
+    #[test]
+    fn a_windows_fault_the_process_survived_is_no_death() {
+        // faulthandler's vectored handler reports the access violation, the process handles it
+        // and goes on loading: no death sign, and the frames without an exception name no kind.
+        let log = "got prompt\nWindows fatal exception: access violation\n\nStack (most recent call first):\n  File \"C:\\ComfyUI\\comfy\\ops.py\", line 549 in _load_from_state_dict\n  File \"C:\\ComfyUI\\execution.py\", line 344 in get_output_data\n[INFO] Using split attention in VAE\n[INFO] Requested to load SD1ClipModel\n[INFO] loaded completely;  235.84 MB loaded, full load: True\n";
+        let d = kind_of(log, FailureKind::Unknown);
+        assert!(!d.kind_evidence.contains("died"), "{}", d.kind_evidence);
+        // The same fault as the last thing the process printed is a death.
+        let last = "got prompt\n[INFO] Requested to load SD1ClipModel\n[INFO] loaded completely;  235.84 MB loaded, full load: True\nWindows fatal exception: access violation\n\nStack (most recent call first):\n  File \"C:\\ComfyUI\\comfy\\ops.py\", line 549 in forward\n";
+        kind_of(last, FailureKind::ProcessKilled);
+    }
+
+    #[test]
+    fn a_fault_handler_stack_without_its_header_is_no_death_sign() {
+        let stack = "  File \"C:\\ComfyUI\\comfy\\ldm\\flux\\layers.py\", line 235 in forward\n  File \"C:\\ComfyUI\\execution.py\", line 306 in process_inputs\n";
+        // `Stack (most recent call first):` is also the hang watchdog's header.
+        kind_of(
+            &format!("Stack (most recent call first):\n{stack}"),
+            FailureKind::Unknown,
+        );
+        // `Current thread 0x…` is printed only by a thread dumping itself: a fatal error.
+        kind_of(
+            &format!("Current thread 0x00006d3c (most recent call first):\n{stack}"),
+            FailureKind::ProcessKilled,
+        );
+    }
+
+    #[test]
+    fn a_fatal_abort_after_the_error_is_the_failure() {
+        // libstdc++'s terminate handler prints the uncaught C++ exception, then aborts.
+        let log = "got prompt\n 12%|█         | 1/8 [01:03<07:26, 63.75s/it]\nterminate called after throwing an instance of 'c10::AcceleratorError'\n  what():  CUDA error: an illegal memory access was encountered\n\nFatal Python error: Aborted\n\nStack (most recent call first):\n  File \"/c/comfy/ldm/model.py\", line 1 in forward\n";
+        let d = kind_of(log, FailureKind::ProcessKilled);
+        assert!(
+            d.kind_evidence.contains("Fatal Python error: Aborted")
+                && d.kind_evidence.contains("illegal memory access"),
+            "{}",
+            d.kind_evidence
+        );
+        // A Python exception that ends the interpreter (exit code 1) keeps its own kind.
+        let exit = "Traceback (most recent call last):\n  File \"/c/run.py\", line 53, in wait\n    raise RuntimeError(\"ComfyUI did not become ready\")\nRuntimeError: ComfyUI did not become ready at http://127.0.0.1:8188 within 180s\nProcess finished with exit code 1.\n";
+        kind_of(exit, FailureKind::Other);
+    }
+
+    #[test]
+    fn a_death_sign_hard_wrapped_across_lines_is_read() {
+        let log = "got prompt\n  0%|          | 0/2 [00:00<?, ?it/s,   Model Initializing ...  ]Fatal Python\n error: Aborted\n";
+        kind_of(log, FailureKind::ProcessKilled);
+    }
+
+    #[test]
+    fn systemd_coredump_records_a_death() {
+        let log = "Memory access fault by GPU node-1 (Agent handle: 0x55f8b54eec30) on address 0x7f2a53193000. Reason: Page not present or supervisor privilege.\nJan 09 18:55:45 host systemd-coredump[134090]: Process 91762 (python) of user 60105 terminated abnormally with signal 6/ABRT, processing...\n";
+        kind_of(log, FailureKind::ProcessKilled);
+        // Without it, the HSA runtime's page fault report is the failure, not a memory one.
+        kind_of(
+            "Memory access fault by GPU node-1 (Agent handle: 0x563f6f3b7420) on address 0x7f88b5c01000. Reason: Page not present or supervisor privilege.\nGPU core dump created: gpucore.7155\n",
+            FailureKind::Other,
+        );
+    }
+
+    #[test]
+    fn comfyuis_got_an_oom_line_names_a_cuda_oom_whose_line_was_cut() {
+        let log = "got prompt\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
+        let d = kind_of(log, FailureKind::CudaOom);
+        assert!(
+            d.kind_evidence.contains("Got an OOM"),
+            "{}",
+            d.kind_evidence
+        );
+    }
+
+    #[test]
+    fn errors_nodes_clients_and_launchers_print_in_words() {
+        for log in [
+            "got prompt\nLoading Turbo TTS model on cuda...\nAn unexpected error occurred during Turbo TTS: S3Token2Wav.__init__() got an unexpected keyword argument 'meanflow'\n",
+            "[INFO] got prompt\n[DEBUG] process_images : 0.030s\n[ERROR] Inference failed:\nFailed to load model from file: D:\\models\\llm.gguf\n",
+            "Missing Node Packs (1)\nThis workflow uses custom nodes you haven't installed yet.\n\nUnknown pack (1)\n\nMiniMaxH3ImageToVideo\n",
+            "\"Error - ComfyUI execution error: Falscher Parameter.\"\n20:53:52.958 [Info] Us\n",
+            "K:\\ComfyUI>python.exe main.py\nFatal error in launcher: Unable to create process using '\"python.exe\" \"offload-arch.exe\"'\n\n[WARNING] offload-arch failed with return code 1\n",
+        ] {
+            kind_of(log, FailureKind::Other);
+        }
+    }
+
+    #[test]
+    fn an_error_reports_title_alone_is_no_failure() {
+        let cut = "节点在执行过程中发生错误。\n\n# ComfyUI Error Report\n";
+        assert!(crate::diagnose::diagnose_text(cut).is_err());
     }
 }
