@@ -33,6 +33,11 @@ const CLEAN_2026B: &str = "tests/fixtures/oom-reports/clean-2026b.json";
 /// "Labelling rules for every new batch" (written before it was collected), scored once after
 /// the sixth round's rules were written on the spent batches.
 const CLEAN_2026C: &str = "tests/fixtures/oom-reports/clean-2026c.json";
+/// A fourth clean batch (issue #40, after the seventh round): all held out, labelled and audited
+/// like `CLEAN_2026C`, scored once after the seventh round's rules were written on that spent batch.
+const CLEAN_2026D: &str = "tests/fixtures/oom-reports/clean-2026d.json";
+/// Its floors, as `CLEAN_FLOORS`.
+const CLEAN_D_FLOORS: (usize, usize, usize, usize) = (0, 0, 0, 0);
 /// Its floors, as `CLEAN_FLOORS`.
 const CLEAN_C_FLOORS: (usize, usize, usize, usize) = (0, 0, 0, 0);
 /// Its floors, as `CLEAN_FLOORS`.
@@ -470,6 +475,7 @@ fn collected_reports_are_well_formed() {
         CLEAN_2026,
         CLEAN_2026B,
         CLEAN_2026C,
+        CLEAN_2026D,
     ] {
         well_formed(file);
     }
@@ -654,6 +660,17 @@ fn clean_2026c_reports_held_out() {
     score_both_paths("clean 2026c held-out", &records, CLEAN_C_FLOORS);
 }
 
+/// The fourth clean batch, all held out, scored the same way.
+#[test]
+fn clean_2026d_reports_held_out() {
+    let records = load_file(CLEAN_2026D);
+    assert!(
+        records.iter().all(|r| r["split"] == "heldout"),
+        "every clean record is held out"
+    );
+    score_both_paths("clean 2026d held-out", &records, CLEAN_D_FLOORS);
+}
+
 /// Prints and asserts one batch through the record's fields with its text and through the
 /// pasted text alone; `floors` is (kind, stage, text kind, text stage), stage by issue #40's
 /// measure.
@@ -703,6 +720,7 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
         CLEAN_2026,
         CLEAN_2026B,
         CLEAN_2026C,
+        CLEAN_2026D,
     ] {
         for record in load_file(file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
