@@ -418,7 +418,7 @@ fn classify_without_text(
         let memory =
             line.to_lowercase().contains("oom") || line.to_lowercase().contains("out of memory");
         let tail = if memory {
-            "The kernel's out-of-memory killer is named."
+            "An out-of-memory killer is named (the kernel's or a user-space one)."
         } else {
             "The text does not prove that memory was the reason."
         };

@@ -60,7 +60,7 @@ static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
+    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
 });
 /// ComfyUI's line after a CUDA out-of-memory error (execution.py, `OOM_EXCEPTION`).
 static GOT_OOM_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -122,14 +122,16 @@ static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
 /// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
 /// `Fatal Python error: …` is faulthandler's (or the interpreter's) last word; `… terminated
-/// abnormally with signal N/…` is systemd-coredump's record of a process that died.
+/// abnormally with signal N/…` is systemd-coredump's record of a process that died; earlyoom's
+/// `sending SIGTERM to process N … cmdline "… main.py …"` and systemd-oomd's `Killed …` are
+/// user-space out-of-memory killers ending it.
 /// `Current thread 0x… (most recent call first):` is faulthandler's fatal-error dump: CPython
 /// marks a current thread only when a thread dumps itself, which its watchdog for hangs
 /// (`dump_traceback_later`) never does. `Stack (most recent call first):` and `Thread 0x…` are
 /// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
 /// report of a hang, and with it the header already counts.
 static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1060,7 +1062,7 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
 /// have`, `failed`, `cannot`, `out of memory`…), which a reporter's prose rarely has all on a line
 /// ending without a question mark.
 static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
 });
 
 /// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,
@@ -1069,6 +1071,10 @@ fn is_notice(line: &str) -> bool {
     let l = line.to_lowercase();
     [
         "import failed",
+        // a node pack's own import error and ComfyUI's `Cannot import X module for custom
+        // nodes: …` (nodes.py): start-up noise, ComfyUI goes on without the pack
+        "error loading module",
+        "module for custom nodes",
         "warning",
         "deprecat",
         "falling back",
@@ -1709,5 +1715,35 @@ mod tests {
     fn an_error_reports_title_alone_is_no_failure() {
         let cut = "节点在执行过程中发生错误。\n\n# ComfyUI Error Report\n";
         assert!(crate::diagnose::diagnose_text(cut).is_err());
+    }
+
+    #[test]
+    fn a_user_space_oom_killer_ending_comfyui_is_a_death() {
+        let log = "Aug 04 10:39:10 debian earlyoom[845]: low memory! at or below SIGTERM limits: mem  3.00%, swap 10.00%\nAug 04 10:39:10 debian earlyoom[845]: sending SIGTERM to process 322603 uid 1000 \"python3.13\": oom_score 1282, VmRSS 29931 MiB, cmdline \"/home/user/env/bin/python3.13 main.py --listen 0.0.0.0\"\nAug 04 10:39:12 debian earlyoom[845]: process 322603 exited after 2.805 seconds\n";
+        let d = kind_of(log, FailureKind::ProcessKilled);
+        assert!(
+            d.kind_evidence.contains("out-of-memory killer"),
+            "{}",
+            d.kind_evidence
+        );
+    }
+
+    #[test]
+    fn a_custom_node_import_error_alone_is_start_up_noise() {
+        for log in [
+            "`Error loading module AILab_QwenVL: cannot import name 'AutoModelForVision2Seq' from 'transformers'`",
+            "Cannot import /home/user/ComfyUI/custom_nodes/pack module for custom nodes: No module named 'x'",
+        ] {
+            assert!(crate::diagnose::diagnose_text(log).is_err(), "{log}");
+        }
+    }
+
+    #[test]
+    fn the_error_dialog_with_a_required_input_message_is_read() {
+        let d = kind_of(
+            "LTXVAudioVAELoader\nMetadata is required for audio VAE\n",
+            FailureKind::Other,
+        );
+        assert_eq!(d.node_type.as_deref(), Some("LTXVAudioVAELoader"));
     }
 }

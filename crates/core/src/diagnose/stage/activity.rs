@@ -25,9 +25,10 @@ static PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
-/// A line that reports finished work or figures, not work under way.
+/// A line that reports finished work or figures, not work under way (`📊 After phase 1 (VAE
+/// encoding):` reports a phase that is over).
 static REPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:complete[ds]?|completion|done|finished|succeeded|successfully|took|elapsed|summary|skipp(?:ed|ing)|failed|error)\b|✓|✔|✅")
+    Regex::new(r"(?i)\b(?:complete[ds]?|completion|done|finished|succeeded|successfully|took|elapsed|summary|skipp(?:ed|ing)|failed|error)\b|^after\b|\bafter (?:phase|stage|step)\b|✓|✔|✅")
         .expect("static regex")
 });
 
@@ -217,5 +218,18 @@ mod tests {
         ] {
             assert_eq!(stage(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn a_report_after_a_phase_is_no_activity() {
+        assert_eq!(
+            stage("[10:03:40.100] 📊 After phase 1 (VAE encoding):"),
+            None
+        );
+        assert_eq!(stage("After encoding: 12.3 GB allocated"), None);
+        assert_eq!(
+            stage("[10:03:35.435] 🎨 Encoding batch 1/8 with VAE"),
+            Some(Stage::Condition)
+        );
     }
 }
