@@ -1,4 +1,4 @@
-//! Paste noise does not change the reading: every labelled record of the six oom-reports files,
+//! Paste noise does not change the reading: every labelled record of the eight oom-reports files,
 //! pasted the ways people and stored copies carry a console (CRLF line ends, colour codes, Markdown
 //! quotes and fences, HTML entities, a logger's timestamp on every line, blank edges, tabs), gives
 //! `diagnose_text` the same kind and stage as the untouched text (issue #40: unseen reports come
@@ -14,6 +14,8 @@ const FILES: &[&str] = &[
     "tests/fixtures/oom-reports/fresh-2026.json",
     "tests/fixtures/oom-reports/clean-2026.json",
     "tests/fixtures/oom-reports/clean-2026b.json",
+    "tests/fixtures/oom-reports/clean-2026c.json",
+    "tests/fixtures/oom-reports/clean-2026d.json",
 ];
 
 /// Every record's pasted text (its excerpts joined as the scorer joins them), with its id.

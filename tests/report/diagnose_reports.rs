@@ -777,6 +777,8 @@ fn trailing_noise_leaves_the_stage_unchanged() {
         FRESH_2026,
         CLEAN_2026,
         CLEAN_2026B,
+        CLEAN_2026C,
+        CLEAN_2026D,
     ] {
         for record in load_file(file) {
             let text = excerpts(&record);

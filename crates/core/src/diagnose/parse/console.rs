@@ -47,8 +47,9 @@ static LOAD_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static MODEL_LOADED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^model loaded").expect("static regex"));
-static LORA_ERROR_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)^error lora(?-u:\b)").expect("static regex"));
+static LORA_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^error (?:lora|loha|lokr|glora|oft|boft)(?-u:\b)").expect("static regex")
+});
 static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$").expect("static regex")
 });
@@ -61,6 +62,10 @@ static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
+});
+static OBJECT_INFO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)error occurred while retrieving information for the|in (?:get_object_info|node_info)$")
+        .expect("static regex")
 });
 /// ComfyUI's line after a CUDA out-of-memory error (execution.py, `OOM_EXCEPTION`).
 static GOT_OOM_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -428,6 +433,12 @@ fn scan_segment(lines: &[String]) -> SegmentFailure {
             f.got_prompt = true;
         }
         if f.start.is_some() && STARTUP_RE.is_match(t) {
+            f.startup = true;
+        }
+        // server.py logs a node whose INPUT_TYPES fails when the frontend asks /object_info
+        // (`An error occurred while retrieving information for the 'X' node.`): the node list
+        // is served without it and no prompt ran, like a start-up error.
+        if OBJECT_INFO_ERROR_RE.is_match(t) {
             f.startup = true;
         }
         if PROMPT_DONE_RE.is_match(t) {

@@ -70,6 +70,17 @@ static LINE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// The line ComfyUI's weight adapters log when a patch fails (`comfy/weight_adapter/*.py`:
+/// `ERROR {name} {key} {e}`), whose first word is not a logger's level.
+static ADAPTER_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^ERROR (?:lora|loha|lokr|glora|oft|boft) ").expect("static regex")
+});
+
+/// SwarmUI's tag on each line of the ComfyUI backend it runs (`[ComfyUI-0/STDERR] …`), removed
+/// wherever it stands (on a single quoted line too, not only when every line has it).
+static BACKEND_TAG_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[ComfyUI-\d+/(?:STDERR|STDOUT)\]\s?").expect("static regex"));
+
 /// The prefix every non-empty line starts with, when the first one has a prefix of that form.
 fn common_prefix<'a>(lines: &[&'a str]) -> Option<&'a str> {
     let mut shown = lines.iter().filter(|l| !l.trim().is_empty());
@@ -245,17 +256,34 @@ pub(super) fn clean_line(raw: &str) -> String {
         s = QUOTE_RE.replace(&s, "").into_owned();
         let stamped = TIMESTAMP_RE.find(&s).map(|m| m.end());
         if let Some(end) = stamped {
-            s = BARE_LEVEL_RE.replace(&s[end..], "").into_owned();
+            // ComfyUI's weight adapters print `ERROR lora <key> <error>`: the word is theirs.
+            let rest = &s[end..];
+            s = if ADAPTER_ERROR_RE.is_match(rest) {
+                rest.to_string()
+            } else {
+                BARE_LEVEL_RE.replace(rest, "").into_owned()
+            };
         }
         s = SHORT_TIME_RE.replace(&s, "").into_owned();
         s = LOGGER_RE.replace(&s, "").into_owned();
         s = LEVEL_TAG_RE.replace(&s, "").into_owned();
         s = COLON_LOGGER_RE.replace(&s, "").into_owned();
+        s = BACKEND_TAG_RE.replace(&s, "").into_owned();
         if s == before {
             break;
         }
     }
     let t = s.trim_start();
+    // One line quoted as inline code (`` `AttributeError: …` ``, or with two backticks), not a
+    // fence.
+    let ticks = t.len() - t.trim_start_matches('`').len();
+    let t = match (1..=2).contains(&ticks).then(|| {
+        let fence = &t[..ticks];
+        t[ticks..].strip_suffix(fence)
+    }) {
+        Some(Some(inner)) if !inner.trim().is_empty() && !inner.contains('`') => inner.trim(),
+        _ => t,
+    };
     let t = t
         .strip_prefix('\'')
         .filter(|rest| rest.matches('\'').count() % 2 == 0)
@@ -308,6 +336,30 @@ pub(super) fn normalise(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{clean_line, normalise, split_flattened, unescape};
+
+    #[test]
+    fn an_adapters_error_keeps_its_word_and_a_quoted_line_its_text() {
+        assert_eq!(
+            clean_line("[2026-05-12 23:34:51.752] ERROR lora diffusion_model.x.weight shape"),
+            "ERROR lora diffusion_model.x.weight shape"
+        );
+        assert_eq!(
+            clean_line("2026-05-12 23:34:51,752 ERROR something broke"),
+            "something broke"
+        );
+        assert_eq!(
+            clean_line("> `AttributeError: type object 'X' has no attribute 'y'`"),
+            "AttributeError: type object 'X' has no attribute 'y'"
+        );
+    }
+
+    #[test]
+    fn swarmuis_backend_tag_is_removed_on_any_line() {
+        assert_eq!(
+            clean_line("> [ComfyUI-0/STDERR] RuntimeError: Found no NVIDIA driver"),
+            "RuntimeError: Found no NVIDIA driver"
+        );
+    }
 
     #[test]
     fn prefixes_are_removed() {
