@@ -1137,6 +1137,13 @@ mod tests {
         assert_eq!(d.kind, kind, "{}", d.kind_evidence);
         d
     }
+    /// `kind_of`, and the kind's evidence names each of `words`.
+    fn kind_saying(log: &str, kind: FailureKind, words: &[&str]) {
+        let d = kind_of(log, kind);
+        for w in words {
+            assert!(d.kind_evidence.contains(w), "{w}: {}", d.kind_evidence);
+        }
+    }
     #[test]
     fn console_block_with_progress_and_final_line() {
         let log = "got prompt\nRequested to load BaseModel\nloaded completely 9000 2000 True\n 40%|████      | 8/20 [00:05<00:07,  1.6it/s]\n!!! Exception during processing !!! CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/comfy/k_diffusion/sampling.py\", line 2, in sample_euler\n    y()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 512.00 MiB is free.\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
@@ -1669,12 +1676,10 @@ mod tests {
     fn a_fatal_abort_after_the_error_is_the_failure() {
         // libstdc++'s terminate handler prints the uncaught C++ exception, then aborts.
         let log = "got prompt\n 12%|█         | 1/8 [01:03<07:26, 63.75s/it]\nterminate called after throwing an instance of 'c10::AcceleratorError'\n  what():  CUDA error: an illegal memory access was encountered\n\nFatal Python error: Aborted\n\nStack (most recent call first):\n  File \"/c/comfy/ldm/model.py\", line 1 in forward\n";
-        let d = kind_of(log, FailureKind::ProcessKilled);
-        assert!(
-            d.kind_evidence.contains("Fatal Python error: Aborted")
-                && d.kind_evidence.contains("illegal memory access"),
-            "{}",
-            d.kind_evidence
+        kind_saying(
+            log,
+            FailureKind::ProcessKilled,
+            &["Fatal Python error: Aborted", "illegal memory access"],
         );
         // A Python exception that ends the interpreter (exit code 1) keeps its own kind.
         let exit = "Traceback (most recent call last):\n  File \"/c/run.py\", line 53, in wait\n    raise RuntimeError(\"ComfyUI did not become ready\")\nRuntimeError: ComfyUI did not become ready at http://127.0.0.1:8188 within 180s\nProcess finished with exit code 1.\n";
@@ -1701,12 +1706,7 @@ mod tests {
     #[test]
     fn comfyuis_got_an_oom_line_names_a_cuda_oom_whose_line_was_cut() {
         let log = "got prompt\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
-        let d = kind_of(log, FailureKind::CudaOom);
-        assert!(
-            d.kind_evidence.contains("Got an OOM"),
-            "{}",
-            d.kind_evidence
-        );
+        kind_saying(log, FailureKind::CudaOom, &["Got an OOM"]);
     }
 
     #[test]
@@ -1731,12 +1731,7 @@ mod tests {
     #[test]
     fn a_user_space_oom_killer_ending_comfyui_is_a_death() {
         let log = "Aug 04 10:39:10 debian earlyoom[845]: low memory! at or below SIGTERM limits: mem  3.00%, swap 10.00%\nAug 04 10:39:10 debian earlyoom[845]: sending SIGTERM to process 322603 uid 1000 \"python3.13\": oom_score 1282, VmRSS 29931 MiB, cmdline \"/home/user/env/bin/python3.13 main.py --listen 0.0.0.0\"\nAug 04 10:39:12 debian earlyoom[845]: process 322603 exited after 2.805 seconds\n";
-        let d = kind_of(log, FailureKind::ProcessKilled);
-        assert!(
-            d.kind_evidence.contains("out-of-memory killer"),
-            "{}",
-            d.kind_evidence
-        );
+        kind_saying(log, FailureKind::ProcessKilled, &["out-of-memory killer"]);
     }
 
     #[test]
