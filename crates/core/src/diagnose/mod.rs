@@ -4,7 +4,7 @@
 //! The module owns the classification rules (`kind`, `stage`, and `frames`: the table from
 //! well-known traceback functions and files to stages), the allocator-number parser and
 //! its consistency checks (`numbers`), the parsers for text a user pastes (`parse`: console logs
-//! and tracebacks in `parse/console.rs`, execution_error / history / WebSocket JSON in
+//! and tracebacks in `parse/console/`, execution_error / history / WebSocket JSON in
 //! `parse/json.rs`), the advice per stage (`advice`) and the
 //! human rendering (`render`). The types they all share — the evidence, the console signals,
 //! the diagnosis — live in `evidence`; this file declares the parts, re-exports them and runs

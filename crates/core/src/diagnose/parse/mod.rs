@@ -5,8 +5,11 @@
 //! or a stream of WebSocket messages (one JSON object per line).
 //!
 //! This file tells the forms apart (what both halves return — the error, the console signals,
-//! the parsed input — is in `diagnose/evidence.rs`); `parse/json.rs` reads the JSON forms, `parse/console.rs` the console
-//! logs and pasted text, from the lines `parse/lines.rs` cleans of a paste's prefixes.
+//! the parsed input — is in `diagnose/evidence.rs`); `parse/json.rs` reads the JSON forms,
+//! `parse/console/` the console logs and pasted text (`words.rs` its vocabulary, `segment.rs` one
+//! run's events and failure, `signals.rs` what the log was doing at its end, `mod.rs` which
+//! segment is the failure and short pastes), from the lines `parse/lines.rs` cleans of a paste's
+//! prefixes.
 
 mod console;
 mod json;

@@ -1,0 +1,305 @@
+//! Console logs and pasted text: the `!!! Exception during processing !!!` block, tracebacks,
+//! progress bars, model-loading lines, the UI error dialog and the "ComfyUI Error Report"
+//! Markdown, read from the lines `lines` cleaned of what a paste carries.
+
+mod segment;
+mod signals;
+mod words;
+
+use super::lines::normalise;
+use crate::diagnose::stage::is_background_line;
+use crate::diagnose::{ConsoleSignals, ParseError, ParsedInput};
+use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
+use regex::Regex;
+use segment::*;
+use signals::*;
+use std::sync::LazyLock;
+use words::*;
+
+pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
+    let lines = normalise(text);
+    // Split into prompt segments at `got prompt`; each holds at most one failure.
+    // A run also ends at `Prompt executed in …`: what follows is the next run, even when the
+    // paste left out its `got prompt`.
+    let mut bounds = vec![0];
+    for (i, l) in lines.iter().enumerate() {
+        let after_done = i > 0 && PROMPT_DONE_RE.is_match(lines[i - 1].trim());
+        if i > 0 && (GOT_PROMPT_RE.is_match(l.trim()) || after_done) && bounds.last() != Some(&i) {
+            bounds.push(i);
+        }
+    }
+    bounds.push(lines.len());
+    let segments: Vec<(usize, SegmentFailure)> = bounds
+        .windows(2)
+        .map(|w| (w[0], scan_segment(&lines[w[0]..w[1]])))
+        .collect();
+    // A process that exits after a run ended (`Prompt executed`, then the portable launcher's
+    // `pause`: "Press any key to continue") with nothing run in between ran no prompt there:
+    // the exit is not a failure of its own when a run before it failed.
+    let idle_exit = |i: usize, s: &SegmentFailure| {
+        i > 0
+            && segments[i - 1].1.prompt_done
+            && s.death.is_some()
+            && !s.got_prompt
+            && s.events.is_empty()
+            && s.message.is_none()
+            && s.traceback.is_empty()
+    };
+    let earlier_failure = |i: usize| segments[..i].iter().any(|(_, s)| s.has_failure());
+    // Startup errors (custom-node imports) are not the run's failure when anything else is.
+    let run_failures = segments.iter().any(|(_, s)| s.has_failure() && !s.startup);
+    // An error ComfyUI started up after (its banner follows) is start-up noise, no failure at
+    // all (labelling rule 2), unless it is comfy-aimdo's own error.
+    let startup_noise = |s: &SegmentFailure| {
+        s.startup
+            && s.death.is_none()
+            && (run_failures
+                || !s
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.lines().any(is_specific_line)))
+    };
+    let chosen = segments
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, s))| !(idle_exit(*i, s) && earlier_failure(*i)))
+        .filter(|(_, (_, s))| s.has_failure() && !startup_noise(s))
+        .max_by_key(|(i, (_, s))| {
+            (
+                !s.traceback.is_empty() || s.death.is_some(),
+                s.message.is_some() || s.death.is_some(),
+                *i,
+            )
+        })
+        .map(|(_, s)| s);
+    let chosen = chosen.filter(|(_, s)| {
+        // A log that starts with startup errors and later stops after `got prompt` died mid-run.
+        let stopped = segments
+            .last()
+            .is_some_and(|(_, l)| l.got_prompt && !l.prompt_done && !l.has_failure());
+        !(s.startup && stopped)
+    });
+    let Some((_, seg)) = chosen else {
+        // No failure: a log that stops mid-run means the server went away.
+        if let Some((_, last)) = segments.last() {
+            let mid_run = last.got_prompt || !last.events.is_empty();
+            if mid_run && !last.prompt_done {
+                // No sign that the server died (those are failures of their own): the log just
+                // ends, which a paste cut short looks like too, so no outcome is presumed.
+                // The last line the run printed: background lines after it (a registry
+                // fetch, a warning) do not end the run's own output.
+                let last_line = lines.iter().rev().find(|l| !is_background_line(l));
+                let events = with_cut_last_line(&last.events, last_line);
+                let (sampling_bar, tail) = signals_from(&events);
+                let mut evidence = Evidence::default();
+                if let Some((v, m)) = sampling_bar {
+                    evidence.progress.push(NodeProgress {
+                        node_id: String::new(),
+                        class_type: None,
+                        value: v,
+                        max: m,
+                    });
+                }
+                return Ok(ParsedInput {
+                    evidence,
+                    signals: ConsoleSignals {
+                        sampling_bar,
+                        tail,
+                        death: None,
+                        log_stopped: true,
+                        last_model: last_model(&events),
+                    },
+                });
+            }
+            if segments.iter().any(|(_, s)| s.prompt_done) {
+                return Err(ParseError::NoFailureInLog(
+                    "it ends with `Prompt executed in …`".into(),
+                ));
+            }
+        }
+        if let Some(line) = lines
+            .iter()
+            .find(|l| AIMDO_LOAD_FAILED_RE.is_match(l.trim()))
+        {
+            // No run failed and none stopped: comfy-aimdo's own start-up error is the failure.
+            return Ok(message_only(None, line.trim().to_string()));
+        }
+        if let Some(input) = short_message(&lines) {
+            return Ok(input);
+        }
+        return Err(ParseError::Unrecognised);
+    };
+    let (sampling_bar, tail) = signals_from(&seg.events);
+    // The process died of the error it printed last: the death is the failure, and the error
+    // is named in its evidence.
+    let mut seg = seg.clone();
+    if seg.death_last {
+        let error = seg.message.take().unwrap_or_default();
+        let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if let Some(death) = seg.death.as_mut() {
+            *death = format!("{death}\", after the error \"{}", first.trim());
+        }
+        seg.exception_type = None;
+    }
+    // An error report's header names the node even when its Logs section is another segment.
+    let md = |get: fn(&SegmentFailure) -> Option<String>| segments.iter().find_map(|(_, s)| get(s));
+    let mut evidence = Evidence {
+        node_id: seg.node_id.clone().or_else(|| md(|s| s.md_node_id.clone())),
+        node_type: seg
+            .node_type
+            .clone()
+            .or_else(|| md(|s| s.md_node_type.clone())),
+        exception_type: seg
+            .exception_type
+            .clone()
+            .or_else(|| md(|s| s.md_exception_type.clone())),
+        exception_message: seg.message.clone(),
+        traceback: seg.traceback.clone(),
+        progress: Vec::new(),
+        outcome: None,
+        cached_nodes: Vec::new(),
+    };
+    if seg.message.is_none() && seg.death.is_some() {
+        evidence.outcome = Some(RunOutcomeHint::ServerLost);
+    }
+    if let Some((v, m)) = sampling_bar {
+        evidence.progress.push(NodeProgress {
+            node_id: String::new(),
+            class_type: None,
+            value: v,
+            max: m,
+        });
+    }
+    Ok(ParsedInput {
+        evidence,
+        signals: ConsoleSignals {
+            sampling_bar,
+            tail,
+            death: if seg.message.is_none() {
+                seg.death.clone()
+            } else {
+                None
+            },
+            log_stopped: false,
+            last_model: last_model(&seg.events),
+        },
+    })
+}
+
+/// Evidence that is only an error message (with the node the frontend names above it).
+fn message_only(node_type: Option<String>, message: String) -> ParsedInput {
+    ParsedInput {
+        evidence: Evidence {
+            node_type,
+            exception_message: Some(message),
+            ..Evidence::default()
+        },
+        signals: ConsoleSignals::default(),
+    }
+}
+
+/// A paste that is only the message: one or two lines with no console around them, read by
+/// their wording like an exception message (issue #40's labelling rule 5). Two lines whose first
+/// is a node class alone are the frontend's error dialog, whose title is the failing node's type
+/// over the exception message (ComfyUI_frontend `ErrorDialogContent.vue`: `nodeType ??
+/// exceptionType`). Start-up notices that ComfyUI goes on after are not a message; background
+/// lines around the message do not count.
+fn short_message(lines: &[String]) -> Option<ParsedInput> {
+    // A hard-wrapped message (a line of 72 characters or more, then its rest) is one line.
+    let mut shown: Vec<String> = Vec::new();
+    let mut wrapped = false;
+    // Background output around it (ComfyUI-Manager's fetch, a library's warning) is not part
+    // of the paste's text.
+    for l in lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !is_background_line(l))
+    {
+        match shown.last_mut() {
+            Some(prev) if wrapped => {
+                prev.push(' ');
+                prev.push_str(l);
+            }
+            _ => shown.push(l.to_string()),
+        }
+        wrapped = l.chars().count() >= 72;
+    }
+    // The error report's title alone (its body cut away) names no error.
+    if shown.is_empty()
+        || shown.len() > 2
+        || shown
+            .iter()
+            .any(|l| is_notice(l) || MD_HEADER_RE.is_match(l))
+    {
+        return None;
+    }
+    let message = shown.last().map_or("", String::as_str);
+    if !ERROR_WORDING_RE.is_match(message) || message.ends_with('?') {
+        // A question or a note, not an error message.
+        return None;
+    }
+    match shown.as_slice() {
+        [title, message] if is_node_class(title) => {
+            Some(message_only(Some(title.to_string()), message.to_string()))
+        }
+        _ => Some(message_only(None, shown.join("\n"))),
+    }
+}
+
+/// Words an error message is written with (`Invalid argument`, `doesn't support`, `does not
+/// have`, `failed`, `cannot`, `out of memory`…), which a reporter's prose rarely has all on a line
+/// ending without a question mark.
+static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
+});
+
+/// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,
+/// warnings, deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
+fn is_notice(line: &str) -> bool {
+    let l = line.to_lowercase();
+    [
+        "import failed",
+        // a node pack's own import error and ComfyUI's `Cannot import X module for custom
+        // nodes: …` (nodes.py): start-up noise, ComfyUI goes on without the pack
+        "error loading module",
+        "module for custom nodes",
+        "warning",
+        "deprecat",
+        "falling back",
+        "fall back",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+        || GOT_PROMPT_RE.is_match(line)
+        || PROMPT_DONE_RE.is_match(line)
+        || STARTUP_RE.is_match(line)
+}
+
+/// A node class name alone on a line (`SaveVideo`, `KSampler`, `VHS_VideoCombine`): one token,
+/// with a capital, that is not an exception class.
+fn is_node_class(line: &str) -> bool {
+    NODE_CLASS_RE.is_match(line)
+        && line.chars().any(|c| c.is_ascii_uppercase())
+        && !["Error", "Exception", "Warning"]
+            .iter()
+            .any(|w| line.ends_with(w))
+}
+
+/// The console signals of one run's own console lines (a run's `server.log`: one line per
+/// console line, from `got prompt` to `Prompt executed`), read with the same rules as a pasted
+/// log.
+pub fn console_signals(text: &str) -> ConsoleSignals {
+    let lines = normalise(text);
+    let seg = scan_segment(&lines);
+    let (sampling_bar, tail) = signals_from(&seg.events);
+    ConsoleSignals {
+        sampling_bar,
+        tail,
+        death: seg.death.clone().filter(|_| seg.message.is_none()),
+        log_stopped: false,
+        last_model: last_model(&seg.events),
+    }
+}
+
+#[cfg(test)]
+mod tests;

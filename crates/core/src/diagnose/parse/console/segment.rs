@@ -1,0 +1,428 @@
+//! One segment of a log (a run, from `got prompt` to its end): the events it shows and the
+//! failure it ends in (`scan_segment`: the message, traceback, death sign, error report fields).
+
+use super::words::*;
+use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
+use crate::diagnose::stage::node_activity;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Event {
+    TiledRetry(bool),
+    /// A node's own phase line naming an encode, decode or post-processing phase.
+    NodePhase(String),
+    SamplingBar(u64, u64),
+    LoadingBar(String),
+    Load(String),
+    /// `Model X prepared for dynamic VRAM loading. NMB Staged.` (line, model class).
+    Staged(String, String),
+    LoadDone,
+    LoraError,
+}
+
+/// The model named by `Requested to load X` when it is a text or vision encoder.
+pub(super) fn encoder_name(line: &str) -> Option<String> {
+    let name = line
+        .strip_prefix("Requested to load ")
+        .or_else(|| line.strip_prefix("requested to load "))?
+        .trim();
+    let l = name.to_lowercase();
+    [
+        "clip",
+        "temodel",
+        "t5",
+        "textencoder",
+        "text_encoder",
+        "llama",
+        "gemma",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+    .then(|| name.to_string())
+}
+
+/// What a progress bar means for the diagnosis: sampling steps, or a loader's bar.
+pub(super) fn bar_event(bar: &BarState) -> Option<Event> {
+    let (v, m) = (bar.value, bar.max);
+    let desc = bar.desc.to_lowercase();
+    if !desc.chars().any(char::is_alphabetic)
+        || ["sampl", "denois", "step"].iter().any(|w| desc.contains(w))
+    {
+        return Some(Event::SamplingBar(v, m));
+    }
+    if ["load", "shard", "fetch", "download", "checkpoint"]
+        .iter()
+        .any(|w| desc.contains(w))
+    {
+        let shown = format!("{} {v}/{m}", bar.desc);
+        return Some(Event::LoadingBar(shown));
+    }
+    None
+}
+
+/// One line's event. Memory lines (bars, loads, unloads, tiled fallbacks) are read by the
+/// console parser the run record uses ([`crate::comfy::console::classify`], and
+/// [`crate::comfy::console::load_phrase`] for a load line whose figures it cannot read); the
+/// rest are loading lines only a pasted log tends to show.
+pub(super) fn line_event(line: &str) -> Option<Event> {
+    let t = line.trim();
+    if NODE_PHASE_RE.is_match(t) {
+        return Some(Event::NodePhase(t.chars().take(160).collect()));
+    }
+    let load_line = || Some(Event::Load(t.chars().take(160).collect()));
+    match console::classify(t) {
+        Some(ConsoleLine::Bar(bar)) => {
+            if let Some(e) = bar_event(&bar) {
+                return Some(e);
+            }
+        }
+        Some(ConsoleLine::TiledFallback(stage)) => {
+            return Some(Event::TiledRetry(stage == VaeStage::Decode))
+        }
+        Some(ConsoleLine::Loaded(f)) if f.full => return Some(Event::LoadDone),
+        Some(ConsoleLine::Staged { class, .. }) => {
+            return Some(Event::Staged(t.chars().take(160).collect(), class))
+        }
+        Some(ConsoleLine::Loaded(_))
+        | Some(ConsoleLine::RequestedLoad { .. })
+        | Some(ConsoleLine::Unloaded { .. }) => return load_line(),
+        _ => {}
+    }
+    if LORA_ERROR_RE.is_match(t) {
+        return Some(Event::LoraError);
+    }
+    // The model-management lines whose figures `classify` could not read.
+    match console::load_phrase(t) {
+        Some(LoadPhrase::LoadedCompletely) => return Some(Event::LoadDone),
+        Some(_) => return load_line(),
+        None => {}
+    }
+    if MODEL_LOADED_RE.is_match(t) {
+        return Some(Event::LoadDone);
+    }
+    if LOAD_LINE_RE.is_match(t) {
+        return load_line();
+    }
+    // A node's own line naming its work in plain words (read by the stage rules).
+    if node_activity(t).is_some() {
+        return Some(Event::NodePhase(t.chars().take(160).collect()));
+    }
+    None
+}
+
+/// The failure found in one segment of the log.
+#[derive(Debug, Default, Clone)]
+pub(super) struct SegmentFailure {
+    pub(super) start: Option<usize>,
+    pub(super) node_id: Option<String>,
+    pub(super) node_type: Option<String>,
+    pub(super) exception_type: Option<String>,
+    pub(super) message: Option<String>,
+    pub(super) traceback: Vec<String>,
+    pub(super) death: Option<String>,
+    /// The death sign comes after the error message, with no work and no `Prompt executed`
+    /// between: the error was the process's last word, not a failure it got past.
+    pub(super) death_last: bool,
+    pub(super) md_node_id: Option<String>,
+    pub(super) md_node_type: Option<String>,
+    pub(super) md_exception_type: Option<String>,
+    /// The server's startup output follows the failure: a custom-node import error, not a run.
+    pub(super) startup: bool,
+    pub(super) prompt_done: bool,
+    pub(super) got_prompt: bool,
+    pub(super) events: Vec<(usize, Event)>,
+    /// The first line naming a specific error (see [`SPECIFIC_WORDS`]).
+    pub(super) specific: Option<String>,
+}
+
+impl SegmentFailure {
+    pub(super) fn has_failure(&self) -> bool {
+        self.message.is_some() || !self.traceback.is_empty() || self.death.is_some()
+    }
+}
+
+pub(super) fn join_message(first: &str, rest: Vec<String>) -> String {
+    let mut parts = vec![first.trim().to_string()];
+    parts.extend(rest);
+    parts.retain(|p| !p.is_empty());
+    parts.join("\n")
+}
+
+pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
+    let mut f = SegmentFailure::default();
+    let mut md_message: Option<String> = None;
+    let mut final_line: Option<(String, Option<String>)> = None;
+    let mut exc_proc: Option<String> = None;
+    let mut err_occ: Option<String> = None;
+    let mut bare: Option<String> = None;
+    let mut guard_warning: Option<String> = None;
+    let mut exc_proc_at: Option<usize> = None;
+    // The last error printed in words during a run, and where.
+    let mut worded: Option<(usize, String)> = None;
+    // Every death sign and where (a Windows fault the process survived is dropped below), where
+    // each message source was seen, where runs ended, and ComfyUI's `Got an OOM` line.
+    let mut deaths: Vec<(usize, String)> = Vec::new();
+    let mut message_at: Vec<usize> = Vec::new();
+    let mut done_at: Vec<usize> = Vec::new();
+    let mut got_oom: Option<String> = None;
+    let mark = |f: &mut SegmentFailure, i: usize| {
+        if f.start.is_none() {
+            f.start = Some(i);
+        }
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].as_str();
+        let t = line.trim();
+        if let Some(e) = line_event(t) {
+            f.events.push((i, e));
+        }
+        if f.specific.is_none() && !is_frame(t) && is_specific_line(t) {
+            f.specific = Some(t.to_string());
+        }
+        if f.got_prompt && f.death.is_none() && f.start.is_none() && STARTUP_RE.is_match(t) {
+            // The server started again after the prompt: the process had died.
+            f.death = Some(format!("a new startup banner after `got prompt`: {t}"));
+            deaths.push((i, f.death.clone().unwrap_or_default()));
+            mark(&mut f, i);
+        }
+        if GOT_PROMPT_RE.is_match(t) {
+            f.got_prompt = true;
+        }
+        if f.start.is_some() && STARTUP_RE.is_match(t) {
+            f.startup = true;
+        }
+        // server.py logs a node whose INPUT_TYPES fails when the frontend asks /object_info
+        // (`An error occurred while retrieving information for the 'X' node.`): the node list
+        // is served without it and no prompt ran, like a start-up error.
+        if OBJECT_INFO_ERROR_RE.is_match(t) {
+            f.startup = true;
+        }
+        if PROMPT_DONE_RE.is_match(t) {
+            f.prompt_done = true;
+            done_at.push(i);
+        }
+        if got_oom.is_none() && GOT_OOM_RE.is_match(t) {
+            got_oom = Some(t.to_string());
+        }
+        if (f.got_prompt || !f.events.is_empty())
+            && !t.to_lowercase().contains("warning")
+            && WORDED_ERROR_RE.is_match(t)
+        {
+            worded = Some((i, t.to_string()));
+        }
+        // A death sign hard-wrapped at the terminal's width (`…]Fatal Python` / `error:
+        // Aborted`) is read across the break.
+        let wrapped_death = || {
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            if next.is_empty() || DEATH_RE.is_match(next) || KILLED_RE.is_match(next) {
+                return None;
+            }
+            // Only a sign that spans the break: it starts on this line and ends on the next.
+            [format!("{t}{next}"), format!("{t} {next}")]
+                .into_iter()
+                .find(|j| {
+                    DEATH_RE
+                        .find(j)
+                        .is_some_and(|m| m.start() < t.len() && m.end() > t.len())
+                })
+        };
+        let death_text = if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
+            Some(t.to_string())
+        } else {
+            wrapped_death()
+        };
+        if let Some(d) = death_text {
+            // The sign itself, not what precedes it on a wrapped line.
+            let from = DEATH_RE.find(&d).map_or(0, |m| m.start());
+            let from = if from > 80 { from } else { 0 };
+            deaths.push((i, d[from..].chars().take(160).collect()));
+            mark(&mut f, i);
+            i += 1;
+            continue;
+        }
+        if let Some(c) = MD_FIELD_RE.captures(t) {
+            // generateErrorReport writes `N/A` for a field the error did not have.
+            let v = c["v"].trim().to_string();
+            let given = |v: String| Some(v).filter(|s| !s.is_empty() && s != "N/A");
+            match c["k"].to_lowercase().as_str() {
+                "node id" => f.md_node_id = given(v),
+                "node type" => f.md_node_type = given(v),
+                "exception type" => f.md_exception_type = given(v),
+                _ => {
+                    let rest: Vec<String> = lines[i + 1..]
+                        .iter()
+                        .take_while(|l| {
+                            let l = l.trim();
+                            !(MD_SECTION_RE.is_match(l) || MD_FIELD_RE.is_match(l) || is_frame(l))
+                        })
+                        .map(|l| l.trim().to_string())
+                        .collect();
+                    md_message = Some(join_message(&v, rest)).filter(|m| m != "N/A");
+                }
+            }
+            mark(&mut f, i);
+        } else if MD_HEADER_RE.is_match(t) {
+            mark(&mut f, i);
+        } else if let Some(c) = crate::comfy::console::EXCEPTION_RE.captures(t) {
+            exc_proc = Some(join_message(&c["msg"], continuation(lines, i + 1)));
+            exc_proc_at = Some(i);
+            message_at.push(i);
+            mark(&mut f, i);
+        } else if let Some(c) = ERR_OCC_RE.captures(t) {
+            f.node_type = Some(c["node"].trim().to_string());
+            let msg = c["msg"].trim().to_string();
+            err_occ = if msg.is_empty() {
+                let start = lines[i + 1..]
+                    .iter()
+                    .position(|l| !l.trim().is_empty())
+                    .map(|p| i + 1 + p);
+                start.map(|s| join_message(&lines[s], continuation(lines, s + 1)))
+            } else {
+                Some(join_message(&msg, continuation(lines, i + 1)))
+            };
+            message_at.push(i);
+            mark(&mut f, i);
+        } else if TRACEBACK_RE.is_match(t) || THREAD_RE.is_match(t) {
+            mark(&mut f, i);
+        } else if is_frame(t) {
+            f.traceback.push(t.to_string());
+            if let Some(next) = lines.get(i + 1) {
+                let n = next.trim();
+                if !n.is_empty() && !is_boundary(next) && FINAL_RE.captures(n).is_none() {
+                    f.traceback.push(format!("    {n}"));
+                    i += 1;
+                }
+            }
+            mark(&mut f, i);
+        } else if let Some(c) = FINAL_RE.captures(t) {
+            let ty = c["type"].to_string();
+            let msg = c.name("msg").map(|m| m.as_str().to_string());
+            let rest = continuation(lines, i + 1);
+            let msg = msg.map(|m| join_message(&m, rest));
+            final_line = Some((ty, msg));
+            message_at.push(i);
+            mark(&mut f, i);
+        } else if let Some(c) = GUARD_WARNING_RE
+            .captures(t)
+            .filter(|_| guard_warning.is_none())
+        {
+            guard_warning = Some(c["msg"].trim().to_string());
+        } else if is_message_line(t) && bare.is_none() {
+            // The frontend's one-line form: `NodeType : message`.
+            let (node, msg) = match NODE_PREFIX_RE.captures(t) {
+                Some(c) if !c["node"].ends_with("Error") => {
+                    (Some(c["node"].trim().to_string()), c["msg"].to_string())
+                }
+                _ => (None, t.to_string()),
+            };
+            if f.node_type.is_none() {
+                f.node_type = node;
+            }
+            bare = Some(join_message(&msg, continuation(lines, i + 1)));
+            message_at.push(i);
+            if f.node_type.is_none() && f.start.is_none() {
+                // The UI error toast: the node class alone on the line above the message.
+                f.node_type = lines[..i]
+                    .iter()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(|l| l.trim())
+                    .filter(|l| {
+                        NODE_TITLE_RE.is_match(l)
+                            && !l.ends_with("Error")
+                            && !l.ends_with("Exception")
+                            && !l.ends_with("Warning")
+                            && *l != "ComfyUI"
+                    })
+                    .map(str::to_string);
+            }
+            mark(&mut f, i);
+        }
+        i += 1;
+    }
+    // Windows' faulthandler reports every access violation it sees, also those the process
+    // handles and survives (its vectored handler runs before any other): one followed by more
+    // of the run's console work was survived, and is no death sign.
+    deaths.retain(|(at, line)| {
+        !(line.to_lowercase().contains("windows fatal exception")
+            && f.events.iter().any(|(i, _)| i > at))
+    });
+    f.death = deaths.first().map(|(_, line)| line.clone());
+    let death_at = deaths.first().map(|(at, _)| *at);
+    // An error printed in words is the failure when nothing else is and the run did not go on
+    // past it: no console work after it, no `Prompt executed`, no sign of death.
+    let worded = worded.filter(|(at, _)| {
+        !f.prompt_done && f.death.is_none() && f.events.iter().all(|(i, _)| i <= at)
+    });
+    if let Some((at, _)) = &worded {
+        if f.start.is_none() && final_line.is_none() && exc_proc.is_none() && err_occ.is_none() {
+            f.start = Some(*at);
+        }
+    }
+    // Console lines count as "before the failure" up to the console's own failure marker (an
+    // error report's Logs section comes after its header fields).
+    if let Some(cutoff) = exc_proc_at.or(f.start) {
+        f.events.retain(|(i, _)| *i < cutoff);
+    }
+    if f.md_node_id.is_some() {
+        f.node_id = f.md_node_id.clone();
+    }
+    if f.md_node_type.is_some() {
+        f.node_type = f.md_node_type.clone();
+    }
+    if f.node_type.is_none() {
+        f.node_type = lines
+            .iter()
+            .find_map(|l| QUOTED_EXECUTION_ERROR_RE.captures(l))
+            .map(|c| c["node"].to_string());
+    }
+    if f.md_exception_type.is_some() {
+        f.exception_type = f.md_exception_type.clone();
+    }
+    if let Some((ty, msg)) = &final_line {
+        if f.exception_type.is_none() {
+            f.exception_type = Some(ty.clone());
+        }
+        if msg.is_none() && ty.ends_with("MemoryError") {
+            final_line = Some((ty.clone(), Some(ty.clone())));
+        }
+    }
+    let final_msg = final_line.and_then(|(_, m)| m);
+    f.message = md_message
+        .or(final_msg)
+        .or(exc_proc)
+        .or(err_occ)
+        .or(bare)
+        // A traceback whose exception line was not pasted: the device guard's warning names
+        // the pending error.
+        .or(guard_warning.filter(|_| !f.traceback.is_empty()))
+        .or(worded
+            .filter(|_| f.traceback.is_empty())
+            .map(|(at, line)| join_message(&line, continuation(lines, at + 1))))
+        .filter(|m| !m.trim().is_empty());
+    if let (Some(specific), Some(message)) = (&f.specific, &f.message) {
+        if !is_specific_line(message) {
+            f.message = Some(format!("{specific}\n{message}"));
+        }
+    }
+    // ComfyUI logs `Got an OOM, unloading all loaded models.` only for torch's CUDA
+    // out-of-memory error (execution.py); with the error's own line cut away, it names it.
+    if f.message.is_none() {
+        if let Some(line) = got_oom {
+            f.message = Some(line);
+        }
+    }
+    // A death sign after the error, with no run work and no `Prompt executed` in between: the
+    // process died of it (an uncaught C++ exception's `terminate called`, then `Fatal Python
+    // error: Aborted`), so the death is the last thing the text shows.
+    // Only a fatal signal counts: an exit code or a launcher's pause after a Python traceback
+    // is how the interpreter ends on an uncaught exception, whose kind is the exception's.
+    let fatal = f.death.as_deref().is_some_and(|d| FATAL_RE.is_match(d));
+    if let (Some(death), Some(&last), true) = (death_at, message_at.iter().max(), fatal) {
+        f.death_last = f.message.is_some()
+            && death > last
+            && !done_at.iter().any(|d| (last..death).contains(d))
+            && !f.events.iter().any(|(i, _)| (last..death).contains(i));
+    }
+    f
+}

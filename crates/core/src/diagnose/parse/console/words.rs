@@ -1,0 +1,245 @@
+//! The console's vocabulary: the patterns and words a pasted line is matched against (frames,
+//! exception lines, death signs, errors printed in words, model-management lines) and the
+//! line predicates built on them.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+pub(super) static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)"(?:,\s*line\s+\d+,?|,)?\s*in\s+(?P<func>\S+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
+});
+pub(super) static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^error occurred when executing\s+(?P<node>.+?):\s*(?P<msg>.*)$")
+        .expect("static regex")
+});
+/// The frontend's error report (`generateErrorReport`): its Markdown headers, or the same words
+/// alone on a line when the report was pasted as rendered text.
+pub(super) static MD_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:#+\s*(?:comfyui error report|error details)|(?:comfyui error report|error details)\s*$)").expect("static regex")
+});
+/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered.
+pub(super) static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
+});
+/// The report's next section (`## Stack Trace`, or `Stack Trace` alone when rendered).
+pub(super) static MD_SECTION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:#|-\s*\*\*|(?:stack trace|system information|devices|logs|attached workflow|additional context)\s*$)")
+        .expect("static regex")
+});
+pub(super) static TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^traceback \(most recent call last\):?").expect("static regex")
+});
+pub(super) static THREAD_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^exception in thread(?-u:\b)").expect("static regex"));
+pub(super) static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$",
+    )
+    .expect("static regex")
+});
+pub(super) static LOAD_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:loading \d+ new models?|attempting to release mmap|loading text encoder model|loading (?:model|checkpoint|weights|diffusion model)(?-u:\b)|model_type\s+\w+|model weight dtype(?-u:\b)|lowvram: loaded module|(?:vae|clip/text encoder model) load device:)").expect("static regex")
+});
+pub(super) static MODEL_LOADED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^model loaded").expect("static regex"));
+pub(super) static LORA_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^error (?:lora|loha|lokr|glora|oft|boft)(?-u:\b)").expect("static regex")
+});
+pub(super) static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*$").expect("static regex")
+});
+pub(super) static NODE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$").expect("static regex")
+});
+pub(super) static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
+});
+/// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
+pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
+});
+pub(super) static OBJECT_INFO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)error occurred while retrieving information for the|in (?:get_object_info|node_info)$")
+        .expect("static regex")
+});
+/// ComfyUI's line after a CUDA out-of-memory error (execution.py, `OOM_EXCEPTION`).
+pub(super) static GOT_OOM_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^got an oom, unloading all loaded models").expect("static regex")
+});
+pub(super) static GOT_PROMPT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^got prompt(?-u:\b)").expect("static regex"));
+pub(super) static PROMPT_DONE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^prompt executed in(?-u:\b)").expect("static regex"));
+/// c10's device guards warn with the pending CUDA/HIP error when they cannot report it
+/// (`UserWarning: HIP warning: an illegal memory access was encountered (Triggered internally at
+/// …HIPGuardImplMasqueradingAsCUDA.h…)`).
+pub(super) static GUARD_WARNING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^|\s)(?:cuda|hip) warning: (?P<msg>.+?)(?:\s*\(triggered internally at .*)?$",
+    )
+    .expect("static regex")
+});
+/// An execution_error WebSocket message quoted whole on one line by an API client that
+/// re-raises it (`RuntimeError: ["execution_error", {"prompt_id": …, "node_type":
+/// "CLIPLoaderGGUF", …`), often cut before the JSON closes: its `node_type` is the failing node.
+pub(super) static QUOTED_EXECUTION_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\[\s*"execution_error"\s*,\s*\{.*?"node_type"\s*:\s*"(?P<node>[A-Za-z_][\w.\-]*)""#,
+    )
+    .expect("static regex")
+});
+/// SeedVR2's pipeline phases as its log names them (`━━━ Phase 3: VAE decoding ━━━`,
+/// `Error in Phase 3 (Decoding): …`): 1 VAE encoding, 2 DiT upscaling, 3 VAE decoding, 4
+/// post-processing (color correction, assembly). The DiT phase names no stage by itself and is
+/// not matched.
+pub(super) static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)phase \d+\s*(?::|\()\s*(?:vae )?(?:decoding|encoding|post-processing)(?-u:\b)")
+        .expect("static regex")
+});
+/// An error a node or library prints in words rather than raising (issue #40's labelling rule
+/// 1): `rocBLAS error: …`, SeedVR2's `❌ [ERROR] Error in Phase 1 (Encoding): …`, a line led by
+/// `❌`, a node's sentence `An unexpected error occurred during X: …` or `Inference failed:`
+/// (its message on the next line), and the ROCm runtime's
+/// (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
+/// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
+pub(super) static WORDED_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[(?:error|critical)\]\s*)?(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80})?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{1,80}:\s*\S|[a-z][\w .\-]{0,60}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S)")
+        .expect("static regex")
+});
+/// comfy-aimdo's start-up error (`comfy_aimdo/control.py` `init()`: `comfy-aimdo failed to
+/// load: <library>: <reason>` when its native library cannot be loaded).
+pub(super) static AIMDO_LOAD_FAILED_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^comfy-aimdo failed to load(?-u:\b)").expect("static regex"));
+pub(super) static NODE_CLASS_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z][\w.\-]{1,80}$").expect("static regex"));
+/// `Killed` ending a line, or bash's report of a killed job with its command after it: from a
+/// script (`entrypoint.sh: line 42:  8 Killed    python3 main.py`) or the job table (`[1]+
+/// Killed    python main.py`).
+pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:(?:^|[\]\s)])Killed\s*$|(?:line \d+:\s*\d+|^\[\d+\][+-]?)\s+Killed\s+\S)")
+        .expect("static regex")
+});
+/// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
+/// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
+/// `Fatal Python error: …` is faulthandler's (or the interpreter's) last word; `… terminated
+/// abnormally with signal N/…` is systemd-coredump's record of a process that died; earlyoom's
+/// `sending SIGTERM to process N … cmdline "… main.py …"` and systemd-oomd's `Killed …` are
+/// user-space out-of-memory killers ending it.
+/// `Current thread 0x… (most recent call first):` is faulthandler's fatal-error dump: CPython
+/// marks a current thread only when a thread dumps itself, which its watchdog for hangs
+/// (`dump_traceback_later`) never does. `Stack (most recent call first):` and `Thread 0x…` are
+/// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
+/// report of a hang, and with it the header already counts.
+pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
+});
+
+/// Words that mark an error message line even without any surrounding structure.
+pub(super) const MESSAGE_WORDS: &[&str] = &[
+    "out of memory",
+    "allocation on device",
+    "defaultcpuallocator",
+    "could not allocate tensor",
+    "for an array with shape",
+    "unable to mmap",
+    "cannot allocate memory",
+    "can't allocate memory",
+    "not enough gpu video memory",
+    "cublas_status_",
+    "cudnn_status_",
+    "illegal memory access",
+    "internal assert failed",
+    "unable to find an engine",
+    "cuda error:",
+    "hip error:",
+    "failed validation",
+    "failed to validate prompt",
+    // execution.py's validate_prompt refusing a prompt (`invalid_prompt`), also when a client
+    // quotes the server's reply
+    "cannot execute because",
+    // the frontend's missing-nodes dialog: the workflow cannot be queued
+    "uses custom nodes you haven't installed",
+    "the following node types were not found",
+    // a client relaying ComfyUI's execution_error (SwarmUI: `ComfyUI execution error: …`)
+    "comfyui execution error:",
+    // the HSA runtime's GPU page fault report (ROCm), printed before it aborts
+    "memory access fault by gpu",
+    // Python's Windows launcher (`pip.exe`, `offload-arch.exe`) failing to start its script
+    "fatal error in launcher",
+    // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
+    "vram allocation failed (non oom)",
+    "fault failed",
+    "hostbuffer.read_file_slice failed",
+    "vbar allocation failed",
+    "vram reservation failed",
+    "hostbuf_file_reader_read failed",
+];
+
+/// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
+/// prints `aimdo: …ERROR:VRAM Allocation failed (non OOM)` before the `RuntimeError: VRAM
+/// Allocation failed` it raises): when the final message names none of them, the line wins.
+pub(super) const SPECIFIC_WORDS: &[&str] = &[
+    "vram allocation failed (non oom)",
+    "fault failed",
+    "hostbuffer.read_file_slice failed",
+    "vbar allocation failed",
+    "vram reservation failed",
+    "hostbuf_file_reader_read failed",
+];
+
+pub(super) fn is_specific_line(line: &str) -> bool {
+    let l = line.to_lowercase();
+    (SPECIFIC_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")) || is_aimdo_error(&l)
+}
+
+/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`).
+pub(super) fn is_aimdo_error(lower: &str) -> bool {
+    lower
+        .split_once("aimdo:")
+        .is_some_and(|(_, rest)| rest.contains(":error:"))
+}
+
+pub(super) fn is_message_line(line: &str) -> bool {
+    let l = line.to_lowercase();
+    if is_aimdo_error(&l) {
+        // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
+        return true;
+    }
+    MESSAGE_WORDS.iter().any(|w| l.contains(w))
+        && !l.contains("warning")
+        && !l.contains("retrying with tiled")
+        // recovered attempts ComfyUI prints before trying a cheaper way
+        && !l.contains("trying again")
+        && !l.contains("switched to")
+}
+
+pub(super) fn is_frame(line: &str) -> bool {
+    line.contains("ile") && FRAME_RE.is_match(line)
+}
+
+pub(super) fn is_boundary(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || is_frame(t)
+        || TRACEBACK_RE.is_match(t)
+        || crate::comfy::console::EXCEPTION_RE.is_match(t)
+        || ERR_OCC_RE.is_match(t)
+        || MD_HEADER_RE.is_match(t)
+        || t.starts_with("- **")
+        || t.starts_with("## ")
+        || GOT_PROMPT_RE.is_match(t)
+        || PROMPT_DONE_RE.is_match(t)
+        || t.to_lowercase().starts_with("got an oom")
+        || t.to_lowercase()
+            .starts_with("this error means you ran out of memory")
+        || t.to_lowercase().starts_with("tips:")
+}
+
+/// Lines after `start` that continue a message (up to a blank line or a structural line).
+pub(super) fn continuation(lines: &[String], start: usize) -> Vec<String> {
+    lines[start..]
+        .iter()
+        .take_while(|l| !is_boundary(l))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
