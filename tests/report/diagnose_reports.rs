@@ -48,6 +48,18 @@ const CLEAN_B_FLOORS: (usize, usize, usize, usize) = (25, 27, 25, 27);
 const FRESH_FLOORS: [(&str, usize, usize, usize, usize); 2] =
     [("train", 28, 28, 28, 28), ("heldout", 41, 35, 41, 35)];
 
+/// Every labelled file: `dev-reports.json` first (it has no split), then the collected ones.
+const ALL_LABELLED: [&str; 8] = [
+    REPORTS,
+    COLLECTED,
+    COLLECTED_2026,
+    FRESH_2026,
+    CLEAN_2026,
+    CLEAN_2026B,
+    CLEAN_2026C,
+    CLEAN_2026D,
+];
+
 fn load_file(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {path}: {e} (run from the crate root)"));
@@ -468,15 +480,7 @@ fn collected_reports_held_out_and_whole_set() {
 /// the labelled stage among (or, when unknown, before) its candidates.
 #[test]
 fn collected_reports_are_well_formed() {
-    for file in [
-        COLLECTED,
-        COLLECTED_2026,
-        FRESH_2026,
-        CLEAN_2026,
-        CLEAN_2026B,
-        CLEAN_2026C,
-        CLEAN_2026D,
-    ] {
+    for file in &ALL_LABELLED[1..] {
         well_formed(file);
     }
 }
@@ -687,16 +691,7 @@ static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
 #[test]
 fn no_pasted_log_without_a_death_sign_is_process_killed() {
     let mut checked = 0;
-    for file in [
-        REPORTS,
-        COLLECTED,
-        COLLECTED_2026,
-        FRESH_2026,
-        CLEAN_2026,
-        CLEAN_2026B,
-        CLEAN_2026C,
-        CLEAN_2026D,
-    ] {
+    for file in ALL_LABELLED {
         for record in load_file(file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
             let text = excerpts(&record);
@@ -745,16 +740,7 @@ const TRAILING_NOISE: &[&str] = &[
 fn trailing_noise_leaves_the_stage_unchanged() {
     let mut changed = Vec::new();
     let mut checked = 0;
-    for file in [
-        REPORTS,
-        COLLECTED,
-        COLLECTED_2026,
-        FRESH_2026,
-        CLEAN_2026,
-        CLEAN_2026B,
-        CLEAN_2026C,
-        CLEAN_2026D,
-    ] {
+    for file in ALL_LABELLED {
         for record in load_file(file) {
             let text = excerpts(&record);
             let stage_of = |t: &str| {
