@@ -9,7 +9,7 @@ mod facts;
 mod rules;
 
 pub(crate) use activity::{is_background_line, node_activity};
-pub(crate) use facts::{failing_node, Failing};
+pub(crate) use facts::{failing_node, model_role, Failing, ModelRole};
 
 /// The stage, every stage left open, and the evidence in words.
 pub(crate) struct StageVerdict {

@@ -1,6 +1,7 @@
 //! What the stage rules read from the evidence, below both `stage.rs` and `stage/rules.rs`:
 //! the failing node and its progress ([`Failing`]), the traceback's frames and their verdict,
-//! what a node's class says it does, and an exception that names a model file.
+//! what a node's class says it does, what a model class is for ([`model_role`]), and an
+//! exception that names a model file.
 
 pub(super) use super::super::frames::parse_frames;
 use super::super::frames::{classify_frame, matching_rule, Frame, FrameCat};
@@ -369,4 +370,62 @@ pub(super) fn staging_reason(evidence: &Evidence) -> Option<String> {
                 && (*needle != "is not initialized" || lower.contains("comfy-aimdo device"))
         })
         .map(|(_, what)| format!("The error says {what}"))
+}
+
+/// What a model is for, read from its class name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModelRole {
+    Encoder,
+    Diffusion,
+    Vae,
+    Postprocess,
+}
+
+/// The role of the model class `model` names (`SDXLClipModel` → an encoder, `WanVAE` → a VAE),
+/// when its name tells.
+pub(crate) fn model_role(model: &str) -> Option<ModelRole> {
+    let m = model.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    // ComfyUI's VAE classes: `AutoencoderKL`, its base `AutoencodingEngine`
+    // (comfy/ldm/models/autoencoder.py, the Flux / SD3 / Z-Image VAE), `WanVAE`, ….
+    if has(&["vae", "autoencoder", "autoencoding"]) {
+        Some(ModelRole::Vae)
+    } else if has(&["upscale", "esrgan", "rife", "film", "interpolat", "swinir"]) {
+        Some(ModelRole::Postprocess)
+    } else if has(&[
+        "clip",
+        "temodel",
+        "t5",
+        "textencoder",
+        "text_encoder",
+        "llama",
+        "gemma",
+        "umt5",
+        "qwen25",
+    ]) {
+        Some(ModelRole::Encoder)
+    } else if has(&[
+        "unet",
+        "wan",
+        "flux",
+        "zimage",
+        "ltx",
+        "hunyuan",
+        "qwenimage",
+        "sd3",
+        "sdxl",
+        "basemodel",
+        "cosmos",
+        "chroma",
+        "hidream",
+        "lumina",
+        "mochi",
+        "auraflow",
+        "pixart",
+        "stablecascade",
+    ]) {
+        Some(ModelRole::Diffusion)
+    } else {
+        None
+    }
 }

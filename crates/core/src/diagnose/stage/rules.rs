@@ -7,8 +7,9 @@ use super::super::frames::{Frame, FrameCat};
 use super::super::{ConsoleSignals, ConsoleTail, Evidence, RunOutcomeHint, Stage, StageConfidence};
 use super::activity::node_activity;
 use super::facts::{
-    classify_traceback, describe_node, generic_forward_only, model_file_reason, node_category,
-    parse_frames, prog_from, resurfaced_in_cleanup, staging_reason, Failing, NodeCat, Prog,
+    classify_traceback, describe_node, generic_forward_only, model_file_reason, model_role,
+    node_category, parse_frames, prog_from, resurfaced_in_cleanup, staging_reason, Failing,
+    ModelRole, NodeCat, Prog,
 };
 use crate::text::capitalize;
 use crate::vocab::FailureKind;
@@ -323,62 +324,6 @@ fn video_encoder(c: &Ctx) -> Option<Answer> {
             c.in_node
         ),
     ))
-}
-
-/// What a model is for, read from its class name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ModelRole {
-    Encoder,
-    Diffusion,
-    Vae,
-    Postprocess,
-}
-
-fn model_role(model: &str) -> Option<ModelRole> {
-    let m = model.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
-    // ComfyUI's VAE classes: `AutoencoderKL`, its base `AutoencodingEngine`
-    // (comfy/ldm/models/autoencoder.py, the Flux / SD3 / Z-Image VAE), `WanVAE`, ….
-    if has(&["vae", "autoencoder", "autoencoding"]) {
-        Some(ModelRole::Vae)
-    } else if has(&["upscale", "esrgan", "rife", "film", "interpolat", "swinir"]) {
-        Some(ModelRole::Postprocess)
-    } else if has(&[
-        "clip",
-        "temodel",
-        "t5",
-        "textencoder",
-        "text_encoder",
-        "llama",
-        "gemma",
-        "umt5",
-        "qwen25",
-    ]) {
-        Some(ModelRole::Encoder)
-    } else if has(&[
-        "unet",
-        "wan",
-        "flux",
-        "zimage",
-        "ltx",
-        "hunyuan",
-        "qwenimage",
-        "sd3",
-        "sdxl",
-        "basemodel",
-        "cosmos",
-        "chroma",
-        "hidream",
-        "lumina",
-        "mochi",
-        "auraflow",
-        "pixart",
-        "stablecascade",
-    ]) {
-        Some(ModelRole::Diffusion)
-    } else {
-        None
-    }
 }
 
 /// 3. The last model line, when a log ends, a process dies or an error follows a ready model.

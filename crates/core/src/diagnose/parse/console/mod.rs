@@ -91,15 +91,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                 let last_line = lines.iter().rev().find(|l| !is_background_line(l));
                 let events = with_cut_last_line(&last.events, last_line);
                 let (sampling_bar, tail) = signals_from(&events);
-                let mut evidence = Evidence::default();
-                if let Some((v, m)) = sampling_bar {
-                    evidence.progress.push(NodeProgress {
-                        node_id: String::new(),
-                        class_type: None,
-                        value: v,
-                        max: m,
-                    });
-                }
+                let evidence = Evidence {
+                    progress: bar_progress(sampling_bar),
+                    ..Evidence::default()
+                };
                 return Ok(ParsedInput {
                     evidence,
                     signals: ConsoleSignals {
@@ -155,20 +150,12 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             .or_else(|| md(|s| s.md_exception_type.clone())),
         exception_message: seg.message.clone(),
         traceback: seg.traceback.clone(),
-        progress: Vec::new(),
+        progress: bar_progress(sampling_bar),
         outcome: None,
         cached_nodes: Vec::new(),
     };
     if seg.message.is_none() && seg.death.is_some() {
         evidence.outcome = Some(RunOutcomeHint::ServerLost);
-    }
-    if let Some((v, m)) = sampling_bar {
-        evidence.progress.push(NodeProgress {
-            node_id: String::new(),
-            class_type: None,
-            value: v,
-            max: m,
-        });
     }
     Ok(ParsedInput {
         evidence,
@@ -184,6 +171,20 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             last_model: last_model(&seg.events),
         },
     })
+}
+
+/// The console's last sampling bar as the evidence's progress (no node: a console bar names
+/// none).
+fn bar_progress(sampling_bar: Option<(u64, u64)>) -> Vec<NodeProgress> {
+    sampling_bar
+        .map(|(value, max)| NodeProgress {
+            node_id: String::new(),
+            class_type: None,
+            value,
+            max,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Evidence that is only an error message (with the node the frontend names above it).

@@ -3,7 +3,7 @@
 
 use super::words::*;
 use crate::comfy::console::{self, BarState, ConsoleLine, LoadPhrase, VaeStage};
-use crate::diagnose::stage::node_activity;
+use crate::diagnose::stage::{model_role, node_activity, ModelRole};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Event {
@@ -19,25 +19,14 @@ pub(super) enum Event {
     LoraError,
 }
 
-/// The model named by `Requested to load X` when it is a text or vision encoder.
+/// The model named by `Requested to load X` when it is a text or vision encoder (by the role
+/// the stage rules read from its class name).
 pub(super) fn encoder_name(line: &str) -> Option<String> {
     let name = line
         .strip_prefix("Requested to load ")
         .or_else(|| line.strip_prefix("requested to load "))?
         .trim();
-    let l = name.to_lowercase();
-    [
-        "clip",
-        "temodel",
-        "t5",
-        "textencoder",
-        "text_encoder",
-        "llama",
-        "gemma",
-    ]
-    .iter()
-    .any(|w| l.contains(w))
-    .then(|| name.to_string())
+    (model_role(name) == Some(ModelRole::Encoder)).then(|| name.to_string())
 }
 
 /// What a progress bar means for the diagnosis: sampling steps, or a loader's bar.
