@@ -7,7 +7,8 @@
 //! driver goes on, and it waits for all of them before it submits the next prompt (a machine
 //! that dies while the GPU works loses no journal entry).
 //!
-//! `types` holds what the journal says (`session.json`, `run.json`); `durable` how a
+//! `types` holds what `session.json` says, `verdict` a workflow's answer in it, `run_file`
+//! what `run.json` says; `durable` how a
 //! journal file is written (atomic replacement through `crate::atomic`, write-behind fsyncs);
 //! `files` where the files are and how they are read and saved; `mitigation` what
 //! `mitigations.json` says (the controls tried after a verdict).
@@ -15,7 +16,9 @@
 pub(crate) mod durable;
 pub(crate) mod files;
 pub(crate) mod mitigation;
+pub(crate) mod run_file;
 pub(crate) mod types;
+pub(crate) mod verdict;
 
 pub(crate) use durable::{write_atomic, SyncBehind};
 pub use durable::{write_json_atomic, JournalError};
@@ -27,7 +30,9 @@ pub use mitigation::{
     Judged, Mitigation, MitigationState, MitigationsFile, WorkflowMitigations, MITIGATIONS_DIR,
     MITIGATIONS_FILE,
 };
+pub use run_file::*;
 pub use types::*;
+pub use verdict::*;
 
 #[cfg(test)]
 mod tests;
