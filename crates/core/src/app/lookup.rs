@@ -95,7 +95,7 @@ pub(crate) fn latest_unfinished(runs_dir: &Path) -> Result<SessionPaths, String>
         let Ok(session) = SessionFile::load(&paths) else {
             continue;
         };
-        if session.is_finished() && session.in_flight.is_none() {
+        if !session.has_runs_left() {
             continue;
         }
         let key = (session.updated_at.clone(), id);

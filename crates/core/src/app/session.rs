@@ -341,10 +341,7 @@ pub fn resume(options: ResumeOptions) -> AppResult<Resumed> {
     let did_move = moved.is_some();
     notes.extend(moved);
     // A workflow preflight skipped is checked again on the server (`Pending::take_server`).
-    if session.is_finished()
-        && session.in_flight.is_none()
-        && session.skipped_by_preflight().is_empty()
-    {
+    if !session.has_runs_left() && session.skipped_by_preflight().is_empty() {
         if did_move {
             session.save(&paths).kind(ErrorKind::Failed)?;
         }
@@ -442,7 +439,7 @@ pub struct Continuing {
 impl Continuing {
     /// True when runs are left (a workflow without its verdict, or a run in flight).
     pub fn has_runs_left(&self) -> bool {
-        !self.session.is_finished() || self.session.in_flight.is_some()
+        self.session.has_runs_left()
     }
 
     /// Drives the session as [`Ready::drive`]; when nothing is left to run (every skipped
@@ -455,10 +452,7 @@ impl Continuing {
             session,
             ..
         } = self;
-        if session.is_finished()
-            && session.in_flight.is_none()
-            && crate::server::relaunch::left_changed(&paths.dir).is_none()
-        {
+        if !session.has_runs_left() && crate::server::relaunch::left_changed(&paths.dir).is_none() {
             write_reports(&paths.dir, &progress);
             return Ok(Finished { paths, session });
         }

@@ -135,6 +135,9 @@ pub struct LadderConfig {
     pub controls: bool,
 }
 
+/// What to do when a session's recorded options cannot be read.
+const OTHER_VERSION: &str = " (the session was started by another comfy-bisect version: resume it with that version, or bisect the workflow again)";
+
 impl LadderConfig {
     /// The configuration a session was started with, from its journal: the ladder options as
     /// recorded (`SessionOptions::plan_args`, `--min-resolution=256` …, `--catalog=FILE`) and
@@ -145,14 +148,16 @@ impl LadderConfig {
         let mut order = Vec::new();
         let mut catalog = Catalog::builtin();
         let number = |flag: &str, v: &str| {
-            v.parse::<u32>()
-                .map_err(|_| format!("the session's ladder option {flag}={v} is not a number"))
+            v.parse::<u32>().map_err(|_| {
+                format!("the session's ladder option {flag}={v} is not a number{OTHER_VERSION}")
+            })
         };
         let increments = |v: &str| {
             v.split(',')
                 .filter(|s| !s.is_empty())
                 .map(|s| s.parse::<crate::ladder::Increment>())
                 .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("the session's ladder option: {e}{OTHER_VERSION}"))
         };
         for arg in plan_args {
             let (flag, value) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
@@ -170,7 +175,7 @@ impl LadderConfig {
                 }
                 _ => {
                     return Err(format!(
-                        "the session's ladder option `{arg}` is not one this version reads"
+                        "the session's ladder option `{arg}` is not one this version reads{OTHER_VERSION}"
                     ))
                 }
             }
@@ -419,7 +424,15 @@ mod tests {
             .unwrap_err();
         assert!(gone.contains("--catalog file cannot be read"), "{gone}");
         let unknown = LadderConfig::from_record(&["--bogus=1".into()], false).unwrap_err();
-        assert!(unknown.contains("`--bogus=1`"), "{unknown}");
+        assert!(
+            unknown.contains("`--bogus=1`") && unknown.contains("bisect the workflow again"),
+            "{unknown}"
+        );
+        let bad = LadderConfig::from_record(&["--min-frames=many".into()], false).unwrap_err();
+        assert!(
+            bad.contains("--min-frames=many") && bad.contains("resume it with that version"),
+            "{bad}"
+        );
     }
 
     #[test]

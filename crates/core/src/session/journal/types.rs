@@ -871,6 +871,11 @@ impl SessionFile {
             .collect()
     }
 
+    /// True when runs are left: a workflow without its final verdict, or a run in flight.
+    pub(crate) fn has_runs_left(&self) -> bool {
+        !self.is_finished() || self.in_flight.is_some()
+    }
+
     /// True when every workflow has a verdict that is not `incomplete`.
     pub(crate) fn is_finished(&self) -> bool {
         self.workflows.iter().all(|w| {
