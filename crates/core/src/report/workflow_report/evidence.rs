@@ -2,7 +2,14 @@
 //! ([`evidence`]), the host's evidence (kernel log, RAM), the custom packs its nodes come from,
 //! and what is attached of it.
 
-use super::*;
+use super::super::load::SessionData;
+use super::super::model::{AttachedRun, CustomPackNode, CustomPackNodes, Evidence, NodeRef};
+use super::super::naming::{display, outcome_name};
+use super::run_facts::*;
+use crate::session::journal::{
+    Outcome, RunEntry, RunFile, RunRole, WorkflowJob, RUN_WORKFLOW_FILE,
+};
+use serde_json::{Map, Value};
 
 /// The nodes of run `e`'s submitted workflow whose class its record says comes from a custom
 /// node pack, by node id (`3` before `10`, `92:5` after `92`); none when the record does not
