@@ -537,6 +537,7 @@ fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashC
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use crate::comfy::events::{NodeTiming, Progress};
     use crate::comfy::MemoryEvent;
     use crate::run::{RunError, RunRecord, ServerLostInfo};
