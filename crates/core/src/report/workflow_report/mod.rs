@@ -537,7 +537,6 @@ fn crash_check_row(job: &WorkflowJob, entry: &RunEntry, n: u32) -> Option<CrashC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
     use crate::comfy::events::{NodeTiming, Progress};
     use crate::comfy::MemoryEvent;
     use crate::run::{RunError, RunRecord, ServerLostInfo};
@@ -548,6 +547,7 @@ mod tests {
     };
     use crate::workflow::Workflow;
     use std::collections::HashMap;
+    use std::path::PathBuf;
 
     const PROMPT: &str = r#"{
         "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "a.safetensors"}},
