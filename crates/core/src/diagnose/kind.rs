@@ -460,7 +460,7 @@ fn classify_without_text(
         // an exception was raised, but the line that says which is not in the text.
         None if evidence.exception_type.is_none() && !evidence.traceback.is_empty() => verdict(
             FailureKind::Unknown,
-            "The text holds traceback frames but not the exception line that ends a Python traceback: an error was raised, but what it was is not shown, so no failure kind is given.".into(),
+            "The text holds traceback frames but not the exception line that ends a Python traceback (or that line cut before its message): an error was raised, but what it was is not shown, so no failure kind is given.".into(),
         ),
         _ => verdict(
             FailureKind::Other,

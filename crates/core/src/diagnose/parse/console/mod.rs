@@ -93,6 +93,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                 let (sampling_bar, tail) = signals_from(&events);
                 let evidence = Evidence {
                     progress: bar_progress(sampling_bar),
+                    exception_message: last_line
+                        .map(|l| l.trim())
+                        .filter(|l| is_worded_failure(l))
+                        .map(str::to_string),
                     ..Evidence::default()
                 };
                 return Ok(ParsedInput {
@@ -121,6 +125,16 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         }
         if let Some(input) = short_message(&lines) {
             return Ok(input);
+        }
+        // A text with no run in it that ends on an error printed in words: that error.
+        if let Some(line) = lines
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty() && !is_background_line(l))
+            .filter(|l| is_worded_failure(l))
+        {
+            return Ok(message_only(None, line.to_string()));
         }
         return Err(ParseError::Unrecognised);
     };
@@ -157,6 +171,12 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     if seg.message.is_none() && seg.death.is_some() {
         evidence.outcome = Some(RunOutcomeHint::ServerLost);
     }
+    if cut_in_its_first_word(&lines, &evidence) {
+        // Labelling rule 4: the paste stops inside the exception line's first word
+        // (`torch.AcceleratorError: C`), before any wording that says what the error was.
+        evidence.exception_type = None;
+        evidence.exception_message = None;
+    }
     Ok(ParsedInput {
         evidence,
         signals: ConsoleSignals {
@@ -171,6 +191,23 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             last_model: last_model(&seg.events),
         },
     })
+}
+
+/// Whether the text ends on the failure's exception line cut one or two letters into its
+/// message, with a type that does not name an out-of-memory error by itself.
+fn cut_in_its_first_word(lines: &[String], evidence: &Evidence) -> bool {
+    let Some(last) = lines.iter().map(|l| l.trim()).rfind(|l| !l.is_empty()) else {
+        return false;
+    };
+    let Some(caps) = FINAL_RE.captures(last) else {
+        return false;
+    };
+    let message = caps.name("msg").map_or("", |m| m.as_str().trim());
+    let memory_type = caps["type"].to_lowercase().contains("memory");
+    (1..=2).contains(&message.len())
+        && message.chars().all(|c| c.is_ascii_alphabetic())
+        && !memory_type
+        && evidence.exception_message.as_deref().map(str::trim) == Some(message)
 }
 
 /// The console's last sampling bar as the evidence's progress (no node: a console bar names
@@ -252,6 +289,27 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
 /// ending without a question mark.
 static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
+});
+
+/// The last line of a log that stops, when it is an error printed in words (labelling rule 1:
+/// the last error the text shows is the failure): `Error: …`, `[ERROR] …`, `X failed: …`,
+/// `Failed to load …`, `Fatal error in …`, `… error occurred …`; not a notice ComfyUI goes on
+/// after, an adapter's `ERROR lora …` (the run gets past it), a report's title or a question.
+fn is_worded_failure(line: &str) -> bool {
+    LAST_ERROR_RE.is_match(line)
+        && !is_notice(line)
+        && !LORA_ERROR_RE.is_match(line)
+        && !NO_ERROR_RE.is_match(line)
+        && !MD_HEADER_RE.is_match(line)
+        && !line.ends_with('?')
+}
+
+static LAST_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)").expect("static regex")
+});
+static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:no|0|without|zero)\s+(?:errors?|failures?)(?-u:\b)")
+        .expect("static regex")
 });
 
 /// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,

@@ -626,3 +626,76 @@ fn the_error_dialog_with_a_required_input_message_is_read() {
     );
     assert_eq!(d.node_type.as_deref(), Some("LTXVAudioVAELoader"));
 }
+
+/// Labelling rule 1: a log whose last line is an error printed in words, in a shape no node's
+/// own pattern knows, fails with that error; the same words in prose, an adapter's `ERROR lora`
+/// line or a custom node's import notice are no failure.
+#[test]
+fn a_log_ending_on_an_error_in_words_fails_with_it() {
+    for (log, message) in [
+        (
+            "got prompt\nRequested to load WanTEModel\nloaded completely 9000 6000 True\nFailed to load the tokenizer from /models/umt5\n",
+            "Failed to load the tokenizer from /models/umt5",
+        ),
+        (
+            "2026-05-02 10:11:12 got prompt\n2026-05-02 10:11:13 [MyNode] Error while running the pipeline - no frames returned\n",
+            "[MyNode] Error while running the pipeline - no frames returned",
+        ),
+        (
+            "Loading the model\nUsing device cuda:0\nstep 3 of 9\nDownload failed with code 403\n",
+            "Download failed with code 403",
+        ),
+    ] {
+        let d = kind_of(log, FailureKind::Other);
+        let p = parse_input(log).unwrap();
+        assert!(
+            p.evidence
+                .exception_message
+                .as_deref()
+                .is_some_and(|m| m.ends_with(message)),
+            "{log}: {:?} ({})",
+            p.evidence.exception_message,
+            d.kind_evidence
+        );
+    }
+    for stopped in [
+        "got prompt\nRequested to load Flux\nloaded partially 4000 3700 0\nERROR lora diffusion_model.out.weight unsupported operand type(s) for *: 'NoneType' and 'float'\n",
+        "Loading the model\nUsing device cuda:0\n## Additional Context\n(Please add any additional context or steps to reproduce the error here)\n",
+    ] {
+        kind_of(stopped, FailureKind::Unknown);
+    }
+    for no_failure in [
+        "Thanks in advance\nI tried it twice\nThe error here is the same as before\n",
+        "[INFO] 0.0 seconds (IMPORT FAILED): /home/user/ComfyUI/custom_nodes/a\n[INFO] 0.0 seconds: /home/user/ComfyUI/custom_nodes/b\n[INFO] 0.0 seconds (IMPORT FAILED): /home/user/ComfyUI/custom_nodes/c\n",
+    ] {
+        assert!(
+            crate::diagnose::diagnose_text(no_failure).is_err(),
+            "{no_failure}"
+        );
+    }
+}
+
+/// Labelling rule 4: a paste that stops one letter into the exception's message shows no
+/// wording of the error; the same line whole, or a cut type that names a memory error, still
+/// counts by what it shows.
+#[test]
+fn an_exception_line_cut_in_its_first_word_names_no_error() {
+    let frames = "got prompt\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/torch/nn/functional.py\", line 2567, in embedding\n    return torch.embedding(weight, input)\n";
+    kind_of(
+        &format!("{frames}torch.AcceleratorError: C"),
+        FailureKind::Unknown,
+    );
+    kind_of(
+        &format!("{frames}torch.AcceleratorError: CUDA error: invalid device function\n"),
+        FailureKind::Other,
+    );
+    kind_of(
+        &format!("{frames}torch.OutOfMemoryError: C"),
+        FailureKind::CudaOom,
+    );
+    // Not at the end of the text: a one-letter message the run printed whole.
+    kind_of(
+        &format!("{frames}ValueError: x\n\nPrompt executed in 1.00 seconds\n"),
+        FailureKind::Other,
+    );
+}
