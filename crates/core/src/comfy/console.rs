@@ -143,8 +143,11 @@ static TILED_RE: LazyLock<Regex> = LazyLock::new(|| {
 static OOM_UNLOAD_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^got an oom, unloading all loaded models").expect("static regex")
 });
+/// execution.py's `!!! Exception during processing !!! <message>` (also with a `!` lost in a
+/// paste).
 pub(crate) static EXCEPTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)!!!\s*exception during processing\s*!!!\s*(?P<msg>.*)$").expect("static regex")
+    Regex::new(r"(?i)!{2,3}\s*exception during processing\s*!{2,3}\s*(?P<msg>.*)$")
+        .expect("static regex")
 });
 static GOT_PROMPT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^got prompt\s*$").expect("static regex"));

@@ -65,6 +65,13 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::Aimdo,
         "VBAR allocation failed (comfy-aimdo)",
     ),
+    // comfy_aimdo/malloc_graph.py raises it when its recorded allocation graph cannot be
+    // compiled (ComfyUI ≥ 0.37's model compiler on dynamic VRAM).
+    (
+        "aimdo memory compile error",
+        FailureKind::Aimdo,
+        "aimdo memory compile error (comfy-aimdo's malloc graph)",
+    ),
     // comfy_aimdo.vram_buffer's reservation of its cast buffer (comfy-aimdo issues #45, #49).
     (
         "vram reservation failed",

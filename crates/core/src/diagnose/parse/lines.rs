@@ -97,6 +97,8 @@ fn without_paste_prefix(raw: &str) -> &str {
     for _ in 0..3 {
         let before = s.len();
         s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
+        s = journal_prefix_end(s).map_or(s, |end| &s[end..]);
+        s = TIME_COLUMNS_RE.find(s).map_or(s, |m| &s[m.end()..]);
         if let Some(m) = TIMESTAMP_RE.find(s) {
             s = &s[m.end()..];
             s = BARE_LEVEL_RE.find(s).map_or(s, |m| &s[m.end()..]);
@@ -113,6 +115,27 @@ static QUOTE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
 static TIMESTAMP_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*(?:-\s+)?").expect("static regex")
+});
+/// systemd's journal (`journalctl`) or syslog before each line: `Nov 24 10:19:34 host
+/// python3[20275]: `.
+static JOURNAL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ (?P<prog>[\w.\-@]+)(?:\[\d+\])?: ")
+        .expect("static regex")
+});
+
+/// The end of a journal prefix before a program's own line, kept when the program is the
+/// system's (the kernel, systemd's units, earlyoom): their name is part of what the line says.
+fn journal_prefix_end(line: &str) -> Option<usize> {
+    let c = JOURNAL_RE.captures(line)?;
+    let prog = c["prog"].to_lowercase();
+    let system = prog == "kernel" || prog.starts_with("systemd") || prog.starts_with("earlyoom");
+    (!system).then(|| c.get(0).map_or(0, |m| m.end()))
+}
+/// A logger's own time and level columns (`10:19:34 | INFO     | - | `, loguru's layout as
+/// ComfyUI forks and launchers configure it).
+static TIME_COLUMNS_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*\|\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\|(?:\s*[^|]{0,40}\|)?\s?")
+        .expect("static regex")
 });
 static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*").expect("static regex")
@@ -254,6 +277,10 @@ pub(super) fn clean_line(raw: &str) -> String {
     for _ in 0..3 {
         let before = s.clone();
         s = QUOTE_RE.replace(&s, "").into_owned();
+        if let Some(end) = journal_prefix_end(&s) {
+            s = s[end..].to_string();
+        }
+        s = TIME_COLUMNS_RE.replace(&s, "").into_owned();
         let stamped = TIMESTAMP_RE.find(&s).map(|m| m.end());
         if let Some(end) = stamped {
             // ComfyUI's weight adapters print `ERROR lora <key> <error>`: the word is theirs.

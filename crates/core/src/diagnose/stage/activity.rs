@@ -41,7 +41,9 @@ static ACTIVITY: LazyLock<Vec<(Regex, Stage, &'static str)>> = LazyLock::new(|| 
     let re = |p: &str| Regex::new(&format!("(?i){p}")).expect("static regex");
     vec![
         (
-            re(r"\bloading\s+(?:[\w-]+\s+){0,3}?(?:models?|weights|checkpoints?)\b"),
+            re(
+                r"\bloading\s+(?:[\w.-]+\s+){0,3}?(?:models?|weights|checkpoints?|transformer|pipeline|(?:feature\s+)?extractor|unet|dit|vae|text\s+encoder|lora)\b",
+            ),
             Stage::Load,
             "loading a model",
         ),

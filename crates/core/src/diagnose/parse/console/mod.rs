@@ -72,12 +72,27 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             )
         })
         .map(|(_, s)| s);
-    let chosen = chosen.filter(|(_, s)| {
+    let chosen = chosen.filter(|(at, s)| {
         // A log that starts with startup errors and later stops after `got prompt` died mid-run.
         let stopped = segments
             .last()
             .is_some_and(|(_, l)| l.got_prompt && !l.prompt_done && !l.has_failure());
-        !(s.startup && stopped)
+        // A prompt refused by validation, then a later prompt that was taken, printed its own
+        // work and stops: the paste is about the later one (the user got past the refusal).
+        let ran_later = stopped
+            && segments.last().is_some_and(|(start, _)| {
+                start > at
+                    && lines[*start..]
+                        .iter()
+                        .filter(|l| {
+                            let t = l.trim();
+                            !t.is_empty() && !GOT_PROMPT_RE.is_match(t) && !is_background_line(t)
+                        })
+                        .count()
+                        >= 2
+            });
+        let refused_then_ran = is_validation_failure(s) && ran_later;
+        !((s.startup && stopped) || refused_then_ran)
     });
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
@@ -122,6 +137,11 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         {
             // No run failed and none stopped: comfy-aimdo's own start-up error is the failure.
             return Ok(message_only(None, line.trim().to_string()));
+        }
+        if let Some(at) = lines.iter().position(|l| PIP_ERROR_RE.is_match(l.trim())) {
+            // No run failed: pip failing to install or build what a node pack needs is.
+            let message = join_message(&lines[at], continuation(&lines, at + 1));
+            return Ok(message_only(None, message));
         }
         if let Some(input) = short_message(&lines) {
             return Ok(input);
@@ -210,6 +230,18 @@ fn cut_in_its_first_word(lines: &[String], evidence: &Evidence) -> bool {
         && evidence.exception_message.as_deref().map(str::trim) == Some(message)
 }
 
+/// Whether a segment's failure is execution.py's validation of the prompt (`Failed to validate
+/// prompt for output N:` … `Output will be ignored`, `Prompt outputs failed validation`): the
+/// prompt was refused before anything ran.
+fn is_validation_failure(s: &SegmentFailure) -> bool {
+    s.traceback.is_empty()
+        && s.death.is_none()
+        && s.message.as_deref().is_some_and(|m| {
+            let m = m.to_lowercase();
+            m.contains("failed to validate prompt") || m.contains("failed validation")
+        })
+}
+
 /// The console's last sampling bar as the evidence's progress (no node: a console bar names
 /// none).
 fn bar_progress(sampling_bar: Option<(u64, u64)>) -> Vec<NodeProgress> {
@@ -264,12 +296,14 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
     }
     // The error report's title alone (its body cut away) names no error.
     if shown.is_empty()
-        || shown.len() > 2
         || shown
             .iter()
             .any(|l| is_notice(l) || MD_HEADER_RE.is_match(l))
     {
         return None;
+    }
+    if shown.len() > 2 {
+        return dialog(&shown);
     }
     let message = shown.last().map_or("", String::as_str);
     if !ERROR_WORDING_RE.is_match(message) || message.ends_with('?') {
@@ -284,16 +318,37 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
     }
 }
 
+/// The frontend's error dialog with a message of several lines: the failing node's class alone
+/// on the first line, then (after the node's title in the user's language, if shown) the
+/// message, whose first line is worded as an error (`Error(s) in loading state_dict for X:` and
+/// its `size mismatch …` lines; `RuntimeError：…` as a translated page prints it).
+fn dialog(shown: &[String]) -> Option<ParsedInput> {
+    let [title, rest @ ..] = shown else {
+        return None;
+    };
+    if !is_node_class(title) {
+        return None;
+    }
+    let at = rest
+        .iter()
+        .take(2)
+        .position(|l| ERROR_WORDING_RE.is_match(l) || FINAL_RE.is_match(l))?;
+    Some(message_only(Some(title.to_string()), rest[at..].join("\n")))
+}
+
 /// Words an error message is written with (`Invalid argument`, `doesn't support`, `does not
-/// have`, `failed`, `cannot`, `out of memory`…), which a reporter's prose rarely has all on a line
-/// ending without a question mark.
+/// have`, `failed`, `cannot`, `out of memory`…, Python's own wordings such as `has no
+/// attribute`, `unexpected keyword`, PyTorch's `copying a param with shape …`, cmd.exe's `… was
+/// unexpected at this time.`), which a reporter's prose rarely has all on a line ending without
+/// a question mark.
 static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time)(?-u:\b)").expect("static regex")
 });
 
 /// The last line of a log that stops, when it is an error printed in words (labelling rule 1:
 /// the last error the text shows is the failure): `Error: …`, `[ERROR] …`, `X failed: …`,
-/// `Failed to load …`, `Fatal error in …`, `… error occurred …`; not a notice ComfyUI goes on
+/// `Failed to load …`, `Fatal error in …`, `… error occurred …`, cmd.exe's `X was unexpected at
+/// this time.` (a batch launcher's syntax error); not a notice ComfyUI goes on
 /// after, an adapter's `ERROR lora …` (the run gets past it), a report's title or a question.
 fn is_worded_failure(line: &str) -> bool {
     LAST_ERROR_RE.is_match(line)
@@ -305,7 +360,7 @@ fn is_worded_failure(line: &str) -> bool {
 }
 
 static LAST_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)").expect("static regex")
+    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
 });
 static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(?:no|0|without|zero)\s+(?:errors?|failures?)(?-u:\b)")
@@ -329,10 +384,16 @@ fn is_notice(line: &str) -> bool {
     ]
     .iter()
     .any(|w| l.contains(w))
+        || PACK_FILE_IMPORT_RE.is_match(line)
         || GOT_PROMPT_RE.is_match(line)
         || PROMPT_DONE_RE.is_match(line)
         || STARTUP_RE.is_match(line)
 }
+
+/// A node pack importing one of its own files at start-up and failing (`Error loading
+/// AILab_RMBG.py: No module named 'cv2'`): ComfyUI goes on without those nodes.
+static PACK_FILE_IMPORT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(?-u:\b)error loading [\w.\-]+\.py:").expect("static regex"));
 
 /// A node class name alone on a line (`SaveVideo`, `KSampler`, `VHS_VideoCombine`): one token,
 /// with a capital, that is not an exception class.

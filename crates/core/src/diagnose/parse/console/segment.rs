@@ -168,9 +168,19 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         if f.specific.is_none() && !is_frame(t) && is_specific_line(t) {
             f.specific = Some(t.to_string());
         }
-        if f.got_prompt && f.death.is_none() && f.start.is_none() && STARTUP_RE.is_match(t) {
-            // The server started again after the prompt: the process had died.
-            f.death = Some(format!("a new startup banner after `got prompt`: {t}"));
+        if (f.got_prompt || ran_models(&f.events))
+            && f.death.is_none()
+            && f.start.is_none()
+            && STARTUP_RE.is_match(t)
+        {
+            // The server started again after the prompt (or after the run's model loading, when
+            // the paste holds no `got prompt`): the process had died.
+            let after = if f.got_prompt {
+                "`got prompt`"
+            } else {
+                "the run's model loading"
+            };
+            f.death = Some(format!("a new startup banner after {after}: {t}"));
             deaths.push((i, f.death.clone().unwrap_or_default()));
             mark(&mut f, i);
         }
@@ -215,7 +225,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
                         .is_some_and(|m| m.start() < t.len() && m.end() > t.len())
                 })
         };
-        let death_text = if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
+        // pip's `exit code: N` under the build step that failed is its subprocess's.
+        let pip_exit = t.to_lowercase().starts_with("exit code")
+            && lines[i.saturating_sub(3)..i]
+                .iter()
+                .any(|l| is_pip_step_failure(l));
+        let death_text = if pip_exit {
+            None
+        } else if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
             Some(t.to_string())
         } else {
             wrapped_death()
@@ -233,10 +250,13 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             // generateErrorReport writes `N/A` for a field the error did not have.
             let v = c["v"].trim().to_string();
             let given = |v: String| Some(v).filter(|s| !s.is_empty() && s != "N/A");
-            match c["k"].to_lowercase().as_str() {
-                "node id" => f.md_node_id = given(v),
-                "node type" => f.md_node_type = given(v),
-                "exception type" => f.md_exception_type = given(v),
+            let key = c["k"].to_lowercase();
+            match key.as_str() {
+                k if k == "node id" || (k.starts_with("节点") && k.ends_with("id")) => {
+                    f.md_node_id = given(v)
+                }
+                "node type" | "节点类型" => f.md_node_type = given(v),
+                "exception type" | "异常类型" => f.md_exception_type = given(v),
                 _ => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
@@ -284,6 +304,11 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             }
             mark(&mut f, i);
         } else if let Some(c) = FINAL_RE.captures(t) {
+            if f.node_type.is_none() && f.start.is_none() && f.traceback.is_empty() {
+                // The error dialog: the failing node's class above the exception line (with its
+                // title in the user's language between them, if shown).
+                f.node_type = dialog_title(&lines[..i]);
+            }
             let ty = c["type"].to_string();
             let msg = c.name("msg").map(|m| m.as_str().to_string());
             let rest = continuation(lines, i + 1);
@@ -316,18 +341,20 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
                     .rev()
                     .find(|l| !l.trim().is_empty())
                     .map(|l| l.trim())
-                    .filter(|l| {
-                        NODE_TITLE_RE.is_match(l)
-                            && !l.ends_with("Error")
-                            && !l.ends_with("Exception")
-                            && !l.ends_with("Warning")
-                            && *l != "ComfyUI"
-                    })
+                    .filter(|l| is_node_title(l))
                     .map(str::to_string);
             }
             mark(&mut f, i);
         }
         i += 1;
+    }
+    // A traceback that starts where a custom node pack is imported (its own module's top level,
+    // or nodes.py's load_custom_node) is a start-up error ComfyUI goes on after.
+    if f.traceback
+        .first()
+        .is_some_and(|frame| is_pack_import_frame(frame))
+    {
+        f.startup = true;
     }
     // Windows' faulthandler reports every access violation it sees, also those the process
     // handles and survives (its vectored handler runs before any other): one followed by more
@@ -414,4 +441,47 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             && !f.events.iter().any(|(i, _)| (last..death).contains(i));
     }
     f
+}
+
+/// A traceback frame of a custom node pack being imported: `<module>` in a file under
+/// `custom_nodes`, or ComfyUI's `load_custom_node`.
+fn is_pack_import_frame(frame: &str) -> bool {
+    FRAME_RE.captures(frame.trim()).is_some_and(|c| {
+        let path = c["path"].replace('\\', "/");
+        (path.contains("/custom_nodes/") && &c["func"] == "<module>")
+            || &c["func"] == "load_custom_node"
+    })
+}
+
+/// Whether the events show a run's model work: a model requested, loaded or staged, or a
+/// sampling bar (start-up prints none of them).
+fn ran_models(events: &[(usize, Event)]) -> bool {
+    events.iter().any(|(_, e)| match e {
+        Event::LoadDone | Event::Staged(..) | Event::SamplingBar(..) => true,
+        Event::Load(l) => l.to_lowercase().contains("requested to load"),
+        _ => false,
+    })
+}
+
+/// A node class as the UI shows it alone on a line (`CLIPTextEncode`), not an exception class.
+fn is_node_title(line: &str) -> bool {
+    NODE_TITLE_RE.is_match(line)
+        && !line.ends_with("Error")
+        && !line.ends_with("Exception")
+        && !line.ends_with("Warning")
+        && line != "ComfyUI"
+}
+
+/// The node class among the two non-empty lines above an exception line with nothing else
+/// before them: the error dialog's title, over the node's title in the user's language.
+fn dialog_title(above: &[String]) -> Option<String> {
+    let shown: Vec<&str> = above
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    match shown.as_slice() {
+        [title] | [title, _] if is_node_title(title) => Some(title.to_string()),
+        _ => None,
+    }
 }

@@ -699,3 +699,108 @@ fn an_exception_line_cut_in_its_first_word_names_no_error() {
         FailureKind::Other,
     );
 }
+
+/// The frontend's error dialog: the node's class, its title in the user's language, and a
+/// message of one or several lines (a translated page prints `RuntimeError：` with a full-width
+/// colon); a message in Python's own wording alone is read too.
+#[test]
+fn error_dialogs_and_python_wordings_are_read() {
+    let d = kind_of(
+        "CLIPLoader\nError(s) in loading state_dict for Llama2:\nsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([151936, 2560]) from checkpoint, the shape in current model is torch.Size([128256, 4096]).\nsize mismatch for model.norm.weight: copying a param with shape torch.Size([2560]) from checkpoint, the shape in current model is torch.Size([4096]).\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("CLIPLoader"));
+    let d = kind_of(
+        "CLIPTextEncode\nCLIP文本编码\n\nRuntimeError：mat1 和 mat2 形状无法相乘（1024x3840 和 1920x4096）\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("CLIPTextEncode"));
+    for message in [
+        "'Linear' object has no attribute 'weight_scale'",
+        "module 'comfy.ldm.minimax.model' has no attribute 'time_shift_slope'",
+        "copying a param with shape torch.Size([262208, 3840]) from checkpoint, the shape in current model is torch.Size([262208, 2304]).",
+    ] {
+        kind_of(message, FailureKind::Other);
+    }
+}
+
+/// A browser-translated error report (Chinese field names, full-width colons) names its node
+/// and error like the English one.
+#[test]
+fn a_translated_error_report_is_read() {
+    let report = "# ComfyUI 错误报告\n## 错误详情\n- **节点 ID：** 71\n- **节点类型：** FB_Qwen3TTSDialogueInference\n- **异常类型：**运行时错误\n- **异常信息：** 分块推理期间对话生成失败：'dict' 对象没有属性 'ref_spk_embedding'\n\n## 堆栈跟踪\n";
+    let d = kind_of(report, FailureKind::Other);
+    assert_eq!(d.node_type.as_deref(), Some("FB_Qwen3TTSDialogueInference"));
+    assert_eq!(d.node_id.as_deref(), Some("71"));
+}
+
+/// execution.py's marker with one `!` lost in the paste still carries the message; comfy-aimdo's
+/// malloc-graph error is aimdo's own.
+#[test]
+fn a_marker_missing_a_bang_and_aimdos_compile_error_are_read() {
+    let d = kind_of(
+        "got prompt\n!! Exception during processing !!! 'NoneType' object has no attribute 'clone'\nTraceback (most recent call last):\n  File \"C:\\ComfyUI\\execution.py\", line 518, in execute\n",
+        FailureKind::Other,
+    );
+    assert!(
+        d.kind_evidence.contains("no out-of-memory"),
+        "{}",
+        d.kind_evidence
+    );
+    kind_of(
+        "got prompt\nComfy model compiler graph breaks: 3, rogues: 249\n!!! Exception during processing !!! aimdo memory compile error\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 545, in execute\n    x()\n  File \"/v/site-packages/comfy_aimdo/malloc_graph.py\", line 16, in _call\n    raise RuntimeError(\"aimdo memory compile error\")\nRuntimeError: aimdo memory compile error\n",
+        FailureKind::Aimdo,
+    );
+}
+
+/// Labelling rules' second amendments: pip failing to build a node pack's requirement is the
+/// failure (its `exit code: 1` is its build step's, no death); LLVM's Windows crash record and
+/// a restart after the run's model loading (a journal's new process) are deaths; a kernel or
+/// earlyoom journal line keeps its program's name.
+#[test]
+fn pip_failures_crash_records_and_restarts() {
+    let pip = "Collecting git+https://github.com/example/pkg.git\n  Installing build dependencies: finished with status 'done'\n  Getting requirements to build wheel: finished with status 'error'\n  error: subprocess-exited-with-error\n\n  Getting requirements to build wheel did not run successfully.\n  exit code: 1\n\n  [23 lines of output]\n";
+    let d = kind_of(pip, FailureKind::Other);
+    assert!(
+        d.kind_evidence.contains("no out-of-memory"),
+        "{}",
+        d.kind_evidence
+    );
+    kind_saying(
+        "Requested to load Lumina2\nloaded completely; 12286.07 MB usable, 11739.54 MB loaded, full load: True\n  0%|          | 0/9 [00:00<?, ?it/s]Exception Code: 0x80000003\n  #0 0x00007ff941fbd9e5 (H:\\ComfyUI\\python_embeded\\Lib\\site-packages\\triton\\_C\\libtriton.pyd+0x3e5d9e5)\n  #1 0x00007ffa6d031881 (C:\\Windows\\System32\\ucrtbase.dll+0x71881)\n",
+        FailureKind::ProcessKilled,
+        &["Exception Code: 0x80000003"],
+    );
+    let journal = "Nov 24 10:19:34 host python3[20275]: 10:19:34 | INFO     | - | Requested to load FluxClipModel_\nNov 24 10:19:34 host python3[20275]: 10:19:34 | INFO     | - | loaded completely; 95.00 MB usable, 323.95 MB loaded, full load: True\nNov 24 10:19:56 host python3[20453]: 10:19:56 | INFO     | - | ### Loading: ComfyUI-Manager (V3.37.1)\nNov 24 10:19:56 host python3[20453]: Import times for custom nodes:\nNov 24 10:19:56 host python3[20453]: 10:19:56 | INFO     | - |    0.0 seconds: /home/user/ComfyUI/custom_nodes/websocket_image_save.py\n";
+    kind_saying(journal, FailureKind::ProcessKilled, &["startup banner"]);
+    kind_saying(
+        "Aug 04 10:39:10 host earlyoom[845]: sending SIGTERM to process 322603 uid 1000 \"python3\": oom_score 1282, VmRSS 29931 MiB, cmdline \"/home/user/env/bin/python3 main.py\"\n",
+        FailureKind::ProcessKilled,
+        &["out-of-memory killer"],
+    );
+}
+
+/// A prompt refused by validation, then a later prompt that prints its own work and stops: the
+/// paste is about the later run (no failure shown). One cut line after `got prompt` is no work.
+#[test]
+fn a_later_run_after_a_refused_prompt_is_what_the_paste_is_about() {
+    let refused = "got prompt\nFailed to validate prompt for output 94:\n* Trellis2ImageToShape 93:\n  - Value 49152 bigger than max of 50: shape_sampling_steps\nOutput will be ignored\nPrompt executed in 0.00 seconds\n";
+    let later = format!("{refused}got prompt\n[trellis2] Running conditioning...\n[TRELLIS2] Loading DinoV3 feature extractor...\n[ComfyUI-TRELLIS2] Remapping facebook/dinov\n");
+    let d = kind_of(&later, FailureKind::Unknown);
+    assert_eq!(d.stage.as_str(), "load", "{}", d.stage_evidence);
+    kind_of(&format!("{refused}got prompt\nFai"), FailureKind::Other);
+}
+
+/// Start-up noise: a node pack's import traceback (its `__init__.py` at module level) and its
+/// own `Error loading X.py: …` lines are no failure; cmd.exe's syntax error in a launcher is.
+#[test]
+fn a_packs_import_errors_are_noise_and_a_launchers_syntax_error_is_not() {
+    let import = "Node `NunchakuFluxDiTLoader` import failed:\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/custom_nodes/ComfyUI-nunchaku/__init__.py\", line 82, in <module>\n    from .nodes.models.flux import NunchakuFluxDiTLoader\n  File \"/home/user/ComfyUI/custom_nodes/ComfyUI-nunchaku/nodes/models/flux.py\", line 16, in <module>\n    from nunchaku import NunchakuFluxTransformer2dModel\nModuleNotFoundError: No module named 'nunchaku'\n";
+    assert!(crate::diagnose::diagnose_text(import).is_err());
+    let pack = "[ComfyUI-Manager] default cache updated: https://api.comfy.org/nodes\nError loading AILab_ImageMaskTools.py: No module named 'cv2'\nError loading AILab_RMBG.py: No module named 'cv2'\n[ComfyUI-RMBG] v2.9.4 | 8 nodes Loaded\n";
+    assert!(crate::diagnose::diagnose_text(pack).is_err());
+    kind_of(
+        "HIP_PATH = C:\\Program Files\\AMD\\ROCm\\6.4\\\n[INFO] Detected Git version: 2.47.1.windows.1\n\\ComfyUI-Zluda\\ was unexpected at this time.\n",
+        FailureKind::Other,
+    );
+}

@@ -15,11 +15,12 @@ pub(super) static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// The frontend's error report (`generateErrorReport`): its Markdown headers, or the same words
 /// alone on a line when the report was pasted as rendered text.
 pub(super) static MD_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:#+\s*(?:comfyui error report|error details)|(?:comfyui error report|error details)\s*$)").expect("static regex")
+    Regex::new(r"(?i)^(?:#+\s*(?:comfyui error report|error details|comfyui\s*错误报告|错误详情)|(?:comfyui error report|error details)\s*$)").expect("static regex")
 });
-/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered.
+/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered, or as a
+/// browser translated it into Chinese (`- **节点类型：** X`; the report's header `# ComfyUI 错误报告`).
 pub(super) static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
+    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message|节点\s*id|节点类型|异常类型|异常信息)\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
 });
 /// The report's next section (`## Stack Trace`, or `Stack Trace` alone when rendered).
 pub(super) static MD_SECTION_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -33,7 +34,7 @@ pub(super) static THREAD_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^exception in thread(?-u:\b)").expect("static regex"));
 pub(super) static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?::\s*(?P<msg>.*))?$",
+        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?:[:：]\s*(?P<msg>.*))?$",
     )
     .expect("static regex")
 });
@@ -56,7 +57,7 @@ pub(super) static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler").expect("static regex")
+    Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler|^exception code: 0x").expect("static regex")
 });
 pub(super) static OBJECT_INFO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)error occurred while retrieving information for the|in (?:get_object_info|node_info)$")
@@ -129,9 +130,11 @@ pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// marks a current thread only when a thread dumps itself, which its watchdog for hangs
 /// (`dump_traceback_later`) never does. `Stack (most recent call first):` and `Thread 0x…` are
 /// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
-/// report of a hang, and with it the header already counts.
+/// report of a hang, and with it the header already counts. `Exception Code: 0x…` alone on a
+/// line is LLVM's crash handler on Windows (in triton's and other LLVM-built libraries) printing
+/// an unhandled exception before its stack, as the process ends.
 pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h)").expect("static regex")
+    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{8}$)").expect("static regex")
 });
 
 /// Words that mark an error message line even without any surrounding structure.
@@ -173,6 +176,7 @@ pub(super) const MESSAGE_WORDS: &[&str] = &[
     "vbar allocation failed",
     "vram reservation failed",
     "hostbuf_file_reader_read failed",
+    "aimdo memory compile error",
 ];
 
 /// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
@@ -185,6 +189,7 @@ pub(super) const SPECIFIC_WORDS: &[&str] = &[
     "vbar allocation failed",
     "vram reservation failed",
     "hostbuf_file_reader_read failed",
+    "aimdo memory compile error",
 ];
 
 pub(super) fn is_specific_line(line: &str) -> bool {
@@ -242,4 +247,18 @@ pub(super) fn continuation(lines: &[String], start: usize) -> Vec<String> {
         .take_while(|l| !is_boundary(l))
         .map(|l| l.trim().to_string())
         .collect()
+}
+
+/// pip's report of a failed install or build (`error: subprocess-exited-with-error`, `ERROR:
+/// Failed building wheel for X`, `ERROR: Could not install packages …`), as a node pack's
+/// installer prints it.
+pub(super) static PIP_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:error: (?:subprocess-exited-with-error|metadata-generation-failed)|error: failed building wheel|error: could not (?:install|build|find a version))").expect("static regex")
+});
+
+/// pip's line that a build step it ran failed (`… did not run successfully.`): the `exit code:
+/// N` after it is that subprocess's, not the server's.
+pub(super) fn is_pip_step_failure(line: &str) -> bool {
+    let l = line.to_lowercase();
+    l.contains("did not run successfully") || PIP_ERROR_RE.is_match(l.trim())
 }
