@@ -342,7 +342,7 @@ fn dialog(shown: &[String]) -> Option<ParsedInput> {
 /// unexpected at this time.`), which a reporter's prose rarely has all on a line ending without
 /// a question mark.
 static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled)(?-u:\b)").expect("static regex")
 });
 
 /// The last line of a log that stops, when it is an error printed in words (labelling rule 1:

@@ -118,6 +118,8 @@ pub(super) struct SegmentFailure {
     pub(super) startup: bool,
     pub(super) prompt_done: bool,
     pub(super) got_prompt: bool,
+    /// Where `got prompt` was first seen.
+    pub(super) got_prompt_at: Option<usize>,
     pub(super) events: Vec<(usize, Event)>,
     /// The first line naming a specific error (see [`SPECIFIC_WORDS`]).
     pub(super) specific: Option<String>,
@@ -126,6 +128,11 @@ pub(super) struct SegmentFailure {
 impl SegmentFailure {
     pub(super) fn has_failure(&self) -> bool {
         self.message.is_some() || !self.traceback.is_empty() || self.death.is_some()
+    }
+
+    /// Whether `got prompt` was seen before line `at`.
+    fn got_prompt_before(&self, at: usize) -> bool {
+        self.got_prompt_at.is_some_and(|g| g < at)
     }
 }
 
@@ -186,6 +193,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         if GOT_PROMPT_RE.is_match(t) {
             f.got_prompt = true;
+            f.got_prompt_at.get_or_insert(i);
         }
         if f.start.is_some() && STARTUP_RE.is_match(t) {
             f.startup = true;
@@ -363,6 +371,19 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         !(line.to_lowercase().contains("windows fatal exception")
             && f.events.iter().any(|(i, _)| i > at))
     });
+    // The launcher's pause (printed after the process exited) opening the text, with ComfyUI
+    // starting up after it and nothing of a run before it: the process that died is not in the
+    // text, which is about the start that follows.
+    let started_at = lines
+        .iter()
+        .position(|l| COMFY_STARTUP_RE.is_match(l.trim()));
+    deaths.retain(|(at, line)| {
+        !(is_pause(line)
+            && started_at.is_some_and(|s| s > *at)
+            && !f.got_prompt_before(*at)
+            && f.events.iter().all(|(i, _)| i > at)
+            && message_at.iter().all(|m| m > at))
+    });
     f.death = deaths.first().map(|(_, line)| line.clone());
     let death_at = deaths.first().map(|(at, _)| *at);
     // An error printed in words is the failure when nothing else is and the run did not go on
@@ -484,4 +505,10 @@ fn dialog_title(above: &[String]) -> Option<String> {
         [title] | [title, _] if is_node_title(title) => Some(title.to_string()),
         _ => None,
     }
+}
+
+/// A launcher's `pause` (`Press any key to continue . . .`, localised).
+fn is_pause(line: &str) -> bool {
+    let l = line.to_lowercase();
+    l.contains("press any key to continue") || l.contains("请按任意键继续")
 }

@@ -804,3 +804,21 @@ fn a_packs_import_errors_are_noise_and_a_launchers_syntax_error_is_not() {
         FailureKind::Other,
     );
 }
+
+/// The launcher's pause at the top of a paste, then ComfyUI starting again with nothing of a run
+/// before the pause: the process that died is not in the text. The same pause after a run is
+/// that run's death; a message in a node's words (`Node: Torch not compiled with CUDA enabled`)
+/// is an error.
+#[test]
+fn a_pause_before_a_fresh_start_is_not_the_texts_failure() {
+    let fresh = "=====================\n请按任意键继续. . . [START] Security scan\n[DONE] Security scan\n** ComfyUI startup time: 2026-03-14 10:34:46.004\n** Platform: Windows\n[PRE] ComfyUI-Manager\n";
+    assert!(crate::diagnose::diagnose_text(fresh).is_err());
+    kind_of(
+        "got prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\nPress any key to continue . . .\n** ComfyUI startup time: 2026-03-14 10:34:46.004\n",
+        FailureKind::ProcessKilled,
+    );
+    kind_of(
+        "DiffuEraserSampler: Torch not compiled with CUDA enabled",
+        FailureKind::Other,
+    );
+}

@@ -52,6 +52,11 @@ pub(super) static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) static NODE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$").expect("static regex")
 });
+/// ComfyUI's own start-up lines (main.py and its launcher's header, model_management's device
+/// report), printed before any prompt can run.
+pub(super) static COMFY_STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:\*\* comfyui startup time|\*\* platform:|\*\* python version|total vram \d|pytorch version:|set vram state to|\[start\] security scan|checkpoint files will always be loaded safely|import times for custom nodes|starting server|to see the gui go to)").expect("static regex")
+});
 pub(super) static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
 });
