@@ -29,7 +29,8 @@ pub struct Args {
     /// session started with it keeps it).
     #[arg(long)]
     pub allow_shared_server: bool,
-    /// A new --wait-server.
+    /// A new --wait-server; given, a server that does not answer when `resume` starts is also
+    /// waited for (after the session's --restart-cmd, if any) instead of exit 3 at once.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub wait_server: Option<Duration>,
     /// A new --deadline-grace (how long a run may go on past the deadline).
@@ -96,6 +97,17 @@ pub fn run(before: Option<String>, args: Args) -> CliResult {
         eprintln!("note: {note}");
     }
     let Connection { client, runtime } = args.connect.connect(&pending.session.server)?;
+    // As `bisect` does at its first request: a server that does not answer is started with
+    // the session's --restart-cmd, and waited for when either that or --wait-server is given,
+    // before the skipped workflows are checked again or a run is settled.
+    app::bring_up(
+        &runtime,
+        &client,
+        &pending.session.options,
+        &pending.paths.runs_dir,
+        &ProgressView::handle(args.quiet),
+        args.wait_server.is_some(),
+    )?;
     let continuing = pending.take_server(&runtime, client)?;
     print_rechecked(&continuing);
     if !args.quiet && continuing.has_runs_left() {

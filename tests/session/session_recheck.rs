@@ -293,3 +293,50 @@ fn a_kill_during_the_resume_of_a_rechecked_workflow_loses_nothing() {
     );
     assert!(after.in_flight.is_none());
 }
+
+/// A server that does not answer when `resume` starts (ComfyUI still starting after a reboot):
+/// without `--wait-server` (and no `--restart-cmd`) `resume` fails with exit 3 at once and
+/// checks nothing; with it, `resume` waits, then checks the skipped workflow again and bisects
+/// it.
+#[test]
+fn resume_waits_for_a_server_still_starting_before_checking_again() {
+    let sim = sim_installing_the_pack();
+    let tmp = tempfile::tempdir().unwrap();
+    let (runs, dir, before) = queue_with_a_skipped_workflow(&sim, tmp.path(), &needs_pack());
+    sim.handle().crash();
+
+    let at_once = resume(&runs, &before.session_id);
+    assert_eq!(at_once.status.code(), Some(3), "{}", text(&at_once));
+    assert!(journal(&dir).preflight_rechecks.is_empty());
+
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            sim.restart();
+        });
+        cli(&[
+            "resume",
+            "-q",
+            &before.session_id,
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--wait-server",
+            "2m",
+        ])
+    });
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(
+            "needs_pack: preflight passes now (it was skipped); it is bisected in this session"
+        ),
+        "{all}"
+    );
+    let after = journal(&dir);
+    assert_eq!(after.preflight_rechecks.len(), 1);
+    assert!(after.preflight_rechecks[0].passed);
+    assert!(matches!(
+        after.workflows[0].verdict,
+        Some(Verdict::FirstFailure { .. })
+    ));
+}
