@@ -306,7 +306,8 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
         return dialog(&shown);
     }
     let message = shown.last().map_or("", String::as_str);
-    if !ERROR_WORDING_RE.is_match(message) || message.ends_with('?') {
+    let worded = ERROR_WORDING_RE.is_match(message) || MESSAGE_SHAPE_RE.is_match(message);
+    if !worded || message.ends_with('?') {
         // A question or a note, not an error message.
         return None;
     }
@@ -335,6 +336,14 @@ fn dialog(shown: &[String]) -> Option<ParsedInput> {
         .position(|l| ERROR_WORDING_RE.is_match(l) || FINAL_RE.is_match(l))?;
     Some(message_only(Some(title.to_string()), rest[at..].join("\n")))
 }
+
+/// The shape of an error message whose words the list below does not know: an exception's or a
+/// node's name before a colon (`ValueError: …`, `SomeNodeName: …`, as the UI prints a node's
+/// error), or a quoted name the message is about (`'VAE' object …`, `module 'x' …`), as Python
+/// writes them. A word before a colon in prose (`Note: …`) is neither.
+static MESSAGE_SHAPE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception):\s+\S|[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*:\s+\S|.*'[\w.\-/]+'.*\b(?:object|module|key|for|in)\b)").expect("static regex")
+});
 
 /// Words an error message is written with (`Invalid argument`, `doesn't support`, `does not
 /// have`, `failed`, `cannot`, `out of memory`…, Python's own wordings such as `has no

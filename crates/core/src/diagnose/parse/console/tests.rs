@@ -822,3 +822,18 @@ fn a_pause_before_a_fresh_start_is_not_the_texts_failure() {
         FailureKind::Other,
     );
 }
+
+/// A one-line paste in an error message's shape is read as the message even when its words are
+/// none the tool knows (labelling rule 5); prose with a word before a colon is not.
+#[test]
+fn a_message_in_an_errors_shape_is_read() {
+    for message in [
+        "WanVideoSampler: latent frames do not line up with the conditioning",
+        "'clip_l' key from the state dict is unusable",
+    ] {
+        kind_of(message, FailureKind::Other);
+    }
+    for prose in ["Note: it happens every time", "Thanks for looking at this"] {
+        assert!(crate::diagnose::diagnose_text(prose).is_err(), "{prose}");
+    }
+}
