@@ -329,10 +329,21 @@ pub(super) fn clean_line(raw: &str) -> String {
 pub(super) fn split_flattened(line: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut last = 0;
-    for m in SPLIT_RE.find_iter(line) {
-        if m.start() > last {
-            parts.push(line[last..m.start()].trim().to_string());
-            last = m.start();
+    // A tqdm bar inside a flattened paste: after other text that is not its description (tqdm
+    // writes `desc: NN%|…`, so a bar after `desc:` stays with it).
+    let bars = FLAT_BAR_RE
+        .find_iter(line)
+        .filter(|m| !line[..m.start()].trim_end().ends_with(':'));
+    let mut cuts: Vec<usize> = SPLIT_RE
+        .find_iter(line)
+        .map(|m| m.start())
+        .chain(bars.map(|m| m.start()))
+        .collect();
+    cuts.sort_unstable();
+    for start in cuts {
+        if start > last {
+            parts.push(line[last..start].trim().to_string());
+            last = start;
         }
     }
     parts.push(line[last..].trim().to_string());
@@ -342,6 +353,10 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
     }
     parts
 }
+
+/// A tqdm bar's start (`NN%|`) after whitespace, inside a longer line.
+static FLAT_BAR_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s\d{1,3}%\s*\|").expect("static regex"));
 
 /// The lines of a pasted text, cleaned (`clean_line`), with flattened one-line pastes split,
 /// a progress bar split from the line glued after it, and Markdown code fences left out.
@@ -378,6 +393,22 @@ mod tests {
             clean_line("> `AttributeError: type object 'X' has no attribute 'y'`"),
             "AttributeError: type object 'X' has no attribute 'y'"
         );
+    }
+
+    /// A bar inside a flattened paste is a line of its own; a bar after its description stays
+    /// with it.
+    #[test]
+    fn a_bar_inside_a_flattened_paste_is_split_off() {
+        assert_eq!(
+            split_flattened("loaded completely; 16802.60 MB usable, 4300.48 MB loaded, full load: True 0%| | 0/9 [00:00<?, ?it/s] !!! Exception during processing !!! boom"),
+            vec![
+                "loaded completely; 16802.60 MB usable, 4300.48 MB loaded, full load: True",
+                "0%| | 0/9 [00:00<?, ?it/s]",
+                "!!! Exception during processing !!! boom",
+            ]
+        );
+        let shards = "Loading checkpoint shards:  50%|█████     | 1/2 [00:03<00:03,  3.10s/it]";
+        assert_eq!(split_flattened(shards), vec![shards]);
     }
 
     #[test]
