@@ -1,0 +1,268 @@
+//! Errors as the text shows them: exception blocks, messages alone, errors printed in words, the
+//! error dialog and report (rendered, translated), cut exception lines.
+
+use super::*;
+
+/// A paste of only the message is read by its wording; the frontend's dialog puts the node
+/// type over it.
+#[test]
+fn a_message_alone_is_read_by_its_wording() {
+    kind_of("> Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64.\n", FailureKind::Other);
+    let d = kind_of(
+        "SaveVideo\n[Errno 22] Invalid argument: 'avcodec_send_frame()'\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("SaveVideo"));
+    kind_of("VAEDecode\nAllocation on device\n", FailureKind::CudaOom);
+    // hard-wrapped: still one message
+    kind_of("SaveVideo\n[Errno 22] Invalid argument: 'avcodec_send_frame()'; last error log: [aac] Input c\nontains (near) NaN/+-Inf\n", FailureKind::Other);
+    // prose is no message
+    assert!(parse_input("my workflow is slow, any idea?\nthanks\n").is_err());
+}
+
+/// The error report pasted as rendered text: no bullets, no bold.
+#[test]
+fn a_rendered_error_report_is_read_like_the_markdown() {
+    let log = "ComfyUI Error Report\nError Details\nNode ID: 125\nNode Type: SamplerCustomAdvanced\nException Type: RuntimeError\nException Message: RuntimeError: a helper is missing\nStack Trace\n  File \"/c/execution.py\", line 545, in execute\n    x()\n";
+    let p = parse_input(log).unwrap();
+    assert_eq!(
+        p.evidence.node_type.as_deref(),
+        Some("SamplerCustomAdvanced")
+    );
+    assert_eq!(
+        p.evidence.exception_message.as_deref(),
+        Some("RuntimeError: a helper is missing")
+    );
+    kind_of(log, FailureKind::Other);
+    // generateErrorReport writes N/A for a field the error lacks
+    let na = "# ComfyUI Error Report\n## Error Details\n- **Node ID:** N/A\n- **Node Type:** N/A\n- **Exception Type:** torch.OutOfMemoryError\n- **Exception Message:** Allocation on device\n## Stack Trace\n";
+    let p = parse_input(na).unwrap();
+    assert_eq!(p.evidence.node_type, None);
+    assert_eq!(p.evidence.node_id, None);
+    kind_of(na, FailureKind::CudaOom);
+}
+
+/// An error printed in words with no exception after it is the failure; one the run got
+/// past (more work after it, `Prompt executed`) or one a death follows is not.
+#[test]
+fn an_error_printed_in_words_is_the_failure_unless_the_run_went_on() {
+    let log =
+        "got prompt\nRequested to load SDXL\nrocBLAS error: Could not initialize Tensile host\n";
+    let d = kind_of(log, FailureKind::Other);
+    assert!(d.message.unwrap().starts_with("rocBLAS error"));
+    kind_of("got prompt\n 10%|#   | 1/10 [00:01<00:09]\n❌ [ERROR] Error in Phase 1 (Encoding): CUDA out of memory\n", FailureKind::CudaOom);
+    let past = "got prompt\nrocBLAS error: retrying\n 50%|#####     | 10/20 [00:10<00:10]\n";
+    assert_eq!(
+        crate::diagnose::diagnose_text(past).unwrap().kind,
+        FailureKind::Unknown
+    );
+    assert!(
+        parse_input("got prompt\nrocBLAS error: x\nPrompt executed in 3.00 seconds\n").is_err()
+    );
+    kind_of(
+        "got prompt\nrocBLAS error: x\nFatal Python error: Aborted\n",
+        FailureKind::ProcessKilled,
+    );
+}
+
+#[test]
+fn frontend_one_line_form_names_the_node() {
+    let p = parse_input("KSampler : XPU out of memory. Tried to allocate 128.00 GiB. GPU 0 has a total capacity of 15.56 GiB.").unwrap();
+    assert_eq!(p.evidence.node_type.as_deref(), Some("KSampler"));
+    assert!(p
+        .evidence
+        .exception_message
+        .unwrap()
+        .starts_with("XPU out of memory"));
+}
+
+/// A client quoting the server's validation refusal is read as the failure (kind `other`,
+/// no stage: nothing ran).
+#[test]
+fn a_quoted_validation_refusal_is_the_failure() {
+    use crate::vocab::{FailureKind, Stage};
+    let text = "Server error: {'type': 'invalid_prompt', 'message': 'Cannot execute because node FancySampler does not exist.', 'details': \"Node ID '#4'\", 'extra_info': {}}";
+    let d = crate::diagnose::diagnose_text(text).unwrap();
+    assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+    assert_eq!(d.stage, Stage::Unknown, "{}", d.stage_evidence);
+}
+
+/// A traceback cut before its exception line, after a device guard's warning: the warning
+/// names the error; without frames the warning alone is no failure.
+#[test]
+fn a_guard_warning_names_the_error_of_a_cut_traceback() {
+    use crate::vocab::FailureKind;
+    let warning = "/c/comfy/k_diffusion/sampling.py:70: UserWarning: CUDA warning: an illegal memory access was encountered (Triggered internally at /pytorch/c10/cuda/impl/CUDAGuardImpl.h:119.)";
+    let text = format!("got prompt\n{warning}\nException in thread Thread-3 (prompt_worker):\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 496, in execute\n");
+    let d = crate::diagnose::diagnose_text(&text).unwrap();
+    assert_eq!(d.kind, FailureKind::Other, "{}", d.kind_evidence);
+    assert_eq!(
+        d.message.as_deref(),
+        Some("an illegal memory access was encountered")
+    );
+    let p = parse_input(&format!("got prompt\n{warning}\n")).unwrap();
+    assert!(p.evidence.exception_message.is_none());
+}
+
+#[test]
+fn a_quoted_execution_error_names_its_node() {
+    let log = "RuntimeError: [\"execution_error\", {\"prompt_id\": \"e1\", \"node_id\": \"9050\", \"node_type\": \"CLIPLoaderGGUF\", \"executed\": [\"9056\"], \"exception_message\": \"Unexpected text model architecture type in GGUF file: 'gemma4'\\n\", \"exception_type\": \"ValueError\", \"traceback\": [\"  File \\\"execution.py\\\", line 545";
+    let p = parse_input(log).expect("parses");
+    assert_eq!(p.evidence.node_type.as_deref(), Some("CLIPLoaderGGUF"));
+}
+
+#[test]
+fn comfyuis_got_an_oom_line_names_a_cuda_oom_whose_line_was_cut() {
+    let log = "got prompt\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n\nGot an OOM, unloading all loaded models.\nPrompt executed in 9.00 seconds\n";
+    kind_saying(log, FailureKind::CudaOom, &["Got an OOM"]);
+}
+
+#[test]
+fn errors_nodes_clients_and_launchers_print_in_words() {
+    for log in [
+        "got prompt\nLoading Turbo TTS model on cuda...\nAn unexpected error occurred during Turbo TTS: S3Token2Wav.__init__() got an unexpected keyword argument 'meanflow'\n",
+        "[INFO] got prompt\n[DEBUG] process_images : 0.030s\n[ERROR] Inference failed:\nFailed to load model from file: D:\\models\\llm.gguf\n",
+        "Missing Node Packs (1)\nThis workflow uses custom nodes you haven't installed yet.\n\nUnknown pack (1)\n\nMiniMaxH3ImageToVideo\n",
+        "\"Error - ComfyUI execution error: Falscher Parameter.\"\n20:53:52.958 [Info] Us\n",
+        "K:\\ComfyUI>python.exe main.py\nFatal error in launcher: Unable to create process using '\"python.exe\" \"offload-arch.exe\"'\n\n[WARNING] offload-arch failed with return code 1\n",
+    ] {
+        kind_of(log, FailureKind::Other);
+    }
+}
+
+#[test]
+fn an_error_reports_title_alone_is_no_failure() {
+    let cut = "节点在执行过程中发生错误。\n\n# ComfyUI Error Report\n";
+    assert!(crate::diagnose::diagnose_text(cut).is_err());
+}
+
+#[test]
+fn the_error_dialog_with_a_required_input_message_is_read() {
+    let d = kind_of(
+        "LTXVAudioVAELoader\nMetadata is required for audio VAE\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("LTXVAudioVAELoader"));
+}
+
+/// Labelling rule 1: a log whose last line is an error printed in words, in a shape no node's
+/// own pattern knows, fails with that error; the same words in prose, an adapter's `ERROR lora`
+/// line or a custom node's import notice are no failure.
+#[test]
+fn a_log_ending_on_an_error_in_words_fails_with_it() {
+    for (log, message) in [
+        (
+            "got prompt\nRequested to load WanTEModel\nloaded completely 9000 6000 True\nFailed to load the tokenizer from /models/umt5\n",
+            "Failed to load the tokenizer from /models/umt5",
+        ),
+        (
+            "2026-05-02 10:11:12 got prompt\n2026-05-02 10:11:13 [MyNode] Error while running the pipeline - no frames returned\n",
+            "[MyNode] Error while running the pipeline - no frames returned",
+        ),
+        (
+            "Loading the model\nUsing device cuda:0\nstep 3 of 9\nDownload failed with code 403\n",
+            "Download failed with code 403",
+        ),
+    ] {
+        let d = kind_of(log, FailureKind::Other);
+        let p = parse_input(log).unwrap();
+        assert!(
+            p.evidence
+                .exception_message
+                .as_deref()
+                .is_some_and(|m| m.ends_with(message)),
+            "{log}: {:?} ({})",
+            p.evidence.exception_message,
+            d.kind_evidence
+        );
+    }
+    for stopped in [
+        "got prompt\nRequested to load Flux\nloaded partially 4000 3700 0\nERROR lora diffusion_model.out.weight unsupported operand type(s) for *: 'NoneType' and 'float'\n",
+        "Loading the model\nUsing device cuda:0\n## Additional Context\n(Please add any additional context or steps to reproduce the error here)\n",
+    ] {
+        kind_of(stopped, FailureKind::Unknown);
+    }
+    for no_failure in [
+        "Thanks in advance\nI tried it twice\nThe error here is the same as before\n",
+        "[INFO] 0.0 seconds (IMPORT FAILED): /home/user/ComfyUI/custom_nodes/a\n[INFO] 0.0 seconds: /home/user/ComfyUI/custom_nodes/b\n[INFO] 0.0 seconds (IMPORT FAILED): /home/user/ComfyUI/custom_nodes/c\n",
+    ] {
+        assert!(
+            crate::diagnose::diagnose_text(no_failure).is_err(),
+            "{no_failure}"
+        );
+    }
+}
+
+/// Labelling rule 4: a paste that stops one letter into the exception's message shows no
+/// wording of the error; the same line whole, or a cut type that names a memory error, still
+/// counts by what it shows.
+#[test]
+fn an_exception_line_cut_in_its_first_word_names_no_error() {
+    let frames = "got prompt\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/c/torch/nn/functional.py\", line 2567, in embedding\n    return torch.embedding(weight, input)\n";
+    kind_of(
+        &format!("{frames}torch.AcceleratorError: C"),
+        FailureKind::Unknown,
+    );
+    kind_of(
+        &format!("{frames}torch.AcceleratorError: CUDA error: invalid device function\n"),
+        FailureKind::Other,
+    );
+    kind_of(
+        &format!("{frames}torch.OutOfMemoryError: C"),
+        FailureKind::CudaOom,
+    );
+    // Not at the end of the text: a one-letter message the run printed whole.
+    kind_of(
+        &format!("{frames}ValueError: x\n\nPrompt executed in 1.00 seconds\n"),
+        FailureKind::Other,
+    );
+}
+
+/// The frontend's error dialog: the node's class, its title in the user's language, and a
+/// message of one or several lines (a translated page prints `RuntimeError：` with a full-width
+/// colon); a message in Python's own wording alone is read too.
+#[test]
+fn error_dialogs_and_python_wordings_are_read() {
+    let d = kind_of(
+        "CLIPLoader\nError(s) in loading state_dict for Llama2:\nsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([151936, 2560]) from checkpoint, the shape in current model is torch.Size([128256, 4096]).\nsize mismatch for model.norm.weight: copying a param with shape torch.Size([2560]) from checkpoint, the shape in current model is torch.Size([4096]).\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("CLIPLoader"));
+    let d = kind_of(
+        "CLIPTextEncode\nCLIP文本编码\n\nRuntimeError：mat1 和 mat2 形状无法相乘（1024x3840 和 1920x4096）\n",
+        FailureKind::Other,
+    );
+    assert_eq!(d.node_type.as_deref(), Some("CLIPTextEncode"));
+    for message in [
+        "'Linear' object has no attribute 'weight_scale'",
+        "module 'comfy.ldm.minimax.model' has no attribute 'time_shift_slope'",
+        "copying a param with shape torch.Size([262208, 3840]) from checkpoint, the shape in current model is torch.Size([262208, 2304]).",
+    ] {
+        kind_of(message, FailureKind::Other);
+    }
+}
+
+/// A browser-translated error report (Chinese field names, full-width colons) names its node
+/// and error like the English one.
+#[test]
+fn a_translated_error_report_is_read() {
+    let report = "# ComfyUI 错误报告\n## 错误详情\n- **节点 ID：** 71\n- **节点类型：** FB_Qwen3TTSDialogueInference\n- **异常类型：**运行时错误\n- **异常信息：** 分块推理期间对话生成失败：'dict' 对象没有属性 'ref_spk_embedding'\n\n## 堆栈跟踪\n";
+    let d = kind_of(report, FailureKind::Other);
+    assert_eq!(d.node_type.as_deref(), Some("FB_Qwen3TTSDialogueInference"));
+    assert_eq!(d.node_id.as_deref(), Some("71"));
+}
+
+/// A one-line paste in an error message's shape is read as the message even when its words are
+/// none the tool knows (labelling rule 5); prose with a word before a colon is not.
+#[test]
+fn a_message_in_an_errors_shape_is_read() {
+    for message in [
+        "WanVideoSampler: latent frames do not line up with the conditioning",
+        "'clip_l' key from the state dict is unusable",
+    ] {
+        kind_of(message, FailureKind::Other);
+    }
+    for prose in ["Note: it happens every time", "Thanks for looking at this"] {
+        assert!(crate::diagnose::diagnose_text(prose).is_err(), "{prose}");
+    }
+}

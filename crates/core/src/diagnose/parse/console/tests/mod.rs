@@ -1,0 +1,25 @@
+//! Unit tests of the console parser, by what they read (one file each); the helpers they share.
+
+use super::super::parse_input;
+use crate::diagnose::RunOutcomeHint;
+use crate::diagnose::{ConsoleTail, Diagnosis, ParseError};
+use crate::vocab::FailureKind;
+
+mod aimdo;
+mod deaths;
+mod messages;
+mod runs;
+
+/// `log` diagnosed as a pasted text, asserted to be of `kind`.
+fn kind_of(log: &str, kind: FailureKind) -> Diagnosis {
+    let d = crate::diagnose::diagnose_text(log).unwrap();
+    assert_eq!(d.kind, kind, "{}", d.kind_evidence);
+    d
+}
+/// `kind_of`, and the kind's evidence names each of `words`.
+fn kind_saying(log: &str, kind: FailureKind, words: &[&str]) {
+    let d = kind_of(log, kind);
+    for w in words {
+        assert!(d.kind_evidence.contains(w), "{w}: {}", d.kind_evidence);
+    }
+}
