@@ -10,6 +10,7 @@ mod rules;
 
 pub(crate) use activity::{is_background_line, node_activity};
 pub(crate) use facts::{failing_node, model_role, Failing, ModelRole};
+pub(crate) use rules::validation_refusal;
 
 /// The stage, every stage left open, and the evidence in words.
 pub(crate) struct StageVerdict {

@@ -186,11 +186,20 @@ const VALIDATION_MESSAGES: &[&str] = &[
     "failed to validate prompt",
 ];
 
+/// The phrase of [`VALIDATION_MESSAGES`] that `message` holds: the server refused the prompt
+/// at validation.
+pub(crate) fn validation_refusal(message: &str) -> Option<&'static str> {
+    let message = message.to_lowercase();
+    VALIDATION_MESSAGES
+        .iter()
+        .find(|p| message.contains(*p))
+        .copied()
+}
+
 /// The message is the server's refusal at validation (quoted by a client, or the fields of a
 /// rejection read as an error): nothing ran, whatever node it names.
 fn refused_at_validation(c: &Ctx) -> Option<Answer> {
-    let message = c.evidence.exception_message.as_deref()?.to_lowercase();
-    let phrase = VALIDATION_MESSAGES.iter().find(|p| message.contains(*p))?;
+    let phrase = validation_refusal(c.evidence.exception_message.as_deref()?)?;
     Some(Answer::Alone(
         Stage::Unknown,
         format!("The server refused the prompt at validation (\"{phrase} …\"), before any node ran, so no stage applies."),

@@ -7,7 +7,7 @@ mod signals;
 mod words;
 
 use super::lines::normalise;
-use crate::diagnose::stage::is_background_line;
+use crate::diagnose::stage::{is_background_line, validation_refusal};
 use crate::diagnose::{ConsoleSignals, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
 use regex::Regex;
@@ -103,7 +103,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
                 // ends, which a paste cut short looks like too, so no outcome is presumed.
                 // The last line the run printed: background lines after it (a registry
                 // fetch, a warning) do not end the run's own output.
-                let last_line = lines.iter().rev().find(|l| !is_background_line(l));
+                let last_line = last_own_line(&lines);
                 let events = with_cut_last_line(&last.events, last_line);
                 let (sampling_bar, tail) = signals_from(&events);
                 let evidence = Evidence {
@@ -147,14 +147,8 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             return Ok(input);
         }
         // A text with no run in it that ends on an error printed in words: that error.
-        if let Some(line) = lines
-            .iter()
-            .rev()
-            .map(|l| l.trim())
-            .find(|l| !l.is_empty() && !is_background_line(l))
-            .filter(|l| is_worded_failure(l))
-        {
-            return Ok(message_only(None, line.to_string()));
+        if let Some(line) = last_own_line(&lines).filter(|l| is_worded_failure(l.trim())) {
+            return Ok(message_only(None, line.trim().to_string()));
         }
         return Err(ParseError::Unrecognised);
     };
@@ -236,10 +230,12 @@ fn cut_in_its_first_word(lines: &[String], evidence: &Evidence) -> bool {
 fn is_validation_failure(s: &SegmentFailure) -> bool {
     s.traceback.is_empty()
         && s.death.is_none()
-        && s.message.as_deref().is_some_and(|m| {
-            let m = m.to_lowercase();
-            m.contains("failed to validate prompt") || m.contains("failed validation")
-        })
+        && s.message.as_deref().and_then(validation_refusal).is_some()
+}
+
+/// The text's last line that is not background output (a registry fetch, a warning) nor blank.
+fn last_own_line(lines: &[String]) -> Option<&String> {
+    lines.iter().rev().find(|l| !is_background_line(l))
 }
 
 /// The console's last sampling bar as the evidence's progress (no node: a console bar names

@@ -19,14 +19,18 @@ pub(super) enum Event {
     LoraError,
 }
 
+/// The model a `Requested to load X` line names.
+pub(super) fn requested_model(line: &str) -> Option<String> {
+    match console::classify(line) {
+        Some(ConsoleLine::RequestedLoad { class }) => Some(class),
+        _ => None,
+    }
+}
+
 /// The model named by `Requested to load X` when it is a text or vision encoder (by the role
 /// the stage rules read from its class name).
 pub(super) fn encoder_name(line: &str) -> Option<String> {
-    let name = line
-        .strip_prefix("Requested to load ")
-        .or_else(|| line.strip_prefix("requested to load "))?
-        .trim();
-    (model_role(name) == Some(ModelRole::Encoder)).then(|| name.to_string())
+    requested_model(line).filter(|name| model_role(name) == Some(ModelRole::Encoder))
 }
 
 /// What a progress bar means for the diagnosis: sampling steps, or a loader's bar.
@@ -378,7 +382,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         .iter()
         .position(|l| COMFY_STARTUP_RE.is_match(l.trim()));
     deaths.retain(|(at, line)| {
-        !(is_pause(line)
+        !(PAUSE_RE.is_match(line)
             && started_at.is_some_and(|s| s > *at)
             && !f.got_prompt_before(*at)
             && f.events.iter().all(|(i, _)| i > at)
@@ -479,7 +483,7 @@ fn is_pack_import_frame(frame: &str) -> bool {
 fn ran_models(events: &[(usize, Event)]) -> bool {
     events.iter().any(|(_, e)| match e {
         Event::LoadDone | Event::Staged(..) | Event::SamplingBar(..) => true,
-        Event::Load(l) => l.to_lowercase().contains("requested to load"),
+        Event::Load(l) => requested_model(l).is_some(),
         _ => false,
     })
 }
@@ -505,10 +509,4 @@ fn dialog_title(above: &[String]) -> Option<String> {
         [title] | [title, _] if is_node_title(title) => Some(title.to_string()),
         _ => None,
     }
-}
-
-/// A launcher's `pause` (`Press any key to continue . . .`, localised).
-fn is_pause(line: &str) -> bool {
-    let l = line.to_lowercase();
-    l.contains("press any key to continue") || l.contains("请按任意键继续")
 }

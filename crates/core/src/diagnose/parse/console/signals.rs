@@ -5,14 +5,6 @@ use super::segment::*;
 use crate::comfy::console::{self, ConsoleLine, LoadPhrase};
 use crate::diagnose::{ConsoleTail, ModelActivity};
 
-/// The model a `Requested to load X` line names.
-pub(super) fn requested_model(line: &str) -> Option<String> {
-    match console::classify(line) {
-        Some(ConsoleLine::RequestedLoad { class }) => Some(class),
-        _ => None,
-    }
-}
-
 /// The last model line when no sampling or loading bar follows it, with its model: a `loaded
 /// …` line takes the model of the `Requested to load` line before it.
 pub(super) fn last_model(events: &[(usize, Event)]) -> Option<ModelActivity> {

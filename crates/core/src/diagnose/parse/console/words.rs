@@ -125,6 +125,12 @@ pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:(?:^|[\]\s)])Killed\s*$|(?:line \d+:\s*\d+|^\[\d+\][+-]?)\s+Killed\s+\S)")
         .expect("static regex")
 });
+/// A launcher's `pause` (`Press any key to continue . . .`, localised), printed after the
+/// process exited.
+const PAUSE: &str = "press any key to continue|请按任意键继续";
+pub(super) static PAUSE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("(?i){PAUSE}")).expect("static regex"));
+
 /// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
 /// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
 /// `Fatal Python error: …` is faulthandler's (or the interpreter's) last word; `… terminated
@@ -139,7 +145,7 @@ pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// line is LLVM's crash handler on Windows (in triton's and other LLVM-built libraries) printing
 /// an unhandled exception before its stack, as the process ends.
 pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|press any key to continue|请按任意键继续|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{8}$)").expect("static regex")
+    Regex::new(&format!(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|{PAUSE}|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{{8}}$)")).expect("static regex")
 });
 
 /// Words that mark an error message line even without any surrounding structure.
