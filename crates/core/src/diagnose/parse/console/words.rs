@@ -1,6 +1,6 @@
 //! The console's vocabulary: the patterns and words a pasted line is matched against (frames,
-//! exception lines, death signs, errors printed in words, model-management lines) and the
-//! line predicates built on them.
+//! exception lines, death signs, errors printed in words, a message's wording and shape,
+//! start-up notices, model-management lines) and the line predicates built on them.
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -272,4 +272,83 @@ pub(super) static PIP_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) fn is_pip_step_failure(line: &str) -> bool {
     let l = line.to_lowercase();
     l.contains("did not run successfully") || PIP_ERROR_RE.is_match(l.trim())
+}
+
+/// The shape of an error message whose words the list below does not know: an exception's or a
+/// node's name before a colon (`ValueError: …`, `SomeNodeName: …`, as the UI prints a node's
+/// error), or a quoted name the message is about (`'VAE' object …`, `module 'x' …`), as Python
+/// writes them. A word before a colon in prose (`Note: …`) is neither.
+pub(super) static MESSAGE_SHAPE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception):\s+\S|[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*:\s+\S|.*'[\w.\-/]+'.*\b(?:object|module|key|for|in)\b)").expect("static regex")
+});
+
+/// Words an error message is written with (`Invalid argument`, `doesn't support`, `does not
+/// have`, `failed`, `cannot`, `out of memory`…, Python's own wordings such as `has no
+/// attribute`, `unexpected keyword`, PyTorch's `copying a param with shape …`, cmd.exe's `… was
+/// unexpected at this time.`), which a reporter's prose rarely has all on a line ending without
+/// a question mark.
+pub(super) static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled)(?-u:\b)").expect("static regex")
+});
+
+/// The last line of a log that stops, when it is an error printed in words (labelling rule 1:
+/// the last error the text shows is the failure): `Error: …`, `[ERROR] …`, `X failed: …`,
+/// `Failed to load …`, `Fatal error in …`, `… error occurred …`, cmd.exe's `X was unexpected at
+/// this time.` (a batch launcher's syntax error); not a notice ComfyUI goes on
+/// after, an adapter's `ERROR lora …` (the run gets past it), a report's title or a question.
+pub(super) fn is_worded_failure(line: &str) -> bool {
+    LAST_ERROR_RE.is_match(line)
+        && !is_notice(line)
+        && !LORA_ERROR_RE.is_match(line)
+        && !NO_ERROR_RE.is_match(line)
+        && !MD_HEADER_RE.is_match(line)
+        && !line.ends_with('?')
+}
+
+/// An error word where an error line has it (`Error:`, `[ERROR]`, `failed to`, `… failed`).
+static LAST_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
+});
+/// A line that says there was no error (`0 errors`, `without errors`).
+static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:no|0|without|zero)\s+(?:errors?|failures?)(?-u:\b)")
+        .expect("static regex")
+});
+
+/// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,
+/// warnings, deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
+pub(super) fn is_notice(line: &str) -> bool {
+    let l = line.to_lowercase();
+    [
+        "import failed",
+        // a node pack's own import error and ComfyUI's `Cannot import X module for custom
+        // nodes: …` (nodes.py): start-up noise, ComfyUI goes on without the pack
+        "error loading module",
+        "module for custom nodes",
+        "warning",
+        "deprecat",
+        "falling back",
+        "fall back",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+        || PACK_FILE_IMPORT_RE.is_match(line)
+        || GOT_PROMPT_RE.is_match(line)
+        || PROMPT_DONE_RE.is_match(line)
+        || STARTUP_RE.is_match(line)
+}
+
+/// A node pack importing one of its own files at start-up and failing (`Error loading
+/// AILab_RMBG.py: No module named 'cv2'`): ComfyUI goes on without those nodes.
+static PACK_FILE_IMPORT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(?-u:\b)error loading [\w.\-]+\.py:").expect("static regex"));
+
+/// A node class name alone on a line (`SaveVideo`, `KSampler`, `VHS_VideoCombine`): one token,
+/// with a capital, that is not an exception class.
+pub(super) fn is_node_class(line: &str) -> bool {
+    NODE_CLASS_RE.is_match(line)
+        && line.chars().any(|c| c.is_ascii_uppercase())
+        && !["Error", "Exception", "Warning"]
+            .iter()
+            .any(|w| line.ends_with(w))
 }
