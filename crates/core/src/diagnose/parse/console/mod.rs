@@ -38,7 +38,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         i > 0
             && segments[i - 1].1.prompt_done
             && s.death.is_some()
-            && !s.got_prompt
+            && !s.got_prompt()
             && s.events.is_empty()
             && s.message.is_none()
             && s.traceback.is_empty()
@@ -74,7 +74,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         // A log that starts with startup errors and later stops after `got prompt` died mid-run.
         let stopped = segments
             .last()
-            .is_some_and(|(_, l)| l.got_prompt && !l.prompt_done && !l.has_failure());
+            .is_some_and(|(_, l)| l.got_prompt() && !l.prompt_done && !l.has_failure());
         // A prompt refused by validation, then a later prompt that was taken, printed its own
         // work and stops: the paste is about the later one (the user got past the refusal).
         let ran_later = stopped
@@ -92,7 +92,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
     let Some((_, seg)) = chosen else {
         // No failure: a log that stops mid-run means the server went away.
         if let Some((_, last)) = segments.last() {
-            let mid_run = last.got_prompt || !last.events.is_empty();
+            let mid_run = last.got_prompt() || !last.events.is_empty();
             if mid_run && !last.prompt_done {
                 // No sign that the server died (those are failures of their own): the log just
                 // ends, which a paste cut short looks like too, so no outcome is presumed.

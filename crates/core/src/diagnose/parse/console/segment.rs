@@ -121,7 +121,6 @@ pub(super) struct SegmentFailure {
     /// The server's startup output follows the failure: a custom-node import error, not a run.
     pub(super) startup: bool,
     pub(super) prompt_done: bool,
-    pub(super) got_prompt: bool,
     /// Where `got prompt` was first seen.
     pub(super) got_prompt_at: Option<usize>,
     pub(super) events: Vec<(usize, Event)>,
@@ -132,6 +131,11 @@ pub(super) struct SegmentFailure {
 impl SegmentFailure {
     pub(super) fn has_failure(&self) -> bool {
         self.message.is_some() || !self.traceback.is_empty() || self.death.is_some()
+    }
+
+    /// Whether the segment shows `got prompt`.
+    pub(super) fn got_prompt(&self) -> bool {
+        self.got_prompt_at.is_some()
     }
 
     /// Whether `got prompt` was seen before line `at`.
@@ -179,14 +183,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         if f.specific.is_none() && !is_frame(t) && is_specific_line(t) {
             f.specific = Some(t.to_string());
         }
-        if (f.got_prompt || ran_models(&f.events))
+        if (f.got_prompt() || ran_models(&f.events))
             && f.death.is_none()
             && f.start.is_none()
             && STARTUP_RE.is_match(t)
         {
             // The server started again after the prompt (or after the run's model loading, when
             // the paste holds no `got prompt`): the process had died.
-            let after = if f.got_prompt {
+            let after = if f.got_prompt() {
                 "`got prompt`"
             } else {
                 "the run's model loading"
@@ -196,7 +200,6 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             mark(&mut f, i);
         }
         if GOT_PROMPT_RE.is_match(t) {
-            f.got_prompt = true;
             f.got_prompt_at.get_or_insert(i);
         }
         if f.start.is_some() && STARTUP_RE.is_match(t) {
@@ -215,7 +218,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         if got_oom.is_none() && GOT_OOM_RE.is_match(t) {
             got_oom = Some(t.to_string());
         }
-        if (f.got_prompt || !f.events.is_empty())
+        if (f.got_prompt() || !f.events.is_empty())
             && !t.to_lowercase().contains("warning")
             && WORDED_ERROR_RE.is_match(t)
         {
@@ -378,9 +381,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // The launcher's pause (printed after the process exited) opening the text, with ComfyUI
     // starting up after it and nothing of a run before it: the process that died is not in the
     // text, which is about the start that follows.
-    let started_at = lines
-        .iter()
-        .position(|l| COMFY_STARTUP_RE.is_match(l.trim()));
+    let started_at = lines.iter().position(|l| is_comfy_startup(l.trim()));
     deaths.retain(|(at, line)| {
         !(PAUSE_RE.is_match(line)
             && started_at.is_some_and(|s| s > *at)

@@ -52,14 +52,20 @@ pub(super) static NODE_TITLE_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) static NODE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<node>[A-Za-z][\w()\-. ]{0,40}?)\s+:\s+(?P<msg>\S.*)$").expect("static regex")
 });
-/// ComfyUI's own start-up lines (main.py and its launcher's header, model_management's device
-/// report), printed before any prompt can run.
-pub(super) static COMFY_STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:\*\* comfyui startup time|\*\* platform:|\*\* python version|total vram \d|pytorch version:|set vram state to|\[start\] security scan|checkpoint files will always be loaded safely|import times for custom nodes|starting server|to see the gui go to)").expect("static regex")
-});
+/// ComfyUI's start-up banner: the custom nodes' import times, the server starting.
 pub(super) static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
 });
+/// ComfyUI's earlier start-up lines (main.py's and its launcher's header, model_management's
+/// device report).
+static EARLY_STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:\*\* comfyui startup time|\*\* platform:|\*\* python version|total vram \d|pytorch version:|set vram state to|\[start\] security scan|checkpoint files will always be loaded safely)").expect("static regex")
+});
+
+/// Any line ComfyUI prints while it starts, before a prompt can run.
+pub(super) fn is_comfy_startup(line: &str) -> bool {
+    STARTUP_RE.is_match(line) || EARLY_STARTUP_RE.is_match(line)
+}
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler|^exception code: 0x").expect("static regex")
