@@ -154,8 +154,9 @@ pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|{PAUSE}|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{{8}}$)")).expect("static regex")
 });
 
-/// Words that mark an error message line even without any surrounding structure.
-pub(super) const MESSAGE_WORDS: &[&str] = &[
+/// Words that mark an error message line even without any surrounding structure (with
+/// [`SPECIFIC_WORDS`]).
+const MESSAGE_WORDS: &[&str] = &[
     "out of memory",
     "allocation on device",
     "defaultcpuallocator",
@@ -186,14 +187,8 @@ pub(super) const MESSAGE_WORDS: &[&str] = &[
     "memory access fault by gpu",
     // Python's Windows launcher (`pip.exe`, `offload-arch.exe`) failing to start its script
     "fatal error in launcher",
-    // comfy-aimdo (the dynamic-VRAM offloader) errors, printed as console lines too
-    "vram allocation failed (non oom)",
-    "fault failed",
-    "hostbuffer.read_file_slice failed",
-    "vbar allocation failed",
-    "vram reservation failed",
-    "hostbuf_file_reader_read failed",
-    "aimdo memory compile error",
+    // comfy-aimdo's (the dynamic-VRAM offloader's) errors, printed as console lines too, are
+    // `SPECIFIC_WORDS`
 ];
 
 /// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
@@ -227,7 +222,10 @@ pub(super) fn is_message_line(line: &str) -> bool {
         // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
         return true;
     }
-    MESSAGE_WORDS.iter().any(|w| l.contains(w))
+    MESSAGE_WORDS
+        .iter()
+        .chain(SPECIFIC_WORDS)
+        .any(|w| l.contains(w))
         && !l.contains("warning")
         && !l.contains("retrying with tiled")
         // recovered attempts ComfyUI prints before trying a cheaper way
