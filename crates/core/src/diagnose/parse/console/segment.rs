@@ -261,18 +261,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             i += 1;
             continue;
         }
-        if let Some(c) = MD_FIELD_RE.captures(t) {
+        if let Some((field, v)) = report_field(lines, i) {
             // generateErrorReport writes `N/A` for a field the error did not have.
-            let v = c["v"].trim().to_string();
             let given = |v: String| Some(v).filter(|s| !s.is_empty() && s != "N/A");
-            let key = c["k"].to_lowercase();
-            match key.as_str() {
-                k if k == "node id" || (k.starts_with("节点") && k.ends_with("id")) => {
-                    f.md_node_id = given(v)
-                }
-                "node type" | "节点类型" => f.md_node_type = given(v),
-                "exception type" | "异常类型" => f.md_exception_type = given(v),
-                _ => {
+            match field {
+                ReportField::NodeId => f.md_node_id = given(v),
+                ReportField::NodeType => f.md_node_type = given(v),
+                ReportField::ExceptionType => f.md_exception_type = given(v),
+                ReportField::ExceptionMessage => {
                     let rest: Vec<String> = lines[i + 1..]
                         .iter()
                         .take_while(|l| {

@@ -17,11 +17,63 @@ pub(super) static ERR_OCC_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) static MD_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:#+\s*(?:comfyui error report|error details|comfyui\s*错误报告|错误详情)|(?:comfyui error report|error details)\s*$)").expect("static regex")
 });
-/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered, or as a
-/// browser translated it into Chinese (`- **节点类型：** X`; the report's header `# ComfyUI 错误报告`).
+/// A field of that report: `- **Node Type:** X` in Markdown, `Node Type: X` rendered.
 pub(super) static MD_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message|节点\s*id|节点类型|异常类型|异常信息)\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
+    Regex::new(r"(?i)^(?:[-*]\s*)?(?:\*\*)?(?P<k>node id|node type|exception type|exception message)\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(?P<v>.*)$").expect("static regex")
 });
+/// A Markdown field in any words (`- **Tipo de nó:** X`, `- **节点类型：** X`; the list marker may
+/// be lost to a logger's `INFO - ` before it).
+static MD_ANY_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[-*]\s*)?\*\*(?P<k>[^*:：]{1,40})(?:[:：]\s*\*\*|\*\*\s*[:：])\s*(?P<v>.*)$")
+        .expect("static regex")
+});
+/// The report's title (`# ComfyUI Error Report`, or as a browser translated it: `# Relatório
+/// de erro do ComfyUI`, `# ComfyUI 错误报告`): the product's name stays.
+static MD_TITLE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^#\s.*comfyui").expect("static regex"));
+
+/// The four fields of the error report's details, in the order `generateErrorReport` writes
+/// them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReportField {
+    NodeId,
+    NodeType,
+    ExceptionType,
+    ExceptionMessage,
+}
+
+/// The error report's field on line `i` and its value: by its name, or — when a browser
+/// translated the report — by its place, the report writing its four details in one order
+/// right under its title's first section header.
+pub(super) fn report_field(lines: &[String], i: usize) -> Option<(ReportField, String)> {
+    use ReportField::*;
+    let t = lines[i].trim();
+    if let Some(c) = MD_FIELD_RE.captures(t) {
+        let field = match c["k"].to_lowercase().as_str() {
+            "node id" => NodeId,
+            "node type" => NodeType,
+            "exception type" => ExceptionType,
+            _ => ExceptionMessage,
+        };
+        return Some((field, c["v"].trim().to_string()));
+    }
+    let value = MD_ANY_FIELD_RE.captures(t)?["v"].trim().to_string();
+    let above = lines[..i]
+        .iter()
+        .rev()
+        .take_while(|l| MD_ANY_FIELD_RE.is_match(l.trim()))
+        .count();
+    let section = i.checked_sub(above + 1)?;
+    let title = lines[..section]
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())?;
+    if !(lines[section].trim().starts_with("## ") && MD_TITLE_RE.is_match(title.trim())) {
+        return None;
+    }
+    let field = [NodeId, NodeType, ExceptionType, ExceptionMessage].get(above)?;
+    Some((*field, value))
+}
 /// The report's next section (`## Stack Trace`, or `Stack Trace` alone when rendered).
 pub(super) static MD_SECTION_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:#|-\s*\*\*|(?:stack trace|system information|devices|logs|attached workflow|additional context)\s*$)")

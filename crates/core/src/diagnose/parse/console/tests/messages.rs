@@ -252,6 +252,18 @@ fn a_translated_error_report_is_read() {
     assert_eq!(d.node_id.as_deref(), Some("71"));
 }
 
+/// A report translated into any language is read by the place of its fields (the title keeps
+/// the product's name); the same list under another title is not a report.
+#[test]
+fn a_report_in_any_language_is_read_by_its_fields_places() {
+    let report = "# Relatório de erro do ComfyUI\n## Detalhes do erro\n- **ID do nó:** 26\n- **Tipo de nó:** KSampler\n- **Tipo de exceção:** torch.OutOfMemoryError\n- **Mensagem de exceção:** Alocação no dispositivo\n## Rastreamento de pilha\n";
+    let d = kind_of(report, FailureKind::CudaOom);
+    assert_eq!(d.node_type.as_deref(), Some("KSampler"));
+    assert_eq!(d.node_id.as_deref(), Some("26"));
+    let notes = "# Meu computador\n## Placa\n- **GPU:** RTX 3060\n- **Driver:** 555\n- **Erro:** torch.OutOfMemoryError\n- **Memória:** 12 GB\n";
+    assert!(crate::diagnose::diagnose_text(notes).is_err(), "{notes}");
+}
+
 /// A one-line paste in an error message's shape is read as the message even when its words are
 /// none the tool knows (labelling rule 5); prose with a word before a colon is not.
 #[test]
