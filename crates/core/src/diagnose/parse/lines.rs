@@ -137,8 +137,10 @@ static TIME_COLUMNS_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*\|\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\|(?:\s*[^|]{0,40}\|)?\s?")
         .expect("static regex")
 });
+/// A short time before the line: `[10:19:34]`, or SwarmUI's `10:19:34.590 [Warning] ` with its
+/// level after it.
 static SHORT_TIME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*").expect("static regex")
+    Regex::new(r"(?i)^\s*(?:\[\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[(?:info|init|warning|error|debug|verbose)\])\s*").expect("static regex")
 });
 static LOGGER_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z_][\w.]*\s+-\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+")
@@ -311,6 +313,15 @@ pub(super) fn clean_line(raw: &str) -> String {
         Some(Some(inner)) if !inner.trim().is_empty() && !inner.contains('`') => inner.trim(),
         _ => t,
     };
+    // An inline-code span the paste opened on one line and closed on another: its lone
+    // backtick at the line's start or end.
+    let t = match t.matches('`').count() {
+        1 if t.len() > 1 => t
+            .strip_prefix('`')
+            .or_else(|| t.strip_suffix('`'))
+            .unwrap_or(t),
+        _ => t,
+    };
     let t = t
         .strip_prefix('\'')
         .filter(|rest| rest.matches('\'').count() % 2 == 0)
@@ -334,10 +345,17 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
     let bars = FLAT_BAR_RE
         .find_iter(line)
         .filter(|m| !line[..m.start()].trim_end().ends_with(':'));
+    // The frontend's error report flattened onto one line: its headers, fields and fences.
+    let report = line.trim_start().starts_with("# ") && line.contains(" ## ");
+    let report_marks = FLAT_REPORT_RE
+        .find_iter(line)
+        .filter(|_| report)
+        .map(|m| m.start() + 1);
     let mut cuts: Vec<usize> = SPLIT_RE
         .find_iter(line)
         .map(|m| m.start())
         .chain(bars.map(|m| m.start()))
+        .chain(report_marks)
         .collect();
     cuts.sort_unstable();
     for start in cuts {
@@ -347,12 +365,18 @@ pub(super) fn split_flattened(line: &str) -> Vec<String> {
         }
     }
     parts.push(line[last..].trim().to_string());
-    parts.retain(|p| !p.is_empty());
+    // A fence of the flattened report is no line.
+    let fence = |p: &str| report && p.chars().all(|c| c == '`');
+    parts.retain(|p| !p.is_empty() && !fence(p));
     if parts.is_empty() {
         parts.push(String::new());
     }
     parts
 }
+
+/// The error report's markers inside a flattened line: a section header, a field, a fence.
+static FLAT_REPORT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s(?:##\s|-\s\*\*|```)").expect("static regex"));
 
 /// A tqdm bar's start (`NN%|`) after whitespace, inside a longer line.
 static FLAT_BAR_RE: LazyLock<Regex> =
@@ -393,6 +417,15 @@ mod tests {
             clean_line("> `AttributeError: type object 'X' has no attribute 'y'`"),
             "AttributeError: type object 'X' has no attribute 'y'"
         );
+        // An inline span opened on the message's line and closed lines later.
+        assert_eq!(
+            clean_line("`AssertionError: only support square feature maps"),
+            "AssertionError: only support square feature maps"
+        );
+        assert_eq!(
+            clean_line("ValueError: bad input`"),
+            "ValueError: bad input"
+        );
     }
 
     /// A bar inside a flattened paste is a line of its own; a bar after its description stays
@@ -407,6 +440,20 @@ mod tests {
                 "!!! Exception during processing !!! boom",
             ]
         );
+        let report = "# ComfyUI Error Report ## Error Details - **Node ID:** 142 - **Node Type:** ApplyX - **Exception Type:** RuntimeError - **Exception Message:** the adapter is missing.  ## Stack Trace ```   File \"E:\\ComfyUI\\execution.py\", line 498, in execute";
+        assert_eq!(
+            split_flattened(report),
+            vec![
+                "# ComfyUI Error Report",
+                "## Error Details",
+                "- **Node ID:** 142",
+                "- **Node Type:** ApplyX",
+                "- **Exception Type:** RuntimeError",
+                "- **Exception Message:** the adapter is missing.",
+                "## Stack Trace",
+                "File \"E:\\ComfyUI\\execution.py\", line 498, in execute",
+            ]
+        );
         let shards = "Loading checkpoint shards:  50%|█████     | 1/2 [00:03<00:03,  3.10s/it]";
         assert_eq!(split_flattened(shards), vec![shards]);
     }
@@ -416,6 +463,10 @@ mod tests {
         assert_eq!(
             clean_line("> [ComfyUI-0/STDERR] RuntimeError: Found no NVIDIA driver"),
             "RuntimeError: Found no NVIDIA driver"
+        );
+        assert_eq!(
+            clean_line("06:10:10.590 [Warning] [ComfyUI-0/STDERR] torch.OutOfMemoryError: CUDA"),
+            "torch.OutOfMemoryError: CUDA"
         );
     }
 

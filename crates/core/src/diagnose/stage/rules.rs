@@ -179,11 +179,19 @@ fn rejected(c: &Ctx) -> Option<Answer> {
 }
 
 /// What execution.py's `validate_prompt` answers when it refuses a prompt before any node
-/// runs (an `invalid_prompt` or `prompt_outputs_failed_validation` error).
+/// runs (an `invalid_prompt` or `prompt_outputs_failed_validation` error), and the reasons its
+/// `validate_inputs` gives per input.
 const VALIDATION_MESSAGES: &[&str] = &[
     "cannot execute because",
     "prompt outputs failed validation",
     "failed to validate prompt",
+    "required input is missing",
+    "value not in list",
+    "failed to convert an input value to a",
+    "return type mismatch between linked nodes",
+    "bad linked input",
+    "exception when validating",
+    "custom validation failed for node",
 ];
 
 /// The phrase of [`VALIDATION_MESSAGES`] that `message` holds: the server refused the prompt

@@ -168,6 +168,8 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut message_at: Vec<usize> = Vec::new();
     let mut done_at: Vec<usize> = Vec::new();
     let mut got_oom: Option<String> = None;
+    // Where each `Traceback (most recent call last):` header stands.
+    let mut traceback_at: Vec<usize> = Vec::new();
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -202,7 +204,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         if GOT_PROMPT_RE.is_match(t) {
             f.got_prompt_at.get_or_insert(i);
         }
-        if f.start.is_some() && STARTUP_RE.is_match(t) {
+        // ComfyUI started after the failure: a start-up error it went on after, unless the
+        // failure is a run's (the error report the frontend writes for a failed node, or
+        // execution.py's `!!! Exception during processing !!!`), which a restart does not undo.
+        let run_failure = f.md_node_id.is_some()
+            || f.md_node_type.is_some()
+            || f.md_exception_type.is_some()
+            || exc_proc.is_some();
+        if f.start.is_some() && !run_failure && STARTUP_RE.is_match(t) {
             f.startup = true;
         }
         // server.py logs a node whose INPUT_TYPES fails when the frontend asks /object_info
@@ -303,6 +312,9 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             message_at.push(i);
             mark(&mut f, i);
         } else if TRACEBACK_RE.is_match(t) || THREAD_RE.is_match(t) {
+            if TRACEBACK_RE.is_match(t) {
+                traceback_at.push(i);
+            }
             mark(&mut f, i);
         } else if is_frame(t) {
             f.traceback.push(t.to_string());
@@ -385,12 +397,27 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             && f.events.iter().all(|(i, _)| i > at)
             && message_at.iter().all(|m| m > at))
     });
+    // A death sign after ComfyUI-Manager's restart, with no run work in between, is the restart
+    // it asked for.
+    let restarts: Vec<usize> = (0..lines.len())
+        .filter(|&i| MANAGER_RESTART_RE.is_match(lines[i].trim()))
+        .collect();
+    deaths.retain(|(at, _)| {
+        !restarts.iter().any(|r| {
+            r < at
+                && !f.events.iter().any(|(i, _)| (r..at).contains(&i))
+                && !f.got_prompt_at.is_some_and(|g| (*r..*at).contains(&g))
+        })
+    });
     f.death = deaths.first().map(|(_, line)| line.clone());
     let death_at = deaths.first().map(|(at, _)| *at);
     // An error printed in words is the failure when nothing else is and the run did not go on
     // past it: no console work after it, no `Prompt executed`, no sign of death.
     let worded = worded.filter(|(at, _)| {
-        !f.prompt_done && f.death.is_none() && f.events.iter().all(|(i, _)| i <= at)
+        !f.prompt_done
+            && f.death.is_none()
+            && f.events.iter().all(|(i, _)| i <= at)
+            && !went_on_after(lines, *at)
     });
     if let Some((at, _)) = &worded {
         if f.start.is_none() && final_line.is_none() && exc_proc.is_none() && err_occ.is_none() {
@@ -434,8 +461,16 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         // A traceback whose exception line was not pasted: the device guard's warning names
         // the pending error.
         .or(guard_warning.filter(|_| !f.traceback.is_empty()))
+        // An error printed in words right above a traceback (a node logging its error, then
+        // `traceback.print_exc()`) names the error of that traceback when its own exception
+        // line is not in the text.
         .or(worded
-            .filter(|_| f.traceback.is_empty())
+            .filter(|(at, _)| {
+                f.traceback.is_empty()
+                    || traceback_at.iter().any(|&tb| {
+                        tb > *at && lines[at + 1..tb].iter().all(|l| l.trim().is_empty())
+                    })
+            })
             .map(|(at, line)| join_message(&line, continuation(lines, at + 1))))
         .filter(|m| !m.trim().is_empty());
     if let (Some(specific), Some(message)) = (&f.specific, &f.message) {

@@ -109,9 +109,9 @@ pub(super) static STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:import times for custom nodes|starting server|to see the gui go to|prestartup times for custom nodes)").expect("static regex")
 });
 /// ComfyUI's earlier start-up lines (main.py's and its launcher's header, model_management's
-/// device report).
+/// device report, a custom node pack's import time under its header).
 static EARLY_STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:\*\* comfyui startup time|\*\* platform:|\*\* python version|total vram \d|pytorch version:|set vram state to|\[start\] security scan|checkpoint files will always be loaded safely)").expect("static regex")
+    Regex::new(r"(?i)^(?:\*\* comfyui startup time|\*\* platform:|\*\* python version|total vram \d|pytorch version:|set vram state to|\[start\] security scan|checkpoint files will always be loaded safely|\d+\.\d+ seconds(?: \(import failed\))?: \S*custom_nodes)").expect("static regex")
 });
 
 /// Any line ComfyUI prints while it starts, before a prompt can run.
@@ -121,6 +121,11 @@ pub(super) fn is_comfy_startup(line: &str) -> bool {
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler|^exception code: 0x").expect("static regex")
+});
+/// server.py's words for a node it cannot describe, and its handler's frame, anywhere in a text.
+pub(super) static OBJECT_INFO_WORDS_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)error occurred while retrieving information for the|in get_object_info")
+        .expect("static regex")
 });
 pub(super) static OBJECT_INFO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)error occurred while retrieving information for the|in (?:get_object_info|node_info)$")
@@ -166,9 +171,17 @@ pub(super) static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// (its message on the next line), and the ROCm runtime's
 /// (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
 /// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
+/// The error may name what it was doing (`Error loading model: …`, ffmpeg's `Error writing
+/// trailer: …`) and stand after its source's tag (`[UniRigLoadSkinningModel] Error …`,
+/// `[out#0/rawvideo @ 0x…] Error …`).
 pub(super) static WORDED_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[(?:error|critical)\]\s*)?(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80})?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{1,80}:\s*\S|[a-z][\w .\-]{0,60}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S)")
+    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[[^\]]{1,60}\]\s*)*(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80}|\s+[a-z]+ing(?:\s+[^:]{1,60})?)?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{1,80}:\s*\S|[a-z][\w .\-]{0,60}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S)")
         .expect("static regex")
+});
+/// A log line at level INFO, after its source's tags (`[worker:x] INFO: …`, `[02/28
+/// 21:34:43][INFO] …`).
+pub(super) static INFO_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\[[^\]]{1,60}\]\s*)*(?:\[INFO\]|INFO:)\s").expect("static regex")
 });
 /// comfy-aimdo's start-up error (`comfy_aimdo/control.py` `init()`: `comfy-aimdo failed to
 /// load: <library>: <reason>` when its native library cannot be loaded).
@@ -188,6 +201,12 @@ pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
 const PAUSE: &str = "press any key to continue|请按任意键继续";
 pub(super) static PAUSE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("(?i){PAUSE}")).expect("static regex"));
+
+/// ComfyUI-Manager's restart (its `reboot` route prints `Restarting... [Legacy Mode]`, or
+/// `Restarting...` under comfy-cli, then the command, and replaces the process with a new one):
+/// the exit, the launcher's pause and the new start-up after it were asked for.
+pub(super) static MANAGER_RESTART_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Restarting\.\.\.(?: \[Legacy Mode\])?$").expect("static regex"));
 
 /// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
 /// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
@@ -344,7 +363,54 @@ pub(super) static MESSAGE_SHAPE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// unexpected at this time.`), which a reporter's prose rarely has all on a line ending without
 /// a question mark.
 pub(super) static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled|must (?:be|have|match|not)|but got)(?-u:\b)").expect("static regex")
+});
+
+/// A reason execution.py's `validate_inputs` gives for refusing a prompt (`  - Value not in
+/// list: ckpt_name: 'x' not in [...]`, as the console or the frontend's dialog lists them).
+pub(super) static VALIDATION_REASON_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^(?:[-*]\s*)?"?(?:required input is missing|value not in list|value \S+ (?:smaller|bigger) than (?:min|max) of|failed to convert an input value to an? \w+ value|return type mismatch between linked nodes|bad linked input|exception when validating (?:inner )?node|custom validation failed for node)"#).expect("static regex")
+});
+
+/// A line reporting work in progress or done, after its source's tags (`Importing X...`,
+/// `:: Patching ONNX Runtime`, `[OmniVoice] Running: …`, `Success`, `Imported x: 3 nodes`).
+static WORK_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\[[^\]]{1,60}\]\s*|[:%#*>|=~]{1,6}\s*)*(?:[A-Z][a-z]{2,}ing|Success(?:fully)?|Done|Imported|Loaded|Installed|Using)(?-u:\b)")
+        .expect("static regex")
+});
+
+/// Whether the lines after an error line show the work going on past it (labelling rule 1): a
+/// line at level INFO, or one reporting work in progress or done (not background output).
+pub(super) fn went_on_after(lines: &[String], at: usize) -> bool {
+    lines[at + 1..].iter().any(|l| {
+        let t = l.trim();
+        INFO_LINE_RE.is_match(t)
+            || (WORK_LINE_RE.is_match(t)
+                && !is_error_line(t)
+                && !crate::diagnose::stage::is_background_line(t))
+    })
+}
+
+/// A line that states an error: printed in words, or a validation reason; not a traceback
+/// frame, a notice ComfyUI goes on after, or the server failing to describe a node pack's node
+/// (start-up noise, labelling rule 2).
+pub(super) fn is_error_line(line: &str) -> bool {
+    (WORDED_ERROR_RE.is_match(line)
+        || is_worded_failure(line)
+        || VALIDATION_REASON_RE.is_match(line))
+        && !is_frame(line)
+        && !is_notice(line)
+        && !OBJECT_INFO_ERROR_RE.is_match(line)
+        && !SHELL_PROMPT_RE.is_match(line)
+}
+
+/// A command typed at a shell's prompt (`(env) C:\Users\user>python …`, `user@host:~/x$ …`,
+/// `$ …`): the user's words, not an error the program printed.
+static SHELL_PROMPT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:\([\w.\-]+\)\s*)?(?:[A-Za-z]:\\[^>]*>|[\w.\-]+@[\w.\-]+:[^$#\s]*[$#]\s|[$#]\s)",
+    )
+    .expect("static regex")
 });
 
 /// The last line of a log that stops, when it is an error printed in words (labelling rule 1:
@@ -363,7 +429,7 @@ pub(super) fn is_worded_failure(line: &str) -> bool {
 
 /// An error word where an error line has it (`Error:`, `[ERROR]`, `failed to`, `… failed`).
 static LAST_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
+    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s+[a-z]+ing\s[^:]{0,60}:\s|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
 });
 /// A line that says there was no error (`0 errors`, `without errors`).
 static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -229,3 +229,13 @@ fn a_pause_before_a_fresh_start_is_not_the_texts_failure() {
         FailureKind::Other,
     );
 }
+
+/// ComfyUI-Manager's restart (`Restarting... [Legacy Mode]`, its command, then the launcher's
+/// pause and a new start-up) was asked for: no death. The same pause after a run is one.
+#[test]
+fn a_restart_the_manager_asked_for_is_no_death() {
+    let restart = "Installation was successful.\nAfter restarting ComfyUI, please refresh the browser.\n\nRestarting... [Legacy Mode]\n\n\nCommand: ['\"python.exe\"', '\"main.py\"']\nPress any key to continue . . . [INFO] setup plugin alembic.autogenerate.schemas\n** ComfyUI startup time: 2026-04-22 23:19:32.613\n** Platform: Windows\n";
+    assert!(crate::diagnose::diagnose_text(restart).is_err());
+    let died = "Restarting... [Legacy Mode]\n\n** ComfyUI startup time: 2026-04-22 23:19:32.613\ngot prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\nPress any key to continue . . .\n";
+    kind_of(died, FailureKind::ProcessKilled);
+}

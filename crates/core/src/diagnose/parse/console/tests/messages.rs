@@ -278,3 +278,56 @@ fn a_message_in_an_errors_shape_is_read() {
         assert!(crate::diagnose::diagnose_text(prose).is_err(), "{prose}");
     }
 }
+
+/// An error report pasted above the console it came from (which starts with ComfyUI's start-up)
+/// is a run's failure, not a start-up error ComfyUI went on after; a node pack's import error
+/// before the start-up still is.
+#[test]
+fn a_report_above_its_start_up_log_is_the_failure() {
+    let report = "# ComfyUI Error Report\n## Error Details\n- **Node ID:** 2\n- **Node Type:** STATIC_TRT_MODEL_CONVERSION\n- **Exception Type:** torch.onnx._internal.exporter._errors.TorchExportError\n- **Exception Message:** Failed to export the model with torch.export.\n\n** ComfyUI startup time: 2026-01-08 01:21:46.18\n** Platform: Linux\nTraceback (most recent call last):\n  File \"/home/user/env/lib/python3.12/site-packages/torch/export/__init__.py\", line 277, in export\n    return _export(\n";
+    let d = kind_of(report, FailureKind::Other);
+    assert_eq!(d.node_type.as_deref(), Some("STATIC_TRT_MODEL_CONVERSION"));
+    let noise = "Traceback (most recent call last):\n  File \"/home/user/ComfyUI/custom_nodes/pack/__init__.py\", line 3, in <module>\n    import missing\nModuleNotFoundError: No module named 'missing'\n\n** ComfyUI startup time: 2026-01-08 01:21:46.18\n** Platform: Linux\n";
+    assert!(crate::diagnose::diagnose_text(noise).is_err());
+}
+
+/// A node's own error line (after its tag, naming what it was doing) right above a traceback
+/// cut before its exception line names that traceback's error; the same line followed by the
+/// node's INFO lines is one the run went on after.
+#[test]
+fn an_error_line_above_its_cut_traceback_names_it() {
+    let cut = "got prompt\n[UniRigLoadSkinningModel] Loading skinning model: VAST-AI/UniRig\n[UniRigLoadSkinningModel] Error loading model: No module named 'torch_cluster'\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/custom_nodes/ComfyUI-UniRig/nodes/model_loaders.py\", line 300, in load_model\n    model_cache = _get_model_cache()\n";
+    let d = kind_of(cut, FailureKind::Other);
+    assert!(d.message.as_deref().unwrap_or("").contains("torch_cluster"));
+    let went_on = "got prompt\n[worker:x] ERROR: Failed to import comfy_kitchen, Error: No module named 'comfy_kitchen', fp8 support will not be available.\n[worker:x] INFO: [LoadModels] Checking models...\n";
+    assert_eq!(
+        crate::diagnose::diagnose_text(went_on).unwrap().kind,
+        FailureKind::Unknown
+    );
+}
+
+/// A text with no run and no start-up in it is the error it ends its work on: a tool's error
+/// lines (ffmpeg's `… Error closing file: …`), the reasons a prompt was refused, an error block
+/// with the node's advice after it. An error the lines after it go on past (`Importing …`,
+/// `Success`) is not.
+#[test]
+fn a_text_with_no_run_is_its_last_error() {
+    let ffmpeg = "[vost#0:0/rawvideo @ 0x5b7c14f10080] Error submitting a packet to the muxer: Broken pipe\n[out#0/rawvideo @ 0x5b7c14f1f440] Error muxing a packet\n[out#0/rawvideo @ 0x5b7c14f1f440] Error closing file: Broken pipe\n";
+    kind_of(ffmpeg, FailureKind::Other);
+    let refused = "  - Value not in list: adaptive: '1' not in ['true', 'false']\n  - Value 0 smaller than min of 100: target_vertex_count\n  - Required input is missing: mesh\n";
+    let d = kind_of(refused, FailureKind::Other);
+    assert!(
+        d.stage_evidence.contains("validation"),
+        "{}",
+        d.stage_evidence
+    );
+    let advice = "Failed to handle your request: HTTP Error 500: Internal Server Error\n\nError code: 60000\nError message: status: 404. error: {\"detail\":\"Not Found\"}\n\nThe cause of this issue may be incorrect parameters.\nPlease report it to the official support.\n";
+    let d = kind_of(advice, FailureKind::Other);
+    assert!(d.message.as_deref().unwrap_or("").contains("404"));
+    let went_on = "[comfy-env] Importing blender...\n[comfy-env] Failed to import .nodes.blender: No module named 'bpy'\n[comfy-env] Importing gpu...\n[comfy-env] Imported gpu: 3 nodes\n";
+    assert!(crate::diagnose::diagnose_text(went_on).is_err());
+    kind_of(
+        "Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of [1, 175, 93]",
+        FailureKind::Other,
+    );
+}
