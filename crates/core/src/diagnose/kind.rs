@@ -469,6 +469,12 @@ fn classify_without_text(
             FailureKind::Unknown,
             "The text holds traceback frames but not the exception line that ends a Python traceback (or that line cut before its message): an error was raised, but what it was is not shown, so no failure kind is given.".into(),
         ),
+        // A failing node or the run's progress, but neither an exception nor its message: the
+        // error is not shown (a report cut after its node fields), so no kind is given.
+        None if evidence.exception_type.is_none() => verdict(
+            FailureKind::Unknown,
+            "The text names where the run failed (its node or progress) but not the error: no exception type or message is shown, so no failure kind is given.".into(),
+        ),
         _ => verdict(
             FailureKind::Other,
             "No error message and no sign of a dead server: nothing identifies a memory failure."
@@ -710,13 +716,22 @@ mod tests {
         let v = classify(&frames_only, &signals, "");
         assert_eq!(v.kind, FailureKind::Unknown);
         assert!(v.evidence.contains("exception line"), "{}", v.evidence);
-        // A node named with no message stays `other` (an error dialog without its text), and
-        // the same frames with their exception line are read by the message.
+        // A node named with no exception (a report cut after its node fields) names no kind
+        // either; an exception type alone does, and the same frames with their exception
+        // line are read by the message.
         let node_only = Evidence {
             node_type: Some("KSampler".into()),
             ..Evidence::default()
         };
-        assert_eq!(classify(&node_only, &signals, "").kind, FailureKind::Other);
+        assert_eq!(
+            classify(&node_only, &signals, "").kind,
+            FailureKind::Unknown
+        );
+        let type_only = Evidence {
+            exception_type: Some("RuntimeError".into()),
+            ..node_only.clone()
+        };
+        assert_eq!(classify(&type_only, &signals, "").kind, FailureKind::Other);
         let with_message = Evidence {
             exception_type: Some("RuntimeError".into()),
             exception_message: Some("shape mismatch".into()),

@@ -4,7 +4,9 @@
 
 use crate::diagnose::{ConsoleSignals, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
+use regex::Regex;
 use serde_json::Value;
+use std::sync::LazyLock;
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
     match v.get(key)? {
@@ -52,6 +54,44 @@ fn evidence_from_error(data: &Value) -> Evidence {
         outcome: None,
         cached_nodes: Vec::new(),
     }
+}
+
+/// A field of an execution_error's data as JSON writes it: `"exception_type": "OSError"`.
+static CUT_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""(?P<k>node_id|node_type|exception_type|exception_message)"\s*:\s*(?P<v>"(?:[^"\\]|\\.)*"|\d+)"#)
+        .expect("static regex")
+});
+/// Its traceback array, when the text holds it whole.
+static CUT_TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""traceback"\s*:\s*(?P<v>\[(?:[^\]"]|"(?:[^"\\]|\\.)*")*\])"#)
+        .expect("static regex")
+});
+
+/// The execution_error of a `/history` response or a WebSocket message whose JSON the paste
+/// cut (it does not parse as a whole): its fields read where the text holds them after the
+/// `"execution_error"` key.
+pub(super) fn cut_execution_error(text: &str) -> Option<ParsedInput> {
+    let at = text.rfind("\"execution_error\"")?;
+    let rest = &text[at..];
+    let mut data = serde_json::Map::new();
+    for c in CUT_FIELD_RE.captures_iter(rest) {
+        let value: Value = serde_json::from_str(&c["v"]).ok()?;
+        data.entry(c["k"].to_string()).or_insert(value);
+    }
+    if let Some(tb) = CUT_TRACEBACK_RE
+        .captures(rest)
+        .and_then(|c| serde_json::from_str::<Value>(&c["v"]).ok())
+    {
+        data.insert("traceback".into(), tb);
+    }
+    let data = Value::Object(data);
+    let evidence = evidence_from_error(&data);
+    (evidence.exception_type.is_some() || evidence.exception_message.is_some()).then(|| {
+        ParsedInput {
+            evidence,
+            signals: ConsoleSignals::default(),
+        }
+    })
 }
 
 fn evidence_from_interrupt(data: &Value) -> Evidence {
@@ -427,6 +467,33 @@ mod tests {
         let capture: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         capture["body"].to_string()
+    }
+
+    #[test]
+    fn a_cut_history_response_is_read_by_its_execution_error() {
+        let cut = r#"                "17"
+            ]
+        ],
+        "status": {
+            "messages": [
+                [
+                    "execution_error",
+                    {
+                        "node_id": "13",
+                        "node_type": "IndexTTSEngineNode",
+                        "exception_message": "[Errno 22] Invalid argument\n",
+                        "exception_type": "OSError",
+                        "traceback": [
+                            "  File \"/w/execution.py\", line 496, in execute\n"
+                        ],
+                        "current_inputs": {"#;
+        let parsed = super::cut_execution_error(cut).expect("read");
+        let e = &parsed.evidence;
+        assert_eq!(e.exception_type.as_deref(), Some("OSError"));
+        assert_eq!(e.node_type.as_deref(), Some("IndexTTSEngineNode"));
+        assert_eq!(e.node_id.as_deref(), Some("13"));
+        assert_eq!(e.traceback.len(), 1);
+        assert!(super::cut_execution_error("\"execution_error\", {\"node_id\": \"13\"").is_none());
     }
 
     #[test]

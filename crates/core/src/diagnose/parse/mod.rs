@@ -44,5 +44,6 @@ pub fn parse_input(text: &str) -> Result<ParsedInput, ParseError> {
             return json::parse_ws_stream(&values);
         }
     }
-    console::parse_log(trimmed)
+    // A `/history` response or WebSocket message the paste cut: its execution_error's fields.
+    console::parse_log(trimmed).or_else(|e| json::cut_execution_error(&unescaped).ok_or(e))
 }

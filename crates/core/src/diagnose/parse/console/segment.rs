@@ -179,6 +179,22 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     while i < lines.len() {
         let line = lines[i].as_str();
         let t = line.trim();
+        if t == "--- Logging error ---" {
+            // Python's logging failing to write a record (`Handler.handleError`): the marker,
+            // then its own traceback, the call stack and the record, up to `Arguments: …`. The
+            // process goes on; none of it is the run's failure. A marker with no traceback
+            // after it (the rest of the block interleaved elsewhere) is skipped alone.
+            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
+            i = if next.is_some_and(|l| TRACEBACK_RE.is_match(l.trim())) {
+                lines[i..]
+                    .iter()
+                    .position(|l| l.trim_start().starts_with("Arguments:"))
+                    .map_or(lines.len(), |n| i + n + 1)
+            } else {
+                i + 1
+            };
+            continue;
+        }
         if let Some(e) = line_event(t) {
             f.events.push((i, e));
         }

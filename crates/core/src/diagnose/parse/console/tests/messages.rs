@@ -331,3 +331,17 @@ fn a_text_with_no_run_is_its_last_error() {
         FailureKind::Other,
     );
 }
+
+/// Python's logging failing to write a record (`--- Logging error ---`, its own traceback, the
+/// call stack, up to `Arguments:`) is not the run's failure; the run's own error still is.
+#[test]
+fn a_logging_error_is_not_the_failure() {
+    let logging = "got prompt\n[TTS] Loading local model\n--- Logging error ---\nTraceback (most recent call last):\n  File \"C:\\Python\\Lib\\logging\\__init__.py\", line 1154, in emit\n    stream.write(msg + self.terminator)\nUnicodeEncodeError: 'charmap' codec can't encode character '\\u274c' in position 36\nCall stack:\n  File \"C:\\Python\\Lib\\threading.py\", line 1044, in _bootstrap\nMessage: 'failed'\nArguments: ()\n";
+    assert_eq!(
+        crate::diagnose::diagnose_text(logging).unwrap().kind,
+        FailureKind::Unknown
+    );
+    let run_error = "got prompt\n--- Logging error ---\n!!! Exception during processing !!! [Errno 22] Invalid argument\n--- Logging error ---\nTraceback (most recent call last):\n  File \"C:\\ComfyUI\\execution.py\", line 515, in execute\n";
+    let d = kind_of(run_error, FailureKind::Other);
+    assert!(d.message.as_deref().unwrap_or("").contains("Errno 22"));
+}
