@@ -468,6 +468,21 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             final_line = Some((ty.clone(), Some(ty.clone())));
         }
     }
+    // The message pasted above a traceback cut before its exception line (the error dialog
+    // shows the message, then the traceback): a line worded as an error right above the
+    // traceback's header names its error.
+    let above_traceback = traceback_at.first().and_then(|&tb| {
+        let line = lines[..tb].iter().rev().find(|l| !l.trim().is_empty())?;
+        let t = line.trim();
+        // (not a header introducing the traceback: `Exception in thread X:`)
+        (final_line.is_none()
+            && !t.ends_with(':')
+            && ERROR_WORDING_RE.is_match(t)
+            && !is_frame(t)
+            && !is_notice(t)
+            && !is_boundary(t))
+        .then(|| t.to_string())
+    });
     let final_msg = final_line.and_then(|(_, m)| m);
     f.message = md_message
         .or(final_msg)
@@ -480,6 +495,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         // An error printed in words right above a traceback (a node logging its error, then
         // `traceback.print_exc()`) names the error of that traceback when its own exception
         // line is not in the text.
+        .or(above_traceback)
         .or(worded
             .filter(|(at, _)| {
                 f.traceback.is_empty()

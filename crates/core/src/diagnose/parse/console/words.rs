@@ -373,9 +373,10 @@ pub(super) static VALIDATION_REASON_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A line reporting work in progress or done, after its source's tags (`Importing X...`,
-/// `:: Patching ONNX Runtime`, `[OmniVoice] Running: …`, `Success`, `Imported x: 3 nodes`).
+/// `:: Patching ONNX Runtime`, `[OmniVoice] Running: …`, `Success`, `Imported x: 3 nodes`), or
+/// led by a check mark (`✅ X loaded with 20 nodes`).
 static WORK_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:\[[^\]]{1,60}\]\s*|[:%#*>|=~]{1,6}\s*)*(?:[A-Z][a-z]{2,}ing|Success(?:fully)?|Done|Imported|Loaded|Installed|Using)(?-u:\b)")
+    Regex::new(r"^(?:✅|(?:\[[^\]]{1,60}\]\s*|[:%#*>|=~]{1,6}\s*)*(?:[A-Z][a-z]{2,}ing|Success(?:fully)?|Done|Imported|Loaded|Installed|Using)(?-u:\b))")
         .expect("static regex")
 });
 
@@ -451,6 +452,9 @@ pub(super) fn is_notice(line: &str) -> bool {
         "deprecat",
         "falling back",
         "fall back",
+        // ComfyUI's start-up report of each comfy_kitchen backend, available or not
+        // (`Found comfy_kitchen backend cuda: {'available': False, 'unavailable_reason': …}`)
+        "found comfy_kitchen backend",
     ]
     .iter()
     .any(|w| l.contains(w))

@@ -345,3 +345,20 @@ fn a_logging_error_is_not_the_failure() {
     let d = kind_of(run_error, FailureKind::Other);
     assert!(d.message.as_deref().unwrap_or("").contains("Errno 22"));
 }
+
+/// The message pasted above a traceback cut before its exception line names its error (the
+/// error dialog shows the message, then the traceback); a thread's header above it does not.
+/// ComfyUI's report of an unavailable comfy_kitchen backend at start-up is no error, and a node
+/// pack's `❌ X failed` lines followed by `✅ … loaded` are errors the pack went on after.
+#[test]
+fn a_message_above_its_cut_traceback_names_it() {
+    let cut = "The size of tensor a (3520) must match the size of tensor b (466816) at non-singleton dimension 2\n\nTraceback (most recent call last):\n  File \"/root/ComfyUI/execution.py\", line 518, in execute\n    output_data = get()\n";
+    let d = kind_of(cut, FailureKind::Other);
+    assert!(d.message.as_deref().unwrap_or("").contains("must match"));
+    let header = "Exception in thread Thread-14 (prompt_worker):\nTraceback (most recent call last):\n  File \"/root/ComfyUI/execution.py\", line 518, in execute\n    output_data = get()\n";
+    kind_of(header, FailureKind::Unknown);
+    let kitchen = "Set vram state to: NORMAL_VRAM\nFound comfy_kitchen backend cuda: {'available': False, 'disabled': True, 'unavailable_reason': 'DLL load failed while importing _C'}\n";
+    assert!(crate::diagnose::diagnose_text(kitchen).is_err());
+    let pack = "❌ IndexTTS-2 Engine failed: No module named 'utils.models'\n❌ RVC Engine failed: No module named 'engines.rvc'\n======\n✅ TTS Audio Suite loaded with 20 nodes:\n";
+    assert!(crate::diagnose::diagnose_text(pack).is_err());
+}
