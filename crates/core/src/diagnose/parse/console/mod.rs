@@ -145,27 +145,8 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
         if let Some(line) = last_own_line(&lines).filter(|l| is_worded_failure(l.trim())) {
             return Ok(message_only(None, line.trim().to_string()));
         }
-        // A text with no run and no start-up in it (a node's or a tool's output, the reasons a
-        // prompt was refused): its last error line, when no INFO line after it shows the work
-        // went on, and what follows it.
-        // The server failing to describe a node pack's node (start-up noise, rule 2) may be
-        // hard-wrapped anywhere: looked for across the joined lines.
-        let object_info = OBJECT_INFO_WORDS_RE.is_match(&lines.concat());
-        if !object_info && !lines.iter().any(|l| is_comfy_startup(l.trim())) {
-            let last_error = lines.iter().rposition(|l| is_error_line(l.trim()));
-            if let Some(at) = last_error.filter(|&at| !went_on_after(&lines, at)) {
-                let rest = continuation(&lines, at + 1);
-                // A line ending on the colon that introduces its message, with nothing after
-                // it, names no error (labelling rule 4: the message is cut away).
-                let cut = rest.is_empty()
-                    && lines[at]
-                        .trim()
-                        .rsplit_once(':')
-                        .is_some_and(|(_, after)| after.trim().chars().count() < 3);
-                if !cut {
-                    return Ok(message_only(None, join_message(&lines[at], rest)));
-                }
-            }
+        if let Some(input) = last_error_without_a_run(&lines) {
+            return Ok(input);
         }
         return Err(ParseError::Unrecognised);
     };
@@ -222,6 +203,30 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             last_model: last_model(&seg.events),
         },
     })
+}
+
+/// A text with no run and no start-up in it (a node's or a tool's output, the reasons a prompt
+/// was refused): its last error line and what follows it, unless a later line shows the work
+/// went on. Not when the server failed to describe a node pack's node (start-up noise, rule 2;
+/// looked for across the joined lines, as a hard wrap may cut its words), nor when the line ends
+/// on the colon that introduces its message with nothing after it (rule 4: the message is cut).
+fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
+    if OBJECT_INFO_WORDS_RE.is_match(&lines.concat())
+        || lines.iter().any(|l| is_comfy_startup(l.trim()))
+    {
+        return None;
+    }
+    let at = lines
+        .iter()
+        .rposition(|l| is_error_line(l.trim()))
+        .filter(|&at| !went_on_after(lines, at))?;
+    let rest = continuation(lines, at + 1);
+    let cut = rest.is_empty()
+        && lines[at]
+            .trim()
+            .rsplit_once(':')
+            .is_some_and(|(_, after)| after.trim().chars().count() < 3);
+    (!cut).then(|| message_only(None, join_message(&lines[at], rest)))
 }
 
 /// Whether the text ends on the failure's exception line cut one or two letters into its
