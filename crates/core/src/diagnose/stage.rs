@@ -9,8 +9,9 @@ mod facts;
 mod rules;
 
 pub(crate) use activity::{is_background_line, node_activity};
-pub(crate) use facts::{failing_node, model_role, Failing, ModelRole};
-pub(crate) use rules::validation_refusal;
+pub(crate) use facts::{
+    failing_node, is_validation_reason, model_role, validation_refusal, Failing, ModelRole,
+};
 
 /// The stage, every stage left open, and the evidence in words.
 pub(crate) struct StageVerdict {

@@ -1,7 +1,7 @@
 //! What the stage rules read from the evidence, below both `stage.rs` and `stage/rules.rs`:
 //! the failing node and its progress ([`Failing`]), the traceback's frames and their verdict,
-//! what a node's class says it does, what a model class is for ([`model_role`]), and an
-//! exception that names a model file.
+//! what a node's class says it does, what a model class is for ([`model_role`]), an exception
+//! that names a model file, and the server's words when it refuses a prompt at validation.
 
 pub(super) use super::super::frames::parse_frames;
 use super::super::frames::{classify_frame, matching_rule, Frame, FrameCat};
@@ -428,4 +428,32 @@ pub(crate) fn model_role(model: &str) -> Option<ModelRole> {
     } else {
         None
     }
+}
+
+/// What execution.py's `validate_prompt` answers when it refuses a prompt before any node runs
+/// (an `invalid_prompt` or `prompt_outputs_failed_validation` error).
+const VALIDATION_REFUSALS: &str =
+    "cannot execute because|prompt outputs failed validation|failed to validate prompt";
+/// The reasons its `validate_inputs` gives per input (each error's `message`; the value and the
+/// bound vary).
+const VALIDATION_REASONS: &str = r"required input is missing|value not in list|value \S+ (?:smaller|bigger) than (?:min|max) of|failed to convert an input value to an? \w+ value|return type mismatch between linked nodes|bad linked input|exception when validating (?:inner )?node|custom validation failed for node";
+static VALIDATION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!("(?i){VALIDATION_REFUSALS}|{VALIDATION_REASONS}")).expect("static regex")
+});
+static VALIDATION_REASON_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r#"(?i)^(?:[-*]\s*)?"?(?:{VALIDATION_REASONS})"#)).expect("static regex")
+});
+
+/// The words in `message` that say the server refused the prompt at validation (a refusal or
+/// one of its reasons), lower-cased.
+pub(crate) fn validation_refusal(message: &str) -> Option<String> {
+    VALIDATION_RE
+        .find(message)
+        .map(|m| m.as_str().to_lowercase())
+}
+
+/// A line listing a reason the prompt was refused (`  - Value not in list: ckpt_name: 'x' not
+/// in [...]`, as the console or the frontend's dialog prints it).
+pub(crate) fn is_validation_reason(line: &str) -> bool {
+    VALIDATION_REASON_LINE_RE.is_match(line)
 }

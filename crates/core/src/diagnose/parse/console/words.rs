@@ -366,12 +366,6 @@ pub(super) static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled|must (?:be|have|match|not)|but got)(?-u:\b)").expect("static regex")
 });
 
-/// A reason execution.py's `validate_inputs` gives for refusing a prompt (`  - Value not in
-/// list: ckpt_name: 'x' not in [...]`, as the console or the frontend's dialog lists them).
-pub(super) static VALIDATION_REASON_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)^(?:[-*]\s*)?"?(?:required input is missing|value not in list|value \S+ (?:smaller|bigger) than (?:min|max) of|failed to convert an input value to an? \w+ value|return type mismatch between linked nodes|bad linked input|exception when validating (?:inner )?node|custom validation failed for node)"#).expect("static regex")
-});
-
 /// A line reporting work in progress or done, after its source's tags (`Importing X...`,
 /// `:: Patching ONNX Runtime`, `[OmniVoice] Running: …`, `Success`, `Imported x: 3 nodes`), or
 /// led by a check mark (`✅ X loaded with 20 nodes`).
@@ -398,7 +392,7 @@ pub(super) fn went_on_after(lines: &[String], at: usize) -> bool {
 pub(super) fn is_error_line(line: &str) -> bool {
     (WORDED_ERROR_RE.is_match(line)
         || is_worded_failure(line)
-        || VALIDATION_REASON_RE.is_match(line))
+        || crate::diagnose::stage::is_validation_reason(line))
         && !is_frame(line)
         && !is_notice(line)
         && !OBJECT_INFO_ERROR_RE.is_match(line)
