@@ -89,21 +89,32 @@ fn common_prefix<'a>(lines: &[&'a str]) -> Option<&'a str> {
     shown.all(|l| l.starts_with(prefix)).then_some(prefix)
 }
 
-/// A line without what a paste puts before the console's own text (quotes, a timestamp and the
-/// level word after it, a short time): the level word a logger writes into the line
+/// One pass over what a paste puts before the console's own text: quotes, a journal's prefix,
+/// a logger's time columns, a timestamp and the level word after it (not the `ERROR` ComfyUI's
+/// weight adapters print as their own first word: `ERROR lora <key> <error>`), a short time.
+fn strip_paste_prefix(s: &str) -> &str {
+    let s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
+    let s = journal_prefix_end(s).map_or(s, |end| &s[end..]);
+    let s = TIME_COLUMNS_RE.find(s).map_or(s, |m| &s[m.end()..]);
+    let s = match TIMESTAMP_RE.find(s) {
+        Some(m) if ADAPTER_ERROR_RE.is_match(&s[m.end()..]) => &s[m.end()..],
+        Some(m) => {
+            let rest = &s[m.end()..];
+            BARE_LEVEL_RE.find(rest).map_or(rest, |m| &rest[m.end()..])
+        }
+        None => s,
+    };
+    SHORT_TIME_RE.find(s).map_or(s, |m| &s[m.end()..])
+}
+
+/// A line without what a paste puts before the console's own text ([`strip_paste_prefix`]
+/// until nothing more goes): the level word a logger writes into the line
 /// (`ERROR:aimdo_setup_hooks:`) is kept.
 fn without_paste_prefix(raw: &str) -> &str {
     let mut s = raw;
     for _ in 0..3 {
         let before = s.len();
-        s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
-        s = journal_prefix_end(s).map_or(s, |end| &s[end..]);
-        s = TIME_COLUMNS_RE.find(s).map_or(s, |m| &s[m.end()..]);
-        if let Some(m) = TIMESTAMP_RE.find(s) {
-            s = &s[m.end()..];
-            s = BARE_LEVEL_RE.find(s).map_or(s, |m| &s[m.end()..]);
-        }
-        s = SHORT_TIME_RE.find(s).map_or(s, |m| &s[m.end()..]);
+        s = strip_paste_prefix(s);
         if s.len() == before {
             break;
         }
@@ -278,22 +289,8 @@ pub(super) fn clean_line(raw: &str) -> String {
     let mut s = raw.trim_end().to_string();
     for _ in 0..3 {
         let before = s.clone();
-        s = QUOTE_RE.replace(&s, "").into_owned();
-        if let Some(end) = journal_prefix_end(&s) {
-            s = s[end..].to_string();
-        }
-        s = TIME_COLUMNS_RE.replace(&s, "").into_owned();
-        let stamped = TIMESTAMP_RE.find(&s).map(|m| m.end());
-        if let Some(end) = stamped {
-            // ComfyUI's weight adapters print `ERROR lora <key> <error>`: the word is theirs.
-            let rest = &s[end..];
-            s = if ADAPTER_ERROR_RE.is_match(rest) {
-                rest.to_string()
-            } else {
-                BARE_LEVEL_RE.replace(rest, "").into_owned()
-            };
-        }
-        s = SHORT_TIME_RE.replace(&s, "").into_owned();
+        s = strip_paste_prefix(&s).to_string();
+        // A logger's own name and level, which `without_paste_prefix` keeps.
         s = LOGGER_RE.replace(&s, "").into_owned();
         s = LEVEL_TAG_RE.replace(&s, "").into_owned();
         s = COLON_LOGGER_RE.replace(&s, "").into_owned();
