@@ -211,7 +211,7 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
 /// looked for across the joined lines, as a hard wrap may cut its words), nor when the line ends
 /// on the colon that introduces its message with nothing after it (rule 4: the message is cut).
 fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
-    if OBJECT_INFO_WORDS_RE.is_match(&lines.concat())
+    if OBJECT_INFO_ERROR_RE.is_match(&lines.concat())
         || lines.iter().any(|l| is_comfy_startup(l.trim()))
     {
         return None;

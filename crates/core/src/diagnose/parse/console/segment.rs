@@ -168,8 +168,10 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut message_at: Vec<usize> = Vec::new();
     let mut done_at: Vec<usize> = Vec::new();
     let mut got_oom: Option<String> = None;
-    // Where each `Traceback (most recent call last):` header stands.
+    // Where each `Traceback (most recent call last):` header stands, and each of
+    // ComfyUI-Manager's restarts.
     let mut traceback_at: Vec<usize> = Vec::new();
+    let mut restarts: Vec<usize> = Vec::new();
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -219,6 +221,9 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         }
         if GOT_PROMPT_RE.is_match(t) {
             f.got_prompt_at.get_or_insert(i);
+        }
+        if MANAGER_RESTART_RE.is_match(t) {
+            restarts.push(i);
         }
         // ComfyUI started after the failure: a start-up error it went on after, unless the
         // failure is a run's (the error report the frontend writes for a failed node, or
@@ -327,10 +332,10 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             };
             message_at.push(i);
             mark(&mut f, i);
-        } else if TRACEBACK_RE.is_match(t) || THREAD_RE.is_match(t) {
-            if TRACEBACK_RE.is_match(t) {
-                traceback_at.push(i);
-            }
+        } else if TRACEBACK_RE.is_match(t) {
+            traceback_at.push(i);
+            mark(&mut f, i);
+        } else if THREAD_RE.is_match(t) {
             mark(&mut f, i);
         } else if is_frame(t) {
             f.traceback.push(t.to_string());
@@ -415,9 +420,6 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     });
     // A death sign after ComfyUI-Manager's restart, with no run work in between, is the restart
     // it asked for.
-    let restarts: Vec<usize> = (0..lines.len())
-        .filter(|&i| MANAGER_RESTART_RE.is_match(lines[i].trim()))
-        .collect();
     deaths.retain(|(at, _)| {
         !restarts.iter().any(|r| {
             r < at
@@ -472,8 +474,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // shows the message, then the traceback): a line worded as an error right above the
     // traceback's header names its error.
     let above_traceback = traceback_at.first().and_then(|&tb| {
-        let line = lines[..tb].iter().rev().find(|l| !l.trim().is_empty())?;
-        let t = line.trim();
+        let t = lines[line_above(lines, tb)?].trim();
         // (not a header introducing the traceback: `Exception in thread X:`)
         (final_line.is_none()
             && !t.ends_with(':')
@@ -499,9 +500,9 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         .or(worded
             .filter(|(at, _)| {
                 f.traceback.is_empty()
-                    || traceback_at.iter().any(|&tb| {
-                        tb > *at && lines[at + 1..tb].iter().all(|l| l.trim().is_empty())
-                    })
+                    || traceback_at
+                        .iter()
+                        .any(|&tb| line_above(lines, tb) == Some(*at))
             })
             .map(|(at, line)| join_message(&line, continuation(lines, at + 1))))
         .filter(|m| !m.trim().is_empty());
@@ -530,6 +531,11 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             && !f.events.iter().any(|(i, _)| (last..death).contains(i));
     }
     f
+}
+
+/// The last non-blank line before line `at`.
+fn line_above(lines: &[String], at: usize) -> Option<usize> {
+    lines[..at].iter().rposition(|l| !l.trim().is_empty())
 }
 
 /// A traceback frame of a custom node pack being imported: `<module>` in a file under

@@ -122,14 +122,14 @@ pub(super) fn is_comfy_startup(line: &str) -> bool {
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler|^exception code: 0x").expect("static regex")
 });
-/// server.py's words for a node it cannot describe, and its handler's frame, anywhere in a text.
-pub(super) static OBJECT_INFO_WORDS_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)error occurred while retrieving information for the|in get_object_info")
-        .expect("static regex")
-});
+/// server.py failing to describe a node (`An error occurred while retrieving information for the
+/// 'X' node.`) and its handler's frames (`in get_object_info`, a frame line ending `in
+/// node_info`): the frontend asked for the node list, so ComfyUI had started.
 pub(super) static OBJECT_INFO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)error occurred while retrieving information for the|in (?:get_object_info|node_info)$")
-        .expect("static regex")
+    Regex::new(
+        r"(?i)error occurred while retrieving information for the|in get_object_info|in node_info$",
+    )
+    .expect("static regex")
 });
 /// ComfyUI's line after a CUDA out-of-memory error (execution.py, `OOM_EXCEPTION`).
 pub(super) static GOT_OOM_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -424,7 +424,7 @@ pub(super) fn is_worded_failure(line: &str) -> bool {
 
 /// An error word where an error line has it (`Error:`, `[ERROR]`, `failed to`, `… failed`).
 static LAST_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s+[a-z]+ing\s[^:]{0,60}:\s|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
+    Regex::new(r"(?i)(?:^|[\s\]\[|:>-])(?:error|failed|failure)(?:\s*:|\s*\]|\s+(?:to|with|while|in|during|occurred|code|loading|running)(?-u:\b)|\s*$)|\swas unexpected at this time\.?$").expect("static regex")
 });
 /// A line that says there was no error (`0 errors`, `without errors`).
 static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
