@@ -23,62 +23,28 @@ const FRESH_2026: &str = "tests/fixtures/oom-reports/fresh-2026.json";
 /// The clean batches (issue #40, from its fourth round): every record held out, labelled from
 /// the quoted text alone before the classifier ever ran on it, each batch scored once, after
 /// the rules written on the batches before it (docs/diagnose.md has those figures; from
-/// `clean-2026c` on, the labels follow the fixtures README's written rules). Each: its file, its
-/// title, and its floors today (kind, stage by issue #40's measure) through the record's fields
-/// with its text, then through the pasted text alone.
+/// `clean-2026c` on, the labels follow the fixtures README's written rules). Each: its name (its
+/// file under `tests/fixtures/oom-reports/`) and its floors today (kind, stage by issue #40's
+/// measure) through the record's fields with its text, then through the pasted text alone.
 type Floors = (usize, usize, usize, usize);
-const CLEAN_BATCHES: [(&str, &str, Floors); 10] = [
-    (
-        "tests/fixtures/oom-reports/clean-2026.json",
-        "clean 2026",
-        (36, 34, 36, 33),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026b.json",
-        "clean 2026b",
-        (25, 27, 25, 27),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026c.json",
-        "clean 2026c",
-        (112, 103, 112, 103),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026d.json",
-        "clean 2026d",
-        (82, 78, 82, 78),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026e.json",
-        "clean 2026e",
-        (170, 148, 170, 148),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026f.json",
-        "clean 2026f",
-        (29, 29, 29, 29),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026g.json",
-        "clean 2026g",
-        (12, 12, 12, 12),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026h.json",
-        "clean 2026h",
-        (176, 159, 176, 159),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026i.json",
-        "clean 2026i",
-        (52, 49, 52, 49),
-    ),
-    (
-        "tests/fixtures/oom-reports/clean-2026j.json",
-        "clean 2026j",
-        (9, 9, 9, 9),
-    ),
+const CLEAN_BATCHES: [(&str, Floors); 10] = [
+    ("clean-2026", (36, 34, 36, 33)),
+    ("clean-2026b", (25, 27, 25, 27)),
+    ("clean-2026c", (112, 103, 112, 103)),
+    ("clean-2026d", (82, 78, 82, 78)),
+    ("clean-2026e", (170, 148, 170, 148)),
+    ("clean-2026f", (29, 29, 29, 29)),
+    ("clean-2026g", (12, 12, 12, 12)),
+    ("clean-2026h", (176, 159, 176, 159)),
+    ("clean-2026i", (52, 49, 52, 49)),
+    ("clean-2026j", (9, 9, 9, 9)),
 ];
+
+/// A clean batch's file.
+fn clean_file(batch: &str) -> String {
+    format!("tests/fixtures/oom-reports/{batch}.json")
+}
+
 /// Floors of the fresh batch per split and per path (kind, stage by issue #40's measure): the
 /// record's fields with its text, then the pasted text alone (what `diagnose FILE` sees).
 /// The held-out floors are from after the rules written on its misses (the part is spent).
@@ -86,10 +52,11 @@ const FRESH_FLOORS: [(&str, usize, usize, usize, usize); 2] =
     [("train", 28, 28, 28, 28), ("heldout", 41, 35, 41, 35)];
 
 /// Every labelled file: `dev-reports.json` first (it has no split), then the collected ones.
-fn all_labelled() -> impl Iterator<Item = &'static str> {
+fn all_labelled() -> impl Iterator<Item = String> {
     [REPORTS, COLLECTED, COLLECTED_2026, FRESH_2026]
         .into_iter()
-        .chain(CLEAN_BATCHES.iter().map(|(file, _, _)| *file))
+        .map(str::to_string)
+        .chain(CLEAN_BATCHES.iter().map(|(batch, _)| clean_file(batch)))
 }
 
 fn load_file(path: &str) -> Vec<Value> {
@@ -535,7 +502,7 @@ fn collected_reports_held_out_and_whole_set() {
 #[test]
 fn collected_reports_are_well_formed() {
     for file in all_labelled().skip(1) {
-        well_formed(file);
+        well_formed(&file);
     }
 }
 
@@ -689,12 +656,13 @@ fn fresh_2026_reports_held_out_and_train() {
 /// measured once (docs/diagnose.md has those figures); the floors are today's counts.
 #[test]
 fn clean_2026_batches_held_out() {
-    for (file, title, floors) in CLEAN_BATCHES {
-        let records = load_file(file);
+    for (batch, floors) in CLEAN_BATCHES {
+        let records = load_file(&clean_file(batch));
         assert!(
             records.iter().all(|r| r["split"] == "heldout"),
-            "{file}: every clean record is held out"
+            "{batch}: every clean record is held out"
         );
+        let title = batch.replace('-', " ");
         score_both_paths(&format!("{title} held-out"), &records, floors);
     }
 }
@@ -742,7 +710,7 @@ fn no_pasted_log_without_a_death_sign_is_process_killed() {
     let mut checked = 0;
     let mut wrong = Vec::new();
     for file in all_labelled() {
-        for record in load_file(file) {
+        for record in load_file(&file) {
             let id = record["id"].as_str().unwrap_or("?").to_string();
             let text = excerpts(&record);
             let alone = diagnose::diagnose_text(&text)
@@ -791,7 +759,7 @@ fn trailing_noise_leaves_the_stage_unchanged() {
     let mut changed = Vec::new();
     let mut checked = 0;
     for file in all_labelled() {
-        for record in load_file(file) {
+        for record in load_file(&file) {
             let text = excerpts(&record);
             let stage_of = |t: &str| {
                 diagnose::diagnose_text(t)
@@ -836,7 +804,7 @@ fn two_labellers_agree_as_documented() {
     // clean-2026c to clean-2026f, the batches the 120 were drawn from.
     let first: BTreeMap<String, Value> = CLEAN_BATCHES[2..6]
         .iter()
-        .flat_map(|(file, _, _)| load_file(file))
+        .flat_map(|(batch, _)| load_file(&clean_file(batch)))
         .map(|r| (r["id"].as_str().unwrap_or("?").to_string(), r))
         .collect();
     let second = load_file(SECOND_LABELS);
