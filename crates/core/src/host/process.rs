@@ -3,7 +3,7 @@
 //! process's memory (`/proc/PID/status`: VmRSS, VmSwap, VmHWM).
 
 use serde::{Deserialize, Serialize};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 #[cfg(any(target_os = "linux", test))]
 use std::net::{Ipv4Addr, Ipv6Addr};
 #[cfg(target_os = "linux")]
@@ -79,7 +79,9 @@ pub(crate) fn host_port(url: &str) -> Option<(String, u16)> {
 /// Whether `ip` is an address of this machine: loopback, unspecified, or one a socket can be
 /// bound to (only local interface addresses can).
 pub(crate) fn is_local_ip(ip: IpAddr) -> bool {
-    ip.is_loopback() || ip.is_unspecified() || UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+    // TCP, not UDP: wine 8 lets a UDP socket bind to an address no interface has (Linux and
+    // Windows refuse both kinds), so only a TCP bind tells the same everywhere.
+    ip.is_loopback() || ip.is_unspecified() || TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 /// The addresses `host` resolves to, when every one of them is on this machine; None otherwise.

@@ -319,7 +319,13 @@ mod tests {
             ),
             "cd ~/ComfyUI && python main.py --reserve-vram 2"
         );
-        assert_eq!(fill("x {args}", &v(&["a b", "it's"])), r"x 'a b' 'it'\''s'");
+        // The platform's shell: POSIX quoting on Unix, cmd.exe's double quotes on Windows.
+        let quoted = if cfg!(windows) {
+            r#"x "a b" "it's""#
+        } else {
+            r"x 'a b' 'it'\''s'"
+        };
+        assert_eq!(fill("x {args}", &v(&["a b", "it's"])), quoted);
         assert_eq!(fill("x {args}", &[]), "x ");
     }
 

@@ -557,12 +557,20 @@ mod tests {
         );
         let again = SessionLock::acquire_in(dir.path(), SERVER, "s2").unwrap();
         assert_eq!(read_holder(again.path()).unwrap().session_id, "s2");
-        // No temporary files are left behind.
-        let names: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
+        let names = || -> Vec<String> {
+            fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        // No temporary name is left behind: on Unix at once; on Windows the holder's handle
+        // may keep it as "delete pending" (wine, or a file system without POSIX deletes)
+        // until the lock is released.
+        if cfg!(not(windows)) {
+            assert_eq!(names().len(), 1, "{:?}", names());
+        }
+        drop(again);
+        assert!(names().is_empty(), "{:?}", names());
     }
 
     #[test]
