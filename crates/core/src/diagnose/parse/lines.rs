@@ -85,15 +85,21 @@ static BACKEND_TAG_RE: LazyLock<Regex> =
 fn common_prefix<'a>(lines: &[&'a str]) -> Option<&'a str> {
     let mut shown = lines.iter().filter(|l| !l.trim().is_empty());
     let first = shown.next()?;
+    if RANK_PREFIX_RE.is_match(first) {
+        // A worker's rank, taken off each line on its own (strip_paste_prefix).
+        return None;
+    }
     let prefix = LINE_PREFIX_RE.find(first)?.as_str().trim_end();
     shown.all(|l| l.starts_with(prefix)).then_some(prefix)
 }
 
-/// One pass over what a paste puts before the console's own text: quotes, a journal's prefix,
+/// One pass over what a paste puts before the console's own text: quotes, a worker's rank, a
+/// journal's prefix,
 /// a logger's time columns, a timestamp and the level word after it (not the `ERROR` ComfyUI's
 /// weight adapters print as their own first word: `ERROR lora <key> <error>`), a short time.
 fn strip_paste_prefix(s: &str) -> &str {
     let s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
+    let s = RANK_PREFIX_RE.find(s).map_or(s, |m| &s[m.end()..]);
     let s = journal_prefix_end(s).map_or(s, |end| &s[end..]);
     let s = TIME_COLUMNS_RE.find(s).map_or(s, |m| &s[m.end()..]);
     let s = match TIMESTAMP_RE.find(s) {
@@ -122,6 +128,9 @@ fn without_paste_prefix(raw: &str) -> &str {
     s
 }
 
+/// torch.distributed's prefix on each line a worker process prints (`[rank1]: Traceback …`).
+static RANK_PREFIX_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[rank\d+\]:\s?").expect("static regex"));
 static QUOTE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:>\s?)+").expect("static regex"));
 static TIMESTAMP_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -133,6 +133,11 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             // No run failed and none stopped: comfy-aimdo's own start-up error is the failure.
             return Ok(message_only(None, line.trim().to_string()));
         }
+        if let Some(line) = lines.iter().rfind(|l| DEVICE_ASSERT_RE.is_match(l.trim())) {
+            // No run failed and none stopped: a CUDA kernel's device-side assertion is a
+            // failure wherever it stands (a kernel ran, so a run did), start-up lines or not.
+            return Ok(message_only(None, line.trim().to_string()));
+        }
         if let Some(at) = lines.iter().position(|l| PIP_ERROR_RE.is_match(l.trim())) {
             // No run failed: pip failing to install or build what a node pack needs is.
             let message = join_message(&lines[at], continuation(&lines, at + 1));
@@ -219,7 +224,7 @@ fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
     let at = lines
         .iter()
         .rposition(|l| is_error_line(l.trim()))
-        .filter(|&at| !went_on_after(lines, at))?;
+        .filter(|&at| !went_on_after(lines, at) && !ends_traceback(lines, at))?;
     let rest = continuation(lines, at + 1);
     let cut = rest.is_empty()
         && lines[at]
@@ -227,6 +232,18 @@ fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
             .rsplit_once(':')
             .is_some_and(|(_, after)| after.trim().chars().count() < 3);
     (!cut).then(|| message_only(None, join_message(&lines[at], rest)))
+}
+
+/// Whether line `at` is the exception line ending a traceback (a frame, or a frame and its
+/// source line, right above it): the scan of the text already read that traceback, and when it
+/// found no failure there (a node pack's import at start-up) its line is none either.
+fn ends_traceback(lines: &[String], at: usize) -> bool {
+    let Some(above) = line_above(lines, at) else {
+        return false;
+    };
+    let frame_at = |i: usize| is_frame(lines[i].trim());
+    FINAL_RE.is_match(lines[at].trim())
+        && (frame_at(above) || line_above(lines, above).is_some_and(frame_at))
 }
 
 /// Whether the text ends on the failure's exception line cut one or two letters into its

@@ -155,6 +155,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     let mut f = SegmentFailure::default();
     let mut md_message: Option<String> = None;
     let mut final_line: Option<(String, Option<String>)> = None;
+    let mut final_at: Option<usize> = None;
     let mut exc_proc: Option<String> = None;
     let mut err_occ: Option<String> = None;
     let mut bare: Option<String> = None;
@@ -275,7 +276,11 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             && lines[i.saturating_sub(3)..i]
                 .iter()
                 .any(|l| is_pip_step_failure(l));
-        let death_text = if pip_exit {
+        // A line Python printed as an exception is that exception whatever its words
+        // (`subprocess.CalledProcessError: … returned non-zero exit status 1.` is a child
+        // process's exit, not the server's).
+        let exception_line = FINAL_RE.is_match(t);
+        let death_text = if pip_exit || exception_line {
             None
         } else if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
             Some(t.to_string())
@@ -358,6 +363,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             let rest = continuation(lines, i + 1);
             let msg = msg.map(|m| join_message(&m, rest));
             final_line = Some((ty, msg));
+            final_at = Some(i);
             message_at.push(i);
             mark(&mut f, i);
         } else if let Some(c) = GUARD_WARNING_RE
@@ -394,9 +400,24 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     }
     // A traceback that starts where a custom node pack is imported (its own module's top level,
     // or nodes.py's load_custom_node) is a start-up error ComfyUI goes on after.
+    // (A script a pack runs in a process of its own, `<module>` calling `main()`, is not one.)
+    let runs_main = f
+        .traceback
+        .get(1)
+        .is_some_and(|code| !is_frame(code) && code.trim().starts_with("main("));
     if f.traceback
         .first()
         .is_some_and(|frame| is_pack_import_frame(frame))
+        && !runs_main
+    {
+        f.startup = true;
+    }
+    // So is an exception followed by a node pack's import notice: ComfyUI's `Cannot import X
+    // module for custom nodes: …` (nodes.py prints it after the traceback), or a pack's
+    // `… import failed:` opening the next of its own import tracebacks.
+    if final_at
+        .and_then(|at| lines[at + 1..].iter().find(|l| !l.trim().is_empty()))
+        .is_some_and(|next| is_pack_import_notice(next))
     {
         f.startup = true;
     }
@@ -534,7 +555,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
 }
 
 /// The last non-blank line before line `at`.
-fn line_above(lines: &[String], at: usize) -> Option<usize> {
+pub(super) fn line_above(lines: &[String], at: usize) -> Option<usize> {
     lines[..at].iter().rposition(|l| !l.trim().is_empty())
 }
 

@@ -171,11 +171,20 @@ pub(super) static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// (its message on the next line), and the ROCm runtime's
 /// (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
 /// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
+/// A CUDA kernel's device-side assertion (`…/ScatterGatherKernel.cu:204: block: […], thread:
+/// […] Assertion `…` failed.`): the kernel stopped, and the CUDA context with it.
+const DEVICE_ASSERT: &str = r"\S\.cu:\d+:.*\sassertion\s.*\sfailed\.?$";
+pub(super) static DEVICE_ASSERT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("(?i){DEVICE_ASSERT}")).expect("static regex"));
+
+/// A sentence `Failed to <do something>: <why>` (`[Distributed] Worker - Failed to send chunk
+/// to master: …`) and a CUDA kernel's device-side assertion ([`DEVICE_ASSERT_RE`]) are errors
+/// too.
 /// The error may name what it was doing (`Error loading model: …`, ffmpeg's `Error writing
 /// trailer: …`) and stand after its source's tag (`[UniRigLoadSkinningModel] Error …`,
 /// `[out#0/rawvideo @ 0x…] Error …`).
 pub(super) static WORDED_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:❌\s*\S|(?:\[[^\]]{1,60}\]\s*)*(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{1,80}|\s+[a-z]+ing(?:\s+[^:]{1,60})?)?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{1,80}:\s*\S|[a-z][\w .\-]{0,60}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S)")
+    Regex::new(&format!(r"(?i)^(?:❌\s*\S|(?:\[[^\]]{{1,60}}\]\s*)*(?:[a-z][\w.\-]*\s+)?error(?:\s+in\s+[^:]{{1,80}}|\s+[a-z]+ing(?:\s+[^:]{{1,60}})?)?:\s*\S|(?:an?\s+)?(?:unexpected\s+)?error\s+occurred\s+(?:during|while|in)\s+[^:]{{1,80}}:\s*\S|[a-z][\w .\-]{{0,60}}\sfailed:\s*$|:0:\S.*?:\s*\d+\s*us:\s*\S|(?:\[[^\]]{{1,60}}\]\s*)*(?:\w+\s+-\s+)?failed\s+to\s+[a-z][^:]{{0,80}}:\s*\S|{DEVICE_ASSERT})"))
         .expect("static regex")
 });
 /// A log line at level INFO, after its source's tags (`[worker:x] INFO: …`, `[02/28
@@ -197,8 +206,10 @@ pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 /// A launcher's `pause` (`Press any key to continue . . .`, localised), printed after the
-/// process exited.
-const PAUSE: &str = "press any key to continue|请按任意键继续";
+/// process exited; also what the portable build's `run_nvidia_gpu.bat` shows between
+/// `python.exe` returning and its pause: its hint `If you see this and ComfyUI did not start
+/// …` and, with echo on, the batch prompt's `…>pause` line.
+const PAUSE: &str = r"press any key to continue|请按任意键继续|if you see this and comfyui did not start|^[a-z]:\\[^>]*>\s*pause\s*$";
 pub(super) static PAUSE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("(?i){PAUSE}")).expect("static regex"));
 
@@ -432,16 +443,14 @@ static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
-/// Start-up and informational lines that are no failure: a custom node's `IMPORT FAILED`,
-/// warnings, deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
+/// Start-up and informational lines that are no failure: a node pack's import failing
+/// ([`is_pack_import_notice`]: start-up noise, ComfyUI goes on without the pack), warnings,
+/// deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
 pub(super) fn is_notice(line: &str) -> bool {
     let l = line.to_lowercase();
     [
-        "import failed",
-        // a node pack's own import error and ComfyUI's `Cannot import X module for custom
-        // nodes: …` (nodes.py): start-up noise, ComfyUI goes on without the pack
+        // a node pack's own import error
         "error loading module",
-        "module for custom nodes",
         "warning",
         "deprecat",
         "falling back",
@@ -452,10 +461,20 @@ pub(super) fn is_notice(line: &str) -> bool {
     ]
     .iter()
     .any(|w| l.contains(w))
-        || PACK_FILE_IMPORT_RE.is_match(line)
+        || is_pack_import_notice(line)
         || GOT_PROMPT_RE.is_match(line)
         || PROMPT_DONE_RE.is_match(line)
         || STARTUP_RE.is_match(line)
+}
+
+/// A node pack's import failing at start-up, as ComfyUI (`Cannot import X module for custom
+/// nodes: …`, `(IMPORT FAILED)`) or the pack itself (`… import failed:`, `Error loading X.py:`)
+/// says it.
+pub(super) fn is_pack_import_notice(line: &str) -> bool {
+    let l = line.to_lowercase();
+    l.contains("module for custom nodes")
+        || l.contains("import failed")
+        || PACK_FILE_IMPORT_RE.is_match(line)
 }
 
 /// A node pack importing one of its own files at start-up and failing (`Error loading

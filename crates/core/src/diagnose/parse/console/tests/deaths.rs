@@ -239,3 +239,24 @@ fn a_restart_the_manager_asked_for_is_no_death() {
     let died = "Restarting... [Legacy Mode]\n\n** ComfyUI startup time: 2026-04-22 23:19:32.613\ngot prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\nPress any key to continue . . .\n";
     kind_of(died, FailureKind::ProcessKilled);
 }
+
+/// The portable build's launcher after `python.exe` returned: its hint `If you see this and
+/// ComfyUI did not start …` and, with echo on, the batch prompt's `…>pause` line are signs the
+/// process ended. A Python exception whose words hold a death sign (`CalledProcessError: …
+/// returned non-zero exit status 1.`) is that exception: a child process exited, not ComfyUI.
+#[test]
+fn the_launchers_lines_after_python_exits_are_a_death_and_an_exception_line_is_none() {
+    let launcher = "E:\\AI\\ComfyUI_windows_portable>echo If you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest.\nIf you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest.\n\nE:\\AI\\ComfyUI_windows_portable>pause\n";
+    kind_of(launcher, FailureKind::ProcessKilled);
+    kind_of(
+        "got prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\nC:\\ComfyUI_windows_portable>pause\n",
+        FailureKind::ProcessKilled,
+    );
+    let child = "got prompt\nTraceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 1627, in sample\n    return common_ksampler(model)\nsubprocess.CalledProcessError: Command '['tcc.exe', 'cuda_utils.c']' returned non-zero exit status 1.\n";
+    let d = kind_of(child, FailureKind::Other);
+    assert!(d
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("non-zero exit status 1"));
+}

@@ -362,3 +362,38 @@ fn a_message_above_its_cut_traceback_names_it() {
     let pack = "❌ IndexTTS-2 Engine failed: No module named 'utils.models'\n❌ RVC Engine failed: No module named 'engines.rvc'\n======\n✅ TTS Audio Suite loaded with 20 nodes:\n";
     assert!(crate::diagnose::diagnose_text(pack).is_err());
 }
+
+/// A node pack's import error at start-up is no failure also when only the notice after it
+/// shows it: ComfyUI's `Cannot import X module for custom nodes: …` after the traceback, or a
+/// pack's `… import failed:` opening its next import traceback. A script a pack runs in a
+/// process of its own (`<module>` calling `main()`, each line under torchrun's `[rank1]: `) is
+/// a run's failure. So are `Failed to <do>: <why>` after a run's work and a CUDA kernel's
+/// device-side assertion.
+#[test]
+fn import_notices_worker_scripts_and_worded_failures() {
+    let kjnodes = "File \"F:\\ComfyUI\\custom_nodes\\ComfyUI-KJNodes\\nodes\\model_optimization_nodes.py\", line 10, in <module>from comfy.ldm.modules.attention import wrap_attn\nImportError: cannot import name 'wrap_attn' from 'comfy.ldm.modules.attention'\n\nCannot import F:\\ComfyUI\\custom_nodes\\ComfyUI-KJNodes module for custom nodes: cannot import name 'wrap_attn'\n";
+    assert!(crate::diagnose::diagnose_text(kjnodes).is_err());
+    let nunchaku = "  File \"D:\\python_embeded\\Lib\\site-packages\\nunchaku\\models\\linear.py\", line 10, in <module>\n    from ..._C.ops import gemm_awq\nImportError: DLL load failed while importing _C: The specified module could not be found.\nNodes `NunchakuPulidApply` import failed:\nTraceback (most recent call last):\n  File \"D:\\ComfyUI\\custom_nodes\\ComfyUI-nunchaku\\__init__.py\", line 119, in <module>\n";
+    assert!(crate::diagnose::diagnose_text(nunchaku).is_err());
+    let worker = "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/home/user/ComfyUI/custom_nodes/pack/sp_worker.py\", line 136, in <module>\n[rank1]:     main()\n[rank1]:   File \"/home/user/ComfyUI/custom_nodes/pack/sp_forward.py\", line 470, in sp_forward\n[rank1]:     rows[~mask] = cond\n[rank1]: RuntimeError: shape mismatch: value tensor of shape [390, 96] cannot be broadcast\n";
+    let d = kind_of(worker, FailureKind::Other);
+    assert!(d
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("shape mismatch"));
+    let send = "got prompt\n100%|██████████| 4/4 [03:50<00:00, 57.68s/it]\nRequested to load WanVAE\nloaded completely; 287.28 MB usable, 242.03 MB loaded, full load: True\n[Distributed] Worker - Failed to send chunk to master: Cannot connect to host 10.0.0.2:8188\n[Distributed] Worker - Full error detai";
+    let d = kind_of(send, FailureKind::Other);
+    assert!(d
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("Failed to send chunk"));
+    let assert_line = "C:\\ComfyUI>.\\python_embeded\\python.exe -s ComfyUI\\main.py --windows-standalone-build\n[INFO] setup plugin alembic.autogenerate.schemas\nC:\\pytorch\\aten\\src\\ATen\\native\\cuda\\ScatterGatherKernel.cu:204: block: [0,0,0], thread: [97,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && \"scatter gather kernel index out of bounds\"` failed.\n";
+    let d = kind_of(assert_line, FailureKind::Other);
+    assert!(d
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("ScatterGatherKernel.cu"));
+}
