@@ -2,14 +2,18 @@
 # Checks the workspace for Windows (x86_64-pc-windows-gnu) on a Debian 12 (bookworm) x86_64 machine,
 # where rustup cannot download the Windows standard library.
 #
-#   scripts/windows-check.sh [check|full] [-j N] [-w DIR] [--no-apt]
+#   scripts/windows-check.sh [check|tests|full] [-j N] [-w DIR] [--no-apt]
 #
 #   check  (default; what .ci/run runs) compile every crate and every target (tests, benches) for
 #          Windows with warnings as errors: `cargo check --workspace --all-targets --locked` under
 #          RUSTFLAGS="-D warnings". This is the lint step too: rustup's clippy-driver cannot be
 #          mixed with Debian's rustc, so rustc's own warnings (dead code off Linux, unused imports
 #          behind a cfg, ...) are what "lint clean" means here; clippy itself runs on Linux in CI.
-#   full   check, then `cargo build --release --bin comfy-bisect` for Windows and run the .exe
+#   tests  check, then build every crate's unit tests (`cargo test --workspace --lib --bins
+#          --no-run`) for Windows and run each test .exe under wine; every test must pass. The
+#          integration tests under tests/ are compiled by the check but not run (they drive the
+#          binary and Unix tools such as sha256sum and unzip).
+#   full   tests, then `cargo build --release --bin comfy-bisect` for Windows and run the .exe
 #          under wine: `--version`, `--help`, `demo` (which must exit 0 and write its reports) and
 #          `runs` over what demo recorded.
 #   -j N   cargo jobs (default 2)          -w DIR  work folder (default /tmp/comfy-bisect-windows)
@@ -21,8 +25,8 @@
 # not shadow rustup's rustc), which makes WORK/toolchain/usr a sysroot with the std sources in
 # lib/rustlib/src. RUSTC_BOOTSTRAP=1 lets that stable compiler and the cargo on PATH take -Z flags.
 # MinGW (apt) supplies dlltool, which even `cargo check` needs (std links by raw-dylib), and the
-# linker. Wine 8 (apt: wine64) lacks bcryptprimitives.dll, which Rust's std imports: the full mode
-# builds scripts/bcryptprimitives-stub.c into a stand-in DLL next to the .exe.
+# linker. Wine 8 (apt: wine64) lacks bcryptprimitives.dll, which Rust's std imports: the tests and full
+# modes build scripts/bcryptprimitives-stub.c into a stand-in DLL next to the test and release .exe files.
 # Everything lands in the work folder (toolchain, target dir, wine prefix, logs); the repository
 # is only read. Exit status 0 when every step passed.
 set -uo pipefail
@@ -33,11 +37,11 @@ WORK=/tmp/comfy-bisect-windows
 APT=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    check | full) MODE=$1 ;;
+    check | tests | full) MODE=$1 ;;
     -j) JOBS=$2; shift ;;
     -w) WORK=$2; shift ;;
     --no-apt) APT=0 ;;
-    -h | --help) sed -n '2,27p' "$0" | cut -c3-; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0" | cut -c3-; exit 0 ;;
     *) echo "windows-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,13 +62,20 @@ finish() {
   exit $FAILED
 }
 give_up() { bad "$*"; finish; }
+# Stops this prefix's wineserver (keyed by WINEPREFIX: no other wine is touched).
+stop_wine() {
+  local server
+  server=$(command -v wineserver || ls /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver 2>/dev/null | head -1)
+  [ -n "$server" ] && "$server" -k 2> /dev/null
+  return 0
+}
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- 1. packages -------------------------------------------------------------------------------
 if [ $APT = 1 ]; then
-  step "apt: MinGW, the libraries Debian's rustc links to$([ $MODE = full ] && echo ', wine')"
+  step "apt: MinGW, the libraries Debian's rustc links to$([ $MODE != check ] && echo ', wine')"
   packages=(binutils-mingw-w64-x86-64 gcc-mingw-w64-x86-64 libedit2 libffi8 libxml2 libz3-4 libzstd1 zlib1g)
-  [ $MODE = full ] && packages+=(wine64)
+  [ $MODE != check ] && packages+=(wine64)
   sudo_if_needed apt-get update -qq > "$LOGS/apt.log" 2>&1
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq --no-install-recommends \
     "${packages[@]}" >> "$LOGS/apt.log" 2>&1 || give_up "apt-get install (log: $LOGS/apt.log)"
@@ -105,9 +116,63 @@ else
   grep -E -A4 '^(error|warning)' "$LOGS/check.log" | grep -E '^(error|warning)|-->' | grep -v rustlib | head -60
 fi
 [ $MODE = check ] && finish
-[ $FAILED = 0 ] || give_up "not building the .exe: the check failed"
+[ $FAILED = 0 ] || give_up "not going on: the check failed"
 
-# --- 4. the release .exe ---------------------------------------------------------------------------
+# --- 4. wine -------------------------------------------------------------------------------------
+WINE=$(command -v wine64 || command -v wine || ls /usr/lib/wine/wine64 2>/dev/null)
+[ -n "$WINE" ] || give_up "no wine (apt-get install wine64)"
+export WINEPREFIX=$WORK/wineprefix WINEDEBUG=${WINEDEBUG:--all} WINEDLLOVERRIDES="mscoree,mshtml=" DISPLAY=
+step "wine: $("$WINE" --version), prefix $WINEPREFIX"
+nice -n 10 "$WINE" wineboot --init > "$LOGS/wineboot.log" 2>&1
+# Puts the bcryptprimitives.dll stand-in into folder $1 when this wine lacks the DLL.
+stand_in() {
+  [ -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ] && return 0
+  x86_64-w64-mingw32-gcc -O2 -shared -o "$1/bcryptprimitives.dll" "$REPO/scripts/bcryptprimitives-stub.c" -ladvapi32 \
+    || give_up "building the bcryptprimitives.dll stand-in"
+}
+
+# --- 5. the unit tests under wine ----------------------------------------------------------------
+step "cargo test --workspace --lib --bins --no-run for $TARGET, then each under wine (logs: $LOGS/unit-*.log)"
+# A target folder of its own, as for the release build below.
+export CARGO_TARGET_DIR=$WORK/target-test
+t=$(date +%s)
+nice -n 10 cargo test --workspace --lib --bins --no-run --message-format=json "${BUILD_STD[@]}" \
+  > "$LOGS/unit-build.json" 2> "$LOGS/unit-build.log" \
+  || { tail -20 "$LOGS/unit-build.log"; give_up "building the unit tests"; }
+ok "built ($(($(date +%s) - t))s)"
+UNIT=$WORK/unit
+rm -rf "$UNIT" && mkdir -p "$UNIT"
+stand_in "$UNIT"
+# Each test executable cargo reported, named after its target.
+python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["name"], m["executable"])
+' "$LOGS/unit-build.json" > "$UNIT/list.txt" || give_up "reading cargo's list of test executables"
+[ -s "$UNIT/list.txt" ] || give_up "cargo built no unit test executable"
+while read -r name exe; do
+  cp "$exe" "$UNIT/$name.exe"
+  t=$(date +%s)
+  # From the repository, as cargo runs them (fixtures are read by relative paths).
+  (cd "$REPO" && nice -n 10 timeout 900 "$WINE" "$UNIT/$name.exe" --test-threads 2) > "$LOGS/unit-$name.log" 2>&1
+  rc=$?
+  result=$(grep -E '^test result:' "$LOGS/unit-$name.log" | tail -1)
+  if [ $rc = 0 ]; then
+    ok "$name: ${result:-no result line} ($(($(date +%s) - t))s)"
+  else
+    bad "$name exited $rc ($(($(date +%s) - t))s): ${result:-no result line}; failures:"
+    grep -E '^    [a-z_:]+$|panicked at' "$LOGS/unit-$name.log" | head -20 | sed 's/^/      /'
+  fi
+done < "$UNIT/list.txt"
+if [ $MODE = tests ]; then
+  stop_wine
+  finish
+fi
+
+# --- 6. the release .exe, run under wine -----------------------------------------------------------
 step "cargo build --release --bin comfy-bisect for $TARGET (log: $LOGS/build.log)"
 # A target folder of its own: the check's RUSTFLAGS differ, and sharing one would rebuild the
 # build scripts and proc-macros of both on every switch.
@@ -117,21 +182,10 @@ nice -n 10 cargo build --release --bin comfy-bisect "${BUILD_STD[@]}" > "$LOGS/b
   || { tail -20 "$LOGS/build.log"; give_up "release build"; }
 EXE=$CARGO_TARGET_DIR/$TARGET/release/comfy-bisect.exe
 ok "$EXE, $(du -h "$EXE" | cut -f1) ($(($(date +%s) - t))s)"
-
-# --- 5. run it under wine --------------------------------------------------------------------------
-WINE=$(command -v wine64 || command -v wine || ls /usr/lib/wine/wine64 2>/dev/null)
-[ -n "$WINE" ] || give_up "no wine (apt-get install wine64)"
-export WINEPREFIX=$WORK/wineprefix WINEDEBUG=${WINEDEBUG:--all} WINEDLLOVERRIDES="mscoree,mshtml=" DISPLAY=
-step "wine: $("$WINE" --version), prefix $WINEPREFIX"
-nice -n 10 "$WINE" wineboot --init > "$LOGS/wineboot.log" 2>&1
 RUN=$WORK/run
 rm -rf "$RUN" && mkdir -p "$RUN"
 cp "$EXE" "$RUN/"
-if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
-  x86_64-w64-mingw32-gcc -O2 -shared -o "$RUN/bcryptprimitives.dll" "$REPO/scripts/bcryptprimitives-stub.c" -ladvapi32 \
-    || give_up "building the bcryptprimitives.dll stand-in"
-  ok "this wine has no bcryptprimitives.dll: the stand-in from scripts/bcryptprimitives-stub.c sits next to the .exe"
-fi
+stand_in "$RUN"
 cd "$RUN"
 # Runs the .exe under wine with a time limit; its output goes to logs/wine-NAME.log.
 under_wine() {
@@ -156,7 +210,5 @@ if under_wine demo 900 demo; then
   under_wine runs 120 runs --runs-dir runs && head -5 "$LOGS/wine-runs.log" | sed 's/^/      /'
 fi
 cd "$REPO"
-# Stop this prefix's wineserver (keyed by WINEPREFIX: no other wine is touched).
-WINESERVER=$(command -v wineserver || ls /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver 2>/dev/null | head -1)
-[ -n "$WINESERVER" ] && "$WINESERVER" -k 2> /dev/null
+stop_wine
 finish
