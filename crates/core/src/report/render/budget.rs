@@ -179,11 +179,17 @@ pub(crate) fn trim_middle<S: AsRef<str>>(
 }
 
 /// Where the whole of a trimmed part is: the run's `run.json` and report.json.
-fn whole_in(e: &Evidence, what: &str) -> String {
+pub(super) fn whole_in(e: &Evidence, what: &str) -> String {
     match &e.run_dir {
         Some(dir) => format!(
             "the whole {what} is in {} and report.json",
-            code(&format!("{dir}/run.json"))
+            // Joined, not formatted: `C:\…\04-x\run.json` on Windows, not `…\04-x/run.json`.
+            code(
+                &std::path::Path::new(dir)
+                    .join("run.json")
+                    .display()
+                    .to_string()
+            )
         ),
         None => format!("the whole {what} is in report.json"),
     }

@@ -402,6 +402,29 @@ mod tests {
         assert_eq!(markdown(&evidence(), 60, 400), "");
     }
 
+    /// The run's `run.json` is named with the platform's separator throughout.
+    #[test]
+    fn the_whole_part_is_named_in_the_runs_folder() {
+        let dir = if cfg!(windows) {
+            r"C:\runs\s\04-LoRA-x"
+        } else {
+            "runs/s/04-LoRA-x"
+        };
+        let e = Evidence {
+            run_dir: Some(dir.into()),
+            ..evidence()
+        };
+        let want = if cfg!(windows) {
+            r"`C:\runs\s\04-LoRA-x\run.json`"
+        } else {
+            "`runs/s/04-LoRA-x/run.json`"
+        };
+        assert_eq!(
+            super::super::budget::whole_in(&e, "traceback"),
+            format!("the whole traceback is in {want} and report.json")
+        );
+    }
+
     fn evidence() -> Evidence {
         Evidence {
             step: 4,
