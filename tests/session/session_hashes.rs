@@ -129,8 +129,11 @@ fn a_server_on_this_machine_has_its_model_files_hashed_without_models_dir() {
             .starts_with("not found under the server's model folders (GET /internal/folder_paths)"),
         "{reason}"
     );
+    // (Joined with the platform's separator: `models/loras\random_sd15_lora…` on Windows.)
     assert!(
-        reason.contains("models/loras/random_sd15_lora.safetensors"),
+        reason
+            .replace('\\', "/")
+            .contains("models/loras/random_sd15_lora.safetensors"),
         "{reason}"
     );
     assert!(report.contains(&expected.autov2), "{report}");

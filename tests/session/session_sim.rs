@@ -278,7 +278,8 @@ fn hires_second_pass_failure_is_postprocess() {
     assert!(
         runs.iter().all(|r| r["reproduce"]
             .as_str()
-            .is_some_and(|c| c.starts_with("comfy-bisect submit ") && !c.contains('<'))),
+            .is_some_and(|c| c.starts_with("comfy-bisect submit ")
+                && c.contains("--server http://127.0.0.1:"))),
         "{runs:?}"
     );
     assert!(

@@ -16,6 +16,12 @@ fn kind_of(log: &str, kind: FailureKind) -> Diagnosis {
     assert_eq!(d.kind, kind, "{}", d.kind_evidence);
     d
 }
+/// `kind_of`, and the message read holds `part`.
+fn message_saying(log: &str, kind: FailureKind, part: &str) {
+    let d = kind_of(log, kind);
+    let message = d.message.as_deref().unwrap_or("");
+    assert!(message.contains(part), "{part}: {message}");
+}
 /// `kind_of`, and the kind's evidence names each of `words`.
 fn kind_saying(log: &str, kind: FailureKind, words: &[&str]) {
     let d = kind_of(log, kind);
