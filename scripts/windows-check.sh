@@ -9,11 +9,13 @@
 #          RUSTFLAGS="-D warnings". This is the lint step too: rustup's clippy-driver cannot be
 #          mixed with Debian's rustc, so rustc's own warnings (dead code off Linux, unused imports
 #          behind a cfg, ...) are what "lint clean" means here; clippy itself runs on Linux in CI.
-#   tests  check, then build every crate's unit tests and the session and client integration
-#          tests (the driver and the client end to end against the simulator) for Windows and run
-#          each test .exe under wine; every test must pass but one that sends SIGINT with `kill`
-#          (skipped by name, and said so). The other integration tests are compiled by the check
-#          but not run (they call Unix tools and expect `/`-joined paths; docs/windows.md).
+#   tests  check, then build every crate's unit tests and the session, client, sim, graph and
+#          structure integration tests (the driver and the client end to end against the
+#          simulator, workflows, hashing, the binary's structure) for Windows and run each test
+#          .exe under wine; every test must pass but two that call Unix tools (`kill`,
+#          `sha256sum`), skipped by name and said so. The cli and report integration tests are
+#          compiled by the check but not run (they call Unix tools and expect `/`-joined paths;
+#          docs/windows.md).
 #   full   tests, then `cargo build --release --bin comfy-bisect` for Windows and run the .exe
 #          under wine: `--version`, `--help`, `demo` (which must exit 0 and write its reports) and
 #          `runs` over what demo recorded.
@@ -133,11 +135,11 @@ stand_in() {
 }
 
 # --- 5. the unit tests under wine ----------------------------------------------------------------
-step "cargo test --workspace --lib --bins --test session --test client --no-run for $TARGET, then each under wine (logs: $LOGS/unit-*.log)"
+step "cargo test --workspace --lib --bins --test session --test client --test sim --test graph --test structure --no-run for $TARGET, then each under wine (logs: $LOGS/unit-*.log)"
 # A target folder of its own, as for the release build below.
 export CARGO_TARGET_DIR=$WORK/target-test
 t=$(date +%s)
-nice -n 10 cargo test --workspace --lib --bins --test session --test client --no-run --message-format=json "${BUILD_STD[@]}" \
+nice -n 10 cargo test --workspace --lib --bins --test session --test client --test sim --test graph --test structure --no-run --message-format=json "${BUILD_STD[@]}" \
   > "$LOGS/unit-build.json" 2> "$LOGS/unit-build.log" \
   || { tail -20 "$LOGS/unit-build.log"; give_up "building the unit tests"; }
 ok "built ($(($(date +%s) - t))s)"
@@ -146,10 +148,12 @@ rm -rf "$UNIT" && mkdir -p "$UNIT"
 stand_in "$UNIT"
 # The integration tests start the binary cargo built beside them (CARGO_BIN_EXE_comfy-bisect).
 stand_in "$CARGO_TARGET_DIR/$TARGET/debug"
-# Tests that cannot run here, by name: the client's Ctrl-C test sends SIGINT with `kill`.
+# Tests that cannot run here, by name: the client's Ctrl-C test sends SIGINT with `kill`; the
+# graph's digest test compares with GNU coreutils' `sha256sum`.
 skip_for() {
   case "$1" in
     client) echo "--skip ctrl_c_interrupts_only_our_prompt_records_the_run_and_exits_130" ;;
+    graph) echo "--skip generated_file_matches_sha256sum_and_one_shot_digest" ;;
   esac
 }
 # Each test executable cargo reported, named after its target.

@@ -1,7 +1,8 @@
 //! Atomic file replacement, the one implementation every writer uses (session journal, run
 //! records, reports, hash cache): the bytes go to a uniquely named temp file beside the target,
 //! are fsynced, and the temp file is renamed over the target, then the folder is fsynced so the
-//! rename survives a crash. A reader sees the old file or the new one, never a mix, and on any
+//! rename survives a crash (on Windows a rename refused while another process has the target
+//! open is tried again for up to 3 s). A reader sees the old file or the new one, never a mix, and on any
 //! error the temp file is removed (no `.tmp` leftovers). The temp file is created 0600, and the
 //! files appended to (event streams, the run index, `restart.log`) are opened by
 //! [`open_private`], so every file under `runs/` is readable by its owner only.
@@ -9,6 +10,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A step of an atomic write that failed, with the path it concerned.
 #[derive(Debug, thiserror::Error)]
@@ -74,13 +76,37 @@ pub(crate) fn replace(
             .sync_all()
             .map_err(fail("cannot fsync", tmp.path()))?;
     }
-    let file = tmp
-        .persist(path)
-        .map_err(|e| fail("cannot rename a temp file to", path)(e.error))?;
+    let mut tmp = tmp;
+    let mut waited = Duration::ZERO;
+    let file = loop {
+        match tmp.persist(path) {
+            Ok(file) => break file,
+            Err(e) if refused_for_now(&e.error) && waited < RENAME_PATIENCE => {
+                // Doubling pauses from 10 ms, each at most 200 ms.
+                let pause = (Duration::from_millis(10) + waited).min(Duration::from_millis(200));
+                std::thread::sleep(pause);
+                waited += pause;
+                tmp = e.file;
+            }
+            Err(e) => return Err(fail("cannot rename a temp file to", path)(e.error)),
+        }
+    };
     if durability == Durability::Now {
         sync_dir(&dir);
     }
     Ok((file, dir))
+}
+
+/// How long a rename Windows refuses for the moment is tried again.
+const RENAME_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Whether a rename was refused only for as long as another process has the target open
+/// without sharing its deletion (Windows: access denied, a sharing or lock violation), as a
+/// reader of the journal, an antivirus scanner or a backup tool may for a moment.
+fn refused_for_now(e: &std::io::Error) -> bool {
+    cfg!(windows)
+        && (e.kind() == std::io::ErrorKind::PermissionDenied
+            || matches!(e.raw_os_error(), Some(32 | 33)))
 }
 
 /// `OpenOptions` that create a file readable and writable by its owner only (0600 on Unix;
@@ -136,5 +162,30 @@ mod tests {
         assert!(e.to_string().contains("report.md"), "{e}");
         assert_eq!(names(dir.path()), ["report.md"]);
         assert_eq!(names(&target), ["keep"]);
+    }
+
+    /// Windows: a rename refused while another process holds the target open without sharing
+    /// its deletion (a reader, an antivirus scanner) goes through once the handle is closed.
+    #[cfg(windows)]
+    #[test]
+    fn a_rename_refused_for_a_moment_is_tried_again() {
+        use std::os::windows::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        write_atomic(&path, b"one").unwrap();
+        // Shared for reading only: no deletion, so no rename over it, while it is open.
+        let held = std::fs::OpenOptions::new()
+            .read(true)
+            .share_mode(1)
+            .open(&path)
+            .unwrap();
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        write_atomic(&path, b"two").unwrap();
+        reader.join().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(names(dir.path()), ["session.json"]);
     }
 }

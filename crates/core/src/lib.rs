@@ -21,6 +21,7 @@ pub mod check;
 pub mod comfy;
 pub mod controls;
 pub mod diagnose;
+pub(crate) mod fileid;
 pub mod hashing;
 pub mod host;
 pub mod report;

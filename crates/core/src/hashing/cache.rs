@@ -1,8 +1,8 @@
 //! The hash cache (`runs/.hash-cache.json`): unchanged files are never read twice.
 //!
 //! An entry is keyed by the file's canonical path and is valid only while the file's size,
-//! modification time (ns) and inode are unchanged (Windows: size and modification time; std
-//! gives no stable file index there, so the inode is recorded as 0). The file is written
+//! modification time (ns) and inode are unchanged (Windows: the file id in the inode's place,
+//! read through a handle, as std gives no stable file index there). The file is written
 //! atomically ([`crate::atomic`]: temp file, fsync, rename); a corrupt or unreadable cache is
 //! reported as a warning and ignored.
 
@@ -24,7 +24,7 @@ pub(crate) struct FileKey {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
-    /// Inode number (0 on Windows).
+    /// Inode number (Windows: the file id folded into 64 bits).
     pub inode: u64,
 }
 
@@ -33,11 +33,15 @@ impl FileKey {
     pub(crate) fn of(path: &Path) -> io::Result<FileKey> {
         let canonical = fs::canonicalize(path)?;
         let meta = fs::metadata(&canonical)?;
+        #[cfg(unix)]
+        let inode = inode(&meta);
+        #[cfg(not(unix))]
+        let inode = inode(&canonical);
         Ok(FileKey {
             canonical,
             size: meta.len(),
             mtime_ns: mtime_ns(&meta)?,
-            inode: inode(&meta),
+            inode,
         })
     }
 }
@@ -58,11 +62,13 @@ fn inode(meta: &fs::Metadata) -> u64 {
     std::os::unix::fs::MetadataExt::ino(meta)
 }
 
-/// Windows: std has no stable file index (`file_index` is unstable), so size and modification
-/// time alone decide whether an entry is still valid.
+/// Windows: the file id (std's `file_index` is unstable), read through a handle on the file;
+/// 0 when it cannot be opened (then size and modification time alone decide).
 #[cfg(not(unix))]
-fn inode(_meta: &fs::Metadata) -> u64 {
-    0
+fn inode(path: &Path) -> u64 {
+    fs::File::open(path)
+        .and_then(|f| crate::fileid::of(&f))
+        .map_or(0, |(_, id)| crate::fileid::index(&id))
 }
 
 /// One remembered digest.

@@ -175,21 +175,8 @@ pub fn read_holder(path: &Path) -> Option<LockInfo> {
     serde_json::from_str(&text).ok()
 }
 
-/// Whether `file` is the file currently under `path`.
-#[cfg(unix)]
-fn is_current(file: &File, path: &Path) -> std::io::Result<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let open = file.metadata()?;
-    match fs::metadata(path) {
-        Ok(named) => Ok(open.dev() == named.dev() && open.ino() == named.ino()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether `file` is the file currently under `path` (its volume and file id; a name being
-/// removed is no longer anyone's).
-#[cfg(windows)]
+/// Whether `file` is the file currently under `path` (the same [`crate::fileid`]: device and
+/// inode, or volume and file id; a name being removed is no longer anyone's).
 fn is_current(file: &File, path: &Path) -> std::io::Result<bool> {
     let named = match File::open(path) {
         Ok(named) => named,
@@ -198,42 +185,7 @@ fn is_current(file: &File, path: &Path) -> std::io::Result<bool> {
         }
         Err(e) => return Err(e),
     };
-    Ok(file_id(file)? == file_id(&named)?)
-}
-
-/// A file's identity on Windows: its volume serial number and file id (the 128-bit id where the
-/// file system gives one, else the 64-bit index, which NTFS's 128-bit id extends with zeros).
-#[cfg(windows)]
-fn file_id(file: &File) -> std::io::Result<(u64, [u8; 16])> {
-    use std::os::windows::io::AsRawHandle;
-    use windows_sys::Win32::Storage::FileSystem::{
-        FileIdInfo, GetFileInformationByHandle, GetFileInformationByHandleEx,
-        BY_HANDLE_FILE_INFORMATION, FILE_ID_INFO,
-    };
-    let handle = file.as_raw_handle();
-    let mut id = FILE_ID_INFO::default();
-    // SAFETY: `handle` is open for as long as `file` is borrowed, and `id` is a FILE_ID_INFO of
-    // the size passed.
-    let ok = unsafe {
-        GetFileInformationByHandleEx(
-            handle,
-            FileIdInfo,
-            (&mut id as *mut FILE_ID_INFO).cast(),
-            std::mem::size_of::<FILE_ID_INFO>() as u32,
-        )
-    };
-    if ok != 0 {
-        return Ok((id.VolumeSerialNumber, id.FileId.Identifier));
-    }
-    let mut info = BY_HANDLE_FILE_INFORMATION::default();
-    // SAFETY: as above, with a BY_HANDLE_FILE_INFORMATION.
-    if unsafe { GetFileInformationByHandle(handle, &mut info) } == 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
-    let mut bytes = [0; 16];
-    bytes[..8].copy_from_slice(&index.to_le_bytes());
-    Ok((u64::from(info.dwVolumeSerialNumber), bytes))
+    Ok(crate::fileid::of(file)? == crate::fileid::of(&named)?)
 }
 
 /// Whether an error opening or linking the lock name means it is being removed while a handle
@@ -718,16 +670,10 @@ mod tests {
 
     /// The file under `path`: device and inode, or volume and file id.
     fn identity(path: &Path) -> String {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let md = fs::metadata(path).unwrap();
-            format!("{}:{}", md.dev(), md.ino())
-        }
-        #[cfg(windows)]
-        {
-            format!("{:?}", file_id(&File::open(path).unwrap()).unwrap())
-        }
+        format!(
+            "{:?}",
+            crate::fileid::of(&File::open(path).unwrap()).unwrap()
+        )
     }
 
     /// Windows' way, run everywhere: the released file itself is claimed and rewritten through
