@@ -33,15 +33,11 @@ impl FileKey {
     pub(crate) fn of(path: &Path) -> io::Result<FileKey> {
         let canonical = fs::canonicalize(path)?;
         let meta = fs::metadata(&canonical)?;
-        #[cfg(unix)]
-        let inode = inode(&meta);
-        #[cfg(not(unix))]
-        let inode = inode(&canonical);
         Ok(FileKey {
-            canonical,
+            inode: inode(&canonical, &meta),
             size: meta.len(),
             mtime_ns: mtime_ns(&meta)?,
-            inode,
+            canonical,
         })
     }
 }
@@ -57,15 +53,16 @@ fn mtime_ns(meta: &fs::Metadata) -> io::Result<i64> {
     )
 }
 
+/// The file's inode (from its metadata).
 #[cfg(unix)]
-fn inode(meta: &fs::Metadata) -> u64 {
+fn inode(_path: &Path, meta: &fs::Metadata) -> u64 {
     std::os::unix::fs::MetadataExt::ino(meta)
 }
 
 /// Windows: the file id (std's `file_index` is unstable), read through a handle on the file;
 /// 0 when it cannot be opened (then size and modification time alone decide).
 #[cfg(not(unix))]
-fn inode(path: &Path) -> u64 {
+fn inode(path: &Path, _meta: &fs::Metadata) -> u64 {
     fs::File::open(path)
         .and_then(|f| crate::fileid::of(&f))
         .map_or(0, |(_, id)| crate::fileid::index(&id))

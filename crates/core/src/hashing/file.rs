@@ -99,21 +99,20 @@ pub fn hash_file(path: impl AsRef<Path>) -> Result<FileHash, HashError> {
 
 /// Hashes one file with explicit read options. Never consults a cache.
 pub fn hash_file_with(path: &Path, opts: &HashOptions) -> Result<FileHash, HashError> {
+    let not_a_file = || HashError::NotAFile {
+        path: path.to_path_buf(),
+    };
+    // Windows refuses to open a folder as a file (access denied): say what it is instead.
     let file = File::open(path).map_err(|e| {
-        // Windows refuses to open a folder as a file (access denied): say what it is instead.
         if path.is_dir() {
-            HashError::NotAFile {
-                path: path.to_path_buf(),
-            }
+            not_a_file()
         } else {
             HashError::io(path, e)
         }
     })?;
     let before = file.metadata().map_err(|e| HashError::io(path, e))?;
     if !before.is_file() {
-        return Err(HashError::NotAFile {
-            path: path.to_path_buf(),
-        });
+        return Err(not_a_file());
     }
     let (digest, bytes_read) = digest_file(file, opts).map_err(|e| HashError::io(path, e))?;
     let after = std::fs::metadata(path).map_err(|e| HashError::io(path, e))?;

@@ -94,9 +94,9 @@ fn common_prefix<'a>(lines: &[&'a str]) -> Option<&'a str> {
 }
 
 /// One pass over what a paste puts before the console's own text: quotes, a worker's rank, a
-/// journal's prefix,
-/// a logger's time columns, a timestamp and the level word after it (not the `ERROR` ComfyUI's
-/// weight adapters print as their own first word: `ERROR lora <key> <error>`), a short time.
+/// journal's prefix, a logger's time columns, a timestamp and the level word after it (not the
+/// `ERROR` ComfyUI's weight adapters print as their own first word: `ERROR lora <key> <error>`),
+/// a short time.
 fn strip_paste_prefix(s: &str) -> &str {
     let s = QUOTE_RE.find(s).map_or(s, |m| &s[m.end()..]);
     let s = RANK_PREFIX_RE.find(s).map_or(s, |m| &s[m.end()..]);

@@ -184,12 +184,9 @@ pub(super) fn whole_in(e: &Evidence, what: &str) -> String {
         Some(dir) => format!(
             "the whole {what} is in {} and report.json",
             // Joined, not formatted: `C:\…\04-x\run.json` on Windows, not `…\04-x/run.json`.
-            code(
-                &std::path::Path::new(dir)
-                    .join("run.json")
-                    .display()
-                    .to_string()
-            )
+            code(&super::super::naming::display(
+                &std::path::Path::new(dir).join("run.json")
+            ))
         ),
         None => format!("the whole {what} is in report.json"),
     }

@@ -187,8 +187,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             // then its own traceback, the call stack and the record, up to `Arguments: …`. The
             // process goes on; none of it is the run's failure. A marker with no traceback
             // after it (the rest of the block interleaved elsewhere) is skipped alone.
-            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
-            i = if next.is_some_and(|l| TRACEBACK_RE.is_match(l.trim())) {
+            i = if line_below(lines, i).is_some_and(|n| TRACEBACK_RE.is_match(lines[n].trim())) {
                 lines[i..]
                     .iter()
                     .position(|l| l.trim_start().starts_with("Arguments:"))
@@ -327,11 +326,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             f.node_type = Some(c["node"].trim().to_string());
             let msg = c["msg"].trim().to_string();
             err_occ = if msg.is_empty() {
-                let start = lines[i + 1..]
-                    .iter()
-                    .position(|l| !l.trim().is_empty())
-                    .map(|p| i + 1 + p);
-                start.map(|s| join_message(&lines[s], continuation(lines, s + 1)))
+                line_below(lines, i).map(|s| join_message(&lines[s], continuation(lines, s + 1)))
             } else {
                 Some(join_message(&msg, continuation(lines, i + 1)))
             };
@@ -416,8 +411,8 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // module for custom nodes: …` (nodes.py prints it after the traceback), or a pack's
     // `… import failed:` opening the next of its own import tracebacks.
     if final_at
-        .and_then(|at| lines[at + 1..].iter().find(|l| !l.trim().is_empty()))
-        .is_some_and(|next| is_pack_import_notice(next))
+        .and_then(|at| line_below(lines, at))
+        .is_some_and(|next| is_pack_import_notice(&lines[next]))
     {
         f.startup = true;
     }
@@ -557,6 +552,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
 /// The last non-blank line before line `at`.
 pub(super) fn line_above(lines: &[String], at: usize) -> Option<usize> {
     lines[..at].iter().rposition(|l| !l.trim().is_empty())
+}
+
+/// The first non-blank line after line `at`.
+fn line_below(lines: &[String], at: usize) -> Option<usize> {
+    lines[at + 1..]
+        .iter()
+        .position(|l| !l.trim().is_empty())
+        .map(|n| at + 1 + n)
 }
 
 /// A traceback frame of a custom node pack being imported: `<module>` in a file under

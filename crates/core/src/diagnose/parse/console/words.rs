@@ -165,21 +165,19 @@ pub(super) static NODE_PHASE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)phase \d+\s*(?::|\()\s*(?:vae )?(?:decoding|encoding|post-processing)(?-u:\b)")
         .expect("static regex")
 });
-/// An error a node or library prints in words rather than raising (issue #40's labelling rule
-/// 1): `rocBLAS error: …`, SeedVR2's `❌ [ERROR] Error in Phase 1 (Encoding): …`, a line led by
-/// `❌`, a node's sentence `An unexpected error occurred during X: …` or `Inference failed:`
-/// (its message on the next line), and the ROCm runtime's
-/// (rocclr) always-printed error record `:0:<file>:<line> : <t> us:
-/// <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have ptr` before its abort).
 /// A CUDA kernel's device-side assertion (`…/ScatterGatherKernel.cu:204: block: […], thread:
 /// […] Assertion `…` failed.`): the kernel stopped, and the CUDA context with it.
 const DEVICE_ASSERT: &str = r"\S\.cu:\d+:.*\sassertion\s.*\sfailed\.?$";
 pub(super) static DEVICE_ASSERT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("(?i){DEVICE_ASSERT}")).expect("static regex"));
 
-/// A sentence `Failed to <do something>: <why>` (`[Distributed] Worker - Failed to send chunk
-/// to master: …`) and a CUDA kernel's device-side assertion ([`DEVICE_ASSERT_RE`]) are errors
-/// too.
+/// An error a node or library prints in words rather than raising (issue #40's labelling rule
+/// 1): `rocBLAS error: …`, SeedVR2's `❌ [ERROR] Error in Phase 1 (Encoding): …`, a line led by
+/// `❌`, a node's sentence `An unexpected error occurred during X: …` or `Inference failed:`
+/// (its message on the next line), the ROCm runtime's (rocclr) always-printed error record
+/// `:0:<file>:<line> : <t> us: <message>` (`DevLogPrintfError`, e.g. `Memobj map does not have
+/// ptr` before its abort), a sentence `Failed to <do something>: <why>` (`[Distributed] Worker -
+/// Failed to send chunk to master: …`) and a device-side assertion ([`DEVICE_ASSERT_RE`]).
 /// The error may name what it was doing (`Error loading model: …`, ffmpeg's `Error writing
 /// trailer: …`) and stand after its source's tag (`[UniRigLoadSkinningModel] Error …`,
 /// `[out#0/rawvideo @ 0x…] Error …`).
