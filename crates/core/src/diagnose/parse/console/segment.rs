@@ -416,6 +416,27 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     {
         f.startup = true;
     }
+    // An exception a node caught and printed, then its saying it falls back to another way
+    // (`[CacheDiT] Falling back to direct forward hook implementation`): the run went on past
+    // it, so it is no failure of its own when nothing else in the segment is one.
+    let fell_back = final_at
+        .and_then(|at| line_below(lines, at))
+        .is_some_and(|next| FALLBACK_RE.is_match(&lines[next]));
+    if fell_back
+        && message_at == [final_at.unwrap_or_default()]
+        && exc_proc.is_none()
+        && err_occ.is_none()
+        && bare.is_none()
+        && md_message.is_none()
+        && f.md_node_type.is_none()
+        && deaths.is_empty()
+    {
+        final_line = None;
+        f.traceback.clear();
+        traceback_at.clear();
+        message_at.clear();
+        f.start = None;
+    }
     // Windows' faulthandler reports every access violation it sees, also those the process
     // handles and survives (its vectored handler runs before any other): one followed by more
     // of the run's console work was survived, and is no death sign.

@@ -196,6 +196,10 @@ pub(super) static AIMDO_LOAD_FAILED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^comfy-aimdo failed to load(?-u:\b)").expect("static regex"));
 pub(super) static NODE_CLASS_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z][\w.\-]{1,80}$").expect("static regex"));
+/// A node saying it falls back to another way after an error it caught (`Falling back to …`,
+/// `using fallback`).
+pub(super) static FALLBACK_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bfall(?:ing|s)?[\s-]?back\b").expect("static regex"));
 /// `Killed` ending a line, or bash's report of a killed job with its command after it: from a
 /// script (`entrypoint.sh: line 42:  8 Killed    python3 main.py`) or the job table (`[1]+
 /// Killed    python main.py`).

@@ -393,3 +393,16 @@ fn import_notices_worker_scripts_and_worded_failures() {
         .unwrap_or("")
         .contains("ScatterGatherKernel.cu"));
 }
+
+/// An exception a node caught and printed, then its saying it falls back to another way, is an
+/// error the run went on after; the same exception with nothing after it is the failure.
+#[test]
+fn an_exception_the_node_falls_back_from_is_no_failure() {
+    let head = "[Cache] Found 48 blocks\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/custom_nodes/cache/nodes.py\", line 675, in enable\n    raise RuntimeError(\"adapter has no transformer\")\nRuntimeError: adapter has no transformer\n";
+    let fell_back = format!("{head}[Cache] Falling back to a forward hook\n[Cache] Transformer already patched, skipping\n");
+    assert!(crate::diagnose::diagnose_text(&fell_back).is_err());
+    message_saying(head, FailureKind::Other, "no transformer");
+    // ComfyUI's own report of the failed node stays the failure whatever follows it.
+    let failed = format!("got prompt\n!!! Exception during processing !!! adapter has no transformer\n{head}[Cache] Falling back to a forward hook\n");
+    message_saying(&failed, FailureKind::Other, "no transformer");
+}
