@@ -233,6 +233,15 @@ const BACKEND_WORDS: &[(&str, FailureKind)] = &[
 static FATAL_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:fatal python error:|segmentation fault)").expect("static regex")
 });
+/// A debugger's backtrace frame in comfy-aimdo's own library, as [`crate::diagnose`]'s console
+/// parser gives it for a native stack deepest there (gdb: `#1  0x… in aimdo_cuda_malloc () from
+/// /…/comfy_aimdo/aimdo_rocm.so`).
+static NATIVE_AIMDO_FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^#\d+\s+(?:0x[0-9a-f]+\s+in\s+)?\S+\s*\(.*\)\s+(?:from|at)\s+\S*comfy_aimdo[/\\]\S*",
+    )
+    .expect("static regex")
+});
 static MEMORY_ERROR_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"));
 static TORCH_OOM_TYPE_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -333,6 +342,12 @@ pub(crate) fn classify(
         return verdict(
             FailureKind::Aimdo,
             "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),
+        );
+    }
+    if let Some(frame) = NATIVE_AIMDO_FRAME_RE.find(&lower) {
+        return verdict(
+            FailureKind::Aimdo,
+            format!("The native crash stack (a debugger's backtrace) is deepest in comfy-aimdo, the dynamic-VRAM offloader (`{}`): a crash in its own code.", frame.as_str().trim()),
         );
     }
     if let Some(frame) = raised_in_aimdo(evidence) {

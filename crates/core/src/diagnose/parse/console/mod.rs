@@ -143,6 +143,11 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             let message = join_message(&lines[at], continuation(&lines, at + 1));
             return Ok(message_only(None, message));
         }
+        if let Some(frame) = native_frame_in_aimdo(&lines) {
+            // No run failed: a native crash stack deepest in comfy-aimdo's code is its failure
+            // (labelling rule 3).
+            return Ok(message_only(None, frame));
+        }
         if let Some(input) = short_message(&lines) {
             return Ok(input);
         }
@@ -208,6 +213,18 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
             last_model: last_model(&seg.events),
         },
     })
+}
+
+/// The deepest frame of a debugger's native backtrace that names a function or a library, when
+/// it is comfy-aimdo's (its library under `comfy_aimdo/`): a crash in comfy-aimdo's own code.
+fn native_frame_in_aimdo(lines: &[String]) -> Option<String> {
+    let frame = lines.iter().map(|l| l.trim()).find_map(|l| {
+        let caps = GDB_FRAME_RE.captures(l)?;
+        (&caps["func"] != "??" || caps.name("place").is_some()).then_some((l, caps))
+    })?;
+    let (line, caps) = frame;
+    let place = caps.name("place").map_or("", |m| m.as_str());
+    (place.contains("comfy_aimdo/") || place.contains("comfy_aimdo\\")).then(|| line.to_string())
 }
 
 /// A text with no run and no start-up in it (a node's or a tool's output, the reasons a prompt

@@ -406,3 +406,35 @@ fn an_exception_the_node_falls_back_from_is_no_failure() {
     let failed = format!("got prompt\n!!! Exception during processing !!! adapter has no transformer\n{head}[Cache] Falling back to a forward hook\n");
     message_saying(&failed, FailureKind::Other, "no transformer");
 }
+
+/// glibc's heap check printed as the text's last word (it aborts the process right after) is the
+/// error the text ends on.
+#[test]
+fn a_glibc_heap_check_is_an_error() {
+    let text = "Extracting keypoints: 100%|██████████| 10/10 [00:00<00:00, 51.67it/s]\nWarming up the pose model...\nPose model warmed up\nmunmap_chunk(): invalid pointer\n";
+    message_saying(text, FailureKind::Other, "munmap_chunk");
+    message_saying(
+        "Loading model\ndouble free or corruption (out)\n",
+        FailureKind::Other,
+        "double free",
+    );
+}
+
+/// A debugger's backtrace deepest in comfy-aimdo's library is comfy-aimdo's crash (labelling
+/// rule 3); one deepest in another library is not.
+#[test]
+fn a_native_stack_deepest_in_aimdo_is_aimdo() {
+    let stack = |lib: &str| {
+        format!("#0  0x0000000000000000 in ?? ()\n#1  0x00007ffff6a8d117 in alloc_hook () from /home/user/venv/lib/python3.12/site-packages/{lib}\n#2  0x00007ffeb80afcc4 in c10::hip::HIPCachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long) () from /home/user/venv/lib/python3.12/site-packages/torch/lib/libc10_hip.so\n")
+    };
+    let d = kind_of(&stack("comfy_aimdo/aimdo_rocm.so"), FailureKind::Aimdo);
+    assert!(
+        d.kind_evidence.contains("aimdo_rocm.so"),
+        "{}",
+        d.kind_evidence
+    );
+    let other = crate::diagnose::diagnose_text(&stack("torch/lib/libtorch_hip.so"))
+        .map(|d| d.kind)
+        .unwrap_or(FailureKind::Unknown);
+    assert_ne!(other, FailureKind::Aimdo);
+}
