@@ -86,7 +86,10 @@ fn two_machines_runs_folders_list_show_and_report_together() {
     );
     for line in &lines {
         assert!(
-            line["runs_dir"].as_str().unwrap().ends_with("/runs"),
+            line["runs_dir"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("{}runs", std::path::MAIN_SEPARATOR)),
             "{line}"
         );
         assert!(line["server"]

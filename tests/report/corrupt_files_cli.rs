@@ -68,7 +68,11 @@ fn report_names_the_run_whose_record_is_corrupt() {
         "corrupt run record".to_string(),
         entry.run_id.clone(),
         format!("step {}", entry.step),
-        format!("{}/{RUN_RECORD_FILE}", entry.dir),
+        format!(
+            "{}{}{RUN_RECORD_FILE}",
+            entry.dir,
+            std::path::MAIN_SEPARATOR
+        ),
     ] {
         assert!(md.contains(&said), "report.md does not say {said:?}:\n{md}");
     }

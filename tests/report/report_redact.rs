@@ -104,6 +104,11 @@ fn shareable_copy_replaces_secrets_in_inputs_and_extra_data_and_keeps_the_origin
     let copy = v["workflows"][0]["attachments"]["first_failing"]["shareable_workflow"]
         .as_str()
         .expect("a shareable copy is listed");
+    // The path is written redacted (a user's name in it is `<user>`, which Windows refuses in a
+    // file name): the copy is read from the session's `shareable/` folder by its file name.
+    let name = copy.rsplit(['/', '\\']).next().unwrap();
+    assert!(copy.contains("shareable"), "{copy}");
+    let copy = dir.join("shareable").join(name);
     let copy: Value = serde_json::from_str(&std::fs::read_to_string(copy).unwrap()).unwrap();
     assert_eq!(copy["extra_data"]["api_key_comfy_org"], "<secret>");
     assert_eq!(copy["extra_data"]["auth_token_comfy_org"], "<secret>");

@@ -920,12 +920,54 @@ pub const SCENARIOS: &[&str] = &[
 ];
 
 /// Replaces the temporary folder and the crate version so output can be compared to goldens.
+/// A path under the folder is written from the folder's inside with `/` between its parts, also
+/// where the report redacted the user's name in it (`C:\Users\<user>\…\.tmpX\runs\…`) or
+/// JSON escaped its backslashes.
 pub fn normalize(text: &str, root: &Path) -> String {
-    let root = format!("{}/", root.display());
-    text.replace(&root, "").replace(
+    let text = match root.file_name().map(|n| n.to_string_lossy().into_owned()) {
+        Some(name) if !name.is_empty() => relative_to(text, &name),
+        _ => text.to_string(),
+    };
+    text.replace(
         &format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
         "comfy-bisect VERSION",
     )
+}
+
+/// Every path in `text` that goes through a folder called `name`, from that folder's inside.
+fn relative_to(text: &str, name: &str) -> String {
+    let ends = |c: char| c.is_whitespace() || "`\"'()<>,;".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(name) {
+        let after = &rest[at + name.len()..];
+        let sep = after.len() - after.trim_start_matches(['/', '\\']).len();
+        if sep == 0 {
+            out.push_str(&rest[..at + name.len()]);
+            rest = after;
+            continue;
+        }
+        // The path's start: back to the character that opens it (a redacted `<user>` is part
+        // of it).
+        let mut start = at;
+        let mut in_angle = false;
+        for (i, c) in rest[..at].char_indices().rev() {
+            match c {
+                '>' => in_angle = true,
+                '<' if in_angle => in_angle = false,
+                _ if !in_angle && ends(c) => break,
+                _ => {}
+            }
+            start = i;
+        }
+        out.push_str(&rest[..start]);
+        let inside = &after[sep..];
+        let end = inside.find(ends).unwrap_or(inside.len());
+        out.push_str(&inside[..end].replace("\\\\", "/").replace('\\', "/"));
+        rest = &inside[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A model load as the console parser reports it.
