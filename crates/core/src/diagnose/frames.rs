@@ -199,6 +199,9 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("", "combine_video", "", Some(Postprocess), "video combine"),
     rule("", "tiled_scale*", "", None, "tiling helper, used by decode and upscale alike"),
     // VAE decode / encode and encoders (ComfyUI nodes.py, comfy/sd.py, wrappers).
+    // An attention kernel's decode phase (a language model generating token by token:
+    // comfy_kitchen's `flash_attention_decode`) is no VAE decode.
+    rule("attention", "*decode*", "", Some(WeakStep), "an attention kernel's decode phase"),
     rule("", "*decode*", "", Some(Decode), "a decode function: nodes.py or comfy.sd VAE.decode"),
     rule("", "*encode*", "", Some(Condition), "an encode function: text encoders or VAE.encode"),
     rule("", "zeroed_hidden_states", "", Some(Condition), "IPAdapter vision-encoder call"),
@@ -324,6 +327,11 @@ mod tests {
     fn well_known_frames() {
         let cases = [
             ("/c/comfy/utils.py", "load_torch_file", Some(Load)),
+            (
+                "/c/site-packages/comfy_kitchen/backends/cuda/flash_attention.py",
+                "flash_attention_decode",
+                Some(WeakStep),
+            ),
             ("/c/comfy/sd.py", "load_checkpoint_guess_config", Some(Load)),
             (
                 "/c/comfy/model_management.py",
