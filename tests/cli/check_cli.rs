@@ -425,7 +425,12 @@ fn a_server_that_never_comes_up_cannot_be_tested_125() {
         &[
             wf.to_str().unwrap(),
             "--restart-cmd",
-            "echo no build; exit 4",
+            // (cmd.exe runs it on Windows, where `&` separates commands)
+            if cfg!(windows) {
+                "echo no build& exit 4"
+            } else {
+                "echo no build; exit 4"
+            },
         ],
     );
     assert_eq!(out.status.code(), Some(125), "{}", text(&out));

@@ -932,6 +932,9 @@ pub fn normalize(text: &str, root: &Path) -> String {
         &format!("comfy-bisect {}", env!("CARGO_PKG_VERSION")),
         "comfy-bisect VERSION",
     )
+    // On Windows the resume hint quotes the redacted folder for cmd.exe (its `<user>` holds
+    // characters cmd.exe treats specially); from the folder's inside it needs no quotes.
+    .replace("--runs-dir \"runs\"", "--runs-dir runs")
 }
 
 /// Every path in `text` that goes through a folder called `name`, from that folder's inside.
