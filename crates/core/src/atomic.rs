@@ -3,8 +3,8 @@
 //! are fsynced, and the temp file is renamed over the target, then the folder is fsynced so the
 //! rename survives a crash (on Windows a rename refused while another process has the target
 //! open is tried again for up to 3 s). A reader sees the old file or the new one, never a mix,
-//! and on any error the temp file is removed (no `.tmp` leftovers). The temp file is created 0600, and the
-//! files appended to (event streams, the run index, `restart.log`) are opened by
+//! and on any error the temp file is removed (no `.tmp` leftovers). The temp file is created
+//! 0600, and the files appended to (event streams, the run index, `restart.log`) are opened by
 //! [`open_private`], so every file under `runs/` is readable by its owner only.
 
 use std::fs::File;

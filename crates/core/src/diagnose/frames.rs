@@ -1,7 +1,8 @@
 //! The frame table: which well-known functions and files of ComfyUI and the big custom-node packs
 //! show what the process was doing when it failed. The rules are data ([`FRAME_TABLE`]), read in
 //! order, first match wins; the deepest frame that any rule recognises decides (see `stage`).
-//! It also reads a traceback's frames into call order ([`parse_frames`]).
+//! It also reads a traceback's frames into call order ([`parse_frames`]) and a debugger's native
+//! backtrace frame ([`native_frame`]).
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -41,6 +42,32 @@ impl FrameCat {
 static FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)^\s*file\s+"(?P<path>[^"]+)"(?:,\s*line\s+(?P<line>\d+)(?P<comma>,)?|,)?\s*in\s+(?P<func>[^\s]+)(?:\s+(?P<code>.*))?$"#).expect("static regex")
 });
+
+/// A frame of a debugger's native backtrace (gdb: `#1  0x00007f… in aimdo_cuda_malloc () from
+/// /…/comfy_aimdo/aimdo_rocm.so`, `#0  0x0000000000000000 in ?? ()`).
+static NATIVE_FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^#\d+\s+(?:0x[0-9a-fA-F]+\s+in\s+)?(?P<func>\S+)\s*\(.*\)(?:\s+(?:from|at)\s+(?P<place>\S+))?")
+        .expect("static regex")
+});
+
+/// One frame of a debugger's native backtrace, read from its line.
+pub(crate) struct NativeFrame {
+    /// The frame names a function or the library it is in (not gdb's bare `?? ()`).
+    pub named: bool,
+    /// The library or source it is in lies under comfy-aimdo's package (`comfy_aimdo/`).
+    pub in_aimdo: bool,
+}
+
+/// The native backtrace frame a line is, if it is one.
+pub(crate) fn native_frame(line: &str) -> Option<NativeFrame> {
+    let caps = NATIVE_FRAME_RE.captures(line.trim())?;
+    let place = caps.name("place").map(|m| m.as_str());
+    Some(NativeFrame {
+        named: &caps["func"] != "??" || place.is_some(),
+        in_aimdo: place
+            .is_some_and(|p| p.to_lowercase().replace('\\', "/").contains("comfy_aimdo/")),
+    })
+}
 
 /// Frames in call order (outermost first, deepest last). Python tracebacks print them that way;
 /// faulthandler crash stacks (`File "…", line N in func`, no comma) print the most recent call

@@ -1,7 +1,7 @@
 //! Failure kind by wording. The vendor does not matter (ZLUDA and some ROCm builds print CUDA
 //! wording); look-alikes such as cuBLAS statuses or illegal memory access are `other`.
 
-use super::frames::parse_frames;
+use super::frames::{native_frame, parse_frames};
 use super::{ConsoleSignals, Evidence, RunOutcomeHint};
 use crate::vocab::FailureKind;
 use regex::Regex;
@@ -233,15 +233,6 @@ const BACKEND_WORDS: &[(&str, FailureKind)] = &[
 static FATAL_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:fatal python error:|segmentation fault)").expect("static regex")
 });
-/// A debugger's backtrace frame in comfy-aimdo's own library, as [`crate::diagnose`]'s console
-/// parser gives it for a native stack deepest there (gdb: `#1  0x… in aimdo_cuda_malloc () from
-/// /…/comfy_aimdo/aimdo_rocm.so`).
-static NATIVE_AIMDO_FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^#\d+\s+(?:0x[0-9a-f]+\s+in\s+)?\S+\s*\(.*\)\s+(?:from|at)\s+\S*comfy_aimdo[/\\]\S*",
-    )
-    .expect("static regex")
-});
 static MEMORY_ERROR_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?-u:\b)memoryerror(?-u:\b)").expect("static regex"));
 static TORCH_OOM_TYPE_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -344,10 +335,11 @@ pub(crate) fn classify(
             "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),
         );
     }
-    if let Some(frame) = NATIVE_AIMDO_FRAME_RE.find(&lower) {
+    // The console parser gives a native crash stack deepest in comfy-aimdo as that frame.
+    if native_frame(error_text).is_some_and(|f| f.in_aimdo) {
         return verdict(
             FailureKind::Aimdo,
-            format!("The native crash stack (a debugger's backtrace) is deepest in comfy-aimdo, the dynamic-VRAM offloader (`{}`): a crash in its own code.", frame.as_str().trim()),
+            format!("The native crash stack (a debugger's backtrace) is deepest in comfy-aimdo, the dynamic-VRAM offloader (`{}`): a crash in its own code.", error_text.trim()),
         );
     }
     if let Some(frame) = raised_in_aimdo(evidence) {

@@ -7,6 +7,7 @@ mod signals;
 mod words;
 
 use super::lines::normalise;
+use crate::diagnose::frames::native_frame;
 use crate::diagnose::stage::{is_background_line, validation_refusal};
 use crate::diagnose::{ConsoleSignals, ParseError, ParsedInput};
 use crate::diagnose::{Evidence, NodeProgress, RunOutcomeHint};
@@ -218,13 +219,10 @@ pub(super) fn parse_log(text: &str) -> Result<ParsedInput, ParseError> {
 /// The deepest frame of a debugger's native backtrace that names a function or a library, when
 /// it is comfy-aimdo's (its library under `comfy_aimdo/`): a crash in comfy-aimdo's own code.
 fn native_frame_in_aimdo(lines: &[String]) -> Option<String> {
-    let frame = lines.iter().map(|l| l.trim()).find_map(|l| {
-        let caps = GDB_FRAME_RE.captures(l)?;
-        (&caps["func"] != "??" || caps.name("place").is_some()).then_some((l, caps))
-    })?;
-    let (line, caps) = frame;
-    let place = caps.name("place").map_or("", |m| m.as_str());
-    (place.contains("comfy_aimdo/") || place.contains("comfy_aimdo\\")).then(|| line.to_string())
+    let (line, frame) = lines
+        .iter()
+        .find_map(|l| native_frame(l).filter(|f| f.named).map(|f| (l, f)))?;
+    frame.in_aimdo.then(|| line.trim().to_string())
 }
 
 /// A text with no run and no start-up in it (a node's or a tool's output, the reasons a prompt

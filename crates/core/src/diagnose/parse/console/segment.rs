@@ -407,26 +407,22 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     {
         f.startup = true;
     }
+    // The line after the exception line, if any.
+    let after_exception = final_at
+        .and_then(|at| line_below(lines, at))
+        .map(|n| lines[n].as_str());
     // So is an exception followed by a node pack's import notice: ComfyUI's `Cannot import X
     // module for custom nodes: …` (nodes.py prints it after the traceback), or a pack's
     // `… import failed:` opening the next of its own import tracebacks.
-    if final_at
-        .and_then(|at| line_below(lines, at))
-        .is_some_and(|next| is_pack_import_notice(&lines[next]))
-    {
+    if after_exception.is_some_and(is_pack_import_notice) {
         f.startup = true;
     }
     // An exception a node caught and printed, then its saying it falls back to another way
     // (`[CacheDiT] Falling back to direct forward hook implementation`): the run went on past
-    // it, so it is no failure of its own when nothing else in the segment is one.
-    let fell_back = final_at
-        .and_then(|at| line_below(lines, at))
-        .is_some_and(|next| FALLBACK_RE.is_match(&lines[next]));
-    if fell_back
-        && message_at == [final_at.unwrap_or_default()]
-        && exc_proc.is_none()
-        && err_occ.is_none()
-        && bare.is_none()
+    // it, so it is no failure of its own when nothing else in the segment is one (the
+    // exception line is the only message source seen, no error report, no death sign).
+    if after_exception.is_some_and(|l| FALLBACK_RE.is_match(l))
+        && message_at.len() == 1
         && md_message.is_none()
         && f.md_node_type.is_none()
         && deaths.is_empty()

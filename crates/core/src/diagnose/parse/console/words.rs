@@ -196,13 +196,6 @@ pub(super) static AIMDO_LOAD_FAILED_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^comfy-aimdo failed to load(?-u:\b)").expect("static regex"));
 pub(super) static NODE_CLASS_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z][\w.\-]{1,80}$").expect("static regex"));
-/// A frame of a debugger's native backtrace (gdb: `#1  0x00007f… in aimdo_cuda_malloc () from
-/// /…/comfy_aimdo/aimdo_rocm.so`, `#0  0x0000000000000000 in ?? ()`), with the function and
-/// where it is, when the frame names them.
-pub(super) static GDB_FRAME_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^#\d+\s+(?:0x[0-9a-fA-F]+\s+in\s+)?(?P<func>\S+)\s*\(.*\)(?:\s+(?:from|at)\s+(?P<place>\S+))?")
-        .expect("static regex")
-});
 /// A node saying it falls back to another way after an error it caught (`Falling back to …`,
 /// `using fallback`).
 pub(super) static FALLBACK_RE: LazyLock<Regex> =
