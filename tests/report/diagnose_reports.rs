@@ -41,7 +41,7 @@ const CLEAN_BATCHES: [(&str, Floors); 14] = [
     ("clean-2026k", (154, 137, 154, 139)),
     ("clean-2026l", (53, 48, 53, 47)),
     ("clean-2026m", (79, 76, 79, 76)),
-    ("clean-2026n", (35, 33, 35, 33)),
+    ("clean-2026n", (36, 33, 36, 33)),
 ];
 
 /// A clean batch's file.
@@ -703,7 +703,7 @@ fn score_both_paths(title: &str, records: &[Value], floors: (usize, usize, usize
 /// The signs of a dead process, written here independently of the parser: a pasted log is only
 /// `process_killed` when its text shows one of them (issue #40: the end of a paste is not one).
 static DEATH_SIGN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?im)(\bkilled\b|oom-kill|earlyoom|systemd-oomd|terminated abnormally|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server|import times for custom nodes|aborthandler\.h|exception code: 0x|if you see this and comfyui did not start|^[a-z]:\\[^>\n]*>\s*pause\s*$)").expect("regex")
+    regex::Regex::new(r"(?im)(\bkilled\b|oom-kill|earlyoom|systemd-oomd|terminated abnormally|exit(?:ed with)? code|exit status|process exited|segmentation fault|core dumped|sigkill|signal 9\b|press any key|请按任意键|0xc0000005|-1073741819|fatal exception|fatal python error|most recent call first|reconnecting|to see the gui go to|starting server|import times for custom nodes|aborthandler\.h|exception code: 0x|if you see this and comfyui did not start|^[a-z]:\\[^>\n]*>\s*pause\s*$|\b(?:terminated|aborted|abort trap|bus error|illegal (?:hardware )?instruction|floating point exception|trace/breakpoint trap)\b|kernel panic|kill process \d|segfault at|oomkilled|has stopped working|quit unexpectedly|referenced memory at|faulting application|bugcheck|stop code:|needs to restart|^[A-Z_]+_VIOLATION \()").expect("regex")
 });
 
 /// Over every labelled set: no pasted text without a death sign comes out `process_killed`,

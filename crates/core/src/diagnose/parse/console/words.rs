@@ -200,12 +200,22 @@ pub(super) static NODE_CLASS_RE: LazyLock<Regex> =
 /// `using fallback`).
 pub(super) static FALLBACK_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\bfall(?:ing|s)?[\s-]?back\b").expect("static regex"));
-/// `Killed` ending a line, or bash's report of a killed job with its command after it: from a
-/// script (`entrypoint.sh: line 42:  8 Killed    python3 main.py`) or the job table (`[1]+
-/// Killed    python main.py`).
+/// What bash prints for a job a fatal signal ended (`strsignal`), as the `(?i)` alternation of
+/// [`KILLED_RE`].
+const BASH_SIGNALS: &str = "killed|terminated|aborted|segmentation fault|illegal instruction|bus error|floating point exception|trace/breakpoint trap";
+/// What zsh prints for the same (its own signal names: `illegal hardware instruction`, `abort`).
+const ZSH_SIGNALS: &str = "killed|terminated|abort|segmentation fault|illegal hardware instruction|bus error|floating point exception|trace trap";
+/// A shell's report that a fatal signal ended the job: `Killed` ending a line; bash's word for
+/// any fatal signal alone on a line (`Terminated`, `Aborted`, `Bus error (core dumped)`), from
+/// a script (`entrypoint.sh: line 42:  8 Killed    python3 main.py`) or the job table (`[1]+
+/// Killed    python main.py`); macOS's shells adding the signal's number (`Abort trap: 6`,
+/// `Killed: 9`); zsh's `zsh: killed     python main.py` and its job table (`[1]    12345
+/// killed     python main.py`); fish's `… terminated by signal SIGABRT`.
 pub(super) static KILLED_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:(?:^|[\]\s)])Killed\s*$|(?:line \d+:\s*\d+|^\[\d+\][+-]?)\s+Killed\s+\S)")
-        .expect("static regex")
+    Regex::new(&format!(
+        r"(?:(?:^|[\]\s)])Killed\s*$|(?i:^(?:{BASH_SIGNALS})(?: \(core dumped\))?$|^(?:{BASH_SIGNALS}|abort trap): \d+$|(?:line \d+:\s*\d+|^\[\d+\][+-]?)\s+(?:{BASH_SIGNALS})(?: \(core dumped\))?\s+\S|^zsh: (?:{ZSH_SIGNALS})\s+\S|^\[\d+\]\s*[+-]?\s*\d+\s+(?:{ZSH_SIGNALS})\s+\S|terminated by signal sig[a-z]+))"
+    ))
+    .expect("static regex")
 });
 /// A launcher's `pause` (`Press any key to continue . . .`, localised), printed after the
 /// process exited; also what the portable build's `run_nvidia_gpu.bat` shows between
@@ -221,6 +231,10 @@ pub(super) static PAUSE_RE: LazyLock<Regex> =
 pub(super) static MANAGER_RESTART_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Restarting\.\.\.(?: \[Legacy Mode\])?$").expect("static regex"));
 
+/// Windows stop codes a GPU workload or a failing memory can raise (a bugcheck's name, as a
+/// blue screen and a debugger's analysis print it).
+const BUGCHECK_NAMES: &str = "dpc_watchdog_violation|video_tdr_failure|video_tdr_timeout_detected|video_scheduler_internal_error|video_memory_management_internal|video_dxgkrnl_fatal_error|system_service_exception|system_thread_exception_not_handled|page_fault_in_nonpaged_area|irql_not_less_or_equal|driver_irql_not_less_or_equal|kmode_exception_not_handled|memory_management|whea_uncorrectable_error|critical_process_died|unexpected_kernel_mode_trap|kernel_security_check_failure|clock_watchdog_timeout|kernel_data_inpage_error|driver_power_state_failure|attempted_write_to_readonly_memory|bad_pool_header|bad_pool_caller";
+
 /// Signs that the process died. `Unhandled exception caught in c10/util/AbortHandler.h` is
 /// PyTorch's terminate handler, which prints it and its backtrace, then calls `std::abort()`;
 /// `Fatal Python error: …` is faulthandler's (or the interpreter's) last word; `… terminated
@@ -233,9 +247,17 @@ pub(super) static MANAGER_RESTART_RE: LazyLock<Regex> =
 /// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
 /// report of a hang, and with it the header already counts. `Exception Code: 0x…` alone on a
 /// line is LLVM's crash handler on Windows (in triton's and other LLVM-built libraries) printing
-/// an unhandled exception before its stack, as the process ends.
+/// an unhandled exception before its stack, as the process ends. The kernel's panic
+/// (`Kernel panic - not syncing: …`), its older oom-killer wording (`Out of memory: Kill process N (python)`) and its `python[N]:
+/// segfault at … ip …` record; a container runtime's `OOMKilled`; Windows' crash dialogs (`…
+/// has stopped working`, `The instruction at 0x… referenced memory at 0x…`), macOS's (`Python
+/// quit unexpectedly`) and Event Viewer's Application Error record (`Faulting application name:
+/// …`); a Windows bugcheck, which takes the machine down with the process: a blue screen's
+/// `Stop code: …` or `Your PC ran into a problem and needs to restart`, the record written at
+/// the next boot (`The computer has rebooted from a bugcheck`), a debugger's analysis
+/// (`BugCheck 133, {…}`, or a stop code's name heading its lines, [`BUGCHECK_NAMES`]).
 pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r"(?i)(oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|{PAUSE}|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{{8}}$)")).expect("static regex")
+    Regex::new(&format!(r"(?i)(kernel panic - not syncing|out of memory: kill process \d+|(?-u:\b)segfault at [0-9a-f]+ ip |(?-u:\b)oomkilled(?-u:\b)|^[\w.\-]+\.exe has stopped working|^python[\d.]* quit unexpectedly|the instruction at 0x[0-9a-f]+ referenced memory|^faulting application name:|rebooted from a bugcheck|ran into a problem and needs to restart|^stop code:\s*\S|^bugcheck [0-9a-f]+, \{{|^(?:{BUGCHECK_NAMES})(?: \((?:0x)?[0-9a-f]{{1,8}}\))?$|oom-kill|invoked oom-killer|out of memory: killed process|killed process \d+|segmentation fault|core dumped|exit(?:ed with)? code:? -?\d+|exit status -?\d+|process exited|(?-u:\b)sigkill(?-u:\b)|signal 9(?-u:\b)|reconnecting\.\.\.|{PAUSE}|0xc0000005|-1073741819|windows fatal exception|fatal python error:|terminated abnormally with signal|earlyoom\S*:? sending sig(?:term|kill) to process|systemd-oomd\S*:? killed|^current thread 0x[0-9a-f]+ \(most recent call first\)|^faulting module(?: name)?:|^unhandled exception caught in c10/util/aborthandler\.h|^exception code: 0x[0-9a-f]{{8}}$)")).expect("static regex")
 });
 
 /// Words that mark an error message line even without any surrounding structure (with
@@ -252,6 +274,7 @@ const MESSAGE_WORDS: &[&str] = &[
     "malloc(): memory corruption",
     "corrupted size vs. prev_size",
     "corrupted double-linked list",
+    "invalid fastbin entry",
     "realloc(): invalid",
     "malloc_consolidate(): invalid chunk size",
     "out of memory",
@@ -313,10 +336,20 @@ pub(super) fn is_aimdo_error(lower: &str) -> bool {
         .is_some_and(|(_, rest)| rest.contains(":error:"))
 }
 
+/// glibc's allocator reporting a failed heap check (`malloc_printerr` in malloc.c: `free():
+/// invalid next size (fast)`, `malloc(): unaligned tcache chunk detected`), just before it
+/// aborts the process; the words [`MESSAGE_WORDS`] list are its checks without a function name.
+static GLIBC_HEAP_CHECK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:malloc|free|realloc|calloc|munmap_chunk|mremap_chunk|malloc_consolidate|tcache_thread_shutdown|_int_malloc|_int_free|_int_realloc)\(\): [a-z]").expect("static regex")
+});
+
 pub(super) fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
     if is_aimdo_error(&l) {
         // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
+        return true;
+    }
+    if GLIBC_HEAP_CHECK_RE.is_match(l.trim()) {
         return true;
     }
     MESSAGE_WORDS

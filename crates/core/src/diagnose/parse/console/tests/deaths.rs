@@ -255,3 +255,72 @@ fn the_launchers_lines_after_python_exits_are_a_death_and_an_exception_line_is_n
     let child = "got prompt\nTraceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 1627, in sample\n    return common_ksampler(model)\nsubprocess.CalledProcessError: Command '['tcc.exe', 'cuda_utils.c']' returned non-zero exit status 1.\n";
     message_saying(child, FailureKind::Other, "non-zero exit status 1");
 }
+
+/// A shell's report that any fatal signal ended the job is a death, like `Killed`: bash's
+/// `strsignal` word alone or in its job line, macOS's with the signal's number, zsh's and
+/// fish's wordings (labelling rule 3, third amendments). The same words inside a sentence are
+/// none.
+#[test]
+fn a_shell_reporting_any_fatal_signal_is_a_death() {
+    let run = "got prompt\nRequested to load WAN21\nloaded partially 5000.0 MB\n 10%|█         | 2/20 [00:30<04:30, 15.0s/it]\n";
+    for sign in [
+        "Terminated",
+        "Aborted",
+        "Bus error (core dumped)",
+        "Illegal instruction",
+        "Floating point exception",
+        "Trace/breakpoint trap",
+        "Abort trap: 6",
+        "Killed: 9",
+        "run.sh: line 3:  4242 Terminated              python main.py",
+        "[1]+  Aborted (core dumped)    python main.py",
+        "zsh: killed     python main.py --listen",
+        "zsh: abort      python main.py",
+        "[1]    12345 killed     python main.py",
+        "fish: Job 1, 'python main.py' terminated by signal SIGABRT (Abort)",
+    ] {
+        let d = kind_of(&format!("{run}{sign}\n"), FailureKind::ProcessKilled);
+        assert_eq!(d.stage, crate::vocab::Stage::SampleMiddle, "{sign}: {d:?}");
+    }
+    for words in [
+        "Operation Aborted",
+        "Download terminated",
+        "the job was aborted by the user",
+    ] {
+        kind_of(&format!("{run}{words}\n"), FailureKind::Unknown);
+    }
+}
+
+/// The kernel's and Windows' words for a process or the machine going down are deaths: a
+/// kernel panic, the older oom-killer wording, the kernel's segfault record, a container's
+/// `OOMKilled`, the crash dialogs and Event Viewer's Application Error record, a bugcheck (blue
+/// screen, its record at the next boot, a debugger's analysis). A display driver that recovered
+/// (TDR) is none, and neither is a reporter's sentence with a crash dialog's words in it.
+#[test]
+fn the_systems_words_for_a_process_or_machine_going_down_are_deaths() {
+    let run = "got prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\n  0%|          | 0/20 [00:00<?, ?it/s]\n";
+    for sign in [
+        "Kernel panic - not syncing: Out of memory and no killable processes...",
+        "Out of memory: Kill process 4242 (python) score 912 or sacrifice child",
+        "[ 8123.456] python3[4242]: segfault at 0 ip 00007f3a1c2b3c4d sp 00007ffd2e3f4a50 error 4 in libc.so.6",
+        "    Last State:  Terminated\n      Reason:    OOMKilled",
+        "python.exe has stopped working",
+        "Python quit unexpectedly.",
+        "The instruction at 0x00007FF8A1B2C3D4 referenced memory at 0x0000000000000000. The memory could not be read.",
+        "Faulting application name: python.exe, version: 3.12.7150.1013, time stamp: 0x66f0a1b2",
+        "The computer has rebooted from a bugcheck.  The bugcheck was: 0x00000133 (0x0000000000000001, 0x0000000000001e00, 0xfffff8072d6fb320, 0x0000000000000000).",
+        "Your PC ran into a problem and needs to restart.\nStop code: VIDEO_TDR_FAILURE",
+        "DPC_WATCHDOG_VIOLATION (133)",
+        "DPC_WATCHDOG_VIOLATION (0x133)\nArg1: 0 (one DPC/ISR exceeded its time allotment)",
+        "BugCheck 116, {ffffe00123456010, fffff80123456789, 0, d}",
+    ] {
+        let d = kind_of(&format!("{run}{sign}\n"), FailureKind::ProcessKilled);
+        assert_eq!(d.stage, crate::vocab::Stage::SampleFirst, "{sign}: {d:?}");
+    }
+    for words in [
+        "Display driver nvlddmkm stopped responding and has successfully recovered.",
+        "so then ComfyUI has stopped working and quit unexpectedly",
+    ] {
+        kind_of(&format!("{run}{words}\n"), FailureKind::Unknown);
+    }
+}

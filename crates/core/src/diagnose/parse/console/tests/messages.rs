@@ -403,6 +403,19 @@ fn a_glibc_heap_check_is_an_error() {
         FailureKind::Other,
         "double free",
     );
+    // any check of glibc's allocator, named by its function
+    for check in [
+        "free(): invalid next size (fast)",
+        "malloc(): unaligned tcache chunk detected",
+        "malloc_consolidate(): unaligned fastbin chunk detected",
+        "tcache_thread_shutdown(): unaligned tcache chunk detected",
+    ] {
+        message_saying(
+            &format!("Pose model warmed up\n{check}\n"),
+            FailureKind::Other,
+            check,
+        );
+    }
 }
 
 /// A debugger's backtrace deepest in comfy-aimdo's library is comfy-aimdo's crash (labelling
