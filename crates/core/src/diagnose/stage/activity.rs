@@ -32,6 +32,12 @@ static REPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// A listing of models being read (SwarmUI's `Loading models list...`), not a model.
+static LISTING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:models?|checkpoints?|loras?)\s+(?:list|lists|index|metadata|info|cache|folders?|paths?|registry|database|catalog)\b")
+        .expect("static regex")
+});
+
 /// Words that show an input file being read, not latents being decoded.
 static INPUT_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(?:input|file|audio)\b").expect("static regex"));
@@ -122,6 +128,7 @@ pub(crate) fn node_activity(line: &str) -> Option<NodeActivity> {
             re.is_match(w)
                 && !(latent && *stage == Stage::Postprocess)
                 && !(input && *stage == Stage::Decode)
+                && !(*stage == Stage::Load && LISTING_RE.is_match(w))
         })
         .map(|(_, stage, what)| NodeActivity {
             stage: *stage,
@@ -160,6 +167,19 @@ mod tests {
         ] {
             assert!(!is_background_line(line), "{line:?}");
         }
+    }
+
+    /// Reading a list of models (SwarmUI's start-up) is no model being loaded; loading one is.
+    #[test]
+    fn a_models_list_is_not_a_model() {
+        for line in [
+            "2026-01-10 03:38:37.874 [Init] Loading models list...",
+            "Loading model metadata",
+            "[Manager] Loading models index",
+        ] {
+            assert_eq!(stage(line), None, "{line}");
+        }
+        assert_eq!(stage("[Init] Loading models..."), Some(Stage::Load));
     }
 
     #[test]

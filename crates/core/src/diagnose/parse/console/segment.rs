@@ -226,12 +226,14 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             restarts.push(i);
         }
         // ComfyUI started after the failure: a start-up error it went on after, unless the
-        // failure is a run's (the error report the frontend writes for a failed node, or
-        // execution.py's `!!! Exception during processing !!!`), which a restart does not undo.
+        // failure is a run's (the error report the frontend writes for a failed node,
+        // execution.py's `!!! Exception during processing !!!`, or a traceback through
+        // execution.py executing a node), which a restart does not undo.
         let run_failure = f.md_node_id.is_some()
             || f.md_node_type.is_some()
             || f.md_exception_type.is_some()
-            || exc_proc.is_some();
+            || exc_proc.is_some()
+            || f.traceback.iter().any(|frame| is_execution_frame(frame));
         if f.start.is_some() && !run_failure && STARTUP_RE.is_match(t) {
             f.startup = true;
         }
@@ -417,6 +419,11 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     if after_exception.is_some_and(is_pack_import_notice) {
         f.startup = true;
     }
+    // So is numpy's import check as the exception itself (`RuntimeError: module compiled
+    // against ABI version 0x… but this version of numpy is 0x…`): a module failed to import.
+    if final_at.is_some_and(|at| is_numpy_build_mismatch(&lines[at])) {
+        f.startup = true;
+    }
     // An exception a node caught and printed, then its saying it falls back to another way
     // (`[CacheDiT] Falling back to direct forward hook implementation`): the run went on past
     // it, so it is no failure of its own when nothing else in the segment is one (the
@@ -586,6 +593,24 @@ fn is_pack_import_frame(frame: &str) -> bool {
         let path = c["path"].replace('\\', "/");
         (path.contains("/custom_nodes/") && &c["func"] == "<module>")
             || &c["func"] == "load_custom_node"
+    })
+}
+
+/// A traceback frame of ComfyUI's prompt executor running a node (`execution.py` in
+/// `execute`, `get_output_data`, `_async_map_node_over_list`, `map_node_over_list`,
+/// `process_inputs`): only a run passes through them.
+fn is_execution_frame(frame: &str) -> bool {
+    FRAME_RE.captures(frame.trim()).is_some_and(|c| {
+        let path = c["path"].replace('\\', "/");
+        (path == "execution.py" || path.ends_with("/execution.py"))
+            && [
+                "execute",
+                "get_output_data",
+                "_async_map_node_over_list",
+                "map_node_over_list",
+                "process_inputs",
+            ]
+            .contains(&&c["func"])
     })
 }
 

@@ -516,19 +516,35 @@ pub(super) fn is_notice(line: &str) -> bool {
 }
 
 /// A node pack's import failing at start-up, as ComfyUI (`Cannot import X module for custom
-/// nodes: …`, `(IMPORT FAILED)`) or the pack itself (`… import failed:`, `Error loading X.py:`)
-/// says it.
+/// nodes: …`, `(IMPORT FAILED)`, and for a pack of the V3 API `Error while calling
+/// comfy_entrypoint in X: …`, nodes.py's `load_custom_node`) or the pack itself (`… import
+/// failed:`, `Error loading X.py:`, `[X] Critical Import Error: …`) says it; also numpy's check
+/// that fails the import of a module built against another numpy (`module compiled against ABI
+/// version 0x… but this version of numpy is 0x…`).
 pub(super) fn is_pack_import_notice(line: &str) -> bool {
     let l = line.to_lowercase();
     l.contains("module for custom nodes")
         || l.contains("import failed")
+        || l.contains("error while calling comfy_entrypoint in")
+        || is_numpy_build_mismatch(line)
         || PACK_FILE_IMPORT_RE.is_match(line)
+}
+
+/// numpy's check, as a compiled module is imported, that it was built against this numpy
+/// (`module compiled against ABI version 0x1000009 but this version of numpy is 0x2000000`).
+pub(super) fn is_numpy_build_mismatch(line: &str) -> bool {
+    let l = line.to_lowercase();
+    l.contains("module compiled against abi version")
+        || l.contains("module compiled against api version")
 }
 
 /// A node pack importing one of its own files at start-up and failing (`Error loading
 /// AILab_RMBG.py: No module named 'cv2'`): ComfyUI goes on without those nodes.
-static PACK_FILE_IMPORT_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?-u:\b)error loading [\w.\-]+\.py:").expect("static regex"));
+/// So is its `[X] Import Error: …` / `Critical Import Error: …` line.
+static PACK_FILE_IMPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)error loading [\w.\-]+\.py:|^\W*(?:\[[^\]]{1,60}\]\s*)?(?:critical\s+)?import\s+error:")
+        .expect("static regex")
+});
 
 /// A node class name alone on a line (`SaveVideo`, `KSampler`, `VHS_VideoCombine`): one token,
 /// with a capital, that is not an exception class.

@@ -241,3 +241,40 @@ fn a_packs_import_errors_are_noise_and_a_launchers_syntax_error_is_not() {
         FailureKind::Other,
     );
 }
+
+/// More of a node pack failing to import at start-up, as ComfyUI and the packs print it: nodes.py's
+/// warning for a pack of the V3 API whose `comfy_entrypoint` raised, a pack's own `❌ [X]
+/// Critical Import Error: …` above its import traceback (exception line cut), and numpy's check
+/// failing the import of a module built against another numpy. None is a run's failure, and
+/// none hides one.
+#[test]
+fn more_of_a_packs_import_failing_is_start_up_noise() {
+    for log in [
+        "[INFO]    0.3 seconds (IMPORT FAILED): /root/ComfyUI/custom_nodes/some-pack\n\n[WARNING] Error while calling comfy_entrypoint in /root/ComfyUI/custom_nodes/some-pack: '/mnt/shared/model.pt' is not in the subpath of '/root/ComfyUI/models'\n",
+        "[WARNING] Error while calling comfy_entrypoint in /home/user/ComfyUI/custom_nodes/pack: 'x' is not in the subpath of '/home/user/ComfyUI/models'",
+        "❌ [Some-TTS] Critical Import Error: cannot import name 'check_model_inputs' from 'transformers.utils.generic'\n   Traceback for debugging:\nTraceback (most recent call last):\n  File \"E:\\ComfyUI\\custom_nodes\\some-tts\\nodes.py\", line 91, in <module>\n    import some_tts\n  File \"E:\\ComfyUI\\custom_nodes\\some-tts\\some_tts\\model.py\", line 60, in <module>\n    from transformers.utils.generic import check_model_inputs\nImportError:\n",
+        "module for custom nodes: numpy.core.multiarray failed to import\nRuntimeError: module compiled against ABI version 0x1000009 but this version of numpy is 0x2000000\nWAS Node Suite Warning: OpenCV Python module cannot be found. Attempting install...\n",
+    ] {
+        assert!(crate::diagnose::diagnose_text(log).is_err(), "{log}");
+    }
+    let run = "got prompt\n!!! Exception during processing !!! CUDA error: out of memory\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\ntorch.AcceleratorError: CUDA error: out of memory\n";
+    let notice = "[WARNING] Error while calling comfy_entrypoint in /c/custom_nodes/pack: boom\n";
+    kind_of(&format!("{notice}{run}"), FailureKind::CudaOom);
+}
+
+/// A traceback through ComfyUI's executor running a node is a run's failure, also when the
+/// paste shows ComfyUI's start-up after it (as the frontend's error report above its log is):
+/// the start-up does not make it a start-up error.
+#[test]
+fn a_run_traceback_above_a_start_up_is_the_failure() {
+    let run = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\execution.py\", line 534, in execute\n    output_data = get_output_data(obj)\n  File \"C:\\ComfyUI\\execution.py\", line 334, in get_output_data\n    return_values = _async_map_node_over_list(obj)\nRuntimeError: coroutine raised StopIteration\n";
+    let start = "\nImport times for custom nodes:\n   0.0 seconds: C:\\ComfyUI\\custom_nodes\\websocket_image_save.py\n\nStarting server\n";
+    message_saying(
+        &format!("{run}{start}"),
+        FailureKind::Other,
+        "coroutine raised StopIteration",
+    );
+    // An import traceback of a pack followed by the start-up stays noise.
+    let import = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 2227, in load_custom_node\n    module_spec.loader.exec_module(module)\nModuleNotFoundError: No module named 'cv2'\n";
+    assert!(crate::diagnose::diagnose_text(&format!("{import}{start}")).is_err());
+}
