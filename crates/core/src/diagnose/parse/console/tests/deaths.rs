@@ -263,7 +263,7 @@ fn the_launchers_lines_after_python_exits_are_a_death_and_an_exception_line_is_n
 #[test]
 fn a_shell_reporting_any_fatal_signal_is_a_death() {
     let run = "got prompt\nRequested to load WAN21\nloaded partially 5000.0 MB\n 10%|█         | 2/20 [00:30<04:30, 15.0s/it]\n";
-    for sign in [
+    let signs = [
         "Terminated",
         "Aborted",
         "Bus error (core dumped)",
@@ -278,15 +278,23 @@ fn a_shell_reporting_any_fatal_signal_is_a_death() {
         "zsh: abort      python main.py",
         "[1]    12345 killed     python main.py",
         "fish: Job 1, 'python main.py' terminated by signal SIGABRT (Abort)",
-    ] {
-        let d = kind_of(&format!("{run}{sign}\n"), FailureKind::ProcessKilled);
-        assert_eq!(d.stage, crate::vocab::Stage::SampleMiddle, "{sign}: {d:?}");
-    }
-    for words in [
+    ];
+    let none = [
         "Operation Aborted",
         "Download terminated",
         "the job was aborted by the user",
-    ] {
+    ];
+    deaths_after(run, &signs, &none, crate::vocab::Stage::SampleMiddle);
+}
+
+/// Each of `signs` after `run` is a death at `stage` (the run's last activity); each of `none`
+/// is no sign: the log just ends.
+fn deaths_after(run: &str, signs: &[&str], none: &[&str], stage: crate::vocab::Stage) {
+    for sign in signs {
+        let d = kind_of(&format!("{run}{sign}\n"), FailureKind::ProcessKilled);
+        assert_eq!(d.stage, stage, "{sign}: {d:?}");
+    }
+    for words in none {
         kind_of(&format!("{run}{words}\n"), FailureKind::Unknown);
     }
 }
@@ -299,7 +307,7 @@ fn a_shell_reporting_any_fatal_signal_is_a_death() {
 #[test]
 fn the_systems_words_for_a_process_or_machine_going_down_are_deaths() {
     let run = "got prompt\nRequested to load WAN21\nloaded completely 9000 6000 True\n  0%|          | 0/20 [00:00<?, ?it/s]\n";
-    for sign in [
+    let signs = [
         "Kernel panic - not syncing: Out of memory and no killable processes...",
         "Out of memory: Kill process 4242 (python) score 912 or sacrifice child",
         "[ 8123.456] python3[4242]: segfault at 0 ip 00007f3a1c2b3c4d sp 00007ffd2e3f4a50 error 4 in libc.so.6",
@@ -313,14 +321,10 @@ fn the_systems_words_for_a_process_or_machine_going_down_are_deaths() {
         "DPC_WATCHDOG_VIOLATION (133)",
         "DPC_WATCHDOG_VIOLATION (0x133)\nArg1: 0 (one DPC/ISR exceeded its time allotment)",
         "BugCheck 116, {ffffe00123456010, fffff80123456789, 0, d}",
-    ] {
-        let d = kind_of(&format!("{run}{sign}\n"), FailureKind::ProcessKilled);
-        assert_eq!(d.stage, crate::vocab::Stage::SampleFirst, "{sign}: {d:?}");
-    }
-    for words in [
+    ];
+    let none = [
         "Display driver nvlddmkm stopped responding and has successfully recovered.",
         "so then ComfyUI has stopped working and quit unexpectedly",
-    ] {
-        kind_of(&format!("{run}{words}\n"), FailureKind::Unknown);
-    }
+    ];
+    deaths_after(run, &signs, &none, crate::vocab::Stage::SampleFirst);
 }
