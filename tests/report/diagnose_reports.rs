@@ -42,7 +42,7 @@ const CLEAN_BATCHES: [(&str, Floors); 15] = [
     ("clean-2026l", (53, 48, 53, 47)),
     ("clean-2026m", (79, 76, 79, 76)),
     ("clean-2026n", (36, 33, 36, 33)),
-    ("clean-2026o", (46, 45, 46, 46)),
+    ("clean-2026o", (47, 45, 47, 46)),
 ];
 
 /// A clean batch's file.

@@ -173,6 +173,10 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // ComfyUI-Manager's restarts.
     let mut traceback_at: Vec<usize> = Vec::new();
     let mut restarts: Vec<usize> = Vec::new();
+    // The exception line, where it stands and how many frames were read, when the last
+    // `Traceback (most recent call last):` header began.
+    type Before = (Option<(String, Option<String>)>, Option<usize>, usize);
+    let mut before_last_traceback: Option<Before> = None;
     let mark = |f: &mut SegmentFailure, i: usize| {
         if f.start.is_none() {
             f.start = Some(i);
@@ -335,6 +339,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             message_at.push(i);
             mark(&mut f, i);
         } else if TRACEBACK_RE.is_match(t) {
+            before_last_traceback = Some((final_line.clone(), final_at, f.traceback.len()));
             traceback_at.push(i);
             mark(&mut f, i);
         } else if THREAD_RE.is_match(t) {
@@ -416,8 +421,21 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // So is an exception followed by a node pack's import notice: ComfyUI's `Cannot import X
     // module for custom nodes: …` (nodes.py prints it after the traceback), or a pack's
     // `… import failed:` opening the next of its own import tracebacks.
+    // A run's failure above that import traceback (a traceback through execution.py, with its
+    // exception line, pasted above the start-up log) stays the failure.
     if after_exception.is_some_and(is_pack_import_notice) {
-        f.startup = true;
+        match before_last_traceback.take() {
+            Some((Some(line), at, frames))
+                if f.traceback[..frames]
+                    .iter()
+                    .any(|fr| is_execution_frame(fr)) =>
+            {
+                final_line = Some(line);
+                final_at = at;
+                f.traceback.truncate(frames);
+            }
+            _ => f.startup = true,
+        }
     }
     // So is numpy's import check as the exception itself (`RuntimeError: module compiled
     // against ABI version 0x… but this version of numpy is 0x…`): a module failed to import.

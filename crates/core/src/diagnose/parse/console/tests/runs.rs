@@ -263,8 +263,8 @@ fn more_of_a_packs_import_failing_is_start_up_noise() {
 }
 
 /// A traceback through ComfyUI's executor running a node is a run's failure, also when the
-/// paste shows ComfyUI's start-up after it (as the frontend's error report above its log is):
-/// the start-up does not make it a start-up error.
+/// paste shows ComfyUI's start-up after it (as the frontend's error report above its log is),
+/// with a node pack's import traceback in it: neither makes it a start-up error.
 #[test]
 fn a_run_traceback_above_a_start_up_is_the_failure() {
     let run = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\execution.py\", line 534, in execute\n    output_data = get_output_data(obj)\n  File \"C:\\ComfyUI\\execution.py\", line 334, in get_output_data\n    return_values = _async_map_node_over_list(obj)\nRuntimeError: coroutine raised StopIteration\n";
@@ -274,6 +274,18 @@ fn a_run_traceback_above_a_start_up_is_the_failure() {
         FailureKind::Other,
         "coroutine raised StopIteration",
     );
+    // The same above a pack's import traceback and ComfyUI's notice for it, in the frontend's
+    // layout (the exception line above its frames) and in Python's.
+    let pack = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 2227, in load_custom_node\n    module_spec.loader.exec_module(module)\n  File \"C:\\ComfyUI\\custom_nodes\\pack\\nodes.py\", line 20, in <module>\n    import cv2\nModuleNotFoundError: No module named 'cv2'\n\nCannot import C:\\ComfyUI\\custom_nodes\\pack module for custom nodes: No module named 'cv2'\n";
+    let dialog = "RuntimeError: coroutine raised StopIteration\n\n\n  File \"C:\\ComfyUI\\execution.py\", line 534, in execute\n    output_data = get_output_data(obj)\n\n  File \"C:\\ComfyUI\\execution.py\", line 334, in get_output_data\n    return_values = _async_map_node_over_list(obj)\n\n";
+    for above in [dialog, run] {
+        message_saying(
+            &format!("{above}{pack}{start}"),
+            FailureKind::Other,
+            "coroutine raised StopIteration",
+        );
+    }
+    assert!(crate::diagnose::diagnose_text(&format!("{pack}{start}")).is_err());
     // An import traceback of a pack followed by the start-up stays noise.
     let import = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 2227, in load_custom_node\n    module_spec.loader.exec_module(module)\nModuleNotFoundError: No module named 'cv2'\n";
     assert!(crate::diagnose::diagnose_text(&format!("{import}{start}")).is_err());
