@@ -201,6 +201,18 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             };
             continue;
         }
+        if SERVER_NOTICE_RE.is_match(t) {
+            // An error the server or the start-up logs and goes on after, with the traceback it
+            // may print under it (to its exception line): none of it is the run's failure.
+            i = match line_below(lines, i).filter(|&n| TRACEBACK_RE.is_match(lines[n].trim())) {
+                Some(n) => lines[n..]
+                    .iter()
+                    .position(|l| FINAL_RE.is_match(l.trim()))
+                    .map_or(lines.len(), |e| n + e + 1),
+                None => i + 1,
+            };
+            continue;
+        }
         if let Some(e) = line_event(t) {
             f.events.push((i, e));
         }

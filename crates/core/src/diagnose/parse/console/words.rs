@@ -307,6 +307,8 @@ const MESSAGE_WORDS: &[&str] = &[
     "memory access fault by gpu",
     // Python's Windows launcher (`pip.exe`, `offload-arch.exe`) failing to start its script
     "fatal error in launcher",
+    // server.py failing to bind its port at start-up (it then exits: `raise SystemExit(1)`)
+    "is already in use on address",
     // comfy-aimdo's (the dynamic-VRAM offloader's) errors, printed as console lines too, are
     // `SPECIFIC_WORDS`
 ];
@@ -492,7 +494,8 @@ static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Start-up and informational lines that are no failure: a node pack's import failing
-/// ([`is_pack_import_notice`]: start-up noise, ComfyUI goes on without the pack), warnings,
+/// ([`is_pack_import_notice`]: start-up noise, ComfyUI goes on without the pack), errors the
+/// server logs and goes on after ([`SERVER_NOTICE_RE`]), warnings,
 /// deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
 pub(super) fn is_notice(line: &str) -> bool {
     let l = line.to_lowercase();
@@ -510,10 +513,21 @@ pub(super) fn is_notice(line: &str) -> bool {
     .iter()
     .any(|w| l.contains(w))
         || is_pack_import_notice(line)
+        || SERVER_NOTICE_RE.is_match(line.trim())
         || GOT_PROMPT_RE.is_match(line)
         || PROMPT_DONE_RE.is_match(line)
         || STARTUP_RE.is_match(line)
 }
+
+/// Errors ComfyUI's server and start-up log and go on after (checked in ComfyUI 0.28.2's
+/// `server.py` and `main.py`): a client's WebSocket message or send failing, an upload not
+/// registered as an asset, a custom node's `on_prompt_handler` raising (the prompt is queued
+/// anyway), a custom node's prestartup script failing, the database not initialised (without
+/// `--enable-assets`). Some print their traceback after the line.
+pub(super) static SERVER_NOTICE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:send error: |error processing websocket message: |invalid json received from client |failed to register uploaded image as asset|(?:\[error\] )?an error occurred during the on_prompt_handler processing|failed to execute startup-script: |failed to initialize database\. please ensure)")
+        .expect("static regex")
+});
 
 /// A node pack's import failing at start-up, as ComfyUI (`Cannot import X module for custom
 /// nodes: …`, `(IMPORT FAILED)`, and for a pack of the V3 API `Error while calling

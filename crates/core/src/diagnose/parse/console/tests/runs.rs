@@ -290,3 +290,28 @@ fn a_run_traceback_above_a_start_up_is_the_failure() {
     let import = "Traceback (most recent call last):\n  File \"C:\\ComfyUI\\nodes.py\", line 2227, in load_custom_node\n    module_spec.loader.exec_module(module)\nModuleNotFoundError: No module named 'cv2'\n";
     assert!(crate::diagnose::diagnose_text(&format!("{import}{start}")).is_err());
 }
+
+/// Errors ComfyUI's server and start-up log and go on after (server.py, main.py of 0.28.2) are
+/// no failure, as a paste's last line or with the traceback they print under them; the errors
+/// after which it exits (its port taken, the database with `--enable-assets`) are.
+#[test]
+fn errors_the_server_logs_and_goes_on_after_are_no_failure() {
+    let run = "got prompt\nRequested to load WAN21\nloaded partially 5000.0 MB\n 10%|█         | 2/20 [00:30<04:30, 15.0s/it]\n";
+    for notice in [
+        "Error processing WebSocket message: Expecting value: line 1 column 1 (char 0)",
+        "send error: Cannot write to closing transport",
+        "Failed to register uploaded image as asset\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/server.py\", line 448, in upload_image\n    result = register_file_in_place(abs_path=filepath)\nValueError: no asset root",
+        "[ERROR] An error occurred during the on_prompt_handler processing\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/server.py\", line 1452, in trigger_on_prompt\n    json_data = handler(json_data)\nKeyError: 'x'",
+        "Failed to execute startup-script: /home/user/ComfyUI/custom_nodes/pack/prestartup_script.py / No module named 'x'",
+        "Failed to initialize database. Please ensure you have installed the latest requirements. If the error persists, please report this as in future the database will be required: No module named 'alembic'",
+    ] {
+        kind_of(&format!("{run}{notice}\n"), FailureKind::Unknown);
+    }
+    let start = "** ComfyUI startup time: 2026-07-01 10:00:00.000\n** Platform: Linux\nTotal VRAM 24000 MB, total RAM 64000 MB\nStarting server\n\n";
+    for fatal in [
+        "Port 8188 is already in use on address 127.0.0.1. Please close the other application or use a different port with --port.",
+        "Failed to initialize database: No module named 'alembic'",
+    ] {
+        kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
+    }
+}
