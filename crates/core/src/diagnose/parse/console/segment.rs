@@ -191,26 +191,13 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             // then its own traceback, the call stack and the record, up to `Arguments: …`. The
             // process goes on; none of it is the run's failure. A marker with no traceback
             // after it (the rest of the block interleaved elsewhere) is skipped alone.
-            i = if line_below(lines, i).is_some_and(|n| TRACEBACK_RE.is_match(lines[n].trim())) {
-                lines[i..]
-                    .iter()
-                    .position(|l| l.trim_start().starts_with("Arguments:"))
-                    .map_or(lines.len(), |n| i + n + 1)
-            } else {
-                i + 1
-            };
+            i = past_notice(lines, i, |l| l.starts_with("Arguments:"));
             continue;
         }
         if SERVER_NOTICE_RE.is_match(t) {
             // An error the server or the start-up logs and goes on after, with the traceback it
             // may print under it (to its exception line): none of it is the run's failure.
-            i = match line_below(lines, i).filter(|&n| TRACEBACK_RE.is_match(lines[n].trim())) {
-                Some(n) => lines[n..]
-                    .iter()
-                    .position(|l| FINAL_RE.is_match(l.trim()))
-                    .map_or(lines.len(), |e| n + e + 1),
-                None => i + 1,
-            };
+            i = past_notice(lines, i, |l| FINAL_RE.is_match(l));
             continue;
         }
         if let Some(e) = line_event(t) {
@@ -616,13 +603,18 @@ fn line_below(lines: &[String], at: usize) -> Option<usize> {
         .map(|n| at + 1 + n)
 }
 
+/// A traceback frame's file (with `/` separators) and function.
+fn frame_place(frame: &str) -> Option<(String, String)> {
+    FRAME_RE
+        .captures(frame.trim())
+        .map(|c| (c["path"].replace('\\', "/"), c["func"].to_string()))
+}
+
 /// A traceback frame of a custom node pack being imported: `<module>` in a file under
 /// `custom_nodes`, or ComfyUI's `load_custom_node`.
 fn is_pack_import_frame(frame: &str) -> bool {
-    FRAME_RE.captures(frame.trim()).is_some_and(|c| {
-        let path = c["path"].replace('\\', "/");
-        (path.contains("/custom_nodes/") && &c["func"] == "<module>")
-            || &c["func"] == "load_custom_node"
+    frame_place(frame).is_some_and(|(path, func)| {
+        (path.contains("/custom_nodes/") && func == "<module>") || func == "load_custom_node"
     })
 }
 
@@ -630,18 +622,30 @@ fn is_pack_import_frame(frame: &str) -> bool {
 /// `execute`, `get_output_data`, `_async_map_node_over_list`, `map_node_over_list`,
 /// `process_inputs`): only a run passes through them.
 fn is_execution_frame(frame: &str) -> bool {
-    FRAME_RE.captures(frame.trim()).is_some_and(|c| {
-        let path = c["path"].replace('\\', "/");
+    const RUNNING_A_NODE: [&str; 5] = [
+        "execute",
+        "get_output_data",
+        "_async_map_node_over_list",
+        "map_node_over_list",
+        "process_inputs",
+    ];
+    frame_place(frame).is_some_and(|(path, func)| {
         (path == "execution.py" || path.ends_with("/execution.py"))
-            && [
-                "execute",
-                "get_output_data",
-                "_async_map_node_over_list",
-                "map_node_over_list",
-                "process_inputs",
-            ]
-            .contains(&&c["func"])
+            && RUNNING_A_NODE.contains(&func.as_str())
     })
+}
+
+/// Where scanning goes on after a notice the process went on past (at `at`): past the traceback
+/// printed under it, through the line `ends` accepts, or just past the notice when no
+/// `Traceback (most recent call last):` header follows it.
+fn past_notice(lines: &[String], at: usize, ends: impl Fn(&str) -> bool) -> usize {
+    match line_below(lines, at).filter(|&n| TRACEBACK_RE.is_match(lines[n].trim())) {
+        Some(n) => lines[n..]
+            .iter()
+            .position(|l| ends(l.trim()))
+            .map_or(lines.len(), |e| n + e + 1),
+        None => at + 1,
+    }
 }
 
 /// Whether the events show a run's model work: a model requested, loaded or staged, or a

@@ -247,9 +247,9 @@ const BUGCHECK_NAMES: &str = "dpc_watchdog_violation|video_tdr_failure|video_tdr
 /// not signs by themselves: without their header (cut by the paste) they may be that watchdog's
 /// report of a hang, and with it the header already counts. `Exception Code: 0x…` alone on a
 /// line is LLVM's crash handler on Windows (in triton's and other LLVM-built libraries) printing
-/// an unhandled exception before its stack, as the process ends. The kernel's panic
-/// (`Kernel panic - not syncing: …`), its older oom-killer wording (`Out of memory: Kill process N (python)`) and its `python[N]:
-/// segfault at … ip …` record; a container runtime's `OOMKilled`; Windows' crash dialogs (`…
+/// an unhandled exception before its stack, as the process ends. The kernel's panic (`Kernel
+/// panic - not syncing: …`), its older oom-killer wording (`Out of memory: Kill process N
+/// (python)`) and its `python[N]: segfault at … ip …` record; a container runtime's `OOMKilled`; Windows' crash dialogs (`…
 /// has stopped working`, `The instruction at 0x… referenced memory at 0x…`), macOS's (`Python
 /// quit unexpectedly`) and Event Viewer's Application Error record (`Faulting application name:
 /// …`); a Windows bugcheck, which takes the machine down with the process: a blue screen's
@@ -263,20 +263,12 @@ pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// Words that mark an error message line even without any surrounding structure (with
 /// [`SPECIFIC_WORDS`]).
 const MESSAGE_WORDS: &[&str] = &[
-    // glibc's heap checks, printed just before it aborts the process (malloc.c's
-    // `malloc_printerr`): `munmap_chunk(): invalid pointer`, `double free or corruption (out)`
-    "munmap_chunk(): invalid pointer",
-    "free(): invalid pointer",
-    "free(): invalid size",
-    "free(): double free detected",
+    // glibc's heap checks that name no function (those that do are [`GLIBC_HEAP_CHECK_RE`]'s),
+    // printed just before it aborts the process (malloc.c's `malloc_printerr`)
     "double free or corruption",
-    "malloc(): corrupted",
-    "malloc(): memory corruption",
     "corrupted size vs. prev_size",
     "corrupted double-linked list",
     "invalid fastbin entry",
-    "realloc(): invalid",
-    "malloc_consolidate(): invalid chunk size",
     "out of memory",
     "allocation on device",
     "defaultcpuallocator",
@@ -338,11 +330,12 @@ pub(super) fn is_aimdo_error(lower: &str) -> bool {
         .is_some_and(|(_, rest)| rest.contains(":error:"))
 }
 
-/// glibc's allocator reporting a failed heap check (`malloc_printerr` in malloc.c: `free():
-/// invalid next size (fast)`, `malloc(): unaligned tcache chunk detected`), just before it
-/// aborts the process; the words [`MESSAGE_WORDS`] list are its checks without a function name.
+/// glibc's allocator reporting a failed heap check by the function that made it
+/// (`malloc_printerr` in malloc.c: `munmap_chunk(): invalid pointer`, `free(): invalid next size
+/// (fast)`, `malloc(): unaligned tcache chunk detected`), just before it aborts the process; the
+/// checks that name no function are among [`MESSAGE_WORDS`].
 static GLIBC_HEAP_CHECK_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:malloc|free|realloc|calloc|munmap_chunk|mremap_chunk|malloc_consolidate|tcache_thread_shutdown|_int_malloc|_int_free|_int_realloc)\(\): [a-z]").expect("static regex")
+    Regex::new(r"(?:^|[^\w])(?:malloc|free|realloc|calloc|munmap_chunk|mremap_chunk|malloc_consolidate|tcache_thread_shutdown|_int_malloc|_int_free|_int_realloc)\(\): [a-z]").expect("static regex")
 });
 
 pub(super) fn is_message_line(line: &str) -> bool {
@@ -351,7 +344,7 @@ pub(super) fn is_message_line(line: &str) -> bool {
         // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
         return true;
     }
-    if GLIBC_HEAP_CHECK_RE.is_match(l.trim()) {
+    if GLIBC_HEAP_CHECK_RE.is_match(&l) {
         return true;
     }
     MESSAGE_WORDS
