@@ -194,7 +194,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             i = past_notice(lines, i, |l| l.starts_with("Arguments:"));
             continue;
         }
-        if SERVER_NOTICE_RE.is_match(t) {
+        if COMFY_NOTICE_RE.is_match(t) {
             // An error the server or the start-up logs and goes on after, with the traceback it
             // may print under it (to its exception line): none of it is the run's failure.
             i = past_notice(lines, i, |l| FINAL_RE.is_match(l));
@@ -253,9 +253,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         if got_oom.is_none() && GOT_OOM_RE.is_match(t) {
             got_oom = Some(t.to_string());
         }
-        if (f.got_prompt() || !f.events.is_empty())
-            && !t.to_lowercase().contains("warning")
-            && WORDED_ERROR_RE.is_match(t)
+        if (f.got_prompt() || !f.events.is_empty()) && !is_notice(t) && WORDED_ERROR_RE.is_match(t)
         {
             worded = Some((i, t.to_string()));
         }

@@ -200,6 +200,17 @@ pub(super) static NODE_CLASS_RE: LazyLock<Regex> =
 /// `using fallback`).
 pub(super) static FALLBACK_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\bfall(?:ing|s)?[\s-]?back\b").expect("static regex"));
+/// A line that names an error it caught and says how the work goes on (checked in ComfyUI
+/// 0.28.2's sources): another way (`Error running sage attention: …, using pytorch attention
+/// instead.`, `… falling back to pytorch attention.`, `ran out of memory while running softmax …,
+/// trying slower in place softmax instead`, `… OOMed: switched to slice attention`, `retrying
+/// with tiled VAE decoding`, `out of memory error, emptying cache and trying again`), without
+/// the part that failed (`Select Model Device: cannot retarget model, passing through unchanged.
+/// (…)`, `… preview failed, disabling (…)`, `error loading embedding, skipping loading: …`,
+/// `Failed to import triton, …, the comfy-kitchen triton backend will not be available.`).
+static RECOVERED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:fall(?:ing|s)? back|fell back|using [\w .\-]{1,40} instead|trying (?:again|slower)|retrying with|switched to|,\s*(?:skipping|disabling)|passing (?:it )?through unchanged|will not be available)(?-u:\b)").expect("static regex")
+});
 /// What bash prints for a job a fatal signal ended (`strsignal`), as the `(?i)` alternation of
 /// [`KILLED_RE`].
 const BASH_SIGNALS: &str = "killed|terminated|aborted|segmentation fault|illegal instruction|bus error|floating point exception|trace/breakpoint trap";
@@ -301,6 +312,12 @@ const MESSAGE_WORDS: &[&str] = &[
     "fatal error in launcher",
     // server.py failing to bind its port at start-up (it then exits: `raise SystemExit(1)`)
     "is already in use on address",
+    // main.py and the frontend manager refusing to start (each then calls `sys.exit`): the
+    // frontend package missing, the database locked by another ComfyUI, the database needed by
+    // `--enable-assets` not initialised
+    "comfyui-frontend-package is not installed",
+    "another comfyui process is already using this database",
+    "the --enable-assets flag requires a working database",
     // comfy-aimdo's (the dynamic-VRAM offloader's) errors, printed as console lines too, are
     // `SPECIFIC_WORDS`
 ];
@@ -352,10 +369,8 @@ pub(super) fn is_message_line(line: &str) -> bool {
         .chain(SPECIFIC_WORDS)
         .any(|w| l.contains(w))
         && !l.contains("warning")
-        && !l.contains("retrying with tiled")
-        // recovered attempts ComfyUI prints before trying a cheaper way
-        && !l.contains("trying again")
-        && !l.contains("switched to")
+        // an error caught and gone on after (a cheaper way tried, a part left out)
+        && !RECOVERED_RE.is_match(&l)
 }
 
 pub(super) fn is_frame(line: &str) -> bool {
@@ -488,8 +503,9 @@ static NO_ERROR_RE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Start-up and informational lines that are no failure: a node pack's import failing
 /// ([`is_pack_import_notice`]: start-up noise, ComfyUI goes on without the pack), errors the
-/// server logs and goes on after ([`SERVER_NOTICE_RE`]), warnings,
-/// deprecations, ComfyUI's `No working comfy-aimdo install detected … Falling back`.
+/// server logs and goes on after ([`COMFY_NOTICE_RE`]), an error caught and gone on after
+/// ([`RECOVERED_RE`]: ComfyUI's `No working comfy-aimdo install detected … Falling back`),
+/// warnings, deprecations.
 pub(super) fn is_notice(line: &str) -> bool {
     let l = line.to_lowercase();
     [
@@ -497,28 +513,46 @@ pub(super) fn is_notice(line: &str) -> bool {
         "error loading module",
         "warning",
         "deprecat",
-        "falling back",
-        "fall back",
         // ComfyUI's start-up report of each comfy_kitchen backend, available or not
         // (`Found comfy_kitchen backend cuda: {'available': False, 'unavailable_reason': …}`)
         "found comfy_kitchen backend",
     ]
     .iter()
     .any(|w| l.contains(w))
+        || RECOVERED_RE.is_match(line)
         || is_pack_import_notice(line)
-        || SERVER_NOTICE_RE.is_match(line.trim())
+        || COMFY_NOTICE_RE.is_match(line.trim())
+        || MANAGER_NOTICE_RE.is_match(line.trim())
         || GOT_PROMPT_RE.is_match(line)
         || PROMPT_DONE_RE.is_match(line)
         || STARTUP_RE.is_match(line)
 }
 
-/// Errors ComfyUI's server and start-up log and go on after (checked in ComfyUI 0.28.2's
-/// `server.py` and `main.py`): a client's WebSocket message or send failing, an upload not
+/// Errors ComfyUI logs and goes on after (checked in ComfyUI 0.28.2's `server.py`, `main.py`,
+/// `app/` and `comfy/`): a client's WebSocket message or send failing, an upload not
 /// registered as an asset, a custom node's `on_prompt_handler` raising (the prompt is queued
 /// anyway), a custom node's prestartup script failing, the database not initialised (without
-/// `--enable-assets`). Some print their traceback after the line.
-pub(super) static SERVER_NOTICE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:send error: |error processing websocket message: |invalid json received from client |failed to register uploaded image as asset|(?:\[error\] )?an error occurred during the on_prompt_handler processing|failed to execute startup-script: |failed to initialize database\. please ensure)")
+/// `--enable-assets`) or not upgraded; the asset scanner and its database (`Asset scan failed`,
+/// `Failed to hash …`, `Failed to enrich output entry with asset id`, `Failed to register
+/// output: …`); the API's stub files not written; the user manager's file routes (`Error
+/// listing directory …`, `Error saving file …`); a pack's example workflow that is not JSON
+/// (`Error loading <path>.json`); a package's version not checked; a weight a LoRA could not
+/// patch (`Calculate Weight Failed: …`, `[BypassManager] Failed …`). Some print their
+/// traceback after the line.
+pub(super) static COMFY_NOTICE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:send error: |error processing websocket message: |invalid json received from client |failed to register uploaded image as asset|(?:\[error\] )?an error occurred during the on_prompt_handler processing|failed to execute startup-script: |failed to initialize database\. please ensure|error upgrading database|asset scan failed|batch insert failed at offset |failed to (?:hash|enrich|register output:|clear 'missing' tag for asset|add missing tag for asset) |failed to enrich output entry with asset id|fast db scan failed for |marking missing assets failed|upload_asset failed for |error generating stub file for |failed to generate stub for |error listing directory |error saving file '|failed to decode path parameter: |could not stat file |error loading \S.*\.json$|failed to check \S+ version: |calculate weight failed: |\[bypassmanager\] failed )")
+        .expect("static regex")
+});
+
+/// ComfyUI-Manager checking its node packs and its registry in the background (checked in
+/// ComfyUI-Manager's sources): a pack's git state or update not read (`Fetch error: <path>`,
+/// `Update error: <path>`, `[ComfyUI-Manager] Failed to check state of the git node pack: …`), a
+/// file's encoding not recognised, the registry or a channel not reached (`Cannot connect to
+/// comfyregistry.`, `… Due to a network error, switching to local mode.`), its own log file
+/// not written. None of it takes part in a run. (Its install failures are start-up errors,
+/// labelling rule 2, and stay errors.)
+static MANAGER_NOTICE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:\x1b\[2K)?\r?(?:(?:fetch|update) error: \S|cannot connect to comfyregistry|\[comfyui[- ]manager\] (?:failed to check state of the git node pack|failed to recognize encoding for|due to a network error|logging failed|cannot fast-forward))")
         .expect("static regex")
 });
 

@@ -315,3 +315,63 @@ fn errors_the_server_logs_and_goes_on_after_are_no_failure() {
         kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
     }
 }
+
+/// Errors ComfyUI catches and says how it goes on (ComfyUI 0.28.2's attention, VAE, multi-GPU
+/// and preview code: another way, or without the part that failed), errors its asset scanner,
+/// API stubs and file routes log with their traceback, and ComfyUI-Manager's background checks
+/// are no failure, as a paste's last line or with the run going on after them; the start-up
+/// errors after which ComfyUI exits are one.
+#[test]
+fn errors_comfy_catches_and_goes_on_after_are_no_failure() {
+    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let after = "100%|██████████| 20/20 [00:41<00:00,  2.05s/it]\nRequested to load AutoencodingEngine\nloaded completely 2000.0 159.8 True\nPrompt executed in 62.41 seconds\n";
+    for notice in [
+        "Error running sage attention: No module named 'sageattention', using pytorch attention instead.",
+        "Error running SageAttention3: CUDA error: invalid argument, falling back to pytorch attention.",
+        "ran out of memory while running softmax in  _get_attention_scores_no_kv_chunking, trying slower in place softmax instead",
+        "Select Model Device: cannot retarget model, passing through unchanged. (CUDA error: out of memory)",
+        "TripoSplatSamplingPreview: preview failed, disabling (CUDA out of memory. Tried to allocate 2.00 GiB)",
+        "Failed to import comfy_kitchen, Error: DLL load failed while importing _C, fp8 and fp4 support will not be available.",
+        "Calculate Weight Failed: lora diffusion_model.blocks.0.attn.qkv.weight",
+        "Failed to enrich output entry with asset id: ComfyUI_00001_.png\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/comfy_execution/asset_enrichment.py\", line 58, in enrich\n    aid = register(entry)\nsqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database is locked",
+        "Asset scan failed\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/app/assets/seeder.py\", line 620, in _run\n    self._scan()\nPermissionError: [Errno 13] Permission denied: '/home/user/ComfyUI/models/x'",
+        "Error generating stub file for ComfyAPISync: [Errno 13] Permission denied: 'x.pyi'\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/comfy_api/internal/async_to_sync.py\", line 972, in create_stub_file\n    with open(sync_stub_path, \"w\") as f:\nPermissionError: [Errno 13] Permission denied: 'x.pyi'",
+        "Error listing directory /home/user/ComfyUI/user/default/workflows: [Errno 13] Permission denied",
+        "Error saving file '/home/user/ComfyUI/user/default/workflows/a.json': [Errno 28] No space left on device",
+        "Error loading /home/user/ComfyUI/custom_nodes/pack/example_workflows/bad.json",
+        "Failed to hash /home/user/ComfyUI/models/loras/x.safetensors: [Errno 5] Input/output error",
+        "[ComfyUI-Manager] Failed to check state of the git node pack: /home/user/ComfyUI/custom_nodes/pack",
+        "Fetch error: /home/user/ComfyUI/custom_nodes/pack",
+    ] {
+        kind_of(&format!("{run}{notice}\n"), FailureKind::Unknown);
+        // the run finished after it: nothing failed
+        assert!(
+            crate::diagnose::diagnose_text(&format!("{run}{notice}\n{after}")).is_err(),
+            "{notice}"
+        );
+    }
+    // Real failures whose words are near those: exceptions saying what they got `instead` or
+    // naming a `fallback`, an asynchronous CUDA error as the paste's last line.
+    message_saying(
+        &format!("{run}!!! Exception during processing !!! Expected 4-dimensional input for 4-dimensional weight [320, 4, 3, 3], but got 3-dimensional input of size [4, 64, 64] instead\n"),
+        FailureKind::Other,
+        "instead",
+    );
+    message_saying(
+        &format!("{run}RuntimeError: no fallback kernel for this dtype, use fp16 instead\n"),
+        FailureKind::Other,
+        "no fallback kernel",
+    );
+    kind_of(
+        &format!("{run}CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"),
+        FailureKind::CudaOom,
+    );
+    let start = "** ComfyUI startup time: 2026-07-01 10:00:00.000\n** Platform: Linux\nTotal VRAM 24000 MB, total RAM 64000 MB\n";
+    for fatal in [
+        "********** ERROR ***********\n\ncomfyui-frontend-package is not installed.\n\nPlease install the updated requirements.txt file by running:\n/usr/bin/python3 -m pip install -r requirements.txt\n\n********** ERROR ***********",
+        "Database is locked. Another ComfyUI process is already using this database.\nTo resolve this, specify a separate database file for this instance:\n  --database-url sqlite:///path/to/another.db",
+        "Failed to initialize database: (sqlite3.OperationalError) unable to open database file\nThe --enable-assets flag requires a working database connection.",
+    ] {
+        kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
+    }
+}
