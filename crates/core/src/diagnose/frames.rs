@@ -155,6 +155,9 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("torch/nn/modules/module.py", "to_empty", "", Some(Load), "Module.to_empty"),
     rule("torch/nn/modules/module.py", "*load_state_dict", "", Some(Load), "Module.load_state_dict"),
     rule("/torch/", "", "", None, "other PyTorch internals"),
+    // A module's top level runs when it is imported (`main.py` importing `latent_preview` at
+    // start-up): no work of a run.
+    rule("", "<module>", "", None, "a module being imported"),
     // Live preview inside a sampler (drawn after a finished step).
     rule("latent_preview", "", "", Some(Preview), "ComfyUI latent_preview"),
     rule("taesd", "", "", Some(Preview), "TAESD preview decoder"),
@@ -216,6 +219,9 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("face_restore", "", "", Some(Postprocess), "face restoration"),
     rule("esrgan", "", "", Some(Postprocess), "ESRGAN"),
     rule("supir", "", "", Some(Postprocess), "ComfyUI-SUPIR, a restoration upscale"),
+    // VideoHelperSuite's ffmpeg call that reads an input file's audio (`utils.py get_audio`,
+    // for its video and audio loaders).
+    rule("videohelpersuite", "*get_audio", "", Some(InputMedia), "VideoHelperSuite reading an input's audio"),
     rule("videohelpersuite", "", "", Some(Postprocess), "VideoHelperSuite, video combine"),
     rule("", "restore_face*", "", Some(Postprocess), "ReActor face restoration"),
     rule("", "enhance_face", "", Some(Postprocess), "Impact Pack FaceDetailer"),
@@ -394,6 +400,13 @@ mod tests {
             ("/c/nodes.py", "load_custom_node", None),
             ("/c/nodes.py", "init_external_custom_nodes", None),
             ("/c/latent_preview.py", "callback", Some(Preview)),
+            // A module imported at start-up, and an input's audio read by ffmpeg.
+            ("/c/latent_preview.py", "<module>", None),
+            (
+                "/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/utils.py",
+                "get_audio",
+                Some(InputMedia),
+            ),
             (
                 "/c/custom_nodes/comfyui-videohelpersuite/videohelpersuite/nodes.py",
                 "combine_video",

@@ -65,6 +65,13 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::Aimdo,
         "VBAR allocation failed (comfy-aimdo)",
     ),
+    // comfy_aimdo/model_vbar.py's `alloc` when the model's VBAR (its reserved GPU address range)
+    // is full: `MemoryError("VBAR OOM")`, aimdo's own limit, not system RAM.
+    (
+        "vbar oom",
+        FailureKind::Aimdo,
+        "VBAR OOM (comfy-aimdo's VBAR address range full)",
+    ),
     // comfy_aimdo/malloc_graph.py raises it when its recorded allocation graph cannot be
     // compiled (ComfyUI ≥ 0.37's model compiler on dynamic VRAM).
     (
@@ -250,6 +257,16 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
+/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`), or
+/// its hook installer's error (`aimdo: install_hook_entries: Hook cuMemAlloc_v2 failed 0x…`,
+/// logged at ERROR by `install_hook_entries` when a CUDA entry point cannot be detoured).
+pub(crate) fn is_aimdo_error_line(lower: &str) -> bool {
+    lower.split_once("aimdo:").is_some_and(|(_, rest)| {
+        rest.contains(":error:")
+            || (rest.contains("install_hook_entries: hook") && rest.contains(" failed"))
+    })
+}
+
 /// The deepest frame of the traceback (a Python traceback's last, a fault-handler stack's
 /// first) when it is comfy-aimdo's own code (`site-packages/comfy_aimdo/…`), as `file in func`.
 fn raised_in_aimdo(evidence: &Evidence) -> Option<String> {
@@ -326,10 +343,7 @@ pub(crate) fn classify(
             "The message is a cuDNN status other than ALLOC_FAILED; nothing in it says memory ran out.".into(),
         );
     }
-    if lower
-        .split_once("aimdo:")
-        .is_some_and(|(_, rest)| rest.contains(":error:"))
-    {
+    if is_aimdo_error_line(&lower) {
         return verdict(
             FailureKind::Aimdo,
             "The message holds an ERROR line of comfy-aimdo (the dynamic-VRAM offloader).".into(),

@@ -242,6 +242,8 @@ mod tests {
             "unable to mmap 23802932552 bytes from file <ComfyUI/models/unet/flux1-dev.safetensors>: Cannot allocate memory (12)",
             "Error while deserializing header: HeaderTooLarge",
             "GGUF magic invalid",
+            // llama-cpp-python loading a language model's GGUF
+            "Failed to load model from file: D:\\C\\models\\llm\\Qwen3VL-8B-Instruct-Q8_0.gguf",
         ] {
             let e = Evidence {
                 exception_message: Some(msg.into()),

@@ -314,8 +314,11 @@ const MODEL_FILE_MESSAGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Mapping or loading a named file: `unable to mmap N bytes from file <…>` (PyTorch's
+/// safetensors mapping), llama-cpp-python's `Failed to load model from file: …` (the GGUF
+/// language-model nodes).
 static MMAP_FILE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)unable to mmap \d+ bytes from file <(?P<file>[^>]+)>").expect("static regex")
+    Regex::new(r"(?i)(?:unable to mmap \d+ bytes from file <(?P<file>[^>]+)>|failed to load model from file:\s*(?P<path>\S(?:.*\S)?))").expect("static regex")
 });
 
 /// Why the exception itself shows a model file being mapped or read, when it does.
@@ -326,7 +329,10 @@ pub(super) fn model_file_reason(evidence: &Evidence) -> Option<String> {
         evidence.exception_message.as_deref().unwrap_or("")
     );
     if let Some(c) = MMAP_FILE_RE.captures(&text) {
-        let file = c["file"].to_string();
+        let file = c
+            .name("file")
+            .or(c.name("path"))
+            .map_or(String::new(), |m| m.as_str().to_string());
         let lower = file.to_lowercase();
         if MODEL_FILE_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
             let name = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_string();

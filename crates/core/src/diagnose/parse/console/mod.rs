@@ -344,11 +344,14 @@ fn short_message(lines: &[String]) -> Option<ParsedInput> {
         }
         wrapped = l.chars().count() >= 72;
     }
-    // The error report's title alone (its body cut away) names no error.
+    // The error report's title alone (its body cut away) names no error. Under the dialog's
+    // title (the failing node's class alone on the line above) the message is the exception's,
+    // whatever its words (`FP8 _scaled_mm failed, falling back to dequantization: …`).
+    let dialog_message = matches!(shown.as_slice(), [title, _] if is_node_class(title));
     if shown.is_empty()
         || shown
             .iter()
-            .any(|l| is_notice(l) || MD_HEADER_RE.is_match(l))
+            .any(|l| (is_notice(l) && !dialog_message) || MD_HEADER_RE.is_match(l))
     {
         return None;
     }

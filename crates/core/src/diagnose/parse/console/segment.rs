@@ -194,6 +194,17 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
             i = past_notice(lines, i, |l| l.starts_with("Arguments:"));
             continue;
         }
+        if SURVIVED_EXCEPTION_RE.is_match(t) {
+            // An exception Python reported and went on after, with its traceback (which may
+            // stand a line below its header, under asyncio's `handle: …`), to its exception line.
+            let below =
+                (i + 1..lines.len().min(i + 4)).find(|&n| TRACEBACK_RE.is_match(lines[n].trim()));
+            i = match below {
+                Some(n) => past_notice(lines, n - 1, |l| FINAL_RE.is_match(l)),
+                None => i + 1,
+            };
+            continue;
+        }
         if COMFY_NOTICE_RE.is_match(t) {
             // An error the server or the start-up logs and goes on after, with the traceback it
             // may print under it (to its exception line): none of it is the run's failure.
@@ -282,7 +293,7 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         // (`subprocess.CalledProcessError: … returned non-zero exit status 1.` is a child
         // process's exit, not the server's).
         let exception_line = FINAL_RE.is_match(t);
-        let death_text = if pip_exit || exception_line {
+        let death_text = if pip_exit || exception_line || is_not_the_servers_death(t) {
             None
         } else if KILLED_RE.is_match(t) || DEATH_RE.is_match(t) {
             Some(t.to_string())
@@ -458,14 +469,16 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
     // Windows' faulthandler reports every access violation it sees, also those the process
     // handles and survives (its vectored handler runs before any other): one followed by more
     // of the run's console work was survived, and is no death sign.
+    // So is one after which Python printed a traceback of its own (the process was alive to
+    // print it).
     deaths.retain(|(at, line)| {
         !(line.to_lowercase().contains("windows fatal exception")
-            && f.events.iter().any(|(i, _)| i > at))
+            && (f.events.iter().any(|(i, _)| i > at) || traceback_at.iter().any(|tb| tb > at)))
     });
     // The launcher's pause (printed after the process exited) opening the text, with ComfyUI
     // starting up after it and nothing of a run before it: the process that died is not in the
     // text, which is about the start that follows.
-    let started_at = lines.iter().position(|l| is_comfy_startup(l.trim()));
+    let started_at = lines.iter().position(|l| is_comfy_start(l.trim()));
     deaths.retain(|(at, line)| {
         !(PAUSE_RE.is_match(line)
             && started_at.is_some_and(|s| s > *at)

@@ -84,9 +84,12 @@ pub(super) static TRACEBACK_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 pub(super) static THREAD_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^exception in thread(?-u:\b)").expect("static regex"));
+/// A traceback's exception line: a type named `…Error`, `…Exception`, `…Exit` or `…Interrupt`,
+/// or one of the exceptions named otherwise that a run raises (torch.compile's
+/// `torch._dynamo.exc.Unsupported` and `BackendCompilerFailed`, `StopIteration`).
 pub(super) static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt))(?:[:：]\s*(?P<msg>.*))?$",
+        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|_dynamo\.exc\.Unsupported|BackendCompilerFailed|StopIteration))(?:[:：]\s*(?P<msg>.*))?$",
     )
     .expect("static regex")
 });
@@ -118,6 +121,51 @@ static EARLY_STARTUP_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) fn is_comfy_startup(line: &str) -> bool {
     STARTUP_RE.is_match(line) || EARLY_STARTUP_RE.is_match(line)
 }
+/// A command line starting ComfyUI as a shell or a batch file echoes it (`K:\ComfyUI>.\python_embeded\python.exe
+/// -s ComfyUI\main.py --windows-standalone-build`, `$ python main.py --listen`): a new start.
+static LAUNCH_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:>|[$#])\s*\S*python[\d.]*(?:\.exe)?\s(?:.*\s)?\S*main\.py(?:\s|$)")
+        .expect("static regex")
+});
+/// A line that starts ComfyUI: its start-up output, or the command that launches it.
+pub(super) fn is_comfy_start(line: &str) -> bool {
+    is_comfy_startup(line) || LAUNCH_RE.is_match(line)
+}
+/// A line a reporter quoted in their prose (`“If you see this and ComfyUI did not start …”`),
+/// wholly inside typographic quotation marks, which no console prints around a line.
+pub(super) fn is_quoted_prose(line: &str) -> bool {
+    let t = line.trim();
+    t.chars().count() > 2 && t.starts_with('“') && t.ends_with('”')
+}
+/// systemd's record of a unit's main process ending (`xdg-desktop-portal-gtk.service: Main
+/// process exited, code=exited, status=1/FAILURE`, `… Failed with result 'exit-code'`), with the
+/// unit's name: a death sign only for a unit that runs ComfyUI (its name says comfy or python).
+static SYSTEMD_UNIT_EXIT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?P<unit>[\w@.\-]+)\.(?:service|scope): (?:main process exited|failed with result)",
+    )
+    .expect("static regex")
+});
+/// A death sign's words that are not the server's death: a child process's exit that Python's
+/// `subprocess` reports (`Command '[…]' returned non-zero exit status 1.`), a line quoted in
+/// prose, another systemd unit's main process ending.
+pub(super) fn is_not_the_servers_death(line: &str) -> bool {
+    line.to_lowercase()
+        .contains("returned non-zero exit status")
+        || is_quoted_prose(line)
+        || SYSTEMD_UNIT_EXIT_RE.captures(line).is_some_and(|c| {
+            let unit = c["unit"].to_lowercase();
+            !(unit.contains("comfy") || unit.contains("python"))
+        })
+}
+/// Python reporting an exception it could not raise and went on after, with the traceback it
+/// prints under the header: `sys.unraisablehook` (`Exception ignored in: <function
+/// ModelPatcher.__del__ at 0x…>`, an object's finaliser failing) and asyncio's default handler
+/// (`Exception in callback _ProactorBasePipeTransport._call_connection_lost(None)`, a client's
+/// connection reset on Windows, then `handle: <Handle …>`).
+pub(super) static SURVIVED_EXCEPTION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:Exception ignored in:? |Exception in callback )").expect("static regex")
+});
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)fatal python error|segmentation fault|core dumped|(?-u:\b)aborted(?-u:\b)|terminated abnormally|earlyoom|systemd-oomd|windows fatal exception|0xc0000005|-1073741819|(?-u:\b)killed(?-u:\b)|oom-kill|sigkill|signal 9(?-u:\b)|aborthandler|^exception code: 0x").expect("static regex")
@@ -310,6 +358,12 @@ const MESSAGE_WORDS: &[&str] = &[
     "memory access fault by gpu",
     // Python's Windows launcher (`pip.exe`, `offload-arch.exe`) failing to start its script
     "fatal error in launcher",
+    // Python's subprocess reporting a child's failure (`CalledProcessError`'s text: `Command
+    // '[…]' returned non-zero exit status 1.`), its type line cut away
+    "returned non-zero exit status",
+    // torch.compile's tracer refusing code (`torch._dynamo.exc.Unsupported`'s message, its type
+    // line cut away)
+    "dynamo does not know how to",
     // server.py failing to bind its port at start-up (it then exits: `raise SystemExit(1)`)
     "is already in use on address",
     // main.py and the frontend manager refusing to start (each then calls `sys.exit`): the
@@ -333,6 +387,9 @@ pub(super) const SPECIFIC_WORDS: &[&str] = &[
     "vram reservation failed",
     "hostbuf_file_reader_read failed",
     "aimdo memory compile error",
+    // comfy_aimdo's model_vbar.py `alloc` when a model's VBAR (its reserved address range) is
+    // full: `MemoryError("VBAR OOM")`
+    "vbar oom",
 ];
 
 pub(super) fn is_specific_line(line: &str) -> bool {
@@ -342,9 +399,7 @@ pub(super) fn is_specific_line(line: &str) -> bool {
 
 /// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`).
 pub(super) fn is_aimdo_error(lower: &str) -> bool {
-    lower
-        .split_once("aimdo:")
-        .is_some_and(|(_, rest)| rest.contains(":error:"))
+    crate::diagnose::kind::is_aimdo_error_line(lower)
 }
 
 /// glibc's allocator reporting a failed heap check by the function that made it
@@ -395,14 +450,38 @@ pub(super) fn is_boundary(line: &str) -> bool {
         || t.to_lowercase().starts_with("tips:")
 }
 
-/// Lines after `start` that continue a message (up to a blank line or a structural line).
+/// Lines after `start` that continue a message (up to a blank line or a structural line). A
+/// blank line before a field of cudaMallocAsync's out-of-memory report (a paste rendered with a
+/// blank line between its lines) does not end it.
 pub(super) fn continuation(lines: &[String], start: usize) -> Vec<String> {
-    lines[start..]
-        .iter()
-        .take_while(|l| !is_boundary(l))
-        .map(|l| l.trim().to_string())
-        .collect()
+    let mut out = Vec::new();
+    let mut i = start;
+    while let Some(l) = lines.get(i) {
+        let field_next = || {
+            lines
+                .get(i + 1)
+                .is_some_and(|n| ASYNC_OOM_FIELD_RE.is_match(n.trim()))
+        };
+        if l.trim().is_empty() && field_next() {
+            i += 1;
+            continue;
+        }
+        if is_boundary(l) {
+            break;
+        }
+        out.push(l.trim().to_string());
+        i += 1;
+    }
+    out
 }
+
+/// A line of the report PyTorch's cudaMallocAsync allocator writes under `Allocation on device N
+/// would exceed allowed memory.` (`(out of memory)`, `Currently allocated :`, `Requested :`,
+/// `Device limit :`, `Free (according to CUDA):`, `PyTorch limit (set by user-supplied memory
+/// fraction)`).
+static ASYNC_OOM_FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:\(out of memory\)|currently allocated\s*:|requested\s*:|device limit\s*:|free \(according to cuda\)\s*:|pytorch limit \(set by)").expect("static regex")
+});
 
 /// pip's report of a failed install or build (`error: subprocess-exited-with-error`, `ERROR:
 /// Failed building wheel for X`, `ERROR: Could not install packages …`), as a node pack's
@@ -432,7 +511,7 @@ pub(super) static MESSAGE_SHAPE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// unexpected at this time.`), which a reporter's prose rarely has all on a line ending without
 /// a question mark.
 pub(super) static ERROR_WORDING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled|must (?:be|have|match|not)|but got)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:error|errno|exception|fail(?:s|ed|ure)?|cannot|can't|could not|couldn't|unable|invalid|unsupported|not supported|doesn't support|does not|not found|no such|missing|expected|exceed(?:s|ed)?|out of|(?:is|are) required|illegal|denied|refused|mismatch|abort(?:ed)?|assert(?:ion)?|allocation|allocate|has no attribute|is not defined|not (?:callable|subscriptable|iterable)|unexpected keyword|positional arguments?|unsupported operand|no module named|copying a param with shape|shapes? cannot be|was unexpected at this time|not compiled with|not enabled|not (?:loaded|available|installed|initiali[sz]ed)|must (?:be|have|match|not)|but got)(?-u:\b)").expect("static regex")
 });
 
 /// A line reporting work in progress or done, after its source's tags (`Importing X...`,
@@ -468,11 +547,11 @@ pub(super) fn is_error_line(line: &str) -> bool {
         && !SHELL_PROMPT_RE.is_match(line)
 }
 
-/// A command typed at a shell's prompt (`(env) C:\Users\user>python …`, `user@host:~/x$ …`,
-/// `$ …`): the user's words, not an error the program printed.
+/// A command typed at a shell's prompt (`(env) C:\Users\user>python …`, PowerShell's `PS
+/// C:\x> …`, `user@host:~/x$ …`, `$ …`): the user's words, not an error the program printed.
 static SHELL_PROMPT_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:\([\w.\-]+\)\s*)?(?:[A-Za-z]:\\[^>]*>|[\w.\-]+@[\w.\-]+:[^$#\s]*[$#]\s|[$#]\s)",
+        r"^(?:\([\w.\-]+\)\s*)?(?:(?:PS )?[A-Za-z]:\\[^>]*>|[\w.\-]+@[\w.\-]+:[^$#\s]*[$#]\s|[$#]\s)",
     )
     .expect("static regex")
 });
@@ -565,11 +644,22 @@ static MANAGER_NOTICE_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) fn is_pack_import_notice(line: &str) -> bool {
     let l = line.to_lowercase();
     l.contains("module for custom nodes")
+        // the same line cut after its path
+        || CUT_PACK_IMPORT_RE.is_match(&l)
+        // bitsandbytes logging, as it is imported, that its native library did not load (it
+        // goes on without it)
+        || l.contains("bitsandbytes library load error")
         || l.contains("import failed")
         || l.contains("error while calling comfy_entrypoint in")
         || is_numpy_build_mismatch(line)
         || PACK_FILE_IMPORT_RE.is_match(line)
 }
+
+/// ComfyUI's `Cannot import <path> module for custom nodes: …` cut after the pack's path (the
+/// path right after the words; not Python's `cannot import name 'X' from …`).
+static CUT_PACK_IMPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\s)cannot import (?:[a-z]:)?[\\/][^\s']*custom_nodes").expect("static regex")
+});
 
 /// numpy's check, as a compiled module is imported, that it was built against this numpy
 /// (`module compiled against ABI version 0x1000009 but this version of numpy is 0x2000000`).

@@ -328,3 +328,29 @@ fn the_systems_words_for_a_process_or_machine_going_down_are_deaths() {
     ];
     deaths_after(run, &signs, &none, crate::vocab::Stage::SampleFirst);
 }
+
+/// Words of a death that are not the server's: another systemd unit's main process ending, a
+/// child process's exit that Python's subprocess reports, a line quoted in prose, a Windows
+/// fault Python printed a traceback after, a launcher's hint before the fresh start it echoes.
+#[test]
+fn deaths_of_something_else_are_not_the_servers() {
+    let other_unit = "nov 06 06:01:02 host systemd[2257]: xdg-desktop-portal-gtk.service: Main process exited, code=exited, status=1/FAILURE\n";
+    let d = crate::diagnose::diagnose_text(other_unit);
+    assert!(d.is_err() || d.unwrap().kind != FailureKind::ProcessKilled);
+    kind_of(
+        "nov 06 06:01:02 host systemd[1]: comfyui.service: Main process exited, code=killed, status=9/KILL\n",
+        FailureKind::ProcessKilled,
+    );
+    message_saying(
+        "> Command '['tcc.exe', 'launcher.c', '-O3']' returned non-zero exit status 1.\n",
+        FailureKind::Other,
+        "returned non-zero exit status",
+    );
+    let quoted = "“If you see this and ComfyUI did not start, try updating your Nvidia drivers.”\n";
+    let d = crate::diagnose::diagnose_text(quoted);
+    assert!(d.is_err() || d.unwrap().kind != FailureKind::ProcessKilled);
+    let survived = "Windows fatal exception: access violation\n\nStack (most recent call first):\n  File \"D:\\C\\torch\\__init__.py\", line 261 in _load_dll_libraries\n  File \"D:\\C\\ComfyUI\\main.py\", line 194 in <module>\nTraceback (most recent call last):\n  File \"D:\\C\\ComfyUI\\main.py\", line 194, in <module>\n    import comfy.utils\nOSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed.\n";
+    message_saying(survived, FailureKind::Other, "WinError 1114");
+    let relaunch = "K:\\ComfyUI_windows_portable>echo If you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest.\nIf you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest.\nK:\\ComfyUI_windows_portable>.\\python_embeded\\python.exe -s ComfyUI\\main.py --windows-standalone-build\nsetup plugin alembic.autogenerate.schemas\n";
+    assert!(crate::diagnose::diagnose_text(relaunch).is_err());
+}

@@ -436,3 +436,47 @@ fn a_native_stack_deepest_in_aimdo_is_aimdo() {
         .unwrap_or(FailureKind::Unknown);
     assert_ne!(other, FailureKind::Aimdo);
 }
+
+/// Exceptions Python reports and goes on after (an object's finaliser, asyncio's callback) are
+/// no failure; exceptions not named `…Error` (torch.compile's `Unsupported`), comfy-aimdo's
+/// `VBAR OOM` and hook error, the dialog's message whatever its words, a quoted message saying
+/// something is not loaded are; a blank line between the lines of cudaMallocAsync's report does
+/// not cut its figures.
+#[test]
+fn python_notices_and_named_errors() {
+    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let unraisable = "Exception ignored in: <function ModelPatcher.__del__ at 0x000001EAF8CA4F40>\nTraceback (most recent call last):\n  File \"A:\\C\\comfy\\model_patcher.py\", line 1357, in __del__\n    self.unpin_all_weights()\nAttributeError: 'ModelPatcher' object has no attribute 'pinned'\n";
+    let callback = "Exception in callback _ProactorBasePipeTransport._call_connection_lost(None)\nhandle: <Handle _ProactorBasePipeTransport._call_connection_lost(None)>\nTraceback (most recent call last):\n  File \"H:\\C\\Lib\\asyncio\\events.py\", line 80, in _run\n    self._context.run(self._callback, *self._args)\nConnectionResetError: [WinError 10054] An existing connection was forcibly closed by the remote host\n";
+    for notice in [unraisable, callback] {
+        kind_of(&format!("{notice}{run}"), FailureKind::Unknown);
+    }
+    let startup = "PS C:\\ComfyUI> .\\python_embeded\\python.exe -m pip show transformers Name: transformers Version: 5.8.0\n\nCannot import C:\\ComfyUI\\custom_nodes\\seedvr2_videoupscale\n";
+    assert!(crate::diagnose::diagnose_text(startup).is_err());
+    let bnb = "bitsandbytes library load error: Configured CUDA binary not found at C:\\C\\.venv\\Lib\\site-packages\\bitsandbytes\\libbitsandbytes_cuda130.dll\n";
+    assert!(crate::diagnose::diagnose_text(bnb).is_err());
+    message_saying(
+        &format!("{run}torch._dynamo.exc.Unsupported: Unsupported method call\n  Explanation: Dynamo does not know how to trace method `__mul__` of class `PyCSimpleType`\n"),
+        FailureKind::Other,
+        "Unsupported method call",
+    );
+    kind_of(
+        &format!("{run}!!! Exception during processing !!! VBAR OOM\nTraceback (most recent call last):\n  File \"C:\\C\\comfy_aimdo\\model_vbar.py\", line 80, in alloc\n    raise MemoryError(\"VBAR OOM\")\nMemoryError: VBAR OOM\n"),
+        FailureKind::Aimdo,
+    );
+    kind_of(
+        "aimdo: src-win/cuda-detour.c:INFO:aimdo_setup_hooks: installing 6 hooks\naimdo: install_hook_entries: Hook cuMemAlloc_v2 failed 00007FFBAF2B5340\n",
+        FailureKind::Aimdo,
+    );
+    kind_of(
+        "SamplerCustomAdvanced\nFP8 _scaled_mm failed, falling back to dequantization: Both scale_a and scale_b must be float (fp32) tensors.\n",
+        FailureKind::Other,
+    );
+    kind_of(
+        "\"LTXVGemmaEnhancePrompt Processor not loaded - enhancement not available. Ensure your model directory has chat_template.json.\"\n",
+        FailureKind::Other,
+    );
+    let spaced = "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory.\n\n(out of memory)Currently allocated     : 3.21 GiB\n\nRequested               : 1.53 GiB\n\nDevice limit            : 8.00 GiB\n\nFree (according to CUDA): 0 bytes\n";
+    let d = kind_of(spaced, FailureKind::CudaOom);
+    assert_eq!(d.numbers.requested_mib, Some(1566.72));
+    assert_eq!(d.numbers.device_limit_mib, Some(8192.0));
+}
