@@ -61,9 +61,53 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         "HostBuffer.read_file_slice failed (comfy-aimdo)",
     ),
     (
+        "hostbuffer.extend failed",
+        FailureKind::Aimdo,
+        "HostBuffer.extend failed (comfy-aimdo)",
+    ),
+    (
+        "hostbuffer.register failed",
+        FailureKind::Aimdo,
+        "HostBuffer.register failed (comfy-aimdo)",
+    ),
+    (
+        "hostbuffer.truncate failed",
+        FailureKind::Aimdo,
+        "HostBuffer.truncate failed (comfy-aimdo)",
+    ),
+    (
+        "hostbuffer.unregister failed",
+        FailureKind::Aimdo,
+        "HostBuffer.unregister failed (comfy-aimdo)",
+    ),
+    (
         "vbar allocation failed",
         FailureKind::Aimdo,
         "VBAR allocation failed (comfy-aimdo)",
+    ),
+    // comfy_aimdo's other allocators and its host buffer (checked in comfy-aimdo's sources:
+    // `VRAM grow failed: N bytes`, `ModelMMAP allocation failed for <file>`, `HostBuffer
+    // allocation failed`, `HostBuffer.extend|register|truncate|unregister failed`, `VRAM destroy
+    // failed: device context unavailable`).
+    (
+        "vram grow failed",
+        FailureKind::Aimdo,
+        "VRAM grow failed (comfy-aimdo)",
+    ),
+    (
+        "modelmmap allocation failed",
+        FailureKind::Aimdo,
+        "ModelMMAP allocation failed (comfy-aimdo's model file mapping)",
+    ),
+    (
+        "hostbuffer allocation failed",
+        FailureKind::Aimdo,
+        "HostBuffer allocation failed (comfy-aimdo)",
+    ),
+    (
+        "vram destroy failed",
+        FailureKind::Aimdo,
+        "VRAM destroy failed (comfy-aimdo)",
     ),
     // comfy_aimdo/model_vbar.py's `alloc` when the model's VBAR (its reserved GPU address range)
     // is full: `MemoryError("VBAR OOM")`, aimdo's own limit, not system RAM.
@@ -108,6 +152,13 @@ const WORDING: &[(&str, FailureKind, &str)] = &[
         "comfy-aimdo failed to load",
         FailureKind::Aimdo,
         "comfy-aimdo failed to load (its start-up error)",
+    ),
+    // OpenCV's allocator (`cv::OutOfMemoryError`, raised as `cv2.error: … error: (-4:Insufficient
+    // memory) Failed to allocate N bytes in function 'OutOfMemoryError'`) allocates system RAM.
+    (
+        "(-4:insufficient memory)",
+        FailureKind::HostRam,
+        "OpenCV's Insufficient memory (it could not allocate system RAM)",
     ),
     (
         "mps backend out of memory",
@@ -257,12 +308,15 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
-/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`), or
-/// its hook installer's error (`aimdo: install_hook_entries: Hook cuMemAlloc_v2 failed 0x…`,
-/// logged at ERROR by `install_hook_entries` when a CUDA entry point cannot be detoured).
+/// comfy-aimdo's C logger at ERROR or CRITICAL level (`aimdo: <file>:<line>:<LEVEL>:…`, its
+/// `plat.h` `do_log`: `aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`, `…:CRITICAL:Host OOM`),
+/// or its hook installer's error as a paste shows it without the prefix (`aimdo:
+/// install_hook_entries: Hook cuMemAlloc_v2 failed 0x…`, logged at ERROR when a CUDA entry point
+/// cannot be detoured).
 pub(crate) fn is_aimdo_error_line(lower: &str) -> bool {
     lower.split_once("aimdo:").is_some_and(|(_, rest)| {
         rest.contains(":error:")
+            || rest.contains(":critical:")
             || (rest.contains("install_hook_entries: hook") && rest.contains(" failed"))
     })
 }

@@ -86,10 +86,13 @@ pub(super) static THREAD_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^exception in thread(?-u:\b)").expect("static regex"));
 /// A traceback's exception line: a type named `…Error`, `…Exception`, `…Exit` or `…Interrupt`,
 /// or one of the exceptions named otherwise that a run raises (torch.compile's
-/// `torch._dynamo.exc.Unsupported` and `BackendCompilerFailed`, `StopIteration`).
+/// `torch._dynamo.exc.Unsupported` and `BackendCompilerFailed`, `StopIteration`, a model file
+/// that is no zip archive's `zipfile.BadZipFile`, `subprocess.TimeoutExpired`, OpenCV's
+/// `cv2.error`, ONNX Runtime's `onnxruntime.capi.onnxruntime_pybind11_state.Fail` and its
+/// siblings).
 pub(super) static FINAL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|_dynamo\.exc\.Unsupported|BackendCompilerFailed|StopIteration))(?:[:：]\s*(?P<msg>.*))?$",
+        r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|_dynamo\.exc\.Unsupported|BackendCompilerFailed|StopIteration|BadZipFile|TimeoutExpired|cv2\.error|onnxruntime_pybind11_state\.[A-Z][A-Za-z]+))(?:[:：]\s*(?P<msg>.*))?$",
     )
     .expect("static regex")
 });
@@ -162,9 +165,12 @@ pub(super) fn is_not_the_servers_death(line: &str) -> bool {
 /// prints under the header: `sys.unraisablehook` (`Exception ignored in: <function
 /// ModelPatcher.__del__ at 0x…>`, an object's finaliser failing) and asyncio's default handler
 /// (`Exception in callback _ProactorBasePipeTransport._call_connection_lost(None)`, a client's
-/// connection reset on Windows, then `handle: <Handle …>`).
+/// connection reset on Windows, then `handle: <Handle …>`; `Task exception was never
+/// retrieved`, `Future exception was never retrieved` when a finished task's exception is
+/// collected unread). (aiohttp's `Error handling request` is not one: the request it answered
+/// with an error may be the prompt itself.)
 pub(super) static SURVIVED_EXCEPTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:Exception ignored in:? |Exception in callback )").expect("static regex")
+    Regex::new(r"^(?:Exception ignored in:? |Exception in callback |Task exception was never retrieved|Future exception was never retrieved)").expect("static regex")
 });
 /// Death signs of a process ended by a signal or a fatal fault (not an interpreter's exit).
 pub(super) static FATAL_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -390,6 +396,13 @@ pub(super) const SPECIFIC_WORDS: &[&str] = &[
     // comfy_aimdo's model_vbar.py `alloc` when a model's VBAR (its reserved address range) is
     // full: `MemoryError("VBAR OOM")`
     "vbar oom",
+    "vram grow failed",
+    "modelmmap allocation failed",
+    "hostbuffer allocation failed",
+    "hostbuffer.extend failed",
+    "hostbuffer.register failed",
+    "hostbuffer.truncate failed",
+    "hostbuffer.unregister failed",
 ];
 
 pub(super) fn is_specific_line(line: &str) -> bool {

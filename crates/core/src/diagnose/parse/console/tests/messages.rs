@@ -480,3 +480,41 @@ fn python_notices_and_named_errors() {
     assert_eq!(d.numbers.requested_mib, Some(1566.72));
     assert_eq!(d.numbers.device_limit_mib, Some(8192.0));
 }
+
+/// Round 25, from comfy-aimdo's, Python's, aiohttp's, OpenCV's and ONNX Runtime's own words:
+/// aimdo's CRITICAL lines and its other allocators' errors are `aimdo`; OpenCV's `Insufficient
+/// memory` is host RAM; exceptions not named `…Error` end a traceback; an exception asyncio
+/// logs and goes on after is no failure.
+#[test]
+fn library_words_read_from_their_sources() {
+    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let tb = "Traceback (most recent call last):\n  File \"/c/execution.py\", line 530, in execute\n    output_data = await get_output_data()\n  File \"/c/custom_nodes/x/nodes.py\", line 10, in run\n    y = f(x)\n";
+    kind_of(
+        &format!("{run}aimdo: src/pinned.c:88:CRITICAL:Host OOM\n"),
+        FailureKind::Aimdo,
+    );
+    for msg in [
+        "RuntimeError: VRAM grow failed: 1073741824 bytes",
+        "RuntimeError: ModelMMAP allocation failed for /c/models/x.safetensors",
+        "RuntimeError: HostBuffer.extend failed",
+        "RuntimeError: HostBuffer allocation failed",
+    ] {
+        kind_of(&format!("{run}{tb}{msg}\n"), FailureKind::Aimdo);
+    }
+    kind_of(
+        &format!("{run}{tb}cv2.error: OpenCV(4.10.0) /io/opencv/modules/core/src/alloc.cpp:73: error: (-4:Insufficient memory) Failed to allocate 1207959552 bytes in function 'OutOfMemoryError'\n"),
+        FailureKind::HostRam,
+    );
+    for (line, part) in [
+        ("cv2.error: OpenCV(4.10.0) resize.cpp:4152: error: (-215:Assertion failed) !ssize.empty() in function 'resize'", "Assertion failed"),
+        ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /c/models/x.onnx failed:Protobuf parsing failed.", "Protobuf parsing failed"),
+        ("zipfile.BadZipFile: File is not a zip file", "not a zip file"),
+    ] {
+        message_saying(&format!("{run}{tb}{line}\n"), FailureKind::Other, part);
+    }
+    for notice in [
+        "Task exception was never retrieved\nfuture: <Task finished name='Task-12' coro=<PromptServer.send() done> exception=ConnectionResetError('Cannot write to closing transport')>\nTraceback (most recent call last):\n  File \"/c/server.py\", line 900, in send\n    await ws.send_json(x)\nConnectionResetError: Cannot write to closing transport\n",
+    ] {
+        kind_of(&format!("{notice}{run}"), FailureKind::Unknown);
+    }
+}
