@@ -514,6 +514,7 @@ fn library_words_read_from_their_sources() {
     }
     for notice in [
         "Task exception was never retrieved\nfuture: <Task finished name='Task-12' coro=<PromptServer.send() done> exception=ConnectionResetError('Cannot write to closing transport')>\nTraceback (most recent call last):\n  File \"/c/server.py\", line 900, in send\n    await ws.send_json(x)\nConnectionResetError: Cannot write to closing transport\n",
+        "Future exception was never retrieved\nfuture: <Future finished exception=BrokenPipeError(32, 'Broken pipe')>\nTraceback (most recent call last):\n  File \"/usr/lib/python3.12/asyncio/proactor_events.py\", line 165, in _call_connection_lost\n    self._sock.shutdown(socket.SHUT_RDWR)\nBrokenPipeError: [Errno 32] Broken pipe\n",
     ] {
         kind_of(&format!("{notice}{run}"), FailureKind::Unknown);
     }
