@@ -444,7 +444,7 @@ fn a_native_stack_deepest_in_aimdo_is_aimdo() {
 /// not cut its figures.
 #[test]
 fn python_notices_and_named_errors() {
-    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let run = MID_RUN;
     let unraisable = "Exception ignored in: <function ModelPatcher.__del__ at 0x000001EAF8CA4F40>\nTraceback (most recent call last):\n  File \"A:\\C\\comfy\\model_patcher.py\", line 1357, in __del__\n    self.unpin_all_weights()\nAttributeError: 'ModelPatcher' object has no attribute 'pinned'\n";
     let callback = "Exception in callback _ProactorBasePipeTransport._call_connection_lost(None)\nhandle: <Handle _ProactorBasePipeTransport._call_connection_lost(None)>\nTraceback (most recent call last):\n  File \"H:\\C\\Lib\\asyncio\\events.py\", line 80, in _run\n    self._context.run(self._callback, *self._args)\nConnectionResetError: [WinError 10054] An existing connection was forcibly closed by the remote host\n";
     for notice in [unraisable, callback] {
@@ -487,7 +487,7 @@ fn python_notices_and_named_errors() {
 /// logs and goes on after is no failure.
 #[test]
 fn library_words_read_from_their_sources() {
-    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let run = MID_RUN;
     let tb = "Traceback (most recent call last):\n  File \"/c/execution.py\", line 530, in execute\n    output_data = await get_output_data()\n  File \"/c/custom_nodes/x/nodes.py\", line 10, in run\n    y = f(x)\n";
     kind_of(
         &format!("{run}aimdo: src/pinned.c:88:CRITICAL:Host OOM\n"),

@@ -10,6 +10,9 @@ mod deaths;
 mod messages;
 mod runs;
 
+/// A run sampling, half way: a model requested and partly loaded, a bar at 9/20.
+const MID_RUN: &str = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+
 /// `log` diagnosed as a pasted text, asserted to be of `kind`.
 fn kind_of(log: &str, kind: FailureKind) -> Diagnosis {
     let d = crate::diagnose::diagnose_text(log).unwrap();

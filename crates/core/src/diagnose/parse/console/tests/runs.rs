@@ -323,7 +323,7 @@ fn errors_the_server_logs_and_goes_on_after_are_no_failure() {
 /// errors after which ComfyUI exits are one.
 #[test]
 fn errors_comfy_catches_and_goes_on_after_are_no_failure() {
-    let run = "got prompt\nRequested to load Flux\nloaded partially 7800.0 7799.9 0\n 45%|████▌     | 9/20 [00:18<00:22,  2.05s/it]\n";
+    let run = MID_RUN;
     let after = "100%|██████████| 20/20 [00:41<00:00,  2.05s/it]\nRequested to load AutoencodingEngine\nloaded completely 2000.0 159.8 True\nPrompt executed in 62.41 seconds\n";
     for notice in [
         "Error running sage attention: No module named 'sageattention', using pytorch attention instead.",
