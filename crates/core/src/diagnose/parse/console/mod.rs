@@ -227,7 +227,8 @@ fn native_frame_in_aimdo(lines: &[String]) -> Option<String> {
 
 /// A text with no run and no start-up in it (a node's or a tool's output, the reasons a prompt
 /// was refused): its last error line and what follows it, unless a later line shows the work
-/// went on. Not when the server failed to describe a node pack's node (start-up noise, rule 2;
+/// went on. Not when a node pack's import notice comes next, nor when the server failed to
+/// describe a node pack's node (start-up noise, rule 2;
 /// looked for across the joined lines, as a hard wrap may cut its words), nor when the line ends
 /// on the colon that introduces its message with nothing after it (rule 4: the message is cut).
 fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
@@ -239,7 +240,16 @@ fn last_error_without_a_run(lines: &[String]) -> Option<ParsedInput> {
     let at = lines
         .iter()
         .rposition(|l| is_error_line(l.trim()))
-        .filter(|&at| !went_on_after(lines, at) && !ends_traceback(lines, at))?;
+        .filter(|&at| {
+            !went_on_after(lines, at)
+                && !ends_traceback(lines, at)
+                // ComfyUI's `Cannot import … module for custom nodes: …` right after it: a
+                // pack's import failing (start-up noise), the error its exception line
+                && !lines[at + 1..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty())
+                    .is_some_and(|l| is_pack_import_notice(l))
+        })?;
     let rest = continuation(lines, at + 1);
     let cut = rest.is_empty()
         && lines[at]

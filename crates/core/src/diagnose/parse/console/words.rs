@@ -683,10 +683,11 @@ pub(super) fn is_numpy_build_mismatch(line: &str) -> bool {
 }
 
 /// A node pack importing one of its own files at start-up and failing (`Error loading
-/// AILab_RMBG.py: No module named 'cv2'`): ComfyUI goes on without those nodes.
+/// AILab_RMBG.py: No module named 'cv2'`, also with the file's path): ComfyUI goes on without
+/// those nodes.
 /// So is its `[X] Import Error: …` / `Critical Import Error: …` line.
 static PACK_FILE_IMPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)error loading [\w.\-]+\.py:|^\W*(?:\[[^\]]{1,60}\]\s*)?(?:critical\s+)?import\s+error:")
+    Regex::new(r"(?i)(?-u:\b)error loading (?:\S*[\\/])?[\w.\-]+\.py:|^\W*(?:\[[^\]]{1,60}\]\s*)?(?:critical\s+)?import\s+error:")
         .expect("static regex")
 });
 

@@ -519,3 +519,21 @@ fn library_words_read_from_their_sources() {
         kind_of(&format!("{notice}{run}"), FailureKind::Unknown);
     }
 }
+
+/// A node pack's import error read alone is start-up noise: its file named with its path
+/// (`Error loading D:\…\X.py: …`), or its exception line with ComfyUI's `Cannot import … module
+/// for custom nodes: …` right after it (no traceback pasted).
+#[test]
+fn a_packs_import_error_alone_is_start_up_noise() {
+    for text in [
+        "Error loading D:\\ComfyUI\\custom_nodes\\ComfyUI-RMBG\\py\\AILab_SAM2Segment.py: No module named 'sam2'\n",
+        "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n\nCannot import C:\\comfy\\custom_nodes\\seedvr2_videoupscaler module for custom nodes: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n",
+    ] {
+        assert!(crate::diagnose::diagnose_text(text).is_err(), "{text}");
+    }
+    // The same exception line with no notice after it is the failure.
+    kind_of(
+        "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n",
+        FailureKind::Other,
+    );
+}
