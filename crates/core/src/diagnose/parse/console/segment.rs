@@ -451,10 +451,12 @@ pub(super) fn scan_segment(lines: &[String]) -> SegmentFailure {
         f.startup = true;
     }
     // An exception a node caught and printed, then its saying it falls back to another way
-    // (`[CacheDiT] Falling back to direct forward hook implementation`): the run went on past
+    // (`[CacheDiT] Falling back to direct forward hook implementation`, comfy's `sd1_clip`
+    // printing an embedding's traceback, then `error loading embedding, skipping loading: X`):
+    // the run went on past
     // it, so it is no failure of its own when nothing else in the segment is one (the
     // exception line is the only message source seen, no error report, no death sign).
-    if after_exception.is_some_and(|l| FALLBACK_RE.is_match(l))
+    if after_exception.is_some_and(|l| FALLBACK_RE.is_match(l) || is_survived(l))
         && message_at.len() == 1
         && md_message.is_none()
         && f.md_node_type.is_none()

@@ -263,8 +263,22 @@ pub(super) static FALLBACK_RE: LazyLock<Regex> =
 /// (…)`, `… preview failed, disabling (…)`, `error loading embedding, skipping loading: …`,
 /// `Failed to import triton, …, the comfy-kitchen triton backend will not be available.`).
 static RECOVERED_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:fall(?:ing|s)? back|fell back|using [\w .\-]{1,40} instead|trying (?:again|slower)|retrying with|switched to|,\s*(?:skipping|disabling)|passing (?:it )?through unchanged|will not be available)(?-u:\b)").expect("static regex")
+    Regex::new(r"(?i)(?-u:\b)(?:fall(?:ing|s)? back|fell back|using [\w .\-]{1,40} instead|trying (?:again|slower)|retrying with|switched to|,\s*(?:skipping|disabling)|passing (?:it )?through unchanged|will not be available|will be unavailable)(?-u:\b)").expect("static regex")
 });
+/// A live preview failing (checked in ComfyUI-KJNodes' preview override: `[KJ PreviewOverride]
+/// LTX VAE decode failed: …`, `LTX preview decode failed: …`, `Preview override failed: …`,
+/// `Initial noise preview failed (sigmas still sent): …`, `Active previewer raised, trying
+/// Latent2RGB fallback: …`): previews are drawn beside the run, which goes on without them. (An
+/// app's own `Preview failed: …`, its preview run refused, is not one.)
+static PREVIEW_FAILED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:\[[^\]]*preview[^\]]*\]|(?:[\w\-]+\s+){0,3}(?:preview (?:decode|encode|override)|previewer|noise preview)(?-u:\b)[^:]{0,40}?(?-u:\b)(?:fail(?:ed|s)?|raised)(?-u:\b))")
+        .expect("static regex")
+});
+/// A line naming an error it caught and went on past ([`RECOVERED_RE`]) or a live preview
+/// failing ([`PREVIEW_FAILED_RE`]).
+pub(super) fn is_survived(line: &str) -> bool {
+    RECOVERED_RE.is_match(line) || PREVIEW_FAILED_RE.is_match(line.trim())
+}
 /// What bash prints for a job a fatal signal ended (`strsignal`), as the `(?i)` alternation of
 /// [`KILLED_RE`].
 const BASH_SIGNALS: &str = "killed|terminated|aborted|segmentation fault|illegal instruction|bus error|floating point exception|trace/breakpoint trap";
@@ -437,8 +451,8 @@ pub(super) fn is_message_line(line: &str) -> bool {
         .chain(SPECIFIC_WORDS)
         .any(|w| l.contains(w))
         && !l.contains("warning")
-        // an error caught and gone on after (a cheaper way tried, a part left out)
-        && !RECOVERED_RE.is_match(&l)
+        // an error caught and gone on after (a cheaper way tried, a part left out, a preview)
+        && !is_survived(&l)
 }
 
 pub(super) fn is_frame(line: &str) -> bool {
@@ -611,7 +625,7 @@ pub(super) fn is_notice(line: &str) -> bool {
     ]
     .iter()
     .any(|w| l.contains(w))
-        || RECOVERED_RE.is_match(line)
+        || is_survived(line)
         || is_pack_import_notice(line)
         || COMFY_NOTICE_RE.is_match(line.trim())
         || MANAGER_NOTICE_RE.is_match(line.trim())

@@ -375,3 +375,33 @@ fn errors_comfy_catches_and_goes_on_after_are_no_failure() {
         kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
     }
 }
+
+/// A live preview failing is no failure of the run (ComfyUI-KJNodes' preview override logs its
+/// decoder's errors, out-of-memory included, and the run goes on); nor is comfy's `sd1_clip`
+/// printing an embedding's traceback before `error loading embedding, skipping loading: …`.
+/// A pack saying some of its nodes will be unavailable is start-up noise.
+#[test]
+fn a_preview_or_an_embedding_failing_is_no_failure() {
+    let run = MID_RUN;
+    for notice in [
+        "[KJ PreviewOverride] LTX VAE decode failed: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "LTX preview decode failed: CUDA error: out of memory",
+        "Preview override failed: 'NoneType' object has no attribute 'shape'",
+        "Active previewer raised, trying Latent2RGB fallback: CUDA out of memory",
+        "KJNodes: LTXV nodes could not be imported. LTXV nodes will be unavailable. Error: No module named 'x'",
+        "Traceback (most recent call last):\n  File \"/c/comfy/sd1_clip.py\", line 455, in load_embed\n    embed = safe_load_embed_zip(embed_path)\nzipfile.BadZipFile: File is not a zip file\n\n\nerror loading embedding, skipping loading: easynegative",
+    ] {
+        kind_of(&format!("{run}{notice}\n"), FailureKind::Unknown);
+    }
+    // An app's own preview run refused is a failure, and so is a preview node's error in the
+    // dialog form.
+    kind_of(
+        "Preview failed: Media generation failed: Submit workflow failed: [400] {\"error\": {\"type\": \"missing_node_type\"}}\n",
+        FailureKind::Other,
+    );
+    // A node's own failure that names a preview node is still read (the dialog form).
+    kind_of(
+        "PreviewImage\nCUDA error: out of memory\n",
+        FailureKind::CudaOom,
+    );
+}
