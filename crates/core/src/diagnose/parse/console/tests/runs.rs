@@ -296,24 +296,22 @@ fn a_run_traceback_above_a_start_up_is_the_failure() {
 /// after which it exits (its port taken, the database with `--enable-assets`) are.
 #[test]
 fn errors_the_server_logs_and_goes_on_after_are_no_failure() {
-    let run = "got prompt\nRequested to load WAN21\nloaded partially 5000.0 MB\n 10%|█         | 2/20 [00:30<04:30, 15.0s/it]\n";
-    for notice in [
+    each_no_failure_after_a_run(&[
         "Error processing WebSocket message: Expecting value: line 1 column 1 (char 0)",
         "send error: Cannot write to closing transport",
         "Failed to register uploaded image as asset\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/server.py\", line 448, in upload_image\n    result = register_file_in_place(abs_path=filepath)\nValueError: no asset root",
         "[ERROR] An error occurred during the on_prompt_handler processing\nTraceback (most recent call last):\n  File \"/home/user/ComfyUI/server.py\", line 1452, in trigger_on_prompt\n    json_data = handler(json_data)\nKeyError: 'x'",
         "Failed to execute startup-script: /home/user/ComfyUI/custom_nodes/pack/prestartup_script.py / No module named 'x'",
         "Failed to initialize database. Please ensure you have installed the latest requirements. If the error persists, please report this as in future the database will be required: No module named 'alembic'",
-    ] {
-        kind_of(&format!("{run}{notice}\n"), FailureKind::Unknown);
-    }
+    ]);
     let start = "** ComfyUI startup time: 2026-07-01 10:00:00.000\n** Platform: Linux\nTotal VRAM 24000 MB, total RAM 64000 MB\nStarting server\n\n";
-    for fatal in [
-        "Port 8188 is already in use on address 127.0.0.1. Please close the other application or use a different port with --port.",
-        "Failed to initialize database: No module named 'alembic'",
-    ] {
-        kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
-    }
+    each_a_start_up_failure(
+        start,
+        &[
+            "Port 8188 is already in use on address 127.0.0.1. Please close the other application or use a different port with --port.",
+            "Failed to initialize database: No module named 'alembic'",
+        ],
+    );
 }
 
 /// Errors ComfyUI catches and says how it goes on (ComfyUI 0.28.2's attention, VAE, multi-GPU
@@ -367,13 +365,11 @@ fn errors_comfy_catches_and_goes_on_after_are_no_failure() {
         FailureKind::CudaOom,
     );
     let start = "** ComfyUI startup time: 2026-07-01 10:00:00.000\n** Platform: Linux\nTotal VRAM 24000 MB, total RAM 64000 MB\n";
-    for fatal in [
+    each_a_start_up_failure(start, &[
         "********** ERROR ***********\n\ncomfyui-frontend-package is not installed.\n\nPlease install the updated requirements.txt file by running:\n/usr/bin/python3 -m pip install -r requirements.txt\n\n********** ERROR ***********",
         "Database is locked. Another ComfyUI process is already using this database.\nTo resolve this, specify a separate database file for this instance:\n  --database-url sqlite:///path/to/another.db",
         "Failed to initialize database: (sqlite3.OperationalError) unable to open database file\nThe --enable-assets flag requires a working database connection.",
-    ] {
-        kind_of(&format!("{start}{fatal}\n"), FailureKind::Other);
-    }
+    ]);
 }
 
 /// A live preview failing is no failure of the run (ComfyUI-KJNodes' preview override logs its
@@ -382,17 +378,14 @@ fn errors_comfy_catches_and_goes_on_after_are_no_failure() {
 /// A pack saying some of its nodes will be unavailable is start-up noise.
 #[test]
 fn a_preview_or_an_embedding_failing_is_no_failure() {
-    let run = MID_RUN;
-    for notice in [
+    each_no_failure_after_a_run(&[
         "[KJ PreviewOverride] LTX VAE decode failed: CUDA out of memory. Tried to allocate 2.00 GiB",
         "LTX preview decode failed: CUDA error: out of memory",
         "Preview override failed: 'NoneType' object has no attribute 'shape'",
         "Active previewer raised, trying Latent2RGB fallback: CUDA out of memory",
         "KJNodes: LTXV nodes could not be imported. LTXV nodes will be unavailable. Error: No module named 'x'",
         "Traceback (most recent call last):\n  File \"/c/comfy/sd1_clip.py\", line 455, in load_embed\n    embed = safe_load_embed_zip(embed_path)\nzipfile.BadZipFile: File is not a zip file\n\n\nerror loading embedding, skipping loading: easynegative",
-    ] {
-        kind_of(&format!("{run}{notice}\n"), FailureKind::Unknown);
-    }
+    ]);
     // An app's own preview run refused is a failure, and so is a preview node's error in the
     // dialog form.
     kind_of(
