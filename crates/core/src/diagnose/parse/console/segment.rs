@@ -124,7 +124,7 @@ pub(super) struct SegmentFailure {
     /// Where `got prompt` was first seen.
     pub(super) got_prompt_at: Option<usize>,
     pub(super) events: Vec<(usize, Event)>,
-    /// The first line naming a specific error (see [`SPECIFIC_WORDS`]).
+    /// The first line naming a specific error (see [`is_specific_line`]).
     pub(super) specific: Option<String>,
 }
 

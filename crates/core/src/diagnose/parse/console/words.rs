@@ -2,6 +2,7 @@
 //! exception lines, death signs, errors printed in words, a message's wording and shape,
 //! start-up notices, model-management lines) and the line predicates built on them.
 
+use crate::diagnose::kind::{is_aimdo_error_line, names_aimdo_error};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -340,7 +341,7 @@ pub(super) static DEATH_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Words that mark an error message line even without any surrounding structure (with
-/// [`SPECIFIC_WORDS`]).
+/// comfy-aimdo's, [`is_specific_line`]).
 const MESSAGE_WORDS: &[&str] = &[
     // glibc's heap checks that name no function (those that do are [`GLIBC_HEAP_CHECK_RE`]'s),
     // printed just before it aborts the process (malloc.c's `malloc_printerr`)
@@ -393,40 +394,17 @@ const MESSAGE_WORDS: &[&str] = &[
     "another comfyui process is already using this database",
     "the --enable-assets flag requires a working database",
     // comfy-aimdo's (the dynamic-VRAM offloader's) errors, printed as console lines too, are
-    // `SPECIFIC_WORDS`
+    // read by the failure kind's phrases (`is_specific_line`)
 ];
 
-/// Errors more specific than the Python exception that wraps them (comfy-aimdo's C logger
-/// prints `aimdo: …ERROR:VRAM Allocation failed (non OOM)` before the `RuntimeError: VRAM
-/// Allocation failed` it raises): when the final message names none of them, the line wins.
-pub(super) const SPECIFIC_WORDS: &[&str] = &[
-    "vram allocation failed (non oom)",
-    "fault failed",
-    "hostbuffer.read_file_slice failed",
-    "vbar allocation failed",
-    "vram reservation failed",
-    "hostbuf_file_reader_read failed",
-    "aimdo memory compile error",
-    // comfy_aimdo's model_vbar.py `alloc` when a model's VBAR (its reserved address range) is
-    // full: `MemoryError("VBAR OOM")`
-    "vbar oom",
-    "vram grow failed",
-    "modelmmap allocation failed",
-    "hostbuffer allocation failed",
-    "hostbuffer.extend failed",
-    "hostbuffer.register failed",
-    "hostbuffer.truncate failed",
-    "hostbuffer.unregister failed",
-];
-
+/// A line naming an error more specific than the Python exception that wraps it: one of
+/// comfy-aimdo's own (its C logger prints `aimdo: …ERROR:VRAM Allocation failed (non OOM)` before
+/// the `RuntimeError: VRAM Allocation failed` it raises; the phrases are the failure kind's,
+/// [`crate::diagnose::kind::names_aimdo_error`]): when the final message names none, the line
+/// wins.
 pub(super) fn is_specific_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    (SPECIFIC_WORDS.iter().any(|w| l.contains(w)) && !l.contains("warning")) || is_aimdo_error(&l)
-}
-
-/// comfy-aimdo's C logger at ERROR level (`aimdo: src/vrambuf.c:42:ERROR:vrambuf_create: …`).
-pub(super) fn is_aimdo_error(lower: &str) -> bool {
-    crate::diagnose::kind::is_aimdo_error_line(lower)
+    (names_aimdo_error(&l) && !l.contains("warning")) || is_aimdo_error_line(&l)
 }
 
 /// glibc's allocator reporting a failed heap check by the function that made it
@@ -439,17 +417,14 @@ static GLIBC_HEAP_CHECK_RE: LazyLock<Regex> = LazyLock::new(|| {
 
 pub(super) fn is_message_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    if is_aimdo_error(&l) {
+    if is_aimdo_error_line(&l) {
         // comfy-aimdo's own ERROR line is a failure message even with no exception after it.
         return true;
     }
     if GLIBC_HEAP_CHECK_RE.is_match(&l) {
         return true;
     }
-    MESSAGE_WORDS
-        .iter()
-        .chain(SPECIFIC_WORDS)
-        .any(|w| l.contains(w))
+    (MESSAGE_WORDS.iter().any(|w| l.contains(w)) || names_aimdo_error(&l))
         && !l.contains("warning")
         // an error caught and gone on after (a cheaper way tried, a part left out, a preview)
         && !is_survived(&l)

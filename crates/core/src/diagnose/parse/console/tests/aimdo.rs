@@ -52,7 +52,7 @@ fn an_aimdo_error_line_wins_over_a_plain_message() {
         d.stage_evidence
     );
     // Warnings are not errors.
-    assert!(!super::super::is_aimdo_error(
+    assert!(!crate::diagnose::kind::is_aimdo_error_line(
         "aimdo: src/model-vbar.c:74:warning:vbar 0: page 519"
     ));
 }
