@@ -158,6 +158,9 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     // A module's top level runs when it is imported (`main.py` importing `latent_preview` at
     // start-up): no work of a run.
     rule("", "<module>", "", None, "a module being imported"),
+    // Python's text codecs (`encodings/cp1252.py` in `encode`, under a UnicodeEncodeError when a
+    // node prints to a Windows console): no model's encode.
+    rule("/encodings/", "", "", None, "Python's text codecs"),
     // Live preview inside a sampler (drawn after a finished step).
     rule("latent_preview", "", "", Some(Preview), "ComfyUI latent_preview"),
     rule("taesd", "", "", Some(Preview), "TAESD preview decoder"),
@@ -238,6 +241,14 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("", "*decode*", "", Some(Decode), "a decode function: nodes.py or comfy.sd VAE.decode"),
     rule("", "*encode*", "", Some(Condition), "an encode function: text encoders or VAE.encode"),
     rule("", "zeroed_hidden_states", "", Some(Condition), "IPAdapter vision-encoder call"),
+    // A text encoder being built (its class's `__init__`: ComfyUI's load_clip, transformers'
+    // from_pretrained, llama-cpp-python's Llama and its context) is loading it; encoding the
+    // prompt is its forward.
+    rule("sd1_clip", "__init__", "", Some(Load), "comfy sd1_clip built while loading"),
+    rule("text_encoders/", "__init__", "", Some(Load), "a comfy text encoder built while loading"),
+    rule("modeling_clip", "__init__", "", Some(Load), "transformers CLIP built while loading"),
+    rule("modeling_qwen", "__init__", "", Some(Load), "a transformers Qwen model built while loading"),
+    rule("llama", "__init__", "", Some(Load), "a Llama model or context built while loading"),
     rule("sd1_clip", "", "", Some(Condition), "comfy sd1_clip"),
     rule("text_encoders/", "", "", Some(Condition), "comfy text encoders"),
     rule("clip_model", "", "", Some(Condition), "CLIP model"),
@@ -445,6 +456,25 @@ mod tests {
             ("/c/comfy/ldm/flux/model.py", "forward", Some(WeakStep)),
             ("/c/comfy/ldm/models/autoencoder.py", "forward", Some(Vae)),
             ("/c/execution.py", "execute", None),
+            // A Windows console's codec under a UnicodeEncodeError is no text encoder.
+            ("c:/python312/lib/encodings/cp1252.py", "encode", None),
+            // A text encoder built is a load; its forward is conditioning.
+            (
+                "/v/site-packages/llama_cpp/_internals.py",
+                "__init__",
+                Some(Load),
+            ),
+            (
+                "/v/site-packages/transformers/models/qwen2/modeling_qwen2.py",
+                "__init__",
+                Some(Load),
+            ),
+            (
+                "/v/site-packages/transformers/models/qwen2/modeling_qwen2.py",
+                "forward",
+                Some(Condition),
+            ),
+            ("/c/comfy/sd1_clip.py", "encode", Some(Condition)),
         ];
         for (path, func, want) in cases {
             assert_eq!(classify_frame(&frame(path, func)), want, "{path} {func}");

@@ -5,7 +5,7 @@
 
 mod wording;
 
-pub(crate) use wording::{is_aimdo_error_line, names_aimdo_error};
+pub(crate) use wording::{is_aimdo_error_line, names_aimdo_error, names_native_oom};
 use wording::{ASYNC_MARKERS, BACKEND_WORDS, LOOKALIKES, WORDING};
 
 use super::frames::{native_frame, parse_frames};
@@ -343,6 +343,17 @@ mod tests {
             (Some("RuntimeError"), "expected scalar type Half but found Float", FailureKind::Other),
             (Some("RuntimeError"), "CUDA driver error: out of memory", FailureKind::CudaOom),
             (Some("OSError"), "[WinError 1455] The paging file is too small for this operation to complete", FailureKind::HostRam),
+            // The same Windows errors in a localised Windows: the code stays, the text does not.
+            (Some("OSError"), "[WinError 1455] 页面文件太小，无法完成操作。", FailureKind::HostRam),
+            (Some("OSError"), "[WinError 8] Not enough memory resources are available to process this command", FailureKind::HostRam),
+            (Some("OSError"), "[WinError 14] 存储空间不足，无法完成此操作。", FailureKind::HostRam),
+            (Some("safetensors_rust.SafetensorError"), "Error while deserializing header: (os error 1455)", FailureKind::HostRam),
+            // Other Windows codes and Linux's errno 8 (an exec-format error) name no memory.
+            (Some("OSError"), "[WinError 87] The parameter is incorrect", FailureKind::Other),
+            (Some("OSError"), "[WinError 126] 找不到指定的模块。", FailureKind::Other),
+            (Some("OSError"), "[Errno 8] Exec format error (os error 8)", FailureKind::Other),
+            (Some("RuntimeError"), "Allocation is out of device memory on current platform.", FailureKind::XpuOom),
+            (None, "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 7668.54 MiB on device 0: cudaMalloc failed: out of memory\nFailed to load model from file: /m/x.gguf", FailureKind::CudaOom),
             (Some("torch.AcceleratorError"), "CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.", FailureKind::CudaOom),
             (Some("torch.OutOfMemoryError"), "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 22.43 GiB\nRequested               : 4.07 GiB\nDevice limit            : 16.00 GiB\nFree (according to CUDA): 0 bytes", FailureKind::CudaOom),
             (Some("RuntimeError"), "Fault failed: 2", FailureKind::Aimdo),

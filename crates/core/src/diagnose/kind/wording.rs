@@ -152,6 +152,14 @@ pub(super) const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::XpuOom,
         "UR/PI out-of-device-memory status (Intel runtime)",
     ),
+    // intel-extension-for-pytorch turns the SYCL runtime's OUT_OF_RESOURCES status into this
+    // RuntimeError on its XPU device (its `DPCPP_EXT_SUBMIT` macro; axolotl-on-Arc guides quote
+    // it as the XPU's out-of-memory error).
+    (
+        "allocation is out of device memory",
+        FailureKind::XpuOom,
+        "Allocation is out of device memory (intel-extension-for-pytorch on an XPU)",
+    ),
     (
         "hip out of memory",
         FailureKind::HipOom,
@@ -176,6 +184,15 @@ pub(super) const WORDING: &[(&str, FailureKind, &str)] = &[
         "cuda error: out of memory",
         FailureKind::CudaOom,
         "CUDA error: out of memory",
+    ),
+    // A native library's own CUDA allocation failing (ggml, under llama.cpp and the GGUF
+    // language-model nodes: `ggml_backend_cuda_buffer_type_alloc_buffer: allocating N MiB on
+    // device 0: cudaMalloc failed: out of memory`, before the Python wrapper's `Failed to load
+    // model from file`).
+    (
+        NATIVE_CUDA_OOM,
+        FailureKind::CudaOom,
+        "cudaMalloc failed: out of memory (a native library's CUDA allocation)",
     ),
     (
         "cudaerrormemoryallocation",
@@ -247,6 +264,31 @@ pub(super) const WORDING: &[(&str, FailureKind, &str)] = &[
         FailureKind::HostRam,
         "the Windows paging file is too small (system commit memory)",
     ),
+    // The same Windows errors by their codes, which a localised Windows keeps while it
+    // translates the text (`[WinError 1455] 页面文件太小，无法完成操作。`): 1455 is
+    // ERROR_COMMITMENT_LIMIT (the paging file), 8 and 14 are ERROR_NOT_ENOUGH_MEMORY and
+    // ERROR_OUTOFMEMORY. Rust code (safetensors) prints the first as `(os error 1455)`; its
+    // `os error 8` is left out, since on Linux errno 8 is an exec-format error.
+    (
+        "[winerror 1455]",
+        FailureKind::HostRam,
+        "[WinError 1455]: the Windows paging file is too small (system commit memory)",
+    ),
+    (
+        "os error 1455",
+        FailureKind::HostRam,
+        "os error 1455: the Windows paging file is too small (system commit memory)",
+    ),
+    (
+        "[winerror 8]",
+        FailureKind::HostRam,
+        "[WinError 8]: not enough memory resources (Windows, system RAM)",
+    ),
+    (
+        "[winerror 14]",
+        FailureKind::HostRam,
+        "[WinError 14]: not enough memory resources (Windows, system RAM)",
+    ),
 ];
 
 /// Fallback: "out of memory" with a backend named elsewhere in the message.
@@ -256,6 +298,16 @@ pub(super) const BACKEND_WORDS: &[(&str, FailureKind)] = &[
     ("hip", FailureKind::HipOom),
     ("cuda", FailureKind::CudaOom),
 ];
+
+/// A native library's CUDA allocation failing, as ggml logs it (see [`WORDING`]).
+const NATIVE_CUDA_OOM: &str = "cudamalloc failed: out of memory";
+
+/// Whether a lower-cased line is a native allocator's out-of-memory report (ggml's
+/// `cudaMalloc failed: out of memory`): more specific than the Python exception its wrapper
+/// raises after it (llama-cpp-python's `Failed to load model from file`).
+pub(crate) fn names_native_oom(lower: &str) -> bool {
+    lower.contains(NATIVE_CUDA_OOM)
+}
 
 /// Whether a lower-cased text names one of comfy-aimdo's errors in its work (a `WORDING` phrase
 /// of kind `aimdo`; not `comfy_aimdo.control`'s own set-up, whose phrases name `comfy-aimdo`):

@@ -46,6 +46,16 @@ static INPUT_RE: LazyLock<Regex> =
 static ACTIVITY: LazyLock<Vec<(Regex, Stage, &'static str)>> = LazyLock::new(|| {
     let re = |p: &str| Regex::new(&format!("(?i){p}")).expect("static regex");
     vec![
+        // llama.cpp's loader reporting as it reads a GGUF file (`llama_model_loader: loaded meta
+        // data …`, `load_tensors: offloading 28 repeating layers to GPU`), under the GGUF
+        // language-model nodes.
+        (
+            re(
+                r"^(?:llama_model_loader|llm_load_tensors|load_tensors|llama_model_load\w*|llama_load_model_from_file):",
+            ),
+            Stage::Load,
+            "llama.cpp loading a model",
+        ),
         (
             re(
                 r"\bloading\s+(?:[\w.-]+\s+){0,3}?(?:models?|weights|checkpoints?|transformer|pipeline|(?:feature\s+)?extractor|unet|dit|vae|text\s+encoder|lora)\b",
@@ -214,6 +224,8 @@ mod tests {
             ("Encoding video with libx264", Stage::Postprocess),
             ("[I2V-Inference] Running dual-expert rCM sampling...", Stage::SampleFirst),
             ("Sampling 30 steps with euler", Stage::SampleFirst),
+            ("llama_model_loader: loaded meta data with 34 key-value pairs and 399 tensors from /models/LLM/x.gguf (version GGUF V3 (latest))", Stage::Load),
+            ("load_tensors: offloading 28 repeating layers to GPU", Stage::Load),
         ] {
             assert_eq!(stage(line), Some(want), "{line}");
         }

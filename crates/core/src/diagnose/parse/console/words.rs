@@ -2,7 +2,7 @@
 //! exception lines, death signs, errors printed in words, a message's wording and shape,
 //! start-up notices, model-management lines) and the line predicates built on them.
 
-use crate::diagnose::kind::{is_aimdo_error_line, names_aimdo_error};
+use crate::diagnose::kind::{is_aimdo_error_line, names_aimdo_error, names_native_oom};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -400,11 +400,14 @@ const MESSAGE_WORDS: &[&str] = &[
 /// A line naming an error more specific than the Python exception that wraps it: one of
 /// comfy-aimdo's own (its C logger prints `aimdo: …ERROR:VRAM Allocation failed (non OOM)` before
 /// the `RuntimeError: VRAM Allocation failed` it raises; the phrases are the failure kind's,
-/// [`crate::diagnose::kind::names_aimdo_error`]): when the final message names none, the line
-/// wins.
+/// [`crate::diagnose::kind::names_aimdo_error`]), or a native allocator's out-of-memory line
+/// (ggml's `cudaMalloc failed: out of memory` before llama-cpp-python's `Failed to load model
+/// from file`): when the final message names none, the line wins.
 pub(super) fn is_specific_line(line: &str) -> bool {
     let l = line.to_lowercase();
-    (names_aimdo_error(&l) && !l.contains("warning")) || is_aimdo_error_line(&l)
+    (names_aimdo_error(&l) && !l.contains("warning"))
+        || is_aimdo_error_line(&l)
+        || names_native_oom(&l)
 }
 
 /// glibc's allocator reporting a failed heap check by the function that made it

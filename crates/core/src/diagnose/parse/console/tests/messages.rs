@@ -537,3 +537,16 @@ fn a_packs_import_error_alone_is_start_up_noise() {
         FailureKind::Other,
     );
 }
+
+/// Issue #40 item 3 for an allocator: ggml's own `cudaMalloc failed: out of memory` (llama.cpp,
+/// under a GGUF language-model node) wins over llama-cpp-python's `Failed to load model from
+/// file` raised after it; without that line the wrapper is all there is.
+#[test]
+fn a_native_allocators_out_of_memory_line_wins_over_its_wrapper() {
+    let head = "got prompt\nllama_model_loader: loaded meta data with 34 key-value pairs and 399 tensors from /m/LLM/q.gguf (version GGUF V3 (latest))\nload_tensors: offloading 28 repeating layers to GPU\n";
+    let alloc = "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 7668.54 MiB on device 0: cudaMalloc failed: out of memory\nalloc_tensor_range: failed to allocate CUDA0 buffer of size 8040855552\nllama_model_load: error loading model: unable to allocate CUDA0 buffer\n";
+    let tail = "!!! Exception during processing !!! Failed to load model from file: /m/LLM/q.gguf\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\n  File \"/v/site-packages/llama_cpp/llama.py\", line 374, in __init__\n    internals.LlamaModel(\n  File \"/v/site-packages/llama_cpp/_internals.py\", line 58, in __init__\n    raise ValueError(f\"Failed to load model from file: {path_model}\")\nValueError: Failed to load model from file: /m/LLM/q.gguf\n";
+    let d = kind_of(&format!("{head}{alloc}{tail}"), FailureKind::CudaOom);
+    assert_eq!(d.stage, crate::vocab::Stage::Load, "{d:?}");
+    kind_of(&format!("{head}{tail}"), FailureKind::Other);
+}
