@@ -205,6 +205,7 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("nodes.py", "load_custom_node", "", None, "nodes.py importing a custom node at startup"),
     rule("nodes.py", "init_external_custom_nodes", "", None, "nodes.py importing the node packs at startup"),
     rule("", "load*", "", Some(Load), "a loader function"),
+    rule("", "init_pipeline*", "", Some(Load), "a pack building its pipeline from weight files"),
     rule("", "", "model.to(", Some(Load), "a source line moving a model"),
     rule("", "", "model.cuda(", Some(Load), "a source line moving a model"),
     // Post-processing packs: upscalers, interpolators, restoration, video combine.
@@ -249,6 +250,8 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("modeling_clip", "__init__", "", Some(Load), "transformers CLIP built while loading"),
     rule("modeling_qwen", "__init__", "", Some(Load), "a transformers Qwen model built while loading"),
     rule("llama", "__init__", "", Some(Load), "a Llama model or context built while loading"),
+    rule("modeling_siglip", "__init__", "", Some(Load), "transformers SigLIP built while loading"),
+    rule("modeling_gemma", "__init__", "", Some(Load), "a transformers Gemma model built while loading"),
     rule("sd1_clip", "", "", Some(Condition), "comfy sd1_clip"),
     rule("text_encoders/", "", "", Some(Condition), "comfy text encoders"),
     rule("clip_model", "", "", Some(Condition), "CLIP model"),
@@ -256,6 +259,8 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("/clip/", "", "", Some(Condition), "CLIP"),
     rule("modeling_clip", "", "", Some(Condition), "transformers CLIP"),
     rule("modeling_qwen", "", "", Some(Condition), "transformers Qwen text encoder"),
+    rule("modeling_siglip", "", "", Some(Condition), "transformers SigLIP, a vision encoder"),
+    rule("modeling_gemma", "", "", Some(Condition), "transformers Gemma, a text encoder (LTX-2's)"),
     rule("/t5", "", "", Some(Condition), "T5 text encoder"),
     rule("llama", "", "", Some(Condition), "Llama text encoder"),
     // Samplers: comfy/samplers.py, comfy/sample.py, k_diffusion, pack samplers.
@@ -475,6 +480,8 @@ mod tests {
                 Some(Condition),
             ),
             ("/c/comfy/sd1_clip.py", "encode", Some(Condition)),
+            ("/v/site-packages/transformers/models/siglip/modeling_siglip.py", "forward", Some(Condition)),
+            ("/c/custom_nodes/comfyui_flashvsr/flashvsr/examples/wanvsr/infer_flashvsr_v11_full.py", "init_pipeline_v11", Some(Load)),
         ];
         for (path, func, want) in cases {
             assert_eq!(classify_frame(&frame(path, func)), want, "{path} {func}");

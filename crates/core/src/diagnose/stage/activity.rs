@@ -58,7 +58,7 @@ static ACTIVITY: LazyLock<Vec<(Regex, Stage, &'static str)>> = LazyLock::new(|| 
         ),
         (
             re(
-                r"\bloading\s+(?:[\w.-]+\s+){0,3}?(?:models?|weights|checkpoints?|transformer|pipeline|(?:feature\s+)?extractor|unet|dit|vae|text\s+encoder|lora)\b",
+                r"\bloading\s+(?:[\w.-]+\s+){0,3}?(?:models?|weights|checkpoints?|transformer|pipeline|(?:feature\s+)?extractor|unet|dit|vae|text\s+encoder|lora|engine)\b|\bbuilding\s+(?:[\w.-]+\s+){0,2}?engine\b",
             ),
             Stage::Load,
             "loading a model",
@@ -226,6 +226,9 @@ mod tests {
             ("Sampling 30 steps with euler", Stage::SampleFirst),
             ("llama_model_loader: loaded meta data with 34 key-value pairs and 399 tensors from /models/LLM/x.gguf (version GGUF V3 (latest))", Stage::Load),
             ("load_tensors: offloading 28 repeating layers to GPU", Stage::Load),
+            // TensorRT node packs load a built engine, or build one from an ONNX file first.
+            ("[ComfyUI-Rife-Tensorrt|INFO] - Loading TensorRT engine: /m/tensorrt/rife/rife49.trt", Stage::Load),
+            ("[ComfyUI-Rife-Tensorrt|INFO] - Building TensorRT engine for /m/onnx/rife49.onnx: /m/tensorrt/rife/rife49.trt", Stage::Load),
         ] {
             assert_eq!(stage(line), Some(want), "{line}");
         }
