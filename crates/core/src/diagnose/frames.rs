@@ -242,16 +242,6 @@ pub(crate) const FRAME_TABLE: &[FrameRule] = &[
     rule("", "*decode*", "", Some(Decode), "a decode function: nodes.py or comfy.sd VAE.decode"),
     rule("", "*encode*", "", Some(Condition), "an encode function: text encoders or VAE.encode"),
     rule("", "zeroed_hidden_states", "", Some(Condition), "IPAdapter vision-encoder call"),
-    // A text encoder being built (its class's `__init__`: ComfyUI's load_clip, transformers'
-    // from_pretrained, llama-cpp-python's Llama and its context) is loading it; encoding the
-    // prompt is its forward.
-    rule("sd1_clip", "__init__", "", Some(Load), "comfy sd1_clip built while loading"),
-    rule("text_encoders/", "__init__", "", Some(Load), "a comfy text encoder built while loading"),
-    rule("modeling_clip", "__init__", "", Some(Load), "transformers CLIP built while loading"),
-    rule("modeling_qwen", "__init__", "", Some(Load), "a transformers Qwen model built while loading"),
-    rule("llama", "__init__", "", Some(Load), "a Llama model or context built while loading"),
-    rule("modeling_siglip", "__init__", "", Some(Load), "transformers SigLIP built while loading"),
-    rule("modeling_gemma", "__init__", "", Some(Load), "a transformers Gemma model built while loading"),
     rule("sd1_clip", "", "", Some(Condition), "comfy sd1_clip"),
     rule("text_encoders/", "", "", Some(Condition), "comfy text encoders"),
     rule("clip_model", "", "", Some(Condition), "CLIP model"),
@@ -331,16 +321,33 @@ fn func_matches(pattern: &str, func: &str) -> bool {
     }
 }
 
-/// The first table row that matches the frame.
+/// An encoder's constructor (`__init__` in a file an encoder row of the table names: ComfyUI's
+/// load_clip building `sd1_clip`, transformers' from_pretrained, llama-cpp-python's model and
+/// context): the encoder is being built, which is loading it; encoding is its forward.
+static ENCODER_BUILT: FrameRule = rule(
+    "",
+    "__init__",
+    "",
+    Some(Load),
+    "an encoder's constructor: the encoder built while loading",
+);
+
+/// The first table row that matches the frame; for an encoder's constructor,
+/// [`ENCODER_BUILT`].
 pub(crate) fn matching_rule(f: &Frame) -> Option<&'static FrameRule> {
     if is_generic(&f.path) {
         return None;
     }
-    FRAME_TABLE.iter().find(|r| {
+    let found = FRAME_TABLE.iter().find(|r| {
         (r.path.is_empty() || f.path.contains(r.path))
             && func_matches(r.func, &f.func)
             && (r.code.is_empty() || f.code.contains(r.code))
-    })
+    })?;
+    // An encoder row names its file alone; the function tells building from encoding.
+    if found.cat == Some(Condition) && found.func.is_empty() && f.func == "__init__" {
+        return Some(&ENCODER_BUILT);
+    }
+    Some(found)
 }
 
 /// What one frame shows, when the table recognises it.
@@ -481,6 +488,7 @@ mod tests {
             ),
             ("/c/comfy/sd1_clip.py", "encode", Some(Condition)),
             ("/v/site-packages/transformers/models/siglip/modeling_siglip.py", "forward", Some(Condition)),
+            ("/c/comfy/clip_vision.py", "__init__", Some(Load)),
             ("/c/custom_nodes/comfyui_flashvsr/flashvsr/examples/wanvsr/infer_flashvsr_v11_full.py", "init_pipeline_v11", Some(Load)),
         ];
         for (path, func, want) in cases {

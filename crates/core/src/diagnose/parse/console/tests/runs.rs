@@ -207,16 +207,6 @@ fn finished_log_is_not_a_failure() {
     assert!(matches!(err, ParseError::NoFailureInLog(_)));
 }
 
-#[test]
-fn a_custom_node_import_error_alone_is_start_up_noise() {
-    for log in [
-        "`Error loading module AILab_QwenVL: cannot import name 'AutoModelForVision2Seq' from 'transformers'`",
-        "Cannot import /home/user/ComfyUI/custom_nodes/pack module for custom nodes: No module named 'x'",
-    ] {
-        assert!(crate::diagnose::diagnose_text(log).is_err(), "{log}");
-    }
-}
-
 /// A prompt refused by validation, then a later prompt that prints its own work and stops: the
 /// paste is about the later run (no failure shown). One cut line after `got prompt` is no work.
 #[test]
@@ -260,6 +250,27 @@ fn more_of_a_packs_import_failing_is_start_up_noise() {
     let run = "got prompt\n!!! Exception during processing !!! CUDA error: out of memory\nTraceback (most recent call last):\n  File \"/c/execution.py\", line 1, in execute\n    x()\ntorch.AcceleratorError: CUDA error: out of memory\n";
     let notice = "[WARNING] Error while calling comfy_entrypoint in /c/custom_nodes/pack: boom\n";
     kind_of(&format!("{notice}{run}"), FailureKind::CudaOom);
+}
+
+/// A node pack's import error read alone is start-up noise: the pack's `Error loading module
+/// …` (in inline code), ComfyUI's `Cannot import … module for custom nodes: …`, its file named
+/// with its path (`Error loading D:\…\X.py: …`), or its exception line with that `Cannot
+/// import` notice right after it (no traceback pasted).
+#[test]
+fn a_packs_import_error_alone_is_start_up_noise() {
+    for text in [
+        "`Error loading module AILab_QwenVL: cannot import name 'AutoModelForVision2Seq' from 'transformers'`",
+        "Cannot import /home/user/ComfyUI/custom_nodes/pack module for custom nodes: No module named 'x'",
+        "Error loading D:\\ComfyUI\\custom_nodes\\ComfyUI-RMBG\\py\\AILab_SAM2Segment.py: No module named 'sam2'\n",
+        "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n\nCannot import C:\\comfy\\custom_nodes\\seedvr2_videoupscaler module for custom nodes: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n",
+    ] {
+        assert!(crate::diagnose::diagnose_text(text).is_err(), "{text}");
+    }
+    // The same exception line with no notice after it is the failure.
+    kind_of(
+        "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n",
+        FailureKind::Other,
+    );
 }
 
 /// A traceback through ComfyUI's executor running a node is a run's failure, also when the
